@@ -1,0 +1,50 @@
+/* config: memoryd's settings from defaults, MEMORYD_* environment variables
+ * and command-line flags, in that order of precedence (flags win).
+ *
+ * Every option is declared once in a table in config.c; --help is printed
+ * from that table so the documentation cannot drift from the parser. */
+#ifndef MEMORYD_CORE_CONFIG_H
+#define MEMORYD_CORE_CONFIG_H
+
+#include <stdio.h>
+
+typedef struct config {
+    char *listen;             /* host:port for the gRPC listener */
+    int workers;              /* completion-queue threads; 0 = number of cores */
+    char *pg_url;             /* libpq connection URI (required) */
+    int pg_pool_size;         /* libpq connections kept open */
+    int pg_connect_timeout_s; /* per connection attempt */
+    char *redis_url;          /* redis://host:port[/db]; empty = L1 cache only */
+    char *qdrant_url;         /* http(s)://host:port; empty = embedded index */
+    char *qdrant_api_key;     /* sent as the api-key header */
+    char *tls_cert;           /* PEM certificate chain; empty = plaintext */
+    char *tls_key;            /* PEM private key for tls_cert */
+    char *log_level;          /* debug | info | warn | error */
+    int max_message_bytes;    /* largest request/response accepted */
+    int keepalive_time_s;     /* server pings an idle connection this often */
+    int keepalive_timeout_s;  /* and drops it when the ping is not answered */
+    int shutdown_grace_s;     /* in-flight calls get this long on SIGTERM */
+    int health_interval_ms;   /* how often backends are probed */
+    int reflection;           /* serve grpc.reflection v1 + v1alpha */
+    int migrate;              /* apply schema migrations at start-up */
+} config;
+
+/* Outcome of config_load besides 0 (= run the service). */
+#define CONFIG_EXIT_OK 1 /* --help or --version was printed: exit 0 */
+
+/* Fills *c from defaults, the environment and argv. Strings in *c are
+ * malloc'd and owned by *c (release with config_free). On a bad value
+ * returns -1 with a message in err naming the flag, its env variable and
+ * what was wrong; *c is then freed already. out receives --help text. */
+int config_load(config *c, int argc, char **argv, FILE *out, char *err, size_t errlen);
+
+/* Releases the strings of *c; safe on a zeroed or already freed config. */
+void config_free(config *c);
+
+/* Prints the option table (flags, env variables, defaults, help). */
+void config_print_help(FILE *out, const char *argv0);
+
+/* Writes the effective settings as JSON-lines log fields (secrets masked). */
+void config_log(const config *c);
+
+#endif

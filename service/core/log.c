@@ -1,0 +1,160 @@
+/* log: JSON-lines logger. Lines are built in a stack buffer and written
+ * with one write(2); a line longer than the buffer is truncated, never split. */
+#include "service/core/log.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#define LOG_LINE_MAX 4096
+
+static atomic_int log_min_level = LOG_INFO;
+static atomic_int log_out_fd = 2;
+
+static const char *const level_names[] = {"debug", "info", "warn", "error"};
+
+void log_set_level(log_level level) { atomic_store(&log_min_level, (int)level); }
+log_level log_get_level(void) { return (log_level)atomic_load(&log_min_level); }
+int log_enabled(log_level level) { return (int)level >= atomic_load(&log_min_level); }
+void log_set_fd(int fd) { atomic_store(&log_out_fd, fd); }
+
+const char *log_level_name(log_level level) {
+    return (level >= LOG_DEBUG && level <= LOG_ERROR) ? level_names[level] : "info";
+}
+
+int log_level_parse(const char *name, log_level *out) {
+    for (int i = LOG_DEBUG; i <= LOG_ERROR; i++) {
+        if (strcmp(name, level_names[i]) == 0) {
+            *out = (log_level)i;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* A bounded string builder: appends silently stop at the end of the buffer. */
+typedef struct {
+    char *buf;
+    size_t len, cap;
+} line_buf;
+
+static void put_raw(line_buf *b, const char *s, size_t n) {
+    if (b->len + n > b->cap) n = b->cap - b->len;
+    memcpy(b->buf + b->len, s, n);
+    b->len += n;
+}
+
+static void put_cstr(line_buf *b, const char *s) { put_raw(b, s, strlen(s)); }
+
+/* Writes s as a JSON string literal (quotes included), escaping control
+ * characters so a hostile peer address or method name cannot forge lines. */
+static void put_json_string(line_buf *b, const char *s) {
+    static const char hex[] = "0123456789abcdef";
+    put_raw(b, "\"", 1);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        char esc[6];
+        switch (*p) {
+        case '"': put_raw(b, "\\\"", 2); break;
+        case '\\': put_raw(b, "\\\\", 2); break;
+        case '\n': put_raw(b, "\\n", 2); break;
+        case '\r': put_raw(b, "\\r", 2); break;
+        case '\t': put_raw(b, "\\t", 2); break;
+        default:
+            if (*p < 0x20 || *p == 0x7f) {
+                memcpy(esc, "\\u00", 4);
+                esc[4] = hex[*p >> 4];
+                esc[5] = hex[*p & 15];
+                put_raw(b, esc, 6);
+            } else {
+                put_raw(b, (const char *)p, 1);
+            }
+        }
+    }
+    put_raw(b, "\"", 1);
+}
+
+static void put_time(line_buf *b) {
+    struct timespec ts;
+    struct tm tm;
+    char tmp[40];
+    clock_gettime(CLOCK_REALTIME, &ts);
+    gmtime_r(&ts.tv_sec, &tm);
+    size_t n = strftime(tmp, sizeof tmp, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(tmp + n, sizeof tmp - n, ".%06ldZ", ts.tv_nsec / 1000);
+    put_json_string(b, tmp);
+}
+
+static void emit(log_level level, const char *msg, va_list *ap) {
+    char storage[LOG_LINE_MAX];
+    line_buf b = {storage, 0, sizeof storage - 1}; /* room for '\n' */
+    char num[64];
+
+    put_cstr(&b, "{\"time\":");
+    put_time(&b);
+    put_cstr(&b, ",\"level\":\"");
+    put_cstr(&b, log_level_name(level));
+    put_cstr(&b, "\",\"msg\":");
+    put_json_string(&b, msg);
+    while (ap) {
+        log_field_kind kind = (log_field_kind)va_arg(*ap, int);
+        if (kind == LOG_F_END) break;
+        const char *key = va_arg(*ap, const char *);
+        put_raw(&b, ",", 1);
+        put_json_string(&b, key);
+        put_raw(&b, ":", 1);
+        switch (kind) {
+        case LOG_F_STR: {
+            const char *v = va_arg(*ap, const char *);
+            if (v) put_json_string(&b, v);
+            else put_cstr(&b, "null");
+            break;
+        }
+        case LOG_F_INT:
+            snprintf(num, sizeof num, "%lld", (long long)va_arg(*ap, int64_t));
+            put_cstr(&b, num);
+            break;
+        case LOG_F_DBL:
+            snprintf(num, sizeof num, "%.6g", va_arg(*ap, double));
+            put_cstr(&b, num);
+            break;
+        default:
+            put_cstr(&b, "null");
+            ap = NULL; /* unknown kind: the rest of the list cannot be trusted */
+        }
+    }
+    put_raw(&b, "}", 1);
+    storage[b.len++] = '\n';
+    /* One write per line; a short write to a pipe/file is not retried so a
+     * stuck log consumer cannot wedge request threads forever. */
+    ssize_t rc = write(atomic_load(&log_out_fd), storage, b.len);
+    (void)rc;
+}
+
+void log_vfields(log_level level, const char *msg, va_list ap) {
+    if (!log_enabled(level)) return;
+    va_list copy;
+    va_copy(copy, ap);
+    emit(level, msg, &copy);
+    va_end(copy);
+}
+
+void log_fields(log_level level, const char *msg, ...) {
+    if (!log_enabled(level)) return;
+    va_list ap;
+    va_start(ap, msg);
+    emit(level, msg, &ap);
+    va_end(ap);
+}
+
+void log_msg(log_level level, const char *fmt, ...) {
+    if (!log_enabled(level)) return;
+    char text[LOG_LINE_MAX / 2];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    emit(level, text, NULL);
+}

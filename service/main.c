@@ -1,0 +1,201 @@
+/* memoryd: start-up and shutdown. Wires configuration, backends, the
+ * runtime and the services together; owns nothing that outlives main. */
+#include <errno.h>
+#include <grpc/grpc.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "protos/descriptor_set.h"
+#include "service/core/config.h"
+#include "service/core/log.h"
+#include "service/health/health.h"
+#include "service/health/health_probe.h"
+#include "service/reflection/descpool.h"
+#include "service/reflection/reflection.h"
+#include "service/rpc/rpc.h"
+#include "service/rpc/rpc_log.h"
+#include "service/store/instance.h"
+#include "service/store/pg_migrate.h"
+#include "service/store/pg_pool.h"
+#include "service/store/redis_pool.h"
+
+#define ERRLEN 512
+
+/* Everything main builds, so one function can tear it down in order. */
+typedef struct {
+    config cfg;
+    pg_pool *pg;
+    redis_pool *redis;
+    descpool *pool;
+    health *health;
+    health_probe *probe;
+    rpc_server *srv;
+    instance *inst;
+} app;
+
+static char *read_file(const char *path, char *err, size_t errlen) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (!buf || fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        snprintf(err, errlen, "cannot read %s", path);
+        free(buf);
+        fclose(f);
+        return NULL;
+    }
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+static int open_backends(app *a, char *err) {
+    const config *c = &a->cfg;
+    if (pg_pool_create(c->pg_url, c->pg_pool_size, c->pg_connect_timeout_s, &a->pg, err, ERRLEN))
+        return -1;
+    if (c->migrate) {
+        char merr[ERRLEN];
+        PGconn *conn = pg_pool_acquire(a->pg, INT64_MAX, merr, sizeof merr);
+        int applied = 0;
+        int rc = conn ? pg_migrate(conn, memoryd_migrations, memoryd_migrations_count, &applied,
+                                   merr, sizeof merr)
+                      : -1;
+        pg_pool_release(a->pg, conn, rc != 0);
+        if (rc != 0) {
+            snprintf(err, ERRLEN, "schema migration failed: %.400s", merr);
+            return -1;
+        }
+        log_fields(LOG_INFO, "schema ready", LOG_F_INT, "applied", (int64_t)applied, LOG_F_INT,
+                   "version", (int64_t)memoryd_migrations[memoryd_migrations_count - 1].version,
+                   LOG_F_END);
+    }
+    if (c->redis_url[0]) {
+        char rerr[ERRLEN];
+        int rc = redis_pool_create(c->redis_url, 8, 1000, &a->redis, rerr, sizeof rerr);
+        if (rc < 0) {
+            snprintf(err, ERRLEN, "--redis-url (MEMORYD_REDIS_URL): %.400s", rerr);
+            return -1;
+        }
+        if (rc > 0)
+            log_fields(LOG_WARN, "redis unreachable at start-up; cache runs in-process only and "
+                       "the blackboard is NOT_SERVING until it answers", LOG_F_STR, "error",
+                       rerr, LOG_F_END);
+    }
+    return 0;
+}
+
+static int build_server(app *a, char *err) {
+    const config *c = &a->cfg;
+    char *cert = NULL, *key = NULL;
+    if (c->tls_cert[0]) {
+        cert = read_file(c->tls_cert, err, ERRLEN);
+        key = cert ? read_file(c->tls_key, err, ERRLEN) : NULL;
+        if (!key) {
+            free(cert);
+            return -1;
+        }
+    }
+    rpc_server_options o = {
+        .listen = c->listen,
+        .workers = c->workers,
+        .max_message_bytes = c->max_message_bytes,
+        .keepalive_time_ms = c->keepalive_time_s * 1000,
+        .keepalive_timeout_ms = c->keepalive_timeout_s * 1000,
+        .tls_cert_pem = cert,
+        .tls_key_pem = key,
+    };
+    int rc = rpc_server_create(&o, &a->srv, err, ERRLEN);
+    free(cert);
+    free(key);
+    if (rc != 0) return -1;
+    if (descpool_create(memoryd_descriptor_set, memoryd_descriptor_set_len, &a->pool) != 0) {
+        snprintf(err, ERRLEN, "the embedded descriptor set is corrupt");
+        return -1;
+    }
+    if (!(a->health = health_create()) || health_register(a->srv, a->health) != 0 ||
+        (c->reflection && reflection_register(a->srv, a->pool) != 0) ||
+        rpc_server_add_observer(a->srv, rpc_log_observer, NULL) != 0) {
+        snprintf(err, ERRLEN, "cannot register the built-in services");
+        return -1;
+    }
+    rpc_server_set_unknown_describer(a->srv, reflection_describe_unknown, a->pool);
+    return 0;
+}
+
+static void teardown(app *a) {
+    health_probe_stop(a->probe);
+    rpc_server_free(a->srv);
+    instance_stop(a->inst, a->pg);
+    health_free(a->health);
+    descpool_free(a->pool);
+    redis_pool_free(a->redis);
+    pg_pool_free(a->pg);
+    config_free(&a->cfg);
+}
+
+static int run(app *a, const sigset_t *signals) {
+    char err[ERRLEN] = "";
+    if (open_backends(a, err) != 0 || build_server(a, err) != 0 ||
+        health_probe_start(a->health, a->pg, a->redis, a->cfg.health_interval_ms, &a->probe) != 0 ||
+        rpc_server_start(a->srv, err, sizeof err) != 0) {
+        log_fields(LOG_ERROR, "start-up failed", LOG_F_STR, "error", err[0] ? err : "see above",
+                   LOG_F_END);
+        fprintf(stderr, "memoryd: %s\n", err[0] ? err : "start-up failed");
+        return 1;
+    }
+    a->inst = instance_start(a->pg, a->cfg.listen);
+    log_fields(LOG_INFO, "memoryd serving", LOG_F_STR, "listen", a->cfg.listen, LOG_F_INT, "port",
+               (int64_t)rpc_server_port(a->srv), LOG_F_STR, "tls",
+               a->cfg.tls_cert[0] ? "on" : "off", LOG_F_STR, "redis",
+               a->redis ? "configured" : "none", LOG_F_END);
+
+    int sig = 0;
+    while (sigwait(signals, &sig) != 0) {
+    }
+    log_fields(LOG_INFO, "shutting down", LOG_F_STR, "signal", strsignal(sig), LOG_F_INT,
+               "grace_s", (int64_t)a->cfg.shutdown_grace_s, LOG_F_END);
+    health_shutdown(a->health);
+    rpc_server_shutdown(a->srv, a->cfg.shutdown_grace_s * 1000);
+    log_msg(LOG_INFO, "memoryd stopped");
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    app a;
+    memset(&a, 0, sizeof a);
+    char err[ERRLEN];
+    int rc = config_load(&a.cfg, argc, argv, stdout, err, sizeof err);
+    if (rc == CONFIG_EXIT_OK) return 0;
+    if (rc != 0) {
+        fprintf(stderr, "memoryd: %s\n", err);
+        return 2;
+    }
+    log_level level = LOG_INFO;
+    log_level_parse(a.cfg.log_level, &level);
+    log_set_level(level);
+    config_log(&a.cfg);
+
+    /* Block the shutdown signals in every thread (threads inherit the
+     * mask) so main receives them with sigwait; ignore SIGPIPE from peers
+     * that hang up on a socket we write. */
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGTERM);
+    sigaddset(&signals, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &signals, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    grpc_init();
+    rc = run(&a, &signals);
+    teardown(&a);
+    grpc_shutdown();
+    return rc;
+}

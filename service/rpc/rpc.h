@@ -1,0 +1,169 @@
+/* rpc: memoryd's gRPC runtime on the gRPC C core.
+ *
+ * It owns the server, the completion-queue worker threads, the method table
+ * and the per-call state machines (unary, server-streaming, bidi). Handlers
+ * see decoded protobuf-c messages and a call context, never bytes; the
+ * runtime decodes requests (INVALID_ARGUMENT when undecodable), runs the
+ * interceptor chain, calls the handler, encodes the response and sends the
+ * status with the request id in trailing metadata. Unknown methods answer
+ * UNIMPLEMENTED at once.
+ *
+ * Threading: handlers run on worker threads and may block (backend I/O);
+ * every call belongs to one thread at a time except the streaming functions
+ * marked thread-safe below. */
+#ifndef MEMORYD_RPC_RPC_H
+#define MEMORYD_RPC_RPC_H
+
+#include <grpc/grpc.h>
+#include <grpc/status.h>
+#include <protobuf-c/protobuf-c.h>
+#include <stdint.h>
+
+#include "service/core/arena.h"
+
+typedef struct rpc_server rpc_server;
+typedef struct rpc_call rpc_call;
+
+typedef enum {
+    RPC_UNARY = 0,         /* one request, one response */
+    RPC_SERVER_STREAM = 1, /* one request, a stream of responses */
+    RPC_BIDI_STREAM = 2,   /* each request answered by zero or one response */
+} rpc_kind;
+
+/* Returned by a streaming handler that keeps the call open: it took a
+ * reference and will end the call later with rpc_call_finish. */
+#define RPC_PENDING ((grpc_status_code)-1)
+
+/* Unary: fill *resp (already initialised by the runtime, allocated in the
+ * call's arena) and return GRPC_STATUS_OK, or return an error status after
+ * rpc_call_set_error. Memory for response fields comes from
+ * rpc_call_arena(call) or static storage; the runtime frees nothing else. */
+typedef grpc_status_code (*rpc_unary_fn)(rpc_call *call, const ProtobufCMessage *req,
+                                         ProtobufCMessage *resp, void *arg);
+
+/* Server-streaming: send with rpc_call_send, then return a final status, or
+ * return RPC_PENDING to keep streaming from other threads (see
+ * rpc_call_on_cancel) and end with rpc_call_finish. */
+typedef grpc_status_code (*rpc_stream_fn)(rpc_call *call, const ProtobufCMessage *req, void *arg);
+
+/* Bidi: called for each request message; GRPC_STATUS_OK sends *resp (or
+ * nothing when *send is set to 0), any other status ends the stream. The
+ * stream ends OK when the client half-closes. */
+typedef grpc_status_code (*rpc_bidi_fn)(rpc_call *call, const ProtobufCMessage *req,
+                                        ProtobufCMessage *resp, int *send, void *arg);
+
+/* One entry of the method table. The runtime copies the struct; the strings
+ * and descriptors must outlive the server (use static storage). */
+typedef struct rpc_method {
+    const char *path;  /* "/package.Service/Method" */
+    rpc_kind kind;
+    const ProtobufCMessageDescriptor *request;
+    const ProtobufCMessageDescriptor *response;
+    const char *scope; /* capability the caller needs; NULL = open to all */
+    rpc_unary_fn unary;
+    rpc_stream_fn stream;
+    rpc_bidi_fn bidi;
+    void *arg; /* handed to the handler */
+} rpc_method;
+
+/* Interceptor: runs for every call of a registered method after the request
+ * was decoded and before the handler. A non-OK return ends the call with
+ * that status (set the message with rpc_call_set_error). */
+typedef grpc_status_code (*rpc_interceptor_fn)(rpc_call *call, void *arg);
+
+/* Observer: runs once per call when its final status is decided (logging,
+ * metrics, audit). Must not block for long; must not end the call. */
+typedef void (*rpc_observer_fn)(rpc_call *call, grpc_status_code status, const char *message,
+                                void *arg);
+
+/* Describes a method path nobody registered, for the UNIMPLEMENTED message
+ * (e.g. "part of the API but not built yet"); returns NULL when unknown. */
+typedef const char *(*rpc_unknown_fn)(const char *path, void *arg);
+
+typedef struct rpc_server_options {
+    const char *listen;        /* host:port; port 0 picks a free port */
+    int workers;               /* completion-queue threads; <= 0: one per core */
+    int max_message_bytes;     /* receive and send limit */
+    int keepalive_time_ms;
+    int keepalive_timeout_ms;
+    const char *tls_cert_pem;  /* PEM contents (not paths); NULL = plaintext */
+    const char *tls_key_pem;
+} rpc_server_options;
+
+/* Creates a server (nothing listens yet). *out is freed with
+ * rpc_server_free. Returns 0, or -1 with the reason in err. grpc_init must
+ * have been called. */
+int rpc_server_create(const rpc_server_options *opts, rpc_server **out, char *err, size_t errlen);
+
+/* Method table, interceptors, observers: only before rpc_server_start.
+ * Return 0, or -1 on a duplicate path / bad entry / out of memory. */
+int rpc_server_add_method(rpc_server *srv, const rpc_method *m);
+int rpc_server_add_interceptor(rpc_server *srv, rpc_interceptor_fn fn, void *arg);
+int rpc_server_add_observer(rpc_server *srv, rpc_observer_fn fn, void *arg);
+void rpc_server_set_unknown_describer(rpc_server *srv, rpc_unknown_fn fn, void *arg);
+
+/* Binds the listener and starts the workers. Returns 0, or -1 with a
+ * message in err (e.g. the address is in use). */
+int rpc_server_start(rpc_server *srv, char *err, size_t errlen);
+/* The port actually bound (useful with port 0). */
+int rpc_server_port(const rpc_server *srv);
+
+/* Stops accepting calls, lets in-flight calls finish for up to grace_ms,
+ * then cancels what is left (open streams) and joins the workers. Blocks.
+ * Safe to call once; later calls do nothing. */
+void rpc_server_shutdown(rpc_server *srv, int grace_ms);
+/* Frees a server (shutting it down first if needed); accepts NULL. */
+void rpc_server_free(rpc_server *srv);
+
+/* ---- the call context seen by interceptors and handlers ---- */
+
+const rpc_method *rpc_call_method(const rpc_call *call); /* NULL for unknown methods */
+const char *rpc_call_path(const rpc_call *call);
+/* Decoded request (NULL for bidi streams and unknown methods). */
+const ProtobufCMessage *rpc_call_request(const rpc_call *call);
+/* The call's arena: memory lives until the call ends (on bidi streams,
+ * until the next request message). Only the thread currently running the
+ * handler may allocate from it. */
+arena *rpc_call_arena(rpc_call *call);
+/* Deadline on CLOCK_MONOTONIC in ms (INT64_MAX when none) and what is left
+ * of it now (never negative). */
+int64_t rpc_call_deadline_ms(const rpc_call *call);
+int64_t rpc_call_remaining_ms(const rpc_call *call);
+/* First value of request metadata key (lower case), NUL-terminated copy in
+ * the arena; NULL when absent. */
+const char *rpc_call_metadata(rpc_call *call, const char *key);
+/* Request id: the client's x-request-id if sane, else generated. */
+const char *rpc_call_request_id(const rpc_call *call);
+/* Peer address ("ipv4:127.0.0.1:5000"), fetched on first use. */
+const char *rpc_call_peer(rpc_call *call);
+/* Monotonic ms when the call arrived. */
+int64_t rpc_call_start_ms(const rpc_call *call);
+
+/* Sets the status message for the error status the handler returns. */
+void rpc_call_set_error(rpc_call *call, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Per-call slot for the auth module's principal (set by an interceptor). */
+void rpc_call_set_principal(rpc_call *call, void *principal);
+void *rpc_call_principal(const rpc_call *call);
+
+/* ---- streaming (thread-safe) ---- */
+
+/* Queues msg (encoded now; the caller keeps msg). Returns 0, or -1 once the
+ * call was finished or cancelled. */
+int rpc_call_send(rpc_call *call, const ProtobufCMessage *msg);
+/* Ends a stream the handler kept (RPC_PENDING) and drops the handler's
+ * reference; message may be NULL. Queued messages go out first. */
+void rpc_call_finish(rpc_call *call, grpc_status_code status, const char *message);
+/* Called at most once, on a worker thread, when the client cancels or the
+ * server cancels open streams at shutdown before rpc_call_finish. The
+ * handler must still call rpc_call_finish. Set before returning
+ * RPC_PENDING. Returns -1 (and registers nothing) when the call is already
+ * cancelled: the handler should then finish at once. */
+int rpc_call_on_cancel(rpc_call *call, void (*fn)(rpc_call *call, void *arg), void *arg);
+
+/* ---- helpers ---- */
+
+int64_t rpc_now_ms(void); /* CLOCK_MONOTONIC */
+const char *rpc_status_name(grpc_status_code code);
+
+#endif

@@ -1,0 +1,607 @@
+/* rpc_call: the per-call state machines.
+ *
+ * Unary calls finish with a single batch (initial metadata, message,
+ * status, close) and need no lock: only one completion is ever pending.
+ * Streaming calls keep RECV_CLOSE_ON_SERVER posted to learn about
+ * cancellation, allow one send in flight with a queue behind it, and are
+ * reference counted because completions, handlers and other threads
+ * (rpc_call_send / rpc_call_finish) all hold on to them. */
+#include <grpc/byte_buffer_reader.h>
+#include <grpc/support/alloc.h>
+#include <grpc/support/time.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "service/core/log.h"
+#include "service/rpc/rpc_internal.h"
+
+#define REQUEST_ID_MAX 64
+
+typedef struct send_item {
+    struct send_item *next;
+    grpc_byte_buffer *bb;
+} send_item;
+
+struct rpc_call {
+    rpc_server *srv;
+    const rpc_method_entry *entry; /* NULL: unknown method */
+    const char *path;              /* in the arena */
+    grpc_call *call;
+    grpc_metadata_array md; /* request metadata, owned by the call */
+    int64_t start_ms, deadline_ms;
+    arena *arena;
+    const ProtobufCMessage *request;
+    char request_id[REQUEST_ID_MAX + 1];
+    char *peer;          /* gpr_malloc'd, lazily */
+    char *error_message; /* in the arena (handler thread) */
+    void *principal;
+
+    /* Final batch (status + trailing metadata) and what it references. */
+    rpc_tag final_tag;
+    grpc_metadata trailer;
+    grpc_slice details;
+    grpc_byte_buffer *unary_response;
+    int cancelled_flag; /* written by RECV_CLOSE_ON_SERVER */
+
+    /* Streaming state, guarded by lock. */
+    pthread_mutex_t lock;
+    atomic_int refs;
+    rpc_tag close_tag, send_tag, recv_tag;
+    int initial_md_sent;
+    int send_in_flight;
+    grpc_byte_buffer *sending;
+    send_item *queue_head, *queue_tail;
+    int finish_requested, status_sent, closed, cancelled;
+    grpc_status_code final_status;
+    char *final_message; /* malloc'd: finish may come from any thread */
+    void (*on_cancel)(rpc_call *, void *);
+    void *on_cancel_arg;
+    arena *msg_arena;             /* bidi: per-message requests and responses */
+    grpc_byte_buffer *recv_buffer; /* bidi: RECV_MESSAGE target */
+};
+
+static const char *const status_names[] = {
+    "OK",           "CANCELLED",      "UNKNOWN",           "INVALID_ARGUMENT",
+    "DEADLINE_EXCEEDED", "NOT_FOUND", "ALREADY_EXISTS",   "PERMISSION_DENIED",
+    "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE",
+    "UNIMPLEMENTED", "INTERNAL",      "UNAVAILABLE",       "DATA_LOSS",
+    "UNAUTHENTICATED",
+};
+
+const char *rpc_status_name(grpc_status_code code) {
+    if ((unsigned)code < sizeof status_names / sizeof status_names[0]) return status_names[code];
+    return "UNKNOWN";
+}
+
+int64_t rpc_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- accessors ---- */
+
+const rpc_method *rpc_call_method(const rpc_call *c) { return c->entry ? &c->entry->m : NULL; }
+const char *rpc_call_path(const rpc_call *c) { return c->path; }
+const ProtobufCMessage *rpc_call_request(const rpc_call *c) { return c->request; }
+arena *rpc_call_arena(rpc_call *c) { return c->msg_arena ? c->msg_arena : c->arena; }
+int64_t rpc_call_deadline_ms(const rpc_call *c) { return c->deadline_ms; }
+int64_t rpc_call_start_ms(const rpc_call *c) { return c->start_ms; }
+const char *rpc_call_request_id(const rpc_call *c) { return c->request_id; }
+void rpc_call_set_principal(rpc_call *c, void *p) { c->principal = p; }
+void *rpc_call_principal(const rpc_call *c) { return c->principal; }
+
+int64_t rpc_call_remaining_ms(const rpc_call *c) {
+    if (c->deadline_ms == INT64_MAX) return INT64_MAX;
+    int64_t left = c->deadline_ms - rpc_now_ms();
+    return left > 0 ? left : 0;
+}
+
+const char *rpc_call_metadata(rpc_call *c, const char *key) {
+    size_t klen = strlen(key);
+    for (size_t i = 0; i < c->md.count; i++) {
+        const grpc_slice *k = &c->md.metadata[i].key;
+        if (GRPC_SLICE_LENGTH(*k) == klen && memcmp(GRPC_SLICE_START_PTR(*k), key, klen) == 0) {
+            const grpc_slice *v = &c->md.metadata[i].value;
+            return arena_strndup(c->arena, (const char *)GRPC_SLICE_START_PTR(*v),
+                                 GRPC_SLICE_LENGTH(*v));
+        }
+    }
+    return NULL;
+}
+
+const char *rpc_call_peer(rpc_call *c) {
+    if (!c->peer) c->peer = grpc_call_get_peer(c->call);
+    return c->peer ? c->peer : "unknown";
+}
+
+void rpc_call_set_error(rpc_call *c, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    char buf[1024];
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    c->error_message = arena_strdup(c->arena, buf);
+}
+
+/* ---- request ids ---- */
+
+static int request_id_is_sane(const grpc_slice *v) {
+    size_t n = GRPC_SLICE_LENGTH(*v);
+    if (n == 0 || n > REQUEST_ID_MAX) return 0;
+    const unsigned char *p = GRPC_SLICE_START_PTR(*v);
+    for (size_t i = 0; i < n; i++)
+        if (p[i] < 0x21 || p[i] > 0x7e) return 0; /* printable, no spaces */
+    return 1;
+}
+
+static void assign_request_id(rpc_call *c) {
+    for (size_t i = 0; i < c->md.count; i++) {
+        const grpc_slice *k = &c->md.metadata[i].key;
+        if (GRPC_SLICE_LENGTH(*k) == 12 && memcmp(GRPC_SLICE_START_PTR(*k), "x-request-id", 12) == 0 &&
+            request_id_is_sane(&c->md.metadata[i].value)) {
+            size_t n = GRPC_SLICE_LENGTH(c->md.metadata[i].value);
+            memcpy(c->request_id, GRPC_SLICE_START_PTR(c->md.metadata[i].value), n);
+            c->request_id[n] = '\0';
+            return;
+        }
+    }
+    /* A per-thread xorshift seeded from the clock and the thread's stack
+     * address: unique enough to correlate logs, and free of locks. */
+    static _Thread_local uint64_t state;
+    if (state == 0) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        state = ((uint64_t)ts.tv_nsec << 20) ^ (uint64_t)ts.tv_sec ^ (uint64_t)(uintptr_t)&ts;
+        if (state == 0) state = 0x9e3779b97f4a7c15ull;
+    }
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    snprintf(c->request_id, sizeof c->request_id, "%016llx", (unsigned long long)state);
+}
+
+/* ---- encode / decode ---- */
+
+static const ProtobufCMessage *decode(arena *a, const ProtobufCMessageDescriptor *desc,
+                                      grpc_byte_buffer *bb) {
+    grpc_byte_buffer_reader reader;
+    if (!grpc_byte_buffer_reader_init(&reader, bb)) return NULL;
+    grpc_slice s = grpc_byte_buffer_reader_readall(&reader);
+    grpc_byte_buffer_reader_destroy(&reader);
+    ProtobufCMessage *msg = protobuf_c_message_unpack(desc, arena_protobuf_allocator(a),
+                                                      GRPC_SLICE_LENGTH(s), GRPC_SLICE_START_PTR(s));
+    grpc_slice_unref(s);
+    return msg;
+}
+
+static grpc_byte_buffer *encode(const ProtobufCMessage *msg) {
+    size_t n = protobuf_c_message_get_packed_size(msg);
+    grpc_slice s = grpc_slice_malloc(n);
+    protobuf_c_message_pack(msg, GRPC_SLICE_START_PTR(s));
+    grpc_byte_buffer *bb = grpc_raw_byte_buffer_create(&s, 1);
+    grpc_slice_unref(s);
+    return bb;
+}
+
+static ProtobufCMessage *new_message(arena *a, const ProtobufCMessageDescriptor *desc) {
+    ProtobufCMessage *m = arena_alloc(a, desc->sizeof_message);
+    if (m) desc->message_init(m);
+    return m;
+}
+
+/* ---- lifetime ---- */
+
+static void call_destroy(rpc_call *c) {
+    while (c->queue_head) {
+        send_item *it = c->queue_head;
+        c->queue_head = it->next;
+        grpc_byte_buffer_destroy(it->bb);
+        free(it);
+    }
+    if (c->sending) grpc_byte_buffer_destroy(c->sending);
+    if (c->recv_buffer) grpc_byte_buffer_destroy(c->recv_buffer);
+    if (c->unary_response) grpc_byte_buffer_destroy(c->unary_response);
+    grpc_slice_unref(c->trailer.value);
+    grpc_slice_unref(c->details);
+    if (c->peer) gpr_free(c->peer);
+    free(c->final_message);
+    grpc_metadata_array_destroy(&c->md);
+    if (c->call) grpc_call_unref(c->call);
+    pthread_mutex_destroy(&c->lock);
+    arena_free(c->msg_arena);
+    arena_free(c->arena); /* the call itself lives in its arena */
+}
+
+static void call_ref(rpc_call *c) { atomic_fetch_add(&c->refs, 1); }
+
+static void call_unref(rpc_call *c) {
+    if (atomic_fetch_sub(&c->refs, 1) == 1) call_destroy(c);
+}
+
+static void notify_observers(rpc_call *c, grpc_status_code status, const char *message) {
+    for (size_t i = 0; i < c->srv->nobservers; i++)
+        c->srv->observers[i].fn(c, status, message, c->srv->observers[i].arg);
+}
+
+static void start_batch_or_log(rpc_call *c, const grpc_op *ops, size_t n, rpc_tag *tag) {
+    grpc_call_error e = grpc_call_start_batch(c->call, ops, n, tag, NULL);
+    if (e != GRPC_CALL_OK) {
+        /* A programming error (two sends in flight, ...): complete the tag
+         * ourselves so the reference it holds is released. */
+        log_fields(LOG_ERROR, "grpc_call_start_batch failed", LOG_F_STR, "method", c->path,
+                   LOG_F_INT, "error", (int64_t)e, LOG_F_END);
+        tag->done(tag, 0);
+    }
+}
+
+/* Fills the status op; details and trailer live in the call until it dies. */
+static void fill_status_op(rpc_call *c, grpc_op *op, grpc_status_code status,
+                           const char *message) {
+    c->trailer.key = grpc_slice_from_static_string("x-request-id");
+    c->trailer.value = grpc_slice_from_static_string(c->request_id);
+    c->details = grpc_slice_from_copied_string(message ? message : "");
+    memset(op, 0, sizeof *op);
+    op->op = GRPC_OP_SEND_STATUS_FROM_SERVER;
+    op->data.send_status_from_server.trailing_metadata_count = 1;
+    op->data.send_status_from_server.trailing_metadata = &c->trailer;
+    op->data.send_status_from_server.status = status;
+    op->data.send_status_from_server.status_details = message && *message ? &c->details : NULL;
+}
+
+/* ---- unary ---- */
+
+static void unary_done(rpc_tag *tag, int ok) {
+    (void)ok;
+    rpc_call *c = RPC_CONTAINER_OF(tag, rpc_call, final_tag);
+    call_destroy(c);
+}
+
+static void unary_finish(rpc_call *c, grpc_status_code status, const ProtobufCMessage *resp) {
+    const char *message = status == GRPC_STATUS_OK ? NULL : c->error_message;
+    if (status != GRPC_STATUS_OK && !message) message = rpc_status_name(status);
+    notify_observers(c, status, message);
+    grpc_op ops[4];
+    size_t n = 0;
+    memset(ops, 0, sizeof ops);
+    ops[n++].op = GRPC_OP_SEND_INITIAL_METADATA;
+    if (status == GRPC_STATUS_OK && resp) {
+        c->unary_response = encode(resp);
+        ops[n].op = GRPC_OP_SEND_MESSAGE;
+        ops[n++].data.send_message.send_message = c->unary_response;
+    }
+    fill_status_op(c, &ops[n++], status, message);
+    ops[n].op = GRPC_OP_RECV_CLOSE_ON_SERVER;
+    ops[n++].data.recv_close_on_server.cancelled = &c->cancelled_flag;
+    c->final_tag.done = unary_done;
+    start_batch_or_log(c, ops, n, &c->final_tag);
+}
+
+static grpc_status_code run_interceptors(rpc_call *c) {
+    for (size_t i = 0; i < c->srv->ninterceptors; i++) {
+        grpc_status_code st = c->srv->interceptors[i].fn(c, c->srv->interceptors[i].arg);
+        if (st != GRPC_STATUS_OK) return st;
+    }
+    return GRPC_STATUS_OK;
+}
+
+static grpc_status_code decode_request(rpc_call *c, grpc_byte_buffer *payload) {
+    const rpc_method *m = &c->entry->m;
+    if (!payload) {
+        rpc_call_set_error(c, "%s: the request message is missing", m->path);
+        return GRPC_STATUS_INVALID_ARGUMENT;
+    }
+    c->request = decode(c->arena, m->request, payload);
+    grpc_byte_buffer_destroy(payload);
+    if (!c->request) {
+        rpc_call_set_error(c, "%s: the request is not a valid %s message", m->path,
+                           m->request->name);
+        return GRPC_STATUS_INVALID_ARGUMENT;
+    }
+    return GRPC_STATUS_OK;
+}
+
+static void run_unary(rpc_call *c, grpc_byte_buffer *payload) {
+    const rpc_method *m = &c->entry->m;
+    grpc_status_code st = decode_request(c, payload);
+    if (st == GRPC_STATUS_OK) st = run_interceptors(c);
+    ProtobufCMessage *resp = NULL;
+    if (st == GRPC_STATUS_OK) {
+        resp = new_message(c->arena, m->response);
+        if (!resp) {
+            rpc_call_set_error(c, "out of memory");
+            st = GRPC_STATUS_RESOURCE_EXHAUSTED;
+        } else {
+            st = m->unary(c, c->request, resp, m->arg);
+        }
+    }
+    unary_finish(c, st, resp);
+}
+
+/* ---- streaming ---- */
+
+static void stream_status_done(rpc_tag *tag, int ok) {
+    (void)ok;
+    call_unref(RPC_CONTAINER_OF(tag, rpc_call, final_tag));
+}
+
+/* Caller holds c->lock. Starts the status batch when nothing is in flight. */
+static void maybe_send_status_locked(rpc_call *c) {
+    if (!c->finish_requested || c->status_sent || c->send_in_flight || c->queue_head) return;
+    c->status_sent = 1;
+    grpc_op ops[2];
+    size_t n = 0;
+    memset(ops, 0, sizeof ops);
+    if (!c->initial_md_sent) {
+        c->initial_md_sent = 1;
+        ops[n++].op = GRPC_OP_SEND_INITIAL_METADATA;
+    }
+    fill_status_op(c, &ops[n++], c->final_status, c->final_message);
+    c->final_tag.done = stream_status_done;
+    call_ref(c);
+    start_batch_or_log(c, ops, n, &c->final_tag);
+}
+
+/* Caller holds c->lock. Starts sending the queue head if the line is free. */
+static void pump_sends_locked(rpc_call *c) {
+    if (c->send_in_flight || !c->queue_head) return;
+    send_item *it = c->queue_head;
+    c->queue_head = it->next;
+    if (!c->queue_head) c->queue_tail = NULL;
+    c->sending = it->bb;
+    free(it);
+    c->send_in_flight = 1;
+    grpc_op ops[2];
+    size_t n = 0;
+    memset(ops, 0, sizeof ops);
+    if (!c->initial_md_sent) {
+        c->initial_md_sent = 1;
+        ops[n++].op = GRPC_OP_SEND_INITIAL_METADATA;
+    }
+    ops[n].op = GRPC_OP_SEND_MESSAGE;
+    ops[n++].data.send_message.send_message = c->sending;
+    call_ref(c);
+    start_batch_or_log(c, ops, n, &c->send_tag);
+}
+
+static void bidi_post_recv(rpc_call *c);
+
+static void send_done(rpc_tag *tag, int ok) {
+    rpc_call *c = RPC_CONTAINER_OF(tag, rpc_call, send_tag);
+    int post_recv = 0;
+    pthread_mutex_lock(&c->lock);
+    grpc_byte_buffer_destroy(c->sending);
+    c->sending = NULL;
+    c->send_in_flight = 0;
+    if (!ok) c->cancelled = 1;
+    if (ok && c->entry && c->entry->m.kind == RPC_BIDI_STREAM && !c->finish_requested &&
+        !c->queue_head)
+        post_recv = 1;
+    pump_sends_locked(c);
+    maybe_send_status_locked(c);
+    pthread_mutex_unlock(&c->lock);
+    if (post_recv) bidi_post_recv(c);
+    call_unref(c);
+}
+
+int rpc_call_send(rpc_call *c, const ProtobufCMessage *msg) {
+    pthread_mutex_lock(&c->lock);
+    if (c->finish_requested || c->cancelled || c->closed) {
+        pthread_mutex_unlock(&c->lock);
+        return -1;
+    }
+    send_item *it = malloc(sizeof *it);
+    if (!it) {
+        pthread_mutex_unlock(&c->lock);
+        return -1;
+    }
+    it->bb = encode(msg);
+    it->next = NULL;
+    if (c->queue_tail) c->queue_tail->next = it;
+    else c->queue_head = it;
+    c->queue_tail = it;
+    pump_sends_locked(c);
+    pthread_mutex_unlock(&c->lock);
+    return 0;
+}
+
+/* Records the final status once; returns 1 if this call did it. */
+static int request_finish(rpc_call *c, grpc_status_code status, const char *message) {
+    pthread_mutex_lock(&c->lock);
+    if (c->finish_requested) {
+        pthread_mutex_unlock(&c->lock);
+        return 0;
+    }
+    c->finish_requested = 1;
+    c->final_status = status;
+    if (status != GRPC_STATUS_OK && !message) message = rpc_status_name(status);
+    c->final_message = message ? strdup(message) : NULL;
+    maybe_send_status_locked(c);
+    pthread_mutex_unlock(&c->lock);
+    notify_observers(c, status, message);
+    return 1;
+}
+
+void rpc_call_finish(rpc_call *c, grpc_status_code status, const char *message) {
+    request_finish(c, status, message);
+    call_unref(c); /* the handler's reference */
+}
+
+int rpc_call_on_cancel(rpc_call *c, void (*fn)(rpc_call *, void *), void *arg) {
+    pthread_mutex_lock(&c->lock);
+    int gone = c->cancelled || c->closed;
+    if (!gone) {
+        c->on_cancel = fn;
+        c->on_cancel_arg = arg;
+    }
+    pthread_mutex_unlock(&c->lock);
+    return gone ? -1 : 0;
+}
+
+static void close_done(rpc_tag *tag, int ok) {
+    (void)ok;
+    rpc_call *c = RPC_CONTAINER_OF(tag, rpc_call, close_tag);
+    void (*fn)(rpc_call *, void *) = NULL;
+    void *arg = NULL;
+    pthread_mutex_lock(&c->lock);
+    c->closed = 1;
+    if (c->cancelled_flag) c->cancelled = 1;
+    if (c->cancelled && !c->finish_requested) {
+        fn = c->on_cancel;
+        arg = c->on_cancel_arg;
+        c->on_cancel = NULL;
+    }
+    pthread_mutex_unlock(&c->lock);
+    if (fn) fn(c, arg);
+    call_unref(c);
+}
+
+static void post_close(rpc_call *c) {
+    grpc_op op;
+    memset(&op, 0, sizeof op);
+    op.op = GRPC_OP_RECV_CLOSE_ON_SERVER;
+    op.data.recv_close_on_server.cancelled = &c->cancelled_flag;
+    call_ref(c);
+    start_batch_or_log(c, &op, 1, &c->close_tag);
+}
+
+/* Ends a stream from the runtime side (the handler holds no reference). */
+static void stream_end(rpc_call *c, grpc_status_code status) {
+    const char *msg = status == GRPC_STATUS_OK ? NULL : c->error_message;
+    request_finish(c, status, msg);
+}
+
+static void run_server_stream(rpc_call *c, grpc_byte_buffer *payload) {
+    const rpc_method *m = &c->entry->m;
+    post_close(c);
+    grpc_status_code st = decode_request(c, payload);
+    if (st == GRPC_STATUS_OK) st = run_interceptors(c);
+    if (st == GRPC_STATUS_OK) {
+        call_ref(c); /* the handler's reference, dropped by rpc_call_finish */
+        st = m->stream(c, c->request, m->arg);
+        if (st == RPC_PENDING) {
+            call_unref(c); /* the runtime's own reference */
+            return;
+        }
+        call_unref(c);
+    }
+    stream_end(c, st);
+    call_unref(c);
+}
+
+static void bidi_recv_done(rpc_tag *tag, int ok) {
+    rpc_call *c = RPC_CONTAINER_OF(tag, rpc_call, recv_tag);
+    const rpc_method *m = &c->entry->m;
+    grpc_byte_buffer *bb = c->recv_buffer;
+    c->recv_buffer = NULL;
+    if (!ok || !bb) { /* half-close (or failure): the stream is over */
+        if (bb) grpc_byte_buffer_destroy(bb);
+        stream_end(c, GRPC_STATUS_OK);
+        call_unref(c);
+        return;
+    }
+    arena_reset(c->msg_arena);
+    const ProtobufCMessage *req = decode(c->msg_arena, m->request, bb);
+    grpc_byte_buffer_destroy(bb);
+    grpc_status_code st;
+    int send = 1;
+    ProtobufCMessage *resp = NULL;
+    if (!req) {
+        rpc_call_set_error(c, "%s: a request is not a valid %s message", m->path,
+                           m->request->name);
+        st = GRPC_STATUS_INVALID_ARGUMENT;
+    } else if (!(resp = new_message(c->msg_arena, m->response))) {
+        st = GRPC_STATUS_RESOURCE_EXHAUSTED;
+    } else {
+        st = m->bidi(c, req, resp, &send, m->arg);
+    }
+    if (st != GRPC_STATUS_OK) {
+        stream_end(c, st);
+    } else if (send) {
+        if (rpc_call_send(c, resp) != 0) stream_end(c, GRPC_STATUS_CANCELLED);
+        /* the next receive is posted when this send completes */
+    } else {
+        bidi_post_recv(c);
+    }
+    call_unref(c);
+}
+
+static void bidi_post_recv(rpc_call *c) {
+    grpc_op op;
+    memset(&op, 0, sizeof op);
+    op.op = GRPC_OP_RECV_MESSAGE;
+    op.data.recv_message.recv_message = &c->recv_buffer;
+    call_ref(c);
+    start_batch_or_log(c, &op, 1, &c->recv_tag);
+}
+
+static void run_bidi(rpc_call *c) {
+    post_close(c);
+    c->msg_arena = arena_create();
+    grpc_status_code st = c->msg_arena ? run_interceptors(c) : GRPC_STATUS_RESOURCE_EXHAUSTED;
+    if (st == GRPC_STATUS_OK) bidi_post_recv(c);
+    else stream_end(c, st);
+    call_unref(c);
+}
+
+/* ---- dispatch ---- */
+
+static void run_unknown(rpc_call *c) {
+    const char *known = c->srv->unknown_fn ? c->srv->unknown_fn(c->path, c->srv->unknown_arg)
+                                           : NULL;
+    if (known) rpc_call_set_error(c, "%s", known);
+    else rpc_call_set_error(c, "unknown method %s", c->path);
+    unary_finish(c, GRPC_STATUS_UNIMPLEMENTED, NULL);
+}
+
+void rpc_call_dispatch(rpc_server *srv, const rpc_method_entry *entry, grpc_call *call,
+                       gpr_timespec deadline, grpc_metadata_array *md, grpc_byte_buffer *payload,
+                       const char *unknown_path) {
+    arena *a = arena_create();
+    rpc_call *c = a ? arena_zalloc(a, sizeof *c) : NULL;
+    if (!c) {
+        /* Nothing sensible to answer with; dropping the call cancels it. */
+        log_msg(LOG_ERROR, "out of memory accepting a call");
+        if (payload) grpc_byte_buffer_destroy(payload);
+        grpc_metadata_array_destroy(md);
+        grpc_call_cancel(call, NULL);
+        grpc_call_unref(call);
+        arena_free(a);
+        return;
+    }
+    c->srv = srv;
+    c->entry = entry;
+    c->arena = a;
+    c->call = call;
+    c->md = *md;
+    c->start_ms = rpc_now_ms();
+    c->trailer.value = grpc_empty_slice();
+    c->details = grpc_empty_slice();
+    pthread_mutex_init(&c->lock, NULL);
+    atomic_init(&c->refs, 1);
+    c->close_tag.done = close_done;
+    c->send_tag.done = send_done;
+    c->recv_tag.done = bidi_recv_done;
+    if (gpr_time_cmp(deadline, gpr_inf_future(deadline.clock_type)) == 0) {
+        c->deadline_ms = INT64_MAX;
+    } else {
+        gpr_timespec mono = gpr_convert_clock_type(deadline, GPR_CLOCK_MONOTONIC);
+        gpr_timespec now = gpr_now(GPR_CLOCK_MONOTONIC);
+        c->deadline_ms = c->start_ms + gpr_time_to_millis(gpr_time_sub(mono, now));
+    }
+    assign_request_id(c);
+    if (!entry) {
+        c->path = arena_strdup(a, unknown_path);
+        run_unknown(c);
+        return;
+    }
+    c->path = entry->m.path;
+    switch (entry->m.kind) {
+    case RPC_UNARY: run_unary(c, payload); break;
+    case RPC_SERVER_STREAM: run_server_stream(c, payload); break;
+    case RPC_BIDI_STREAM: run_bidi(c); break;
+    }
+}

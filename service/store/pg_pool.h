@@ -1,0 +1,36 @@
+/* pg_pool: a fixed-size pool of libpq connections with reconnection.
+ *
+ * A broken connection is dropped and re-opened on a later acquire, with an
+ * exponential backoff (100 ms doubling to 5 s) so a Postgres outage costs
+ * callers a quick "unavailable" instead of a connect timeout each. */
+#ifndef MEMORYD_STORE_PG_POOL_H
+#define MEMORYD_STORE_PG_POOL_H
+
+#include <libpq-fe.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct pg_pool pg_pool;
+
+/* Creates a pool of size connections to url (a libpq URI or key=value
+ * string). One connection is opened now so bad configuration fails at
+ * start-up: on failure returns -1 with libpq's reason in err and *out
+ * untouched. Free with pg_pool_free. */
+int pg_pool_create(const char *url, int size, int connect_timeout_s, pg_pool **out, char *err,
+                   size_t errlen);
+/* Closes every connection; all must have been released. Accepts NULL. */
+void pg_pool_free(pg_pool *p);
+
+/* A healthy connection, waiting for a free one until deadline_ms
+ * (CLOCK_MONOTONIC ms, INT64_MAX = no limit). Returns NULL with the reason
+ * in err when the deadline passes or Postgres cannot be reached. The
+ * caller owns the connection until pg_pool_release. */
+PGconn *pg_pool_acquire(pg_pool *p, int64_t deadline_ms, char *err, size_t errlen);
+/* Returns conn to the pool. Pass broken=1 after a connection-level error
+ * (the pool also checks PQstatus itself) so it is re-opened. */
+void pg_pool_release(pg_pool *p, PGconn *conn, int broken);
+
+/* Runs "SELECT 1" on a pooled connection; 0 when Postgres answers. */
+int pg_pool_ping(pg_pool *p, int64_t deadline_ms);
+
+#endif
