@@ -213,7 +213,9 @@ static void call_destroy(rpc_call *c) {
     if (c->call) grpc_call_unref(c->call);
     pthread_mutex_destroy(&c->lock);
     arena_free(c->msg_arena);
+    rpc_server *srv = c->srv;
     arena_free(c->arena); /* the call itself lives in its arena */
+    atomic_fetch_sub(&srv->live_calls, 1);
 }
 
 static void call_ref(rpc_call *c) { atomic_fetch_add(&c->refs, 1); }
@@ -572,6 +574,7 @@ void rpc_call_dispatch(rpc_server *srv, const rpc_method_entry *entry, grpc_call
         arena_free(a);
         return;
     }
+    atomic_fetch_add(&srv->live_calls, 1);
     c->srv = srv;
     c->entry = entry;
     c->arena = a;

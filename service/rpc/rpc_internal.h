@@ -52,6 +52,9 @@ struct rpc_server {
     void *unknown_arg;
 
     atomic_int started, shutting_down, shut_down;
+    /* rpc_call objects alive: the queue may only shut down at zero, or a
+     * handler still running would start a batch on a dead queue. */
+    atomic_int live_calls;
     rpc_tag shutdown_tag;
     pthread_mutex_t lock;
     pthread_cond_t cond;

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "service/core/log.h"
@@ -340,6 +341,18 @@ void rpc_server_shutdown(rpc_server *srv, int grace_ms) {
                    (int64_t)grace_ms, LOG_F_END);
         grpc_server_cancel_all_calls(srv->server);
         wait_notified(srv, -1);
+    }
+    /* Handlers may still be running (a blocked backend call whose client
+     * already gave up): their final batches need the queue. */
+    int64_t warned_at = rpc_now_ms();
+    while (atomic_load(&srv->live_calls) > 0) {
+        if (rpc_now_ms() - warned_at > 5000) {
+            log_fields(LOG_WARN, "waiting for handlers to return", LOG_F_INT, "calls",
+                       (int64_t)atomic_load(&srv->live_calls), LOG_F_END);
+            warned_at = rpc_now_ms();
+        }
+        struct timespec ts = {0, 5 * 1000000};
+        nanosleep(&ts, NULL);
     }
     grpc_server_destroy(srv->server);
     srv->server = NULL;

@@ -1,0 +1,319 @@
+// The runtime (service/rpc) with test-only methods registered into its
+// method table: deadlines, streams, bidi, cancellation, interceptors and
+// shutdown, through a real gRPC client over loopback.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "grpc/health/v1/health.pb.h"
+#include "tests/testing/grpc_client.h"
+
+extern "C" {
+#include "grpc/health/v1/health.pb-c.h"
+#include "service/rpc/rpc.h"
+}
+
+namespace {
+
+using grpc::health::v1::HealthCheckRequest;
+using grpc::health::v1::HealthCheckResponse;
+using testing_client::Stream;
+using testing_client::Unary;
+
+// Test methods reuse the health messages: the request's `service` string
+// carries the test's parameter.
+const ProtobufCMessageDescriptor* kReq = &grpc__health__v1__health_check_request__descriptor;
+const ProtobufCMessageDescriptor* kResp = &grpc__health__v1__health_check_response__descriptor;
+
+std::atomic<int> g_slow_saw_deadline{0};
+std::atomic<int> g_cancelled{0};
+
+grpc_status_code Slow(rpc_call* call, const ProtobufCMessage* req, ProtobufCMessage* resp,
+                      void*) {
+  auto* r = reinterpret_cast<const Grpc__Health__V1__HealthCheckRequest*>(req);
+  if (rpc_call_deadline_ms(call) != INT64_MAX) g_slow_saw_deadline = 1;
+  usleep(static_cast<useconds_t>(atoi(r->service)) * 1000);
+  reinterpret_cast<Grpc__Health__V1__HealthCheckResponse*>(resp)->status =
+      GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING;
+  return GRPC_STATUS_OK;
+}
+
+grpc_status_code Fail(rpc_call* call, const ProtobufCMessage*, ProtobufCMessage*, void*) {
+  rpc_call_set_error(call, "entity %s not found", "e-1");
+  return GRPC_STATUS_NOT_FOUND;
+}
+
+grpc_status_code Count(rpc_call* call, const ProtobufCMessage* req, void*) {
+  int n = atoi(reinterpret_cast<const Grpc__Health__V1__HealthCheckRequest*>(req)->service);
+  for (int i = 1; i <= n; i++) {
+    Grpc__Health__V1__HealthCheckResponse m = GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__INIT;
+    m.status = static_cast<Grpc__Health__V1__HealthCheckResponse__ServingStatus>(i);
+    if (rpc_call_send(call, &m.base) != 0) return GRPC_STATUS_CANCELLED;
+  }
+  return GRPC_STATUS_OK;
+}
+
+void ForeverCancelled(rpc_call* call, void*) {
+  g_cancelled++;
+  rpc_call_finish(call, GRPC_STATUS_CANCELLED, "cancelled");
+}
+
+// Sends one message, then keeps the stream open until cancelled.
+grpc_status_code Forever(rpc_call* call, const ProtobufCMessage*, void*) {
+  Grpc__Health__V1__HealthCheckResponse m = GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__INIT;
+  m.status = GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING;
+  rpc_call_send(call, &m.base);
+  if (rpc_call_on_cancel(call, ForeverCancelled, nullptr) != 0) return GRPC_STATUS_CANCELLED;
+  return RPC_PENDING;
+}
+
+// Echoes the length of each request's service string as the status.
+grpc_status_code Echo(rpc_call* call, const ProtobufCMessage* req, ProtobufCMessage* resp,
+                      int* send, void*) {
+  auto* r = reinterpret_cast<const Grpc__Health__V1__HealthCheckRequest*>(req);
+  if (strcmp(r->service, "boom") == 0) {
+    rpc_call_set_error(call, "boom requested");
+    return GRPC_STATUS_FAILED_PRECONDITION;
+  }
+  if (strcmp(r->service, "skip") == 0) {
+    *send = 0;
+    return GRPC_STATUS_OK;
+  }
+  reinterpret_cast<Grpc__Health__V1__HealthCheckResponse*>(resp)->status =
+      static_cast<Grpc__Health__V1__HealthCheckResponse__ServingStatus>(strlen(r->service));
+  return GRPC_STATUS_OK;
+}
+
+// Denies calls carrying x-deny metadata: the interceptor chain runs before
+// handlers and its status ends the call.
+grpc_status_code DenyInterceptor(rpc_call* call, void*) {
+  if (rpc_call_metadata(call, "x-deny")) {
+    rpc_call_set_error(call, "denied by the test interceptor");
+    return GRPC_STATUS_PERMISSION_DENIED;
+  }
+  return GRPC_STATUS_OK;
+}
+
+std::atomic<int> g_observed{0};
+void CountObserver(rpc_call*, grpc_status_code, const char*, void*) { g_observed++; }
+
+const char* Describe(const char* path, void*) {
+  return strcmp(path, "/test.Known/Later") == 0 ? "test.Known/Later is planned" : nullptr;
+}
+
+std::string Req(const std::string& service) {
+  HealthCheckRequest r;
+  r.set_service(service);
+  return r.SerializeAsString();
+}
+
+int StatusOf(const std::string& body) {
+  HealthCheckResponse r;
+  EXPECT_TRUE(r.ParseFromString(body));
+  return r.status();
+}
+
+class RuntimeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    grpc_init();
+    rpc_server_options o = {};
+    o.listen = "127.0.0.1:0";
+    o.workers = 2;
+    o.max_message_bytes = 64 * 1024;
+    char err[256];
+    ASSERT_EQ(0, rpc_server_create(&o, &srv_, err, sizeof err)) << err;
+    Add("/test.T/Slow", RPC_UNARY, Slow, nullptr, nullptr);
+    Add("/test.T/Fail", RPC_UNARY, Fail, nullptr, nullptr);
+    Add("/test.T/Count", RPC_SERVER_STREAM, nullptr, Count, nullptr);
+    Add("/test.T/Forever", RPC_SERVER_STREAM, nullptr, Forever, nullptr);
+    Add("/test.T/Echo", RPC_BIDI_STREAM, nullptr, nullptr, Echo);
+    ASSERT_EQ(0, rpc_server_add_interceptor(srv_, DenyInterceptor, nullptr));
+    ASSERT_EQ(0, rpc_server_add_observer(srv_, CountObserver, nullptr));
+    rpc_server_set_unknown_describer(srv_, Describe, nullptr);
+    ASSERT_EQ(0, rpc_server_start(srv_, err, sizeof err)) << err;
+    ch_ = testing_client::Connect(rpc_server_port(srv_));
+  }
+  void TearDown() override {
+    ch_.reset();
+    rpc_server_shutdown(srv_, 1000);
+    rpc_server_free(srv_);
+    grpc_shutdown();
+  }
+  void Add(const char* path, rpc_kind kind, rpc_unary_fn u, rpc_stream_fn s, rpc_bidi_fn b) {
+    rpc_method m = {};
+    m.path = path;
+    m.kind = kind;
+    m.request = kReq;
+    m.response = kResp;
+    m.unary = u;
+    m.stream = s;
+    m.bidi = b;
+    ASSERT_EQ(0, rpc_server_add_method(srv_, &m)) << path;
+  }
+  rpc_server* srv_ = nullptr;
+  std::shared_ptr<grpc::Channel> ch_;
+};
+
+TEST_F(RuntimeTest, UnaryHandlerAnswers) {
+  auto r = Unary(ch_, "/test.T/Slow", Req("0"));
+  ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+  EXPECT_EQ(1, StatusOf(r.body));
+}
+
+TEST_F(RuntimeTest, HandlerSeesTheDeadline) {
+  g_slow_saw_deadline = 0;
+  ASSERT_TRUE(Unary(ch_, "/test.T/Slow", Req("0"), 3000).status.ok());
+  EXPECT_EQ(1, g_slow_saw_deadline.load());
+}
+
+TEST_F(RuntimeTest, DeadlineShorterThanSlowHandlerGivesDeadlineExceeded) {
+  auto r = Unary(ch_, "/test.T/Slow", Req("800"), 100);
+  EXPECT_EQ(grpc::StatusCode::DEADLINE_EXCEEDED, r.status.error_code());
+  EXPECT_LT(r.elapsed.count(), 600);
+}
+
+TEST_F(RuntimeTest, HandlerErrorCarriesStatusMessageAndRequestId) {
+  auto r = Unary(ch_, "/test.T/Fail", Req(""), 5000, {{"x-request-id", "req-42"}});
+  EXPECT_EQ(grpc::StatusCode::NOT_FOUND, r.status.error_code());
+  EXPECT_EQ("entity e-1 not found", r.status.error_message());
+  ASSERT_EQ(1u, r.trailers.count("x-request-id"));
+  EXPECT_EQ("req-42", r.trailers.find("x-request-id")->second);
+}
+
+TEST_F(RuntimeTest, GeneratedRequestIdWhenClientSendsNone) {
+  auto r = Unary(ch_, "/test.T/Slow", Req("0"));
+  ASSERT_EQ(1u, r.trailers.count("x-request-id"));
+  EXPECT_EQ(16u, r.trailers.find("x-request-id")->second.size());
+}
+
+TEST_F(RuntimeTest, GarbageRequestIsInvalidArgument) {
+  auto r = Unary(ch_, "/test.T/Slow", std::string("\xff\xff\xff\xff", 4));
+  EXPECT_EQ(grpc::StatusCode::INVALID_ARGUMENT, r.status.error_code());
+  EXPECT_NE(std::string::npos, r.status.error_message().find("grpc.health.v1.HealthCheckRequest"));
+}
+
+TEST_F(RuntimeTest, OversizeRequestIsResourceExhausted) {
+  auto r = Unary(ch_, "/test.T/Slow", Req(std::string(100 * 1024, 'x')));
+  EXPECT_EQ(grpc::StatusCode::RESOURCE_EXHAUSTED, r.status.error_code());
+}
+
+TEST_F(RuntimeTest, UnknownMethodIsUnimplementedPromptly) {
+  auto r = Unary(ch_, "/no.Such/Method", "", 10000);
+  EXPECT_EQ(grpc::StatusCode::UNIMPLEMENTED, r.status.error_code());
+  EXPECT_EQ("unknown method /no.Such/Method", r.status.error_message());
+  EXPECT_LT(r.elapsed.count(), 1000);
+}
+
+TEST_F(RuntimeTest, DescribedUnknownMethodSaysSo) {
+  auto r = Unary(ch_, "/test.Known/Later", "", 10000);
+  EXPECT_EQ(grpc::StatusCode::UNIMPLEMENTED, r.status.error_code());
+  EXPECT_EQ("test.Known/Later is planned", r.status.error_message());
+}
+
+TEST_F(RuntimeTest, InterceptorRejectsBeforeHandler) {
+  auto r = Unary(ch_, "/test.T/Fail", Req(""), 5000, {{"x-deny", "1"}});
+  EXPECT_EQ(grpc::StatusCode::PERMISSION_DENIED, r.status.error_code());
+  EXPECT_EQ("denied by the test interceptor", r.status.error_message());
+}
+
+TEST_F(RuntimeTest, ObserverSeesEveryCall) {
+  int before = g_observed.load();
+  Unary(ch_, "/test.T/Slow", Req("0"));
+  Unary(ch_, "/test.T/Fail", Req(""));
+  Unary(ch_, "/no.Such/Method", "");
+  EXPECT_EQ(before + 3, g_observed.load());
+}
+
+TEST_F(RuntimeTest, ServerStreamDeliversAllMessagesInOrder) {
+  Stream s(ch_, "/test.T/Count", 5000);
+  ASSERT_TRUE(s.Write(Req("5")));
+  ASSERT_TRUE(s.WritesDone());
+  std::string msg;
+  for (int i = 1; i <= 5; i++) {
+    ASSERT_TRUE(s.Read(&msg)) << i;
+    EXPECT_EQ(i, StatusOf(msg));
+  }
+  EXPECT_FALSE(s.Read(&msg));
+  EXPECT_TRUE(s.Finish().ok());
+}
+
+TEST_F(RuntimeTest, ClientCancelReachesStreamingHandler) {
+  int before = g_cancelled.load();
+  {
+    Stream s(ch_, "/test.T/Forever", 10000);
+    ASSERT_TRUE(s.Write(Req("")));
+    std::string msg;
+    ASSERT_TRUE(s.Read(&msg));
+    s.Cancel();
+    EXPECT_EQ(grpc::StatusCode::CANCELLED, s.Finish().error_code());
+  }
+  for (int i = 0; i < 200 && g_cancelled.load() == before; i++)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(before + 1, g_cancelled.load());
+}
+
+TEST_F(RuntimeTest, BidiAnswersEachMessageAndEndsOkOnHalfClose) {
+  Stream s(ch_, "/test.T/Echo", 5000);
+  std::string msg;
+  ASSERT_TRUE(s.Write(Req("abc")));
+  ASSERT_TRUE(s.Read(&msg));
+  EXPECT_EQ(3, StatusOf(msg));
+  ASSERT_TRUE(s.Write(Req("skip")));  // no answer for this one
+  ASSERT_TRUE(s.Write(Req("abcdefg")));
+  ASSERT_TRUE(s.Read(&msg));
+  EXPECT_EQ(7, StatusOf(msg));
+  ASSERT_TRUE(s.WritesDone());
+  EXPECT_FALSE(s.Read(&msg));
+  EXPECT_TRUE(s.Finish().ok());
+}
+
+TEST_F(RuntimeTest, BidiHandlerErrorEndsStreamWithThatStatus) {
+  Stream s(ch_, "/test.T/Echo", 5000);
+  std::string msg;
+  ASSERT_TRUE(s.Write(Req("boom")));
+  EXPECT_FALSE(s.Read(&msg));
+  grpc::Status st = s.Finish();
+  EXPECT_EQ(grpc::StatusCode::FAILED_PRECONDITION, st.error_code());
+  EXPECT_EQ("boom requested", st.error_message());
+}
+
+TEST_F(RuntimeTest, ShutdownLetsInflightUnaryFinish) {
+  testing_client::Result r;
+  std::thread t([&] { r = Unary(ch_, "/test.T/Slow", Req("300"), 5000); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  rpc_server_shutdown(srv_, 3000);
+  t.join();
+  EXPECT_TRUE(r.status.ok()) << r.status.error_message();
+}
+
+TEST_F(RuntimeTest, ShutdownCancelsOpenStreamsAfterGrace) {
+  int before = g_cancelled.load();
+  Stream s(ch_, "/test.T/Forever", 20000);
+  ASSERT_TRUE(s.Write(Req("")));
+  std::string msg;
+  ASSERT_TRUE(s.Read(&msg));
+  auto start = std::chrono::steady_clock::now();
+  rpc_server_shutdown(srv_, 300);
+  auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - start);
+  EXPECT_GE(took.count(), 250);
+  EXPECT_LT(took.count(), 5000);
+  EXPECT_EQ(before + 1, g_cancelled.load());
+  EXPECT_FALSE(s.Read(&msg));
+}
+
+TEST_F(RuntimeTest, DuplicateOrLateRegistrationIsRefused) {
+  rpc_method m = {};
+  m.path = "/test.T/Slow";
+  m.kind = RPC_UNARY;
+  m.request = kReq;
+  m.response = kResp;
+  m.unary = Slow;
+  EXPECT_EQ(-1, rpc_server_add_method(srv_, &m));  // started already, and a duplicate
+}
+
+}  // namespace

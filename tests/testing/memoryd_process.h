@@ -1,0 +1,47 @@
+// memoryd_process: runs the real memoryd binary for a test: picks a free
+// port (--listen=127.0.0.1:0), reads the bound port from its JSON log on
+// stderr, keeps the log for diagnostics, and stops it with a signal.
+#ifndef MEMORYD_TESTS_TESTING_MEMORYD_PROCESS_H
+#define MEMORYD_TESTS_TESTING_MEMORYD_PROCESS_H
+
+#include <sys/types.h>
+
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+class MemorydProcess {
+ public:
+  // args are extra flags ("--pg-url=..." etc.).
+  explicit MemorydProcess(std::vector<std::string> args);
+  ~MemorydProcess();  // SIGKILL if still running
+
+  // Starts and waits up to timeout_ms for "memoryd serving". Returns false
+  // (log available) if it exits or times out first.
+  bool Start(int timeout_ms = 20000);
+  int port() const { return port_; }
+  pid_t pid() const { return pid_; }
+  // Sends sig and waits up to timeout_ms; returns the exit status
+  // (WEXITSTATUS) or -1 on timeout / killed by a signal.
+  int Stop(int sig, int timeout_ms);
+  // Waits for the process to exit by itself.
+  int Wait(int timeout_ms);
+  std::string Log();  // everything written to stderr so far
+
+  // Path of the memoryd binary in the test's runfiles.
+  static std::string BinaryPath();
+
+ private:
+  void ReadLoop(int fd);
+  std::vector<std::string> args_;
+  pid_t pid_ = -1;
+  int port_ = 0;
+  int status_ = -1;
+  bool exited_ = false;
+  std::thread reader_;
+  std::mutex mu_;
+  std::string log_;
+};
+
+#endif

@@ -1,0 +1,74 @@
+// pg_testdb: CREATE/DROP DATABASE through libpq; the new database's
+// connection string is the admin one with dbname replaced.
+#include "tests/testing/pg_testdb.h"
+
+#include <libpq-fe.h>
+#include <unistd.h>
+
+#include <random>
+
+namespace {
+
+bool Exec(const std::string& url, const std::string& sql, std::string* err) {
+  PGconn* c = PQconnectdb(url.c_str());
+  bool ok = PQstatus(c) == CONNECTION_OK;
+  if (ok) {
+    PGresult* r = PQexec(c, sql.c_str());
+    ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+    if (!ok) *err = PQresultErrorMessage(r);
+    PQclear(r);
+  } else {
+    *err = PQerrorMessage(c);
+  }
+  PQfinish(c);
+  return ok;
+}
+
+// Rebuilds url as key='value' pairs with dbname swapped.
+std::string WithDbName(const std::string& url, const std::string& db) {
+  char* err = nullptr;
+  PQconninfoOption* opts = PQconninfoParse(url.c_str(), &err);
+  if (!opts) {
+    PQfreemem(err);
+    return "";
+  }
+  std::string out;
+  for (PQconninfoOption* o = opts; o->keyword; o++) {
+    if (!o->val || std::string(o->keyword) == "dbname") continue;
+    std::string v;
+    for (const char* p = o->val; *p; p++) {
+      if (*p == '\'' || *p == '\\') v += '\\';
+      v += *p;
+    }
+    out += std::string(o->keyword) + "='" + v + "' ";
+  }
+  PQconninfoFree(opts);
+  return out + "dbname='" + db + "'";
+}
+
+}  // namespace
+
+PgTestDb::PgTestDb() {
+  const char* admin = getenv("MEMORYD_TEST_PG_URL");
+  if (!admin || !*admin) {
+    error_ = "MEMORYD_TEST_PG_URL is not set: run the tests with `make test`";
+    return;
+  }
+  admin_url_ = admin;
+  std::random_device rd;
+  name_ = "memoryd_test_" + std::to_string(getpid()) + "_" + std::to_string(rd() % 1000000);
+  if (!Exec(admin_url_, "CREATE DATABASE " + name_, &error_)) return;
+  url_ = WithDbName(admin_url_, name_);
+  if (url_.empty()) error_ = "cannot parse MEMORYD_TEST_PG_URL";
+}
+
+PgTestDb::~PgTestDb() {
+  if (name_.empty() || admin_url_.empty()) return;
+  std::string err;
+  Exec(admin_url_, "DROP DATABASE IF EXISTS " + name_ + " WITH (FORCE)", &err);
+}
+
+std::string TestRedisUrl() {
+  const char* r = getenv("MEMORYD_TEST_REDIS_URL");
+  return r ? r : "";
+}
