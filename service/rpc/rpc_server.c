@@ -336,11 +336,21 @@ static int wait_notified(rpc_server *srv, int64_t deadline_ms) {
 void rpc_server_shutdown(rpc_server *srv, int grace_ms) {
     if (!atomic_load(&srv->started) || atomic_exchange(&srv->shutting_down, 1)) return;
     grpc_server_shutdown_and_notify(srv->server, srv->cq, &srv->shutdown_tag);
-    if (!wait_notified(srv, rpc_now_ms() + (grace_ms > 0 ? grace_ms : 0))) {
-        log_fields(LOG_INFO, "grace period over: cancelling open calls", LOG_F_INT, "grace_ms",
-                   (int64_t)grace_ms, LOG_F_END);
+    /* The core only reports shutdown once every connection is gone, and
+     * clients may keep idle connections open for long. So: wait for the
+     * calls in flight (up to the grace period), then force the rest. */
+    int64_t deadline = rpc_now_ms() + (grace_ms > 0 ? grace_ms : 0);
+    int forced = 0;
+    while (!wait_notified(srv, rpc_now_ms() + 20)) {
+        if (forced) continue;
+        int live = atomic_load(&srv->live_calls);
+        if (live > 0 && rpc_now_ms() < deadline) continue;
+        if (live > 0)
+            log_fields(LOG_INFO, "grace period over: cancelling open calls", LOG_F_INT,
+                       "grace_ms", (int64_t)grace_ms, LOG_F_INT, "calls", (int64_t)live,
+                       LOG_F_END);
         grpc_server_cancel_all_calls(srv->server);
-        wait_notified(srv, -1);
+        forced = 1;
     }
     /* Handlers may still be running (a blocked backend call whose client
      * already gave up): their final batches need the queue. */

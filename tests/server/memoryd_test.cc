@@ -1,0 +1,196 @@
+// The real memoryd binary against real PostgreSQL and Redis: health,
+// unknown and unimplemented methods, bad input, start-up errors and
+// graceful shutdown.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+#include "grpc/health/v1/health.pb.h"
+#include "tests/testing/grpc_client.h"
+#include "tests/testing/memoryd_process.h"
+#include "tests/testing/pg_testdb.h"
+
+namespace {
+
+using grpc::health::v1::HealthCheckRequest;
+using grpc::health::v1::HealthCheckResponse;
+using testing_client::Unary;
+
+const char kCheck[] = "/grpc.health.v1.Health/Check";
+
+std::string CheckReq(const std::string& service) {
+  HealthCheckRequest r;
+  r.set_service(service);
+  return r.SerializeAsString();
+}
+
+int HealthStatus(const std::shared_ptr<grpc::Channel>& ch, const std::string& service) {
+  auto r = Unary(ch, kCheck, CheckReq(service));
+  if (!r.status.ok()) return -r.status.error_code();
+  HealthCheckResponse resp;
+  return resp.ParseFromString(r.body) ? resp.status() : -100;
+}
+
+// A TCP port nothing listens on (bound then closed).
+int ClosedPort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a = {};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+class MemorydTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(db_.ok()) << db_.error(); }
+  std::unique_ptr<MemorydProcess> Launch(std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {"--pg-url=" + db_.url(), "--shutdown-grace=2",
+                                     "--health-interval-ms=100"};
+    if (!TestRedisUrl().empty()) args.push_back("--redis-url=" + TestRedisUrl());
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto p = std::make_unique<MemorydProcess>(args);
+    EXPECT_TRUE(p->Start()) << p->Log();
+    return p;
+  }
+  PgTestDb db_;
+};
+
+TEST_F(MemorydTest, HealthCheckIsServingOverallAndPerService) {
+  auto m = Launch();
+  auto ch = testing_client::Connect(m->port());
+  EXPECT_EQ(HealthCheckResponse::SERVING, HealthStatus(ch, ""));
+  EXPECT_EQ(HealthCheckResponse::SERVING, HealthStatus(ch, "memory.v1.GlobalMemory"));
+  EXPECT_EQ(HealthCheckResponse::SERVING, HealthStatus(ch, "memory.v1.Cache"));
+  EXPECT_EQ(-grpc::StatusCode::NOT_FOUND, HealthStatus(ch, "no.such.Service"));
+  EXPECT_EQ(0, m->Stop(SIGTERM, 10000)) << m->Log();
+}
+
+TEST_F(MemorydTest, ServiceNeedingAnUnreachableBackendIsNotServing) {
+  auto m = Launch({"--redis-url=redis://127.0.0.1:" + std::to_string(ClosedPort())});
+  auto ch = testing_client::Connect(m->port());
+  EXPECT_EQ(HealthCheckResponse::NOT_SERVING, HealthStatus(ch, "memory.v1.Blackboard"));
+  EXPECT_EQ(HealthCheckResponse::SERVING, HealthStatus(ch, "memory.v1.Cache"));
+  EXPECT_EQ(HealthCheckResponse::SERVING, HealthStatus(ch, ""));
+  EXPECT_NE(std::string::npos, m->Log().find("redis unreachable at start-up")) << m->Log();
+  EXPECT_EQ(0, m->Stop(SIGTERM, 10000));
+}
+
+TEST_F(MemorydTest, UnknownMethodIsUnimplementedPromptly) {
+  auto m = Launch();
+  auto ch = testing_client::Connect(m->port());
+  auto r = Unary(ch, "/memory.v1.Nope/Nothing", "", 10000);
+  EXPECT_EQ(grpc::StatusCode::UNIMPLEMENTED, r.status.error_code());
+  EXPECT_EQ("unknown method /memory.v1.Nope/Nothing", r.status.error_message());
+  EXPECT_LT(r.elapsed.count(), 1000);
+}
+
+TEST_F(MemorydTest, ApiMethodNotBuiltYetSaysSo) {
+  auto m = Launch();
+  auto ch = testing_client::Connect(m->port());
+  auto r = Unary(ch, "/memory.v1.GlobalMemory/GetEntity", "", 10000);
+  EXPECT_EQ(grpc::StatusCode::UNIMPLEMENTED, r.status.error_code());
+  EXPECT_NE(std::string::npos, r.status.error_message().find("memory.v1.GlobalMemory/GetEntity"))
+      << r.status.error_message();
+  EXPECT_LT(r.elapsed.count(), 1000);
+}
+
+TEST_F(MemorydTest, GarbageRequestBodyIsInvalidArgument) {
+  auto m = Launch();
+  auto ch = testing_client::Connect(m->port());
+  auto r = Unary(ch, kCheck, std::string("\x0a\xff\xff\xff\xff\x0f", 6));
+  EXPECT_EQ(grpc::StatusCode::INVALID_ARGUMENT, r.status.error_code());
+  EXPECT_NE(std::string::npos, r.status.error_message().find("not a valid"));
+  // The server is unharmed.
+  EXPECT_EQ(HealthCheckResponse::SERVING, HealthStatus(ch, ""));
+}
+
+TEST_F(MemorydTest, OversizeMessageIsRejected) {
+  auto m = Launch({"--max-message-bytes=4096"});
+  auto ch = testing_client::Connect(m->port());
+  auto r = Unary(ch, kCheck, CheckReq(std::string(8192, 'x')));
+  EXPECT_EQ(grpc::StatusCode::RESOURCE_EXHAUSTED, r.status.error_code());
+}
+
+TEST_F(MemorydTest, SigtermDrainsWatchStreamsAndExitsZero) {
+  auto m = Launch();
+  auto ch = testing_client::Connect(m->port());
+  testing_client::Stream watch(ch, "/grpc.health.v1.Health/Watch", 30000);
+  ASSERT_TRUE(watch.Write(CheckReq("")));
+  ASSERT_TRUE(watch.WritesDone());
+  std::string msg;
+  ASSERT_TRUE(watch.Read(&msg));
+  HealthCheckResponse first;
+  ASSERT_TRUE(first.ParseFromString(msg));
+  EXPECT_EQ(HealthCheckResponse::SERVING, first.status());
+
+  auto start = std::chrono::steady_clock::now();
+  kill(m->pid(), SIGTERM);
+  // Watchers hear NOT_SERVING as soon as shutdown starts...
+  ASSERT_TRUE(watch.Read(&msg, 5000));
+  HealthCheckResponse second;
+  ASSERT_TRUE(second.ParseFromString(msg));
+  EXPECT_EQ(HealthCheckResponse::NOT_SERVING, second.status());
+  // ...and the process exits 0 once the grace period (2 s) ends the stream.
+  EXPECT_EQ(0, m->Wait(15000)) << m->Log();
+  auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_LT(took, std::chrono::seconds(10));
+  EXPECT_FALSE(watch.Read(&msg, 2000));
+  EXPECT_NE(std::string::npos, m->Log().find("\"msg\":\"memoryd stopped\""));
+}
+
+TEST_F(MemorydTest, SigintAlsoShutsDownCleanly) {
+  auto m = Launch();
+  EXPECT_EQ(0, m->Stop(SIGINT, 10000)) << m->Log();
+}
+
+TEST_F(MemorydTest, PortInUseIsAClearStartupError) {
+  auto first = Launch();
+  MemorydProcess second({"--pg-url=" + db_.url()});
+  // Start() uses port 0; ask for the first one's port explicitly instead.
+  MemorydProcess clash({"--pg-url=" + db_.url(),
+                        "--listen=127.0.0.1:" + std::to_string(first->port())});
+  EXPECT_FALSE(clash.Start(10000));
+  EXPECT_NE(0, clash.Wait(10000));
+  EXPECT_NE(std::string::npos, clash.Log().find("cannot listen on 127.0.0.1:" +
+                                                std::to_string(first->port())))
+      << clash.Log();
+}
+
+TEST_F(MemorydTest, UnreachablePostgresIsAClearStartupError) {
+  MemorydProcess m({"--pg-url=postgresql://memoryd@127.0.0.1:" + std::to_string(ClosedPort()) +
+                    "/memoryd", "--pg-connect-timeout=2"});
+  EXPECT_FALSE(m.Start(10000));
+  EXPECT_EQ(1, m.Wait(10000));
+  EXPECT_NE(std::string::npos, m.Log().find("PostgreSQL unavailable")) << m.Log();
+}
+
+TEST_F(MemorydTest, BadFlagValueExitsWithUsageError) {
+  MemorydProcess m({"--pg-url=" + db_.url(), "--workers=lots"});
+  EXPECT_FALSE(m.Start(10000));
+  EXPECT_EQ(2, m.Wait(10000));
+  EXPECT_NE(std::string::npos, m.Log().find("--workers (MEMORYD_WORKERS)")) << m.Log();
+}
+
+TEST_F(MemorydTest, StartupAppliesMigrationsAndSecondStartIsIdempotent) {
+  {
+    auto m = Launch();
+    EXPECT_NE(std::string::npos, m->Log().find("\"msg\":\"schema ready\",\"applied\":1"))
+        << m->Log();
+    EXPECT_EQ(0, m->Stop(SIGTERM, 10000));
+  }
+  auto again = Launch();
+  EXPECT_NE(std::string::npos, again->Log().find("\"msg\":\"schema ready\",\"applied\":0"))
+      << again->Log();
+  EXPECT_EQ(0, again->Stop(SIGTERM, 10000));
+}
+
+}  // namespace
