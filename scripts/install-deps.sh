@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Installs the Debian packages memoryd needs to build, run and test -- only the
+# ones that are missing. With everything present it prints one line and exits
+# quickly (a single dpkg-query, no apt-get).
+#
+# Add new packages to PACKAGES below (keep the list in this one place).
+set -euo pipefail
+
+PACKAGES=(
+  bazel-bootstrap
+  clang
+  grpc-proto
+  libcurl4-openssl-dev
+  libgrpc++-dev
+  libgrpc-dev
+  libgtest-dev
+  libhiredis-dev
+  libjansson-dev
+  libpq-dev
+  libprotobuf-c-dev
+  libprotobuf-dev
+  libssl-dev
+  libzstd-dev
+  nghttp2-client
+  postgresql
+  protobuf-c-compiler
+  protobuf-compiler
+  protobuf-compiler-grpc
+  python3-grpcio
+  python3-protobuf
+  redis-server
+)
+
+# One dpkg-query for all packages. Unknown packages make it exit non-zero and
+# print nothing for them; they simply count as missing.
+declare -A installed=()
+while IFS=$'\t' read -r pkg status; do
+  # Status is "want flag state": "install ok installed", "hold ok installed", ...
+  [[ $status == *" ok installed" ]] && installed[$pkg]=1
+done < <(dpkg-query -W -f='${Package}\t${Status}\n' "${PACKAGES[@]}" 2>/dev/null || true)
+
+missing=()
+for pkg in "${PACKAGES[@]}"; do
+  [[ -n ${installed[$pkg]:-} ]] || missing+=("$pkg")
+done
+
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+
+echo "install-deps: installing ${#missing[@]} missing package(s): ${missing[*]}"
+
+sudo=()
+if ((EUID != 0)); then
+  if command -v sudo >/dev/null 2>&1; then
+    sudo=(sudo)
+  else
+    echo "install-deps: not root and no sudo; install these as root:" >&2
+    echo "  apt-get install -y ${missing[*]}" >&2
+    exit 1
+  fi
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+apt_opts=(-q -o DPkg::Lock::Timeout=300 -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold)
+"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get "${apt_opts[@]}" update
+"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get "${apt_opts[@]}" install -y "${missing[@]}" </dev/null
+
+echo "install-deps: installed ${missing[*]}"
