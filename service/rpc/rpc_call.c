@@ -35,6 +35,7 @@ struct rpc_call {
     arena *arena;
     const ProtobufCMessage *request;
     char request_id[REQUEST_ID_MAX + 1];
+    int client_request_id; /* request_id came from the client */
     char *peer;          /* gpr_malloc'd, lazily */
     char *error_message; /* in the arena (handler thread) */
     void *principal;
@@ -146,6 +147,7 @@ static void assign_request_id(rpc_call *c) {
             size_t n = GRPC_SLICE_LENGTH(c->md.metadata[i].value);
             memcpy(c->request_id, GRPC_SLICE_START_PTR(c->md.metadata[i].value), n);
             c->request_id[n] = '\0';
+            c->client_request_id = 1;
             return;
         }
     }
@@ -243,12 +245,16 @@ static void start_batch_or_log(rpc_call *c, const grpc_op *ops, size_t n, rpc_ta
 /* Fills the status op; details and trailer live in the call until it dies. */
 static void fill_status_op(rpc_call *c, grpc_op *op, grpc_status_code status,
                            const char *message) {
+    /* The id goes back when the client chose it or the call failed (so the
+     * caller can quote it against our logs); a fresh random value on every
+     * successful call would only churn the HPACK table. */
+    int send_id = c->client_request_id || status != GRPC_STATUS_OK;
     c->trailer.key = grpc_slice_from_static_string("x-request-id");
     c->trailer.value = grpc_slice_from_static_string(c->request_id);
     c->details = grpc_slice_from_copied_string(message ? message : "");
     memset(op, 0, sizeof *op);
     op->op = GRPC_OP_SEND_STATUS_FROM_SERVER;
-    op->data.send_status_from_server.trailing_metadata_count = 1;
+    op->data.send_status_from_server.trailing_metadata_count = send_id ? 1 : 0;
     op->data.send_status_from_server.trailing_metadata = &c->trailer;
     op->data.send_status_from_server.status = status;
     op->data.send_status_from_server.status_details = message && *message ? &c->details : NULL;

@@ -184,8 +184,23 @@ TEST_F(RuntimeTest, HandlerErrorCarriesStatusMessageAndRequestId) {
   EXPECT_EQ("req-42", r.trailers.find("x-request-id")->second);
 }
 
-TEST_F(RuntimeTest, GeneratedRequestIdWhenClientSendsNone) {
-  auto r = Unary(ch_, "/test.T/Slow", Req("0"));
+TEST_F(RuntimeTest, FailedCallGetsAGeneratedRequestId) {
+  auto r = Unary(ch_, "/test.T/Fail", Req(""));
+  ASSERT_EQ(1u, r.trailers.count("x-request-id"));
+  EXPECT_EQ(16u, r.trailers.find("x-request-id")->second.size());
+}
+
+TEST_F(RuntimeTest, SuccessfulCallEchoesOnlyAClientRequestId) {
+  auto plain = Unary(ch_, "/test.T/Slow", Req("0"));
+  ASSERT_TRUE(plain.status.ok());
+  EXPECT_EQ(0u, plain.trailers.count("x-request-id"));
+  auto tagged = Unary(ch_, "/test.T/Slow", Req("0"), 5000, {{"x-request-id", "abc-1"}});
+  ASSERT_EQ(1u, tagged.trailers.count("x-request-id"));
+  EXPECT_EQ("abc-1", tagged.trailers.find("x-request-id")->second);
+}
+
+TEST_F(RuntimeTest, InsaneClientRequestIdIsReplaced) {
+  auto r = Unary(ch_, "/test.T/Fail", Req(""), 5000, {{"x-request-id", std::string(100, 'a')}});
   ASSERT_EQ(1u, r.trailers.count("x-request-id"));
   EXPECT_EQ(16u, r.trailers.find("x-request-id")->second.size());
 }

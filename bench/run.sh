@@ -1,0 +1,273 @@
+#!/usr/bin/env bash
+# bench/run.sh: memoryd vs a grpc++ reference server on Health/Check.
+#
+# Starts memoryd and bench/baseline_server on loopback, loads each with
+# bench/loadgen in alternating rounds, and prints the median qps / p50 / p99 of
+# each side and the ratios memoryd/grpc++. A 2-core machine varies by +-30% from
+# run to run, so single runs mean little: only compare medians of rounds.
+#
+# Exit status: 0 whenever the benchmark ran, however memoryd performed
+# (benchmarks never fail the build); 1 if a tool is missing or a server cannot
+# start (its log tail is printed).
+#
+# Environment (defaults in brackets):
+#   MEMORYD_BIN          memoryd binary [bazel-bin/service/memoryd]
+#   BENCH_ROUNDS         rounds per side [5]
+#   BENCH_DURATION       measured seconds per round [5]
+#   BENCH_WARMUP         unmeasured seconds before each round [1]
+#   BENCH_CONCURRENCY    calls in flight [64]
+#   BENCH_CHANNELS       connections [4]
+#   BENCH_THREADS        loadgen completion-queue threads [1]
+#   BENCH_METHOD         method path [/grpc.health.v1.Health/Check]
+#   BENCH_REQUEST_HEX    request message, hex protobuf [empty message]
+#   BENCH_TOKEN          if set, both sides get 'authorization: Bearer $BENCH_TOKEN'
+#   BENCH_MEMORYD_ADDR   [127.0.0.1:50071]    BENCH_BASELINE_ADDR [127.0.0.1:50072]
+#   BENCH_SERVER_THREADS threads of each server: memoryd --workers, grpc++
+#                        --threads; equal on both sides for a fair ratio [1]
+#   BENCH_MEMORYD_ARGS   extra memoryd flags (word-split) []
+#   BENCH_BASELINE_ARGS  extra baseline_server flags [--api async]
+#   BENCH_START_TIMEOUT  seconds a server may take to listen [30]
+#   BENCH_OUT            directory for logs and results [.local/bench]
+#   BENCH_SKIP_BUILD=1   do not run bazel build first
+#   LOADGEN_BIN, BASELINE_BIN   override the bench tool paths
+# .local/env, if present, is sourced first (MEMORYD_PG_URL, MEMORYD_REDIS_URL
+# of the dev stack `make bench` starts).
+
+set -u
+
+cd "$(dirname "$0")/.." || exit 1
+
+if [ -f .local/env ]; then
+  set -a
+  # shellcheck disable=SC1091
+  . .local/env
+  set +a
+fi
+
+ROUNDS=${BENCH_ROUNDS:-5}
+DURATION=${BENCH_DURATION:-5}
+WARMUP=${BENCH_WARMUP:-1}
+CONCURRENCY=${BENCH_CONCURRENCY:-64}
+CHANNELS=${BENCH_CHANNELS:-4}
+THREADS=${BENCH_THREADS:-1}
+METHOD=${BENCH_METHOD:-/grpc.health.v1.Health/Check}
+REQUEST_HEX=${BENCH_REQUEST_HEX:-}
+MEMORYD_ADDR=${BENCH_MEMORYD_ADDR:-127.0.0.1:50071}
+BASELINE_ADDR=${BENCH_BASELINE_ADDR:-127.0.0.1:50072}
+SERVER_THREADS=${BENCH_SERVER_THREADS:-1}
+BASELINE_ARGS="--threads $SERVER_THREADS ${BENCH_BASELINE_ARGS:---api async}"
+START_TIMEOUT=${BENCH_START_TIMEOUT:-30}
+OUT=${BENCH_OUT:-.local/bench}
+LOADGEN=${LOADGEN_BIN:-bazel-bin/bench/loadgen}
+BASELINE=${BASELINE_BIN:-bazel-bin/bench/baseline_server}
+MEMORYD=${MEMORYD_BIN:-bazel-bin/service/memoryd}
+
+die() {
+  echo "bench: $*" >&2
+  exit 1
+}
+
+case $ROUNDS in '' | *[!0-9]* | 0) die "BENCH_ROUNDS must be a positive integer" ;; esac
+case $START_TIMEOUT in '' | *[!0-9]*) die "BENCH_START_TIMEOUT must be whole seconds" ;; esac
+
+# ---- build ------------------------------------------------------------------
+if [ "${BENCH_SKIP_BUILD:-0}" != 1 ]; then
+  targets="//bench:loadgen //bench:baseline_server"
+  # Only build memoryd when we were not pointed at a binary.
+  [ -z "${MEMORYD_BIN:-}" ] && targets="$targets //service:memoryd"
+  # shellcheck disable=SC2086
+  bazel build $targets || die "bazel build $targets failed"
+fi
+for bin in "$LOADGEN" "$BASELINE" "$MEMORYD"; do
+  [ -x "$bin" ] || die "$bin: not found or not executable"
+done
+
+# Logs and results are written to a private scratch directory and copied to
+# $OUT at exit: .local/ belongs to the dev-stack scripts, which may recreate it
+# while we run.
+stamp=$(date +%Y%m%d-%H%M%S)
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/memoryd-bench.XXXXXX") || die "mktemp failed"
+RESULTS="$WORK/results-$stamp.jsonl"
+MEMORYD_LOG="$WORK/memoryd-$stamp.log"
+BASELINE_LOG="$WORK/baseline-$stamp.log"
+
+# ---- servers ----------------------------------------------------------------
+MEMORYD_PID=
+BASELINE_PID=
+
+# Connects with bash's /dev/tcp: no nc/curl dependency.
+can_connect() {
+  (exec 3<>"/dev/tcp/${1%:*}/${1##*:}") 2>/dev/null
+}
+
+# stop_server NAME PID: SIGTERM, 10 s to exit cleanly, then SIGKILL.
+stop_server() {
+  local name=$1 pid=$2 i rc
+  [ -n "$pid" ] || return 0
+  kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null; return 0; }
+  kill -TERM "$pid" 2>/dev/null
+  for ((i = 0; i < 100; i++)); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if kill -0 "$pid" 2>/dev/null; then
+    echo "bench: $name did not exit 10 s after SIGTERM, killing it" >&2
+    kill -KILL "$pid" 2>/dev/null
+  fi
+  wait "$pid" 2>/dev/null
+  rc=$?
+  # memoryd's shutdown path is worth watching too.
+  [ "$rc" = 0 ] || echo "bench: $name exited with status $rc after SIGTERM" >&2
+}
+
+stop_servers() {
+  stop_server memoryd "$MEMORYD_PID"
+  stop_server baseline_server "$BASELINE_PID"
+  MEMORYD_PID=
+  BASELINE_PID=
+}
+
+# shellcheck disable=SC2317  # invoked by the EXIT trap
+on_exit() {
+  stop_servers
+  if mkdir -p "$OUT" 2>/dev/null && cp "$WORK"/* "$OUT"/ 2>/dev/null; then
+    echo "bench: results and server logs in $OUT/*-$stamp.*" >&2
+  else
+    echo "bench: could not copy results to $OUT" >&2
+  fi
+  rm -rf "$WORK"
+}
+trap on_exit EXIT
+trap 'exit 130' INT TERM
+
+log_tail() {
+  echo "---- last lines of $(basename "$1") ----" >&2
+  tail -n 30 "$1" >&2
+  echo "----" >&2
+}
+
+# wait_listening NAME PID ADDR LOG: until ADDR accepts or the server dies.
+wait_listening() {
+  local name=$1 pid=$2 addr=$3 log=$4 tries=0
+  while ! can_connect "$addr"; do
+    if ! kill -0 "$pid" 2>/dev/null; then
+      echo "bench: $name exited before listening on $addr" >&2
+      log_tail "$log"
+      exit 1
+    fi
+    # Counting 0.1 s naps: $SECONDS has whole-second granularity.
+    if ((++tries > START_TIMEOUT * 10)); then
+      echo "bench: $name not listening on $addr after ${START_TIMEOUT}s" >&2
+      log_tail "$log"
+      exit 1
+    fi
+    sleep 0.1
+  done
+}
+
+for addr in "$MEMORYD_ADDR" "$BASELINE_ADDR"; do
+  # Otherwise we would silently benchmark whatever already listens there.
+  can_connect "$addr" && die "$addr is already in use (a stale server?)"
+done
+
+# shellcheck disable=SC2086
+MEMORYD_LISTEN=$MEMORYD_ADDR "$MEMORYD" --listen "$MEMORYD_ADDR" \
+  --workers "$SERVER_THREADS" ${BENCH_MEMORYD_ARGS:-} >"$MEMORYD_LOG" 2>&1 &
+MEMORYD_PID=$!
+# shellcheck disable=SC2086
+"$BASELINE" --listen "$BASELINE_ADDR" $BASELINE_ARGS >"$BASELINE_LOG" 2>&1 &
+BASELINE_PID=$!
+wait_listening memoryd "$MEMORYD_PID" "$MEMORYD_ADDR" "$MEMORYD_LOG"
+wait_listening baseline_server "$BASELINE_PID" "$BASELINE_ADDR" "$BASELINE_LOG"
+
+# ---- rounds -----------------------------------------------------------------
+loadgen_args=(--method "$METHOD" --duration "$DURATION" --warmup "$WARMUP"
+  --concurrency "$CONCURRENCY" --channels "$CHANNELS" --threads "$THREADS")
+[ -n "$REQUEST_HEX" ] && loadgen_args+=(--request-hex "$REQUEST_HEX")
+[ -n "${BENCH_TOKEN:-}" ] &&
+  loadgen_args+=(--header "authorization: Bearer $BENCH_TOKEN")
+
+echo "bench: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg);" \
+  "$ROUNDS rounds x ${DURATION}s (+${WARMUP}s warm-up), c=$CONCURRENCY" \
+  "ch=$CHANNELS, $METHOD"
+echo "bench: memoryd $MEMORYD on $MEMORYD_ADDR, grpc++ $BASELINE $BASELINE_ARGS" \
+  "on $BASELINE_ADDR"
+
+# one_run LABEL ADDR PID LOG: one loadgen run; its JSON line goes to RESULTS.
+one_run() {
+  local label=$1 addr=$2 pid=$3 log=$4 out rc
+  out=$("$LOADGEN" --target "$addr" --label "$label" "${loadgen_args[@]}")
+  rc=$?
+  if ! kill -0 "$pid" 2>/dev/null; then
+    echo "bench: $label died during the run" >&2
+    log_tail "$log"
+    exit 1
+  fi
+  # rc 2 = every call failed: keep the line, the errors column shows it.
+  if [ "$rc" != 0 ] && [ "$rc" != 2 ]; then
+    echo "bench: loadgen against $label failed (exit $rc)" >&2
+    return
+  fi
+  printf '%s\n' "$out" | grep '^{' | tee -a "$RESULTS"
+}
+
+for ((r = 1; r <= ROUNDS; r++)); do
+  # ABBA order: whoever runs second in a pair alternates, so a drift of the
+  # machine over time does not favour one side.
+  if ((r % 2)); then
+    one_run memoryd "$MEMORYD_ADDR" "$MEMORYD_PID" "$MEMORYD_LOG"
+    one_run grpcpp "$BASELINE_ADDR" "$BASELINE_PID" "$BASELINE_LOG"
+  else
+    one_run grpcpp "$BASELINE_ADDR" "$BASELINE_PID" "$BASELINE_LOG"
+    one_run memoryd "$MEMORYD_ADDR" "$MEMORYD_PID" "$MEMORYD_LOG"
+  fi
+done
+
+stop_servers
+
+# ---- summary ----------------------------------------------------------------
+# field LABEL KEY: that numeric field of every result line of LABEL, one a line.
+field() {
+  grep "\"label\":\"$1\"" "$RESULTS" 2>/dev/null |
+    sed -n "s/.*\"$2\":\\([-0-9.eE+]*\\).*/\\1/p"
+}
+median() { field "$1" "$2" | awk -f bench/median.awk; }
+total() { field "$1" "$2" | awk '{ s += $1 } END { printf "%d\n", s }'; }
+ratio() {
+  awk -v a="$1" -v b="$2" 'BEGIN {
+    if (a == "nan" || b == "nan" || b + 0 == 0) print "nan"; else printf "%.2f\n", a / b }'
+}
+
+m_n=$(field memoryd qps | wc -l)
+m_qps=$(median memoryd qps)
+m_p50=$(median memoryd p50_us)
+m_p99=$(median memoryd p99_us)
+m_err=$(total memoryd errors)
+g_n=$(field grpcpp qps | wc -l)
+g_qps=$(median grpcpp qps)
+g_p50=$(median grpcpp p50_us)
+g_p99=$(median grpcpp p99_us)
+g_err=$(total grpcpp errors)
+ratio_qps=$(ratio "$m_qps" "$g_qps")
+ratio_p99=$(ratio "$m_p99" "$g_p99")
+
+row='%-10s %6s %12s %10s %10s %8s\n'
+echo
+# shellcheck disable=SC2059  # the format is ours
+{
+  printf "$row" side runs "median qps" "p50 us" "p99 us" errors
+  printf "$row" memoryd "$m_n" "$m_qps" "$m_p50" "$m_p99" "$m_err"
+  printf "$row" grpc++ "$g_n" "$g_qps" "$g_p50" "$g_p99" "$g_err"
+}
+echo "memoryd/grpc++: qps x$ratio_qps (higher is better), p99 x$ratio_p99" \
+  "(lower is better); run-to-run noise on this machine is +-30%"
+summary=$(printf '{"bench":"health_check","method":"%s","rounds":%s,"duration_s":%s,"concurrency":%s,"channels":%s,"memoryd":{"runs":%s,"qps":%s,"p50_us":%s,"p99_us":%s,"errors":%s},"grpcpp":{"runs":%s,"qps":%s,"p50_us":%s,"p99_us":%s,"errors":%s},"ratio_qps":%s,"ratio_p99":%s}' \
+  "$METHOD" "$ROUNDS" "$DURATION" "$CONCURRENCY" "$CHANNELS" \
+  "$m_n" "$m_qps" "$m_p50" "$m_p99" "$m_err" \
+  "$g_n" "$g_qps" "$g_p50" "$g_p99" "$g_err" "$ratio_qps" "$ratio_p99")
+# JSON has no NaN: a side without results shows as null.
+summary=$(printf '%s' "$summary" | sed 's/:nan\([,}]\)/:null\1/g')
+echo "$summary"
+echo "$summary" >>"$RESULTS"
+[ "$m_err" = 0 ] || echo "bench: memoryd answered $m_err calls with errors, see $OUT/results-$stamp.jsonl" >&2
+exit 0
