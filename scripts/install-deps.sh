@@ -22,6 +22,7 @@ PACKAGES=(
   libssl-dev
   libzstd-dev
   nghttp2-client
+  openssl
   postgresql
   protobuf-c-compiler
   protobuf-compiler

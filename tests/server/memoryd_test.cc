@@ -147,6 +147,56 @@ TEST_F(MemorydTest, SigtermDrainsWatchStreamsAndExitsZero) {
   EXPECT_NE(std::string::npos, m->Log().find("\"msg\":\"memoryd stopped\""));
 }
 
+// Writes a self-signed certificate for "localhost" into dir with the
+// openssl command line tool; returns false if it could not.
+bool MakeCert(const std::string& dir) {
+  std::string cmd = "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
+                    "-days 1 -subj /CN=localhost -addext subjectAltName=DNS:localhost "
+                    "-keyout " + dir + "/key.pem -out " + dir + "/cert.pem 2>/dev/null";
+  return system(cmd.c_str()) == 0;
+}
+
+std::string ReadAll(const std::string& path) {
+  FILE* f = fopen(path.c_str(), "rb");
+  std::string s;
+  if (!f) return s;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0) s.append(buf, n);
+  fclose(f);
+  return s;
+}
+
+TEST_F(MemorydTest, TlsServesTlsClientsOnly) {
+  const char* tmp = getenv("TEST_TMPDIR");
+  std::string dir = std::string(tmp ? tmp : "/tmp") + "/tls";
+  ASSERT_EQ(0, system(("mkdir -p " + dir).c_str()));
+  ASSERT_TRUE(MakeCert(dir)) << "openssl could not make a test certificate";
+  auto m = Launch({"--tls-cert=" + dir + "/cert.pem", "--tls-key=" + dir + "/key.pem"});
+  EXPECT_NE(std::string::npos, m->Log().find("\"tls\":\"on\""));
+
+  grpc::SslCredentialsOptions opts;
+  opts.pem_root_certs = ReadAll(dir + "/cert.pem");
+  grpc::ChannelArguments args;
+  args.SetSslTargetNameOverride("localhost");
+  auto tls = grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(m->port()),
+                                       grpc::SslCredentials(opts), args);
+  EXPECT_EQ(HealthCheckResponse::SERVING, HealthStatus(tls, ""));
+
+  auto plain = testing_client::Connect(m->port());
+  auto r = Unary(plain, kCheck, CheckReq(""), 2000);
+  EXPECT_EQ(grpc::StatusCode::UNAVAILABLE, r.status.error_code());
+  EXPECT_EQ(0, m->Stop(SIGTERM, 10000)) << m->Log();
+}
+
+TEST_F(MemorydTest, MissingTlsFileIsAClearStartupError) {
+  MemorydProcess m({"--pg-url=" + db_.url(), "--tls-cert=/nonexistent/cert.pem",
+                    "--tls-key=/nonexistent/key.pem"});
+  EXPECT_FALSE(m.Start(10000));
+  EXPECT_EQ(1, m.Wait(10000));
+  EXPECT_NE(std::string::npos, m.Log().find("cannot read /nonexistent/cert.pem")) << m.Log();
+}
+
 TEST_F(MemorydTest, SigintAlsoShutsDownCleanly) {
   auto m = Launch();
   EXPECT_EQ(0, m->Stop(SIGINT, 10000)) << m->Log();
