@@ -223,6 +223,17 @@ static int validate(const config *c, char *err, size_t errlen) {
 
 int config_load(config *c, int argc, char **argv, FILE *out, char *err, size_t errlen) {
     memset(c, 0, sizeof *c);
+    /* --help and --version work even when the environment holds bad values. */
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            config_print_help(out, argv[0]);
+            return CONFIG_EXIT_OK;
+        }
+        if (strcmp(argv[i], "--version") == 0) {
+            fprintf(out, "memoryd %s\n", MEMORYD_VERSION);
+            return CONFIG_EXIT_OK;
+        }
+    }
     int rc = 0;
     for (size_t i = 0; i < N_OPTIONS && rc == 0; i++)
         rc = set_value(c, &options[i], options[i].def, "default", err, errlen);

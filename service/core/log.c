@@ -35,26 +35,56 @@ int log_level_parse(const char *name, log_level *out) {
     return -1;
 }
 
-/* A bounded string builder: appends silently stop at the end of the buffer. */
+/* A bounded line builder. Writes are all-or-nothing: once one does not fit,
+ * the line is marked truncated and later writes are dropped, so a cut never
+ * falls inside an escape sequence. LINE_RESERVE bytes past cap stay free for
+ * the closing quote, the "truncated" marker, the brace and the newline. */
+#define LINE_RESERVE 24
+
 typedef struct {
     char *buf;
     size_t len, cap;
+    int truncated;
 } line_buf;
 
-static void put_raw(line_buf *b, const char *s, size_t n) {
-    if (b->len + n > b->cap) n = b->cap - b->len;
+static int put_raw(line_buf *b, const char *s, size_t n) {
+    if (b->truncated || b->len + n > b->cap) {
+        b->truncated = 1;
+        return -1;
+    }
+    memcpy(b->buf + b->len, s, n);
+    b->len += n;
+    return 0;
+}
+
+/* Appends into the reserve: only for the closing bytes of a line. */
+static void put_closing(line_buf *b, const char *s) {
+    size_t n = strlen(s);
     memcpy(b->buf + b->len, s, n);
     b->len += n;
 }
 
 static void put_cstr(line_buf *b, const char *s) { put_raw(b, s, strlen(s)); }
 
+/* A cut may split a multi-byte UTF-8 character: drop its leading bytes. */
+static void drop_partial_utf8(line_buf *b) {
+    for (size_t back = 1; back <= 4 && back <= b->len; back++) {
+        unsigned char c = (unsigned char)b->buf[b->len - back];
+        if ((c & 0xc0) == 0x80) continue; /* continuation byte */
+        size_t need = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
+        if (need > back) b->len -= back;
+        return;
+    }
+}
+
 /* Writes s as a JSON string literal (quotes included), escaping control
- * characters so a hostile peer address or method name cannot forge lines. */
-static void put_json_string(line_buf *b, const char *s) {
+ * characters so a hostile peer address or method name cannot forge lines.
+ * When the line fills up, the string is cut at a character boundary and
+ * still closed. Returns -1 when not even the opening quote fit. */
+static int put_json_string(line_buf *b, const char *s) {
     static const char hex[] = "0123456789abcdef";
-    put_raw(b, "\"", 1);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    if (put_raw(b, "\"", 1) != 0) return -1;
+    for (const unsigned char *p = (const unsigned char *)s; *p && !b->truncated; p++) {
         char esc[6];
         switch (*p) {
         case '"': put_raw(b, "\\\"", 2); break;
@@ -73,7 +103,13 @@ static void put_json_string(line_buf *b, const char *s) {
             }
         }
     }
-    put_raw(b, "\"", 1);
+    if (b->truncated) {
+        drop_partial_utf8(b);
+        put_closing(b, "\"");
+    } else {
+        put_raw(b, "\"", 1);
+    }
+    return 0;
 }
 
 static void put_time(line_buf *b) {
@@ -89,7 +125,7 @@ static void put_time(line_buf *b) {
 
 static void emit(log_level level, const char *msg, va_list *ap) {
     char storage[LOG_LINE_MAX];
-    line_buf b = {storage, 0, sizeof storage - 1}; /* room for '\n' */
+    line_buf b = {storage, 0, sizeof storage - LINE_RESERVE, 0};
     char num[64];
 
     put_cstr(&b, "{\"time\":");
@@ -98,35 +134,40 @@ static void emit(log_level level, const char *msg, va_list *ap) {
     put_cstr(&b, log_level_name(level));
     put_cstr(&b, "\",\"msg\":");
     put_json_string(&b, msg);
-    while (ap) {
+    while (ap && !b.truncated) {
         log_field_kind kind = (log_field_kind)va_arg(*ap, int);
         if (kind == LOG_F_END) break;
         const char *key = va_arg(*ap, const char *);
+        size_t field_start = b.len;
         put_raw(&b, ",", 1);
         put_json_string(&b, key);
         put_raw(&b, ":", 1);
+        int complete = !b.truncated;
         switch (kind) {
         case LOG_F_STR: {
             const char *v = va_arg(*ap, const char *);
-            if (v) put_json_string(&b, v);
-            else put_cstr(&b, "null");
+            if (!complete) break;
+            /* A value cut short is still a well-formed (shortened) string. */
+            if (v) complete = put_json_string(&b, v) == 0;
+            else complete = put_raw(&b, "null", 4) == 0;
             break;
         }
         case LOG_F_INT:
             snprintf(num, sizeof num, "%lld", (long long)va_arg(*ap, int64_t));
-            put_cstr(&b, num);
+            complete = complete && put_raw(&b, num, strlen(num)) == 0;
             break;
         case LOG_F_DBL:
             snprintf(num, sizeof num, "%.6g", va_arg(*ap, double));
-            put_cstr(&b, num);
+            complete = complete && put_raw(&b, num, strlen(num)) == 0;
             break;
         default:
-            put_cstr(&b, "null");
+            put_raw(&b, "null", 4);
             ap = NULL; /* unknown kind: the rest of the list cannot be trusted */
         }
+        if (!complete) b.len = field_start; /* drop a field that did not fit */
     }
-    put_raw(&b, "}", 1);
-    storage[b.len++] = '\n';
+    if (b.truncated) put_closing(&b, ",\"truncated\":true");
+    put_closing(&b, "}\n");
     /* One write per line; a short write to a pipe/file is not retried so a
      * stuck log consumer cannot wedge request threads forever. */
     ssize_t rc = write(atomic_load(&log_out_fd), storage, b.len);

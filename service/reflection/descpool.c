@@ -171,7 +171,8 @@ int descpool_create(const uint8_t *data, size_t len, descpool **out) {
         descpool_free(p);
         return -1;
     }
-    qsort(p->symbols, p->nsymbols, sizeof *p->symbols, cmp_symbol);
+    if (p->nsymbols) /* qsort/bsearch must not see a NULL array */
+        qsort(p->symbols, p->nsymbols, sizeof *p->symbols, cmp_symbol);
     *out = p;
     return 0;
 }
@@ -198,6 +199,7 @@ int descpool_find_file(const descpool *p, const char *name) {
 
 static const dp_symbol *find_symbol(const descpool *p, const char *symbol) {
     if (symbol[0] == '.') symbol++;
+    if (!p->nsymbols) return NULL;
     dp_symbol key = {(char *)symbol, 0, 0};
     return bsearch(&key, p->symbols, p->nsymbols, sizeof key, cmp_symbol);
 }

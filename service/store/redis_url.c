@@ -30,8 +30,9 @@ int redis_url_parse(const char *url, redis_url *out, char *err, size_t errlen) {
     const char *end = p + strcspn(p, "/");
     const char *at = memchr(p, '@', (size_t)(end - p));
     if (at) {
+        /* user:password@ or :password@; a bare user@ carries no password. */
         const char *colon = memchr(p, ':', (size_t)(at - p));
-        const char *pw = colon ? colon + 1 : p;
+        const char *pw = colon ? colon + 1 : at;
         size_t n = (size_t)(at - pw);
         if (n >= sizeof out->password) return snprintf(err, errlen, "Redis password too long"), -1;
         memcpy(out->password, pw, n);

@@ -1,0 +1,417 @@
+// config: defaults < MEMORYD_* environment < command-line flags; bad values
+// are rejected with a message naming the flag and its variable; --help
+// documents every option.
+#include <gtest/gtest.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+extern "C" {
+#include "service/core/config.h"
+#include "service/core/log.h"
+}
+
+extern char** environ;
+
+namespace {
+
+const char kPgFlag[] = "--pg-url=postgresql://memoryd@127.0.0.1:5432/memoryd";
+
+// Every flag and its variable, as the service documents them.
+const std::vector<std::pair<std::string, std::string>> kOptions = {
+    {"listen", "MEMORYD_LISTEN"},
+    {"workers", "MEMORYD_WORKERS"},
+    {"pg-url", "MEMORYD_PG_URL"},
+    {"pg-pool-size", "MEMORYD_PG_POOL_SIZE"},
+    {"pg-connect-timeout", "MEMORYD_PG_CONNECT_TIMEOUT"},
+    {"redis-url", "MEMORYD_REDIS_URL"},
+    {"qdrant-url", "MEMORYD_QDRANT_URL"},
+    {"qdrant-api-key", "MEMORYD_QDRANT_API_KEY"},
+    {"tls-cert", "MEMORYD_TLS_CERT"},
+    {"tls-key", "MEMORYD_TLS_KEY"},
+    {"log-level", "MEMORYD_LOG_LEVEL"},
+    {"max-message-bytes", "MEMORYD_MAX_MESSAGE_BYTES"},
+    {"keepalive-time", "MEMORYD_KEEPALIVE_TIME"},
+    {"keepalive-timeout", "MEMORYD_KEEPALIVE_TIMEOUT"},
+    {"shutdown-grace", "MEMORYD_SHUTDOWN_GRACE"},
+    {"health-interval-ms", "MEMORYD_HEALTH_INTERVAL_MS"},
+    {"reflection", "MEMORYD_REFLECTION"},
+    {"migrate", "MEMORYD_MIGRATE"},
+};
+
+std::string ReadAll(FILE* f) {
+  fflush(f);
+  rewind(f);
+  std::string s;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0) s.append(buf, n);
+  return s;
+}
+
+class ConfigTest : public ::testing::Test {
+ protected:
+  // Removes every MEMORYD_* variable so the host environment cannot leak in;
+  // TearDown puts the originals back.
+  void SetUp() override {
+    std::vector<std::string> names;
+    for (char** e = environ; *e; e++) {
+      if (strncmp(*e, "MEMORYD_", 8) != 0) continue;
+      const char* eq = strchr(*e, '=');
+      if (!eq) continue;
+      names.emplace_back(*e, eq - *e);
+      saved_.emplace_back(names.back(), eq + 1);
+    }
+    for (const auto& n : names) unsetenv(n.c_str());
+    out_ = tmpfile();
+    ASSERT_NE(nullptr, out_);
+  }
+
+  void TearDown() override {
+    config_free(&c_);
+    std::vector<std::string> names;
+    for (char** e = environ; *e; e++) {
+      if (strncmp(*e, "MEMORYD_", 8) != 0) continue;
+      const char* eq = strchr(*e, '=');
+      if (eq) names.emplace_back(*e, eq - *e);
+    }
+    for (const auto& n : names) unsetenv(n.c_str());
+    for (const auto& kv : saved_) setenv(kv.first.c_str(), kv.second.c_str(), 1);
+    if (out_) fclose(out_);
+  }
+
+  // Runs config_load on "memoryd" followed by args; err_ holds the message.
+  int Load(std::vector<std::string> args) {
+    config_free(&c_);
+    args.insert(args.begin(), "memoryd");
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(&a[0]);
+    argv.push_back(nullptr);
+    err_[0] = '\0';
+    return config_load(&c_, static_cast<int>(args.size()), argv.data(), out_, err_,
+                       sizeof err_);
+  }
+
+  std::string Err() const { return err_; }
+
+  config c_{};
+  char err_[512] = "";
+  FILE* out_ = nullptr;
+  std::vector<std::pair<std::string, std::string>> saved_;
+};
+
+TEST_F(ConfigTest, DefaultsApplyWhenNoEnvironmentOrFlags) {
+  ASSERT_EQ(0, Load({kPgFlag})) << Err();
+  EXPECT_STREQ("127.0.0.1:50051", c_.listen);
+  EXPECT_EQ(0, c_.workers);
+  EXPECT_STREQ("postgresql://memoryd@127.0.0.1:5432/memoryd", c_.pg_url);
+  EXPECT_EQ(8, c_.pg_pool_size);
+  EXPECT_EQ(5, c_.pg_connect_timeout_s);
+  EXPECT_STREQ("", c_.redis_url);
+  EXPECT_STREQ("", c_.qdrant_url);
+  EXPECT_STREQ("", c_.qdrant_api_key);
+  EXPECT_STREQ("", c_.tls_cert);
+  EXPECT_STREQ("", c_.tls_key);
+  EXPECT_STREQ("info", c_.log_level);
+  EXPECT_EQ(4194304, c_.max_message_bytes);
+  EXPECT_EQ(60, c_.keepalive_time_s);
+  EXPECT_EQ(20, c_.keepalive_timeout_s);
+  EXPECT_EQ(10, c_.shutdown_grace_s);
+  EXPECT_EQ(1000, c_.health_interval_ms);
+  EXPECT_EQ(1, c_.reflection);
+  EXPECT_EQ(1, c_.migrate);
+}
+
+TEST_F(ConfigTest, EnvironmentVariablesOverrideDefaults) {
+  setenv("MEMORYD_LISTEN", "0.0.0.0:6000", 1);
+  setenv("MEMORYD_WORKERS", "4", 1);
+  setenv("MEMORYD_PG_URL", "postgresql://env@127.0.0.1/envdb", 1);
+  setenv("MEMORYD_REDIS_URL", "redis://127.0.0.1:6380/2", 1);
+  setenv("MEMORYD_LOG_LEVEL", "debug", 1);
+  setenv("MEMORYD_HEALTH_INTERVAL_MS", "250", 1);
+  setenv("MEMORYD_REFLECTION", "false", 1);
+  setenv("MEMORYD_MIGRATE", "off", 1);
+  ASSERT_EQ(0, Load({})) << Err();
+  EXPECT_STREQ("0.0.0.0:6000", c_.listen);
+  EXPECT_EQ(4, c_.workers);
+  EXPECT_STREQ("postgresql://env@127.0.0.1/envdb", c_.pg_url);
+  EXPECT_STREQ("redis://127.0.0.1:6380/2", c_.redis_url);
+  EXPECT_STREQ("debug", c_.log_level);
+  EXPECT_EQ(250, c_.health_interval_ms);
+  EXPECT_EQ(0, c_.reflection);
+  EXPECT_EQ(0, c_.migrate);
+  EXPECT_EQ(8, c_.pg_pool_size);  // untouched options keep their defaults
+}
+
+TEST_F(ConfigTest, FlagsOverrideEnvironmentVariables) {
+  setenv("MEMORYD_LISTEN", "0.0.0.0:6000", 1);
+  setenv("MEMORYD_WORKERS", "4", 1);
+  setenv("MEMORYD_PG_URL", "postgresql://env@127.0.0.1/envdb", 1);
+  setenv("MEMORYD_REFLECTION", "false", 1);
+  ASSERT_EQ(0, Load({"--listen=127.0.0.1:7000", "--workers=7",
+                     "--pg-url=postgresql://flag@127.0.0.1/flagdb", "--reflection"}))
+      << Err();
+  EXPECT_STREQ("127.0.0.1:7000", c_.listen);
+  EXPECT_EQ(7, c_.workers);
+  EXPECT_STREQ("postgresql://flag@127.0.0.1/flagdb", c_.pg_url);
+  EXPECT_EQ(1, c_.reflection);
+}
+
+TEST_F(ConfigTest, FlagValueMayFollowAsSeparateArgument) {
+  ASSERT_EQ(0, Load({"--workers", "12", "--listen", "[::]:7001", "--pg-url",
+                     "postgresql://sep@127.0.0.1/db", "--log-level", "warn"}))
+      << Err();
+  EXPECT_EQ(12, c_.workers);
+  EXPECT_STREQ("[::]:7001", c_.listen);
+  EXPECT_STREQ("postgresql://sep@127.0.0.1/db", c_.pg_url);
+  EXPECT_STREQ("warn", c_.log_level);
+}
+
+TEST_F(ConfigTest, FlagValueAfterEqualsKeepsFurtherEqualsSigns) {
+  ASSERT_EQ(0, Load({"--pg-url=postgresql://u@127.0.0.1/db?sslmode=disable&application_name=x",
+                     "--qdrant-api-key=abc=="}))
+      << Err();
+  EXPECT_STREQ("postgresql://u@127.0.0.1/db?sslmode=disable&application_name=x", c_.pg_url);
+  EXPECT_STREQ("abc==", c_.qdrant_api_key);
+}
+
+TEST_F(ConfigTest, LaterFlagWinsOverEarlierOne) {
+  ASSERT_EQ(0, Load({kPgFlag, "--workers=3", "--workers", "5"})) << Err();
+  EXPECT_EQ(5, c_.workers);
+}
+
+TEST_F(ConfigTest, NoPrefixDisablesBooleanFlags) {
+  ASSERT_EQ(0, Load({kPgFlag, "--no-reflection", "--no-migrate"})) << Err();
+  EXPECT_EQ(0, c_.reflection);
+  EXPECT_EQ(0, c_.migrate);
+}
+
+TEST_F(ConfigTest, BooleanFlagAcceptsExplicitFalseAndTrue) {
+  ASSERT_EQ(0, Load({kPgFlag, "--reflection=false", "--migrate=0"})) << Err();
+  EXPECT_EQ(0, c_.reflection);
+  EXPECT_EQ(0, c_.migrate);
+  setenv("MEMORYD_REFLECTION", "no", 1);
+  ASSERT_EQ(0, Load({kPgFlag, "--reflection=TRUE", "--migrate=yes"})) << Err();
+  EXPECT_EQ(1, c_.reflection);
+  EXPECT_EQ(1, c_.migrate);
+}
+
+TEST_F(ConfigTest, BareBooleanFlagDoesNotSwallowNextArgument) {
+  // "--reflection false" must not silently leave reflection on: the stray
+  // "false" is an error.
+  EXPECT_EQ(-1, Load({kPgFlag, "--reflection", "false"}));
+  EXPECT_NE(std::string::npos, Err().find("false")) << Err();
+}
+
+TEST_F(ConfigTest, BadBooleanValueIsRejectedNamingFlagAndVariable) {
+  EXPECT_EQ(-1, Load({kPgFlag, "--reflection=maybe"}));
+  EXPECT_NE(std::string::npos, Err().find("--reflection")) << Err();
+  EXPECT_NE(std::string::npos, Err().find("MEMORYD_REFLECTION")) << Err();
+  EXPECT_NE(std::string::npos, Err().find("maybe")) << Err();
+}
+
+TEST_F(ConfigTest, NonNumericIntegerIsRejectedNamingFlagAndVariable) {
+  EXPECT_EQ(-1, Load({kPgFlag, "--workers=abc"}));
+  EXPECT_NE(std::string::npos, Err().find("--workers")) << Err();
+  EXPECT_NE(std::string::npos, Err().find("MEMORYD_WORKERS")) << Err();
+  EXPECT_NE(std::string::npos, Err().find("abc")) << Err();
+}
+
+TEST_F(ConfigTest, IntegerWithTrailingGarbageOrEmptyIsRejected) {
+  EXPECT_EQ(-1, Load({kPgFlag, "--workers=4x"}));
+  EXPECT_NE(std::string::npos, Err().find("--workers")) << Err();
+  EXPECT_EQ(-1, Load({kPgFlag, "--workers="}));
+  EXPECT_NE(std::string::npos, Err().find("--workers")) << Err();
+  EXPECT_EQ(-1, Load({kPgFlag, "--keepalive-time=1.5"}));
+  EXPECT_NE(std::string::npos, Err().find("--keepalive-time")) << Err();
+}
+
+TEST_F(ConfigTest, OutOfRangeIntegerIsRejectedNamingFlagAndVariable) {
+  EXPECT_EQ(-1, Load({kPgFlag, "--workers=1025"}));
+  EXPECT_NE(std::string::npos, Err().find("--workers")) << Err();
+  EXPECT_NE(std::string::npos, Err().find("MEMORYD_WORKERS")) << Err();
+
+  EXPECT_EQ(-1, Load({kPgFlag, "--pg-pool-size=0"}));
+  EXPECT_NE(std::string::npos, Err().find("--pg-pool-size")) << Err();
+  EXPECT_NE(std::string::npos, Err().find("MEMORYD_PG_POOL_SIZE")) << Err();
+
+  EXPECT_EQ(-1, Load({kPgFlag, "--shutdown-grace=-1"}));
+  EXPECT_NE(std::string::npos, Err().find("--shutdown-grace")) << Err();
+
+  // Beyond int (and long on some platforms) must not wrap into range.
+  EXPECT_EQ(-1, Load({kPgFlag, "--max-message-bytes=4294967296"}));
+  EXPECT_NE(std::string::npos, Err().find("--max-message-bytes")) << Err();
+  EXPECT_EQ(-1, Load({kPgFlag, "--max-message-bytes=99999999999999999999999"}));
+  EXPECT_NE(std::string::npos, Err().find("MEMORYD_MAX_MESSAGE_BYTES")) << Err();
+}
+
+TEST_F(ConfigTest, IntegerBoundsAreInclusive) {
+  ASSERT_EQ(0, Load({kPgFlag, "--workers=1024", "--pg-pool-size=1",
+                     "--max-message-bytes=1024", "--health-interval-ms=50"}))
+      << Err();
+  EXPECT_EQ(1024, c_.workers);
+  EXPECT_EQ(1, c_.pg_pool_size);
+  EXPECT_EQ(1024, c_.max_message_bytes);
+  EXPECT_EQ(50, c_.health_interval_ms);
+}
+
+TEST_F(ConfigTest, BadIntegerInEnvironmentIsRejectedNamingVariable) {
+  setenv("MEMORYD_PG_POOL_SIZE", "lots", 1);
+  EXPECT_EQ(-1, Load({kPgFlag}));
+  EXPECT_NE(std::string::npos, Err().find("MEMORYD_PG_POOL_SIZE")) << Err();
+  EXPECT_NE(std::string::npos, Err().find("--pg-pool-size")) << Err();
+  EXPECT_NE(std::string::npos, Err().find("environment")) << Err();
+}
+
+TEST_F(ConfigTest, UnknownFlagIsRejected) {
+  EXPECT_EQ(-1, Load({kPgFlag, "--bogus=1"}));
+  EXPECT_NE(std::string::npos, Err().find("--bogus")) << Err();
+  EXPECT_EQ(-1, Load({kPgFlag, "--listenx=127.0.0.1:1"}));
+  EXPECT_NE(std::string::npos, Err().find("--listenx")) << Err();
+}
+
+TEST_F(ConfigTest, NoPrefixOnNonBooleanFlagIsRejected) {
+  EXPECT_EQ(-1, Load({kPgFlag, "--no-listen"}));
+  EXPECT_NE(std::string::npos, Err().find("--no-listen")) << Err();
+}
+
+TEST_F(ConfigTest, PositionalArgumentIsRejected) {
+  EXPECT_EQ(-1, Load({kPgFlag, "serve"}));
+  EXPECT_NE(std::string::npos, Err().find("serve")) << Err();
+  EXPECT_EQ(-1, Load({kPgFlag, "-workers=3"}));
+}
+
+TEST_F(ConfigTest, FlagMissingItsValueAtEndIsRejected) {
+  EXPECT_EQ(-1, Load({kPgFlag, "--listen"}));
+  EXPECT_NE(std::string::npos, Err().find("--listen")) << Err();
+}
+
+TEST_F(ConfigTest, MissingPgUrlIsRejectedMentioningItsVariable) {
+  EXPECT_EQ(-1, Load({}));
+  EXPECT_NE(std::string::npos, Err().find("MEMORYD_PG_URL")) << Err();
+  EXPECT_NE(std::string::npos, Err().find("--pg-url")) << Err();
+  setenv("MEMORYD_PG_URL", "", 1);
+  EXPECT_EQ(-1, Load({}));
+  EXPECT_NE(std::string::npos, Err().find("MEMORYD_PG_URL")) << Err();
+}
+
+TEST_F(ConfigTest, TlsCertWithoutKeyIsRejected) {
+  EXPECT_EQ(-1, Load({kPgFlag, "--tls-cert=/etc/memoryd/cert.pem"}));
+  EXPECT_NE(std::string::npos, Err().find("--tls-key")) << Err();
+}
+
+TEST_F(ConfigTest, TlsKeyWithoutCertIsRejected) {
+  setenv("MEMORYD_TLS_KEY", "/etc/memoryd/key.pem", 1);
+  EXPECT_EQ(-1, Load({kPgFlag}));
+  EXPECT_NE(std::string::npos, Err().find("--tls-cert")) << Err();
+}
+
+TEST_F(ConfigTest, TlsCertAndKeyTogetherAreAccepted) {
+  ASSERT_EQ(0, Load({kPgFlag, "--tls-cert=/c.pem", "--tls-key=/k.pem"})) << Err();
+  EXPECT_STREQ("/c.pem", c_.tls_cert);
+  EXPECT_STREQ("/k.pem", c_.tls_key);
+}
+
+TEST_F(ConfigTest, EveryLogLevelNameIsAccepted) {
+  for (const char* lvl : {"debug", "info", "warn", "error"}) {
+    ASSERT_EQ(0, Load({kPgFlag, std::string("--log-level=") + lvl})) << lvl << ": " << Err();
+    EXPECT_STREQ(lvl, c_.log_level);
+  }
+}
+
+TEST_F(ConfigTest, BadLogLevelIsRejected) {
+  for (const char* lvl : {"verbose", "INFO", "", "warning"}) {
+    EXPECT_EQ(-1, Load({kPgFlag, std::string("--log-level=") + lvl})) << lvl;
+    EXPECT_NE(std::string::npos, Err().find("--log-level")) << Err();
+    EXPECT_NE(std::string::npos, Err().find("MEMORYD_LOG_LEVEL")) << Err();
+  }
+}
+
+TEST_F(ConfigTest, ListenWithoutPortIsRejected) {
+  EXPECT_EQ(-1, Load({kPgFlag, "--listen=localhost"}));
+  EXPECT_NE(std::string::npos, Err().find("--listen")) << Err();
+  EXPECT_EQ(-1, Load({kPgFlag, "--listen="}));
+}
+
+TEST_F(ConfigTest, FailedLoadLeavesConfigFreed) {
+  ASSERT_EQ(-1, Load({kPgFlag, "--workers=abc"}));
+  EXPECT_EQ(nullptr, c_.listen);
+  EXPECT_EQ(nullptr, c_.pg_url);
+  EXPECT_EQ(nullptr, c_.log_level);
+  config_free(&c_);  // freeing again is allowed
+}
+
+TEST_F(ConfigTest, FreeAcceptsZeroedConfig) {
+  config zero{};
+  config_free(&zero);
+  EXPECT_EQ(nullptr, zero.listen);
+}
+
+TEST_F(ConfigTest, HelpReturnsExitOkAndDocumentsEveryFlag) {
+  // No --pg-url: help must work before the service is configured.
+  ASSERT_EQ(CONFIG_EXIT_OK, Load({"--help"})) << Err();
+  std::string help = ReadAll(out_);
+  for (const auto& o : kOptions) {
+    EXPECT_NE(std::string::npos, help.find("--" + o.first + " ")) << o.first << "\n" << help;
+    EXPECT_NE(std::string::npos, help.find(o.second)) << o.second << "\n" << help;
+  }
+  EXPECT_NE(std::string::npos, help.find("127.0.0.1:50051")) << help;  // defaults shown
+  EXPECT_NE(std::string::npos, help.find("--help")) << help;
+  EXPECT_NE(std::string::npos, help.find("--version")) << help;
+}
+
+TEST_F(ConfigTest, ShortHelpFlagAlsoPrintsHelp) {
+  ASSERT_EQ(CONFIG_EXIT_OK, Load({"-h"}));
+  EXPECT_NE(std::string::npos, ReadAll(out_).find("MEMORYD_PG_URL"));
+}
+
+TEST_F(ConfigTest, HelpWorksDespiteABadEnvironmentValue) {
+  setenv("MEMORYD_WORKERS", "many", 1);
+  EXPECT_EQ(CONFIG_EXIT_OK, Load({"--help"})) << Err();
+  EXPECT_NE(std::string::npos, ReadAll(out_).find("MEMORYD_WORKERS"));
+}
+
+TEST_F(ConfigTest, HelpStopsParsingBeforeLaterBadFlags) {
+  ASSERT_EQ(CONFIG_EXIT_OK, Load({"--help", "--bogus"})) << Err();
+}
+
+TEST_F(ConfigTest, VersionReturnsExitOkAndPrintsVersion) {
+  ASSERT_EQ(CONFIG_EXIT_OK, Load({"--version"}));
+  std::string v = ReadAll(out_);
+  EXPECT_EQ(0u, v.rfind("memoryd ", 0)) << v;
+  EXPECT_EQ('\n', v.back()) << v;
+}
+
+TEST_F(ConfigTest, ConfigLogMasksSecrets) {
+  ASSERT_EQ(0, Load({"--pg-url=postgresql://u:pgsecret@127.0.0.1/db",
+                     "--redis-url=redis://:redissecret@127.0.0.1:6379/0",
+                     "--qdrant-api-key=qdrantsecret", "--listen=127.0.0.1:7777"}))
+      << Err();
+  FILE* logf = tmpfile();
+  ASSERT_NE(nullptr, logf);
+  log_level saved = log_get_level();
+  log_set_level(LOG_DEBUG);
+  log_set_fd(fileno(logf));
+  config_log(&c_);
+  log_set_fd(2);
+  log_set_level(saved);
+  std::string logged = ReadAll(logf);
+  fclose(logf);
+  EXPECT_EQ(std::string::npos, logged.find("pgsecret")) << logged;
+  EXPECT_EQ(std::string::npos, logged.find("redissecret")) << logged;
+  EXPECT_EQ(std::string::npos, logged.find("qdrantsecret")) << logged;
+  EXPECT_NE(std::string::npos, logged.find("127.0.0.1:7777")) << logged;
+  EXPECT_NE(std::string::npos, logged.find("(set)")) << logged;
+  // One line per option.
+  size_t lines = 0;
+  for (char ch : logged) lines += ch == '\n';
+  EXPECT_EQ(kOptions.size(), lines) << logged;
+}
+
+}  // namespace
