@@ -194,10 +194,25 @@ echo "bench: memoryd $MEMORYD on $MEMORYD_ADDR, grpc++ $BASELINE $BASELINE_ARGS"
   "on $BASELINE_ADDR"
 
 # one_run LABEL ADDR PID LOG: one loadgen run; its JSON line goes to RESULTS.
+# cpu_ticks PID: user + system CPU time of the process, in clock ticks.
+cpu_ticks() {
+  # Fields after the ")" that ends the command name: utime is the 12th.
+  sed 's/.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'
+}
+
 one_run() {
-  local label=$1 addr=$2 pid=$3 log=$4 out rc
+  local label=$1 addr=$2 pid=$3 log=$4 out rc t0 t1 cpu_us
+  t0=$(cpu_ticks "$pid")
   out=$("$LOADGEN" --target "$addr" --label "$label" "${loadgen_args[@]}")
   rc=$?
+  t1=$(cpu_ticks "$pid" 2>/dev/null || echo "$t0")
+  # The server's CPU per call: what QPS cannot show once the load generator,
+  # not the server, is the bottleneck. Warm-up calls ran at the measured
+  # rate, so they are counted in as (duration + warm-up) x qps.
+  cpu_us=$(printf '%s\n' "$out" | sed -n 's/.*"qps":\([0-9.]*\).*/\1/p' | head -1 |
+    awk -v d="$((t1 - t0))" -v hz="$CLK_TCK" -v s="$DURATION" -v w="$WARMUP" '
+      { calls = $1 * (s + w); if (calls > 0) printf "%.2f", d / hz * 1e6 / calls; else printf "nan" }')
+  out=$(printf '%s\n' "$out" | sed "s/^{\(.*\)}\$/{\1,\"server_cpu_us_per_call\":${cpu_us:-nan}}/")
   if ! kill -0 "$pid" 2>/dev/null; then
     echo "bench: $label died during the run" >&2
     log_tail "$log"
@@ -210,6 +225,8 @@ one_run() {
   fi
   printf '%s\n' "$out" | grep '^{' | tee -a "$RESULTS"
 }
+
+CLK_TCK=$(getconf CLK_TCK)
 
 for ((r = 1; r <= ROUNDS; r++)); do
   # ABBA order: whoever runs second in a pair alternates, so a drift of the
@@ -243,28 +260,31 @@ m_qps=$(median memoryd qps)
 m_p50=$(median memoryd p50_us)
 m_p99=$(median memoryd p99_us)
 m_err=$(total memoryd errors)
+m_cpu=$(median memoryd server_cpu_us_per_call)
 g_n=$(field grpcpp qps | wc -l)
 g_qps=$(median grpcpp qps)
 g_p50=$(median grpcpp p50_us)
 g_p99=$(median grpcpp p99_us)
 g_err=$(total grpcpp errors)
+g_cpu=$(median grpcpp server_cpu_us_per_call)
 ratio_qps=$(ratio "$m_qps" "$g_qps")
 ratio_p99=$(ratio "$m_p99" "$g_p99")
+ratio_cpu=$(ratio "$m_cpu" "$g_cpu")
 
-row='%-10s %6s %12s %10s %10s %8s\n'
+row='%-10s %6s %12s %10s %10s %14s %8s\n'
 echo
 # shellcheck disable=SC2059  # the format is ours
 {
-  printf "$row" side runs "median qps" "p50 us" "p99 us" errors
-  printf "$row" memoryd "$m_n" "$m_qps" "$m_p50" "$m_p99" "$m_err"
-  printf "$row" grpc++ "$g_n" "$g_qps" "$g_p50" "$g_p99" "$g_err"
+  printf "$row" side runs "median qps" "p50 us" "p99 us" "cpu us/call" errors
+  printf "$row" memoryd "$m_n" "$m_qps" "$m_p50" "$m_p99" "$m_cpu" "$m_err"
+  printf "$row" grpc++ "$g_n" "$g_qps" "$g_p50" "$g_p99" "$g_cpu" "$g_err"
 }
-echo "memoryd/grpc++: qps x$ratio_qps (higher is better), p99 x$ratio_p99" \
-  "(lower is better); run-to-run noise on this machine is +-30%"
-summary=$(printf '{"bench":"health_check","method":"%s","rounds":%s,"duration_s":%s,"concurrency":%s,"channels":%s,"memoryd":{"runs":%s,"qps":%s,"p50_us":%s,"p99_us":%s,"errors":%s},"grpcpp":{"runs":%s,"qps":%s,"p50_us":%s,"p99_us":%s,"errors":%s},"ratio_qps":%s,"ratio_p99":%s}' \
+echo "memoryd/grpc++: qps x$ratio_qps (higher is better), p99 x$ratio_p99," \
+  "server cpu/call x$ratio_cpu (lower is better); run-to-run noise on this machine is +-30%"
+summary=$(printf '{"bench":"health_check","method":"%s","rounds":%s,"duration_s":%s,"concurrency":%s,"channels":%s,"memoryd":{"runs":%s,"qps":%s,"p50_us":%s,"p99_us":%s,"cpu_us_per_call":%s,"errors":%s},"grpcpp":{"runs":%s,"qps":%s,"p50_us":%s,"p99_us":%s,"cpu_us_per_call":%s,"errors":%s},"ratio_qps":%s,"ratio_p99":%s,"ratio_cpu":%s}' \
   "$METHOD" "$ROUNDS" "$DURATION" "$CONCURRENCY" "$CHANNELS" \
-  "$m_n" "$m_qps" "$m_p50" "$m_p99" "$m_err" \
-  "$g_n" "$g_qps" "$g_p50" "$g_p99" "$g_err" "$ratio_qps" "$ratio_p99")
+  "$m_n" "$m_qps" "$m_p50" "$m_p99" "$m_cpu" "$m_err" \
+  "$g_n" "$g_qps" "$g_p50" "$g_p99" "$g_cpu" "$g_err" "$ratio_qps" "$ratio_p99" "$ratio_cpu")
 # JSON has no NaN: a side without results shows as null.
 summary=$(printf '%s' "$summary" | sed 's/:nan\([,}]\)/:null\1/g')
 echo "$summary"

@@ -133,7 +133,7 @@ int64_t rpc_call_remaining_ms(const rpc_call *call);
  * the arena; NULL when absent. */
 const char *rpc_call_metadata(rpc_call *call, const char *key);
 /* Request id: the client's x-request-id if sane, else generated. */
-const char *rpc_call_request_id(const rpc_call *call);
+const char *rpc_call_request_id(rpc_call *call);
 /* Peer address ("ipv4:127.0.0.1:5000"), fetched on first use. */
 const char *rpc_call_peer(rpc_call *call);
 /* Monotonic ms when the call arrived. */

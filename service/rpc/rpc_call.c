@@ -91,7 +91,12 @@ const ProtobufCMessage *rpc_call_request(const rpc_call *c) { return c->request;
 arena *rpc_call_arena(rpc_call *c) { return c->msg_arena ? c->msg_arena : c->arena; }
 int64_t rpc_call_deadline_ms(const rpc_call *c) { return c->deadline_ms; }
 int64_t rpc_call_start_ms(const rpc_call *c) { return c->start_ms; }
-const char *rpc_call_request_id(const rpc_call *c) { return c->request_id; }
+static void generate_request_id(rpc_call *c);
+
+const char *rpc_call_request_id(rpc_call *c) {
+    if (!c->request_id[0]) generate_request_id(c);
+    return c->request_id;
+}
 void rpc_call_set_principal(rpc_call *c, void *p) { c->principal = p; }
 void *rpc_call_principal(const rpc_call *c) { return c->principal; }
 
@@ -139,7 +144,9 @@ static int request_id_is_sane(const grpc_slice *v) {
     return 1;
 }
 
-static void assign_request_id(rpc_call *c) {
+/* Takes the client's x-request-id when it sent a sane one; otherwise an id
+ * is generated only if something asks for it (a failure, a log line). */
+static void take_client_request_id(rpc_call *c) {
     for (size_t i = 0; i < c->md.count; i++) {
         const grpc_slice *k = &c->md.metadata[i].key;
         if (GRPC_SLICE_LENGTH(*k) == 12 && memcmp(GRPC_SLICE_START_PTR(*k), "x-request-id", 12) == 0 &&
@@ -151,6 +158,9 @@ static void assign_request_id(rpc_call *c) {
             return;
         }
     }
+}
+
+static void generate_request_id(rpc_call *c) {
     /* A per-thread xorshift seeded from the clock and the thread's stack
      * address: unique enough to correlate logs, and free of locks. */
     static _Thread_local uint64_t state;
@@ -163,7 +173,9 @@ static void assign_request_id(rpc_call *c) {
     state ^= state << 13;
     state ^= state >> 7;
     state ^= state << 17;
-    snprintf(c->request_id, sizeof c->request_id, "%016llx", (unsigned long long)state);
+    static const char hex[] = "0123456789abcdef";
+    for (int i = 0; i < 16; i++) c->request_id[i] = hex[(state >> (60 - 4 * i)) & 15];
+    c->request_id[16] = '\0';
 }
 
 /* ---- encode / decode ---- */
@@ -214,9 +226,9 @@ static void call_destroy(rpc_call *c) {
     grpc_metadata_array_destroy(&c->md);
     if (c->call) grpc_call_unref(c->call);
     pthread_mutex_destroy(&c->lock);
-    arena_free(c->msg_arena);
     rpc_server *srv = c->srv;
-    arena_free(c->arena); /* the call itself lives in its arena */
+    arena_pool_put(srv->arenas, c->msg_arena);
+    arena_pool_put(srv->arenas, c->arena); /* the call itself lived in it */
     atomic_fetch_sub(&srv->live_calls, 1);
 }
 
@@ -250,7 +262,7 @@ static void fill_status_op(rpc_call *c, grpc_op *op, grpc_status_code status,
      * successful call would only churn the HPACK table. */
     int send_id = c->client_request_id || status != GRPC_STATUS_OK;
     c->trailer.key = grpc_slice_from_static_string("x-request-id");
-    c->trailer.value = grpc_slice_from_static_string(c->request_id);
+    c->trailer.value = grpc_slice_from_static_string(send_id ? rpc_call_request_id(c) : "");
     c->details = grpc_slice_from_copied_string(message ? message : "");
     memset(op, 0, sizeof *op);
     op->op = GRPC_OP_SEND_STATUS_FROM_SERVER;
@@ -548,7 +560,7 @@ static void bidi_post_recv(rpc_call *c) {
 
 static void run_bidi(rpc_call *c) {
     post_close(c);
-    c->msg_arena = arena_create();
+    c->msg_arena = arena_pool_get(c->srv->arenas);
     grpc_status_code st = c->msg_arena ? run_interceptors(c) : GRPC_STATUS_RESOURCE_EXHAUSTED;
     if (st == GRPC_STATUS_OK) bidi_post_recv(c);
     else stream_end(c, st);
@@ -568,7 +580,7 @@ static void run_unknown(rpc_call *c) {
 void rpc_call_dispatch(rpc_server *srv, const rpc_method_entry *entry, grpc_call *call,
                        gpr_timespec deadline, grpc_metadata_array *md, grpc_byte_buffer *payload,
                        const char *unknown_path) {
-    arena *a = arena_create();
+    arena *a = arena_pool_get(srv->arenas);
     rpc_call *c = a ? arena_zalloc(a, sizeof *c) : NULL;
     if (!c) {
         /* Nothing sensible to answer with; dropping the call cancels it. */
@@ -577,7 +589,7 @@ void rpc_call_dispatch(rpc_server *srv, const rpc_method_entry *entry, grpc_call
         grpc_metadata_array_destroy(md);
         grpc_call_cancel(call, NULL);
         grpc_call_unref(call);
-        arena_free(a);
+        arena_pool_put(srv->arenas, a);
         return;
     }
     atomic_fetch_add(&srv->live_calls, 1);
@@ -597,11 +609,14 @@ void rpc_call_dispatch(rpc_server *srv, const rpc_method_entry *entry, grpc_call
     if (gpr_time_cmp(deadline, gpr_inf_future(deadline.clock_type)) == 0) {
         c->deadline_ms = INT64_MAX;
     } else {
-        gpr_timespec mono = gpr_convert_clock_type(deadline, GPR_CLOCK_MONOTONIC);
-        gpr_timespec now = gpr_now(GPR_CLOCK_MONOTONIC);
-        c->deadline_ms = c->start_ms + gpr_time_to_millis(gpr_time_sub(mono, now));
+        /* gpr's monotonic clock counts from process start: shift it onto
+         * CLOCK_MONOTONIC with the offset measured once at server start. */
+        gpr_timespec mono = deadline.clock_type == GPR_CLOCK_MONOTONIC
+                                ? deadline
+                                : gpr_convert_clock_type(deadline, GPR_CLOCK_MONOTONIC);
+        c->deadline_ms = gpr_time_to_millis(mono) + srv->gpr_mono_offset_ms;
     }
-    assign_request_id(c);
+    take_client_request_id(c);
     if (!entry) {
         c->path = arena_strdup(a, unknown_path);
         run_unknown(c);

@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "service/core/arena_pool.h"
 #include "service/rpc/rpc.h"
 
 /* Every completion-queue tag is one of these, embedded in its owner; the
@@ -55,6 +56,8 @@ struct rpc_server {
     /* rpc_call objects alive: the queue may only shut down at zero, or a
      * handler still running would start a batch on a dead queue. */
     atomic_int live_calls;
+    arena_pool *arenas; /* recycled per-call arenas */
+    int64_t gpr_mono_offset_ms; /* CLOCK_MONOTONIC ms minus gpr's monotonic ms */
     rpc_tag shutdown_tag;
     pthread_mutex_t lock;
     pthread_cond_t cond;

@@ -151,6 +151,9 @@ int rpc_server_create(const rpc_server_options *opts, rpc_server **out, char *er
     pthread_mutex_init(&srv->lock, NULL);
     pthread_cond_init(&srv->cond, NULL);
     srv->shutdown_tag.done = shutdown_done;
+    /* Enough idle arenas for the calls a busy server has in flight. */
+    srv->arenas = arena_pool_create(1024);
+    srv->gpr_mono_offset_ms = rpc_now_ms() - gpr_time_to_millis(gpr_now(GPR_CLOCK_MONOTONIC));
 
     int max_msg = opts->max_message_bytes > 0 ? opts->max_message_bytes : 4 << 20;
     /* Channel-arg helpers are not exported from Debian's build: build the
@@ -169,7 +172,7 @@ int rpc_server_create(const rpc_server_options *opts, rpc_server **out, char *er
     grpc_channel_args ch_args = {sizeof args / sizeof args[0], args};
     srv->server = grpc_server_create(&ch_args, NULL);
     srv->cq = grpc_completion_queue_create_for_next(NULL);
-    if (!srv->listen || !srv->server || !srv->cq) {
+    if (!srv->listen || !srv->server || !srv->cq || !srv->arenas) {
         snprintf(err, errlen, "cannot create the gRPC server");
         rpc_server_free(srv);
         return -1;
@@ -392,6 +395,7 @@ void rpc_server_free(rpc_server *srv) {
     free(srv->listen);
     free(srv->tls_cert_pem);
     free(srv->tls_key_pem);
+    arena_pool_free(srv->arenas);
     pthread_mutex_destroy(&srv->lock);
     pthread_cond_destroy(&srv->cond);
     free(srv);
