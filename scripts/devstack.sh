@@ -431,9 +431,10 @@ memoryd is running (pid $pid)
   log:      ${log#"$ROOT"/}
   backends: $(sed -n 's/^export //p' "$ENV_FILE" | paste -sd' ')
   stop:     make stop        (stops memoryd, PostgreSQL and Redis)
-  try:      /usr/bin/python3 -c 'import grpc; print(grpc.insecure_channel("$host:$port").unary_unary("/grpc.health.v1.Health/Check")(b"", timeout=5))'
-            (prints b'\x08\x01', i.e. SERVING)
-            grpcurl -plaintext $host:$port list    (grpcurl is not packaged in Debian)
+  try:      scripts/memcall $host:$port list
+            scripts/memcall $host:$port describe memory.v1.GlobalMemory
+            scripts/memcall $host:$port grpc.health.v1.Health/Check
+            (grpcurl -plaintext $host:$port ... takes the same arguments where installed)
 EOF
 }
 
