@@ -1,8 +1,7 @@
-/* pg_pool: a fixed-size pool of libpq connections with reconnection.
- *
- * A broken connection is dropped and re-opened on a later acquire, with an
- * exponential backoff (100 ms doubling to 5 s) so a Postgres outage costs
- * callers a quick "unavailable" instead of a connect timeout each. */
+/* pg_pool: a fixed-size pool of libpq connections with reconnection and
+ * backoff (conn_pool.h): a broken connection is dropped and re-opened on a
+ * later acquire, so a Postgres outage costs callers a quick "unavailable"
+ * instead of a connect timeout each. */
 #ifndef MEMORYD_STORE_PG_POOL_H
 #define MEMORYD_STORE_PG_POOL_H
 

@@ -1,5 +1,5 @@
 /* redis_pool: a fixed-size pool of hiredis connections with reconnection
- * and the same backoff rules as pg_pool. */
+ * and backoff (conn_pool.h). */
 #ifndef MEMORYD_STORE_REDIS_POOL_H
 #define MEMORYD_STORE_REDIS_POOL_H
 

@@ -29,12 +29,14 @@ const ProtobufCMessageDescriptor* kReq = &grpc__health__v1__health_check_request
 const ProtobufCMessageDescriptor* kResp = &grpc__health__v1__health_check_response__descriptor;
 
 std::atomic<int> g_slow_saw_deadline{0};
+std::atomic<int64_t> g_slow_remaining_ms{-1};
 std::atomic<int> g_cancelled{0};
 
 grpc_status_code Slow(rpc_call* call, const ProtobufCMessage* req, ProtobufCMessage* resp,
                       void*) {
   auto* r = reinterpret_cast<const Grpc__Health__V1__HealthCheckRequest*>(req);
   if (rpc_call_deadline_ms(call) != INT64_MAX) g_slow_saw_deadline = 1;
+  g_slow_remaining_ms = rpc_call_remaining_ms(call);
   usleep(static_cast<useconds_t>(atoi(r->service)) * 1000);
   reinterpret_cast<Grpc__Health__V1__HealthCheckResponse*>(resp)->status =
       GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING;
@@ -168,6 +170,9 @@ TEST_F(RuntimeTest, HandlerSeesTheDeadline) {
   g_slow_saw_deadline = 0;
   ASSERT_TRUE(Unary(ch_, "/test.T/Slow", Req("0"), 3000).status.ok());
   EXPECT_EQ(1, g_slow_saw_deadline.load());
+  // The client's 3 s budget arrives nearly whole, on our monotonic clock.
+  EXPECT_GT(g_slow_remaining_ms.load(), 2000);
+  EXPECT_LE(g_slow_remaining_ms.load(), 3000);
 }
 
 TEST_F(RuntimeTest, DeadlineShorterThanSlowHandlerGivesDeadlineExceeded) {
