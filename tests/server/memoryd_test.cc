@@ -10,6 +10,8 @@
 #include <chrono>
 #include <thread>
 
+#include <libpq-fe.h>
+
 #include "grpc/health/v1/health.pb.h"
 #include "tests/testing/grpc_client.h"
 #include "tests/testing/memoryd_process.h"
@@ -82,6 +84,48 @@ TEST_F(MemorydTest, ServiceNeedingAnUnreachableBackendIsNotServing) {
   EXPECT_EQ(HealthCheckResponse::SERVING, HealthStatus(ch, ""));
   EXPECT_NE(std::string::npos, m->Log().find("redis unreachable at start-up")) << m->Log();
   EXPECT_EQ(0, m->Stop(SIGTERM, 10000));
+}
+
+// Runs one statement on the server at MEMORYD_TEST_PG_URL.
+bool AdminExec(const std::string& sql) {
+  PGconn* c = PQconnectdb(getenv("MEMORYD_TEST_PG_URL"));
+  bool ok = PQstatus(c) == CONNECTION_OK;
+  if (ok) {
+    PGresult* r = PQexec(c, sql.c_str());
+    ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+    PQclear(r);
+  }
+  PQfinish(c);
+  return ok;
+}
+
+// Polls Health.Check(service) until it reports want or timeout_ms passes.
+bool WaitForHealth(const std::shared_ptr<grpc::Channel>& ch, const std::string& service,
+                   int want, int timeout_ms) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (HealthStatus(ch, service) == want) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+TEST_F(MemorydTest, PostgresLossTurnsHealthNotServingAndRecoveryServingAgain) {
+  auto m = Launch();
+  auto ch = testing_client::Connect(m->port());
+  ASSERT_EQ(HealthCheckResponse::SERVING, HealthStatus(ch, ""));
+  // Dropping the database kills memoryd's connections and makes reconnects
+  // fail, as an outage would; memoryd itself keeps running.
+  ASSERT_TRUE(AdminExec("DROP DATABASE " + db_.name() + " WITH (FORCE)"));
+  EXPECT_TRUE(WaitForHealth(ch, "", HealthCheckResponse::NOT_SERVING, 5000));
+  EXPECT_EQ(HealthCheckResponse::NOT_SERVING, HealthStatus(ch, "memory.v1.GlobalMemory"));
+  EXPECT_EQ(HealthCheckResponse::SERVING, HealthStatus(ch, "memory.v1.Cache"));
+  ASSERT_TRUE(AdminExec("CREATE DATABASE " + db_.name()));
+  // Backoff tops out at 5 s between attempts.
+  EXPECT_TRUE(WaitForHealth(ch, "", HealthCheckResponse::SERVING, 10000));
+  EXPECT_NE(std::string::npos, m->Log().find("postgres is down")) << m->Log();
+  EXPECT_NE(std::string::npos, m->Log().find("postgres is back")) << m->Log();
+  EXPECT_EQ(0, m->Stop(SIGTERM, 10000)) << m->Log();
 }
 
 TEST_F(MemorydTest, UnknownMethodIsUnimplementedPromptly) {
