@@ -1,0 +1,100 @@
+// client_test_support: a suite-wide memoryd, a closed port, running binaries.
+#include "tests/clients/client_test_support.h"
+
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace client_test {
+
+TestMemoryd::TestMemoryd() {
+  if (!db_.ok()) {
+    error_ = db_.error();
+    return;
+  }
+  std::vector<std::string> args = {"--pg-url=" + db_.url(), "--shutdown-grace=2"};
+  if (!TestRedisUrl().empty()) args.push_back("--redis-url=" + TestRedisUrl());
+  process_ = std::make_unique<MemorydProcess>(args);
+  if (!process_->Start()) {
+    error_ = "memoryd did not start:\n" + process_->Log();
+    return;
+  }
+  ok_ = true;
+}
+
+TestMemoryd::~TestMemoryd() {
+  // Stop before the database is dropped (members die after this body).
+  Stop();
+}
+
+int TestMemoryd::Stop() {
+  if (process_ && ok_ && !stopped_) {
+    stopped_ = true;
+    exit_code_ = process_->Stop(SIGTERM, 10000);
+  }
+  return exit_code_;
+}
+
+int TestMemoryd::port() const { return process_ ? process_->port() : 0; }
+
+std::string TestMemoryd::address() const { return "127.0.0.1:" + std::to_string(port()); }
+
+std::string TestMemoryd::Log() { return process_ ? process_->Log() : ""; }
+
+int ClosedPort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return 1;
+  sockaddr_in a = {};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  int port = 1;  // privileged and unused here, if bind fails
+  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+    port = ntohs(a.sin_port);
+  close(fd);
+  return port;
+}
+
+std::string Runfile(const std::string& path) {
+  const char* srcdir = getenv("TEST_SRCDIR");
+  const char* ws = getenv("TEST_WORKSPACE");
+  if (srcdir && ws) return std::string(srcdir) + "/" + ws + "/" + path;
+  return path;
+}
+
+CommandResult Run(const std::vector<std::string>& argv) {
+  CommandResult r;
+  int fds[2];
+  if (argv.empty() || pipe(fds) != 0) return r;
+  pid_t pid = fork();
+  if (pid < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    return r;
+  }
+  if (pid == 0) {
+    dup2(fds[1], 1);
+    dup2(fds[1], 2);
+    close(fds[0]);
+    close(fds[1]);
+    std::vector<char*> args;
+    for (const auto& s : argv) args.push_back(const_cast<char*>(s.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  close(fds[1]);
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fds[0], buf, sizeof buf)) > 0) r.output.append(buf, static_cast<size_t>(n));
+  close(fds[0]);
+  int status = 0;
+  if (waitpid(pid, &status, 0) == pid && WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
+  return r;
+}
+
+}  // namespace client_test
