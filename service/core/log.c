@@ -2,6 +2,7 @@
  * with one write(2); a line longer than the buffer is truncated, never split. */
 #include "service/core/log.h"
 
+#include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -156,10 +157,14 @@ static void emit(log_level level, const char *msg, va_list *ap) {
             snprintf(num, sizeof num, "%lld", (long long)va_arg(*ap, int64_t));
             complete = complete && put_raw(&b, num, strlen(num)) == 0;
             break;
-        case LOG_F_DBL:
-            snprintf(num, sizeof num, "%.6g", va_arg(*ap, double));
+        case LOG_F_DBL: {
+            double d = va_arg(*ap, double);
+            /* JSON has no NaN or infinity. */
+            if (isfinite(d)) snprintf(num, sizeof num, "%.6g", d);
+            else snprintf(num, sizeof num, "null");
             complete = complete && put_raw(&b, num, strlen(num)) == 0;
             break;
+        }
         default:
             put_raw(&b, "null", 4);
             ap = NULL; /* unknown kind: the rest of the list cannot be trusted */

@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "service/core/log.h"
+#include "service/rpc/pb_check.h"
 #include "service/rpc/rpc_internal.h"
 
 #define REQUEST_ID_MAX 64
@@ -180,14 +181,21 @@ static void generate_request_id(rpc_call *c) {
 
 /* ---- encode / decode ---- */
 
+/* Decodes bb as a desc message into the arena; NULL (with the reason in
+ * *why) when the bytes are malformed or fail the pb_check guard. */
 static const ProtobufCMessage *decode(arena *a, const ProtobufCMessageDescriptor *desc,
-                                      grpc_byte_buffer *bb) {
+                                      grpc_byte_buffer *bb, const char **why) {
     grpc_byte_buffer_reader reader;
+    *why = "malformed protobuf";
     if (!grpc_byte_buffer_reader_init(&reader, bb)) return NULL;
     grpc_slice s = grpc_byte_buffer_reader_readall(&reader);
     grpc_byte_buffer_reader_destroy(&reader);
-    ProtobufCMessage *msg = protobuf_c_message_unpack(desc, arena_protobuf_allocator(a),
-                                                      GRPC_SLICE_LENGTH(s), GRPC_SLICE_START_PTR(s));
+    ProtobufCMessage *msg = NULL;
+    if (pb_check(desc, GRPC_SLICE_START_PTR(s), GRPC_SLICE_LENGTH(s), PB_CHECK_MAX_DEPTH, why) == 0) {
+        *why = "malformed protobuf";
+        msg = protobuf_c_message_unpack(desc, arena_protobuf_allocator(a), GRPC_SLICE_LENGTH(s),
+                                        GRPC_SLICE_START_PTR(s));
+    }
     grpc_slice_unref(s);
     return msg;
 }
@@ -314,11 +322,12 @@ static grpc_status_code decode_request(rpc_call *c, grpc_byte_buffer *payload) {
         rpc_call_set_error(c, "%s: the request message is missing", m->path);
         return GRPC_STATUS_INVALID_ARGUMENT;
     }
-    c->request = decode(c->arena, m->request, payload);
+    const char *why;
+    c->request = decode(c->arena, m->request, payload, &why);
     grpc_byte_buffer_destroy(payload);
     if (!c->request) {
-        rpc_call_set_error(c, "%s: the request is not a valid %s message", m->path,
-                           m->request->name);
+        rpc_call_set_error(c, "%s: the request is not a valid %s message (%s)", m->path,
+                           m->request->name, why);
         return GRPC_STATUS_INVALID_ARGUMENT;
     }
     return GRPC_STATUS_OK;
@@ -524,14 +533,15 @@ static void bidi_recv_done(rpc_tag *tag, int ok) {
         return;
     }
     arena_reset(c->msg_arena);
-    const ProtobufCMessage *req = decode(c->msg_arena, m->request, bb);
+    const char *why;
+    const ProtobufCMessage *req = decode(c->msg_arena, m->request, bb, &why);
     grpc_byte_buffer_destroy(bb);
     grpc_status_code st;
     int send = 1;
     ProtobufCMessage *resp = NULL;
     if (!req) {
-        rpc_call_set_error(c, "%s: a request is not a valid %s message", m->path,
-                           m->request->name);
+        rpc_call_set_error(c, "%s: a request is not a valid %s message (%s)", m->path,
+                           m->request->name, why);
         st = GRPC_STATUS_INVALID_ARGUMENT;
     } else if (!(resp = new_message(c->msg_arena, m->response))) {
         st = GRPC_STATUS_RESOURCE_EXHAUSTED;

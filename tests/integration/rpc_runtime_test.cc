@@ -13,6 +13,7 @@
 
 extern "C" {
 #include "grpc/health/v1/health.pb-c.h"
+#include "memory/v1/blackboard.pb-c.h"
 #include "service/rpc/rpc.h"
 }
 
@@ -125,11 +126,19 @@ class RuntimeTest : public ::testing::Test {
     rpc_server_options o = {};
     o.listen = "127.0.0.1:0";
     o.workers = 2;
-    o.max_message_bytes = 64 * 1024;
+    o.max_message_bytes = 1024 * 1024;
     char err[256];
     ASSERT_EQ(0, rpc_server_create(&o, &srv_, err, sizeof err)) << err;
     Add("/test.T/Slow", RPC_UNARY, Slow, nullptr, nullptr);
     Add("/test.T/Fail", RPC_UNARY, Fail, nullptr, nullptr);
+    // A request type with a google.protobuf.Value in it (nests without end).
+    rpc_method nested = {};
+    nested.path = "/test.T/Nested";
+    nested.kind = RPC_UNARY;
+    nested.request = &memory__v1__blackboard_post_request__descriptor;
+    nested.response = kResp;
+    nested.unary = Fail;
+    ASSERT_EQ(0, rpc_server_add_method(srv_, &nested));
     Add("/test.T/Count", RPC_SERVER_STREAM, nullptr, Count, nullptr);
     Add("/test.T/Forever", RPC_SERVER_STREAM, nullptr, Forever, nullptr);
     Add("/test.T/Echo", RPC_BIDI_STREAM, nullptr, nullptr, Echo);
@@ -170,9 +179,10 @@ TEST_F(RuntimeTest, HandlerSeesTheDeadline) {
   g_slow_saw_deadline = 0;
   ASSERT_TRUE(Unary(ch_, "/test.T/Slow", Req("0"), 3000).status.ok());
   EXPECT_EQ(1, g_slow_saw_deadline.load());
-  // The client's 3 s budget arrives nearly whole, on our monotonic clock.
+  // The client's 3 s budget arrives nearly whole, on our monotonic clock
+  // (grpc-timeout rounds up and clocks are read in whole ms: allow slack).
   EXPECT_GT(g_slow_remaining_ms.load(), 2000);
-  EXPECT_LE(g_slow_remaining_ms.load(), 3000);
+  EXPECT_LE(g_slow_remaining_ms.load(), 3050);
 }
 
 TEST_F(RuntimeTest, DeadlineShorterThanSlowHandlerGivesDeadlineExceeded) {
@@ -216,8 +226,39 @@ TEST_F(RuntimeTest, GarbageRequestIsInvalidArgument) {
   EXPECT_NE(std::string::npos, r.status.error_message().find("grpc.health.v1.HealthCheckRequest"));
 }
 
+TEST_F(RuntimeTest, DeeplyNestedRequestIsRefusedAndServerSurvives) {
+  // 20000 nested google.protobuf.Value lists: ~140 KiB, well under the
+  // size limit, but deep enough to overflow a worker's stack inside
+  // protobuf-c if it ever reached the decoder.
+  // Built back to front (reversed, then flipped) so it costs O(n).
+  std::string rev;
+  auto wrap = [&rev](char tag) {
+    std::string len;
+    uint64_t n = rev.size();
+    do {
+      uint8_t b = n & 0x7f;
+      n >>= 7;
+      if (n) b |= 0x80;
+      len.push_back(static_cast<char>(b));
+    } while (n);
+    rev.append(len.rbegin(), len.rend());
+    rev.push_back(tag);
+  };
+  for (int i = 0; i < 20000; i++) {
+    wrap(0x0a);  // ListValue.values
+    wrap(0x32);  // Value.list_value
+  }
+  wrap(0x1a);  // BlackboardPostRequest.value
+  std::string request(rev.rbegin(), rev.rend());
+  auto r = Unary(ch_, "/test.T/Nested", request, 10000);
+  EXPECT_EQ(grpc::StatusCode::INVALID_ARGUMENT, r.status.error_code());
+  EXPECT_NE(std::string::npos, r.status.error_message().find("nest too deep"))
+      << r.status.error_message();
+  EXPECT_TRUE(Unary(ch_, "/test.T/Slow", Req("0")).status.ok());
+}
+
 TEST_F(RuntimeTest, OversizeRequestIsResourceExhausted) {
-  auto r = Unary(ch_, "/test.T/Slow", Req(std::string(100 * 1024, 'x')));
+  auto r = Unary(ch_, "/test.T/Slow", Req(std::string(2 * 1024 * 1024, 'x')));
   EXPECT_EQ(grpc::StatusCode::RESOURCE_EXHAUSTED, r.status.error_code());
 }
 
