@@ -10,6 +10,7 @@ PACKAGES=(
   bazel-bootstrap
   clang
   grpc-proto
+  libclang-rt-14-dev
   libcurl4-openssl-dev
   libgrpc++-dev
   libgrpc-dev
