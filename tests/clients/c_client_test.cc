@@ -191,7 +191,7 @@ TEST_F(CClientTest, ExamplePrintsHealthAndGetEntityStatusAndExitsZero) {
 // No memoryd needed below.
 
 TEST(CClient, ClosedPortIsUnavailableWithinTheDeadline) {
-  std::string target = "127.0.0.1:" + std::to_string(client_test::ClosedPort());
+  std::string target = "127.0.0.1:" + std::to_string(ClosedPort());
   mdc_client* c;
   ASSERT_EQ(0, mdc_client_create(target.c_str(), &c));
   EXPECT_EQ(target, mdc_client_target(c));
@@ -228,7 +228,7 @@ TEST(CClient, NamesOfCodesAndStatuses) {
 }
 
 TEST(CClientExample, ExitsNonZeroAndSaysWhyWhenMemorydIsUnreachable) {
-  std::string target = "127.0.0.1:" + std::to_string(client_test::ClosedPort());
+  std::string target = "127.0.0.1:" + std::to_string(ClosedPort());
   auto r = client_test::Run({client_test::Runfile("clients/c/example"), target});
   EXPECT_EQ(1, r.exit_code) << r.output;
   EXPECT_NE(std::string::npos, r.output.find("cannot reach memoryd at " + target)) << r.output;

@@ -1,10 +1,8 @@
 // client_test_support: a suite-wide memoryd, a closed port, running binaries.
 #include "tests/clients/client_test_support.h"
 
-#include <netinet/in.h>
 #include <signal.h>
 #include <stdlib.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -43,21 +41,6 @@ int TestMemoryd::port() const { return process_ ? process_->port() : 0; }
 std::string TestMemoryd::address() const { return "127.0.0.1:" + std::to_string(port()); }
 
 std::string TestMemoryd::Log() { return process_ ? process_->Log() : ""; }
-
-int ClosedPort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return 1;
-  sockaddr_in a = {};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  int port = 1;  // privileged and unused here, if bind fails
-  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
-    port = ntohs(a.sin_port);
-  close(fd);
-  return port;
-}
 
 std::string Runfile(const std::string& path) {
   const char* srcdir = getenv("TEST_SRCDIR");

@@ -10,6 +10,7 @@
 
 #include "tests/testing/memoryd_process.h"
 #include "tests/testing/pg_testdb.h"
+#include "tests/testing/ports.h"
 
 namespace client_test {
 
@@ -37,9 +38,6 @@ class TestMemoryd {
   int exit_code_ = -1;
   std::string error_;
 };
-
-// A loopback TCP port nothing listens on (bound, then closed).
-int ClosedPort();
 
 // path (relative to the workspace, e.g. "clients/cpp/example") in the
 // test's runfiles.

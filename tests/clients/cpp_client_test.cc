@@ -177,7 +177,7 @@ TEST_F(CppClientTest, ExamplePrintsHealthAndGetEntityStatusAndExitsZero) {
 }
 
 TEST(CppClientExample, ExitsNonZeroAndSaysWhyWhenMemorydIsUnreachable) {
-  std::string target = "127.0.0.1:" + std::to_string(client_test::ClosedPort());
+  std::string target = "127.0.0.1:" + std::to_string(ClosedPort());
   auto r = client_test::Run({client_test::Runfile("clients/cpp/example"), target});
   EXPECT_EQ(1, r.exit_code) << r.output;
   EXPECT_NE(std::string::npos, r.output.find("cannot reach memoryd at " + target)) << r.output;

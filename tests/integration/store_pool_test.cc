@@ -3,8 +3,6 @@
 // and the fast "reconnecting" answer during backoff.
 #include <gtest/gtest.h>
 #include <libpq-fe.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -13,6 +11,7 @@
 #include <string>
 
 #include "tests/testing/pg_testdb.h"
+#include "tests/testing/ports.h"
 
 extern "C" {
 #include "service/store/pg_pool.h"
@@ -25,18 +24,6 @@ int64_t NowMs() {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
-}
-
-int ClosedPort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a = {};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  close(fd);
-  return ntohs(a.sin_port);
 }
 
 class PgPoolTest : public ::testing::Test {

@@ -3,8 +3,6 @@
 // graceful shutdown.
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <sys/socket.h>
-#include <netinet/in.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -16,6 +14,7 @@
 #include "tests/testing/grpc_client.h"
 #include "tests/testing/memoryd_process.h"
 #include "tests/testing/pg_testdb.h"
+#include "tests/testing/ports.h"
 
 namespace {
 
@@ -36,19 +35,6 @@ int HealthStatus(const std::shared_ptr<grpc::Channel>& ch, const std::string& se
   if (!r.status.ok()) return -r.status.error_code();
   HealthCheckResponse resp;
   return resp.ParseFromString(r.body) ? resp.status() : -100;
-}
-
-// A TCP port nothing listens on (bound then closed).
-int ClosedPort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a = {};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  close(fd);
-  return ntohs(a.sin_port);
 }
 
 class MemorydTest : public ::testing::Test {

@@ -1,0 +1,9 @@
+// ports: loopback port helpers for tests.
+#ifndef MEMORYD_TESTS_TESTING_PORTS_H
+#define MEMORYD_TESTS_TESTING_PORTS_H
+
+// A loopback TCP port nothing listens on: bound, read back and closed, so
+// connecting to it is refused. (Port 1 if no socket could be bound.)
+int ClosedPort();
+
+#endif
