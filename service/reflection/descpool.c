@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "google/protobuf/descriptor.pb-c.h"
+#include "service/rpc/pb_check.h"
 
 typedef struct {
     char *name;
@@ -32,19 +33,6 @@ struct descpool {
     char **services;
     size_t nservices;
 };
-
-/* Reads a base-128 varint; returns bytes consumed or 0 on error. */
-static size_t read_varint(const uint8_t *p, size_t len, uint64_t *out) {
-    uint64_t v = 0;
-    for (size_t i = 0; i < len && i < 10; i++) {
-        v |= (uint64_t)(p[i] & 0x7f) << (7 * i);
-        if (!(p[i] & 0x80)) {
-            *out = v;
-            return i + 1;
-        }
-    }
-    return 0;
-}
 
 static int add_symbol(descpool *p, const char *prefix, const char *name, int file, int is_msg) {
     if (p->nsymbols == p->cap_symbols) {
@@ -123,10 +111,10 @@ static int split_files(descpool *p, const uint8_t *data, size_t len) {
     size_t off = 0;
     while (off < len) {
         uint64_t key, flen;
-        size_t n = read_varint(data + off, len - off, &key);
+        size_t n = pb_read_varint(data + off, len - off, &key);
         if (!n || key != ((1 << 3) | 2)) return -1;
         off += n;
-        n = read_varint(data + off, len - off, &flen);
+        n = pb_read_varint(data + off, len - off, &flen);
         if (!n || flen > len - off - n) return -1;
         off += n;
         dp_file *files = realloc(p->files, (p->nfiles + 1) * sizeof *files);

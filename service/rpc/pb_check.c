@@ -2,8 +2,7 @@
  * depth bounded before each call, so the scan itself cannot run deep. */
 #include "service/rpc/pb_check.h"
 
-/* Reads a varint of at most 10 bytes; returns bytes used, 0 if malformed. */
-static size_t read_varint(const uint8_t *p, size_t len, uint64_t *out) {
+size_t pb_read_varint(const uint8_t *p, size_t len, uint64_t *out) {
     uint64_t v = 0;
     for (size_t i = 0; i < len && i < 10; i++) {
         v |= (uint64_t)(p[i] & 0x7f) << (7 * i);
@@ -20,14 +19,14 @@ static int scan(const ProtobufCMessageDescriptor *desc, const uint8_t *p, size_t
     size_t off = 0;
     while (off < len) {
         uint64_t key, v;
-        size_t n = read_varint(p + off, len - off, &key);
+        size_t n = pb_read_varint(p + off, len - off, &key);
         if (!n) return *why = "malformed field tag", -1;
         off += n;
         uint64_t field = key >> 3;
         if (field == 0 || field > 536870911u) return *why = "invalid field number", -1;
         switch (key & 7) {
         case 0: /* varint */
-            if (!(n = read_varint(p + off, len - off, &v))) return *why = "malformed varint", -1;
+            if (!(n = pb_read_varint(p + off, len - off, &v))) return *why = "malformed varint", -1;
             off += n;
             break;
         case 1: /* 64-bit */
@@ -39,7 +38,7 @@ static int scan(const ProtobufCMessageDescriptor *desc, const uint8_t *p, size_t
             off += 4;
             break;
         case 2: { /* length-delimited: maybe a nested message */
-            if (!(n = read_varint(p + off, len - off, &v)) || v > len - off - n)
+            if (!(n = pb_read_varint(p + off, len - off, &v)) || v > len - off - n)
                 return *why = "length runs past the end", -1;
             off += n;
             const ProtobufCFieldDescriptor *fd =

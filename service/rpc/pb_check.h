@@ -25,4 +25,8 @@
 int pb_check(const ProtobufCMessageDescriptor *desc, const uint8_t *data, size_t len,
              int max_depth, const char **why);
 
+/* Reads a base-128 varint of at most 10 bytes from p; returns the bytes
+ * used, or 0 when it is truncated or too long. */
+size_t pb_read_varint(const uint8_t *p, size_t len, uint64_t *out);
+
 #endif

@@ -72,7 +72,7 @@ DESCRIPTOR_OBJ="$WORK/obj/google_protobuf_descriptor.pb-c.c.o"
 # target -> "sources|extra link inputs|generated seed paths"
 sources_of() {
   case $1 in
-    descpool_fuzz) echo "service/reflection/descpool.c" ;;
+    descpool_fuzz) echo "service/reflection/descpool.c service/rpc/pb_check.c" ;;
     redis_url_fuzz) echo "service/store/redis_url.c" ;;
     config_fuzz) echo "service/core/config.c service/core/log.c" ;;
     log_fuzz) echo "service/core/log.c" ;;
