@@ -77,7 +77,7 @@ test: deps ## start Postgres + Redis, bazel test //... against them
 test-asan: deps ## like test, with --config=asan (ASan + UBSan)
 	$(call bazel_test,--config=asan)
 
-bench: deps build ## build, start Postgres + Redis, run bench/run.sh (if present)
+bench: deps build ## build, start Postgres + Redis, run bench/run.sh: vs grpc++, then auth cost
 	@cd "$(ROOT)"
 	"$(DEVSTACK)" start
 	if [[ ! -f bench/run.sh ]]; then
@@ -88,6 +88,7 @@ bench: deps build ## build, start Postgres + Redis, run bench/run.sh (if present
 	source .local/env
 	set +a
 	bash bench/run.sh
+	BENCH_MODE=auth BENCH_SKIP_BUILD=1 bash bench/run.sh
 
 clean: ## bazel clean (keeps .local/)
 	@cd "$(ROOT)"

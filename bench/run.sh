@@ -1,9 +1,16 @@
 #!/usr/bin/env bash
-# bench/run.sh: memoryd vs a grpc++ reference server on Health/Check.
+# bench/run.sh: memoryd vs a grpc++ reference server on Health/Check, or
+# (BENCH_MODE=auth) memoryd without vs with a capability token.
 #
-# Starts memoryd and bench/baseline_server on loopback, loads each with
-# bench/loadgen in alternating rounds, and prints the median qps / p50 / p99 of
-# each side and the ratios memoryd/grpc++. A 2-core machine varies by +-30% from
+# Default mode: starts memoryd and bench/baseline_server on loopback, loads
+# each with bench/loadgen in alternating rounds, and prints the median qps /
+# p50 / p99 of each side and the ratios memoryd/grpc++.
+# Auth mode: what token checking costs on the hot path. Side A is memoryd
+# answering Health/Check without a token (the default --open-health); side B
+# is a second memoryd started with --open-health=false, so every call carries
+# `authorization: Bearer <token>` through the whole authentication step
+# (verified-token cache lookup, revocation check, scope check). The ratio is
+# token/no-token. A 2-core machine varies by +-30% from
 # run to run, so single runs mean little: only compare medians of rounds.
 #
 # Exit status: 0 whenever the benchmark ran, however memoryd performed
@@ -20,7 +27,8 @@
 #   BENCH_THREADS        loadgen completion-queue threads [1]
 #   BENCH_METHOD         method path [/grpc.health.v1.Health/Check]
 #   BENCH_REQUEST_HEX    request message, hex protobuf [empty message]
-#   BENCH_TOKEN          if set, both sides get 'authorization: Bearer $BENCH_TOKEN'
+#   BENCH_MODE           grpcpp (memoryd vs grpc++) | auth (no token vs token) [grpcpp]
+#   BENCH_TOKEN          default mode: if set, both sides get 'authorization: Bearer $BENCH_TOKEN'
 #   BENCH_MEMORYD_ADDR   [127.0.0.1:50071]    BENCH_BASELINE_ADDR [127.0.0.1:50072]
 #   BENCH_SERVER_THREADS threads of each server: memoryd --workers, grpc++
 #                        --threads; equal on both sides for a fair ratio [1]
@@ -66,6 +74,13 @@ die() {
   echo "bench: $*" >&2
   exit 1
 }
+
+MODE=${BENCH_MODE:-grpcpp}
+case $MODE in
+  grpcpp) A_LABEL=memoryd B_LABEL=grpcpp B_NAME=baseline_server ;;
+  auth) A_LABEL=no-token B_LABEL=token B_NAME="memoryd (token required)" ;;
+  *) die "BENCH_MODE must be grpcpp or auth, got '$MODE'" ;;
+esac
 
 case $ROUNDS in '' | *[!0-9]* | 0) die "BENCH_ROUNDS must be a positive integer" ;; esac
 case $START_TIMEOUT in '' | *[!0-9]*) die "BENCH_START_TIMEOUT must be whole seconds" ;; esac
@@ -122,7 +137,7 @@ stop_server() {
 
 stop_servers() {
   stop_server memoryd "$MEMORYD_PID"
-  stop_server baseline_server "$BASELINE_PID"
+  stop_server "$B_NAME" "$BASELINE_PID"
   MEMORYD_PID=
   BASELINE_PID=
 }
@@ -170,28 +185,51 @@ for addr in "$MEMORYD_ADDR" "$BASELINE_ADDR"; do
   can_connect "$addr" && die "$addr is already in use (a stale server?)"
 done
 
+# memoryd verifies tokens with keys from a JWKS file: make a throw-away key
+# and, for auth mode, a token that may call anything a plain agent could.
+KEYS="$WORK/keys"
+mkdir -p "$KEYS"
+"$MEMORYD" token keygen --kid bench-1 --private "$KEYS/bench.jwk" --jwks "$KEYS/jwks.json" \
+  >/dev/null || die "memoryd token keygen failed"
+AUTH_TOKEN=$("$MEMORYD" token mint --key "$KEYS/bench.jwk" --sub bench --tenant bench \
+  --scope "entries:read" --ttl 2h) || die "memoryd token mint failed"
+
 # shellcheck disable=SC2086
-MEMORYD_LISTEN=$MEMORYD_ADDR "$MEMORYD" --listen "$MEMORYD_ADDR" \
+MEMORYD_LISTEN=$MEMORYD_ADDR "$MEMORYD" --listen "$MEMORYD_ADDR" --jwks "$KEYS/jwks.json" \
   --workers "$SERVER_THREADS" ${BENCH_MEMORYD_ARGS:-} >"$MEMORYD_LOG" 2>&1 &
 MEMORYD_PID=$!
-# shellcheck disable=SC2086
-"$BASELINE" --listen "$BASELINE_ADDR" $BASELINE_ARGS >"$BASELINE_LOG" 2>&1 &
+if [ "$MODE" = auth ]; then
+  # shellcheck disable=SC2086
+  "$MEMORYD" --listen "$BASELINE_ADDR" --jwks "$KEYS/jwks.json" --open-health=false \
+    --workers "$SERVER_THREADS" ${BENCH_MEMORYD_ARGS:-} >"$BASELINE_LOG" 2>&1 &
+else
+  # shellcheck disable=SC2086
+  "$BASELINE" --listen "$BASELINE_ADDR" $BASELINE_ARGS >"$BASELINE_LOG" 2>&1 &
+fi
 BASELINE_PID=$!
 wait_listening memoryd "$MEMORYD_PID" "$MEMORYD_ADDR" "$MEMORYD_LOG"
-wait_listening baseline_server "$BASELINE_PID" "$BASELINE_ADDR" "$BASELINE_LOG"
+wait_listening "$B_NAME" "$BASELINE_PID" "$BASELINE_ADDR" "$BASELINE_LOG"
 
 # ---- rounds -----------------------------------------------------------------
 loadgen_args=(--method "$METHOD" --duration "$DURATION" --warmup "$WARMUP"
   --concurrency "$CONCURRENCY" --channels "$CHANNELS" --threads "$THREADS")
 [ -n "$REQUEST_HEX" ] && loadgen_args+=(--request-hex "$REQUEST_HEX")
-[ -n "${BENCH_TOKEN:-}" ] &&
+[ "$MODE" = grpcpp ] && [ -n "${BENCH_TOKEN:-}" ] &&
   loadgen_args+=(--header "authorization: Bearer $BENCH_TOKEN")
+# Arguments only side B gets: the token in auth mode.
+b_args=()
+[ "$MODE" = auth ] && b_args=(--header "authorization: Bearer $AUTH_TOKEN")
 
 echo "bench: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg);" \
   "$ROUNDS rounds x ${DURATION}s (+${WARMUP}s warm-up), c=$CONCURRENCY" \
   "ch=$CHANNELS, $METHOD"
-echo "bench: memoryd $MEMORYD on $MEMORYD_ADDR, grpc++ $BASELINE $BASELINE_ARGS" \
-  "on $BASELINE_ADDR"
+if [ "$MODE" = auth ]; then
+  echo "bench: memoryd $MEMORYD without a token on $MEMORYD_ADDR, with a token on" \
+    "$BASELINE_ADDR (--open-health=false)"
+else
+  echo "bench: memoryd $MEMORYD on $MEMORYD_ADDR, grpc++ $BASELINE $BASELINE_ARGS" \
+    "on $BASELINE_ADDR"
+fi
 
 # one_run LABEL ADDR PID LOG: one loadgen run; its JSON line goes to RESULTS.
 # cpu_ticks PID: user + system CPU time of the process, in clock ticks.
@@ -201,9 +239,10 @@ cpu_ticks() {
 }
 
 one_run() {
-  local label=$1 addr=$2 pid=$3 log=$4 out rc t0 t1 cpu_us
+  local label=$1 addr=$2 pid=$3 log=$4 out rc t0 t1 cpu_us extra=()
+  [ "$label" = "$B_LABEL" ] && extra=("${b_args[@]}")
   t0=$(cpu_ticks "$pid")
-  out=$("$LOADGEN" --target "$addr" --label "$label" "${loadgen_args[@]}")
+  out=$("$LOADGEN" --target "$addr" --label "$label" "${loadgen_args[@]}" "${extra[@]}")
   rc=$?
   t1=$(cpu_ticks "$pid" 2>/dev/null || echo "$t0")
   # The server's CPU per call: what QPS cannot show once the load generator,
@@ -232,11 +271,11 @@ for ((r = 1; r <= ROUNDS; r++)); do
   # ABBA order: whoever runs second in a pair alternates, so a drift of the
   # machine over time does not favour one side.
   if ((r % 2)); then
-    one_run memoryd "$MEMORYD_ADDR" "$MEMORYD_PID" "$MEMORYD_LOG"
-    one_run grpcpp "$BASELINE_ADDR" "$BASELINE_PID" "$BASELINE_LOG"
+    one_run "$A_LABEL" "$MEMORYD_ADDR" "$MEMORYD_PID" "$MEMORYD_LOG"
+    one_run "$B_LABEL" "$BASELINE_ADDR" "$BASELINE_PID" "$BASELINE_LOG"
   else
-    one_run grpcpp "$BASELINE_ADDR" "$BASELINE_PID" "$BASELINE_LOG"
-    one_run memoryd "$MEMORYD_ADDR" "$MEMORYD_PID" "$MEMORYD_LOG"
+    one_run "$B_LABEL" "$BASELINE_ADDR" "$BASELINE_PID" "$BASELINE_LOG"
+    one_run "$A_LABEL" "$MEMORYD_ADDR" "$MEMORYD_PID" "$MEMORYD_LOG"
   fi
 done
 
@@ -255,36 +294,49 @@ ratio() {
     if (a == "nan" || b == "nan" || b + 0 == 0) print "nan"; else printf "%.2f\n", a / b }'
 }
 
-m_n=$(field memoryd qps | wc -l)
-m_qps=$(median memoryd qps)
-m_p50=$(median memoryd p50_us)
-m_p99=$(median memoryd p99_us)
-m_err=$(total memoryd errors)
-m_cpu=$(median memoryd server_cpu_us_per_call)
-g_n=$(field grpcpp qps | wc -l)
-g_qps=$(median grpcpp qps)
-g_p50=$(median grpcpp p50_us)
-g_p99=$(median grpcpp p99_us)
-g_err=$(total grpcpp errors)
-g_cpu=$(median grpcpp server_cpu_us_per_call)
-ratio_qps=$(ratio "$m_qps" "$g_qps")
-ratio_p99=$(ratio "$m_p99" "$g_p99")
-ratio_cpu=$(ratio "$m_cpu" "$g_cpu")
+m_n=$(field "$A_LABEL" qps | wc -l)
+m_qps=$(median "$A_LABEL" qps)
+m_p50=$(median "$A_LABEL" p50_us)
+m_p99=$(median "$A_LABEL" p99_us)
+m_err=$(total "$A_LABEL" errors)
+m_cpu=$(median "$A_LABEL" server_cpu_us_per_call)
+g_n=$(field "$B_LABEL" qps | wc -l)
+g_qps=$(median "$B_LABEL" qps)
+g_p50=$(median "$B_LABEL" p50_us)
+g_p99=$(median "$B_LABEL" p99_us)
+g_err=$(total "$B_LABEL" errors)
+g_cpu=$(median "$B_LABEL" server_cpu_us_per_call)
+if [ "$MODE" = auth ]; then
+  # token/no-token: what the authentication step costs.
+  ratio_qps=$(ratio "$g_qps" "$m_qps")
+  ratio_p99=$(ratio "$g_p99" "$m_p99")
+  ratio_cpu=$(ratio "$g_cpu" "$m_cpu")
+else
+  ratio_qps=$(ratio "$m_qps" "$g_qps")
+  ratio_p99=$(ratio "$m_p99" "$g_p99")
+  ratio_cpu=$(ratio "$m_cpu" "$g_cpu")
+fi
 
 row='%-10s %6s %12s %10s %10s %14s %8s\n'
 echo
 # shellcheck disable=SC2059  # the format is ours
 {
   printf "$row" side runs "median qps" "p50 us" "p99 us" "cpu us/call" errors
-  printf "$row" memoryd "$m_n" "$m_qps" "$m_p50" "$m_p99" "$m_cpu" "$m_err"
-  printf "$row" grpc++ "$g_n" "$g_qps" "$g_p50" "$g_p99" "$g_cpu" "$g_err"
+  printf "$row" "$A_LABEL" "$m_n" "$m_qps" "$m_p50" "$m_p99" "$m_cpu" "$m_err"
+  printf "$row" "$B_LABEL" "$g_n" "$g_qps" "$g_p50" "$g_p99" "$g_cpu" "$g_err"
 }
-echo "memoryd/grpc++: qps x$ratio_qps (higher is better), p99 x$ratio_p99," \
-  "server cpu/call x$ratio_cpu (lower is better); run-to-run noise on this machine is +-30%"
-summary=$(printf '{"bench":"health_check","method":"%s","rounds":%s,"duration_s":%s,"concurrency":%s,"channels":%s,"memoryd":{"runs":%s,"qps":%s,"p50_us":%s,"p99_us":%s,"cpu_us_per_call":%s,"errors":%s},"grpcpp":{"runs":%s,"qps":%s,"p50_us":%s,"p99_us":%s,"cpu_us_per_call":%s,"errors":%s},"ratio_qps":%s,"ratio_p99":%s,"ratio_cpu":%s}' \
-  "$METHOD" "$ROUNDS" "$DURATION" "$CONCURRENCY" "$CHANNELS" \
-  "$m_n" "$m_qps" "$m_p50" "$m_p99" "$m_cpu" "$m_err" \
-  "$g_n" "$g_qps" "$g_p50" "$g_p99" "$g_cpu" "$g_err" "$ratio_qps" "$ratio_p99" "$ratio_cpu")
+if [ "$MODE" = auth ]; then
+  loss=$(awk -v r="$ratio_qps" 'BEGIN { if (r == "nan") print "nan"; else printf "%.1f", (1 - r) * 100 }')
+  echo "token/no-token: qps x$ratio_qps ($loss% qps lost to token checking), p99 x$ratio_p99," \
+    "server cpu/call x$ratio_cpu; run-to-run noise on this machine is +-30%"
+else
+  echo "memoryd/grpc++: qps x$ratio_qps (higher is better), p99 x$ratio_p99," \
+    "server cpu/call x$ratio_cpu (lower is better); run-to-run noise on this machine is +-30%"
+fi
+summary=$(printf '{"bench":"health_check","mode":"%s","method":"%s","rounds":%s,"duration_s":%s,"concurrency":%s,"channels":%s,"%s":{"runs":%s,"qps":%s,"p50_us":%s,"p99_us":%s,"cpu_us_per_call":%s,"errors":%s},"%s":{"runs":%s,"qps":%s,"p50_us":%s,"p99_us":%s,"cpu_us_per_call":%s,"errors":%s},"ratio_qps":%s,"ratio_p99":%s,"ratio_cpu":%s}' \
+  "$MODE" "$METHOD" "$ROUNDS" "$DURATION" "$CONCURRENCY" "$CHANNELS" \
+  "$A_LABEL" "$m_n" "$m_qps" "$m_p50" "$m_p99" "$m_cpu" "$m_err" \
+  "$B_LABEL" "$g_n" "$g_qps" "$g_p50" "$g_p99" "$g_cpu" "$g_err" "$ratio_qps" "$ratio_p99" "$ratio_cpu")
 # JSON has no NaN: a side without results shows as null.
 summary=$(printf '%s' "$summary" | sed 's/:nan\([,}]\)/:null\1/g')
 echo "$summary"

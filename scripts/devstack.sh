@@ -390,11 +390,13 @@ memoryd_start() {
     die "$host:$port is already in use; set MEMORYD_LISTEN to another HOST:PORT"
   fi
 
+  dev_keys "$bin"
   if [[ -f $log ]]; then mv -f "$log" "$log.1"; fi
   (
     # shellcheck source=/dev/null
     source "$ENV_FILE"
     export MEMORYD_LISTEN=$listen
+    export MEMORYD_JWKS=$LOCAL/keys/jwks.json MEMORYD_SIGNING_KEY=$LOCAL/keys/memoryd.jwk
     cd "$ROOT"
     exec </dev/null >>"$log" 2>&1
     close_fds
@@ -431,11 +433,34 @@ memoryd is running (pid $pid)
   log:      ${log#"$ROOT"/}
   backends: $(sed -n 's/^export //p' "$ENV_FILE" | paste -sd' ')
   stop:     make stop        (stops memoryd, PostgreSQL and Redis)
+  keys:     .local/keys/jwks.json (trusted), .local/keys/memoryd.jwk (signing key)
+  token:    .local/dev-token (tenant dev, principal dev, every scope but pii:write, 30 days)
   try:      scripts/memcall $host:$port list
-            scripts/memcall $host:$port describe memory.v1.GlobalMemory
             scripts/memcall $host:$port grpc.health.v1.Health/Check
+            scripts/memcall -H "authorization: Bearer \$(cat .local/dev-token)" \\
+                $host:$port memory.v1.Access/WhoAmI
             (grpcurl -plaintext $host:$port ... takes the same arguments where installed)
 EOF
+}
+
+# dev_keys BIN: a development signing key and JWKS under .local/keys (made
+# once, kept across runs) and a fresh 30-day token in .local/dev-token.
+dev_keys() {
+  local bin=$1 keys=$LOCAL/keys
+  mkdir -p "$keys"
+  chmod 700 "$keys"
+  if [[ ! -f $keys/memoryd.jwk ]]; then
+    rm -f "$keys/jwks.json"
+    "$bin" token keygen --kid dev-1 --private "$keys/memoryd.jwk" --jwks "$keys/jwks.json" \
+      >/dev/null || die "memoryd token keygen failed"
+    say "created a development signing key in .local/keys/"
+  fi
+  (
+    umask 077
+    "$bin" token mint --key "$keys/memoryd.jwk" --sub dev --tenant dev \
+      --scope "global:* episodic:* cache:* entries:* blackboard:* router:* audit:read:all access:attenuate admin" \
+      --ns '*:*:*' --clr SECRET --lvl PUBLIC --ttl 30d >"$LOCAL/dev-token"
+  ) || die "memoryd token mint failed"
 }
 
 # ------------------------------------------------------------------ commands

@@ -9,7 +9,11 @@
 #include <unistd.h>
 
 #include "protos/descriptor_set.h"
+#include "service/audit/audit.h"
+#include "service/auth/access.h"
+#include "service/auth/authn.h"
 #include "service/core/config.h"
+#include "service/entries/entries_service.h"
 #include "service/core/log.h"
 #include "service/health/health.h"
 #include "service/health/health_probe.h"
@@ -21,6 +25,7 @@
 #include "service/store/pg_migrate.h"
 #include "service/store/pg_pool.h"
 #include "service/store/redis_pool.h"
+#include "service/token_cli.h"
 
 #define ERRLEN 512
 
@@ -34,6 +39,9 @@ typedef struct {
     health_probe *probe;
     rpc_server *srv;
     instance *inst;
+    authn *auth;
+    audit *audit;
+    entries_service *entries;
 } app;
 
 static char *read_file(const char *path, char *err, size_t errlen) {
@@ -77,6 +85,16 @@ static int open_backends(app *a, char *err) {
                    "version", (int64_t)memoryd_migrations[memoryd_migrations_count - 1].version,
                    LOG_F_END);
     }
+    authn_options ao = {
+        .jwks_path = c->jwks,
+        .signing_key_path = c->signing_key,
+        .issuer = c->token_issuer,
+        .skew_s = c->token_skew_s,
+        .open_infra = c->open_health,
+        .cache_max = (size_t)c->token_cache_size,
+        .revocation_poll_ms = c->revocation_poll_ms,
+    };
+    if (authn_create(&ao, a->pg, &a->auth, err, ERRLEN) != 0) return -1;
     if (c->redis_url[0]) {
         char rerr[ERRLEN];
         int rc = redis_pool_create(c->redis_url, 8, 1000, &a->redis, rerr, sizeof rerr);
@@ -90,6 +108,11 @@ static int open_backends(app *a, char *err) {
                        rerr, LOG_F_END);
     }
     return 0;
+}
+
+/* Audit.Watch ends streams whose token died; authn knows. */
+static int audit_check_live_authn(void *ctx, const principal *p, char *err, size_t errlen) {
+    return authn_check_live(ctx, p, err, errlen);
 }
 
 static int build_server(app *a, char *err) {
@@ -120,10 +143,23 @@ static int build_server(app *a, char *err) {
         snprintf(err, ERRLEN, "the embedded descriptor set is corrupt");
         return -1;
     }
+    /* The interceptor chain, in order: authenticate + authorize, then the
+     * handler; observers see every finished call (access log, audit). */
     if (!(a->health = health_create()) || health_register(a->srv, a->health) != 0 ||
         (c->reflection && reflection_register(a->srv, a->pool) != 0) ||
+        rpc_server_add_interceptor(a->srv, authn_interceptor, a->auth) != 0 ||
         rpc_server_add_observer(a->srv, rpc_log_observer, NULL) != 0) {
         snprintf(err, ERRLEN, "cannot register the built-in services");
+        return -1;
+    }
+    audit_options audo = {.queue_capacity = 65536, .batch_max = 512,
+                          .check_live = audit_check_live_authn, .check_live_ctx = a->auth};
+    if (audit_create(a->pg, &audo, &a->audit, err, ERRLEN) != 0) return -1;
+    entries_options eo = {0};
+    entries_pii_policy_parse(c->pii_policy, &eo.pii_policy); /* validated by config */
+    if (audit_register(a->srv, a->audit) != 0 || access_register(a->srv, a->auth, a->pg) != 0 ||
+        entries_register(a->srv, a->pg, a->audit, &eo, &a->entries) != 0) {
+        snprintf(err, ERRLEN, "cannot register the services");
         return -1;
     }
     rpc_server_set_unknown_describer(a->srv, reflection_describe_unknown, a->pool);
@@ -133,6 +169,9 @@ static int build_server(app *a, char *err) {
 static void teardown(app *a) {
     health_probe_stop(a->probe);
     rpc_server_free(a->srv);
+    entries_service_free(a->entries);
+    audit_free(a->audit);
+    authn_free(a->auth);
     instance_stop(a->inst, a->pg);
     health_free(a->health);
     descpool_free(a->pool);
@@ -169,6 +208,7 @@ static int run(app *a, const sigset_t *signals) {
 }
 
 int main(int argc, char **argv) {
+    if (argc >= 2 && strcmp(argv[1], "token") == 0) return token_cli_main(argc - 1, argv + 1);
     app a;
     memset(&a, 0, sizeof a);
     char err[ERRLEN];

@@ -54,6 +54,7 @@ void jwt_claims_free(jwt_claims *c) {
     free(c->parent);
     free_strv(c->scopes, c->nscopes);
     free_strv(c->ns, c->nns);
+    free_strv(c->anc, c->nanc);
     free(c);
 }
 
@@ -255,6 +256,41 @@ static int take_ns(json_t *pl, jwt_claims *c, char *err, size_t errlen) {
     return JWT_OK;
 }
 
+/* "anc": at most JWT_MAX_ANC non-empty ids; the last must be "parent". */
+static int take_anc(json_t *pl, jwt_claims *c, char *err, size_t errlen) {
+    json_t *v = json_object_get(pl, "anc");
+    if (v == NULL) return JWT_OK;
+    size_t n = json_is_array(v) ? json_array_size(v) : 0;
+    if (n == 0 || n > JWT_MAX_ANC) {
+        set_err(err, errlen, "jwt: claim \"anc\" must be an array of 1 to %d token ids",
+                JWT_MAX_ANC);
+        return JWT_ECLAIM;
+    }
+    c->anc = calloc(n, sizeof *c->anc);
+    if (c->anc == NULL) {
+        set_err(err, errlen, "jwt: out of memory");
+        return JWT_ENOMEM;
+    }
+    for (size_t i = 0; i < n; i++) {
+        json_t *e = json_array_get(v, i);
+        if (!json_is_string(e) || json_string_length(e) == 0) {
+            set_err(err, errlen, "jwt: claim \"anc\"[%zu] must be a non-empty string", i);
+            return JWT_ECLAIM;
+        }
+        c->anc[i] = strdup(json_string_value(e));
+        if (c->anc[i] == NULL) {
+            set_err(err, errlen, "jwt: out of memory");
+            return JWT_ENOMEM;
+        }
+        c->nanc++;
+    }
+    if (c->parent == NULL || strcmp(c->parent, c->anc[n - 1]) != 0) {
+        set_err(err, errlen, "jwt: the last element of claim \"anc\" must equal \"parent\"");
+        return JWT_ECLAIM;
+    }
+    return JWT_OK;
+}
+
 static int take_claims(json_t *pl, int64_t now_s, int skew_s, jwt_claims *c, char *err,
                        size_t errlen) {
     int rc;
@@ -268,6 +304,7 @@ static int take_claims(json_t *pl, int64_t now_s, int skew_s, jwt_claims *c, cha
     if ((rc = take_time(pl, "iat", 0, &c->iat, &c->has_iat, err, errlen)) != JWT_OK) return rc;
     if ((rc = take_scopes(pl, c, err, errlen)) != JWT_OK) return rc;
     if ((rc = take_ns(pl, c, err, errlen)) != JWT_OK) return rc;
+    if ((rc = take_anc(pl, c, err, errlen)) != JWT_OK) return rc;
 
     int has_lvl, has_clr;
     c->lvl = JWT_LABEL_PUBLIC;
@@ -440,4 +477,49 @@ done:
     free(tok);
     free(hjson);
     return rc;
+}
+
+static json_t *string_array(char *const *v, size_t n) {
+    json_t *a = json_array();
+    for (size_t i = 0; a && i < n; i++) {
+        if (json_array_append_new(a, json_string(v[i])) != 0) {
+            json_decref(a);
+            return NULL;
+        }
+    }
+    return a;
+}
+
+int jwt_claims_render(const jwt_claims *c, char **json) {
+    static const char *const names[] = {"PUBLIC", "INTERNAL", "CONFIDENTIAL", "SECRET"};
+    *json = NULL;
+    if (c->lvl < JWT_LABEL_PUBLIC || c->lvl > JWT_LABEL_SECRET || c->clr < JWT_LABEL_PUBLIC ||
+        c->clr > JWT_LABEL_SECRET)
+        return -1;
+    size_t len = 0;
+    for (size_t i = 0; i < c->nscopes; i++) len += strlen(c->scopes[i]) + 1;
+    char *scope = malloc(len + 1);
+    if (scope == NULL) return -1;
+    scope[0] = '\0';
+    for (size_t i = 0, at = 0; i < c->nscopes; i++)
+        at += (size_t)sprintf(scope + at, "%s%s", i ? " " : "", c->scopes[i]);
+    json_t *o = json_object();
+    int bad = o == NULL;
+    if (!bad && c->iss) bad |= json_object_set_new(o, "iss", json_string(c->iss));
+    bad |= !o || json_object_set_new(o, "sub", json_string(c->sub)) ||
+           json_object_set_new(o, "tenant", json_string(c->tenant)) ||
+           json_object_set_new(o, "jti", json_string(c->jti)) ||
+           json_object_set_new(o, "scope", json_string(scope)) ||
+           json_object_set_new(o, "clr", json_string(names[c->clr - 1])) ||
+           json_object_set_new(o, "lvl", json_string(names[c->lvl - 1])) ||
+           json_object_set_new(o, "exp", json_integer(c->exp));
+    if (!bad && c->nns) bad |= json_object_set_new(o, "ns", string_array(c->ns, c->nns));
+    if (!bad && c->has_nbf) bad |= json_object_set_new(o, "nbf", json_integer(c->nbf));
+    if (!bad && c->has_iat) bad |= json_object_set_new(o, "iat", json_integer(c->iat));
+    if (!bad && c->parent) bad |= json_object_set_new(o, "parent", json_string(c->parent));
+    if (!bad && c->nanc) bad |= json_object_set_new(o, "anc", string_array(c->anc, c->nanc));
+    free(scope);
+    if (!bad) *json = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(o);
+    return *json ? 0 : -1;
 }

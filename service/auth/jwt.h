@@ -28,6 +28,7 @@
 #define JWT_MAX_TOKEN 8192 /* bytes; bounds every allocation verify makes */
 #define JWT_MAX_SCOPES 64
 #define JWT_MAX_NS 64
+#define JWT_MAX_ANC 16 /* attenuation depth */
 #define JWT_DEFAULT_SKEW_S 60
 
 /* Values match memory.v1.Label in the protos (0 is UNSPECIFIED there and
@@ -49,7 +50,11 @@ typedef enum jwt_label {
  *   when absent — what that permits is the interceptor's decision.
  * - lvl defaults to PUBLIC when absent; clr defaults to lvl when absent
  *   (a "plain" token reads and writes at one level, DESIGN §5). lvl <= clr.
- * - exp is always set; nbf and iat are 0 when absent (has_* say which). */
+ * - exp is always set; nbf and iat are 0 when absent (has_* say which).
+ * - anc: ids of the tokens this one was attenuated from, root first and
+ *   parent last (memoryd's own claim, written by Access.Attenuate so a
+ *   revocation reaches every descendant without a lookup); when present
+ *   its last element equals parent. */
 typedef struct jwt_claims {
     char *iss;
     char *sub;
@@ -60,6 +65,8 @@ typedef struct jwt_claims {
     size_t nscopes;
     char **ns;
     size_t nns;
+    char **anc; /* ancestor token ids, root first (claim "anc"); NULL when absent */
+    size_t nanc;
     jwt_label clr;
     jwt_label lvl;
     int64_t exp;
@@ -89,6 +96,11 @@ void jwt_claims_free(jwt_claims *c);
  * (free()); on error it is NULL and err says why. */
 int jwt_sign(EVP_PKEY *priv, const char *kid, const char *payload_json, char **out_token,
              char *err, size_t errlen);
+
+/* Renders c as the payload JSON jwt_verify accepts (iss and parent only
+ * when set, scope space-joined, labels by name, nbf/iat when has_*). On 0
+ * *json is malloc'd and owned by the caller (free()); on -1 (OOM) NULL. */
+int jwt_claims_render(const jwt_claims *c, char **json);
 
 /* The name of a return code, e.g. "JWT_ESIG", for logs and test output. */
 const char *jwt_strerror(int code);

@@ -68,6 +68,24 @@ static const opt_def options[] = {
      "serve gRPC server reflection (v1 and v1alpha) so grpcurl needs no .proto files"},
     {"migrate", "MEMORYD_MIGRATE", OPT_BOOL, OFF(migrate), "true", 0, 0, 0,
      "apply PostgreSQL schema migrations at start-up"},
+    {"jwks", "MEMORYD_JWKS", OPT_STR, OFF(jwks), "", 0, 0, 0,
+     "JWKS file with the Ed25519 keys that sign capability tokens (required; "
+     "`memoryd token keygen` creates one)"},
+    {"signing-key", "MEMORYD_SIGNING_KEY", OPT_STR, OFF(signing_key), "", 0, 0, 0,
+     "private JWK memoryd signs Access.Attenuate tokens with; empty = Attenuate unavailable"},
+    {"token-issuer", "MEMORYD_TOKEN_ISSUER", OPT_STR, OFF(token_issuer), "memoryd", 0, 0, 0,
+     "`iss` claim of the tokens memoryd mints"},
+    {"token-skew", "MEMORYD_TOKEN_SKEW", OPT_INT, OFF(token_skew_s), "60", 0, 3600, 0,
+     "seconds of clock difference tolerated on token exp and nbf"},
+    {"token-cache-size", "MEMORYD_TOKEN_CACHE_SIZE", OPT_INT, OFF(token_cache_size), "65536", 16,
+     16777216, 0, "verified tokens kept in memory (each until its exp)"},
+    {"revocation-poll-ms", "MEMORYD_REVOCATION_POLL_MS", OPT_INT, OFF(revocation_poll_ms), "1000",
+     50, 600000, 0, "how often revocations made by other replicas are picked up"},
+    {"pii-policy", "MEMORYD_PII_POLICY", OPT_STR, OFF(pii_policy), "reject", 0, 0, 0,
+     "what a write holding PII gets without the pii:write scope: reject (INVALID_ARGUMENT "
+     "naming the kinds) | redact (stored with [REDACTED:<kind>] markers)"},
+    {"open-health", "MEMORYD_OPEN_HEALTH", OPT_BOOL, OFF(open_health), "true", 0, 0, 0,
+     "health checks and reflection answer without a token (false: any valid token needed)"},
 };
 
 #define N_OPTIONS (sizeof options / sizeof options[0])
@@ -211,6 +229,16 @@ static int validate(const config *c, char *err, size_t errlen) {
     if (c->pg_url[0] == '\0') {
         snprintf(err, errlen, "no PostgreSQL configured: set --pg-url or MEMORYD_PG_URL "
                  "(make run starts a private one)");
+        return -1;
+    }
+    if (strcmp(c->pii_policy, "reject") != 0 && strcmp(c->pii_policy, "redact") != 0) {
+        snprintf(err, errlen, "--pii-policy (MEMORYD_PII_POLICY) must be reject or redact, got "
+                 "\"%s\"", c->pii_policy);
+        return -1;
+    }
+    if (c->jwks[0] == '\0') {
+        snprintf(err, errlen, "no token keys configured: set --jwks or MEMORYD_JWKS to a JWKS "
+                 "file (`memoryd token keygen` creates one; make run does it for you)");
         return -1;
     }
     if ((c->tls_cert[0] == '\0') != (c->tls_key[0] == '\0')) {

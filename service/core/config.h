@@ -27,6 +27,14 @@ typedef struct config {
     int health_interval_ms;   /* how often backends are probed */
     int reflection;           /* serve grpc.reflection v1 + v1alpha */
     int migrate;              /* apply schema migrations at start-up */
+    char *jwks;               /* token verification keys (JWKS file) */
+    char *signing_key;        /* private JWK for minted tokens; empty = none */
+    char *token_issuer;       /* iss of minted tokens */
+    int token_skew_s;         /* clock skew allowed on exp/nbf */
+    int token_cache_size;     /* verified tokens cached */
+    int revocation_poll_ms;   /* revocation set refresh period */
+    int open_health;          /* health + reflection without a token */
+    char *pii_policy;         /* reject | redact */
 } config;
 
 /* Outcome of config_load besides 0 (= run the service). */

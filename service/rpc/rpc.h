@@ -142,9 +142,15 @@ int64_t rpc_call_start_ms(const rpc_call *call);
 /* Sets the status message for the error status the handler returns. */
 void rpc_call_set_error(rpc_call *call, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Per-call slot for the auth module's principal (set by an interceptor). */
-void rpc_call_set_principal(rpc_call *call, void *principal);
+/* Per-call slot for the auth module's principal (set by an interceptor).
+ * The call owns one reference: release (may be NULL) runs when the call is
+ * destroyed or the slot is set again. */
+void rpc_call_set_principal(rpc_call *call, void *principal, void (*release)(void *));
 void *rpc_call_principal(const rpc_call *call);
+/* Per-call slot for the audit module's note (target ids, "already
+ * audited"); the note lives in the call's arena, the runtime frees nothing. */
+void rpc_call_set_audit(rpc_call *call, void *note);
+void *rpc_call_audit(const rpc_call *call);
 
 /* ---- streaming (thread-safe) ---- */
 

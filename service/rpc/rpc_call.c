@@ -40,6 +40,8 @@ struct rpc_call {
     char *peer;          /* gpr_malloc'd, lazily */
     char *error_message; /* in the arena (handler thread) */
     void *principal;
+    void (*principal_release)(void *);
+    void *audit; /* the audit module's per-call note (arena memory) */
 
     /* Final batch (status + trailing metadata) and what it references. */
     rpc_tag final_tag;
@@ -98,7 +100,13 @@ const char *rpc_call_request_id(rpc_call *c) {
     if (!c->request_id[0]) generate_request_id(c);
     return c->request_id;
 }
-void rpc_call_set_principal(rpc_call *c, void *p) { c->principal = p; }
+void rpc_call_set_principal(rpc_call *c, void *p, void (*release)(void *)) {
+    if (c->principal && c->principal_release) c->principal_release(c->principal);
+    c->principal = p;
+    c->principal_release = release;
+}
+void rpc_call_set_audit(rpc_call *c, void *note) { c->audit = note; }
+void *rpc_call_audit(const rpc_call *c) { return c->audit; }
 void *rpc_call_principal(const rpc_call *c) { return c->principal; }
 
 int64_t rpc_call_remaining_ms(const rpc_call *c) {
@@ -218,6 +226,7 @@ static ProtobufCMessage *new_message(arena *a, const ProtobufCMessageDescriptor 
 /* ---- lifetime ---- */
 
 static void call_destroy(rpc_call *c) {
+    if (c->principal && c->principal_release) c->principal_release(c->principal);
     while (c->queue_head) {
         send_item *it = c->queue_head;
         c->queue_head = it->next;

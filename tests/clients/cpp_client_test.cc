@@ -115,10 +115,9 @@ std::function<grpc::Status(const std::shared_ptr<grpc::Channel>&)> Unary(
 }
 
 TEST_F(CppClientTest, EveryServiceStubReachesItsService) {
-  // One unary method per memory.v1 service. Today every one answers
-  // UNIMPLEMENTED; as each tier lands, its row here changes to the status
-  // a default (empty) request then gets (e.g. INVALID_ARGUMENT or
-  // UNAUTHENTICATED). The point is that each generated stub compiles,
+  // One unary method per memory.v1 service, called without a token. Built
+  // services answer UNAUTHENTICATED, the rest UNIMPLEMENTED; as each tier
+  // lands, its row here changes. The point is that each generated stub compiles,
   // links and reaches memoryd under its full method path.
   struct Case {
     const char* path;
@@ -134,14 +133,15 @@ TEST_F(CppClientTest, EveryServiceStubReachesItsService) {
        grpc::StatusCode::UNIMPLEMENTED},
       {"memory.v1.Cache/Get", Unary<Cache>(&Cache::Stub::Get), grpc::StatusCode::UNIMPLEMENTED},
       {"memory.v1.Entries/Read", Unary<Entries>(&Entries::Stub::Read),
-       grpc::StatusCode::UNIMPLEMENTED},
+       grpc::StatusCode::UNAUTHENTICATED},
       {"memory.v1.Blackboard/Read", Unary<Blackboard>(&Blackboard::Stub::Read),
        grpc::StatusCode::UNIMPLEMENTED},
       {"memory.v1.Router/Query", Unary<Router>(&Router::Stub::Query),
        grpc::StatusCode::UNIMPLEMENTED},
-      {"memory.v1.Audit/List", Unary<Audit>(&Audit::Stub::List), grpc::StatusCode::UNIMPLEMENTED},
+      {"memory.v1.Audit/List", Unary<Audit>(&Audit::Stub::List),
+       grpc::StatusCode::UNAUTHENTICATED},
       {"memory.v1.Access/WhoAmI", Unary<Access>(&Access::Stub::WhoAmI),
-       grpc::StatusCode::UNIMPLEMENTED},
+       grpc::StatusCode::UNAUTHENTICATED},
       {"memory.v1.Privacy/Forget", Unary<Privacy>(&Privacy::Stub::Forget),
        grpc::StatusCode::UNIMPLEMENTED},
   };
@@ -151,6 +151,9 @@ TEST_F(CppClientTest, EveryServiceStubReachesItsService) {
     EXPECT_EQ(c.want, st.error_code()) << c.path << ": " << st.error_message();
     if (st.error_code() == grpc::StatusCode::UNIMPLEMENTED) {
       EXPECT_NE(std::string::npos, st.error_message().find(c.path)) << st.error_message();
+    } else {
+      EXPECT_NE(std::string::npos, st.error_message().find("authorization: Bearer"))
+          << st.error_message();
     }
   }
 }

@@ -120,30 +120,37 @@ class AgainstMemoryd(unittest.TestCase):
         self.assertIn("memory.v1.GlobalMemory/GetEntity", cm.exception.details())
 
     def test_every_service_attribute_reaches_its_service(self):
-        # One unary method per memory.v1 service; all UNIMPLEMENTED today.
-        # As each tier lands, its row changes to what an empty request gets.
+        # One unary method per memory.v1 service, called without a token:
+        # built services answer UNAUTHENTICATED, the others UNIMPLEMENTED
+        # naming the method. As each tier lands, its row changes.
         c = self.client
+        unimpl, unauth = grpc.StatusCode.UNIMPLEMENTED, grpc.StatusCode.UNAUTHENTICATED
         cases = [
             (c.global_memory.GetEntity, global_memory_pb2.GetEntityRequest(),
-             "memory.v1.GlobalMemory/GetEntity"),
+             "memory.v1.GlobalMemory/GetEntity", unimpl),
             (c.episodic.GetCollection, episodic_memory_pb2.GetCollectionRequest(),
-             "memory.v1.EpisodicMemory/GetCollection"),
-            (c.cache.Get, cache_pb2.CacheGetRequest(), "memory.v1.Cache/Get"),
-            (c.entries.Read, entries_pb2.EntriesReadRequest(), "memory.v1.Entries/Read"),
+             "memory.v1.EpisodicMemory/GetCollection", unimpl),
+            (c.cache.Get, cache_pb2.CacheGetRequest(), "memory.v1.Cache/Get", unimpl),
+            (c.entries.Read, entries_pb2.EntriesReadRequest(), "memory.v1.Entries/Read", unauth),
             (c.blackboard.Read, blackboard_pb2.BlackboardReadRequest(),
-             "memory.v1.Blackboard/Read"),
-            (c.router.Query, router_pb2.RouterQueryRequest(), "memory.v1.Router/Query"),
-            (c.audit.List, audit_pb2.AuditListRequest(), "memory.v1.Audit/List"),
-            (c.access.WhoAmI, access_pb2.AccessWhoAmIRequest(), "memory.v1.Access/WhoAmI"),
-            (c.privacy.Forget, privacy_pb2.PrivacyForgetRequest(), "memory.v1.Privacy/Forget"),
+             "memory.v1.Blackboard/Read", unimpl),
+            (c.router.Query, router_pb2.RouterQueryRequest(), "memory.v1.Router/Query", unimpl),
+            (c.audit.List, audit_pb2.AuditListRequest(), "memory.v1.Audit/List", unauth),
+            (c.access.WhoAmI, access_pb2.AccessWhoAmIRequest(), "memory.v1.Access/WhoAmI",
+             unauth),
+            (c.privacy.Forget, privacy_pb2.PrivacyForgetRequest(), "memory.v1.Privacy/Forget",
+             unimpl),
         ]
         self.assertEqual(9, len(cases))
-        for method, request, path in cases:
+        for method, request, path, want in cases:
             with self.subTest(path=path):
                 with self.assertRaises(grpc.RpcError) as cm:
                     method(request)
-                self.assertEqual(grpc.StatusCode.UNIMPLEMENTED, cm.exception.code())
-                self.assertIn(path, cm.exception.details())
+                self.assertEqual(want, cm.exception.code())
+                if want == unimpl:
+                    self.assertIn(path, cm.exception.details())
+                else:
+                    self.assertIn("authorization: Bearer", cm.exception.details())
 
     def test_context_manager_closes_the_channel(self):
         with MemorydClient(self.server.address) as client:

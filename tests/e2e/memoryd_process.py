@@ -123,6 +123,18 @@ class MemorydProcess:
         if redis_url:
             self.argv.append(f"--redis-url={redis_url}")
         self.argv += list(args)
+        # memoryd refuses to start without token keys: unless the caller
+        # brought its own, make a throw-away key with `memoryd token keygen`.
+        self.keys_dir = None
+        if not any(a.startswith("--jwks") for a in self.argv):
+            import tempfile
+            self.keys_dir = tempfile.mkdtemp(prefix="memoryd-keys-",
+                                             dir=os.environ.get("TEST_TMPDIR"))
+            jwks = os.path.join(self.keys_dir, "jwks.json")
+            key = os.path.join(self.keys_dir, "signing.jwk")
+            subprocess.run([binary, "token", "keygen", "--kid", "e2e-1", "--private", key,
+                            "--jwks", jwks], check=True, stdout=subprocess.DEVNULL)
+            self.argv += [f"--jwks={jwks}", f"--signing-key={key}"]
         self.proc = None
         self.port = None
         self.returncode = None

@@ -17,7 +17,13 @@ std::string MemorydProcess::BinaryPath() {
   return "service/memoryd";
 }
 
-MemorydProcess::MemorydProcess(std::vector<std::string> args) : args_(std::move(args)) {}
+MemorydProcess::MemorydProcess(std::vector<std::string> args) : args_(std::move(args)) {
+  for (const auto& a : args_)
+    if (a.rfind("--jwks", 0) == 0) return;
+  keys_.reset(new TestKeys());
+  args_.push_back("--jwks=" + keys_->jwks_path());
+  args_.push_back("--signing-key=" + keys_->signing_key_path());
+}
 
 MemorydProcess::~MemorydProcess() {
   if (pid_ > 0 && !exited_) {

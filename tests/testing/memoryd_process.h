@@ -6,14 +6,18 @@
 
 #include <sys/types.h>
 
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "tests/testing/test_keys.h"
+
 class MemorydProcess {
  public:
-  // args are extra flags ("--pg-url=..." etc.).
+  // args are extra flags ("--pg-url=..." etc.). Unless they include --jwks,
+  // the process gets fresh test keys (keys()) as --jwks and --signing-key.
   explicit MemorydProcess(std::vector<std::string> args);
   ~MemorydProcess();  // SIGKILL if still running
 
@@ -28,6 +32,8 @@ class MemorydProcess {
   // Waits for the process to exit by itself.
   int Wait(int timeout_ms);
   std::string Log();  // everything written to stderr so far
+  // The keys the process trusts (NULL when the caller passed --jwks).
+  TestKeys* keys() { return keys_.get(); }
 
   // Path of the memoryd binary in the test's runfiles.
   static std::string BinaryPath();
@@ -35,6 +41,7 @@ class MemorydProcess {
  private:
   void ReadLoop(int fd);
   std::vector<std::string> args_;
+  std::unique_ptr<TestKeys> keys_;
   pid_t pid_ = -1;
   int port_ = 0;
   int status_ = -1;

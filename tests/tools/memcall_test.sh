@@ -50,8 +50,13 @@ DB_CREATED=1
 
 # ---- start memoryd and learn its port from the "memoryd serving" log line ----
 LOG="$T/memoryd.log"
+# memoryd needs token keys; mint a token for the authenticated calls below.
+"$MEMORYD" token keygen --kid memcall-1 --private "$T/key.jwk" --jwks "$T/jwks.json" >/dev/null ||
+  fail_now "memoryd token keygen failed"
+TOKEN=$("$MEMORYD" token mint --key "$T/key.jwk" --sub tester --tenant memcall \
+  --scope "entries:read" --ttl 10m) || fail_now "memoryd token mint failed"
 "$MEMORYD" --listen=127.0.0.1:0 --pg-url="$(with_db "$ADMIN_URL" "$DB")" --shutdown-grace=1 \
-  2>"$LOG" &
+  --jwks="$T/jwks.json" 2>"$LOG" &
 MPID=$!
 PORT=""
 for _ in $(seq 300); do
@@ -135,6 +140,16 @@ want_out "rpc PutEntity ( .memory.v1.PutEntityRequest )"
 mc "Check" "$ADDR" grpc.health.v1.Health/Check
 want_rc 0
 want_out '"status": "SERVING"'
+
+# The grpcurl way of sending a capability token: -H 'authorization: Bearer ...'.
+mc "WhoAmI with a token" -H "authorization: Bearer $TOKEN" "$ADDR" memory.v1.Access/WhoAmI
+want_rc 0
+want_out '"principal": "tester"'
+want_out '"tenant": "memcall"'
+
+mc "WhoAmI without a token" "$ADDR" memory.v1.Access/WhoAmI
+want_rc 1
+want_err "Unauthenticated"
 
 mc "Check with -d" "$ADDR" -d '{"service":"memory.v1.Cache"}' grpc.health.v1.Health.Check
 want_rc 0

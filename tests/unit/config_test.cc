@@ -43,6 +43,14 @@ const std::vector<std::pair<std::string, std::string>> kOptions = {
     {"health-interval-ms", "MEMORYD_HEALTH_INTERVAL_MS"},
     {"reflection", "MEMORYD_REFLECTION"},
     {"migrate", "MEMORYD_MIGRATE"},
+    {"jwks", "MEMORYD_JWKS"},
+    {"signing-key", "MEMORYD_SIGNING_KEY"},
+    {"token-issuer", "MEMORYD_TOKEN_ISSUER"},
+    {"token-skew", "MEMORYD_TOKEN_SKEW"},
+    {"token-cache-size", "MEMORYD_TOKEN_CACHE_SIZE"},
+    {"revocation-poll-ms", "MEMORYD_REVOCATION_POLL_MS"},
+    {"pii-policy", "MEMORYD_PII_POLICY"},
+    {"open-health", "MEMORYD_OPEN_HEALTH"},
 };
 
 std::string ReadAll(FILE* f) {
@@ -87,8 +95,13 @@ class ConfigTest : public ::testing::Test {
   }
 
   // Runs config_load on "memoryd" followed by args; err_ holds the message.
-  int Load(std::vector<std::string> args) {
+  // A --jwks flag is added unless the arguments or the environment give one
+  // (or with_jwks is false), since the service refuses to start without.
+  int Load(std::vector<std::string> args, bool with_jwks = true) {
     config_free(&c_);
+    bool has_jwks = getenv("MEMORYD_JWKS") != nullptr;
+    for (const auto& a : args) has_jwks = has_jwks || a.rfind("--jwks", 0) == 0;
+    if (with_jwks && !has_jwks) args.insert(args.begin(), "--jwks=/etc/memoryd/jwks.json");
     args.insert(args.begin(), "memoryd");
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(&a[0]);
@@ -415,3 +428,31 @@ TEST_F(ConfigTest, ConfigLogMasksSecrets) {
 }
 
 }  // namespace
+
+TEST_F(ConfigTest, MissingJwksIsRejectedWithHowToFixIt) {
+  ASSERT_EQ(-1, Load({kPgFlag}, false));
+  EXPECT_NE(std::string::npos, Err().find("--jwks")) << Err();
+  EXPECT_NE(std::string::npos, Err().find("MEMORYD_JWKS")) << Err();
+  EXPECT_NE(std::string::npos, Err().find("memoryd token keygen")) << Err();
+}
+
+TEST_F(ConfigTest, TokenSettingsHaveSaneDefaults) {
+  ASSERT_EQ(0, Load({kPgFlag})) << Err();
+  EXPECT_STREQ("/etc/memoryd/jwks.json", c_.jwks);
+  EXPECT_STREQ("", c_.signing_key);
+  EXPECT_STREQ("memoryd", c_.token_issuer);
+  EXPECT_EQ(60, c_.token_skew_s);
+  EXPECT_EQ(1, c_.open_health);
+  ASSERT_EQ(0, Load({kPgFlag, "--open-health=false", "--token-skew=5"})) << Err();
+  EXPECT_EQ(0, c_.open_health);
+  EXPECT_EQ(5, c_.token_skew_s);
+}
+
+TEST_F(ConfigTest, PiiPolicyIsRejectByDefaultAndValidated) {
+  ASSERT_EQ(0, Load({kPgFlag})) << Err();
+  EXPECT_STREQ("reject", c_.pii_policy);
+  ASSERT_EQ(0, Load({kPgFlag, "--pii-policy=redact"})) << Err();
+  EXPECT_STREQ("redact", c_.pii_policy);
+  ASSERT_EQ(-1, Load({kPgFlag, "--pii-policy=allow"}));
+  EXPECT_NE(std::string::npos, Err().find("MEMORYD_PII_POLICY")) << Err();
+}

@@ -1,0 +1,558 @@
+/* audit: the observer, the bounded queue and the writer thread; see
+ * audit.h. The observer copies each record into one malloc'd block and
+ * hands it to the queue under a mutex held for a pointer store; the writer
+ * takes up to batch_max records at a time and inserts them with one COPY
+ * (one statement, so one trigger run and one NOTIFY per batch). */
+#include "service/audit/audit.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "service/audit/audit_internal.h"
+#include "service/core/log.h"
+
+#define DEFAULT_QUEUE 65536
+#define DEFAULT_BATCH 512
+#define DEFAULT_FLUSH_MS 5000
+#define DEFAULT_WATCHERS 1024
+#define BACKOFF_MIN_MS 100
+#define BACKOFF_MAX_MS 5000
+#define OUTAGE_LOG_EVERY_MS 30000
+#define COPY_CHUNK (1u << 20)
+
+/* Outcome of one attempt at writing a batch. */
+#define W_OK 0
+#define W_RETRY 1 /* the connection or the server: try again later */
+#define W_FATAL 2 /* PostgreSQL refused the rows themselves */
+
+static int64_t mono_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static int64_t wall_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static struct timespec mono_abs(int64_t ms) {
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000};
+    return ts;
+}
+
+/* ---- the per-call note ---- */
+
+static audit_note *note_get(rpc_call *call) {
+    audit_note *n = rpc_call_audit(call);
+    if (n) return n;
+    n = arena_zalloc(rpc_call_arena(call), sizeof *n);
+    if (n) rpc_call_set_audit(call, n);
+    return n;
+}
+
+void audit_add_target(rpc_call *call, const char *id) {
+    if (!call || !id) return;
+    const rpc_method *m = rpc_call_method(call);
+    if (!m || m->kind == RPC_BIDI_STREAM) return;
+    audit_note *n = note_get(call);
+    if (!n) return;
+    if (n->ntargets == AUDIT_MAX_TARGETS) {
+        n->ignored++;
+        return;
+    }
+    arena *ar = rpc_call_arena(call);
+    if (n->ntargets == n->cap) {
+        size_t cap = n->cap ? n->cap * 2 : 8;
+        if (cap > AUDIT_MAX_TARGETS) cap = AUDIT_MAX_TARGETS;
+        char **v = arena_alloc(ar, cap * sizeof *v);
+        if (!v) return;
+        if (n->ntargets) memcpy(v, n->targets, n->ntargets * sizeof *v);
+        n->targets = v;
+        n->cap = cap;
+    }
+    size_t len = strlen(id);
+    if (len > AUDIT_MAX_ID_BYTES) len = AUDIT_MAX_ID_BYTES;
+    char *copy = arena_alloc(ar, len + 1);
+    if (!copy) return;
+    audit_codec_utf8_clean(id, len, copy);
+    n->targets[n->ntargets++] = copy;
+}
+
+void audit_committed(rpc_call *call) {
+    audit_note *n = call ? rpc_call_audit(call) : NULL;
+    if (n && n->in_tx) n->committed = 1;
+}
+
+/* ---- records ---- */
+
+/* Copies everything the row needs out of the call into one malloc'd block
+ * (the call dies right after the observer). NULL on out of memory. */
+static audit_rec *rec_build(rpc_call *call, int status, int64_t time_us) {
+    const principal *p = rpc_call_principal(call);
+    const audit_note *note = rpc_call_audit(call);
+    const char *src[5] = {p ? principal_tenant(p) : "", p ? principal_sub(p) : "",
+                          p ? principal_jti(p) : "", rpc_call_path(call),
+                          rpc_call_request_id(call)};
+    size_t nt = note ? note->ntargets : 0;
+    size_t size = sizeof(audit_rec) + nt * sizeof(char *);
+    size_t lens[5];
+    for (int i = 0; i < 5; i++) {
+        if (!src[i]) src[i] = "";
+        lens[i] = strlen(src[i]);
+        size += lens[i] + 1;
+    }
+    for (size_t i = 0; i < nt; i++) size += strlen(note->targets[i]) + 1;
+    audit_rec *r = malloc(size);
+    if (!r) return NULL;
+    r->targets = (const char **)(r + 1);
+    r->ntargets = nt;
+    char *s = (char *)(r->targets + nt);
+    const char **dst[5] = {&r->tenant, &r->principal, &r->token_id, &r->method, &r->request_id};
+    for (int i = 0; i < 5; i++) {
+        /* Claims came through a JSON parser, paths from the method table
+         * and request ids are printable ASCII: cleaning never shortens
+         * them, it only guarantees PostgreSQL accepts the batch. */
+        audit_codec_utf8_clean(src[i], lens[i], s);
+        *dst[i] = s;
+        s += lens[i] + 1;
+    }
+    for (size_t i = 0; i < nt; i++) {
+        size_t n = strlen(note->targets[i]);
+        memcpy(s, note->targets[i], n + 1);
+        r->targets[i] = s;
+        s += n + 1;
+    }
+    r->time_us = time_us;
+    int64_t dur = mono_us() - rpc_call_start_ms(call) * 1000;
+    r->duration_us = dur > 0 ? dur : 0;
+    r->status = status;
+    return r;
+}
+
+static void observe(rpc_call *call, grpc_status_code status, const char *message, void *arg) {
+    (void)message;
+    audit *a = arg;
+    const rpc_method *m = rpc_call_method(call);
+    if (!m || !m->scope) return; /* unknown, health, reflection */
+    const audit_note *note = rpc_call_audit(call);
+    if (note && note->committed && status == GRPC_STATUS_OK) return; /* written in its tx */
+    audit_rec *r = rec_build(call, (int)status, wall_us());
+    int warn = 0;
+    uint64_t dropped = 0;
+    pthread_mutex_lock(&a->qlock);
+    if (r && a->count < a->o.queue_capacity && !a->stopping) {
+        a->ring[(a->head + a->count) % a->o.queue_capacity] = r;
+        a->count++;
+        a->enq_seq++;
+        r = NULL;
+        atomic_fetch_add(&a->queued, 1);
+        if (a->writer_waiting) pthread_cond_signal(&a->qwake);
+    } else {
+        dropped = atomic_fetch_add(&a->dropped, 1) + 1;
+        int64_t now = rpc_now_ms();
+        if (now - a->last_drop_warn_ms >= 1000) {
+            a->last_drop_warn_ms = now;
+            warn = 1;
+        }
+    }
+    pthread_mutex_unlock(&a->qlock);
+    if (warn)
+        log_fields(LOG_WARN, "audit queue full: records dropped", LOG_F_INT, "dropped_total",
+                   (int64_t)dropped, LOG_F_INT, "queue_capacity", (int64_t)a->o.queue_capacity,
+                   LOG_F_STR, "method", rpc_call_path(call), LOG_F_END);
+    free(r);
+}
+
+/* ---- writing ---- */
+
+/* Retry connection-level and transient server conditions; anything else
+ * is about the rows and will not get better by waiting. */
+static int classify(PGconn *c, const PGresult *r) {
+    if (!c || PQstatus(c) != CONNECTION_OK) return W_RETRY;
+    const char *st = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+    if (!st) return W_RETRY;
+    if (strncmp(st, "08", 2) == 0 || strncmp(st, "53", 2) == 0 || strncmp(st, "57", 2) == 0 ||
+        strncmp(st, "40", 2) == 0 || strcmp(st, "55P03") == 0 || strncmp(st, "58", 2) == 0)
+        return W_RETRY;
+    return W_FATAL;
+}
+
+static int copy_batch(audit *a, PGconn *c, audit_rec **batch, size_t n, char *err,
+                      size_t errlen) {
+    audit_buf b = {0};
+    for (size_t i = 0; i < n; i++) audit_codec_copy_row(&b, batch[i]);
+    if (b.oom) {
+        audit_buf_free(&b);
+        snprintf(err, errlen, "out of memory");
+        return W_RETRY;
+    }
+    PGcancel *cancel = PQgetCancel(c);
+    pthread_mutex_lock(&a->qlock);
+    a->cancel = cancel;
+    pthread_mutex_unlock(&a->qlock);
+
+    int rc = W_OK;
+    PGresult *r = PQexec(c, "COPY audit_log (" AUDIT_COPY_COLUMNS ") FROM STDIN");
+    if (PQresultStatus(r) != PGRES_COPY_IN) {
+        rc = classify(c, r);
+        snprintf(err, errlen, "%s", PQerrorMessage(c));
+    } else {
+        /* In pieces: PQputCopyData takes an int length. */
+        for (size_t off = 0; rc == W_OK && off < b.len; off += COPY_CHUNK) {
+            size_t n = b.len - off < COPY_CHUNK ? b.len - off : COPY_CHUNK;
+            if (PQputCopyData(c, b.p + off, (int)n) != 1) rc = W_RETRY;
+        }
+        if (rc != W_OK || PQputCopyEnd(c, NULL) != 1) {
+            rc = W_RETRY;
+            snprintf(err, errlen, "%s", PQerrorMessage(c));
+        }
+    }
+    PQclear(r);
+    /* Drain every result (after COPY: its completion, or the error). */
+    while ((r = PQgetResult(c)) != NULL) {
+        if (rc == W_OK && PQresultStatus(r) != PGRES_COMMAND_OK) {
+            rc = classify(c, r);
+            snprintf(err, errlen, "%s", PQresultErrorMessage(r));
+        }
+        PQclear(r);
+    }
+    pthread_mutex_lock(&a->qlock);
+    a->cancel = NULL;
+    pthread_mutex_unlock(&a->qlock);
+    PQfreeCancel(cancel);
+    audit_buf_free(&b);
+    err[strcspn(err, "\n")] = '\0';
+    return rc;
+}
+
+/* 1 once audit_free's flush time is up. */
+static int give_up(audit *a) {
+    pthread_mutex_lock(&a->qlock);
+    int g = a->stopping && rpc_now_ms() >= a->flush_deadline_ms;
+    pthread_mutex_unlock(&a->qlock);
+    return g;
+}
+
+/* Sleeps ms unless audit_free's flush time runs out first. */
+static void backoff_sleep(audit *a, int ms) {
+    int64_t until = rpc_now_ms() + ms;
+    pthread_mutex_lock(&a->qlock);
+    for (;;) {
+        int64_t end = a->stopping && a->flush_deadline_ms < until ? a->flush_deadline_ms : until;
+        if (rpc_now_ms() >= end) break;
+        struct timespec ts = mono_abs(end);
+        pthread_cond_timedwait(&a->qwake, &a->qlock, &ts);
+    }
+    pthread_mutex_unlock(&a->qlock);
+}
+
+/* Writes one batch, waiting out outages; returns how many rows were
+ * written. Rows PostgreSQL refuses are logged and counted as failed (a
+ * refused batch is retried row by row so one bad row does not sink its
+ * neighbours). *gave_up is set when audit_free's flush time ran out. */
+static size_t write_batch(audit *a, audit_rec **batch, size_t n, int64_t *outage_ms,
+                          int *gave_up) {
+    int backoff = BACKOFF_MIN_MS;
+    int64_t last_log = 0;
+    for (;;) {
+        if (give_up(a)) {
+            *gave_up = 1;
+            return 0;
+        }
+        char err[512] = "";
+        PGconn *c = pg_pool_acquire(a->pg, rpc_now_ms() + 2000, err, sizeof err);
+        int rc = c ? copy_batch(a, c, batch, n, err, sizeof err) : W_RETRY;
+        if (c) pg_pool_release(a->pg, c, rc == W_RETRY);
+        if (rc == W_OK) {
+            if (*outage_ms) {
+                log_fields(LOG_INFO, "audit writer recovered", LOG_F_INT, "outage_ms",
+                           rpc_now_ms() - *outage_ms, LOG_F_END);
+                *outage_ms = 0;
+            }
+            atomic_fetch_add(&a->batches, 1);
+            return n;
+        }
+        if (rc == W_FATAL && n > 1) {
+            size_t w = 0;
+            for (size_t i = 0; i < n && !*gave_up; i++)
+                w += write_batch(a, batch + i, 1, outage_ms, gave_up);
+            return w;
+        }
+        if (rc == W_FATAL) {
+            uint64_t failed = atomic_fetch_add(&a->failed, 1) + 1;
+            int64_t now = rpc_now_ms();
+            if (now - a->last_fail_log_ms >= 1000) { /* a missing table fails every row */
+                a->last_fail_log_ms = now;
+                log_fields(LOG_ERROR, "audit record refused by PostgreSQL; dropped", LOG_F_STR,
+                           "method", batch[0]->method, LOG_F_STR, "error", err, LOG_F_INT,
+                           "failed_total", (int64_t)failed, LOG_F_END);
+            }
+            return 0;
+        }
+        int64_t now = rpc_now_ms();
+        if (!*outage_ms) *outage_ms = now;
+        if (!last_log || now - last_log >= OUTAGE_LOG_EVERY_MS) {
+            last_log = now;
+            log_fields(LOG_WARN, "audit writer cannot reach PostgreSQL; retrying", LOG_F_STR,
+                       "error", err, LOG_F_INT, "batch", (int64_t)n, LOG_F_INT, "backoff_ms",
+                       (int64_t)backoff, LOG_F_END);
+        }
+        backoff_sleep(a, backoff);
+        backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;
+    }
+}
+
+/* Frees what is still queued at the end of audit_free's flush time.
+ * Caller holds qlock. */
+static size_t drop_queued_locked(audit *a) {
+    size_t left = a->count;
+    while (a->count > 0) {
+        free(a->ring[a->head]);
+        a->head = (a->head + 1) % a->o.queue_capacity;
+        a->count--;
+    }
+    a->done_seq += left;
+    return left;
+}
+
+static void *writer_main(void *arg) {
+    audit *a = arg;
+    audit_rec **owned = malloc(a->o.batch_max * sizeof *owned);
+    audit_rec *one;
+    audit_rec **batch = owned ? owned : &one; /* no memory for batches: go row by row */
+    size_t max = owned ? a->o.batch_max : 1;
+    int64_t outage_ms = 0;
+    int gave_up = 0;
+    pthread_mutex_lock(&a->qlock);
+    for (;;) {
+        while (a->count == 0 && !a->stopping) {
+            a->writer_waiting = 1;
+            pthread_cond_wait(&a->qwake, &a->qlock);
+            a->writer_waiting = 0;
+        }
+        if (a->count == 0) break; /* stopping, all written */
+        size_t n = 0;
+        while (n < max && a->count > 0) {
+            batch[n++] = a->ring[a->head];
+            a->head = (a->head + 1) % a->o.queue_capacity;
+            a->count--;
+        }
+        pthread_mutex_unlock(&a->qlock);
+        uint64_t failed0 = atomic_load(&a->failed);
+        size_t w = write_batch(a, batch, n, &outage_ms, &gave_up);
+        size_t lost = n - w - (size_t)(atomic_load(&a->failed) - failed0);
+        atomic_fetch_add(&a->written, w);
+        for (size_t i = 0; i < n; i++) free(batch[i]);
+        pthread_mutex_lock(&a->qlock);
+        a->done_seq += n;
+        if (gave_up) {
+            /* audit_free's flush time ran out: what is left is lost. */
+            lost += drop_queued_locked(a);
+            atomic_fetch_add(&a->dropped, lost);
+            log_fields(LOG_ERROR, "audit flush timed out: records dropped", LOG_F_INT, "dropped",
+                       (int64_t)lost, LOG_F_END);
+        }
+        pthread_cond_broadcast(&a->qdone);
+        if (gave_up) break;
+    }
+    a->writer_exited = 1;
+    pthread_cond_broadcast(&a->qdone);
+    pthread_mutex_unlock(&a->qlock);
+    free(owned);
+    return NULL;
+}
+
+int audit_write_in_tx(audit *a, PGconn *conn, rpc_call *call, char *err, size_t errlen) {
+    (void)a;
+    audit_note *note = note_get(call);
+    audit_rec *r = note ? rec_build(call, GRPC_STATUS_OK, wall_us()) : NULL;
+    if (!r) {
+        snprintf(err, errlen, "audit: out of memory");
+        return -1;
+    }
+    char t[40], st[12], dur[24];
+    audit_codec_time(r->time_us, t);
+    snprintf(st, sizeof st, "%d", (int)r->status);
+    snprintf(dur, sizeof dur, "%lld", (long long)r->duration_us);
+    audit_buf targets = {0};
+    audit_codec_array_literal(&targets, r->targets, r->ntargets);
+    int rc = -1;
+    if (targets.oom) {
+        snprintf(err, errlen, "audit: out of memory");
+    } else {
+        const char *v[9] = {t, r->tenant, r->principal, r->token_id, r->method,
+                            targets.p, st, dur, r->request_id};
+        PGresult *res = PQexecParams(conn,
+                                     "INSERT INTO audit_log (" AUDIT_COPY_COLUMNS ") VALUES "
+                                     "($1::timestamptz, $2, $3, $4, $5, $6::text[], $7::int,"
+                                     " $8::bigint, $9)",
+                                     9, NULL, v, NULL, NULL, 0);
+        if (PQresultStatus(res) == PGRES_COMMAND_OK) {
+            rc = 0;
+            note->in_tx = 1;
+        } else {
+            const char *m = PQresultErrorMessage(res);
+            snprintf(err, errlen, "audit: cannot insert the audit row: %.*s",
+                     (int)strcspn(m, "\n"), m);
+        }
+        PQclear(res);
+    }
+    audit_buf_free(&targets);
+    free(r);
+    return rc;
+}
+
+grpc_status_code audit_pg_status(rpc_call *call, PGconn *conn, const PGresult *r,
+                                 const char *what) {
+    const char *st = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+    const char *m = r ? PQresultErrorMessage(r) : "";
+    if (!m[0] && conn) m = PQerrorMessage(conn);
+    int len = (int)strcspn(m, "\n");
+    if (!conn || PQstatus(conn) != CONNECTION_OK || (st && strncmp(st, "08", 2) == 0) ||
+        (st && strncmp(st, "57P", 3) == 0)) {
+        rpc_call_set_error(call, "audit: %s: PostgreSQL is unavailable: %.*s", what, len, m);
+        return GRPC_STATUS_UNAVAILABLE;
+    }
+    if (st && strcmp(st, "57014") == 0) {
+        rpc_call_set_error(call, "audit: %s: the call's deadline passed", what);
+        return GRPC_STATUS_DEADLINE_EXCEEDED;
+    }
+    log_fields(LOG_ERROR, "audit query failed", LOG_F_STR, "what", what, LOG_F_STR, "sqlstate",
+               st ? st : "", LOG_F_STR, "error", m, LOG_F_END);
+    rpc_call_set_error(call, "audit: %s failed (see the server log)", what);
+    return GRPC_STATUS_INTERNAL;
+}
+
+/* ---- lifecycle ---- */
+
+int audit_create(pg_pool *pg, const audit_options *o, audit **out, char *err, size_t errlen) {
+    assert(pg && out);
+    audit *a = calloc(1, sizeof *a);
+    if (!a) return snprintf(err, errlen, "audit: out of memory"), -1;
+    a->pg = pg;
+    if (o) a->o = *o;
+    if (!a->o.queue_capacity) a->o.queue_capacity = DEFAULT_QUEUE;
+    if (!a->o.batch_max) a->o.batch_max = DEFAULT_BATCH;
+    if (a->o.flush_timeout_ms <= 0) a->o.flush_timeout_ms = DEFAULT_FLUSH_MS;
+    if (!a->o.max_watchers) a->o.max_watchers = DEFAULT_WATCHERS;
+    a->ring = calloc(a->o.queue_capacity, sizeof *a->ring);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_mutex_init(&a->qlock, NULL);
+    pthread_cond_init(&a->qwake, &ca);
+    pthread_cond_init(&a->qdone, &ca);
+    pthread_condattr_destroy(&ca);
+    a->last_drop_warn_ms = a->last_fail_log_ms = INT64_MIN / 2;
+    if (!a->ring) {
+        snprintf(err, errlen, "audit: out of memory (queue of %zu)", a->o.queue_capacity);
+        goto fail;
+    }
+    int rc = pthread_create(&a->writer, NULL, writer_main, a);
+    if (rc != 0) {
+        snprintf(err, errlen, "audit: cannot start the writer thread: %s", strerror(rc));
+        goto fail;
+    }
+    if (audit_watch_start(a, err, errlen) != 0) {
+        pthread_mutex_lock(&a->qlock);
+        a->stopping = 1;
+        a->flush_deadline_ms = rpc_now_ms();
+        pthread_cond_signal(&a->qwake);
+        pthread_mutex_unlock(&a->qlock);
+        pthread_join(a->writer, NULL);
+        goto fail;
+    }
+    *out = a;
+    return 0;
+fail:
+    pthread_cond_destroy(&a->qwake);
+    pthread_cond_destroy(&a->qdone);
+    pthread_mutex_destroy(&a->qlock);
+    free(a->ring);
+    free(a);
+    return -1;
+}
+
+void audit_free(audit *a) {
+    if (!a) return;
+    audit_watch_stop(a);
+    pthread_mutex_lock(&a->qlock);
+    a->stopping = 1;
+    a->flush_deadline_ms = rpc_now_ms() + a->o.flush_timeout_ms;
+    pthread_cond_broadcast(&a->qwake);
+    while (!a->writer_exited) {
+        struct timespec ts = mono_abs(a->flush_deadline_ms);
+        if (pthread_cond_timedwait(&a->qdone, &a->qlock, &ts) == ETIMEDOUT) {
+            /* The writer may sit in a statement (a lock wait, a dead
+             * server): cancel it so the thread can be joined. */
+            char buf[256];
+            if (a->cancel) PQcancel(a->cancel, buf, sizeof buf);
+            pthread_cond_broadcast(&a->qwake);
+            ts = mono_abs(rpc_now_ms() + 100);
+            pthread_cond_timedwait(&a->qdone, &a->qlock, &ts);
+        }
+    }
+    pthread_mutex_unlock(&a->qlock);
+    pthread_join(a->writer, NULL);
+    pthread_cond_destroy(&a->qwake);
+    pthread_cond_destroy(&a->qdone);
+    pthread_mutex_destroy(&a->qlock);
+    free(a->ring);
+    free(a);
+}
+
+int audit_flush(audit *a, int64_t deadline_ms) {
+    pthread_mutex_lock(&a->qlock);
+    uint64_t want = a->enq_seq;
+    while (a->done_seq < want && !a->writer_exited) {
+        if (rpc_now_ms() >= deadline_ms) break;
+        struct timespec ts = mono_abs(deadline_ms);
+        pthread_cond_timedwait(&a->qdone, &a->qlock, &ts);
+    }
+    int rc = a->done_seq >= want ? 0 : -1;
+    pthread_mutex_unlock(&a->qlock);
+    return rc;
+}
+
+uint64_t audit_dropped(const audit *a) { return atomic_load(&((audit *)a)->dropped); }
+
+void audit_get_stats(const audit *a, audit_stats *out) {
+    audit *m = (audit *)a;
+    out->queued = atomic_load(&m->queued);
+    out->written = atomic_load(&m->written);
+    out->dropped = atomic_load(&m->dropped);
+    out->failed = atomic_load(&m->failed);
+    out->batches = atomic_load(&m->batches);
+    out->watchers = audit_watch_count(m);
+}
+
+int audit_register(rpc_server *srv, audit *a) {
+    rpc_method list = {
+        .path = "/memory.v1.Audit/List",
+        .kind = RPC_UNARY,
+        .request = &memory__v1__audit_list_request__descriptor,
+        .response = &memory__v1__audit_list_response__descriptor,
+        .scope = AUDIT_SCOPE,
+        .unary = audit_list_handler,
+        .arg = a,
+    };
+    rpc_method watch = {
+        .path = "/memory.v1.Audit/Watch",
+        .kind = RPC_SERVER_STREAM,
+        .request = &memory__v1__audit_watch_request__descriptor,
+        .response = &memory__v1__audit_watch_response__descriptor,
+        .scope = AUDIT_SCOPE,
+        .stream = audit_watch_handler,
+        .arg = a,
+    };
+    if (rpc_server_add_method(srv, &list) != 0 || rpc_server_add_method(srv, &watch) != 0 ||
+        rpc_server_add_observer(srv, observe, a) != 0)
+        return -1;
+    return 0;
+}

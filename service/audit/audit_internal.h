@@ -1,0 +1,174 @@
+/* audit_internal: state shared by audit.c (observer, queue, writer),
+ * audit_list.c (Audit.List), audit_watch.c (Audit.Watch and the LISTEN
+ * thread) and audit_codec.c (the pure encoders/decoders they use). Not for
+ * other modules. */
+#ifndef MEMORYD_AUDIT_INTERNAL_H
+#define MEMORYD_AUDIT_INTERNAL_H
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "memory/v1/audit.pb-c.h"
+#include "service/audit/audit.h"
+#include "service/core/arena.h"
+
+#define AUDIT_SCOPE "audit:read"
+#define AUDIT_CHANNEL "memoryd_audit"
+#define AUDIT_MAX_TARGETS 1024   /* per call; more are ignored */
+#define AUDIT_MAX_ID_BYTES 1024  /* per target id (and filter.target_id) */
+#define AUDIT_MAX_NAME_BYTES 256 /* filter.principal, filter.method */
+
+/* The columns every read selects, in the order audit_codec_row decodes. */
+#define AUDIT_COLUMNS                                                                     \
+    "id, time, tenant, principal, token_id, method, target_ids, status_code, duration_us," \
+    " request_id"
+
+/* One finished call waiting for the writer: a single malloc, the strings
+ * and the targets array live behind the struct (free() it once). */
+typedef struct audit_rec {
+    int64_t time_us;     /* Unix microseconds */
+    int64_t duration_us;
+    int32_t status;
+    const char *tenant, *principal, *token_id, *method, *request_id;
+    const char **targets;
+    size_t ntargets;
+} audit_rec;
+
+/* One row read back from audit_log. Strings point into the PGresult (valid
+ * until PQclear); targets come from the caller's allocator. */
+typedef struct audit_row {
+    int64_t id;
+    int64_t time_us;
+    const char *tenant, *principal, *token_id, *method, *request_id;
+    char **targets;
+    size_t ntargets;
+    int32_t status;
+    int64_t duration_us;
+} audit_row;
+
+/* A validated AuditFilter. NULL fields match everything. */
+typedef struct audit_filter {
+    const char *principal;
+    const char *method;         /* full path "/pkg.Svc/M" */
+    const char *service_prefix; /* "/pkg.Svc/" for a whole service */
+    const char *target;
+} audit_filter;
+
+/* The per-call note hung on rpc_call_set_audit (call arena). */
+typedef struct audit_note {
+    char **targets;
+    size_t ntargets, cap, ignored;
+    int in_tx;     /* audit_write_in_tx inserted a row */
+    int committed; /* ...and the handler's COMMIT succeeded */
+} audit_note;
+
+/* A growable byte buffer (malloc). oom is sticky: check it once at the end. */
+typedef struct audit_buf {
+    char *p;
+    size_t len, cap;
+    int oom;
+} audit_buf;
+
+typedef struct audit_watch audit_watch;
+
+struct audit {
+    pg_pool *pg;
+    audit_options o;
+
+    /* The queue: a ring of record pointers, guarded by qlock. */
+    pthread_mutex_t qlock;
+    pthread_cond_t qwake; /* the writer: records arrived, or stop */
+    pthread_cond_t qdone; /* audit_flush / audit_free: the writer made progress */
+    audit_rec **ring;
+    size_t head, count;
+    uint64_t enq_seq, done_seq; /* records entered / finished (written, failed, dropped) */
+    int writer_waiting;
+    int stopping, writer_exited;
+    int64_t flush_deadline_ms;
+    PGcancel *cancel;     /* the writer's in-flight statement, for audit_free */
+    int64_t last_drop_warn_ms; /* qlock */
+    int64_t last_fail_log_ms;  /* writer thread only */
+    pthread_t writer;
+
+    atomic_uint_fast64_t queued, written, dropped, failed, batches;
+
+    audit_watch *watch;
+};
+
+/* ---- audit_codec.c: pure helpers, no I/O ---- */
+
+void audit_buf_put(audit_buf *b, const char *s, size_t n);
+void audit_buf_puts(audit_buf *b, const char *s);
+void audit_buf_printf(audit_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void audit_buf_free(audit_buf *b);
+
+/* Copies at most max bytes of s into out (room for max + 1), replacing
+ * bytes that are not valid UTF-8 with '?' and never cutting a character
+ * in half; NUL-terminates. Returns the length written. */
+size_t audit_codec_utf8_clean(const char *s, size_t max, char *out);
+
+/* Appends a PostgreSQL text[] literal ({"a","b"}) of v[0..n). */
+void audit_codec_array_literal(audit_buf *b, const char *const *v, size_t n);
+/* Appends one COPY text-format line for r (the AUDIT_COPY_COLUMNS order). */
+void audit_codec_copy_row(audit_buf *b, const audit_rec *r);
+#define AUDIT_COPY_COLUMNS \
+    "time, tenant, principal, token_id, method, target_ids, status_code, duration_us, request_id"
+/* "YYYY-MM-DD HH:MM:SS.uuuuuu+00" for Unix microseconds; out has 40 bytes. */
+void audit_codec_time(int64_t unix_us, char out[40]);
+
+/* Decodes a binary-format text[] value. Elements are NUL-terminated copies
+ * from alloc(ctx, size) (NULL elements are skipped). Returns 0, or -1 when
+ * the bytes are not a one-dimensional text array or alloc fails. */
+int audit_codec_text_array(const char *data, size_t len, void *(*alloc)(void *ctx, size_t n),
+                           void *ctx, char ***out, size_t *n);
+/* Decodes row i of a binary-format result of SELECT AUDIT_COLUMNS. Returns
+ * 0, or -1 (wrong shape, out of memory). */
+int audit_codec_row(const PGresult *r, int i, void *(*alloc)(void *ctx, size_t n), void *ctx,
+                    audit_row *out);
+/* Points rec (initialised here) at row; ts, d and idbuf (24 bytes) are the
+ * caller's storage for the nested messages and the id text. */
+void audit_codec_record(const audit_row *row, Memory__V1__AuditRecord *rec,
+                        Google__Protobuf__Timestamp *ts, Google__Protobuf__Duration *d,
+                        char idbuf[24]);
+
+/* Shape of a method filter: 1 full method "/pkg.Svc/Method", 2 service
+ * "pkg.Svc", 0 neither. */
+int audit_codec_method_kind(const char *s);
+
+#define AUDIT_FILTER_EINVAL (-1) /* malformed: INVALID_ARGUMENT */
+#define AUDIT_FILTER_EPERM (-2)  /* names another principal without :all */
+/* Validates in (may be NULL) for a caller (own_sub) holding audit:read at
+ * breadth; at PRINCIPAL_OWN the principal filter is forced to own_sub.
+ * Strings of out point into in or the arena. */
+int audit_codec_filter(const Memory__V1__AuditFilter *in, const char *own_sub,
+                       principal_breadth breadth, arena *ar, audit_filter *out, char *err,
+                       size_t errlen);
+/* 1 if row (already known to be in the watcher's tenant) passes f. */
+int audit_codec_filter_match(const audit_filter *f, const audit_row *row);
+
+/* Page tokens: opaque base64url of "v1:<time_us>:<id>:<binding>", where
+ * binding is a hash of everything the token is only valid for (caller and
+ * filters). encode returns a malloc'd string (NULL on OOM); decode returns
+ * 0, or -1 when the token is malformed or bound to something else. */
+char *audit_codec_page_token(int64_t time_us, int64_t id, const char *binding);
+int audit_codec_page_token_parse(const char *tok, const char *binding, int64_t *time_us,
+                                 int64_t *id);
+
+/* ---- audit_list.c ---- */
+grpc_status_code audit_list_handler(rpc_call *call, const ProtobufCMessage *req,
+                                    ProtobufCMessage *resp, void *arg);
+
+/* ---- audit_watch.c ---- */
+int audit_watch_start(audit *a, char *err, size_t errlen);
+/* Stops the listener and ends open streams with UNAVAILABLE; accepts a
+ * NULL a->watch. */
+void audit_watch_stop(audit *a);
+grpc_status_code audit_watch_handler(rpc_call *call, const ProtobufCMessage *req, void *arg);
+size_t audit_watch_count(audit *a);
+
+/* ---- audit.c ---- */
+/* Maps a failed PGresult / connection to a status for List and Watch and
+ * sets the call's error message. */
+grpc_status_code audit_pg_status(rpc_call *call, PGconn *conn, const PGresult *r,
+                                 const char *what);
+
+#endif

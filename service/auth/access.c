@@ -1,0 +1,448 @@
+/* access: WhoAmI, Attenuate and Revoke; see access.h. */
+#include "service/auth/access.h"
+
+#include <jansson.h>
+#include <openssl/rand.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memory/v1/access.pb-c.h"
+#include "service/audit/audit.h"
+#include "service/auth/nsglob.h"
+#include "service/core/log.h"
+#include "service/pb/pbtime.h"
+
+#define MAX_CHAIN 16   /* ancestors a token may have (the anc claim bound) */
+#define MAX_SCOPE_LEN 128
+#define MAX_REASON 1024
+
+typedef struct {
+    authn *auth;
+    pg_pool *pg;
+} access_ctx;
+
+static access_ctx ctx_storage; /* one Access service per process */
+
+static Memory__V1__TokenClaims *render_claims(arena *ar, const jwt_claims *c) {
+    Memory__V1__TokenClaims *out = arena_alloc(ar, sizeof *out);
+    if (!out) return NULL;
+    memory__v1__token_claims__init(out);
+    out->issuer = c->iss ? c->iss : "";
+    out->principal = c->sub;
+    out->tenant = c->tenant;
+    out->n_scopes = c->nscopes;
+    out->scopes = c->scopes;
+    out->n_namespaces = c->nns;
+    out->namespaces = c->ns;
+    out->read_ceiling = (Memory__V1__Label)c->clr;
+    out->write_floor = (Memory__V1__Label)c->lvl;
+    if (c->has_iat) out->issue_time = pbtime_timestamp(ar, c->iat * 1000000);
+    if (c->has_nbf) out->not_before_time = pbtime_timestamp(ar, c->nbf * 1000000);
+    out->expire_time = pbtime_timestamp(ar, c->exp * 1000000);
+    out->token_id = c->jti;
+    out->parent_token_id = c->parent ? c->parent : "";
+    return out;
+}
+
+static grpc_status_code who_am_i(rpc_call *call, const ProtobufCMessage *req,
+                                 ProtobufCMessage *resp, void *arg) {
+    (void)req;
+    (void)arg;
+    const principal *p = authn_principal(call);
+    Memory__V1__AccessWhoAmIResponse *out = (Memory__V1__AccessWhoAmIResponse *)resp;
+    /* The claims live as long as the call's reference on the principal,
+     * which outlives the response's encoding. */
+    out->claims = render_claims(rpc_call_arena(call), principal_claims(p));
+    if (!out->claims) {
+        rpc_call_set_error(call, "out of memory");
+        return GRPC_STATUS_RESOURCE_EXHAUSTED;
+    }
+    return GRPC_STATUS_OK;
+}
+
+/* ---- Attenuate ---- */
+
+static int scope_char_ok(char ch) {
+    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+           ch == '_' || ch == '-' || ch == '.' || ch == ':' || ch == '*';
+}
+
+/* Shape of a scope: `name`, `tier:op`, `tier:op:own|all`, `tier:*`. */
+static int scope_valid(const char *s) {
+    size_t n = strlen(s);
+    if (n == 0 || n > MAX_SCOPE_LEN) return 0;
+    int colons = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!scope_char_ok(s[i])) return 0;
+        if (s[i] == ':') {
+            if (i == 0 || i + 1 == n || s[i + 1] == ':') return 0;
+            colons++;
+        }
+    }
+    if (colons == 0) return strchr(s, '*') == NULL;
+    if (colons > 2) return 0;
+    const char *op = strchr(s, ':') + 1;
+    const char *breadth = strchr(op, ':');
+    if (strchr(s, '*')) return strcmp(op, "*") == 0; /* only `tier:*` */
+    return !breadth || strcmp(breadth, ":own") == 0 || strcmp(breadth, ":all") == 0;
+}
+
+/* 1 if the parent holds at least what child scope s grants. */
+static int scope_covered(const principal *parent, const char *s) {
+    const char *colon = strchr(s, ':');
+    if (!colon) return principal_has(parent, s);
+    if (strcmp(colon + 1, "*") == 0) return principal_has(parent, s);
+    const char *breadth = strchr(colon + 1, ':');
+    principal_breadth want =
+        breadth && strcmp(breadth, ":all") == 0 ? PRINCIPAL_ALL : PRINCIPAL_OWN;
+    char base[MAX_SCOPE_LEN + 1];
+    size_t len = breadth ? (size_t)(breadth - s) : strlen(s);
+    memcpy(base, s, len);
+    base[len] = '\0';
+    return principal_scope(parent, base) >= want;
+}
+
+static void new_uuid(char out[37]) {
+    unsigned char b[16];
+    if (RAND_bytes(b, sizeof b) != 1) memset(b, 0, sizeof b); /* never: OpenSSL's DRBG */
+    b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
+    b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
+    snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+             b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12],
+             b[13], b[14], b[15]);
+}
+
+static const char *label_name(int l) {
+    static const char *const names[] = {"UNSPECIFIED", "PUBLIC", "INTERNAL", "CONFIDENTIAL",
+                                        "SECRET"};
+    return l >= 0 && l <= 4 ? names[l] : "?";
+}
+
+/* Builds the child's claims (borrowing strings from parent and req) after
+ * every check; on failure sets the call error and returns its status. */
+static grpc_status_code build_child(rpc_call *call, const principal *parent,
+                                    const Memory__V1__AccessAttenuateRequest *req, int64_t now_s,
+                                    const char *jti, const char *iss, jwt_claims *child) {
+    const jwt_claims *pc = principal_claims(parent);
+    if (req->n_scopes == 0) {
+        rpc_call_set_error(call, "scopes: at least one scope is required");
+        return GRPC_STATUS_INVALID_ARGUMENT;
+    }
+    if (req->n_scopes > JWT_MAX_SCOPES || req->n_namespaces > JWT_MAX_NS) {
+        rpc_call_set_error(call, "at most %d scopes and %d namespaces", JWT_MAX_SCOPES,
+                           JWT_MAX_NS);
+        return GRPC_STATUS_INVALID_ARGUMENT;
+    }
+    for (size_t i = 0; i < req->n_scopes; i++) {
+        if (!scope_valid(req->scopes[i])) {
+            rpc_call_set_error(call, "scopes[%zu]: \"%.128s\" is not a scope (expected e.g. "
+                               "`entries:read`, `episodic:write:all`, `cache:*`, `admin`)",
+                               i, req->scopes[i]);
+            return GRPC_STATUS_INVALID_ARGUMENT;
+        }
+    }
+    char why[256];
+    for (size_t i = 0; i < req->n_namespaces; i++) {
+        const char *g = req->namespaces[i];
+        if (nsglob_check_pattern(g, strlen(g), why, sizeof why) != 0) {
+            rpc_call_set_error(call, "namespaces[%zu]: \"%.200s\" is not a namespace glob: %s",
+                               i, g, why);
+            return GRPC_STATUS_INVALID_ARGUMENT;
+        }
+    }
+    int clr = req->read_ceiling ? (int)req->read_ceiling : (int)pc->clr;
+    int lvl = req->write_floor ? (int)req->write_floor : (int)pc->lvl;
+    if (clr < 0 || clr > 4 || lvl < 0 || lvl > 4) {
+        rpc_call_set_error(call, "read_ceiling and write_floor must be memory.v1.Label values");
+        return GRPC_STATUS_INVALID_ARGUMENT;
+    }
+    if (lvl > clr) {
+        rpc_call_set_error(call, "write_floor %s is above read_ceiling %s", label_name(lvl),
+                           label_name(clr));
+        return GRPC_STATUS_INVALID_ARGUMENT;
+    }
+    int64_t exp = pc->exp;
+    if (req->expiration_case == MEMORY__V1__ACCESS_ATTENUATE_REQUEST__EXPIRATION_EXPIRE_TIME) {
+        int64_t us;
+        if (pbtime_timestamp_us(req->expire_time, &us) != 0) {
+            rpc_call_set_error(call, "expire_time is not a valid timestamp");
+            return GRPC_STATUS_INVALID_ARGUMENT;
+        }
+        exp = us / 1000000;
+        if (exp <= now_s) {
+            rpc_call_set_error(call, "expire_time must be in the future");
+            return GRPC_STATUS_INVALID_ARGUMENT;
+        }
+    } else if (req->expiration_case == MEMORY__V1__ACCESS_ATTENUATE_REQUEST__EXPIRATION_TTL) {
+        int64_t us;
+        if (pbtime_duration_us(req->ttl, &us) != 0 || us <= 0) {
+            rpc_call_set_error(call, "ttl must be a positive duration");
+            return GRPC_STATUS_INVALID_ARGUMENT;
+        }
+        exp = now_s + (us + 999999) / 1000000;
+    }
+    if (pc->nanc + 1 > MAX_CHAIN) {
+        rpc_call_set_error(call, "the token is already %zu attenuations deep; at most %d",
+                           pc->nanc, MAX_CHAIN);
+        return GRPC_STATUS_FAILED_PRECONDITION;
+    }
+
+    /* Narrowing checks, each naming the claim that would widen. */
+    for (size_t i = 0; i < req->n_scopes; i++) {
+        if (!scope_covered(parent, req->scopes[i])) {
+            rpc_call_set_error(call, "scope `%s` is not covered by the calling token's scopes",
+                               req->scopes[i]);
+            return GRPC_STATUS_PERMISSION_DENIED;
+        }
+    }
+    for (size_t i = 0; i < req->n_namespaces; i++) {
+        int covered = 0;
+        for (size_t j = 0; j < pc->nns && !covered; j++)
+            covered = nsglob_covers(pc->ns[j], req->namespaces[i]);
+        if (!covered) {
+            rpc_call_set_error(call, "namespace glob `%s` reaches namespaces the calling token's "
+                               "ns claim does not", req->namespaces[i]);
+            return GRPC_STATUS_PERMISSION_DENIED;
+        }
+    }
+    if (clr > (int)pc->clr) {
+        rpc_call_set_error(call, "read_ceiling %s is above the calling token's %s",
+                           label_name(clr), label_name((int)pc->clr));
+        return GRPC_STATUS_PERMISSION_DENIED;
+    }
+    if (lvl < (int)pc->lvl) {
+        rpc_call_set_error(call, "write_floor %s is below the calling token's %s",
+                           label_name(lvl), label_name((int)pc->lvl));
+        return GRPC_STATUS_PERMISSION_DENIED;
+    }
+    if (exp > pc->exp) {
+        rpc_call_set_error(call, "the expiry asked for is later than the calling token's");
+        return GRPC_STATUS_PERMISSION_DENIED;
+    }
+
+    arena *ar = rpc_call_arena(call);
+    memset(child, 0, sizeof *child);
+    child->iss = (char *)iss;
+    child->sub = pc->sub;
+    child->tenant = pc->tenant;
+    child->jti = (char *)jti;
+    child->parent = pc->jti;
+    child->scopes = req->scopes;
+    child->nscopes = req->n_scopes;
+    child->ns = req->namespaces;
+    child->nns = req->n_namespaces;
+    child->clr = (jwt_label)clr;
+    child->lvl = (jwt_label)lvl;
+    child->exp = exp;
+    child->iat = now_s;
+    child->has_iat = 1;
+    child->anc = arena_alloc(ar, (pc->nanc + 1) * sizeof(char *));
+    if (!child->anc) {
+        rpc_call_set_error(call, "out of memory");
+        return GRPC_STATUS_RESOURCE_EXHAUSTED;
+    }
+    for (size_t i = 0; i < pc->nanc; i++) child->anc[i] = pc->anc[i];
+    child->anc[pc->nanc] = pc->jti;
+    child->nanc = pc->nanc + 1;
+    return GRPC_STATUS_OK;
+}
+
+/* Records the minted token so Revoke can tell descendants apart. */
+static int record_issued(pg_pool *pg, rpc_call *call, const jwt_claims *child, char *err,
+                         size_t errlen) {
+    json_t *anc = json_array();
+    for (size_t i = 0; anc && i < child->nanc; i++) json_array_append_new(anc, json_string(child->anc[i]));
+    char *anc_json = anc ? json_dumps(anc, JSON_COMPACT) : NULL;
+    json_decref(anc);
+    if (!anc_json) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    char exp[32];
+    snprintf(exp, sizeof exp, "%lld", (long long)child->exp);
+    PGconn *conn = pg_pool_acquire(pg, rpc_call_deadline_ms(call), err, errlen);
+    if (!conn) {
+        free(anc_json);
+        return -1;
+    }
+    const char *params[6] = {child->jti, child->parent, anc_json, child->tenant, child->sub, exp};
+    PGresult *res = PQexecParams(
+        conn,
+        "INSERT INTO issued_tokens (jti, parent_jti, ancestors, tenant, principal, expires_at)"
+        " SELECT $1, $2, array(SELECT jsonb_array_elements_text($3::jsonb)), $4, $5,"
+        " to_timestamp($6::bigint)",
+        6, NULL, params, NULL, NULL, 0);
+    int ok = PQresultStatus(res) == PGRES_COMMAND_OK;
+    if (!ok) snprintf(err, errlen, "%s", PQerrorMessage(conn));
+    PQclear(res);
+    pg_pool_release(pg, conn, !ok);
+    free(anc_json);
+    return ok ? 0 : -1;
+}
+
+static grpc_status_code attenuate(rpc_call *call, const ProtobufCMessage *reqm,
+                                  ProtobufCMessage *resp, void *arg) {
+    access_ctx *ctx = arg;
+    const Memory__V1__AccessAttenuateRequest *req =
+        (const Memory__V1__AccessAttenuateRequest *)reqm;
+    const principal *parent = authn_principal(call);
+    const char *kid = NULL;
+    EVP_PKEY *key = authn_signing_key(ctx->auth, &kid);
+    if (!key) {
+        rpc_call_set_error(call, "this memoryd has no signing key (--signing-key), so it cannot "
+                           "mint tokens");
+        return GRPC_STATUS_FAILED_PRECONDITION;
+    }
+    char jti[37];
+    new_uuid(jti);
+    int64_t now_s = pbtime_now_us() / 1000000;
+    jwt_claims child;
+    grpc_status_code st =
+        build_child(call, parent, req, now_s, jti, authn_issuer(ctx->auth), &child);
+    if (st != GRPC_STATUS_OK) return st;
+
+    char *payload = NULL, *token = NULL, err[512];
+    if (jwt_claims_render(&child, &payload) != 0 ||
+        jwt_sign(key, kid, payload, &token, err, sizeof err) != JWT_OK) {
+        free(payload);
+        rpc_call_set_error(call, "cannot sign the new token");
+        return GRPC_STATUS_INTERNAL;
+    }
+    free(payload);
+    if (record_issued(ctx->pg, call, &child, err, sizeof err) != 0) {
+        free(token);
+        rpc_call_set_error(call, "cannot record the new token (PostgreSQL): %s", err);
+        return GRPC_STATUS_UNAVAILABLE;
+    }
+    Memory__V1__AccessAttenuateResponse *out = (Memory__V1__AccessAttenuateResponse *)resp;
+    arena *ar = rpc_call_arena(call);
+    out->token = arena_strdup(ar, token);
+    free(token);
+    child.jti = arena_strdup(ar, jti);
+    out->claims = render_claims(ar, &child);
+    if (!out->token || !child.jti || !out->claims) {
+        rpc_call_set_error(call, "out of memory");
+        return GRPC_STATUS_RESOURCE_EXHAUSTED;
+    }
+    audit_add_target(call, child.jti);
+    log_fields(LOG_INFO, "token attenuated", LOG_F_STR, "parent", principal_jti(parent),
+               LOG_F_STR, "jti", jti, LOG_F_STR, "principal", principal_sub(parent), LOG_F_END);
+    return GRPC_STATUS_OK;
+}
+
+/* ---- Revoke ---- */
+
+/* 1 if target was minted (by Attenuate) from caller_jti at any depth and
+ * in tenant; 0 if not; -1 with err when Postgres fails. */
+static int is_descendant(pg_pool *pg, rpc_call *call, const char *target, const char *caller_jti,
+                         const char *tenant, char *err, size_t errlen) {
+    PGconn *conn = pg_pool_acquire(pg, rpc_call_deadline_ms(call), err, errlen);
+    if (!conn) return -1;
+    const char *params[3] = {target, caller_jti, tenant};
+    PGresult *res = PQexecParams(conn,
+                                 "SELECT 1 FROM issued_tokens WHERE jti = $1 AND tenant = $3"
+                                 " AND $2 = ANY(ancestors)",
+                                 3, NULL, params, NULL, NULL, 0);
+    int rc = PQresultStatus(res) == PGRES_TUPLES_OK ? PQntuples(res) > 0 : -1;
+    if (rc < 0) snprintf(err, errlen, "%s", PQerrorMessage(conn));
+    PQclear(res);
+    pg_pool_release(pg, conn, rc < 0);
+    return rc;
+}
+
+/* 1 if target was minted by memoryd for another tenant. */
+static int other_tenant(pg_pool *pg, rpc_call *call, const char *target, const char *tenant,
+                        char *err, size_t errlen) {
+    PGconn *conn = pg_pool_acquire(pg, rpc_call_deadline_ms(call), err, errlen);
+    if (!conn) return -1;
+    const char *params[2] = {target, tenant};
+    PGresult *res = PQexecParams(conn,
+                                 "SELECT 1 FROM issued_tokens WHERE jti = $1 AND tenant <> $2",
+                                 2, NULL, params, NULL, NULL, 0);
+    int rc = PQresultStatus(res) == PGRES_TUPLES_OK ? PQntuples(res) > 0 : -1;
+    if (rc < 0) snprintf(err, errlen, "%s", PQerrorMessage(conn));
+    PQclear(res);
+    pg_pool_release(pg, conn, rc < 0);
+    return rc;
+}
+
+static grpc_status_code revoke(rpc_call *call, const ProtobufCMessage *reqm,
+                               ProtobufCMessage *resp, void *arg) {
+    access_ctx *ctx = arg;
+    const Memory__V1__AccessRevokeRequest *req = (const Memory__V1__AccessRevokeRequest *)reqm;
+    const principal *p = authn_principal(call);
+    if (!req->token_id[0]) {
+        rpc_call_set_error(call, "token_id: required");
+        return GRPC_STATUS_INVALID_ARGUMENT;
+    }
+    if (strlen(req->token_id) > 256) {
+        rpc_call_set_error(call, "token_id: at most 256 characters");
+        return GRPC_STATUS_INVALID_ARGUMENT;
+    }
+    if (strlen(req->reason) > MAX_REASON) {
+        rpc_call_set_error(call, "reason: at most %d characters", MAX_REASON);
+        return GRPC_STATUS_INVALID_ARGUMENT;
+    }
+    audit_add_target(call, req->token_id);
+    char err[512];
+    if (strcmp(req->token_id, principal_jti(p)) != 0) {
+        int rc = is_descendant(ctx->pg, call, req->token_id, principal_jti(p),
+                               principal_tenant(p), err, sizeof err);
+        if (rc == 0 && principal_has(p, "admin"))
+            rc = other_tenant(ctx->pg, call, req->token_id, principal_tenant(p), err,
+                              sizeof err) == 0 ? 1 : 0;
+        if (rc < 0) {
+            rpc_call_set_error(call, "cannot check the token's ancestry (PostgreSQL): %s", err);
+            return GRPC_STATUS_UNAVAILABLE;
+        }
+        if (rc == 0) {
+            rpc_call_set_error(call, "token %s is neither the calling token nor attenuated from "
+                               "it; revoking other tokens needs scope `admin`", req->token_id);
+            return GRPC_STATUS_PERMISSION_DENIED;
+        }
+    }
+    int64_t at_s = 0;
+    if (authn_revoke(ctx->auth, req->token_id, p, req->reason, rpc_call_deadline_ms(call), &at_s,
+                     err, sizeof err) != 0) {
+        rpc_call_set_error(call, "cannot store the revocation (PostgreSQL): %s", err);
+        return GRPC_STATUS_UNAVAILABLE;
+    }
+    log_fields(LOG_INFO, "token revoked", LOG_F_STR, "jti", req->token_id, LOG_F_STR, "by",
+               principal_sub(p), LOG_F_STR, "tenant", principal_tenant(p), LOG_F_STR, "reason",
+               req->reason, LOG_F_END);
+    Memory__V1__AccessRevokeResponse *out = (Memory__V1__AccessRevokeResponse *)resp;
+    out->revoke_time = pbtime_timestamp(rpc_call_arena(call), at_s * 1000000);
+    return GRPC_STATUS_OK;
+}
+
+int access_register(rpc_server *srv, authn *a, pg_pool *pg) {
+    ctx_storage.auth = a;
+    ctx_storage.pg = pg;
+    const rpc_method methods[] = {
+        {.path = "/memory.v1.Access/WhoAmI",
+         .kind = RPC_UNARY,
+         .request = &memory__v1__access_who_am_irequest__descriptor,
+         .response = &memory__v1__access_who_am_iresponse__descriptor,
+         .scope = "",
+         .unary = who_am_i,
+         .arg = &ctx_storage},
+        {.path = "/memory.v1.Access/Attenuate",
+         .kind = RPC_UNARY,
+         .request = &memory__v1__access_attenuate_request__descriptor,
+         .response = &memory__v1__access_attenuate_response__descriptor,
+         .scope = "access:attenuate",
+         .unary = attenuate,
+         .arg = &ctx_storage},
+        {.path = "/memory.v1.Access/Revoke",
+         .kind = RPC_UNARY,
+         .request = &memory__v1__access_revoke_request__descriptor,
+         .response = &memory__v1__access_revoke_response__descriptor,
+         .scope = "",
+         .unary = revoke,
+         .arg = &ctx_storage},
+    };
+    for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++)
+        if (rpc_server_add_method(srv, &methods[i]) != 0) return -1;
+    return 0;
+}

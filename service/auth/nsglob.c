@@ -1,0 +1,223 @@
+/* nsglob: namespace and key patterns; see nsglob.h. */
+#include "service/auth/nsglob.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* Matches one segment pattern p[0..pn) against s[0..sn), `*` = any run. */
+static int segment_match(const char *p, size_t pn, const char *s, size_t sn) {
+    size_t pi = 0, si = 0, star = (size_t)-1, mark = 0;
+    while (si < sn) {
+        if (pi < pn && p[pi] == '*') {
+            star = pi++;
+            mark = si;
+        } else if (pi < pn && p[pi] == s[si]) {
+            pi++;
+            si++;
+        } else if (star != (size_t)-1) {
+            pi = star + 1;
+            si = ++mark;
+        } else {
+            return 0;
+        }
+    }
+    while (pi < pn && p[pi] == '*') pi++;
+    return pi == pn;
+}
+
+int nsglob_match(const char *glob, const char *ns) {
+    for (int seg = 0; seg < 3; seg++) {
+        const char *ge = glob, *ne = ns;
+        while (*ge && *ge != ':') ge++;
+        while (*ne && *ne != ':') ne++;
+        if (!segment_match(glob, (size_t)(ge - glob), ns, (size_t)(ne - ns))) return 0;
+        if (seg < 2) {
+            if (*ge != ':' || *ne != ':') return 0;
+            glob = ge + 1;
+            ns = ne + 1;
+        } else if (*ge || *ne) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static int ns_char(unsigned char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c == '_' || c == '.' || c == '-';
+}
+
+static int check_segments(const char *s, size_t len, int allow_star, char *why, size_t whylen) {
+    const char *what = allow_star ? "namespace pattern" : "namespace";
+    int seg = 1;
+    size_t seglen = 0;
+    for (size_t i = 0; i <= len; i++) {
+        if (i == len || s[i] == ':') {
+            if (seglen == 0) {
+                snprintf(why, whylen, "%s: segment %d is empty", what, seg);
+                return -1;
+            }
+            if (seglen > NSGLOB_SEGMENT_MAX) {
+                snprintf(why, whylen, "%s: segment %d is longer than %d characters", what, seg,
+                         NSGLOB_SEGMENT_MAX);
+                return -1;
+            }
+            if (i == len) break;
+            if (++seg > 3) {
+                snprintf(why, whylen, "%s: more than three `:`-separated segments", what);
+                return -1;
+            }
+            seglen = 0;
+            continue;
+        }
+        unsigned char c = (unsigned char)s[i];
+        if (!ns_char(c) && !(allow_star && c == '*')) {
+            if (c >= 0x20 && c < 0x7f)
+                snprintf(why, whylen, "%s: character '%c' is not allowed in segment %d", what, c,
+                         seg);
+            else
+                snprintf(why, whylen, "%s: byte 0x%02x is not allowed in segment %d", what, c,
+                         seg);
+            return -1;
+        }
+        seglen++;
+    }
+    if (seg != 3) {
+        snprintf(why, whylen, "%s: needs three `:`-separated segments (agent:workflow:node), "
+                 "found %d", what, seg);
+        return -1;
+    }
+    return 0;
+}
+
+int nsglob_check_namespace(const char *s, size_t len, char *why, size_t whylen) {
+    return check_segments(s, len, 0, why, whylen);
+}
+
+int nsglob_check_pattern(const char *s, size_t len, char *why, size_t whylen) {
+    return check_segments(s, len, 1, why, whylen);
+}
+
+/* Length of the UTF-8 sequence at s[0..n) (1..4), or 0 when invalid
+ * (overlong, surrogate, above U+10FFFF, truncated). *cp gets the code
+ * point. */
+static size_t utf8_seq(const unsigned char *s, size_t n, unsigned *cp) {
+    unsigned c = s[0];
+    size_t len;
+    unsigned min;
+    if (c < 0x80) {
+        *cp = c;
+        return 1;
+    } else if ((c & 0xe0) == 0xc0) {
+        len = 2, min = 0x80, c &= 0x1f;
+    } else if ((c & 0xf0) == 0xe0) {
+        len = 3, min = 0x800, c &= 0x0f;
+    } else if ((c & 0xf8) == 0xf0) {
+        len = 4, min = 0x10000, c &= 0x07;
+    } else {
+        return 0;
+    }
+    if (n < len) return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xc0) != 0x80) return 0;
+        c = (c << 6) | (s[i] & 0x3f);
+    }
+    if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff)) return 0;
+    *cp = c;
+    return len;
+}
+
+static int check_key(const char *s, size_t len, int allow_star, char *why, size_t whylen) {
+    const char *what = allow_star ? "key pattern" : "key";
+    if (len == 0 || len > NSGLOB_KEY_MAX) {
+        snprintf(why, whylen, "%s: must be 1 to %d bytes, got %zu", what, NSGLOB_KEY_MAX, len);
+        return -1;
+    }
+    const unsigned char *u = (const unsigned char *)s;
+    for (size_t i = 0; i < len;) {
+        unsigned cp;
+        size_t n = utf8_seq(u + i, len - i, &cp);
+        if (n == 0) {
+            snprintf(why, whylen, "%s: not valid UTF-8 at byte %zu", what, i);
+            return -1;
+        }
+        if (cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp < 0xa0)) {
+            snprintf(why, whylen, "%s: control character U+%04X at byte %zu", what, cp, i);
+            return -1;
+        }
+        if (cp == '*' && !allow_star) {
+            snprintf(why, whylen, "%s: `*` is only allowed in patterns", what);
+            return -1;
+        }
+        i += n;
+    }
+    return 0;
+}
+
+int nsglob_check_key(const char *s, size_t len, char *why, size_t whylen) {
+    return check_key(s, len, 0, why, whylen);
+}
+
+int nsglob_check_key_pattern(const char *s, size_t len, char *why, size_t whylen) {
+    return check_key(s, len, 1, why, whylen);
+}
+
+/* Does outer segment pattern o[0..on) match inner segment pattern
+ * i[0..in_), where each `*` of inner is an opaque symbol only a `*` of
+ * outer can consume? Iterative wildcard matching with backtracking to the
+ * last outer star, like segment_match. */
+static int segment_covers(const char *o, size_t on, const char *in, size_t inn) {
+    size_t oi = 0, ii = 0, star = (size_t)-1, mark = 0;
+    while (ii < inn) {
+        if (oi < on && o[oi] == '*') {
+            star = oi++;
+            mark = ii;
+        } else if (oi < on && o[oi] == in[ii] && in[ii] != '*') {
+            oi++;
+            ii++;
+        } else if (star != (size_t)-1) {
+            oi = star + 1;
+            ii = ++mark;
+        } else {
+            return 0;
+        }
+    }
+    while (oi < on && o[oi] == '*') oi++;
+    return oi == on;
+}
+
+int nsglob_covers(const char *outer, const char *inner) {
+    char why[8];
+    if (check_segments(outer, strlen(outer), 1, why, sizeof why) != 0 ||
+        check_segments(inner, strlen(inner), 1, why, sizeof why) != 0)
+        return 0;
+    for (int seg = 0; seg < 3; seg++) {
+        const char *oe = strchr(outer, ':'), *ie = strchr(inner, ':');
+        size_t on = oe ? (size_t)(oe - outer) : strlen(outer);
+        size_t inn = ie ? (size_t)(ie - inner) : strlen(inner);
+        if (!segment_covers(outer, on, inner, inn)) return 0;
+        outer += on + 1;
+        inner += inn + 1;
+    }
+    return 1;
+}
+
+int nsglob_is_literal(const char *pattern) { return strchr(pattern, '*') == NULL; }
+
+int nsglob_to_like(const char *pattern, size_t len, char *out, size_t outlen) {
+    size_t o = 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = pattern[i];
+        size_t need = (c == '%' || c == '_' || c == '\\') ? 2 : 1;
+        if (o + need + 1 > outlen) return -1;
+        if (c == '*') {
+            out[o++] = '%';
+        } else {
+            if (need == 2) out[o++] = '\\';
+            out[o++] = c;
+        }
+    }
+    if (o + 1 > outlen) return -1;
+    out[o] = '\0';
+    return (int)o;
+}

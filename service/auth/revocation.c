@@ -1,0 +1,246 @@
+/* revocation: revoked token ids, shared through PostgreSQL; see
+ * revocation.h. */
+#include "service/auth/revocation.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "service/core/log.h"
+
+/* An immutable sorted array of ids; replaced as a whole under the lock. */
+typedef struct {
+    char **ids;
+    size_t n;
+} id_set;
+
+struct revocation {
+    pg_pool *pg;
+    int poll_ms;
+    pthread_rwlock_t lock;
+    id_set set;
+    atomic_size_t count; /* set.n, readable without the lock */
+    long long seen_count, seen_max_seq;
+    pthread_t thread;
+    int thread_started;
+    pthread_mutex_t stop_lock;
+    pthread_cond_t stop_cond;
+    int stopping;
+};
+
+static int cmp_ids(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void set_free(id_set *s) {
+    for (size_t i = 0; i < s->n; i++) free(s->ids[i]);
+    free(s->ids);
+    s->ids = NULL;
+    s->n = 0;
+}
+
+static void install(revocation *r, id_set *fresh) {
+    qsort(fresh->ids, fresh->n, sizeof *fresh->ids, cmp_ids);
+    pthread_rwlock_wrlock(&r->lock);
+    id_set old = r->set;
+    r->set = *fresh;
+    atomic_store(&r->count, fresh->n);
+    pthread_rwlock_unlock(&r->lock);
+    set_free(&old);
+}
+
+static int64_t monotonic_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Reads count and max(seq); reloads every id when either changed since the
+ * last load. Returns 0, or -1 with err. */
+static int refresh(revocation *r, int force, char *err, size_t errlen) {
+    PGconn *conn = pg_pool_acquire(r->pg, monotonic_ms() + 5000, err, errlen);
+    if (!conn) return -1;
+    int rc = -1;
+    PGresult *res = PQexec(conn, "SELECT count(*), coalesce(max(seq), 0) FROM revoked_tokens");
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+        snprintf(err, errlen, "reading revoked_tokens: %s", PQerrorMessage(conn));
+        goto out;
+    }
+    long long cnt = atoll(PQgetvalue(res, 0, 0)), max_seq = atoll(PQgetvalue(res, 0, 1));
+    if (!force && cnt == r->seen_count && max_seq == r->seen_max_seq) {
+        rc = 0;
+        goto out;
+    }
+    PQclear(res);
+    res = PQexec(conn, "SELECT jti FROM revoked_tokens");
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+        snprintf(err, errlen, "reading revoked_tokens: %s", PQerrorMessage(conn));
+        goto out;
+    }
+    id_set fresh = {calloc((size_t)PQntuples(res) + 1, sizeof(char *)), 0};
+    if (!fresh.ids) {
+        snprintf(err, errlen, "out of memory");
+        goto out;
+    }
+    for (int i = 0; i < PQntuples(res); i++) {
+        char *id = strdup(PQgetvalue(res, i, 0));
+        if (!id) {
+            set_free(&fresh);
+            snprintf(err, errlen, "out of memory");
+            goto out;
+        }
+        fresh.ids[fresh.n++] = id;
+    }
+    install(r, &fresh);
+    r->seen_count = cnt;
+    r->seen_max_seq = max_seq;
+    rc = 0;
+out:
+    PQclear(res);
+    pg_pool_release(r->pg, conn, rc != 0);
+    return rc;
+}
+
+static void *poll_main(void *arg) {
+    revocation *r = arg;
+    int failing = 0;
+    pthread_mutex_lock(&r->stop_lock);
+    while (!r->stopping) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += r->poll_ms / 1000;
+        until.tv_nsec += (long)(r->poll_ms % 1000) * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&r->stop_cond, &r->stop_lock, &until);
+        if (r->stopping) break;
+        pthread_mutex_unlock(&r->stop_lock);
+        char err[256];
+        if (refresh(r, 0, err, sizeof err) != 0) {
+            if (!failing)
+                log_fields(LOG_WARN, "cannot refresh revoked tokens; revocations made on other "
+                           "replicas are not seen until PostgreSQL answers",
+                           LOG_F_STR, "error", err, LOG_F_END);
+            failing = 1;
+        } else if (failing) {
+            log_msg(LOG_INFO, "revoked tokens refreshed again");
+            failing = 0;
+        }
+        pthread_mutex_lock(&r->stop_lock);
+    }
+    pthread_mutex_unlock(&r->stop_lock);
+    return NULL;
+}
+
+int revocation_create(pg_pool *pg, int poll_ms, revocation **out, char *err, size_t errlen) {
+    revocation *r = calloc(1, sizeof *r);
+    if (!r) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    r->pg = pg;
+    r->poll_ms = poll_ms > 0 ? poll_ms : 1000;
+    r->seen_count = r->seen_max_seq = -1;
+    pthread_rwlock_init(&r->lock, NULL);
+    pthread_mutex_init(&r->stop_lock, NULL);
+    pthread_cond_init(&r->stop_cond, NULL);
+    atomic_init(&r->count, 0);
+    if (pg) {
+        char why[256];
+        if (refresh(r, 1, why, sizeof why) != 0) {
+            snprintf(err, errlen, "cannot load revoked tokens: %s", why);
+            revocation_free(r);
+            return -1;
+        }
+        if (pthread_create(&r->thread, NULL, poll_main, r) != 0) {
+            snprintf(err, errlen, "cannot start the revocation thread: %s", strerror(errno));
+            revocation_free(r);
+            return -1;
+        }
+        r->thread_started = 1;
+    }
+    *out = r;
+    return 0;
+}
+
+void revocation_free(revocation *r) {
+    if (!r) return;
+    if (r->thread_started) {
+        pthread_mutex_lock(&r->stop_lock);
+        r->stopping = 1;
+        pthread_cond_signal(&r->stop_cond);
+        pthread_mutex_unlock(&r->stop_lock);
+        pthread_join(r->thread, NULL);
+    }
+    set_free(&r->set);
+    pthread_rwlock_destroy(&r->lock);
+    pthread_mutex_destroy(&r->stop_lock);
+    pthread_cond_destroy(&r->stop_cond);
+    free(r);
+}
+
+int revocation_contains(revocation *r, const char *jti) {
+    if (atomic_load_explicit(&r->count, memory_order_acquire) == 0) return 0;
+    pthread_rwlock_rdlock(&r->lock);
+    int found = r->set.n && bsearch(&jti, r->set.ids, r->set.n, sizeof *r->set.ids, cmp_ids);
+    pthread_rwlock_unlock(&r->lock);
+    return found;
+}
+
+/* Adds one id to the local set (copy-on-write). */
+static void add_local(revocation *r, const char *jti) {
+    if (revocation_contains(r, jti)) return;
+    pthread_rwlock_rdlock(&r->lock);
+    size_t n = r->set.n;
+    id_set fresh = {calloc(n + 1, sizeof(char *)), 0};
+    for (size_t i = 0; fresh.ids && i < n; i++) {
+        char *id = strdup(r->set.ids[i]);
+        if (!id) break;
+        fresh.ids[fresh.n++] = id;
+    }
+    pthread_rwlock_unlock(&r->lock);
+    char *id = fresh.ids && fresh.n == n ? strdup(jti) : NULL;
+    if (!id) { /* out of memory: the next refresh will pick it up */
+        set_free(&fresh);
+        return;
+    }
+    fresh.ids[fresh.n++] = id;
+    install(r, &fresh);
+}
+
+int revocation_add(revocation *r, const char *jti, const char *by, const char *tenant,
+                   const char *reason, int64_t deadline_ms, int64_t *revoked_at_s, char *err,
+                   size_t errlen) {
+    *revoked_at_s = 0;
+    if (r->pg) {
+        PGconn *conn = pg_pool_acquire(r->pg, deadline_ms, err, errlen);
+        if (!conn) return -1;
+        const char *params[4] = {jti, by, tenant, reason ? reason : ""};
+        /* The no-op update makes RETURNING yield the first revocation's
+         * row when the id was already revoked. */
+        PGresult *res = PQexecParams(
+            conn,
+            "INSERT INTO revoked_tokens (jti, revoked_by, tenant, reason) VALUES ($1, $2, $3, $4)"
+            " ON CONFLICT (jti) DO UPDATE SET jti = EXCLUDED.jti"
+            " RETURNING extract(epoch FROM revoked_at)::bigint",
+            4, NULL, params, NULL, NULL, 0);
+        int ok = PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1;
+        if (ok) *revoked_at_s = atoll(PQgetvalue(res, 0, 0));
+        else snprintf(err, errlen, "storing the revocation: %s", PQerrorMessage(conn));
+        PQclear(res);
+        pg_pool_release(r->pg, conn, !ok);
+        if (!ok) return -1;
+    } else {
+        *revoked_at_s = (int64_t)time(NULL);
+    }
+    add_local(r, jti);
+    return 0;
+}
+
+size_t revocation_count(revocation *r) { return atomic_load(&r->count); }

@@ -1,0 +1,247 @@
+/* entries_store: the Entries tier's storage in PostgreSQL (table `entries`,
+ * migration 4). It knows SQL, zstd and the caller's principal, never gRPC:
+ * every query carries the read diode (tenant, owner unless the read scope
+ * is `:all`, label <= clr, not expired) and, for List/Search/Stats, the
+ * token's `ns` globs; rows coming back are checked again with
+ * principal_may_read. Writes run in one transaction with row locks, the
+ * write diode and compare-and-set, and call the caller's before-commit hook
+ * (the service layer writes its audit row there).
+ *
+ * Inputs are assumed validated by the caller (namespaces, keys, patterns,
+ * sizes); the store re-checks nothing it does not need for safety.
+ *
+ * Results are allocated in the context's arena and live as long as it.
+ * Functions return ENTRIES_OK or a negative ENTRIES_E* code with a message
+ * in ctx->err. */
+#ifndef MEMORYD_ENTRIES_ENTRIES_STORE_H
+#define MEMORYD_ENTRIES_ENTRIES_STORE_H
+
+#include <libpq-fe.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "service/auth/principal.h"
+#include "service/core/arena.h"
+#include "service/store/pg_pool.h"
+
+#define ENTRIES_OK 0
+#define ENTRIES_ENOTFOUND (-1)    /* absent, expired or hidden */
+#define ENTRIES_EDENIED (-2)      /* write diode: caller may not modify the entry */
+#define ENTRIES_ECONFLICT (-3)    /* expected_version does not match */
+#define ENTRIES_EUNAVAILABLE (-4) /* PostgreSQL down, connection lost, query failed */
+#define ENTRIES_ETIMEOUT (-5)     /* the call's deadline passed (statement_timeout) */
+#define ENTRIES_EINTERNAL (-6)    /* a diode mismatch or corrupt row: a bug, logged */
+#define ENTRIES_ENOMEM (-7)
+#define ENTRIES_ETOOBIG (-8)      /* Append/Replace result over the value limit */
+
+#define ENTRIES_VALUE_MAX (1024 * 1024)  /* bytes */
+#define ENTRIES_COMPRESS_OVER 1024       /* values longer than this are stored zstd-compressed */
+
+typedef struct entries_store entries_store;
+
+/* Per-call context. The caller fills the inputs; the store writes err. */
+typedef struct entries_ctx {
+    const principal *p;  /* the caller (borrowed) */
+    int64_t deadline_ms; /* CLOCK_MONOTONIC ms; INT64_MAX = none */
+    arena *ar;           /* where results are allocated */
+    /* Runs inside a write's transaction just before COMMIT (after the
+     * change succeeded); non-zero aborts the write with
+     * ENTRIES_EUNAVAILABLE and the hook's err. May be NULL. */
+    int (*before_commit)(PGconn *conn, void *arg, char *err, size_t errlen);
+    void *hook_arg;
+    /* Runs after a successful COMMIT. May be NULL. */
+    void (*after_commit)(void *arg);
+    char err[512];
+} entries_ctx;
+
+/* One stored entry as the store returns it. Strings are NUL-terminated;
+ * metadata_json is the jsonb text ("{}" when empty). */
+typedef struct entries_record {
+    const char *tenant;
+    const char *ns;
+    const char *key;
+    const char *owner;
+    int label;
+    const char *content_type;
+    const char *metadata_json;
+    const char **tags;
+    size_t ntags;
+    const char **pii_kinds;
+    size_t npii;
+    int64_t size_bytes; /* uncompressed */
+    int64_t version;
+    int64_t create_us; /* Unix microseconds */
+    int64_t update_us;
+    int64_t expire_us;
+    int has_expire;
+    int has_value;       /* value was asked for (and fits the byte budget) */
+    const uint8_t *value;
+    size_t value_len;
+} entries_record;
+
+typedef struct entries_store_options {
+    int max_statement_ms;      /* statement_timeout when the call has no deadline */
+    size_t max_response_bytes; /* value bytes per List/Search answer (at least one entry) */
+    int zstd_level;            /* compression level for values over 1 KiB */
+} entries_store_options;
+
+/* pg is borrowed and must outlive the store. o may be NULL (defaults:
+ * 30000 ms, 4 MiB, level 3). Returns 0 or -1 (out of memory). *out is
+ * freed with entries_store_free. */
+int entries_store_create(pg_pool *pg, const entries_store_options *o, entries_store **out);
+void entries_store_free(entries_store *s); /* accepts NULL */
+
+/* ---- Write ---- */
+
+typedef struct entries_write_in {
+    const char *ns;
+    const char *key;
+    const uint8_t *value;
+    size_t value_len;
+    const char *content_type;  /* never NULL */
+    const char *metadata_json; /* JSON object text; NULL = {} */
+    const char *const *tags;   /* deduplicated, validated */
+    size_t ntags;
+    const char *const *pii_kinds;
+    size_t npii;
+    int has_expire; /* absolute expiry */
+    int64_t expire_us;
+    int has_ttl; /* expiry relative to the database's now() */
+    int64_t ttl_us;
+    int has_expected; /* compare-and-set */
+    int64_t expected_version;
+    int label; /* requested memory.v1.Label (0 = unspecified) */
+} entries_write_in;
+
+/* Creates or replaces (ns, key) in the caller's tenant. An expired entry
+ * counts as absent (the write creates version 1 with the caller as owner).
+ * Replacing keeps owner and create time, bumps the version and stamps
+ * label = max(requested, lvl, existing). ENTRIES_EDENIED when the entry
+ * exists and belongs to another owner without `entries:write:all`, or its
+ * label is above the caller's clr; ENTRIES_ECONFLICT on a version mismatch
+ * (expected 0 = must not exist). A concurrent create of the same key is
+ * waited for and the write then re-evaluated as a replace. *created tells
+ * which happened; *out gets the stored metadata (no value). */
+int entries_store_write(entries_store *s, entries_ctx *c, const entries_write_in *in,
+                        entries_record *out, int *created);
+
+/* ---- Read ---- */
+
+/* One visible entry with its value (decompressed): one round trip.
+ * ENTRIES_ENOTFOUND when absent, expired or hidden by the read diode. */
+int entries_store_read(entries_store *s, entries_ctx *c, const char *ns, const char *key,
+                       entries_record *out);
+
+/* ---- List ---- */
+
+typedef struct entries_list_in {
+    const char *ns_pattern;  /* validated nsglob pattern */
+    const char *key_pattern; /* validated key pattern (`*` = any run) */
+    int with_values;
+    int limit;               /* 1..1000 */
+    const char *after_ns;    /* keyset cursor; NULL = from the start */
+    const char *after_key;
+} entries_list_in;
+
+/* Visible entries inside the token's ns globs matching both patterns,
+ * ordered by (namespace, key) in byte order, after the cursor. *more is
+ * set when entries remain past the last one returned (the answer may stop
+ * early when values exceed max_response_bytes). */
+int entries_store_list(entries_store *s, entries_ctx *c, const entries_list_in *in,
+                       entries_record **out, size_t *n, int *more);
+
+/* ---- Search ---- */
+
+typedef struct entries_search_in {
+    const char *ns_pattern;   /* validated nsglob pattern */
+    const char *term;         /* "" = any; matched case-insensitively and literally */
+    const char *const *tags;  /* every one required */
+    size_t ntags;
+    const char *content_type; /* "" = any */
+    const char *created_by;   /* "" = any */
+    int has_start;            /* update_time >= start */
+    int64_t start_us;
+    int has_end;              /* update_time < end */
+    int64_t end_us;
+    int limit;                /* 1..1000 */
+    int with_values;
+} entries_search_in;
+
+/* Visible entries matching every criterion, most recently updated first. */
+int entries_store_search(entries_store *s, entries_ctx *c, const entries_search_in *in,
+                         entries_record **out, size_t *n);
+
+/* ---- Delete ---- */
+
+/* Deletes a live entry. ENTRIES_ENOTFOUND when absent or expired;
+ * ENTRIES_EDENIED as for write; ENTRIES_ECONFLICT on a version mismatch. */
+int entries_store_delete(entries_store *s, entries_ctx *c, const char *ns, const char *key,
+                         int has_expected, int64_t expected_version);
+
+/* ---- Append / Replace ---- */
+
+/* What an edit makes of the current value. */
+typedef struct entries_edit_out {
+    int changed;             /* 0: nothing is written, the version stays */
+    const uint8_t *value;    /* the new value (arena or static), when changed */
+    size_t value_len;
+    const char *const *pii_kinds; /* kinds to add to the record's pii_kinds */
+    size_t npii;
+} entries_edit_out;
+
+/* Computes the new value from the current one (inside the transaction,
+ * the row locked). Returns ENTRIES_OK, or a code (ENTRIES_ETOOBIG, or a
+ * positive code of the caller's own that is passed back unchanged) with
+ * err set. */
+typedef int (*entries_edit_fn)(void *arg, const uint8_t *value, size_t len,
+                               entries_edit_out *out, char *err, size_t errlen);
+
+typedef struct entries_modify_in {
+    const char *ns;
+    const char *key;
+    int has_expected;
+    int64_t expected_version;
+    entries_edit_fn edit;
+    void *edit_arg;
+} entries_modify_in;
+
+/* Rewrites a live entry's value through edit: ENTRIES_ENOTFOUND when absent
+ * or expired, ENTRIES_EDENIED as for write, ENTRIES_ECONFLICT on a version
+ * mismatch, ENTRIES_ETOOBIG when the result exceeds ENTRIES_VALUE_MAX.
+ * Everything else is kept; the label is stamped max(lvl, existing). *out
+ * gets the metadata after the call (unchanged when the edit changed
+ * nothing; then no before_commit hook runs). */
+int entries_store_modify(entries_store *s, entries_ctx *c, const entries_modify_in *in,
+                         entries_record *out);
+
+/* ---- PurgeExpired ---- */
+
+/* Deletes the expired entries of the caller's tenant, every owner, inside
+ * the token's ns globs and ns_pattern. */
+int entries_store_purge(entries_store *s, entries_ctx *c, const char *ns_pattern,
+                        int64_t *purged);
+
+/* ---- Stats ---- */
+
+typedef struct entries_stats {
+    int64_t entry_count;
+    int64_t namespace_count;
+    int64_t value_bytes;
+    int64_t stored_bytes;
+    int64_t compressed_count;
+} entries_stats;
+
+/* Aggregates over the visible, unexpired entries inside the token's ns
+ * globs and ns_pattern. */
+int entries_store_stats(entries_store *s, entries_ctx *c, const char *ns_pattern,
+                        entries_stats *out);
+
+/* ---- helpers shared with the service layer ---- */
+
+/* 1 if s[0..n) is valid UTF-8 (no overlongs, no surrogates) without NUL. */
+int entries_utf8_text(const uint8_t *s, size_t n);
+
+/* Name of a status code ("ENTRIES_ENOTFOUND"), for logs and tests. */
+const char *entries_strerror(int code);
+
+#endif
