@@ -175,17 +175,16 @@ int authn_check_live(authn *a, const principal *p, char *err, size_t errlen) {
     return check_revoked(a, c, err, errlen);
 }
 
-/* The token of an `authorization: Bearer <jwt>` value, or NULL. */
-static const char *bearer_token(const char *value, size_t *len) {
-    while (*value == ' ') value++;
-    if (strncasecmp(value, "bearer", 6) != 0 || value[6] != ' ') return NULL;
-    value += 7;
-    while (*value == ' ') value++;
-    size_t n = strlen(value);
-    while (n && value[n - 1] == ' ') n--;
+/* The token of an `authorization: Bearer <jwt>` value v[0..n), or NULL. */
+static const char *bearer_token(const char *v, size_t n, size_t *len) {
+    while (n && *v == ' ') v++, n--;
+    if (n < 7 || strncasecmp(v, "bearer", 6) != 0 || v[6] != ' ') return NULL;
+    v += 7, n -= 7;
+    while (n && *v == ' ') v++, n--;
+    while (n && v[n - 1] == ' ') n--;
     if (!n) return NULL;
     *len = n;
-    return value;
+    return v;
 }
 
 static void list_scopes(const principal *p, char *out, size_t outlen) {
@@ -204,7 +203,8 @@ grpc_status_code authn_interceptor(rpc_call *call, void *arg) {
     if (open && a->open_infra) return GRPC_STATUS_OK;
     const char *needed = m->scope ? m->scope : "";
 
-    const char *value = rpc_call_metadata(call, "authorization");
+    size_t vlen = 0;
+    const char *value = rpc_call_metadata_view(call, "authorization", &vlen);
     if (!value) {
         rpc_call_set_error(call, "missing capability token: send request metadata "
                            "`authorization: Bearer <jwt>`%s%s%s",
@@ -213,7 +213,7 @@ grpc_status_code authn_interceptor(rpc_call *call, void *arg) {
         return GRPC_STATUS_UNAUTHENTICATED;
     }
     size_t len = 0;
-    const char *token = bearer_token(value, &len);
+    const char *token = bearer_token(value, vlen, &len);
     if (!token) {
         rpc_call_set_error(call, "the authorization metadata must be `Bearer <jwt>`");
         return GRPC_STATUS_UNAUTHENTICATED;

@@ -15,7 +15,6 @@
 #include "service/entries/entries_token.h"
 #include "service/pb/pbtime.h"
 
-#define KEY_MAX_BYTES 512
 #define CONTENT_TYPE_MAX 128 /* characters */
 #define METADATA_MAX (64 * 1024)
 #define TAGS_MAX 32
@@ -24,6 +23,7 @@
 #define CREATED_BY_MAX 256
 #define LIMIT_MAX 1000
 #define DEFAULT_CONTENT_TYPE "application/octet-stream"
+#define MAX_TIMESTAMP_US 253402300799999999LL /* 9999-12-31T23:59:59.999999Z */
 
 struct entries_service {
     pg_pool *pg;
@@ -318,6 +318,8 @@ static grpc_status_code do_write(rpc_call *call, const ProtobufCMessage *reqm,
     } else if (req->expiration_case == MEMORY__V1__ENTRIES_WRITE_REQUEST__EXPIRATION_TTL) {
         if (!req->ttl || pbtime_duration_us(req->ttl, &in.ttl_us) != 0 || in.ttl_us <= 0)
             return invalid(call, "ttl: must be a positive duration");
+        if (in.ttl_us > MAX_TIMESTAMP_US - pbtime_now_us())
+            return invalid(call, "ttl: would expire after 9999-12-31");
         in.has_ttl = 1;
     }
     if (req->precondition_case ==
@@ -345,6 +347,9 @@ static grpc_status_code do_write(rpc_call *call, const ProtobufCMessage *reqm,
     int prc = entries_pii_apply(a, &pin, pii_mode(svc, p), &pr, why, sizeof why);
     if (prc == ENTRIES_PII_EFOUND) return invalid(call, "%s", why);
     if (prc != 0) return oom(call);
+    if (pr.value_len > ENTRIES_VALUE_MAX)
+        return invalid(call, "value: %zu bytes once redacted; at most %d (1 MiB)", pr.value_len,
+                       ENTRIES_VALUE_MAX);
     in.value = pr.value;
     in.value_len = pr.value_len;
     in.tags = pr.tags;
@@ -403,17 +408,28 @@ static grpc_status_code do_read(rpc_call *call, const ProtobufCMessage *reqm,
 
 /* ------------------------------------------------------------ List */
 
-static grpc_status_code render_entries(rpc_call *call, const entries_record *recs, size_t n,
-                                       Memory__V1__Entry ***out, size_t *nout) {
+/* Renders entries until the answer would pass max_response_bytes (the
+ * first entry always goes); *cut is set when some were left out. Only
+ * entries actually returned are named in the audit trail. */
+static grpc_status_code render_entries(rpc_call *call, const entries_service *svc,
+                                       const entries_record *recs, size_t n,
+                                       Memory__V1__Entry ***out, size_t *nout, int *cut) {
     arena *a = rpc_call_arena(call);
     Memory__V1__Entry **v = arena_alloc(a, (n ? n : 1) * sizeof *v);
     if (!v) return oom(call);
-    for (size_t i = 0; i < n; i++) {
+    size_t total = 0, i = 0;
+    *cut = 0;
+    for (; i < n; i++) {
         if (!(v[i] = render_entry(a, &recs[i]))) return oom(call);
+        total += protobuf_c_message_get_packed_size(&v[i]->base) + 8;
+        if (i > 0 && total > svc->o.max_response_bytes) {
+            *cut = 1;
+            break;
+        }
         add_target(call, recs[i].ns, recs[i].key);
     }
     *out = v;
-    *nout = n;
+    *nout = i;
     return GRPC_STATUS_OK;
 }
 
@@ -449,10 +465,14 @@ static grpc_status_code do_list(rpc_call *call, const ProtobufCMessage *reqm,
     int more;
     int rc = entries_store_list(svc->store, &c, &in, &recs, &n, &more);
     if (rc != ENTRIES_OK) return store_status(call, rc, &c);
-    if ((st = render_entries(call, recs, n, &resp->entries, &resp->n_entries)) != GRPC_STATUS_OK)
+    int cut;
+    if ((st = render_entries(call, svc, recs, n, &resp->entries, &resp->n_entries, &cut)) !=
+        GRPC_STATUS_OK)
         return st;
-    if (more && n > 0 &&
-        !(resp->next_page_token = entries_token_encode(a, &b, recs[n - 1].ns, recs[n - 1].key)))
+    size_t last = resp->n_entries;
+    if ((more || cut) && last > 0 &&
+        !(resp->next_page_token =
+              entries_token_encode(a, &b, recs[last - 1].ns, recs[last - 1].key)))
         return oom(call);
     return GRPC_STATUS_OK;
 }
@@ -513,7 +533,8 @@ static grpc_status_code do_search(rpc_call *call, const ProtobufCMessage *reqm,
     size_t n;
     int rc = entries_store_search(svc->store, &c, &in, &recs, &n);
     if (rc != ENTRIES_OK) return store_status(call, rc, &c);
-    return render_entries(call, recs, n, &resp->entries, &resp->n_entries);
+    int cut;
+    return render_entries(call, svc, recs, n, &resp->entries, &resp->n_entries, &cut);
 }
 
 /* ------------------------------------------------------------ DeleteEntry */
@@ -783,6 +804,7 @@ int entries_register(rpc_server *srv, pg_pool *pg, audit *aud, const entries_opt
     if (svc->o.default_page_size <= 0) svc->o.default_page_size = 50;
     if (svc->o.default_page_size > svc->o.max_page_size)
         svc->o.default_page_size = svc->o.max_page_size;
+    if (svc->o.max_response_bytes == 0) svc->o.max_response_bytes = 3u << 20;
     entries_store_options so = {svc->o.max_statement_ms, svc->o.max_response_bytes, 0};
     if (entries_store_create(pg, &so, &svc->store) != 0) {
         free(svc);

@@ -43,7 +43,8 @@ typedef struct entries_options {
     entries_pii_policy pii_policy; /* ENTRIES_PII_REJECT */
     int default_page_size;         /* List page and Search limit when 0 is asked (50) */
     int max_page_size;             /* List pages are capped here (1000) */
-    size_t max_response_bytes;     /* value bytes per List/Search answer (4 MiB); at
+    size_t max_response_bytes;     /* encoded size of a List/Search answer (3 MiB; keep
+                                    * it below the server's max message size); at
                                     * least one entry is always returned */
     int max_statement_ms;          /* statement_timeout for calls without deadline (30000) */
 } entries_options;

@@ -132,6 +132,10 @@ int64_t rpc_call_remaining_ms(const rpc_call *call);
 /* First value of request metadata key (lower case), NUL-terminated copy in
  * the arena; NULL when absent. */
 const char *rpc_call_metadata(rpc_call *call, const char *key);
+/* The same value without a copy: a pointer to len bytes (not
+ * NUL-terminated) owned by the call, valid until the call ends; NULL when
+ * absent. For hot paths (the authorization header on every call). */
+const char *rpc_call_metadata_view(const rpc_call *call, const char *key, size_t *len);
 /* Request id: the client's x-request-id if sane, else generated. */
 const char *rpc_call_request_id(rpc_call *call);
 /* Peer address ("ipv4:127.0.0.1:5000"), fetched on first use. */

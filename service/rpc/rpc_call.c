@@ -115,6 +115,18 @@ int64_t rpc_call_remaining_ms(const rpc_call *c) {
     return left > 0 ? left : 0;
 }
 
+const char *rpc_call_metadata_view(const rpc_call *c, const char *key, size_t *len) {
+    size_t klen = strlen(key);
+    for (size_t i = 0; i < c->md.count; i++) {
+        const grpc_slice *k = &c->md.metadata[i].key;
+        if (GRPC_SLICE_LENGTH(*k) == klen && memcmp(GRPC_SLICE_START_PTR(*k), key, klen) == 0) {
+            *len = GRPC_SLICE_LENGTH(c->md.metadata[i].value);
+            return (const char *)GRPC_SLICE_START_PTR(c->md.metadata[i].value);
+        }
+    }
+    return NULL;
+}
+
 const char *rpc_call_metadata(rpc_call *c, const char *key) {
     size_t klen = strlen(key);
     for (size_t i = 0; i < c->md.count; i++) {

@@ -581,6 +581,8 @@ TEST_F(EntriesTest, WriteRejectsEveryBadFieldNamingItAndStoresNothing) {
     bad(w, "ttl");
     w.mutable_ttl()->set_seconds(-5);
     bad(w, "ttl");
+    w.mutable_ttl()->set_seconds(315576000000LL);  // 10000 years
+    bad(w, "ttl");
   }
   {
     auto w = W("a:b:c", "k", "v");
@@ -1204,6 +1206,17 @@ TEST_F(EntriesTest, ListStopsEarlyWhenValuesExceedTheResponseBudget) {
     req.set_page_token(resp.next_page_token());
   }
   EXPECT_EQ((std::vector<std::string>{"k0", "k1", "k2", "k3", "k4"}), got);
+}
+
+TEST_F(EntriesTest, ListPagesStayUnderTheMessageLimitWithLargeMetadata) {
+  EntriesWriteRequest w = W("md:x:y", "", "v");
+  (*w.mutable_metadata()->mutable_fields())["blob"].set_string_value(std::string(60000, 'm'));
+  for (int i = 0; i < 80; i++) {
+    w.set_key("k" + std::to_string(100 + i));
+    MustWrite(w);
+  }
+  // 80 x 60 KB would not fit in one 4 MiB message: the server cuts pages.
+  EXPECT_EQ(80u, ListAll("", "", Who(), 1000).size());
 }
 
 // ---- stats ----
