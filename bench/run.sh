@@ -28,6 +28,8 @@
 #   BENCH_METHOD         method path [/grpc.health.v1.Health/Check]
 #   BENCH_REQUEST_HEX    request message, hex protobuf [empty message]
 #   BENCH_MODE           grpcpp (memoryd vs grpc++) | auth (no token vs token) [grpcpp]
+#   BENCH_AUTH_HEADER_BOTH=1  auth mode: the no-token side gets the header too
+#                        (ignored there): isolates the check from the header's cost
 #   BENCH_TOKEN          default mode: if set, both sides get 'authorization: Bearer $BENCH_TOKEN'
 #   BENCH_MEMORYD_ADDR   [127.0.0.1:50071]    BENCH_BASELINE_ADDR [127.0.0.1:50072]
 #   BENCH_SERVER_THREADS threads of each server: memoryd --workers, grpc++
@@ -216,9 +218,16 @@ loadgen_args=(--method "$METHOD" --duration "$DURATION" --warmup "$WARMUP"
 [ -n "$REQUEST_HEX" ] && loadgen_args+=(--request-hex "$REQUEST_HEX")
 [ "$MODE" = grpcpp ] && [ -n "${BENCH_TOKEN:-}" ] &&
   loadgen_args+=(--header "authorization: Bearer $BENCH_TOKEN")
-# Arguments only side B gets: the token in auth mode.
+# Arguments only side B gets: the token in auth mode. With
+# BENCH_AUTH_HEADER_BOTH=1 side A gets the header too (and ignores it), so
+# the ratio isolates memoryd's authentication step from the transport cost
+# of a 600-byte header.
 b_args=()
-[ "$MODE" = auth ] && b_args=(--header "authorization: Bearer $AUTH_TOKEN")
+if [ "$MODE" = auth ] && [ "${BENCH_AUTH_HEADER_BOTH:-0}" = 1 ]; then
+  loadgen_args+=(--header "authorization: Bearer $AUTH_TOKEN")
+elif [ "$MODE" = auth ]; then
+  b_args=(--header "authorization: Bearer $AUTH_TOKEN")
+fi
 
 echo "bench: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg);" \
   "$ROUNDS rounds x ${DURATION}s (+${WARMUP}s warm-up), c=$CONCURRENCY" \

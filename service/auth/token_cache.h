@@ -1,7 +1,7 @@
 /* token_cache: verified tokens kept until they expire, so the hot path
  * verifies an Ed25519 signature once per token instead of once per call.
  * Keyed by the exact token bytes (found through a randomly seeded hash,
- * compared in constant time); sharded so worker threads rarely share a
+ * then compared whole); sharded so worker threads rarely share a
  * lock; bounded, evicting the oldest insertion of a shard when full. */
 #ifndef MEMORYD_AUTH_TOKEN_CACHE_H
 #define MEMORYD_AUTH_TOKEN_CACHE_H

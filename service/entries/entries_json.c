@@ -18,16 +18,18 @@ typedef struct {
 
 /* Appends ".key" or "[i]" to the path (cut when long); returns the old
  * length to restore. */
+static void advance(walk *w, int n) {
+    size_t room = sizeof w->path - w->len;
+    if (n > 0) w->len += (size_t)n < room ? (size_t)n : room - 1;
+}
 static size_t push_key(walk *w, const char *key) {
     size_t old = w->len;
-    int n = snprintf(w->path + w->len, sizeof w->path - w->len, ".%s", key);
-    if (n > 0) w->len += (size_t)n < sizeof w->path - w->len ? (size_t)n : sizeof w->path - w->len - 1;
+    advance(w, snprintf(w->path + w->len, sizeof w->path - w->len, ".%s", key));
     return old;
 }
 static size_t push_index(walk *w, size_t i) {
     size_t old = w->len;
-    int n = snprintf(w->path + w->len, sizeof w->path - w->len, "[%zu]", i);
-    if (n > 0) w->len += (size_t)n < sizeof w->path - w->len ? (size_t)n : sizeof w->path - w->len - 1;
+    advance(w, snprintf(w->path + w->len, sizeof w->path - w->len, "[%zu]", i));
     return old;
 }
 static void pop(walk *w, size_t old) {

@@ -4,7 +4,7 @@
  *   allow  (token holds `pii:write`): stored as is, the kinds found are
  *          returned for RecordMeta.pii_kinds;
  *   reject (default policy): ENTRIES_PII_EFOUND with why naming every kind
- *          and field path found ("value: email; metadata.a.b[2]: phone");
+ *          and field path found ("email at value, phone at metadata.a.b[2]");
  *   redact: matches are replaced and the write goes on (a key cannot be
  *          redacted — it names the entry — so PII in a key is rejected
  *          under this policy too).

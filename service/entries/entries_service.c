@@ -92,6 +92,15 @@ static long text_chars(const char *s) {
     return chars;
 }
 
+/* Number of UTF-8 characters in s, or -1 when it is not valid UTF-8. */
+static long utf8_chars(const char *s) {
+    size_t n = strlen(s);
+    if (!entries_utf8_text((const uint8_t *)s, n)) return -1;
+    long chars = 0;
+    for (size_t i = 0; i < n; i++) chars += ((unsigned char)s[i] & 0xc0) != 0x80;
+    return chars;
+}
+
 /* Quotes untrusted input for an error message: at most 64 bytes, and only
  * printable ASCII (others as \xNN), so messages stay readable and safe. */
 static const char *quote(arena *a, const char *s) {
@@ -490,8 +499,8 @@ static grpc_status_code do_search(rpc_call *call, const ProtobufCMessage *reqm,
     in.ns_pattern = req->namespace_pattern;
     if ((st = check_ns_pattern(call, "namespace_pattern", &in.ns_pattern)) != GRPC_STATUS_OK)
         return st;
-    long tn = text_chars(req->term);
-    if (tn < 0) return invalid(call, "term: not valid UTF-8 or contains a control character");
+    long tn = utf8_chars(req->term);
+    if (tn < 0) return invalid(call, "term: not valid UTF-8");
     if (tn > TERM_MAX_CHARS)
         return invalid(call, "term: %ld characters; at most %d", tn, TERM_MAX_CHARS);
     in.term = req->term;
