@@ -155,7 +155,9 @@ static int build_server(app *a, char *err) {
     audit_options audo = {.queue_capacity = 65536, .batch_max = 512,
                           .check_live = audit_check_live_authn, .check_live_ctx = a->auth};
     if (audit_create(a->pg, &audo, &a->audit, err, ERRLEN) != 0) return -1;
-    entries_options eo = {0};
+    /* A List/Search answer must fit the message limit with room for the
+     * framing around the values. */
+    entries_options eo = {.max_response_bytes = (size_t)c->max_message_bytes / 4 * 3};
     entries_pii_policy_parse(c->pii_policy, &eo.pii_policy); /* validated by config */
     if (audit_register(a->srv, a->audit) != 0 || access_register(a->srv, a->auth, a->pg) != 0 ||
         entries_register(a->srv, a->pg, a->audit, &eo, &a->entries) != 0) {

@@ -26,7 +26,8 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
 SECS=${1:-20}
 shift || true
-ALL=(descpool_fuzz redis_url_fuzz config_fuzz log_fuzz request_decode_fuzz)
+ALL=(descpool_fuzz redis_url_fuzz config_fuzz log_fuzz request_decode_fuzz jwt_fuzz pii_fuzz
+  nsglob_fuzz)
 TARGETS=("$@")
 ((${#TARGETS[@]})) || TARGETS=("${ALL[@]}")
 BAZEL=${BAZEL:-bazel}
@@ -77,6 +78,9 @@ sources_of() {
     config_fuzz) echo "service/core/config.c service/core/log.c" ;;
     log_fuzz) echo "service/core/log.c" ;;
     request_decode_fuzz) echo "service/core/arena.c service/rpc/pb_check.c" ;;
+    jwt_fuzz) echo "service/auth/jwt.c service/auth/jwks.c service/auth/b64url.c" ;;
+    pii_fuzz) echo "service/auth/pii.c" ;;
+    nsglob_fuzz) echo "service/auth/nsglob.c" ;;
     *) echo "run.sh: unknown target $1 (known: ${ALL[*]})" >&2; exit 2 ;;
   esac
 }
@@ -84,6 +88,7 @@ link_of() {
   case $1 in
     descpool_fuzz) echo "$DESCRIPTOR_OBJ -lprotobuf-c" ;;
     log_fuzz) echo "-ljansson" ;;
+    jwt_fuzz) echo "-ljansson -lcrypto" ;;
     request_decode_fuzz) echo "${GEN_OBJS[*]} -lprotobuf-c" ;;
   esac
 }
