@@ -468,8 +468,10 @@ TEST_F(EntriesTest, ReplaceBumpsVersionKeepsOwnerAndCreateTime) {
   EXPECT_EQ(2, second.meta().version());
   EXPECT_EQ(first.meta().create_time().SerializeAsString(),
             second.meta().create_time().SerializeAsString());
-  EXPECT_GT(second.meta().update_time().seconds() * 1000000000LL + second.meta().update_time().nanos(),
-            first.meta().update_time().seconds() * 1000000000LL + first.meta().update_time().nanos());
+  auto ns = [](const google::protobuf::Timestamp& t) {
+    return t.seconds() * 1000000000LL + t.nanos();
+  };
+  EXPECT_GT(ns(second.meta().update_time()), ns(first.meta().update_time()));
   EntriesReadResponse rr;
   ASSERT_TRUE(Read("a:b:c", "k", &rr).ok());
   EXPECT_EQ("two", rr.entry().value());
@@ -652,6 +654,8 @@ TEST_F(EntriesTest, ListSearchStatsRejectBadFields) {
   s.Clear();
   s.set_term(std::string(257, 't'));
   ExpectInvalid(kSearch, s, "term");
+  s.set_term("bad \xff utf8");
+  ExpectInvalid(kSearch, s, "term");
   s.Clear();
   for (int i = 0; i < 33; i++) s.add_tags("t" + std::to_string(i));
   ExpectInvalid(kSearch, s, "tags");
@@ -734,6 +738,13 @@ TEST_F(EntriesTest, GlobStarStaysInsideOneSegment) {
   EXPECT_EQ(std::vector<std::string>{"a:bc:d/k"}, ListAll("a:*c:*", "*"));
   Who narrow = Who().Ns({"a*:c:*"});
   EXPECT_EQ(std::vector<std::string>{"ab:c:d/k"}, ListAll("", "", narrow));
+  // `_` and `.` in globs and patterns are literal, not LIKE wildcards.
+  Put("u_v:x:y", "k", "v");
+  Put("uzv:x:y", "k", "v");
+  Put("u.v:x:y", "k", "v");
+  EXPECT_EQ(std::vector<std::string>{"u_v:x:y/k"}, ListAll("", "", Who().Ns({"u_v:*:*"})));
+  EXPECT_EQ(std::vector<std::string>{"u_v:x:y/k"}, ListAll("u_*:*:*", ""));
+  EXPECT_EQ(1, Stats("", Who().Ns({"u_v:x:y"})).entry_count());
 }
 
 TEST_F(EntriesTest, TenantsNeverSeeEachOther) {
