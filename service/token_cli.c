@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
-#include <openssl/rand.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,23 +107,12 @@ static int parse_duration(const char *s, int64_t *out) {
 }
 
 static int parse_label(const char *s, jwt_label *out) {
-    static const char *const names[] = {"PUBLIC", "INTERNAL", "CONFIDENTIAL", "SECRET"};
-    for (int i = 0; i < 4; i++)
-        if (strcasecmp(s, names[i]) == 0) {
-            *out = (jwt_label)(i + 1);
+    for (int l = JWT_LABEL_PUBLIC; l <= JWT_LABEL_SECRET; l++)
+        if (strcasecmp(s, jwt_label_name(l)) == 0) {
+            *out = (jwt_label)l;
             return 0;
         }
     return -1;
-}
-
-static void random_uuid(char out[37]) {
-    unsigned char b[16];
-    if (RAND_bytes(b, sizeof b) != 1) memset(b, 0x5a, sizeof b);
-    b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
-    b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
-    snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-             b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12],
-             b[13], b[14], b[15]);
 }
 
 /* Value of flag argv[*i] ("--x v" or "--x=v"); NULL when it has none. */
@@ -227,7 +215,7 @@ static int mint(int argc, char **argv) {
     int has_nbf = 0;
     char *scope = NULL;
     char jti[37];
-    random_uuid(jti);
+    jwt_new_id(jti);
     c.jti = jti;
     for (int i = 1; i < argc; i++) {
         if ((v = flag_value(argc, argv, &i, "--key"))) key_path = v;

@@ -2,7 +2,6 @@
 #include "service/auth/access.h"
 
 #include <jansson.h>
-#include <openssl/rand.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,22 +102,6 @@ static int scope_covered(const principal *parent, const char *s) {
     return principal_scope(parent, base) >= want;
 }
 
-static void new_uuid(char out[37]) {
-    unsigned char b[16];
-    if (RAND_bytes(b, sizeof b) != 1) memset(b, 0, sizeof b); /* never: OpenSSL's DRBG */
-    b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
-    b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
-    snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-             b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12],
-             b[13], b[14], b[15]);
-}
-
-static const char *label_name(int l) {
-    static const char *const names[] = {"UNSPECIFIED", "PUBLIC", "INTERNAL", "CONFIDENTIAL",
-                                        "SECRET"};
-    return l >= 0 && l <= 4 ? names[l] : "?";
-}
-
 /* Builds the child's claims (borrowing strings from parent and req) after
  * every check; on failure sets the call error and returns its status. */
 static grpc_status_code build_child(rpc_call *call, const principal *parent,
@@ -158,8 +141,8 @@ static grpc_status_code build_child(rpc_call *call, const principal *parent,
         return GRPC_STATUS_INVALID_ARGUMENT;
     }
     if (lvl > clr) {
-        rpc_call_set_error(call, "write_floor %s is above read_ceiling %s", label_name(lvl),
-                           label_name(clr));
+        rpc_call_set_error(call, "write_floor %s is above read_ceiling %s", jwt_label_name(lvl),
+                           jwt_label_name(clr));
         return GRPC_STATUS_INVALID_ARGUMENT;
     }
     int64_t exp = pc->exp;
@@ -208,12 +191,12 @@ static grpc_status_code build_child(rpc_call *call, const principal *parent,
     }
     if (clr > (int)pc->clr) {
         rpc_call_set_error(call, "read_ceiling %s is above the calling token's %s",
-                           label_name(clr), label_name((int)pc->clr));
+                           jwt_label_name(clr), jwt_label_name((int)pc->clr));
         return GRPC_STATUS_PERMISSION_DENIED;
     }
     if (lvl < (int)pc->lvl) {
         rpc_call_set_error(call, "write_floor %s is below the calling token's %s",
-                           label_name(lvl), label_name((int)pc->lvl));
+                           jwt_label_name(lvl), jwt_label_name((int)pc->lvl));
         return GRPC_STATUS_PERMISSION_DENIED;
     }
     if (exp > pc->exp) {
@@ -295,7 +278,7 @@ static grpc_status_code attenuate(rpc_call *call, const ProtobufCMessage *reqm,
         return GRPC_STATUS_FAILED_PRECONDITION;
     }
     char jti[37];
-    new_uuid(jti);
+    jwt_new_id(jti);
     int64_t now_s = pbtime_now_us() / 1000000;
     jwt_claims child;
     grpc_status_code st =

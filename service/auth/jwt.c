@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include <jansson.h>
+#include <openssl/rand.h>
 
 #include "service/auth/b64url.h"
 
@@ -490,8 +491,23 @@ static json_t *string_array(char *const *v, size_t n) {
     return a;
 }
 
+const char *jwt_label_name(int label) {
+    static const char *const names[] = {"UNSPECIFIED", "PUBLIC", "INTERNAL", "CONFIDENTIAL",
+                                        "SECRET"};
+    return label >= 0 && label <= 4 ? names[label] : "?";
+}
+
+void jwt_new_id(char out[37]) {
+    unsigned char b[16];
+    if (RAND_bytes(b, sizeof b) != 1) abort(); /* no entropy: never mint guessable ids */
+    b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
+    b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
+    snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+             b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12],
+             b[13], b[14], b[15]);
+}
+
 int jwt_claims_render(const jwt_claims *c, char **json) {
-    static const char *const names[] = {"PUBLIC", "INTERNAL", "CONFIDENTIAL", "SECRET"};
     *json = NULL;
     if (c->lvl < JWT_LABEL_PUBLIC || c->lvl > JWT_LABEL_SECRET || c->clr < JWT_LABEL_PUBLIC ||
         c->clr > JWT_LABEL_SECRET)
@@ -510,8 +526,8 @@ int jwt_claims_render(const jwt_claims *c, char **json) {
            json_object_set_new(o, "tenant", json_string(c->tenant)) ||
            json_object_set_new(o, "jti", json_string(c->jti)) ||
            json_object_set_new(o, "scope", json_string(scope)) ||
-           json_object_set_new(o, "clr", json_string(names[c->clr - 1])) ||
-           json_object_set_new(o, "lvl", json_string(names[c->lvl - 1])) ||
+           json_object_set_new(o, "clr", json_string(jwt_label_name(c->clr))) ||
+           json_object_set_new(o, "lvl", json_string(jwt_label_name(c->lvl))) ||
            json_object_set_new(o, "exp", json_integer(c->exp));
     if (!bad && c->nns) bad |= json_object_set_new(o, "ns", string_array(c->ns, c->nns));
     if (!bad && c->has_nbf) bad |= json_object_set_new(o, "nbf", json_integer(c->nbf));

@@ -102,6 +102,12 @@ int jwt_sign(EVP_PKEY *priv, const char *kid, const char *payload_json, char **o
  * *json is malloc'd and owned by the caller (free()); on -1 (OOM) NULL. */
 int jwt_claims_render(const jwt_claims *c, char **json);
 
+/* "PUBLIC" .. "SECRET" for 1..4, "UNSPECIFIED" for 0, "?" otherwise. */
+const char *jwt_label_name(int label);
+
+/* A fresh random token id (a UUIDv4 from OpenSSL's DRBG) into out. */
+void jwt_new_id(char out[37]);
+
 /* The name of a return code, e.g. "JWT_ESIG", for logs and test output. */
 const char *jwt_strerror(int code);
 
