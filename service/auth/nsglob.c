@@ -1,11 +1,27 @@
 /* nsglob: namespace and key patterns; see nsglob.h. */
 #include "service/auth/nsglob.h"
 
+#include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-/* Matches one segment pattern p[0..pn) against s[0..sn), `*` = any run. */
-static int segment_match(const char *p, size_t pn, const char *s, size_t sn) {
+static void set_why(char *why, size_t whylen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void set_why(char *why, size_t whylen, const char *fmt, ...) {
+    if (!why || whylen == 0) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, whylen, fmt, ap);
+    va_end(ap);
+}
+
+/* Matches one pattern p[0..pn) against s[0..sn), `*` = any run (possibly
+ * empty). With `*` as the only metacharacter, resuming after the most
+ * recent `*` is enough: an earlier `*` could only take less, which the
+ * later one can make up for. O(pn * sn) worst case. */
+static int star_match(const char *p, size_t pn, const char *s, size_t sn) {
     size_t pi = 0, si = 0, star = (size_t)-1, mark = 0;
     while (si < sn) {
         if (pi < pn && p[pi] == '*') {
@@ -25,23 +41,6 @@ static int segment_match(const char *p, size_t pn, const char *s, size_t sn) {
     return pi == pn;
 }
 
-int nsglob_match(const char *glob, const char *ns) {
-    for (int seg = 0; seg < 3; seg++) {
-        const char *ge = glob, *ne = ns;
-        while (*ge && *ge != ':') ge++;
-        while (*ne && *ne != ':') ne++;
-        if (!segment_match(glob, (size_t)(ge - glob), ns, (size_t)(ne - ns))) return 0;
-        if (seg < 2) {
-            if (*ge != ':' || *ne != ':') return 0;
-            glob = ge + 1;
-            ns = ne + 1;
-        } else if (*ge || *ne) {
-            return 0;
-        }
-    }
-    return 1;
-}
-
 static int ns_char(unsigned char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
            c == '_' || c == '.' || c == '-';
@@ -54,17 +53,17 @@ static int check_segments(const char *s, size_t len, int allow_star, char *why, 
     for (size_t i = 0; i <= len; i++) {
         if (i == len || s[i] == ':') {
             if (seglen == 0) {
-                snprintf(why, whylen, "%s: segment %d is empty", what, seg);
+                set_why(why, whylen, "%s: segment %d is empty", what, seg);
                 return -1;
             }
             if (seglen > NSGLOB_SEGMENT_MAX) {
-                snprintf(why, whylen, "%s: segment %d is longer than %d characters", what, seg,
-                         NSGLOB_SEGMENT_MAX);
+                set_why(why, whylen, "%s: segment %d is longer than %d characters", what, seg,
+                        NSGLOB_SEGMENT_MAX);
                 return -1;
             }
             if (i == len) break;
             if (++seg > 3) {
-                snprintf(why, whylen, "%s: more than three `:`-separated segments", what);
+                set_why(why, whylen, "%s: more than three `:`-separated segments", what);
                 return -1;
             }
             seglen = 0;
@@ -73,18 +72,19 @@ static int check_segments(const char *s, size_t len, int allow_star, char *why, 
         unsigned char c = (unsigned char)s[i];
         if (!ns_char(c) && !(allow_star && c == '*')) {
             if (c >= 0x20 && c < 0x7f)
-                snprintf(why, whylen, "%s: character '%c' is not allowed in segment %d", what, c,
-                         seg);
+                set_why(why, whylen, "%s: character '%c' is not allowed in segment %d", what, c,
+                        seg);
             else
-                snprintf(why, whylen, "%s: byte 0x%02x is not allowed in segment %d", what, c,
-                         seg);
+                set_why(why, whylen, "%s: byte 0x%02x is not allowed in segment %d", what, c,
+                        seg);
             return -1;
         }
         seglen++;
     }
     if (seg != 3) {
-        snprintf(why, whylen, "%s: needs three `:`-separated segments (agent:workflow:node), "
-                 "found %d", what, seg);
+        set_why(why, whylen,
+                "%s: needs three `:`-separated segments (agent:workflow:node), found %d", what,
+                seg);
         return -1;
     }
     return 0;
@@ -130,7 +130,7 @@ static size_t utf8_seq(const unsigned char *s, size_t n, unsigned *cp) {
 static int check_key(const char *s, size_t len, int allow_star, char *why, size_t whylen) {
     const char *what = allow_star ? "key pattern" : "key";
     if (len == 0 || len > NSGLOB_KEY_MAX) {
-        snprintf(why, whylen, "%s: must be 1 to %d bytes, got %zu", what, NSGLOB_KEY_MAX, len);
+        set_why(why, whylen, "%s: must be 1 to %d bytes, got %zu", what, NSGLOB_KEY_MAX, len);
         return -1;
     }
     const unsigned char *u = (const unsigned char *)s;
@@ -138,15 +138,15 @@ static int check_key(const char *s, size_t len, int allow_star, char *why, size_
         unsigned cp;
         size_t n = utf8_seq(u + i, len - i, &cp);
         if (n == 0) {
-            snprintf(why, whylen, "%s: not valid UTF-8 at byte %zu", what, i);
+            set_why(why, whylen, "%s: not valid UTF-8 at byte %zu", what, i);
             return -1;
         }
         if (cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp < 0xa0)) {
-            snprintf(why, whylen, "%s: control character U+%04X at byte %zu", what, cp, i);
+            set_why(why, whylen, "%s: control character U+%04X at byte %zu", what, cp, i);
             return -1;
         }
         if (cp == '*' && !allow_star) {
-            snprintf(why, whylen, "%s: `*` is only allowed in patterns", what);
+            set_why(why, whylen, "%s: `*` is only allowed in patterns (byte %zu)", what, i);
             return -1;
         }
         i += n;
@@ -162,10 +162,63 @@ int nsglob_check_key_pattern(const char *s, size_t len, char *why, size_t whylen
     return check_key(s, len, 1, why, whylen);
 }
 
+int nsglob_valid_namespace(const char *s, size_t len) {
+    return check_segments(s, len, 0, NULL, 0) == 0;
+}
+
+int nsglob_valid_pattern(const char *s, size_t len) {
+    return check_segments(s, len, 1, NULL, 0) == 0;
+}
+
+int nsglob_valid_key(const char *s, size_t len) { return check_key(s, len, 0, NULL, 0) == 0; }
+
+int nsglob_valid_key_pattern(const char *s, size_t len) {
+    return check_key(s, len, 1, NULL, 0) == 0;
+}
+
+/* Segment i (0..2) of a validated namespace or pattern s: *n gets its
+ * length, the return value its start. */
+static const char *segment(const char *s, int i, size_t *n) {
+    while (i-- > 0) s = strchr(s, ':') + 1;
+    const char *e = strchr(s, ':');
+    *n = e ? (size_t)(e - s) : strlen(s);
+    return s;
+}
+
+int nsglob_match(const char *glob, const char *ns) {
+    if (!nsglob_valid_pattern(glob, strlen(glob)) || !nsglob_valid_namespace(ns, strlen(ns)))
+        return 0;
+    for (int i = 0; i < 3; i++) {
+        size_t gn, nn;
+        const char *g = segment(glob, i, &gn), *n = segment(ns, i, &nn);
+        if (!star_match(g, gn, n, nn)) return 0;
+    }
+    return 1;
+}
+
+int nsglob_key_match(const char *pattern, const char *key) {
+    size_t pn = strlen(pattern), kn = strlen(key);
+    if (!nsglob_valid_key_pattern(pattern, pn) || !nsglob_valid_key(key, kn)) return 0;
+    return star_match(pattern, pn, key, kn);
+}
+
 /* Does outer segment pattern o[0..on) match inner segment pattern
- * i[0..in_), where each `*` of inner is an opaque symbol only a `*` of
- * outer can consume? Iterative wildcard matching with backtracking to the
- * last outer star, like segment_match. */
+ * in[0..inn), each `*` of inner being an opaque symbol that only a `*` of
+ * outer can consume? star_match with `*` in the subject never equal to a
+ * literal.
+ *
+ * Why this is exact containment of the segment languages (valid segments,
+ * 1..64 bytes over the 65 characters [A-Za-z0-9_.-]):
+ * - if it holds, whatever each `*` of inner stands for, the `*` of outer
+ *   that consumed it can consume that too, so outer matches;
+ * - if it fails, pick a character z that is no literal of outer (one
+ *   exists: outer has at most 64 bytes, one fewer literals if it has any
+ *   `*`) and replace every `*` of inner by z. The result is a valid
+ *   segment as long as inner (so within 64 bytes), inner matches it, and
+ *   outer cannot: z can only be consumed by a `*` of outer, which is
+ *   exactly the opaque-symbol match that failed.
+ * So the segment length limit never changes the verdict, and neither does
+ * the alphabet as long as it has a character outer does not use. */
 static int segment_covers(const char *o, size_t on, const char *in, size_t inn) {
     size_t oi = 0, ii = 0, star = (size_t)-1, mark = 0;
     while (ii < inn) {
@@ -186,30 +239,27 @@ static int segment_covers(const char *o, size_t on, const char *in, size_t inn) 
     return oi == on;
 }
 
+/* Namespaces are the product of their three segment languages, none of
+ * them empty, so containment is containment in every segment. */
 int nsglob_covers(const char *outer, const char *inner) {
-    char why[8];
-    if (check_segments(outer, strlen(outer), 1, why, sizeof why) != 0 ||
-        check_segments(inner, strlen(inner), 1, why, sizeof why) != 0)
+    if (!nsglob_valid_pattern(outer, strlen(outer)) || !nsglob_valid_pattern(inner, strlen(inner)))
         return 0;
-    for (int seg = 0; seg < 3; seg++) {
-        const char *oe = strchr(outer, ':'), *ie = strchr(inner, ':');
-        size_t on = oe ? (size_t)(oe - outer) : strlen(outer);
-        size_t inn = ie ? (size_t)(ie - inner) : strlen(inner);
-        if (!segment_covers(outer, on, inner, inn)) return 0;
-        outer += on + 1;
-        inner += inn + 1;
+    for (int i = 0; i < 3; i++) {
+        size_t on, inn;
+        const char *o = segment(outer, i, &on), *in = segment(inner, i, &inn);
+        if (!segment_covers(o, on, in, inn)) return 0;
     }
     return 1;
 }
 
 int nsglob_is_literal(const char *pattern) { return strchr(pattern, '*') == NULL; }
 
-int nsglob_to_like(const char *pattern, size_t len, char *out, size_t outlen) {
+int nsglob_to_like(const char *s, size_t len, char *out, size_t outlen) {
     size_t o = 0;
     for (size_t i = 0; i < len; i++) {
-        char c = pattern[i];
+        char c = s[i];
         size_t need = (c == '%' || c == '_' || c == '\\') ? 2 : 1;
-        if (o + need + 1 > outlen) return -1;
+        if (outlen - o < need + 1) return -1; /* o < outlen always holds here */
         if (c == '*') {
             out[o++] = '%';
         } else {
@@ -217,7 +267,7 @@ int nsglob_to_like(const char *pattern, size_t len, char *out, size_t outlen) {
             out[o++] = c;
         }
     }
-    if (o + 1 > outlen) return -1;
+    if (outlen - o < 1 || o > INT_MAX) return -1;
     out[o] = '\0';
     return (int)o;
 }
