@@ -2,6 +2,8 @@
  * depth bounded before each call, so the scan itself cannot run deep. */
 #include "service/rpc/pb_check.h"
 
+#include <string.h>
+
 size_t pb_read_varint(const uint8_t *p, size_t len, uint64_t *out) {
     uint64_t v = 0;
     for (size_t i = 0; i < len && i < 10; i++) {
@@ -43,6 +45,12 @@ static int scan(const ProtobufCMessageDescriptor *desc, const uint8_t *p, size_t
             off += n;
             const ProtobufCFieldDescriptor *fd =
                 desc ? protobuf_c_message_descriptor_get_field(desc, (unsigned)field) : NULL;
+            /* protobuf-c hands strings to handlers NUL-terminated, so
+             * "a\0b" would arrive as "a": two different keys on the wire,
+             * one in the handler. Refuse instead of aliasing. */
+            if (fd && fd->type == PROTOBUF_C_TYPE_STRING && memchr(p + off, 0, (size_t)v))
+                return *why = "a string field holds a NUL byte (use a bytes field for binary "
+                              "data)", -1;
             if (fd && fd->type == PROTOBUF_C_TYPE_MESSAGE) {
                 if (depth + 1 > max_depth) return *why = "messages nest too deep", -1;
                 if (scan(fd->descriptor, p + off, (size_t)v, depth + 1, max_depth, why) != 0)

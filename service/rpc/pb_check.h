@@ -5,8 +5,10 @@
  * a 34 KiB request of nested google.protobuf.Value lists overflows a worker
  * thread's stack and kills the server. It also accepts a field number 0
  * spelled as an over-long varint, then re-encodes it as bytes it rejects.
+ * And it hands string fields to handlers as C strings, so a string with
+ * an embedded NUL would silently lose its tail ("a\0b" read as "a").
  * This scan walks the message against its descriptor without allocating
- * and refuses both, so the decoder only ever sees bounded, sane input.
+ * and refuses all three, so the decoder only ever sees bounded, sane input.
  * A parser only: no I/O, fed bytes by tests and fuzzers. */
 #ifndef MEMORYD_RPC_PB_CHECK_H
 #define MEMORYD_RPC_PB_CHECK_H
@@ -19,7 +21,7 @@
 #define PB_CHECK_MAX_DEPTH 100
 
 /* Returns 0 when data (a desc message) nests at most max_depth messages
- * deep and every tag is well-formed; otherwise -1 with a static reason in
+ * deep, every tag is well-formed and no string field holds a NUL byte; otherwise -1 with a static reason in
  * *why. Bytes protobuf-c would reject for other reasons may pass: the
  * scan only guards what protobuf-c gets wrong. */
 int pb_check(const ProtobufCMessageDescriptor *desc, const uint8_t *data, size_t len,

@@ -134,6 +134,15 @@ TEST_F(DiodeTest, NoTokenIsUnauthenticatedAndMissingScopeIsPermissionDenied) {
       << w.status.error_message();
 }
 
+TEST_F(DiodeTest, AKeyWithAnEmbeddedNulIsRefusedNotTruncated) {
+  Up();
+  std::string t = Token("t1", "alice", "entries:read entries:write");
+  Result r = Write(t, "p:w:n", std::string("a\0b", 3), "v");
+  EXPECT_EQ(grpc::StatusCode::INVALID_ARGUMENT, r.status.error_code());
+  EXPECT_NE(std::string::npos, r.status.error_message().find("NUL")) << r.status.error_message();
+  EXPECT_EQ(grpc::StatusCode::NOT_FOUND, Read(t, "p:w:n", "a").status.error_code());
+}
+
 TEST_F(DiodeTest, TenantANeverSeesTenantB) {
   Up();
   std::string a = Token("tenant-a", "alice", "entries:read:all entries:write");

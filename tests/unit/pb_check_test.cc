@@ -2,6 +2,7 @@
 // before protobuf-c sees a request.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <string>
 
 extern "C" {
@@ -106,6 +107,23 @@ TEST(PbCheckTest, UnknownLengthDelimitedFieldsAreSkippedNotParsed) {
   const char* why;
   std::string bytes = Len(0x0a, "t") + Varint((99 << 3) | 2) + Varint(3) + "\xff\xff\xff";
   EXPECT_EQ(0, Check(bytes, PB_CHECK_MAX_DEPTH, &why)) << why;
+}
+
+}  // namespace
+
+namespace {
+
+TEST(PbCheckTest, NulInAStringFieldIsRefusedAtAnyDepth) {
+  const char* why = "";
+  // task_id = "a\0b": protobuf-c would hand the handler "a".
+  EXPECT_EQ(-1, Check(Len(0x0a, std::string("a\0b", 3)), PB_CHECK_MAX_DEPTH, &why));
+  EXPECT_NE(nullptr, strstr(why, "NUL")) << why;
+  // value = Value{string_value: "x\0"} one message down.
+  EXPECT_EQ(-1, Check(Len(0x0a, "t") + Len(0x1a, Len(0x1a, std::string("x\0", 2))),
+                      PB_CHECK_MAX_DEPTH, &why));
+  // The same bytes without the NUL pass.
+  EXPECT_EQ(0, Check(Len(0x0a, "t") + Len(0x1a, Len(0x1a, "xy")), PB_CHECK_MAX_DEPTH, &why))
+      << why;
 }
 
 }  // namespace
