@@ -8,28 +8,21 @@
  * COMMIT as one libpq pipeline, so a Read costs one network round trip. */
 #include "service/entries/entries_store.h"
 
-#include <arpa/inet.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <zstd.h>
 
 #include "service/auth/nsglob.h"
 #include "service/core/log.h"
+#include "service/store/pgq.h"
 
-/* PostgreSQL type oids used for parameters. */
-#define OID_BOOL 16
-#define OID_BYTEA 17
-#define OID_INT8 20
-#define OID_INT4 23
-#define OID_TEXT 25
-#define OID_TEXT_ARRAY 1009
-#define OID_TIMESTAMPTZ 1184
+/* Store codes pass pgq's through unchanged. */
+_Static_assert(ENTRIES_EUNAVAILABLE == PGQ_EUNAVAILABLE && ENTRIES_ETIMEOUT == PGQ_ETIMEOUT &&
+                   ENTRIES_EINTERNAL == PGQ_EINTERNAL && ENTRIES_ENOMEM == PGQ_ENOMEM,
+               "entries and pgq codes differ");
 
-#define PG_EPOCH_US 946684800000000LL /* 2000-01-01 in Unix microseconds */
-#define MAX_PARAMS 24
 #define MAX_ATTEMPTS 3   /* tries when a pooled connection turns out dead */
 #define MAX_CREATE_RACES 3
 
@@ -124,12 +117,6 @@ static int fail(entries_ctx *c, int code, const char *fmt, ...) {
     return code;
 }
 
-static int64_t now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 int entries_store_create(pg_pool *pg, const entries_store_options *o, entries_store **out) {
     entries_store *s = calloc(1, sizeof *s);
     if (!s) return -1;
@@ -148,112 +135,14 @@ int entries_store_create(pg_pool *pg, const entries_store_options *o, entries_st
 
 void entries_store_free(entries_store *s) { free(s); }
 
-/* ------------------------------------------------------------ parameters */
-
-typedef struct {
-    int n;
-    const char *vals[MAX_PARAMS];
-    int lens[MAX_PARAMS];
-    int fmts[MAX_PARAMS];
-    Oid types[MAX_PARAMS];
-    unsigned char bin[MAX_PARAMS][8];
-} qparams;
-
-/* Each adder returns the parameter's $number. Overflow is a programming
- * error (queries have fixed shapes), caught by the assert-like abort. */
-static int qp_add(qparams *q, Oid type, const char *val, int len, int fmt) {
-    if (q->n >= MAX_PARAMS) abort();
-    q->types[q->n] = type;
-    q->vals[q->n] = val;
-    q->lens[q->n] = len;
-    q->fmts[q->n] = fmt;
-    return ++q->n;
-}
-static int qp_text(qparams *q, const char *s) { return qp_add(q, OID_TEXT, s, 0, 0); }
-static int qp_text_array(qparams *q, const char *lit) {
-    return qp_add(q, OID_TEXT_ARRAY, lit, 0, 0);
-}
-static int qp_bytes(qparams *q, const void *p, size_t n) {
-    return qp_add(q, OID_BYTEA, p ? (const char *)p : "", (int)n, 1);
-}
-static void put_be64(unsigned char *b, uint64_t v) {
-    for (int i = 7; i >= 0; i--) {
-        b[i] = (unsigned char)(v & 0xff);
-        v >>= 8;
-    }
-}
-static int qp_int8(qparams *q, int64_t v) {
-    put_be64(q->bin[q->n], (uint64_t)v);
-    return qp_add(q, OID_INT8, (const char *)q->bin[q->n], 8, 1);
-}
-static int qp_int4(qparams *q, int32_t v) {
-    uint32_t be = htonl((uint32_t)v);
-    memcpy(q->bin[q->n], &be, 4);
-    return qp_add(q, OID_INT4, (const char *)q->bin[q->n], 4, 1);
-}
-static int qp_bool(qparams *q, int v) {
-    q->bin[q->n][0] = v ? 1 : 0;
-    return qp_add(q, OID_BOOL, (const char *)q->bin[q->n], 1, 1);
-}
-static int qp_ts(qparams *q, int64_t unix_us) {
-    put_be64(q->bin[q->n], (uint64_t)(unix_us - PG_EPOCH_US));
-    return qp_add(q, OID_TIMESTAMPTZ, (const char *)q->bin[q->n], 8, 1);
-}
-static int qp_null(qparams *q, Oid type) { return qp_add(q, type, NULL, 0, 0); }
-
-/* A PostgreSQL array literal {"a","b"} of strs in the arena: every element
- * quoted, `"` and `\` backslash-escaped, so any text is carried as is. */
-static char *array_literal(arena *ar, const char *const *strs, size_t n) {
-    size_t cap = 3;
-    for (size_t i = 0; i < n; i++) cap += 2 * strlen(strs[i]) + 3;
-    char *out = arena_alloc(ar, cap);
-    if (!out) return NULL;
-    char *w = out;
-    *w++ = '{';
-    for (size_t i = 0; i < n; i++) {
-        if (i) *w++ = ',';
-        *w++ = '"';
-        for (const char *r = strs[i]; *r; r++) {
-            if (*r == '"' || *r == '\\') *w++ = '\\';
-            *w++ = *r;
-        }
-        *w++ = '"';
-    }
-    *w++ = '}';
-    *w = '\0';
-    return out;
-}
-
-/* ------------------------------------------------------------ SQL text */
-
-typedef struct {
-    char buf[4096];
-    size_t len;
-    int overflow;
-} sqlbuf;
-
-static void sql_add(sqlbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sql_add(sqlbuf *b, const char *fmt, ...) {
-    if (b->overflow) return;
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(b->buf + b->len, sizeof b->buf - b->len, fmt, ap);
-    va_end(ap);
-    if (n < 0 || (size_t)n >= sizeof b->buf - b->len) {
-        b->overflow = 1;
-        return;
-    }
-    b->len += (size_t)n;
-}
-
 /* The read diode as a WHERE fragment (without a leading AND): the caller's
  * tenant, its own records unless its read scope is `:all`, labels up to
  * clr, and nothing expired. */
-static void add_read_diode(sqlbuf *b, qparams *q, const principal *p) {
-    sql_add(b, "tenant = $%d AND label <= $%d AND (expires_at IS NULL OR expires_at > now())",
-            qp_text(q, principal_tenant(p)), qp_int4(q, (int32_t)principal_clr(p)));
+static void add_read_diode(pgq_sql *b, pgq_params *q, const principal *p) {
+    pgq_sql_add(b, "tenant = $%d AND label <= $%d AND (expires_at IS NULL OR expires_at > now())",
+            pgq_text(q, principal_tenant(p)), pgq_int4(q, (int32_t)principal_clr(p)));
     if (principal_scope(p, "entries:read") != PRINCIPAL_ALL)
-        sql_add(b, " AND owner = $%d", qp_text(q, principal_sub(p)));
+        pgq_sql_add(b, " AND owner = $%d", pgq_text(q, principal_sub(p)));
 }
 
 /* A LIKE pattern (escape `\`) for a validated namespace or key pattern:
@@ -280,201 +169,43 @@ static const char *ns_globs_param(arena *ar, const principal *p, int *none) {
         if (!(likes[n++] = to_like(ar, cl->ns[i]))) return NULL;
     }
     *none = n == 0;
-    return *none ? NULL : array_literal(ar, likes, n);
+    return *none ? NULL : pgq_array_literal(ar, likes, n);
 }
 
 /* ------------------------------------------------------------ sessions */
 
+/* A pgq session plus the store and the call it serves. */
 typedef struct {
+    pgq_session q;
     entries_store *s;
     entries_ctx *c;
-    PGconn *conn;
-    int broken;      /* release the connection as broken */
-    int commit_sent; /* COMMIT went out: a failure now has an unknown outcome */
-    char timeout[24];
 } session;
 
 static int begin_session(entries_store *s, entries_ctx *c, session *ss) {
-    memset(ss, 0, sizeof *ss);
     ss->s = s;
     ss->c = c;
-    int64_t ms;
-    if (c->deadline_ms == INT64_MAX) {
-        ms = s->o.max_statement_ms;
-    } else {
-        ms = c->deadline_ms - now_ms();
-        if (ms <= 0) return fail(c, ENTRIES_ETIMEOUT, "the call's deadline passed");
-        if (ms > INT32_MAX) ms = INT32_MAX;
-    }
-    snprintf(ss->timeout, sizeof ss->timeout, "%lld", (long long)ms);
-    char err[256];
-    ss->conn = pg_pool_acquire(s->pg, c->deadline_ms, err, sizeof err);
-    if (!ss->conn) {
-        if (c->deadline_ms != INT64_MAX && now_ms() >= c->deadline_ms)
-            return fail(c, ENTRIES_ETIMEOUT, "the call's deadline passed waiting for PostgreSQL");
-        return fail(c, ENTRIES_EUNAVAILABLE, "%s", err);
-    }
-    return ENTRIES_OK;
+    return pgq_begin(&ss->q, s->pg, "entries", c->deadline_ms, s->o.max_statement_ms, c->err,
+                     sizeof c->err);
 }
 
-static void end_session(session *ss) {
-    if (!ss->conn) return;
-    if (!ss->broken && PQstatus(ss->conn) == CONNECTION_OK &&
-        PQtransactionStatus(ss->conn) != PQTRANS_IDLE) {
-        PGresult *r = PQexec(ss->conn, "ROLLBACK");
-        if (PQresultStatus(r) != PGRES_COMMAND_OK) ss->broken = 1;
-        PQclear(r);
-    }
-    pg_pool_release(ss->s->pg, ss->conn, ss->broken);
-    ss->conn = NULL;
-}
+static void end_session(session *ss) { pgq_end(&ss->q); }
 
-/* Classifies a failed result (res may be NULL: no answer at all), marks
- * the connection broken when it is, sets c->err. */
 static int pg_fail(session *ss, const PGresult *res, const char *what) {
-    const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
-    const char *msg = res ? PQresultErrorMessage(res) : "";
-    if (!msg || !*msg) msg = PQerrorMessage(ss->conn);
-    int conn_bad = PQstatus(ss->conn) != CONNECTION_OK || !state ||
-                   strncmp(state, "08", 2) == 0 || strncmp(state, "57P", 3) == 0;
-    if (conn_bad) ss->broken = 1;
-    int len = (int)strcspn(msg, "\n");
-    if (state && strcmp(state, "57014") == 0)
-        return fail(ss->c, ENTRIES_ETIMEOUT, "PostgreSQL: %s cancelled at the call's deadline",
-                    what);
-    /* A dead pooled connection is routine (the caller retries on a fresh
-     * one); anything else is worth an error line. */
-    log_fields(conn_bad ? LOG_WARN : LOG_ERROR, "entries: PostgreSQL error", LOG_F_STR, "during",
-               what, LOG_F_STR,
-               "sqlstate", state ? state : "", LOG_F_STR, "error", msg, LOG_F_INT, "broken",
-               (int64_t)conn_bad, LOG_F_END);
-    if (conn_bad)
-        return fail(ss->c, ENTRIES_EUNAVAILABLE, "PostgreSQL connection lost during %s: %.*s",
-                    what, len, msg);
-    return fail(ss->c, ENTRIES_EUNAVAILABLE, "PostgreSQL failed during %s: %.*s", what, len,
-                msg);
+    return pgq_pg_fail(&ss->q, res, what);
 }
 
-static PGresult *exec(session *ss, const char *sql, const qparams *q) {
-    return PQexecParams(ss->conn, sql, q ? q->n : 0, q ? q->types : NULL, q ? q->vals : NULL,
-                        q ? q->lens : NULL, q ? q->fmts : NULL, 1);
+static PGresult *exec(session *ss, const char *sql, const pgq_params *q) {
+    return pgq_exec_text(&ss->q, sql, q);
 }
 
-/* Sends BEGIN, the statement timeout and sql as one pipeline and reads the
- * answers: one round trip. With commit, COMMIT follows (a read); without,
- * the transaction stays open (a write continues in it). On ENTRIES_OK *res
- * holds sql's result (PGRES_TUPLES_OK or COMMAND_OK), owned by the caller. */
-static int pipeline(session *ss, const char *what, const char *begin, const sqlbuf *sql,
-                    const qparams *q, int commit, PGresult **res) {
-    *res = NULL;
-    if (sql->overflow) return fail(ss->c, ENTRIES_EINTERNAL, "%s query too long", what);
-    PGconn *conn = ss->conn;
-    if (!PQenterPipelineMode(conn)) return pg_fail(ss, NULL, "pipeline start");
-    const char *tparam[1] = {ss->timeout};
-    int sent = PQsendQueryParams(conn, begin, 0, NULL, NULL, NULL, NULL, 0) &&
-               PQsendQueryParams(conn, "SELECT set_config('statement_timeout', $1, true)", 1,
-                                 NULL, tparam, NULL, NULL, 0) &&
-               PQsendQueryParams(conn, sql->buf, q->n, q->types, q->vals, q->lens, q->fmts, 1) &&
-               (!commit || PQsendQueryParams(conn, "COMMIT", 0, NULL, NULL, NULL, NULL, 0)) &&
-               PQpipelineSync(conn);
-    int ncmd = commit ? 4 : 3;
-    PGresult *first_err = NULL, *mine = NULL;
-    if (sent) {
-        for (int i = 0; i < ncmd; i++) {
-            PGresult *r;
-            while ((r = PQgetResult(conn)) != NULL) {
-                ExecStatusType st = PQresultStatus(r);
-                if (st == PGRES_FATAL_ERROR && !first_err) {
-                    first_err = r;
-                } else if (i == 2 && !mine && (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK)) {
-                    mine = r;
-                } else {
-                    PQclear(r);
-                }
-            }
-            if (PQstatus(conn) != CONNECTION_OK) break;
-        }
-        if (PQstatus(conn) == CONNECTION_OK) {
-            PGresult *r = PQgetResult(conn); /* the sync point */
-            if (PQresultStatus(r) != PGRES_PIPELINE_SYNC) ss->broken = 1;
-            PQclear(r);
-        }
-    }
-    if (!PQexitPipelineMode(conn)) ss->broken = 1;
-    int rc = ENTRIES_OK;
-    if (!sent || first_err || !mine || ss->broken) {
-        rc = pg_fail(ss, first_err, what);
-        PQclear(mine);
-        mine = NULL;
-    }
-    PQclear(first_err);
-    *res = mine;
-    return rc;
+static int pipeline(session *ss, const char *what, const char *begin, const pgq_sql *sql,
+                    const pgq_params *q, int commit, PGresult **res) {
+    return pgq_pipeline(&ss->q, what, begin, sql, q, commit, res);
 }
 
-/* ------------------------------------------------------------ decoding */
-
-static int32_t get_be32(const char *p) {
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return (int32_t)ntohl(v);
-}
-static int64_t get_be64(const char *p) {
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++) v = (v << 8) | (unsigned char)p[i];
-    return (int64_t)v;
-}
-
-static int col_int(const PGresult *r, int row, int col, int64_t *out) {
-    int len = PQgetlength(r, row, col);
-    const char *p = PQgetvalue(r, row, col);
-    if (PQgetisnull(r, row, col)) return -1;
-    if (len == 8) *out = get_be64(p);
-    else if (len == 4) *out = get_be32(p);
-    else if (len == 2) *out = (int16_t)(((unsigned char)p[0] << 8) | (unsigned char)p[1]);
-    else return -1;
-    return 0;
-}
-
-static int col_ts(const PGresult *r, int row, int col, int64_t *unix_us) {
-    if (PQgetisnull(r, row, col) || PQgetlength(r, row, col) != 8) return -1;
-    *unix_us = get_be64(PQgetvalue(r, row, col)) + PG_EPOCH_US;
-    return 0;
-}
-
-static const char *col_str(arena *ar, const PGresult *r, int row, int col) {
-    if (PQgetisnull(r, row, col)) return NULL;
-    return arena_strndup(ar, PQgetvalue(r, row, col), (size_t)PQgetlength(r, row, col));
-}
-
-/* A one-dimensional text[] in binary form -> strings in the arena. */
-static int col_text_array(arena *ar, const PGresult *r, int row, int col, const char ***out,
-                          size_t *n) {
-    *out = NULL;
-    *n = 0;
-    if (PQgetisnull(r, row, col)) return -1;
-    const char *p = PQgetvalue(r, row, col);
-    size_t len = (size_t)PQgetlength(r, row, col);
-    if (len < 12) return -1;
-    int32_t ndim = get_be32(p);
-    if (ndim == 0) return 0;
-    if (ndim != 1 || len < 20) return -1;
-    int32_t count = get_be32(p + 12);
-    if (count < 0 || count > 100000) return -1;
-    const char **v = arena_alloc(ar, ((size_t)count + 1) * sizeof *v);
-    if (!v) return -1;
-    size_t off = 20;
-    for (int32_t i = 0; i < count; i++) {
-        if (len - off < 4) return -1;
-        int32_t el = get_be32(p + off);
-        off += 4;
-        if (el < 0 || (size_t)el > len - off) return -1; /* NULL elements never stored */
-        if (!(v[i] = arena_strndup(ar, p + off, (size_t)el))) return -1;
-        off += (size_t)el;
-    }
-    *out = v;
-    *n = (size_t)count;
-    return 0;
+static int finish_tx(session *ss) {
+    entries_ctx *c = ss->c;
+    return pgq_commit(&ss->q, c->before_commit, c->after_commit, c->hook_arg);
 }
 
 /* Fills rec from row; with_value: column C_VALUE exists (NULL there =
@@ -484,11 +215,11 @@ static int decode_row(entries_ctx *c, const PGresult *r, int row, int with_value
     arena *ar = c->ar;
     memset(rec, 0, sizeof *rec);
     int64_t label = 0, compressed = 0;
-    rec->tenant = col_str(ar, r, row, C_TENANT);
-    rec->ns = col_str(ar, r, row, C_NS);
-    rec->key = col_str(ar, r, row, C_KEY);
-    rec->owner = col_str(ar, r, row, C_OWNER);
-    rec->content_type = col_str(ar, r, row, C_CTYPE);
+    rec->tenant = pgq_col_str(ar, r, row, C_TENANT);
+    rec->ns = pgq_col_str(ar, r, row, C_NS);
+    rec->key = pgq_col_str(ar, r, row, C_KEY);
+    rec->owner = pgq_col_str(ar, r, row, C_OWNER);
+    rec->content_type = pgq_col_str(ar, r, row, C_CTYPE);
     if (!rec->tenant || !rec->ns || !rec->key || !rec->owner || !rec->content_type)
         return fail(c, ENTRIES_ENOMEM, "out of memory");
     /* jsonb in binary form: a version byte (1), then the text. */
@@ -498,19 +229,19 @@ static int decode_row(entries_ctx *c, const PGresult *r, int row, int with_value
         return fail(c, ENTRIES_EINTERNAL, "entries row has an unreadable metadata column");
     if (!(rec->metadata_json = arena_strndup(ar, mp + 1, (size_t)mlen - 1)))
         return fail(c, ENTRIES_ENOMEM, "out of memory");
-    if (col_int(r, row, C_LABEL, &label) != 0 || col_int(r, row, C_SIZE, &rec->size_bytes) != 0 ||
-        col_int(r, row, C_VERSION, &rec->version) != 0 ||
-        col_ts(r, row, C_CREATED, &rec->create_us) != 0 ||
-        col_ts(r, row, C_UPDATED, &rec->update_us) != 0 ||
-        col_text_array(ar, r, row, C_TAGS, &rec->tags, &rec->ntags) != 0 ||
-        col_text_array(ar, r, row, C_PII, &rec->pii_kinds, &rec->npii) != 0 ||
+    if (pgq_col_int(r, row, C_LABEL, &label) != 0 || pgq_col_int(r, row, C_SIZE, &rec->size_bytes) != 0 ||
+        pgq_col_int(r, row, C_VERSION, &rec->version) != 0 ||
+        pgq_col_ts(r, row, C_CREATED, &rec->create_us) != 0 ||
+        pgq_col_ts(r, row, C_UPDATED, &rec->update_us) != 0 ||
+        pgq_col_text_array(ar, r, row, C_TAGS, &rec->tags, &rec->ntags) != 0 ||
+        pgq_col_text_array(ar, r, row, C_PII, &rec->pii_kinds, &rec->npii) != 0 ||
         PQgetlength(r, row, C_COMPRESSED) != 1)
         return fail(c, ENTRIES_EINTERNAL, "entries row %s/%s has an unreadable column", rec->ns,
                     rec->key);
     compressed = PQgetvalue(r, row, C_COMPRESSED)[0] != 0;
     rec->label = (int)label;
     if (!PQgetisnull(r, row, C_EXPIRES)) {
-        if (col_ts(r, row, C_EXPIRES, &rec->expire_us) != 0)
+        if (pgq_col_ts(r, row, C_EXPIRES, &rec->expire_us) != 0)
             return fail(c, ENTRIES_EINTERNAL, "entries row has an unreadable expires_at");
         rec->has_expire = 1;
     }
@@ -591,7 +322,7 @@ static int with_read_session(entries_store *s, entries_ctx *c, read_fn fn, void 
         rc = begin_session(s, c, &ss);
         if (rc != ENTRIES_OK) return rc;
         rc = fn(&ss, arg);
-        int retry = rc == ENTRIES_EUNAVAILABLE && ss.broken;
+        int retry = rc == ENTRIES_EUNAVAILABLE && ss.q.broken;
         end_session(&ss);
         if (!retry) break;
     }
@@ -606,11 +337,11 @@ typedef struct {
 static int do_read(session *ss, void *arg) {
     read_args *a = arg;
     entries_ctx *c = ss->c;
-    qparams q = {0};
-    sqlbuf b = {0};
-    sql_add(&b, "SELECT " COLS ", value FROM entries WHERE ");
+    pgq_params q = {0};
+    pgq_sql b = {0};
+    pgq_sql_add(&b, "SELECT " COLS ", value FROM entries WHERE ");
     add_read_diode(&b, &q, c->p);
-    sql_add(&b, " AND namespace = $%d AND key = $%d", qp_text(&q, a->ns), qp_text(&q, a->key));
+    pgq_sql_add(&b, " AND namespace = $%d AND key = $%d", pgq_text(&q, a->ns), pgq_text(&q, a->key));
     PGresult *r;
     int rc = pipeline(ss, "read", "BEGIN READ ONLY", &b, &q, 1, &r);
     if (rc != ENTRIES_OK) return rc;
@@ -648,25 +379,25 @@ static int do_list(session *ss, void *arg) {
     if (none) return ENTRIES_OK; /* the token may touch no namespace */
     const char *nsl = to_like(c->ar, in->ns_pattern), *kl = to_like(c->ar, in->key_pattern);
     if (!globs || !nsl || !kl) return fail(c, ENTRIES_ENOMEM, "out of memory");
-    qparams q = {0};
-    sqlbuf b = {0};
+    pgq_params q = {0};
+    pgq_sql b = {0};
     /* With values, a running sum of sizes marks the rows past the byte
      * budget: they come back without their value and end the page. */
     if (in->with_values)
-        sql_add(&b, "SELECT " COLS ", CASE WHEN run - size_bytes < $%d THEN value END FROM ("
+        pgq_sql_add(&b, "SELECT " COLS ", CASE WHEN run - size_bytes < $%d THEN value END FROM ("
                     "SELECT " COLS ", value, sum(size_bytes) OVER (ORDER BY namespace, key"
                     " ROWS UNBOUNDED PRECEDING) AS run FROM entries WHERE ",
-                qp_int8(&q, (int64_t)ss->s->o.max_response_bytes));
+                pgq_int8(&q, (int64_t)ss->s->o.max_response_bytes));
     else
-        sql_add(&b, "SELECT " COLS " FROM entries WHERE ");
+        pgq_sql_add(&b, "SELECT " COLS " FROM entries WHERE ");
     add_read_diode(&b, &q, c->p);
-    sql_add(&b, " AND namespace LIKE ANY($%d) AND namespace LIKE $%d AND key LIKE $%d",
-            qp_text_array(&q, globs), qp_text(&q, nsl), qp_text(&q, kl));
+    pgq_sql_add(&b, " AND namespace LIKE ANY($%d) AND namespace LIKE $%d AND key LIKE $%d",
+            pgq_text_array(&q, globs), pgq_text(&q, nsl), pgq_text(&q, kl));
     if (in->after_ns)
-        sql_add(&b, " AND (namespace, key) > ($%d, $%d)", qp_text(&q, in->after_ns),
-                qp_text(&q, in->after_key));
-    sql_add(&b, " ORDER BY namespace, key LIMIT $%d", qp_int8(&q, (int64_t)in->limit + 1));
-    if (in->with_values) sql_add(&b, ") page ORDER BY namespace, key");
+        pgq_sql_add(&b, " AND (namespace, key) > ($%d, $%d)", pgq_text(&q, in->after_ns),
+                pgq_text(&q, in->after_key));
+    pgq_sql_add(&b, " ORDER BY namespace, key LIMIT $%d", pgq_int8(&q, (int64_t)in->limit + 1));
+    if (in->with_values) pgq_sql_add(&b, ") page ORDER BY namespace, key");
     PGresult *r;
     int rc = pipeline(ss, "list", "BEGIN READ ONLY", &b, &q, 1, &r);
     if (rc != ENTRIES_OK) return rc;
@@ -720,18 +451,18 @@ static int do_search(session *ss, void *arg) {
     if (none) return ENTRIES_OK;
     const char *nsl = to_like(c->ar, in->ns_pattern);
     if (!globs || !nsl) return fail(c, ENTRIES_ENOMEM, "out of memory");
-    qparams q = {0};
-    sqlbuf b = {0};
+    pgq_params q = {0};
+    pgq_sql b = {0};
     if (in->with_values)
-        sql_add(&b, "SELECT " COLS ", CASE WHEN run - size_bytes < $%d THEN value END FROM ("
+        pgq_sql_add(&b, "SELECT " COLS ", CASE WHEN run - size_bytes < $%d THEN value END FROM ("
                     "SELECT " COLS ", value, sum(size_bytes) OVER (ORDER BY updated_at DESC,"
                     " namespace, key ROWS UNBOUNDED PRECEDING) AS run FROM entries WHERE ",
-                qp_int8(&q, (int64_t)ss->s->o.max_response_bytes));
+                pgq_int8(&q, (int64_t)ss->s->o.max_response_bytes));
     else
-        sql_add(&b, "SELECT " COLS " FROM entries WHERE ");
+        pgq_sql_add(&b, "SELECT " COLS " FROM entries WHERE ");
     add_read_diode(&b, &q, c->p);
-    sql_add(&b, " AND namespace LIKE ANY($%d) AND namespace LIKE $%d", qp_text_array(&q, globs),
-            qp_text(&q, nsl));
+    pgq_sql_add(&b, " AND namespace LIKE ANY($%d) AND namespace LIKE $%d", pgq_text_array(&q, globs),
+            pgq_text(&q, nsl));
     if (in->term[0]) {
         const char *t = like_escape(c->ar, in->term);
         if (!t) return fail(c, ENTRIES_ENOMEM, "out of memory");
@@ -739,24 +470,24 @@ static int do_search(session *ss, void *arg) {
          * The pattern is put back to the column's collation, or the
          * planner could not use the trigram index (157 ms -> 2 ms over
          * 200k rows). */
-        sql_add(&b,
+        pgq_sql_add(&b,
                 " AND search_text LIKE ('%%' || lower($%d COLLATE \"und-x-icu\") || '%%')"
                 " COLLATE \"default\"",
-                qp_text(&q, t));
+                pgq_text(&q, t));
     }
     if (in->ntags) {
-        const char *tl = array_literal(c->ar, in->tags, in->ntags);
+        const char *tl = pgq_array_literal(c->ar, in->tags, in->ntags);
         if (!tl) return fail(c, ENTRIES_ENOMEM, "out of memory");
-        sql_add(&b, " AND tags @> $%d", qp_text_array(&q, tl));
+        pgq_sql_add(&b, " AND tags @> $%d", pgq_text_array(&q, tl));
     }
     if (in->content_type[0])
-        sql_add(&b, " AND content_type = $%d", qp_text(&q, in->content_type));
-    if (in->created_by[0]) sql_add(&b, " AND owner = $%d", qp_text(&q, in->created_by));
-    if (in->has_start) sql_add(&b, " AND updated_at >= $%d", qp_ts(&q, in->start_us));
-    if (in->has_end) sql_add(&b, " AND updated_at < $%d", qp_ts(&q, in->end_us));
-    sql_add(&b, " ORDER BY updated_at DESC, namespace, key LIMIT $%d",
-            qp_int8(&q, (int64_t)in->limit));
-    if (in->with_values) sql_add(&b, ") page ORDER BY updated_at DESC, namespace, key");
+        pgq_sql_add(&b, " AND content_type = $%d", pgq_text(&q, in->content_type));
+    if (in->created_by[0]) pgq_sql_add(&b, " AND owner = $%d", pgq_text(&q, in->created_by));
+    if (in->has_start) pgq_sql_add(&b, " AND updated_at >= $%d", pgq_ts(&q, in->start_us));
+    if (in->has_end) pgq_sql_add(&b, " AND updated_at < $%d", pgq_ts(&q, in->end_us));
+    pgq_sql_add(&b, " ORDER BY updated_at DESC, namespace, key LIMIT $%d",
+            pgq_int8(&q, (int64_t)in->limit));
+    if (in->with_values) pgq_sql_add(&b, ") page ORDER BY updated_at DESC, namespace, key");
     if (b.overflow) return fail(c, ENTRIES_EINTERNAL, "search query too long");
     PGresult *r;
     int rc = pipeline(ss, "search", "BEGIN READ ONLY", &b, &q, 1, &r);
@@ -795,21 +526,21 @@ static int do_stats(session *ss, void *arg) {
     if (none) return ENTRIES_OK;
     const char *nsl = to_like(c->ar, a->ns_pattern);
     if (!globs || !nsl) return fail(c, ENTRIES_ENOMEM, "out of memory");
-    qparams q = {0};
-    sqlbuf b = {0};
-    sql_add(&b, "SELECT count(*), count(DISTINCT namespace), coalesce(sum(size_bytes), 0)::int8,"
+    pgq_params q = {0};
+    pgq_sql b = {0};
+    pgq_sql_add(&b, "SELECT count(*), count(DISTINCT namespace), coalesce(sum(size_bytes), 0)::int8,"
                 " coalesce(sum(octet_length(value)), 0)::int8,"
                 " count(*) FILTER (WHERE compressed) FROM entries WHERE ");
     add_read_diode(&b, &q, c->p);
-    sql_add(&b, " AND namespace LIKE ANY($%d) AND namespace LIKE $%d", qp_text_array(&q, globs),
-            qp_text(&q, nsl));
+    pgq_sql_add(&b, " AND namespace LIKE ANY($%d) AND namespace LIKE $%d", pgq_text_array(&q, globs),
+            pgq_text(&q, nsl));
     PGresult *r;
     int rc = pipeline(ss, "stats", "BEGIN READ ONLY", &b, &q, 1, &r);
     if (rc != ENTRIES_OK) return rc;
     entries_stats *o = a->out;
-    if (PQntuples(r) != 1 || col_int(r, 0, 0, &o->entry_count) != 0 ||
-        col_int(r, 0, 1, &o->namespace_count) != 0 || col_int(r, 0, 2, &o->value_bytes) != 0 ||
-        col_int(r, 0, 3, &o->stored_bytes) != 0 || col_int(r, 0, 4, &o->compressed_count) != 0)
+    if (PQntuples(r) != 1 || pgq_col_int(r, 0, 0, &o->entry_count) != 0 ||
+        pgq_col_int(r, 0, 1, &o->namespace_count) != 0 || pgq_col_int(r, 0, 2, &o->value_bytes) != 0 ||
+        pgq_col_int(r, 0, 3, &o->stored_bytes) != 0 || pgq_col_int(r, 0, 4, &o->compressed_count) != 0)
         rc = fail(c, ENTRIES_EINTERNAL, "unexpected stats result");
     PQclear(r);
     return rc;
@@ -841,8 +572,8 @@ static int decode_lock(entries_ctx *c, PGresult *r, locked_row *lr) {
     memset(lr, 0, sizeof *lr);
     if (PQntuples(r) == 0) return ENTRIES_OK;
     int64_t label, version;
-    lr->owner = col_str(c->ar, r, 0, 0);
-    if (!lr->owner || col_int(r, 0, 1, &label) != 0 || col_int(r, 0, 2, &version) != 0 ||
+    lr->owner = pgq_col_str(c->ar, r, 0, 0);
+    if (!lr->owner || pgq_col_int(r, 0, 1, &label) != 0 || pgq_col_int(r, 0, 2, &version) != 0 ||
         PQgetlength(r, 0, 3) != 1)
         return fail(c, ENTRIES_EINTERNAL, "unexpected row-lock result");
     lr->exists = 1;
@@ -855,15 +586,15 @@ static int decode_lock(entries_ctx *c, PGresult *r, locked_row *lr) {
 /* Locks the row; first: the transaction is begun in the same round trip. */
 static int lock_row(session *ss, const char *ns, const char *key, int first, locked_row *lr) {
     entries_ctx *c = ss->c;
-    qparams q = {0};
-    qp_text(&q, principal_tenant(c->p));
-    qp_text(&q, ns);
-    qp_text(&q, key);
+    pgq_params q = {0};
+    pgq_text(&q, principal_tenant(c->p));
+    pgq_text(&q, ns);
+    pgq_text(&q, key);
     PGresult *r;
     int rc;
     if (first) {
-        sqlbuf b = {0};
-        sql_add(&b, "%s", LOCK_SQL);
+        pgq_sql b = {0};
+        pgq_sql_add(&b, "%s", LOCK_SQL);
         rc = pipeline(ss, "row lock", "BEGIN", &b, &q, 0, &r);
     } else {
         r = exec(ss, LOCK_SQL, &q);
@@ -891,32 +622,6 @@ static int may_modify(entries_ctx *c, const locked_row *lr, const char *ns, cons
     return ENTRIES_OK;
 }
 
-static int finish_tx(session *ss) {
-    entries_ctx *c = ss->c;
-    /* The caller has given up (or is about to): rather than commit a change
-     * it will be told failed, roll back. Statements each had the remaining
-     * time as their timeout, so the whole transaction may run past it. */
-    if (c->deadline_ms != INT64_MAX && now_ms() >= c->deadline_ms)
-        return fail(c, ENTRIES_ETIMEOUT,
-                    "the call's deadline passed before the change could commit; nothing was "
-                    "changed");
-    if (c->before_commit) {
-        char err[256] = "";
-        if (c->before_commit(ss->conn, c->hook_arg, err, sizeof err) != 0) {
-            if (PQstatus(ss->conn) != CONNECTION_OK) ss->broken = 1;
-            return fail(c, ENTRIES_EUNAVAILABLE, "cannot record the audit row: %s", err);
-        }
-    }
-    /* From here a lost connection leaves the outcome unknown: no retry. */
-    ss->commit_sent = 1;
-    PGresult *r = PQexec(ss->conn, "COMMIT");
-    int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
-    int rc = ok ? ENTRIES_OK : pg_fail(ss, r, "commit");
-    PQclear(r);
-    if (ok && c->after_commit) c->after_commit(c->hook_arg);
-    return rc;
-}
-
 /* Everything a write sends, prepared once before any attempt. */
 typedef struct {
     const entries_write_in *in;
@@ -937,20 +642,20 @@ static const char WRITE_COLS[] =
 /* Adds the parameters an INSERT and an UPDATE share and returns their $
  * numbers; the expiry is COALESCE($abs, now() + $ttl µs), NULL when both
  * are NULL. */
-static void write_params(qparams *q, const write_plan *w, int *p_value, int *p_comp,
+static void write_params(pgq_params *q, const write_plan *w, int *p_value, int *p_comp,
                          int *p_size, int *p_ctype, int *p_meta, int *p_tags, int *p_pii,
                          int *p_search, int *p_abs, int *p_ttl) {
     const entries_write_in *in = w->in;
-    *p_value = qp_bytes(q, w->stored, w->stored_len);
-    *p_comp = qp_bool(q, w->compressed);
-    *p_size = qp_int8(q, (int64_t)in->value_len);
-    *p_ctype = qp_text(q, in->content_type);
-    *p_meta = qp_text(q, in->metadata_json ? in->metadata_json : "{}");
-    *p_tags = qp_text_array(q, w->tags_lit);
-    *p_pii = qp_text_array(q, w->pii_lit);
-    *p_search = qp_text(q, w->search_text);
-    *p_abs = in->has_expire ? qp_ts(q, in->expire_us) : qp_null(q, OID_TIMESTAMPTZ);
-    *p_ttl = in->has_ttl ? qp_int8(q, in->ttl_us) : qp_null(q, OID_INT8);
+    *p_value = pgq_bytes(q, w->stored, w->stored_len);
+    *p_comp = pgq_bool(q, w->compressed);
+    *p_size = pgq_int8(q, (int64_t)in->value_len);
+    *p_ctype = pgq_text(q, in->content_type);
+    *p_meta = pgq_text(q, in->metadata_json ? in->metadata_json : "{}");
+    *p_tags = pgq_text_array(q, w->tags_lit);
+    *p_pii = pgq_text_array(q, w->pii_lit);
+    *p_search = pgq_text(q, w->search_text);
+    *p_abs = in->has_expire ? pgq_ts(q, in->expire_us) : pgq_null(q, PGQ_OID_TIMESTAMPTZ);
+    *p_ttl = in->has_ttl ? pgq_int8(q, in->ttl_us) : pgq_null(q, PGQ_OID_INT8);
 }
 
 static int do_write(session *ss, write_plan *w) {
@@ -973,16 +678,16 @@ static int do_write(session *ss, write_plan *w) {
                             (long long)in->expected_version);
         }
         int label = principal_stamp_label(c->p, in->label, lr.live ? lr.label : 0);
-        qparams q = {0};
-        int p_tenant = qp_text(&q, principal_tenant(c->p));
-        int p_ns = qp_text(&q, in->ns);
-        int p_key = qp_text(&q, in->key);
-        int p_owner = qp_text(&q, principal_sub(c->p));
-        int p_label = qp_int4(&q, label);
+        pgq_params q = {0};
+        int p_tenant = pgq_text(&q, principal_tenant(c->p));
+        int p_ns = pgq_text(&q, in->ns);
+        int p_key = pgq_text(&q, in->key);
+        int p_owner = pgq_text(&q, principal_sub(c->p));
+        int p_label = pgq_int4(&q, label);
         int p_value, p_comp, p_size, p_ctype, p_meta, p_tags, p_pii, p_search, p_abs, p_ttl;
         write_params(&q, w, &p_value, &p_comp, &p_size, &p_ctype, &p_meta, &p_tags, &p_pii,
                      &p_search, &p_abs, &p_ttl);
-        sqlbuf b = {0};
+        pgq_sql b = {0};
         const char *expiry = "COALESCE($%d, now() + $%d * interval '1 microsecond')";
         char exp_sql[96];
         snprintf(exp_sql, sizeof exp_sql, expiry, p_abs, p_ttl);
@@ -990,7 +695,7 @@ static int do_write(session *ss, write_plan *w) {
         char search_sql[64];
         snprintf(search_sql, sizeof search_sql, search, p_search);
         if (!lr.exists) {
-            sql_add(&b,
+            pgq_sql_add(&b,
                     "INSERT INTO entries (tenant, namespace, key, %s) VALUES ($%d, $%d, $%d, $%d,"
                     " $%d, $%d, $%d, $%d, $%d, $%d::jsonb, $%d, $%d, %s, 1, now(), now(), %s)"
                     " ON CONFLICT (tenant, namespace, key) DO NOTHING RETURNING " COLS,
@@ -1005,7 +710,7 @@ static int do_write(session *ss, write_plan *w) {
                 snprintf(owner_buf, sizeof owner_buf, "$%d", p_owner);
                 owner_sql = owner_buf;
             }
-            sql_add(&b,
+            pgq_sql_add(&b,
                     "UPDATE entries SET owner = %s, label = $%d, value = $%d, compressed = $%d,"
                     " size_bytes = $%d, content_type = $%d, metadata = $%d::jsonb, tags = $%d,"
                     " pii_kinds = $%d, search_text = %s, version = %s, created_at = %s,"
@@ -1082,8 +787,8 @@ int entries_store_write(entries_store *s, entries_ctx *c, const entries_write_in
                             &w.compressed);
     if (rc != ENTRIES_OK) return rc;
     w.search_text = search_source(c->ar, in->key, in->value, in->value_len);
-    w.tags_lit = array_literal(c->ar, in->tags, in->ntags);
-    w.pii_lit = array_literal(c->ar, in->pii_kinds, in->npii);
+    w.tags_lit = pgq_array_literal(c->ar, in->tags, in->ntags);
+    w.pii_lit = pgq_array_literal(c->ar, in->pii_kinds, in->npii);
     if (!w.search_text || !w.tags_lit || !w.pii_lit)
         return fail(c, ENTRIES_ENOMEM, "out of memory");
     for (int attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
@@ -1093,7 +798,7 @@ int entries_store_write(entries_store *s, entries_ctx *c, const entries_write_in
         rc = do_write(&ss, &w);
         /* Retry only when the connection died before COMMIT was sent:
          * the server rolled the transaction back, nothing happened. */
-        int retry = rc == ENTRIES_EUNAVAILABLE && ss.broken && !ss.commit_sent;
+        int retry = rc == ENTRIES_EUNAVAILABLE && ss.q.broken && !ss.q.commit_sent;
         end_session(&ss);
         if (!retry) break;
     }
@@ -1111,10 +816,10 @@ static int do_delete(session *ss, const char *ns, const char *key, int has_expec
     if (has_expected && lr.version != expected)
         return fail(c, ENTRIES_ECONFLICT, "entry %s/%s is at version %lld, not %lld", ns, key,
                     (long long)lr.version, (long long)expected);
-    qparams q = {0};
-    qp_text(&q, principal_tenant(c->p));
-    qp_text(&q, ns);
-    qp_text(&q, key);
+    pgq_params q = {0};
+    pgq_text(&q, principal_tenant(c->p));
+    pgq_text(&q, ns);
+    pgq_text(&q, key);
     PGresult *r =
         exec(ss, "DELETE FROM entries WHERE tenant = $1 AND namespace = $2 AND key = $3", &q);
     if (PQresultStatus(r) != PGRES_COMMAND_OK) {
@@ -1134,7 +839,7 @@ int entries_store_delete(entries_store *s, entries_ctx *c, const char *ns, const
         rc = begin_session(s, c, &ss);
         if (rc != ENTRIES_OK) return rc;
         rc = do_delete(&ss, ns, key, has_expected, expected_version);
-        int retry = rc == ENTRIES_EUNAVAILABLE && ss.broken && !ss.commit_sent;
+        int retry = rc == ENTRIES_EUNAVAILABLE && ss.q.broken && !ss.q.commit_sent;
         end_session(&ss);
         if (!retry) break;
     }
@@ -1151,12 +856,12 @@ typedef struct {
 static int do_modify(session *ss, modify_args *a) {
     entries_ctx *c = ss->c;
     const entries_modify_in *in = a->in;
-    qparams q = {0};
-    sqlbuf b = {0};
-    sql_add(&b,
+    pgq_params q = {0};
+    pgq_sql b = {0};
+    pgq_sql_add(&b,
             "SELECT " COLS ", value, (expires_at IS NULL OR expires_at > now()) FROM entries"
             " WHERE tenant = $%d AND namespace = $%d AND key = $%d FOR UPDATE",
-            qp_text(&q, principal_tenant(c->p)), qp_text(&q, in->ns), qp_text(&q, in->key));
+            pgq_text(&q, principal_tenant(c->p)), pgq_text(&q, in->ns), pgq_text(&q, in->key));
     PGresult *r;
     int rc = pipeline(ss, "row lock", "BEGIN", &b, &q, 0, &r);
     if (rc != ENTRIES_OK) return rc;
@@ -1202,24 +907,24 @@ static int do_modify(session *ss, modify_args *a) {
         for (size_t j = 0; j < nk && !dup; j++) dup = strcmp(kinds[j], e.pii_kinds[i]) == 0;
         if (!dup) kinds[nk++] = e.pii_kinds[i];
     }
-    const char *kinds_lit = array_literal(c->ar, kinds, nk);
+    const char *kinds_lit = pgq_array_literal(c->ar, kinds, nk);
     const char *search = search_source(c->ar, in->key, e.value, e.value_len);
     if (!kinds_lit || !search) return fail(c, ENTRIES_ENOMEM, "out of memory");
-    qparams u = {0};
-    sqlbuf ub = {0};
-    int p_label = qp_int4(&u, principal_stamp_label(c->p, 0, cur.label));
-    int p_value = qp_bytes(&u, stored, stored_len);
-    int p_comp = qp_bool(&u, compressed);
-    int p_size = qp_int8(&u, (int64_t)e.value_len);
-    int p_search = qp_text(&u, search);
-    int p_pii = qp_text_array(&u, kinds_lit);
-    sql_add(&ub,
+    pgq_params u = {0};
+    pgq_sql ub = {0};
+    int p_label = pgq_int4(&u, principal_stamp_label(c->p, 0, cur.label));
+    int p_value = pgq_bytes(&u, stored, stored_len);
+    int p_comp = pgq_bool(&u, compressed);
+    int p_size = pgq_int8(&u, (int64_t)e.value_len);
+    int p_search = pgq_text(&u, search);
+    int p_pii = pgq_text_array(&u, kinds_lit);
+    pgq_sql_add(&ub,
             "UPDATE entries SET label = $%d, value = $%d, compressed = $%d, size_bytes = $%d,"
             " search_text = lower($%d COLLATE \"und-x-icu\"), pii_kinds = $%d,"
             " version = version + 1, updated_at = now()"
             " WHERE tenant = $%d AND namespace = $%d AND key = $%d RETURNING " COLS,
             p_label, p_value, p_comp, p_size, p_search, p_pii,
-            qp_text(&u, principal_tenant(c->p)), qp_text(&u, in->ns), qp_text(&u, in->key));
+            pgq_text(&u, principal_tenant(c->p)), pgq_text(&u, in->ns), pgq_text(&u, in->key));
     r = exec(ss, ub.buf, &u);
     if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) {
         rc = pg_fail(ss, r, "update");
@@ -1241,7 +946,7 @@ int entries_store_modify(entries_store *s, entries_ctx *c, const entries_modify_
         rc = begin_session(s, c, &ss);
         if (rc != ENTRIES_OK) return rc;
         rc = do_modify(&ss, &a);
-        int retry = rc == ENTRIES_EUNAVAILABLE && ss.broken && !ss.commit_sent;
+        int retry = rc == ENTRIES_EUNAVAILABLE && ss.q.broken && !ss.q.commit_sent;
         end_session(&ss);
         if (!retry) break;
     }
@@ -1257,12 +962,12 @@ static int do_purge(session *ss, const char *ns_pattern, int64_t *purged) {
     if (none) return ENTRIES_OK;
     const char *nsl = to_like(c->ar, ns_pattern);
     if (!globs || !nsl) return fail(c, ENTRIES_ENOMEM, "out of memory");
-    qparams q = {0};
-    sqlbuf b = {0};
-    sql_add(&b,
+    pgq_params q = {0};
+    pgq_sql b = {0};
+    pgq_sql_add(&b,
             "DELETE FROM entries WHERE tenant = $%d AND expires_at <= now()"
             " AND namespace LIKE ANY($%d) AND namespace LIKE $%d",
-            qp_text(&q, principal_tenant(c->p)), qp_text_array(&q, globs), qp_text(&q, nsl));
+            pgq_text(&q, principal_tenant(c->p)), pgq_text_array(&q, globs), pgq_text(&q, nsl));
     PGresult *r;
     int rc = pipeline(ss, "purge", "BEGIN", &b, &q, 0, &r);
     if (rc != ENTRIES_OK) return rc;
@@ -1280,7 +985,7 @@ int entries_store_purge(entries_store *s, entries_ctx *c, const char *ns_pattern
         rc = begin_session(s, c, &ss);
         if (rc != ENTRIES_OK) return rc;
         rc = do_purge(&ss, ns_pattern, purged);
-        int retry = rc == ENTRIES_EUNAVAILABLE && ss.broken && !ss.commit_sent;
+        int retry = rc == ENTRIES_EUNAVAILABLE && ss.q.broken && !ss.q.commit_sent;
         end_session(&ss);
         if (!retry) break;
     }

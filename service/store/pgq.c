@@ -1,0 +1,574 @@
+/* pgq: shared query discipline for PostgreSQL tiers; see pgq.h.
+ *
+ * Prepared statements: a statement's name is derived from a hash of its
+ * text and parameter types; each connection remembers (as libpq instance
+ * data, freed with the connection) which statements it has prepared, with
+ * their full text, so a hash collision can only cost a fallback to an
+ * unnamed statement, never the wrong statement. Parse messages are sent in
+ * the same pipeline as the first execution, so preparing costs no extra
+ * round trip. */
+#include "service/store/pgq.h"
+
+#include <arpa/inet.h>
+#include <libpq-events.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "service/core/log.h"
+
+#define PG_EPOCH_US 946684800000000LL /* 2000-01-01 in Unix microseconds */
+#define MAX_ATTEMPTS 3
+#define STMT_CACHE_MAX 256 /* statements per connection; beyond, unnamed ones */
+
+/* ------------------------------------------------------------ utils */
+
+int64_t pgq_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+const char *pgq_strerror(int code) {
+    switch (code) {
+    case PGQ_OK: return "OK";
+    case PGQ_ENOTFOUND: return "not found";
+    case PGQ_EDENIED: return "permission denied";
+    case PGQ_ECONFLICT: return "version conflict";
+    case PGQ_EUNAVAILABLE: return "PostgreSQL unavailable";
+    case PGQ_ETIMEOUT: return "deadline exceeded";
+    case PGQ_EINTERNAL: return "internal error";
+    case PGQ_ENOMEM: return "out of memory";
+    default: return "unknown error";
+    }
+}
+
+int pgq_fail(pgq_session *ss, int code, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ss->err, ss->errlen, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+/* ------------------------------------------------------------ parameters */
+
+static int add(pgq_params *q, Oid type, const char *val, int len, int fmt) {
+    if (q->n >= PGQ_MAX_PARAMS) abort();
+    q->types[q->n] = type;
+    q->vals[q->n] = val;
+    q->lens[q->n] = len;
+    q->fmts[q->n] = fmt;
+    return ++q->n;
+}
+
+static void put_be64(unsigned char *b, uint64_t v) {
+    for (int i = 7; i >= 0; i--) {
+        b[i] = (unsigned char)(v & 0xff);
+        v >>= 8;
+    }
+}
+
+int pgq_text(pgq_params *q, const char *s) { return add(q, PGQ_OID_TEXT, s, 0, 0); }
+int pgq_jsonb(pgq_params *q, const char *json) { return add(q, PGQ_OID_JSONB, json, 0, 0); }
+int pgq_text_array(pgq_params *q, const char *lit) {
+    return add(q, PGQ_OID_TEXT_ARRAY, lit, 0, 0);
+}
+int pgq_bytes(pgq_params *q, const void *p, size_t n) {
+    return add(q, PGQ_OID_BYTEA, p ? (const char *)p : "", (int)n, 1);
+}
+int pgq_int8(pgq_params *q, int64_t v) {
+    put_be64(q->bin[q->n], (uint64_t)v);
+    return add(q, PGQ_OID_INT8, (const char *)q->bin[q->n], 8, 1);
+}
+int pgq_int4(pgq_params *q, int32_t v) {
+    uint32_t be = htonl((uint32_t)v);
+    memcpy(q->bin[q->n], &be, 4);
+    return add(q, PGQ_OID_INT4, (const char *)q->bin[q->n], 4, 1);
+}
+int pgq_bool(pgq_params *q, int v) {
+    q->bin[q->n][0] = v ? 1 : 0;
+    return add(q, PGQ_OID_BOOL, (const char *)q->bin[q->n], 1, 1);
+}
+int pgq_ts(pgq_params *q, int64_t unix_us) {
+    put_be64(q->bin[q->n], (uint64_t)(unix_us - PG_EPOCH_US));
+    return add(q, PGQ_OID_TIMESTAMPTZ, (const char *)q->bin[q->n], 8, 1);
+}
+int pgq_null(pgq_params *q, Oid type) { return add(q, type, NULL, 0, 0); }
+
+char *pgq_array_literal(arena *ar, const char *const *strs, size_t n) {
+    size_t cap = 3;
+    for (size_t i = 0; i < n; i++) cap += 2 * strlen(strs[i]) + 3;
+    char *out = arena_alloc(ar, cap);
+    if (!out) return NULL;
+    char *w = out;
+    *w++ = '{';
+    for (size_t i = 0; i < n; i++) {
+        if (i) *w++ = ',';
+        *w++ = '"';
+        for (const char *r = strs[i]; *r; r++) {
+            if (*r == '"' || *r == '\\') *w++ = '\\';
+            *w++ = *r;
+        }
+        *w++ = '"';
+    }
+    *w++ = '}';
+    *w = '\0';
+    return out;
+}
+
+void pgq_sql_add(pgq_sql *b, const char *fmt, ...) {
+    if (b->overflow) return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(b->buf + b->len, sizeof b->buf - b->len, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= sizeof b->buf - b->len) {
+        b->overflow = 1;
+        return;
+    }
+    b->len += (size_t)n;
+}
+
+/* ------------------------------------------------------------ statement cache */
+
+typedef struct {
+    uint64_t hash;
+    char *text; /* SQL, then a NUL, then the parameter types as text */
+    size_t len;
+} stmt;
+
+typedef struct {
+    stmt *v;
+    size_t n, cap;
+} stmt_cache;
+
+static int stmt_events(PGEventId id, void *info, void *pass) {
+    (void)pass;
+    if (id == PGEVT_CONNDESTROY || id == PGEVT_CONNRESET) {
+        PGconn *conn = id == PGEVT_CONNDESTROY ? ((PGEventConnDestroy *)info)->conn
+                                               : ((PGEventConnReset *)info)->conn;
+        stmt_cache *c = PQinstanceData(conn, stmt_events);
+        if (c) {
+            for (size_t i = 0; i < c->n; i++) free(c->v[i].text);
+            c->n = 0;
+            if (id == PGEVT_CONNDESTROY) {
+                free(c->v);
+                free(c);
+                PQsetInstanceData(conn, stmt_events, NULL);
+            }
+        }
+    }
+    return 1;
+}
+
+static stmt_cache *cache_of(PGconn *conn) {
+    stmt_cache *c = PQinstanceData(conn, stmt_events);
+    if (c) return c;
+    if (!PQregisterEventProc(conn, stmt_events, "memoryd statement cache", NULL)) return NULL;
+    if (!(c = calloc(1, sizeof *c))) return NULL;
+    if (!PQsetInstanceData(conn, stmt_events, c)) {
+        free(c);
+        return NULL;
+    }
+    return c;
+}
+
+/* The identity of a statement: its text and its parameter types (the same
+ * text with other types would bind differently). */
+typedef struct {
+    char *key;
+    size_t len;
+    uint64_t hash;
+    char name[24];
+} stmt_key;
+
+static int make_key(const char *sql, const pgq_params *q, stmt_key *k) {
+    size_t sl = strlen(sql);
+    k->len = sl + 1 + (size_t)(q ? q->n : 0) * 11;
+    if (!(k->key = malloc(k->len + 1))) return -1;
+    memcpy(k->key, sql, sl + 1);
+    size_t off = sl + 1;
+    for (int i = 0; q && i < q->n; i++)
+        off += (size_t)snprintf(k->key + off, 12, "%10u,", (unsigned)q->types[i]);
+    k->len = off;
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+    for (size_t i = 0; i < k->len; i++) h = (h ^ (unsigned char)k->key[i]) * 1099511628211ULL;
+    k->hash = h;
+    snprintf(k->name, sizeof k->name, "mq_%016llx", (unsigned long long)h);
+    return 0;
+}
+
+/* 1: prepared with this text; 0: not prepared (and the name is free);
+ * -1: the name is taken by another text (use an unnamed statement). */
+static int cache_find(const stmt_cache *c, const stmt_key *k) {
+    for (size_t i = 0; i < c->n; i++)
+        if (c->v[i].hash == k->hash)
+            return c->v[i].len == k->len && memcmp(c->v[i].text, k->key, k->len) == 0 ? 1 : -1;
+    return 0;
+}
+
+/* Takes ownership of k->key. */
+static void cache_add(stmt_cache *c, stmt_key *k) {
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 16;
+        stmt *v = realloc(c->v, cap * sizeof *v);
+        if (!v) return;
+        c->v = v;
+        c->cap = cap;
+    }
+    c->v[c->n++] = (stmt){k->hash, k->key, k->len};
+    k->key = NULL;
+}
+
+/* How one statement goes out. */
+typedef struct {
+    stmt_cache *cache;
+    stmt_key key;
+    int state; /* 1 prepared, 0 to prepare now, -1 unnamed */
+} plan;
+
+static void plan_make(pgq_session *ss, const char *sql, const pgq_params *q, plan *p) {
+    memset(p, 0, sizeof *p);
+    p->state = -1;
+    p->cache = cache_of(ss->conn);
+    if (!p->cache || make_key(sql, q, &p->key) != 0) return;
+    p->state = cache_find(p->cache, &p->key);
+    if (p->state == 0 && p->cache->n >= STMT_CACHE_MAX) p->state = -1;
+}
+
+static void plan_done(plan *p, int prepared_ok) {
+    if (p->state == 0 && prepared_ok) cache_add(p->cache, &p->key);
+    free(p->key.key);
+    p->key.key = NULL;
+}
+
+/* Queues the statement (Parse when new, then Bind/Execute). Returns the
+ * number of results to expect before the statement's own, or -1. */
+static int plan_send(pgq_session *ss, plan *p, const char *sql, const pgq_params *q) {
+    int n = q ? q->n : 0;
+    const Oid *types = q ? q->types : NULL;
+    const char *const *vals = q ? q->vals : NULL;
+    const int *lens = q ? q->lens : NULL, *fmts = q ? q->fmts : NULL;
+    if (p->state < 0)
+        return PQsendQueryParams(ss->conn, sql, n, types, vals, lens, fmts, 1) ? 0 : -1;
+    if (p->state == 0 && !PQsendPrepare(ss->conn, p->key.name, sql, n, types)) return -1;
+    if (!PQsendQueryPrepared(ss->conn, p->key.name, n, vals, lens, fmts, 1)) return -1;
+    return p->state == 0 ? 1 : 0;
+}
+
+/* ------------------------------------------------------------ sessions */
+
+int pgq_begin(pgq_session *ss, pg_pool *pool, const char *tier, int64_t deadline_ms,
+              int max_statement_ms, char *err, size_t errlen) {
+    memset(ss, 0, sizeof *ss);
+    ss->pool = pool;
+    ss->tier = tier;
+    ss->deadline_ms = deadline_ms;
+    ss->err = err;
+    ss->errlen = errlen;
+    int64_t ms;
+    if (deadline_ms == INT64_MAX) {
+        ms = max_statement_ms > 0 ? max_statement_ms : 30000;
+    } else {
+        ms = deadline_ms - pgq_now_ms();
+        if (ms <= 0) return pgq_fail(ss, PGQ_ETIMEOUT, "the call's deadline passed");
+        if (ms > INT32_MAX) ms = INT32_MAX;
+    }
+    snprintf(ss->timeout, sizeof ss->timeout, "%lld", (long long)ms);
+    char why[256];
+    ss->conn = pg_pool_acquire(pool, deadline_ms, why, sizeof why);
+    if (!ss->conn) {
+        if (deadline_ms != INT64_MAX && pgq_now_ms() >= deadline_ms)
+            return pgq_fail(ss, PGQ_ETIMEOUT, "the call's deadline passed waiting for PostgreSQL");
+        return pgq_fail(ss, PGQ_EUNAVAILABLE, "%s", why);
+    }
+    return PGQ_OK;
+}
+
+void pgq_end(pgq_session *ss) {
+    if (!ss->conn) return;
+    if (!ss->broken && PQstatus(ss->conn) == CONNECTION_OK &&
+        PQtransactionStatus(ss->conn) != PQTRANS_IDLE) {
+        PGresult *r = PQexec(ss->conn, "ROLLBACK");
+        if (PQresultStatus(r) != PGRES_COMMAND_OK) ss->broken = 1;
+        PQclear(r);
+    }
+    pg_pool_release(ss->pool, ss->conn, ss->broken);
+    ss->conn = NULL;
+}
+
+int pgq_sqlstate_is(const PGresult *res, const char *state) {
+    const char *s = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+    return s && strcmp(s, state) == 0;
+}
+
+int pgq_pg_fail(pgq_session *ss, const PGresult *res, const char *what) {
+    const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+    const char *msg = res ? PQresultErrorMessage(res) : "";
+    if (!msg || !*msg) msg = PQerrorMessage(ss->conn);
+    int conn_bad = PQstatus(ss->conn) != CONNECTION_OK || !state ||
+                   strncmp(state, "08", 2) == 0 || strncmp(state, "57P", 3) == 0;
+    if (conn_bad) ss->broken = 1;
+    int len = (int)strcspn(msg, "\n");
+    if (state && strcmp(state, "57014") == 0)
+        return pgq_fail(ss, PGQ_ETIMEOUT, "PostgreSQL: %s cancelled at the call's deadline",
+                        what);
+    /* A dead pooled connection is routine (the caller retries on a fresh
+     * one); anything else is worth an error line. */
+    log_fields(conn_bad ? LOG_WARN : LOG_ERROR, "PostgreSQL error", LOG_F_STR, "tier", ss->tier,
+               LOG_F_STR, "during", what, LOG_F_STR, "sqlstate", state ? state : "", LOG_F_STR,
+               "error", msg, LOG_F_INT, "broken", (int64_t)conn_bad, LOG_F_END);
+    if (conn_bad)
+        return pgq_fail(ss, PGQ_EUNAVAILABLE, "PostgreSQL connection lost during %s: %.*s",
+                        what, len, msg);
+    return pgq_fail(ss, PGQ_EUNAVAILABLE, "PostgreSQL failed during %s: %.*s", what, len, msg);
+}
+
+/* Reads one command's results in pipeline mode: keeps the first error and
+ * (when want) the command's data result. */
+static void drain_one(PGconn *conn, PGresult **first_err, PGresult **mine, int want) {
+    PGresult *r;
+    while ((r = PQgetResult(conn)) != NULL) {
+        ExecStatusType st = PQresultStatus(r);
+        if (st == PGRES_FATAL_ERROR && !*first_err) {
+            *first_err = r;
+        } else if (want && !*mine && (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK)) {
+            *mine = r;
+        } else {
+            PQclear(r);
+        }
+    }
+}
+
+/* Runs sql inside the open transaction; Parse, Bind and Execute in one
+ * round trip when the statement is new to this connection. */
+static PGresult *exec_sql(pgq_session *ss, const char *sql, const pgq_params *q) {
+    plan p;
+    plan_make(ss, sql, q, &p);
+    PGresult *r;
+    if (p.state < 0) {
+        plan_done(&p, 0);
+        return PQexecParams(ss->conn, sql, q ? q->n : 0, q ? q->types : NULL,
+                            q ? q->vals : NULL, q ? q->lens : NULL, q ? q->fmts : NULL, 1);
+    }
+    if (p.state == 1) {
+        plan_done(&p, 0);
+        return PQexecPrepared(ss->conn, p.key.name, q ? q->n : 0, q ? q->vals : NULL,
+                              q ? q->lens : NULL, q ? q->fmts : NULL, 1);
+    }
+    if (!PQenterPipelineMode(ss->conn)) {
+        plan_done(&p, 0);
+        return NULL;
+    }
+    PGresult *first_err = NULL, *mine = NULL, *parsed = NULL;
+    int sent = plan_send(ss, &p, sql, q) >= 0 && PQpipelineSync(ss->conn);
+    if (sent) {
+        drain_one(ss->conn, &first_err, &parsed, 1); /* the Parse */
+        if (PQstatus(ss->conn) == CONNECTION_OK) drain_one(ss->conn, &first_err, &mine, 1);
+        if (PQstatus(ss->conn) == CONNECTION_OK) {
+            PGresult *s = PQgetResult(ss->conn);
+            if (PQresultStatus(s) != PGRES_PIPELINE_SYNC) ss->broken = 1;
+            PQclear(s);
+        }
+    }
+    if (!PQexitPipelineMode(ss->conn)) ss->broken = 1;
+    plan_done(&p, parsed != NULL && PQresultStatus(parsed) == PGRES_COMMAND_OK);
+    PQclear(parsed);
+    if (first_err) {
+        PQclear(mine);
+        return first_err;
+    }
+    r = mine;
+    return r;
+}
+
+PGresult *pgq_exec(pgq_session *ss, const pgq_sql *sql, const pgq_params *q) {
+    if (sql->overflow) return NULL;
+    return exec_sql(ss, sql->buf, q);
+}
+
+PGresult *pgq_exec_text(pgq_session *ss, const char *sql, const pgq_params *q) {
+    return exec_sql(ss, sql, q);
+}
+
+int pgq_pipeline(pgq_session *ss, const char *what, const char *begin, const pgq_sql *sql,
+                 const pgq_params *q, int commit, PGresult **res) {
+    *res = NULL;
+    if (sql->overflow) {
+        log_fields(LOG_ERROR, "query text too long", LOG_F_STR, "tier", ss->tier, LOG_F_STR,
+                   "during", what, LOG_F_END);
+        return pgq_fail(ss, PGQ_EINTERNAL, "%s query too long", what);
+    }
+    PGconn *conn = ss->conn;
+    plan p;
+    plan_make(ss, sql->buf, q, &p);
+    if (!PQenterPipelineMode(conn)) {
+        plan_done(&p, 0);
+        return pgq_pg_fail(ss, NULL, "pipeline start");
+    }
+    const char *tparam[1] = {ss->timeout};
+    int before = -1;
+    int sent = PQsendQueryParams(conn, begin, 0, NULL, NULL, NULL, NULL, 0) &&
+               PQsendQueryParams(conn, "SELECT set_config('statement_timeout', $1, true)", 1,
+                                 NULL, tparam, NULL, NULL, 0) &&
+               (before = plan_send(ss, &p, sql->buf, q)) >= 0 &&
+               (!commit || PQsendQueryParams(conn, "COMMIT", 0, NULL, NULL, NULL, NULL, 0)) &&
+               PQpipelineSync(conn);
+    /* Results arrive per command: BEGIN, set_config, [Parse], sql, [COMMIT]. */
+    int ncmd = 3 + (before > 0) + (commit ? 1 : 0), mine_at = 2 + (before > 0);
+    PGresult *first_err = NULL, *mine = NULL, *parsed = NULL;
+    if (sent) {
+        for (int i = 0; i < ncmd; i++) {
+            if (before > 0 && i == 2) drain_one(conn, &first_err, &parsed, 1);
+            else drain_one(conn, &first_err, &mine, i == mine_at);
+            if (PQstatus(conn) != CONNECTION_OK) break;
+        }
+        if (PQstatus(conn) == CONNECTION_OK) {
+            PGresult *r = PQgetResult(conn); /* the sync point */
+            if (PQresultStatus(r) != PGRES_PIPELINE_SYNC) ss->broken = 1;
+            PQclear(r);
+        }
+    }
+    if (!PQexitPipelineMode(conn)) ss->broken = 1;
+    plan_done(&p, parsed != NULL && PQresultStatus(parsed) == PGRES_COMMAND_OK);
+    PQclear(parsed);
+    int rc = PGQ_OK;
+    if (!sent || first_err || !mine || ss->broken) {
+        rc = pgq_pg_fail(ss, first_err, what);
+        PQclear(mine);
+        mine = NULL;
+    }
+    PQclear(first_err);
+    *res = mine;
+    return rc;
+}
+
+int pgq_commit(pgq_session *ss, int (*before_commit)(PGconn *, void *, char *, size_t),
+               void (*after_commit)(void *), void *hook_arg) {
+    /* The caller has given up (or is about to): rather than commit a change
+     * it will be told failed, roll back. Statements each had the remaining
+     * time as their timeout, so the whole transaction may run past it. */
+    if (ss->deadline_ms != INT64_MAX && pgq_now_ms() >= ss->deadline_ms)
+        return pgq_fail(ss, PGQ_ETIMEOUT,
+                        "the call's deadline passed before the change could commit; nothing "
+                        "was changed");
+    if (before_commit) {
+        char why[256] = "";
+        if (before_commit(ss->conn, hook_arg, why, sizeof why) != 0) {
+            if (PQstatus(ss->conn) != CONNECTION_OK) ss->broken = 1;
+            return pgq_fail(ss, PGQ_EUNAVAILABLE, "cannot record the audit row: %s", why);
+        }
+    }
+    /* From here a lost connection leaves the outcome unknown: no retry. */
+    ss->commit_sent = 1;
+    PGresult *r = PQexec(ss->conn, "COMMIT");
+    int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+    int rc = ok ? PGQ_OK : pgq_pg_fail(ss, r, "commit");
+    PQclear(r);
+    if (ok && after_commit) after_commit(hook_arg);
+    return rc;
+}
+
+int pgq_run(pg_pool *pool, const char *tier, int64_t deadline_ms, int max_statement_ms,
+            char *err, size_t errlen, pgq_fn fn, void *arg) {
+    int rc = PGQ_EUNAVAILABLE;
+    for (int attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+        pgq_session ss;
+        rc = pgq_begin(&ss, pool, tier, deadline_ms, max_statement_ms, err, errlen);
+        if (rc != PGQ_OK) return rc;
+        rc = fn(&ss, arg);
+        /* Retry only when the connection died before COMMIT was sent: the
+         * server rolled the transaction back, nothing happened. */
+        int retry = rc == PGQ_EUNAVAILABLE && ss.broken && !ss.commit_sent;
+        pgq_end(&ss);
+        if (!retry) break;
+    }
+    return rc;
+}
+
+/* ------------------------------------------------------------ decoding */
+
+static int32_t get_be32(const char *p) {
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return (int32_t)ntohl(v);
+}
+static int64_t get_be64(const char *p) {
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++) v = (v << 8) | (unsigned char)p[i];
+    return (int64_t)v;
+}
+
+int pgq_col_int(const PGresult *r, int row, int col, int64_t *out) {
+    if (PQgetisnull(r, row, col)) return -1;
+    int len = PQgetlength(r, row, col);
+    const char *p = PQgetvalue(r, row, col);
+    if (len == 8) *out = get_be64(p);
+    else if (len == 4) *out = get_be32(p);
+    else if (len == 2) *out = (int16_t)(((unsigned char)p[0] << 8) | (unsigned char)p[1]);
+    else return -1;
+    return 0;
+}
+
+int pgq_col_float4(const PGresult *r, int row, int col, float *out) {
+    if (PQgetisnull(r, row, col) || PQgetlength(r, row, col) != 4) return -1;
+    uint32_t bits = (uint32_t)get_be32(PQgetvalue(r, row, col));
+    memcpy(out, &bits, 4);
+    return 0;
+}
+
+int pgq_col_ts(const PGresult *r, int row, int col, int64_t *unix_us) {
+    if (PQgetisnull(r, row, col) || PQgetlength(r, row, col) != 8) return -1;
+    *unix_us = get_be64(PQgetvalue(r, row, col)) + PG_EPOCH_US;
+    return 0;
+}
+
+int pgq_col_bool(const PGresult *r, int row, int col, int *out) {
+    if (PQgetisnull(r, row, col) || PQgetlength(r, row, col) != 1) return -1;
+    *out = PQgetvalue(r, row, col)[0] != 0;
+    return 0;
+}
+
+const char *pgq_col_str(arena *ar, const PGresult *r, int row, int col) {
+    if (PQgetisnull(r, row, col)) return NULL;
+    return arena_strndup(ar, PQgetvalue(r, row, col), (size_t)PQgetlength(r, row, col));
+}
+
+const char *pgq_col_jsonb(arena *ar, const PGresult *r, int row, int col) {
+    int len = PQgetlength(r, row, col);
+    const char *p = PQgetvalue(r, row, col);
+    if (PQgetisnull(r, row, col) || len < 1 || p[0] != 1) return NULL;
+    return arena_strndup(ar, p + 1, (size_t)len - 1);
+}
+
+int pgq_col_text_array(arena *ar, const PGresult *r, int row, int col, const char ***out,
+                       size_t *n) {
+    *out = NULL;
+    *n = 0;
+    if (PQgetisnull(r, row, col)) return -1;
+    const char *p = PQgetvalue(r, row, col);
+    size_t len = (size_t)PQgetlength(r, row, col);
+    if (len < 12) return -1;
+    int32_t ndim = get_be32(p);
+    if (ndim == 0) return 0;
+    if (ndim != 1 || len < 20) return -1;
+    int32_t count = get_be32(p + 12);
+    if (count < 0 || count > 100000) return -1;
+    const char **v = arena_alloc(ar, ((size_t)count + 1) * sizeof *v);
+    if (!v) return -1;
+    size_t off = 20;
+    for (int32_t i = 0; i < count; i++) {
+        if (len - off < 4) return -1;
+        int32_t el = get_be32(p + off);
+        off += 4;
+        if (el < 0 || (size_t)el > len - off) return -1; /* NULL elements never stored */
+        if (!(v[i] = arena_strndup(ar, p + off, (size_t)el))) return -1;
+        off += (size_t)el;
+    }
+    *out = v;
+    *n = (size_t)count;
+    return 0;
+}

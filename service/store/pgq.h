@@ -1,0 +1,161 @@
+/* pgq: the query discipline every PostgreSQL-backed tier shares (entries,
+ * global): parameterized statements prepared once per connection, binary
+ * results, a statement_timeout taken from the call's deadline, reads sent
+ * as one pipelined round trip, writes in explicit transactions, and
+ * connection loss classified as "unavailable" (the pooled connection is
+ * dropped and re-opened later) rather than a crash or a hang.
+ *
+ * Codes: every function returns PGQ_OK or a negative PGQ_E* code with a
+ * message in the session's err buffer. Tiers reuse these numbers for their
+ * own codes so a pgq code passes through unchanged.
+ *
+ * Thread-safety: a session is used by one thread; everything else is
+ * stateless. Per-connection statement caches ride on the PGconn (libpq
+ * instance data) and die with it. */
+#ifndef MEMORYD_STORE_PGQ_H
+#define MEMORYD_STORE_PGQ_H
+
+#include <libpq-fe.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "service/core/arena.h"
+#include "service/store/pg_pool.h"
+
+#define PGQ_OK 0
+#define PGQ_ENOTFOUND (-1)    /* for tiers: absent or hidden */
+#define PGQ_EDENIED (-2)      /* for tiers: write diode */
+#define PGQ_ECONFLICT (-3)    /* for tiers: expected_version mismatch */
+#define PGQ_EUNAVAILABLE (-4) /* PostgreSQL down, connection lost, query failed */
+#define PGQ_ETIMEOUT (-5)     /* the call's deadline passed (statement_timeout) */
+#define PGQ_EINTERNAL (-6)    /* unexpected result shape: a bug, logged */
+#define PGQ_ENOMEM (-7)
+
+/* PostgreSQL type oids used for parameters. */
+#define PGQ_OID_BOOL 16
+#define PGQ_OID_BYTEA 17
+#define PGQ_OID_INT8 20
+#define PGQ_OID_INT4 23
+#define PGQ_OID_TEXT 25
+#define PGQ_OID_JSONB 3802
+#define PGQ_OID_FLOAT4 700
+#define PGQ_OID_TEXT_ARRAY 1009
+#define PGQ_OID_TIMESTAMPTZ 1184
+
+#define PGQ_MAX_PARAMS 64
+
+/* ---- parameters: each adder returns the parameter's $number ---- */
+
+typedef struct pgq_params {
+    int n;
+    const char *vals[PGQ_MAX_PARAMS];
+    int lens[PGQ_MAX_PARAMS];
+    int fmts[PGQ_MAX_PARAMS];
+    Oid types[PGQ_MAX_PARAMS];
+    unsigned char bin[PGQ_MAX_PARAMS][8];
+} pgq_params;
+
+/* Strings are borrowed until the statement has run. More than
+ * PGQ_MAX_PARAMS parameters is a programming error (queries have bounded
+ * shapes) and aborts. */
+int pgq_text(pgq_params *q, const char *s);
+int pgq_jsonb(pgq_params *q, const char *json); /* sent as text, typed jsonb */
+int pgq_text_array(pgq_params *q, const char *literal); /* from pgq_array_literal */
+int pgq_bytes(pgq_params *q, const void *p, size_t n);
+int pgq_int8(pgq_params *q, int64_t v);
+int pgq_int4(pgq_params *q, int32_t v);
+int pgq_bool(pgq_params *q, int v);
+int pgq_ts(pgq_params *q, int64_t unix_us);
+int pgq_null(pgq_params *q, Oid type);
+
+/* A PostgreSQL array literal {"a","b"} in the arena: every element quoted
+ * with `"` and `\` escaped, so any text is carried as is. NULL when out of
+ * memory. */
+char *pgq_array_literal(arena *a, const char *const *strs, size_t n);
+
+/* ---- SQL text built from fixed fragments (values never enter it) ---- */
+
+typedef struct pgq_sql {
+    char buf[8192];
+    size_t len;
+    int overflow; /* reported as PGQ_EINTERNAL when the statement is run */
+} pgq_sql;
+
+void pgq_sql_add(pgq_sql *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- sessions ---- */
+
+typedef struct pgq_session {
+    pg_pool *pool;
+    PGconn *conn;
+    const char *tier;    /* "entries", "global": log lines */
+    int64_t deadline_ms; /* CLOCK_MONOTONIC ms; INT64_MAX = none */
+    int broken;          /* release the connection as broken */
+    int commit_sent;     /* COMMIT went out: a failure now has an unknown outcome */
+    char timeout[24];    /* statement_timeout in ms, as text */
+    char *err;           /* the caller's message buffer */
+    size_t errlen;
+} pgq_session;
+
+/* Acquires a connection for a call with deadline_ms (INT64_MAX: none, then
+ * max_statement_ms bounds each statement). PGQ_ETIMEOUT when the deadline
+ * has passed, PGQ_EUNAVAILABLE when PostgreSQL cannot be reached. */
+int pgq_begin(pgq_session *ss, pg_pool *pool, const char *tier, int64_t deadline_ms,
+              int max_statement_ms, char *err, size_t errlen);
+/* Rolls back anything left open and returns the connection. */
+void pgq_end(pgq_session *ss);
+
+/* Formats err and returns code. */
+int pgq_fail(pgq_session *ss, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Classifies a failed result (res may be NULL: no answer), marks the
+ * connection broken when it is, logs, fills err: PGQ_ETIMEOUT for a
+ * statement cancelled at the deadline, else PGQ_EUNAVAILABLE. */
+int pgq_pg_fail(pgq_session *ss, const PGresult *res, const char *what);
+/* 1 when res failed with SQLSTATE state (e.g. "23503"). */
+int pgq_sqlstate_is(const PGresult *res, const char *state);
+
+/* Runs one statement inside the session's open transaction (prepared on
+ * first use on this connection). Returns libpq's result (check it). */
+PGresult *pgq_exec(pgq_session *ss, const pgq_sql *sql, const pgq_params *q);
+/* The same for fixed SQL text. */
+PGresult *pgq_exec_text(pgq_session *ss, const char *sql, const pgq_params *q);
+
+/* One round trip: `begin` ("BEGIN", "BEGIN READ ONLY", "BEGIN ISOLATION
+ * LEVEL REPEATABLE READ READ ONLY"...), the statement timeout, sql, and
+ * with commit a COMMIT (reads); without, the transaction stays open (a
+ * write continues in it). On PGQ_OK *res is sql's result (TUPLES_OK or
+ * COMMAND_OK), owned by the caller. */
+int pgq_pipeline(pgq_session *ss, const char *what, const char *begin, const pgq_sql *sql,
+                 const pgq_params *q, int commit, PGresult **res);
+
+/* Commits the session's transaction: PGQ_ETIMEOUT (rolled back) when the
+ * deadline has passed; runs before_commit (may be NULL; non-zero aborts
+ * with PGQ_EUNAVAILABLE), COMMIT, then after_commit (may be NULL). */
+int pgq_commit(pgq_session *ss, int (*before_commit)(PGconn *, void *, char *, size_t),
+               void (*after_commit)(void *), void *hook_arg);
+
+/* Runs fn in a session, again on a fresh connection (up to 3 tries) when a
+ * pooled connection turned out dead before anything was committed. */
+typedef int (*pgq_fn)(pgq_session *ss, void *arg);
+int pgq_run(pg_pool *pool, const char *tier, int64_t deadline_ms, int max_statement_ms,
+            char *err, size_t errlen, pgq_fn fn, void *arg);
+
+/* ---- decoding binary results ---- */
+
+int pgq_col_int(const PGresult *r, int row, int col, int64_t *out); /* int2/4/8 */
+int pgq_col_float4(const PGresult *r, int row, int col, float *out);
+int pgq_col_ts(const PGresult *r, int row, int col, int64_t *unix_us);
+int pgq_col_bool(const PGresult *r, int row, int col, int *out);
+/* NULL when SQL NULL or out of memory. */
+const char *pgq_col_str(arena *a, const PGresult *r, int row, int col);
+/* jsonb's binary form is a version byte and the text: the text, or NULL. */
+const char *pgq_col_jsonb(arena *a, const PGresult *r, int row, int col);
+/* A one-dimensional text[] (no NULL elements) into the arena. */
+int pgq_col_text_array(arena *a, const PGresult *r, int row, int col, const char ***out,
+                       size_t *n);
+
+int64_t pgq_now_ms(void); /* CLOCK_MONOTONIC */
+const char *pgq_strerror(int code);
+
+#endif
