@@ -9,7 +9,8 @@
 #include "service/auth/authn.h"
 #include "service/auth/nsglob.h"
 #include "service/core/log.h"
-#include "service/entries/entries_json.h"
+#include "service/core/text.h"
+#include "service/pb/pbjson.h"
 #include "service/entries/entries_pii.h"
 #include "service/entries/entries_store.h"
 #include "service/entries/entries_token.h"
@@ -77,46 +78,6 @@ static grpc_status_code oom(rpc_call *call) {
 
 /* ------------------------------------------------------------ validation */
 
-/* Number of UTF-8 characters in s, or -1 when s is not valid UTF-8 or
- * holds a control character (C0, DEL, C1). */
-static long text_chars(const char *s) {
-    size_t n = strlen(s);
-    if (!entries_utf8_text((const uint8_t *)s, n)) return -1;
-    long chars = 0;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char b = (unsigned char)s[i];
-        if (b < 0x20 || b == 0x7f) return -1;
-        if (b == 0xc2 && i + 1 < n && (unsigned char)s[i + 1] < 0xa0) return -1; /* C1 */
-        if ((b & 0xc0) != 0x80) chars++;
-    }
-    return chars;
-}
-
-/* Number of UTF-8 characters in s, or -1 when it is not valid UTF-8. */
-static long utf8_chars(const char *s) {
-    size_t n = strlen(s);
-    if (!entries_utf8_text((const uint8_t *)s, n)) return -1;
-    long chars = 0;
-    for (size_t i = 0; i < n; i++) chars += ((unsigned char)s[i] & 0xc0) != 0x80;
-    return chars;
-}
-
-/* Quotes untrusted input for an error message: at most 64 bytes, and only
- * printable ASCII (others as \xNN), so messages stay readable and safe. */
-static const char *quote(arena *a, const char *s) {
-    char *out = arena_alloc(a, 64 * 4 + 8), *w = out;
-    if (!out) return "";
-    size_t i = 0;
-    for (; s[i] && i < 64; i++) {
-        unsigned char b = (unsigned char)s[i];
-        if (b >= 0x20 && b < 0x7f && b != '"' && b != '\\') *w++ = (char)b;
-        else w += sprintf(w, "\\x%02x", b);
-    }
-    if (s[i]) w += sprintf(w, "...");
-    *w = '\0';
-    return out;
-}
-
 /* nsglob's reasons may start with what they checked ("namespace: ...");
  * our messages name the request field instead. */
 static const char *reason(const char *why) {
@@ -130,7 +91,7 @@ static grpc_status_code check_namespace(rpc_call *call, const char *field, const
     if (!ns[0]) return invalid(call, "%s: required (agent:workflow:node)", field);
     if (nsglob_check_namespace(ns, strlen(ns), why, sizeof why) != 0)
         return invalid(call, "%s: \"%s\" is not a namespace: %s", field,
-                       quote(rpc_call_arena(call), ns), reason(why));
+                       text_quote(rpc_call_arena(call), ns), reason(why));
     return GRPC_STATUS_OK;
 }
 
@@ -138,7 +99,7 @@ static grpc_status_code check_key(rpc_call *call, const char *key) {
     char why[256];
     if (!key[0]) return invalid(call, "key: required");
     if (nsglob_check_key(key, strlen(key), why, sizeof why) != 0)
-        return invalid(call, "key: \"%s\" is not a key: %s", quote(rpc_call_arena(call), key),
+        return invalid(call, "key: \"%s\" is not a key: %s", text_quote(rpc_call_arena(call), key),
                        reason(why));
     return GRPC_STATUS_OK;
 }
@@ -149,7 +110,7 @@ static grpc_status_code check_ns_pattern(rpc_call *call, const char *field, cons
     if (!(*pat)[0]) *pat = "*:*:*";
     if (nsglob_check_pattern(*pat, strlen(*pat), why, sizeof why) != 0)
         return invalid(call, "%s: \"%s\" is not a namespace pattern: %s", field,
-                       quote(rpc_call_arena(call), *pat), reason(why));
+                       text_quote(rpc_call_arena(call), *pat), reason(why));
     return GRPC_STATUS_OK;
 }
 
@@ -158,7 +119,7 @@ static grpc_status_code check_key_pattern(rpc_call *call, const char **pat) {
     if (!(*pat)[0]) *pat = "*";
     if (nsglob_check_key_pattern(*pat, strlen(*pat), why, sizeof why) != 0)
         return invalid(call, "key_pattern: \"%s\" is not a key pattern: %s",
-                       quote(rpc_call_arena(call), *pat), reason(why));
+                       text_quote(rpc_call_arena(call), *pat), reason(why));
     return GRPC_STATUS_OK;
 }
 
@@ -170,7 +131,7 @@ static grpc_status_code check_ns_allowed(rpc_call *call, const principal *p, con
 
 /* A tag (write or search filter): 1..64 characters, UTF-8, no controls. */
 static grpc_status_code check_tag(rpc_call *call, const char *field, size_t i, const char *t) {
-    long n = text_chars(t);
+    long n = text_name_chars(t);
     if (n < 0)
         return invalid(call, "%s[%zu]: not valid UTF-8 or contains a control character", field,
                        i);
@@ -202,7 +163,7 @@ static grpc_status_code check_tags(rpc_call *call, const char *field, char **tag
 }
 
 static grpc_status_code check_content_type(rpc_call *call, const char *ct) {
-    long n = text_chars(ct);
+    long n = text_name_chars(ct);
     if (n < 0)
         return invalid(call, "content_type: not valid UTF-8 or contains a control character");
     if (n > CONTENT_TYPE_MAX)
@@ -240,7 +201,7 @@ static Memory__V1__Entry *render_entry(arena *a, const entries_record *r) {
         e->value.len = r->value_len;
     }
     e->content_type = (char *)r->content_type;
-    if (entries_json_to_struct(a, r->metadata_json, strlen(r->metadata_json), &e->metadata) != 0)
+    if (pbjson_to_struct(a, r->metadata_json, strlen(r->metadata_json), &e->metadata) != 0)
         return NULL;
     e->n_tags = r->ntags;
     e->tags = (char **)r->tags;
@@ -367,7 +328,7 @@ static grpc_status_code do_write(rpc_call *call, const ProtobufCMessage *reqm,
 
     char *meta_json = NULL;
     size_t meta_len = 0;
-    if (entries_json_from_struct(pr.metadata, "metadata", &meta_json, &meta_len, why,
+    if (pbjson_from_struct(pr.metadata, "metadata", &meta_json, &meta_len, why,
                                  sizeof why) != 0)
         return invalid(call, "%s", why);
     if (meta_len > METADATA_MAX) {
@@ -499,7 +460,7 @@ static grpc_status_code do_search(rpc_call *call, const ProtobufCMessage *reqm,
     in.ns_pattern = req->namespace_pattern;
     if ((st = check_ns_pattern(call, "namespace_pattern", &in.ns_pattern)) != GRPC_STATUS_OK)
         return st;
-    long tn = utf8_chars(req->term);
+    long tn = text_utf8_chars(req->term);
     if (tn < 0) return invalid(call, "term: not valid UTF-8");
     if (tn > TERM_MAX_CHARS)
         return invalid(call, "term: %ld characters; at most %d", tn, TERM_MAX_CHARS);
@@ -511,7 +472,7 @@ static grpc_status_code do_search(rpc_call *call, const ProtobufCMessage *reqm,
         (st = check_content_type(call, req->content_type)) != GRPC_STATUS_OK)
         return st;
     in.content_type = req->content_type;
-    long cb = text_chars(req->created_by);
+    long cb = text_name_chars(req->created_by);
     if (cb < 0 || cb > CREATED_BY_MAX)
         return invalid(call, "created_by: at most %d characters of UTF-8 without control "
                        "characters", CREATED_BY_MAX);

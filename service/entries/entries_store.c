@@ -16,6 +16,7 @@
 
 #include "service/auth/nsglob.h"
 #include "service/core/log.h"
+#include "service/core/text.h"
 #include "service/store/pgq.h"
 
 /* Store codes pass pgq's through unchanged. */
@@ -55,42 +56,6 @@ enum {
 };
 
 /* ---------------------------------------------------------------- utils */
-
-int entries_utf8_text(const uint8_t *s, size_t n) {
-    size_t i = 0;
-    while (i < n) {
-        uint8_t b = s[i];
-        if (b == 0) return 0;
-        if (b < 0x80) {
-            i++;
-            continue;
-        }
-        size_t len;
-        uint32_t cp;
-        if (b >= 0xc2 && b <= 0xdf) {
-            len = 2;
-            cp = b & 0x1f;
-        } else if (b >= 0xe0 && b <= 0xef) {
-            len = 3;
-            cp = b & 0x0f;
-        } else if (b >= 0xf0 && b <= 0xf4) {
-            len = 4;
-            cp = b & 0x07;
-        } else {
-            return 0;
-        }
-        if (n - i < len) return 0;
-        for (size_t k = 1; k < len; k++) {
-            if ((s[i + k] & 0xc0) != 0x80) return 0;
-            cp = (cp << 6) | (s[i + k] & 0x3f);
-        }
-        if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-            (cp >= 0xd800 && cp <= 0xdfff))
-            return 0;
-        i += len;
-    }
-    return 1;
-}
 
 const char *entries_strerror(int code) {
     switch (code) {
@@ -764,7 +729,7 @@ static int compress_bytes(entries_store *s, entries_ctx *c, const uint8_t *v, si
 /* lower() happens in SQL; here the text it lowers: the key, and the value
  * when it is UTF-8 text PostgreSQL can hold (no NUL). */
 static const char *search_source(arena *ar, const char *key, const uint8_t *v, size_t vlen) {
-    int text = entries_utf8_text(v, vlen);
+    int text = text_utf8_valid(v, vlen);
     size_t kl = strlen(key), n = kl + (text ? 1 + vlen : 0);
     char *s = arena_alloc(ar, n + 1);
     if (!s) return NULL;

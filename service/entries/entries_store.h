@@ -238,9 +238,6 @@ int entries_store_stats(entries_store *s, entries_ctx *c, const char *ns_pattern
 
 /* ---- helpers shared with the service layer ---- */
 
-/* 1 if s[0..n) is valid UTF-8 (no overlongs, no surrogates) without NUL. */
-int entries_utf8_text(const uint8_t *s, size_t n);
-
 /* Name of a status code ("ENTRIES_ENOTFOUND"), for logs and tests. */
 const char *entries_strerror(int code);
 

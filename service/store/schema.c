@@ -100,6 +100,77 @@ const pg_migration memoryd_migrations[] = {
      "CREATE INDEX entries_tags ON entries USING gin (tags);"
      "CREATE INDEX entries_search ON entries USING gin (search_text gin_trgm_ops);"
      "CREATE INDEX entries_expires ON entries (expires_at) WHERE expires_at IS NOT NULL;"},
+    {5, "global memory",
+     /* The knowledge graph and task history (GlobalMemory). Ids, types and
+      * names collate "C": pages are keyset cursors in byte order whatever
+      * the database's locale. Relationships reference both ends with ON
+      * DELETE CASCADE, so deleting an entity can never leave a dangling
+      * edge, and a concurrent delete cannot slip between PutRelationship's
+      * existence check and its insert. `search` is the full-text vector of
+      * the name (weight A) and every string property value (weight B),
+      * with the 'simple' configuration (no stemming, no stop words: agents
+      * write in every language). Every read carries the diode predicates
+      * on tenant, owner and label; the (tenant, ...) btrees serve the
+      * orderings QueryEntities offers. */
+     "CREATE TABLE entities ("
+     " tenant text NOT NULL,"
+     " id text COLLATE \"C\" NOT NULL,"
+     " owner text NOT NULL,"
+     " label smallint NOT NULL CHECK (label BETWEEN 1 AND 4),"
+     " entity_type text COLLATE \"C\" NOT NULL,"
+     " name text COLLATE \"C\" NOT NULL DEFAULT '',"
+     " properties jsonb NOT NULL DEFAULT '{}',"
+     " pii_kinds text[] NOT NULL DEFAULT '{}',"
+     " search tsvector GENERATED ALWAYS AS ("
+     "  setweight(to_tsvector('simple', name), 'A') ||"
+     "  setweight(jsonb_to_tsvector('simple', properties, '[\"string\"]'), 'B')) STORED,"
+     " version bigint NOT NULL CHECK (version >= 1),"
+     " created_at timestamptz NOT NULL,"
+     " updated_at timestamptz NOT NULL,"
+     " PRIMARY KEY (tenant, id));"
+     "CREATE INDEX entities_type ON entities (tenant, entity_type, id);"
+     "CREATE INDEX entities_owner ON entities (tenant, owner, id);"
+     "CREATE INDEX entities_name ON entities (tenant, name, id);"
+     "CREATE INDEX entities_created ON entities (tenant, created_at, id);"
+     "CREATE INDEX entities_updated ON entities (tenant, updated_at, id);"
+     "CREATE INDEX entities_properties ON entities USING gin (properties jsonb_path_ops);"
+     "CREATE INDEX entities_search ON entities USING gin (search);"
+     "CREATE TABLE relationships ("
+     " tenant text NOT NULL,"
+     " source_id text COLLATE \"C\" NOT NULL,"
+     " rel_type text COLLATE \"C\" NOT NULL,"
+     " target_id text COLLATE \"C\" NOT NULL,"
+     " owner text NOT NULL,"
+     " label smallint NOT NULL CHECK (label BETWEEN 1 AND 4),"
+     " properties jsonb NOT NULL DEFAULT '{}',"
+     " pii_kinds text[] NOT NULL DEFAULT '{}',"
+     " version bigint NOT NULL CHECK (version >= 1),"
+     " created_at timestamptz NOT NULL,"
+     " updated_at timestamptz NOT NULL,"
+     " PRIMARY KEY (tenant, source_id, rel_type, target_id),"
+     " FOREIGN KEY (tenant, source_id) REFERENCES entities (tenant, id) ON DELETE CASCADE,"
+     " FOREIGN KEY (tenant, target_id) REFERENCES entities (tenant, id) ON DELETE CASCADE);"
+     "CREATE INDEX relationships_in ON relationships (tenant, target_id, rel_type, source_id);"
+     "CREATE TABLE tasks ("
+     " tenant text NOT NULL,"
+     " id text COLLATE \"C\" NOT NULL,"
+     " owner text NOT NULL,"
+     " label smallint NOT NULL CHECK (label BETWEEN 1 AND 4),"
+     " task_type text COLLATE \"C\" NOT NULL DEFAULT '',"
+     " description text NOT NULL DEFAULT '',"
+     " status smallint NOT NULL CHECK (status BETWEEN 1 AND 5),"
+     " provenance jsonb,"
+     " result jsonb,"
+     " entity_ids text[] NOT NULL DEFAULT '{}',"
+     " pii_kinds text[] NOT NULL DEFAULT '{}',"
+     " start_time timestamptz NOT NULL,"
+     " end_time timestamptz,"
+     " version bigint NOT NULL CHECK (version >= 1),"
+     " created_at timestamptz NOT NULL,"
+     " updated_at timestamptz NOT NULL,"
+     " PRIMARY KEY (tenant, id));"
+     "CREATE INDEX tasks_start ON tasks (tenant, start_time DESC, id);"
+     "CREATE INDEX tasks_status ON tasks (tenant, status, start_time DESC, id);"},
 };
 
 const size_t memoryd_migrations_count = sizeof memoryd_migrations / sizeof memoryd_migrations[0];

@@ -1,5 +1,5 @@
-/* entries_json: Struct <-> JSON; see entries_json.h. */
-#include "service/entries/entries_json.h"
+/* pbjson: Struct <-> JSON; see entries_json.h. */
+#include "service/pb/pbjson.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -50,6 +50,11 @@ static json_t *from_value(walk *w, const Google__Protobuf__Value *v) {
         return json_null();
     case GOOGLE__PROTOBUF__VALUE__KIND_NUMBER_VALUE:
         if (!isfinite(v->number_value)) return bad(w, "NaN and infinities are not valid JSON");
+        /* Whole numbers print as integers ("3", not "3.0"): what people
+         * wrote, and what jsonb shows to SQL. -0 keeps its sign as a real. */
+        if (v->number_value == trunc(v->number_value) && fabs(v->number_value) < 9007199254740992.0 &&
+            !(v->number_value == 0 && signbit(v->number_value)))
+            return json_integer((json_int_t)v->number_value);
         return json_real(v->number_value);
     case GOOGLE__PROTOBUF__VALUE__KIND_STRING_VALUE: {
         json_t *j = json_string(v->string_value ? v->string_value : "");
@@ -99,16 +104,16 @@ static json_t *from_struct(walk *w, const Google__Protobuf__Struct *s) {
     return obj;
 }
 
-int entries_json_from_struct(const Google__Protobuf__Struct *s, const char *prefix, char **out,
-                             size_t *len, char *err, size_t errlen) {
+static int render(const Google__Protobuf__Struct *s, const Google__Protobuf__Value *v,
+                  const char *prefix, char **out, size_t *len, char *err, size_t errlen) {
     *out = NULL;
     *len = 0;
     walk w = {.len = 0, .err = err, .errlen = errlen};
     snprintf(w.path, sizeof w.path, "%s", prefix);
     w.len = strlen(w.path);
-    json_t *j = from_struct(&w, s);
+    json_t *j = v ? from_value(&w, v) : from_struct(&w, s);
     if (!j) return -1;
-    char *text = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(17));
+    char *text = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(17));
     json_decref(j);
     if (!text) {
         snprintf(err, errlen, "%s: cannot be rendered as JSON", prefix);
@@ -117,6 +122,22 @@ int entries_json_from_struct(const Google__Protobuf__Struct *s, const char *pref
     *out = text;
     *len = strlen(text);
     return 0;
+}
+
+int pbjson_from_struct(const Google__Protobuf__Struct *s, const char *prefix, char **out,
+                       size_t *len, char *err, size_t errlen) {
+    return render(s, NULL, prefix, out, len, err, errlen);
+}
+
+int pbjson_from_value(const Google__Protobuf__Value *v, const char *prefix, char **out,
+                      size_t *len, char *err, size_t errlen) {
+    if (!v) {
+        snprintf(err, errlen, "%s: required", prefix);
+        *out = NULL;
+        *len = 0;
+        return -1;
+    }
+    return render(NULL, v, prefix, out, len, err, errlen);
 }
 
 /* ---- JSON -> Struct ---- */
@@ -191,8 +212,7 @@ static Google__Protobuf__Struct *to_struct(arena *a, json_t *obj) {
     return s;
 }
 
-int entries_json_to_struct(arena *a, const char *json, size_t len,
-                           Google__Protobuf__Struct **out) {
+int pbjson_to_struct(arena *a, const char *json, size_t len, Google__Protobuf__Struct **out) {
     *out = NULL;
     json_error_t jerr;
     json_t *j = json_loadb(json, len, JSON_DECODE_INT_AS_REAL, &jerr);

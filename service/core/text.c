@@ -1,0 +1,82 @@
+/* text: request text checks; see text.h. */
+#include "service/core/text.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int text_utf8_valid(const uint8_t *s, size_t n) {
+    size_t i = 0;
+    while (i < n) {
+        uint8_t b = s[i];
+        if (b == 0) return 0;
+        if (b < 0x80) {
+            i++;
+            continue;
+        }
+        size_t len;
+        uint32_t cp;
+        if (b >= 0xc2 && b <= 0xdf) {
+            len = 2;
+            cp = b & 0x1f;
+        } else if (b >= 0xe0 && b <= 0xef) {
+            len = 3;
+            cp = b & 0x0f;
+        } else if (b >= 0xf0 && b <= 0xf4) {
+            len = 4;
+            cp = b & 0x07;
+        } else {
+            return 0;
+        }
+        if (n - i < len) return 0;
+        for (size_t k = 1; k < len; k++) {
+            if ((s[i + k] & 0xc0) != 0x80) return 0;
+            cp = (cp << 6) | (s[i + k] & 0x3f);
+        }
+        if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+            (cp >= 0xd800 && cp <= 0xdfff))
+            return 0;
+        i += len;
+    }
+    return 1;
+}
+
+/* Number of UTF-8 characters in s, or -1 when s is not valid UTF-8 or
+ * holds a control character (C0, DEL, C1). */
+long text_name_chars(const char *s) {
+    size_t n = strlen(s);
+    if (!text_utf8_valid((const uint8_t *)s, n)) return -1;
+    long chars = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char b = (unsigned char)s[i];
+        if (b < 0x20 || b == 0x7f) return -1;
+        if (b == 0xc2 && i + 1 < n && (unsigned char)s[i + 1] < 0xa0) return -1; /* C1 */
+        if ((b & 0xc0) != 0x80) chars++;
+    }
+    return chars;
+}
+
+/* Number of UTF-8 characters in s, or -1 when it is not valid UTF-8. */
+long text_utf8_chars(const char *s) {
+    size_t n = strlen(s);
+    if (!text_utf8_valid((const uint8_t *)s, n)) return -1;
+    long chars = 0;
+    for (size_t i = 0; i < n; i++) chars += ((unsigned char)s[i] & 0xc0) != 0x80;
+    return chars;
+}
+
+/* Quotes untrusted input for an error message: at most 64 bytes, and only
+ * printable ASCII (others as \xNN), so messages stay readable and safe. */
+const char *text_quote(arena *a, const char *s) {
+    char *out = arena_alloc(a, 64 * 4 + 8), *w = out;
+    if (!out) return "";
+    size_t i = 0;
+    for (; s[i] && i < 64; i++) {
+        unsigned char b = (unsigned char)s[i];
+        if (b >= 0x20 && b < 0x7f && b != '"' && b != '\\') *w++ = (char)b;
+        else w += sprintf(w, "\\x%02x", b);
+    }
+    if (s[i]) w += sprintf(w, "...");
+    *w = '\0';
+    return out;
+}
+

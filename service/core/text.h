@@ -1,0 +1,26 @@
+/* text: checks on the text fields of requests — UTF-8 validity, character
+ * counts, control characters — and quoting untrusted text for error
+ * messages. Pure functions over bytes. */
+#ifndef MEMORYD_CORE_TEXT_H
+#define MEMORYD_CORE_TEXT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "service/core/arena.h"
+
+/* 1 if s[0..n) is valid UTF-8 (no overlongs, no surrogates) without NUL. */
+int text_utf8_valid(const uint8_t *s, size_t n);
+
+/* Characters in the NUL-terminated s, or -1 when it is not valid UTF-8. */
+long text_utf8_chars(const char *s);
+
+/* Characters in s, or -1 when it is not valid UTF-8 or holds a control
+ * character (C0, DEL, C1): for ids, types, tags and other names. */
+long text_name_chars(const char *s);
+
+/* s for an error message, in arena a: at most 64 bytes, only printable
+ * ASCII (others as \xNN, `"` and `\` too), "..." when cut. "" on OOM. */
+const char *text_quote(arena *a, const char *s);
+
+#endif
