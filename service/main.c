@@ -14,6 +14,7 @@
 #include "service/auth/authn.h"
 #include "service/core/config.h"
 #include "service/entries/entries_service.h"
+#include "service/global/global_service.h"
 #include "service/core/log.h"
 #include "service/health/health.h"
 #include "service/health/health_probe.h"
@@ -42,6 +43,7 @@ typedef struct {
     authn *auth;
     audit *audit;
     entries_service *entries;
+    global_service *global;
 } app;
 
 static char *read_file(const char *path, char *err, size_t errlen) {
@@ -159,8 +161,12 @@ static int build_server(app *a, char *err) {
      * framing around the values. */
     entries_options eo = {.max_response_bytes = (size_t)c->max_message_bytes / 4 * 3};
     entries_pii_policy_parse(c->pii_policy, &eo.pii_policy); /* validated by config */
+    global_options go = {.redact_pii = eo.pii_policy == ENTRIES_PII_REDACT,
+                         .max_depth = c->traverse_max_depth,
+                         .max_response_bytes = eo.max_response_bytes};
     if (audit_register(a->srv, a->audit) != 0 || access_register(a->srv, a->auth, a->pg) != 0 ||
-        entries_register(a->srv, a->pg, a->audit, &eo, &a->entries) != 0) {
+        entries_register(a->srv, a->pg, a->audit, &eo, &a->entries) != 0 ||
+        global_register(a->srv, a->pg, a->audit, &go, &a->global) != 0) {
         snprintf(err, ERRLEN, "cannot register the services");
         return -1;
     }
@@ -172,6 +178,7 @@ static void teardown(app *a) {
     health_probe_stop(a->probe);
     rpc_server_free(a->srv);
     entries_service_free(a->entries);
+    global_service_free(a->global);
     audit_free(a->audit);
     authn_free(a->auth);
     instance_stop(a->inst, a->pg);

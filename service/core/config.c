@@ -84,6 +84,9 @@ static const opt_def options[] = {
     {"pii-policy", "MEMORYD_PII_POLICY", OPT_STR, OFF(pii_policy), "reject", 0, 0, 0,
      "what a write holding PII gets without the pii:write scope: reject (INVALID_ARGUMENT "
      "naming the kinds) | redact (stored with [REDACTED:<kind>] markers)"},
+    {"traverse-max-depth", "MEMORYD_TRAVERSE_MAX_DEPTH", OPT_INT, OFF(traverse_max_depth), "10",
+     1, 10, 0, "deepest GlobalMemory.Traverse a caller may ask for (max_depth above it is "
+     "INVALID_ARGUMENT)"},
     {"open-health", "MEMORYD_OPEN_HEALTH", OPT_BOOL, OFF(open_health), "true", 0, 0, 0,
      "health checks and reflection answer without a token (false: any valid token needed)"},
 };

@@ -35,6 +35,7 @@ typedef struct config {
     int revocation_poll_ms;   /* revocation set refresh period */
     int open_health;          /* health + reflection without a token */
     char *pii_policy;         /* reject | redact */
+    int traverse_max_depth;   /* GlobalMemory.Traverse max_depth ceiling (1..10) */
 } config;
 
 /* Outcome of config_load besides 0 (= run the service). */

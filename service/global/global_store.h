@@ -1,0 +1,261 @@
+/* global_store: the GlobalMemory tier's storage in PostgreSQL (tables
+ * entities, relationships and tasks; migration 5). It knows SQL and the
+ * caller's principal, never gRPC: every read carries the read diode
+ * (tenant, owner unless the read scope is `global:read:all`, label <= clr)
+ * inside the query, and rows coming back are checked again with
+ * principal_may_read. Writes run in one transaction with row locks, the
+ * write diode and compare-and-set, and call the caller's before-commit
+ * hook (the service writes its audit row there).
+ *
+ * Inputs are assumed validated by the caller (ids, sizes, JSON text); the
+ * store re-checks nothing it does not need for safety.
+ *
+ * Results are allocated in the context's arena and live as long as it.
+ * Functions return GLOBAL_OK or a negative GLOBAL_E* code with a message
+ * in ctx->err. */
+#ifndef MEMORYD_GLOBAL_GLOBAL_STORE_H
+#define MEMORYD_GLOBAL_GLOBAL_STORE_H
+
+#include <libpq-fe.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "service/auth/principal.h"
+#include "service/core/arena.h"
+#include "service/global/global_query.h"
+#include "service/store/pg_pool.h"
+#include "service/store/pgq.h"
+
+#define GLOBAL_OK PGQ_OK
+#define GLOBAL_ENOTFOUND PGQ_ENOTFOUND       /* absent or hidden by the read diode */
+#define GLOBAL_EDENIED PGQ_EDENIED           /* write diode */
+#define GLOBAL_ECONFLICT PGQ_ECONFLICT       /* expected_version does not match */
+#define GLOBAL_EUNAVAILABLE PGQ_EUNAVAILABLE /* PostgreSQL down or failing */
+#define GLOBAL_ETIMEOUT PGQ_ETIMEOUT         /* the call's deadline passed */
+#define GLOBAL_EINTERNAL PGQ_EINTERNAL       /* a diode mismatch or corrupt row: a bug */
+#define GLOBAL_ENOMEM PGQ_ENOMEM
+#define GLOBAL_EINVALID (-8) /* the request contradicts stored state (e.g. end < start) */
+
+typedef struct global_store global_store;
+
+/* Per-call context. The caller fills the inputs; the store writes err. */
+typedef struct global_ctx {
+    const principal *p;  /* the caller (borrowed) */
+    int64_t deadline_ms; /* CLOCK_MONOTONIC ms; INT64_MAX = none */
+    arena *ar;           /* where results are allocated */
+    /* Runs inside a write's transaction just before COMMIT; non-zero
+     * aborts the write with GLOBAL_EUNAVAILABLE. May be NULL. */
+    int (*before_commit)(PGconn *conn, void *arg, char *err, size_t errlen);
+    void (*after_commit)(void *arg); /* after a successful COMMIT; may be NULL */
+    void *hook_arg;
+    char err[512];
+} global_ctx;
+
+/* Server-kept metadata of every record. */
+typedef struct global_meta {
+    const char *tenant;
+    const char *owner;
+    int label;
+    const char **pii_kinds;
+    size_t npii;
+    int64_t version;
+    int64_t create_us; /* Unix microseconds */
+    int64_t update_us;
+} global_meta;
+
+typedef struct global_entity {
+    const char *id;
+    const char *type;
+    const char *name;
+    const char *properties_json; /* JSON object text */
+    global_meta meta;
+} global_entity;
+
+typedef struct global_rel {
+    const char *source_id;
+    const char *type;
+    const char *target_id;
+    const char *properties_json;
+    global_meta meta;
+} global_rel;
+
+typedef struct global_task {
+    const char *id;
+    const char *type;
+    const char *description;
+    int status; /* memory.v1.TaskStatus */
+    const char *provenance_json; /* NULL = never given */
+    const char *result_json;     /* NULL = never given */
+    const char **entity_ids;
+    size_t nentity_ids;
+    int64_t start_us;
+    int has_end;
+    int64_t end_us;
+    global_meta meta;
+} global_task;
+
+typedef struct global_store_options {
+    int max_statement_ms;      /* statement_timeout when the call has no deadline (30000) */
+    size_t max_response_bytes; /* edges kept per Traverse answer (4 MiB) */
+} global_store_options;
+
+/* pg is borrowed and must outlive the store; o may be NULL. Returns 0 or
+ * -1 (out of memory). Free with global_store_free. */
+int global_store_create(pg_pool *pg, const global_store_options *o, global_store **out);
+void global_store_free(global_store *s); /* accepts NULL */
+
+/* ---- entities ---- */
+
+typedef struct global_entity_in {
+    const char *id;
+    const char *type;
+    const char *name;
+    const char *properties_json; /* JSON object text */
+    int label;                   /* requested memory.v1.Label (0 = unspecified) */
+    int has_expected;
+    int64_t expected_version; /* 0 = must not exist */
+    const char *const *pii_kinds;
+    size_t npii;
+} global_entity_in;
+
+/* Creates or replaces the entity. Replacing keeps owner and create time,
+ * bumps the version and stamps label = max(requested, lvl, existing).
+ * GLOBAL_EDENIED when it exists and belongs to another owner without
+ * `global:write:all` or is labelled above clr; GLOBAL_ECONFLICT on a
+ * version mismatch. */
+int global_put_entity(global_store *s, global_ctx *c, const global_entity_in *in,
+                      global_entity *out, int *created);
+/* GLOBAL_ENOTFOUND when absent or hidden. */
+int global_get_entity(global_store *s, global_ctx *c, const char *id, global_entity *out);
+/* Deletes the entity and every relationship touching it. NOT_FOUND when
+ * absent, EDENIED / ECONFLICT as for put. */
+int global_delete_entity(global_store *s, global_ctx *c, const char *id, int has_expected,
+                         int64_t expected_version);
+
+/* QueryEntities' sort keys (memory.v1.EntityOrderBy, UNSPECIFIED resolved
+ * by the caller). */
+typedef enum global_order {
+    GLOBAL_ORDER_ID = 1,
+    GLOBAL_ORDER_NAME = 2,
+    GLOBAL_ORDER_CREATE_TIME = 3,
+    GLOBAL_ORDER_UPDATE_TIME = 4,
+    GLOBAL_ORDER_RELEVANCE = 5,
+} global_order;
+
+typedef struct global_query_in {
+    const char *type; /* "" = any */
+    const global_pred *preds;
+    size_t npreds;
+    const char *text_query; /* "" = none */
+    global_order order;
+    int descending; /* the effective direction: 1 = largest first */
+    int limit;      /* 1..1000 */
+    /* keyset cursor: the sort key (as text: name, Unix µs, rank "%.9g")
+     * and id of the last entity of the previous page; NULL = first page */
+    const char *after_key;
+    const char *after_id;
+} global_query_in;
+
+/* Visible entities matching in->..., at most limit, after the cursor.
+ * keys[i] is entity i's sort key as text (for the next cursor). *more when
+ * more remain. INVALID (-1 from global_pred_sql) surfaces as GLOBAL_EINVALID
+ * with err set. */
+int global_query_entities(global_store *s, global_ctx *c, const global_query_in *in,
+                          global_entity **out, const char ***keys, size_t *n, int *more);
+
+/* ---- relationships ---- */
+
+typedef struct global_rel_in {
+    const char *source_id;
+    const char *type;
+    const char *target_id;
+    const char *properties_json;
+    int label;
+    int has_expected;
+    int64_t expected_version;
+    const char *const *pii_kinds;
+    size_t npii;
+} global_rel_in;
+
+/* Both ends must exist and be visible: GLOBAL_ENOTFOUND naming which
+ * otherwise. Then as global_put_entity. */
+int global_put_rel(global_store *s, global_ctx *c, const global_rel_in *in, global_rel *out,
+                   int *created);
+int global_delete_rel(global_store *s, global_ctx *c, const char *source_id, const char *type,
+                      const char *target_id, int has_expected, int64_t expected_version);
+
+/* ---- traversal ---- */
+
+typedef enum global_dir { GLOBAL_DIR_OUT = 1, GLOBAL_DIR_IN = 2, GLOBAL_DIR_BOTH = 3 } global_dir;
+
+typedef struct global_traverse_in {
+    const char *start_id;
+    const char *const *types; /* relationship types to follow; ntypes 0 = all */
+    size_t ntypes;
+    global_dir dir;
+    int max_depth; /* 1..10 */
+    int limit;     /* 1..1000 */
+} global_traverse_in;
+
+typedef struct global_traverse_out {
+    global_entity *nodes; /* by depth, then id */
+    int *depths;
+    size_t nnodes;
+    global_rel *edges; /* followed relationships with both ends in nodes */
+    size_t nedges;
+    int truncated; /* limit cut the walk short (or the edges did not fit) */
+} global_traverse_out;
+
+/* Breadth-first walk in one statement (a recursive CTE whose rows are
+ * whole BFS levels, carrying the visited set): cycle-safe, each entity
+ * once at its shortest depth, work bounded by limit × degree per level.
+ * Hidden entities and relationships are neither returned nor walked
+ * through. GLOBAL_ENOTFOUND when the start is absent or hidden. */
+int global_traverse(global_store *s, global_ctx *c, const global_traverse_in *in,
+                    global_traverse_out *out);
+
+/* ---- tasks ---- */
+
+typedef struct global_task_in {
+    const char *id;
+    const char *type;
+    const char *description;
+    int status;
+    const char *provenance_json; /* NULL = unset */
+    const char *result_json;     /* NULL = unset */
+    const char *const *entity_ids;
+    size_t nentity_ids;
+    int has_start; /* unset: now on creation, unchanged on update */
+    int64_t start_us;
+    int has_end;
+    int64_t end_us;
+    int label;
+    const char *const *pii_kinds;
+    size_t npii;
+} global_task_in;
+
+/* Creates or replaces the task (start_time kept unless given).
+ * GLOBAL_EINVALID when end would precede start; EDENIED as for entities. */
+int global_record_task(global_store *s, global_ctx *c, const global_task_in *in,
+                       global_task *out, int *created);
+
+typedef struct global_list_tasks_in {
+    int status;       /* 0 = any */
+    const char *type; /* "" = any */
+    int has_start;    /* start_time >= start */
+    int64_t start_us;
+    int has_end; /* start_time < end */
+    int64_t end_us;
+    int limit;
+    int has_after; /* keyset cursor: (start µs, id) of the previous page's last task */
+    int64_t after_start_us;
+    const char *after_id;
+} global_list_tasks_in;
+
+/* Visible tasks, newest start_time first, ties by id. */
+int global_list_tasks(global_store *s, global_ctx *c, const global_list_tasks_in *in,
+                      global_task **out, size_t *n, int *more);
+
+const char *global_strerror(int code);
+
+#endif
