@@ -68,14 +68,11 @@ SERVER_THREADS=${BENCH_SERVER_THREADS:-1}
 BASELINE_ARGS="--threads $SERVER_THREADS ${BENCH_BASELINE_ARGS:---api async}"
 START_TIMEOUT=${BENCH_START_TIMEOUT:-30}
 OUT=${BENCH_OUT:-.local/bench}
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
 LOADGEN=${LOADGEN_BIN:-bazel-bin/bench/loadgen}
 BASELINE=${BASELINE_BIN:-bazel-bin/bench/baseline_server}
 MEMORYD=${MEMORYD_BIN:-bazel-bin/service/memoryd}
-
-die() {
-  echo "bench: $*" >&2
-  exit 1
-}
 
 MODE=${BENCH_MODE:-grpcpp}
 case $MODE in
@@ -112,31 +109,6 @@ BASELINE_LOG="$WORK/baseline-$stamp.log"
 MEMORYD_PID=
 BASELINE_PID=
 
-# Connects with bash's /dev/tcp: no nc/curl dependency.
-can_connect() {
-  (exec 3<>"/dev/tcp/${1%:*}/${1##*:}") 2>/dev/null
-}
-
-# stop_server NAME PID: SIGTERM, 10 s to exit cleanly, then SIGKILL.
-stop_server() {
-  local name=$1 pid=$2 i rc
-  [ -n "$pid" ] || return 0
-  kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null; return 0; }
-  kill -TERM "$pid" 2>/dev/null
-  for ((i = 0; i < 100; i++)); do
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  if kill -0 "$pid" 2>/dev/null; then
-    echo "bench: $name did not exit 10 s after SIGTERM, killing it" >&2
-    kill -KILL "$pid" 2>/dev/null
-  fi
-  wait "$pid" 2>/dev/null
-  rc=$?
-  # memoryd's shutdown path is worth watching too.
-  [ "$rc" = 0 ] || echo "bench: $name exited with status $rc after SIGTERM" >&2
-}
-
 stop_servers() {
   stop_server memoryd "$MEMORYD_PID"
   stop_server "$B_NAME" "$BASELINE_PID"
@@ -157,30 +129,6 @@ on_exit() {
 trap on_exit EXIT
 trap 'exit 130' INT TERM
 
-log_tail() {
-  echo "---- last lines of $(basename "$1") ----" >&2
-  tail -n 30 "$1" >&2
-  echo "----" >&2
-}
-
-# wait_listening NAME PID ADDR LOG: until ADDR accepts or the server dies.
-wait_listening() {
-  local name=$1 pid=$2 addr=$3 log=$4 tries=0
-  while ! can_connect "$addr"; do
-    if ! kill -0 "$pid" 2>/dev/null; then
-      echo "bench: $name exited before listening on $addr" >&2
-      log_tail "$log"
-      exit 1
-    fi
-    # Counting 0.1 s naps: $SECONDS has whole-second granularity.
-    if ((++tries > START_TIMEOUT * 10)); then
-      echo "bench: $name not listening on $addr after ${START_TIMEOUT}s" >&2
-      log_tail "$log"
-      exit 1
-    fi
-    sleep 0.1
-  done
-}
 
 for addr in "$MEMORYD_ADDR" "$BASELINE_ADDR"; do
   # Otherwise we would silently benchmark whatever already listens there.
@@ -291,17 +239,6 @@ done
 stop_servers
 
 # ---- summary ----------------------------------------------------------------
-# field LABEL KEY: that numeric field of every result line of LABEL, one a line.
-field() {
-  grep "\"label\":\"$1\"" "$RESULTS" 2>/dev/null |
-    sed -n "s/.*\"$2\":\\([-0-9.eE+]*\\).*/\\1/p"
-}
-median() { field "$1" "$2" | awk -f bench/median.awk; }
-total() { field "$1" "$2" | awk '{ s += $1 } END { printf "%d\n", s }'; }
-ratio() {
-  awk -v a="$1" -v b="$2" 'BEGIN {
-    if (a == "nan" || b == "nan" || b + 0 == 0) print "nan"; else printf "%.2f\n", a / b }'
-}
 
 m_n=$(field "$A_LABEL" qps | wc -l)
 m_qps=$(median "$A_LABEL" qps)

@@ -154,7 +154,7 @@ static int build_server(app *a, char *err) {
         snprintf(err, ERRLEN, "cannot register the built-in services");
         return -1;
     }
-    audit_options audo = {.queue_capacity = 65536, .batch_max = 512,
+    audit_options audo = {.queue_capacity = 65536, .batch_max = 512, .linger_ms = 10,
                           .check_live = audit_check_live_authn, .check_live_ctx = a->auth};
     if (audit_create(a->pg, &audo, &a->audit, err, ERRLEN) != 0) return -1;
     /* A List/Search answer must fit the message limit with room for the

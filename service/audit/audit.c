@@ -152,7 +152,8 @@ static void observe(rpc_call *call, grpc_status_code status, const char *message
         a->enq_seq++;
         r = NULL;
         atomic_fetch_add(&a->queued, 1);
-        if (a->writer_waiting) pthread_cond_signal(&a->qwake);
+        if (a->writer_waiting || (a->writer_lingering && a->count >= a->o.batch_max))
+            pthread_cond_signal(&a->qwake);
     } else {
         dropped = atomic_fetch_add(&a->dropped, 1) + 1;
         int64_t now = rpc_now_ms();
@@ -337,6 +338,16 @@ static void *writer_main(void *arg) {
             a->writer_waiting = 0;
         }
         if (a->count == 0) break; /* stopping, all written */
+        if (a->o.linger_ms > 0 && a->count < max && !a->stopping && !a->flush_waiters) {
+            int64_t until = rpc_now_ms() + a->o.linger_ms;
+            a->writer_lingering = 1;
+            while (a->count < max && !a->stopping && !a->flush_waiters &&
+                   rpc_now_ms() < until) {
+                struct timespec ts = mono_abs(until);
+                pthread_cond_timedwait(&a->qwake, &a->qlock, &ts);
+            }
+            a->writer_lingering = 0;
+        }
         size_t n = 0;
         while (n < max && a->count > 0) {
             batch[n++] = a->ring[a->head];
@@ -510,12 +521,15 @@ void audit_free(audit *a) {
 int audit_flush(audit *a, int64_t deadline_ms) {
     pthread_mutex_lock(&a->qlock);
     uint64_t want = a->enq_seq;
+    a->flush_waiters++;
+    pthread_cond_broadcast(&a->qwake); /* a lingering writer writes now */
     while (a->done_seq < want && !a->writer_exited) {
         if (rpc_now_ms() >= deadline_ms) break;
         struct timespec ts = mono_abs(deadline_ms);
         pthread_cond_timedwait(&a->qdone, &a->qlock, &ts);
     }
     int rc = a->done_seq >= want ? 0 : -1;
+    a->flush_waiters--;
     pthread_mutex_unlock(&a->qlock);
     return rc;
 }

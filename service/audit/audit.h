@@ -40,6 +40,12 @@ typedef struct audit_options {
     size_t queue_capacity;  /* records waiting for the writer (65536); beyond: dropped */
     size_t batch_max;       /* rows per COPY (512) */
     int flush_timeout_ms;   /* how long audit_free waits for the queue to drain (5000) */
+    /* Group commit: after the first record arrives the writer waits up to
+     * this long (or until batch_max records are queued) before writing, so
+     * a busy server writes hundreds of rows per COPY instead of one per
+     * call. Records reach the table (and Watch) this much later; writes'
+     * own rows (audit_write_in_tx) are not delayed. 0 = write at once. */
+    int linger_ms;
     size_t max_watchers;    /* open Watch streams per audit (1024); beyond: RESOURCE_EXHAUSTED */
     /* Watch: called about once a second per stream. NULL (tests): streams
      * end when the token's `exp` passes, with no revocation check. */

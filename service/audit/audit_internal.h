@@ -82,6 +82,8 @@ struct audit {
     size_t head, count;
     uint64_t enq_seq, done_seq; /* records entered / finished (written, failed, dropped) */
     int writer_waiting;
+    int writer_lingering; /* waiting linger_ms for a fuller batch */
+    int flush_waiters;    /* audit_flush callers: cut the linger short */
     int stopping, writer_exited;
     int64_t flush_deadline_ms;
     PGcancel *cancel;     /* the writer's in-flight statement, for audit_free */

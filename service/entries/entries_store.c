@@ -308,7 +308,7 @@ static int do_read(session *ss, void *arg) {
     add_read_diode(&b, &q, c->p);
     pgq_sql_add(&b, " AND namespace = $%d AND key = $%d", pgq_text(&q, a->ns), pgq_text(&q, a->key));
     PGresult *r;
-    int rc = pipeline(ss, "read", "BEGIN READ ONLY", &b, &q, 1, &r);
+    int rc = pipeline(ss, "read", NULL, &b, &q, 1, &r);
     if (rc != ENTRIES_OK) return rc;
     if (PQntuples(r) == 0) {
         PQclear(r);
@@ -364,7 +364,7 @@ static int do_list(session *ss, void *arg) {
     pgq_sql_add(&b, " ORDER BY namespace, key LIMIT $%d", pgq_int8(&q, (int64_t)in->limit + 1));
     if (in->with_values) pgq_sql_add(&b, ") page ORDER BY namespace, key");
     PGresult *r;
-    int rc = pipeline(ss, "list", "BEGIN READ ONLY", &b, &q, 1, &r);
+    int rc = pipeline(ss, "list", NULL, &b, &q, 1, &r);
     if (rc != ENTRIES_OK) return rc;
     int rows = PQntuples(r), take = rows < in->limit ? rows : in->limit;
     if (in->with_values) {
@@ -455,7 +455,7 @@ static int do_search(session *ss, void *arg) {
     if (in->with_values) pgq_sql_add(&b, ") page ORDER BY updated_at DESC, namespace, key");
     if (b.overflow) return fail(c, ENTRIES_EINTERNAL, "search query too long");
     PGresult *r;
-    int rc = pipeline(ss, "search", "BEGIN READ ONLY", &b, &q, 1, &r);
+    int rc = pipeline(ss, "search", NULL, &b, &q, 1, &r);
     if (rc != ENTRIES_OK) return rc;
     int rows = PQntuples(r), take = rows;
     if (in->with_values) {
@@ -500,7 +500,7 @@ static int do_stats(session *ss, void *arg) {
     pgq_sql_add(&b, " AND namespace LIKE ANY($%d) AND namespace LIKE $%d", pgq_text_array(&q, globs),
             pgq_text(&q, nsl));
     PGresult *r;
-    int rc = pipeline(ss, "stats", "BEGIN READ ONLY", &b, &q, 1, &r);
+    int rc = pipeline(ss, "stats", NULL, &b, &q, 1, &r);
     if (rc != ENTRIES_OK) return rc;
     entries_stats *o = a->out;
     if (PQntuples(r) != 1 || pgq_col_int(r, 0, 0, &o->entry_count) != 0 ||

@@ -352,15 +352,19 @@ typedef struct {
     global_entity *out;
 } get_entity_args;
 
+void global_sql_get_entity(const principal *p, const char *id, pgq_sql *b, pgq_params *q) {
+    pgq_sql_add(b, "SELECT " E_COLS " FROM entities e WHERE ");
+    add_read_diode(b, q, p, "e");
+    pgq_sql_add(b, " AND e.id = $%d", pgq_text(q, id));
+}
+
 static int get_entity(pgq_session *ss, global_ctx *c, void *arg) {
     get_entity_args *a = arg;
     pgq_params q = {0};
     pgq_sql b = {0};
-    pgq_sql_add(&b, "SELECT " E_COLS " FROM entities e WHERE ");
-    add_read_diode(&b, &q, c->p, "e");
-    pgq_sql_add(&b, " AND e.id = $%d", pgq_text(&q, a->id));
+    global_sql_get_entity(c->p, a->id, &b, &q);
     PGresult *r;
-    int rc = pgq_pipeline(ss, "get entity", "BEGIN READ ONLY", &b, &q, 1, &r);
+    int rc = pgq_pipeline(ss, "get entity", NULL, &b, &q, 1, &r);
     if (rc != GLOBAL_OK) return rc;
     if (PQntuples(r) == 0) rc = fail(c, GLOBAL_ENOTFOUND, "entity %s not found", a->id);
     else rc = decode_entity(c, r, 0, a->out);
@@ -473,7 +477,7 @@ static int query_entities(pgq_session *ss, global_ctx *c, void *arg) {
     if (in->order != GLOBAL_ORDER_ID) pgq_sql_add(&b, ", e.id %s", dir);
     pgq_sql_add(&b, " LIMIT $%d", pgq_int8(&q, (int64_t)in->limit + 1));
     PGresult *r;
-    int rc = pgq_pipeline(ss, "query entities", "BEGIN READ ONLY", &b, &q, 1, &r);
+    int rc = pgq_pipeline(ss, "query entities", NULL, &b, &q, 1, &r);
     if (rc != GLOBAL_OK) return rc;
     int rows = PQntuples(r), take = rows < in->limit ? rows : in->limit;
     global_entity *v = arena_alloc(c->ar, ((size_t)take + 1) * sizeof *v);
@@ -711,6 +715,70 @@ static void add_neighbours(pgq_sql *b, pgq_params *q, const principal *p, const 
     if (p_types) pgq_sql_add(b, " AND r.rel_type = ANY($%d)", p_types);
 }
 
+int global_sql_traverse(arena *a, const principal *p, const global_traverse_in *in, pgq_sql *b,
+                        pgq_params *q) {
+    int p_types = 0;
+    if (in->ntypes) {
+        const char *lit = pgq_array_literal(a, in->types, in->ntypes);
+        if (!lit) return -1;
+        p_types = pgq_text_array(q, lit);
+    }
+    int p_max = pgq_int4(q, in->max_depth);
+    int p_lim = pgq_int4(q, in->limit);
+    /* Each row of `walk` is one BFS level: its depth, its entities
+     * (frontier) and every entity seen so far (visited). The next level is
+     * the visible neighbours of the frontier not yet visited, at most
+     * limit + 1 of them by id (more could never be returned), so the walk
+     * is cycle-safe, finds each entity at its shortest depth, and stops
+     * once more than limit entities are known. The OFFSET 0 fences keep
+     * the planner from evaluating the level's subquery twice and from
+     * hash-joining the result against the whole entities table. */
+    pgq_sql_add(b,
+                "WITH RECURSIVE walk(depth, frontier, visited) AS ("
+                " SELECT 0, ARRAY[e.id], ARRAY[e.id] FROM entities e WHERE ");
+    add_read_diode(b, q, p, "e");
+    pgq_sql_add(b, " AND e.id = $%d", pgq_text(q, in->start_id));
+    pgq_sql_add(b,
+                " UNION ALL"
+                " SELECT w.depth + 1, nxt.ids, w.visited || nxt.ids FROM walk w,"
+                " LATERAL (SELECT ARRAY(SELECT DISTINCT nb.id FROM (");
+    if (in->dir == GLOBAL_DIR_OUT || in->dir == GLOBAL_DIR_BOTH)
+        add_neighbours(b, q, p, "source_id", "target_id", p_types);
+    if (in->dir == GLOBAL_DIR_BOTH) pgq_sql_add(b, " UNION ALL ");
+    if (in->dir == GLOBAL_DIR_IN || in->dir == GLOBAL_DIR_BOTH)
+        add_neighbours(b, q, p, "target_id", "source_id", p_types);
+    pgq_sql_add(b, ") n JOIN entities nb ON nb.id = n.nid AND ");
+    add_read_diode(b, q, p, "nb");
+    pgq_sql_add(b,
+                " WHERE NOT nb.id = ANY(w.visited) ORDER BY nb.id LIMIT $%d + 1) AS ids"
+                " OFFSET 0) nxt"
+                " WHERE w.depth < $%d AND cardinality(w.frontier) > 0"
+                " AND cardinality(w.visited) <= $%d)"
+                " SELECT " E_COLS ", x.depth FROM (SELECT depth, unnest(frontier) AS id FROM walk)"
+                " x, LATERAL (SELECT * FROM entities e WHERE e.tenant = $%d AND e.id = x.id"
+                " OFFSET 0) e ORDER BY x.depth, x.id LIMIT $%d + 1",
+                p_lim, p_max, p_lim, pgq_text(q, principal_tenant(p)), p_lim);
+    return 0;
+}
+
+int global_sql_traverse_edges(arena *a, const principal *p, const global_traverse_in *in,
+                              const char *const *ids, size_t n, pgq_sql *b, pgq_params *q) {
+    const char *lit = pgq_array_literal(a, ids, n);
+    if (!lit) return -1;
+    int p_ids = pgq_text_array(q, lit);
+    pgq_sql_add(b, "SELECT " R_COLS ", octet_length(r.properties::text) FROM relationships r"
+                   " WHERE ");
+    add_read_diode(b, q, p, "r");
+    pgq_sql_add(b, " AND r.source_id = ANY($%d) AND r.target_id = ANY($%d)", p_ids, p_ids);
+    if (in->ntypes) {
+        const char *types = pgq_array_literal(a, in->types, in->ntypes);
+        if (!types) return -1;
+        pgq_sql_add(b, " AND r.rel_type = ANY($%d)", pgq_text_array(q, types));
+    }
+    pgq_sql_add(b, " ORDER BY r.source_id, r.rel_type, r.target_id");
+    return 0;
+}
+
 static int traverse(pgq_session *ss, global_ctx *c, void *arg) {
     traverse_args *a = arg;
     const global_traverse_in *in = a->in;
@@ -718,44 +786,8 @@ static int traverse(pgq_session *ss, global_ctx *c, void *arg) {
     const principal *p = c->p;
     pgq_params q = {0};
     pgq_sql b = {0};
-    int p_types = 0;
-    if (in->ntypes) {
-        const char *lit = pgq_array_literal(c->ar, in->types, in->ntypes);
-        if (!lit) return fail(c, GLOBAL_ENOMEM, "out of memory");
-        p_types = pgq_text_array(&q, lit);
-    }
-    int p_max = pgq_int4(&q, in->max_depth);
-    int p_lim = pgq_int4(&q, in->limit);
-    /* Each row of `walk` is one BFS level: its depth, its entities
-     * (frontier) and every entity seen so far (visited). The next level is
-     * the visible neighbours of the frontier not yet visited, at most
-     * limit + 1 of them by id (more could never be returned), so the walk
-     * is cycle-safe, finds each entity at its shortest depth, and stops
-     * once more than limit entities are known. */
-    pgq_sql_add(&b,
-                "WITH RECURSIVE walk(depth, frontier, visited) AS ("
-                " SELECT 0, ARRAY[e.id], ARRAY[e.id] FROM entities e WHERE ");
-    add_read_diode(&b, &q, p, "e");
-    pgq_sql_add(&b, " AND e.id = $%d", pgq_text(&q, in->start_id));
-    pgq_sql_add(&b,
-                " UNION ALL"
-                " SELECT w.depth + 1, nxt.ids, w.visited || nxt.ids FROM walk w,"
-                " LATERAL (SELECT ARRAY(SELECT DISTINCT nb.id FROM (");
-    if (in->dir == GLOBAL_DIR_OUT || in->dir == GLOBAL_DIR_BOTH)
-        add_neighbours(&b, &q, p, "source_id", "target_id", p_types);
-    if (in->dir == GLOBAL_DIR_BOTH) pgq_sql_add(&b, " UNION ALL ");
-    if (in->dir == GLOBAL_DIR_IN || in->dir == GLOBAL_DIR_BOTH)
-        add_neighbours(&b, &q, p, "target_id", "source_id", p_types);
-    pgq_sql_add(&b, ") n JOIN entities nb ON nb.id = n.nid AND ");
-    add_read_diode(&b, &q, p, "nb");
-    pgq_sql_add(&b,
-                " WHERE NOT nb.id = ANY(w.visited) ORDER BY nb.id LIMIT $%d + 1) AS ids) nxt"
-                " WHERE w.depth < $%d AND cardinality(w.frontier) > 0"
-                " AND cardinality(w.visited) <= $%d)"
-                " SELECT " E_COLS ", x.depth FROM (SELECT depth, unnest(frontier) AS id FROM walk)"
-                " x JOIN entities e ON e.id = x.id AND e.tenant = $%d"
-                " ORDER BY x.depth, x.id LIMIT $%d + 1",
-                p_lim, p_max, p_lim, pgq_text(&q, principal_tenant(p)), p_lim);
+    if (global_sql_traverse(c->ar, p, in, &b, &q) != 0)
+        return fail(c, GLOBAL_ENOMEM, "out of memory");
     PGresult *r;
     int rc = pgq_pipeline(ss, "traverse", "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", &b,
                           &q, 0, &r);
@@ -784,20 +816,13 @@ static int traverse(pgq_session *ss, global_ctx *c, void *arg) {
     out->nnodes = (size_t)take;
 
     /* The edges among the returned entities, in the same snapshot. */
-    const char *lit = pgq_array_literal(c->ar, ids, out->nnodes);
-    if (!lit) return fail(c, GLOBAL_ENOMEM, "out of memory");
     pgq_params eq = {0};
     pgq_sql eb = {0};
-    int p_ids = pgq_text_array(&eq, lit);
-    pgq_sql_add(&eb, "SELECT " R_COLS ", octet_length(r.properties::text) FROM relationships r"
-                     " WHERE ");
-    add_read_diode(&eb, &eq, p, "r");
-    pgq_sql_add(&eb, " AND r.source_id = ANY($%d) AND r.target_id = ANY($%d)", p_ids, p_ids);
-    if (in->ntypes)
-        pgq_sql_add(&eb, " AND r.rel_type = ANY($%d)",
-                    pgq_text_array(&eq, q.vals[p_types - 1]));
-    pgq_sql_add(&eb, " ORDER BY r.source_id, r.rel_type, r.target_id");
-    if ((rc = exec_rows(ss, &eb, &eq, "traverse edges", &r)) != GLOBAL_OK) return rc;
+    if (global_sql_traverse_edges(c->ar, p, in, ids, out->nnodes, &eb, &eq) != 0)
+        return fail(c, GLOBAL_ENOMEM, "out of memory");
+    /* The edges and the COMMIT of the read-only snapshot: one round trip. */
+    if ((rc = pgq_pipeline(ss, "traverse edges", NULL, &eb, &eq, 1, &r)) != GLOBAL_OK)
+        return rc;
     int nrel = PQntuples(r);
     out->edges = arena_alloc(c->ar, ((size_t)nrel + 1) * sizeof *out->edges);
     if (!out->edges) rc = fail(c, GLOBAL_ENOMEM, "out of memory");
@@ -946,7 +971,7 @@ static int list_tasks(pgq_session *ss, global_ctx *c, void *arg) {
     pgq_sql_add(&b, " ORDER BY t.start_time DESC, t.id LIMIT $%d",
                 pgq_int8(&q, (int64_t)in->limit + 1));
     PGresult *r;
-    int rc = pgq_pipeline(ss, "list tasks", "BEGIN READ ONLY", &b, &q, 1, &r);
+    int rc = pgq_pipeline(ss, "list tasks", NULL, &b, &q, 1, &r);
     if (rc != GLOBAL_OK) return rc;
     int rows = PQntuples(r), take = rows < in->limit ? rows : in->limit;
     global_task *v = arena_alloc(c->ar, ((size_t)take + 1) * sizeof *v);

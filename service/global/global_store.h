@@ -214,6 +214,17 @@ typedef struct global_traverse_out {
 int global_traverse(global_store *s, global_ctx *c, const global_traverse_in *in,
                     global_traverse_out *out);
 
+/* The statements GetEntity and Traverse run (the traversal, then the
+ * edges among the ids it returned), built apart from any I/O: the store
+ * runs them, and the benchmark runs the very same SQL directly through
+ * libpq. Strings are borrowed by q; arena a holds array literals. Return 0,
+ * or -1 when out of memory. */
+void global_sql_get_entity(const principal *p, const char *id, pgq_sql *b, pgq_params *q);
+int global_sql_traverse(arena *a, const principal *p, const global_traverse_in *in, pgq_sql *b,
+                        pgq_params *q);
+int global_sql_traverse_edges(arena *a, const principal *p, const global_traverse_in *in,
+                              const char *const *ids, size_t n, pgq_sql *b, pgq_params *q);
+
 /* ---- tasks ---- */
 
 typedef struct global_task_in {

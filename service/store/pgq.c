@@ -394,6 +394,8 @@ PGresult *pgq_exec_text(pgq_session *ss, const char *sql, const pgq_params *q) {
     return exec_sql(ss, sql, q);
 }
 
+#define TIMEOUT_SQL "SELECT set_config('statement_timeout', $1, true)"
+
 int pgq_pipeline(pgq_session *ss, const char *what, const char *begin, const pgq_sql *sql,
                  const pgq_params *q, int commit, PGresult **res) {
     *res = NULL;
@@ -403,27 +405,47 @@ int pgq_pipeline(pgq_session *ss, const char *what, const char *begin, const pgq
         return pgq_fail(ss, PGQ_EINTERNAL, "%s query too long", what);
     }
     PGconn *conn = ss->conn;
-    plan p;
+    pgq_params tq = {0};
+    pgq_text(&tq, ss->timeout);
+    plan tp, p;
+    plan_make(ss, TIMEOUT_SQL, &tq, &tp);
     plan_make(ss, sql->buf, q, &p);
     if (!PQenterPipelineMode(conn)) {
+        plan_done(&tp, 0);
         plan_done(&p, 0);
         return pgq_pg_fail(ss, NULL, "pipeline start");
     }
-    const char *tparam[1] = {ss->timeout};
-    int before = -1;
-    int sent = PQsendQueryParams(conn, begin, 0, NULL, NULL, NULL, NULL, 0) &&
-               PQsendQueryParams(conn, "SELECT set_config('statement_timeout', $1, true)", 1,
-                                 NULL, tparam, NULL, NULL, 0) &&
-               (before = plan_send(ss, &p, sql->buf, q)) >= 0 &&
-               (!commit || PQsendQueryParams(conn, "COMMIT", 0, NULL, NULL, NULL, NULL, 0)) &&
-               PQpipelineSync(conn);
-    /* Results arrive per command: BEGIN, set_config, [Parse], sql, [COMMIT]. */
-    int ncmd = 3 + (before > 0) + (commit ? 1 : 0), mine_at = 2 + (before > 0);
-    PGresult *first_err = NULL, *mine = NULL, *parsed = NULL;
+    /* Without begin the statements run in the implicit transaction that
+     * lasts until the Sync: the timeout (SET LOCAL semantics) still covers
+     * the query, and a one-statement read costs two executions, not four. */
+    /* With commit, a transaction begun here or left open by an earlier
+     * statement of the session ends in the same round trip. */
+    int send_commit = commit && (begin || PQtransactionStatus(conn) == PQTRANS_INTRANS);
+    enum { SKIP, PARSE_T, PARSE_Q, MINE } slots[6];
+    int n = 0, tparse = -1, qparse = -1;
+    int sent = 1;
+    if (begin) {
+        sent = PQsendQueryParams(conn, begin, 0, NULL, NULL, NULL, NULL, 0);
+        slots[n++] = SKIP;
+    }
+    if (sent && (tparse = plan_send(ss, &tp, TIMEOUT_SQL, &tq)) >= 0) {
+        if (tparse) slots[n++] = PARSE_T;
+        slots[n++] = SKIP;
+    }
+    if (sent && tparse >= 0 && (qparse = plan_send(ss, &p, sql->buf, q)) >= 0) {
+        if (qparse) slots[n++] = PARSE_Q;
+        slots[n++] = MINE;
+    }
+    sent = sent && tparse >= 0 && qparse >= 0 &&
+           (!send_commit || PQsendQueryParams(conn, "COMMIT", 0, NULL, NULL, NULL, NULL, 0)) &&
+           PQpipelineSync(conn);
+    if (send_commit) slots[n++] = SKIP;
+    PGresult *first_err = NULL, *mine = NULL, *tparsed = NULL, *qparsed = NULL;
     if (sent) {
-        for (int i = 0; i < ncmd; i++) {
-            if (before > 0 && i == 2) drain_one(conn, &first_err, &parsed, 1);
-            else drain_one(conn, &first_err, &mine, i == mine_at);
+        for (int i = 0; i < n; i++) {
+            if (slots[i] == PARSE_T) drain_one(conn, &first_err, &tparsed, 1);
+            else if (slots[i] == PARSE_Q) drain_one(conn, &first_err, &qparsed, 1);
+            else drain_one(conn, &first_err, &mine, slots[i] == MINE);
             if (PQstatus(conn) != CONNECTION_OK) break;
         }
         if (PQstatus(conn) == CONNECTION_OK) {
@@ -433,8 +455,10 @@ int pgq_pipeline(pgq_session *ss, const char *what, const char *begin, const pgq
         }
     }
     if (!PQexitPipelineMode(conn)) ss->broken = 1;
-    plan_done(&p, parsed != NULL && PQresultStatus(parsed) == PGRES_COMMAND_OK);
-    PQclear(parsed);
+    plan_done(&tp, tparsed != NULL && PQresultStatus(tparsed) == PGRES_COMMAND_OK);
+    plan_done(&p, qparsed != NULL && PQresultStatus(qparsed) == PGRES_COMMAND_OK);
+    PQclear(tparsed);
+    PQclear(qparsed);
     int rc = PGQ_OK;
     if (!sent || first_err || !mine || ss->broken) {
         rc = pgq_pg_fail(ss, first_err, what);

@@ -121,11 +121,15 @@ PGresult *pgq_exec(pgq_session *ss, const pgq_sql *sql, const pgq_params *q);
 /* The same for fixed SQL text. */
 PGresult *pgq_exec_text(pgq_session *ss, const char *sql, const pgq_params *q);
 
-/* One round trip: `begin` ("BEGIN", "BEGIN READ ONLY", "BEGIN ISOLATION
- * LEVEL REPEATABLE READ READ ONLY"...), the statement timeout, sql, and
- * with commit a COMMIT (reads); without, the transaction stays open (a
- * write continues in it). On PGQ_OK *res is sql's result (TUPLES_OK or
- * COMMAND_OK), owned by the caller. */
+/* One round trip: `begin` ("BEGIN", "BEGIN ISOLATION LEVEL REPEATABLE
+ * READ READ ONLY"...), the statement timeout, sql, and with commit a
+ * COMMIT; without commit the transaction stays open (a write or a
+ * multi-statement read continues in it). begin NULL with commit: sql
+ * alone in the pipeline's implicit transaction, the cheapest form of a
+ * one-statement read — or, when an earlier pgq_pipeline of the session
+ * left a transaction open, sql and that transaction's COMMIT in one round
+ * trip (the last statement of a multi-statement read). On PGQ_OK *res is
+ * sql's result (TUPLES_OK or COMMAND_OK), owned by the caller. */
 int pgq_pipeline(pgq_session *ss, const char *what, const char *begin, const pgq_sql *sql,
                  const pgq_params *q, int commit, PGresult **res);
 

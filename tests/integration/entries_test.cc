@@ -26,7 +26,7 @@ extern "C" {
 #include "service/audit/audit.h"
 #include "service/core/arena.h"
 #include "service/auth/principal.h"
-#include "service/entries/entries_json.h"
+#include "service/pb/pbjson.h"
 #include "service/entries/entries_service.h"
 #include "service/entries/entries_token.h"
 #include "service/rpc/rpc.h"
@@ -191,13 +191,13 @@ TEST(EntriesJsonCodec, StructSurvivesJsonExactly) {
       "{\"n\":[0.1,-2.5e-300,1e308,123456789012345678,-0.0],\"s\":\"\\u00e9\\\"\","
       "\"o\":{\"x\":null,\"t\":true}}";
   Google__Protobuf__Struct* s = nullptr;
-  ASSERT_EQ(0, entries_json_to_struct(a, json, strlen(json), &s));
+  ASSERT_EQ(0, pbjson_to_struct(a, json, strlen(json), &s));
   char* text = nullptr;
   size_t len = 0;
   char err[256];
-  ASSERT_EQ(0, entries_json_from_struct(s, "metadata", &text, &len, err, sizeof err)) << err;
+  ASSERT_EQ(0, pbjson_from_struct(s, "metadata", &text, &len, err, sizeof err)) << err;
   Google__Protobuf__Struct* back = nullptr;
-  ASSERT_EQ(0, entries_json_to_struct(a, text, len, &back));
+  ASSERT_EQ(0, pbjson_to_struct(a, text, len, &back));
   free(text);
   ASSERT_EQ(3u, back->n_fields);
   const Google__Protobuf__Value* n = nullptr;
@@ -209,8 +209,8 @@ TEST(EntriesJsonCodec, StructSurvivesJsonExactly) {
   EXPECT_EQ(-2.5e-300, n->list_value->values[1]->number_value);
   EXPECT_EQ(1e308, n->list_value->values[2]->number_value);
   EXPECT_EQ(123456789012345678.0, n->list_value->values[3]->number_value);
-  EXPECT_EQ(-1, entries_json_to_struct(a, "[1]", 3, &back));
-  EXPECT_EQ(-1, entries_json_to_struct(a, "{", 1, &back));
+  EXPECT_EQ(-1, pbjson_to_struct(a, "[1]", 3, &back));
+  EXPECT_EQ(-1, pbjson_to_struct(a, "{", 1, &back));
   arena_free(a);
 }
 

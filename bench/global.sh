@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# bench/global.sh: GlobalMemory through memoryd vs the same SQL run directly
+# through libpq, in the same run.
+#
+# Seeds a 10k-entity graph (tenant "bench", out-degree 4, with cycles) into
+# the dev PostgreSQL, starts memoryd on loopback, then in alternating rounds
+# loads (1) GetEntity and (2) a 2-hop Traverse (OUT, limit 100) through
+# memoryd with bench/loadgen (a token with global:read on every call), and
+# the very same statements through libpq with bench/global_bench (built by
+# the same functions memoryd uses; one prepared statement per connection,
+# no gRPC, no token, no transaction around the read). Prints medians and the
+# ratio memoryd/direct at p50 and in qps. Both sides keep the same number of
+# requests in flight (BENCH_CONCURRENCY) on the same number of PostgreSQL
+# connections.
+#
+# Exit status: 0 whenever the benchmark ran (benchmarks never fail the
+# build); 1 if a tool is missing or memoryd cannot start.
+#
+# Environment (defaults in brackets):
+#   BENCH_ROUNDS         rounds per side and method [3]
+#   BENCH_DURATION       measured seconds per round [5]
+#   BENCH_WARMUP         unmeasured seconds before each round [1]
+#   BENCH_CONCURRENCY    requests in flight on each side [4]
+#   BENCH_SERVER_THREADS memoryd --workers [2]
+#   BENCH_ENTITIES / BENCH_DEGREE   graph size [10000] / out-degree [4]
+#   BENCH_GLOBAL_ADDR    memoryd address [127.0.0.1:50073]
+#   BENCH_START_TIMEOUT  seconds memoryd may take to listen [30]
+#   BENCH_OUT            directory for logs and results [.local/bench]
+#   BENCH_SKIP_BUILD=1   do not run bazel build first
+# .local/env (written by scripts/devstack.sh, which `make bench` runs) must
+# provide MEMORYD_PG_URL.
+
+set -u
+
+cd "$(dirname "$0")/.." || exit 1
+if [ -f .local/env ]; then
+  set -a
+  # shellcheck disable=SC1091
+  . .local/env
+  set +a
+fi
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
+
+ROUNDS=${BENCH_ROUNDS:-3}
+DURATION=${BENCH_DURATION:-5}
+WARMUP=${BENCH_WARMUP:-1}
+CONCURRENCY=${BENCH_CONCURRENCY:-4}
+SERVER_THREADS=${BENCH_SERVER_THREADS:-2}
+ENTITIES=${BENCH_ENTITIES:-10000}
+DEGREE=${BENCH_DEGREE:-4}
+ADDR=${BENCH_GLOBAL_ADDR:-127.0.0.1:50073}
+START_TIMEOUT=${BENCH_START_TIMEOUT:-30}
+OUT=${BENCH_OUT:-.local/bench}
+LOADGEN=bazel-bin/bench/loadgen
+DIRECT=bazel-bin/bench/global_bench
+MEMORYD=bazel-bin/service/memoryd
+
+[ -n "${MEMORYD_PG_URL:-}" ] || die "MEMORYD_PG_URL is not set (run: bash scripts/devstack.sh start)"
+case $ROUNDS in '' | *[!0-9]* | 0) die "BENCH_ROUNDS must be a positive integer" ;; esac
+
+if [ "${BENCH_SKIP_BUILD:-0}" != 1 ]; then
+  bazel build //bench:loadgen //bench:global_bench //service:memoryd || die "bazel build failed"
+fi
+for bin in "$LOADGEN" "$DIRECT" "$MEMORYD"; do
+  [ -x "$bin" ] || die "$bin: not found or not executable"
+done
+can_connect "$ADDR" && die "$ADDR is already in use (a stale server?)"
+
+stamp=$(date +%Y%m%d-%H%M%S)
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/memoryd-bench.XXXXXX") || die "mktemp failed"
+RESULTS="$WORK/global-results-$stamp.jsonl"
+MEMORYD_LOG="$WORK/global-memoryd-$stamp.log"
+MEMORYD_PID=
+
+# shellcheck disable=SC2317  # invoked by the EXIT trap
+on_exit() {
+  stop_server memoryd "$MEMORYD_PID"
+  if mkdir -p "$OUT" 2>/dev/null && cp "$WORK"/* "$OUT"/ 2>/dev/null; then
+    echo "bench: results and server log in $OUT/global-*-$stamp.*" >&2
+  fi
+  rm -rf "$WORK"
+}
+trap on_exit EXIT
+trap 'exit 130' INT TERM
+
+KEYS="$WORK/keys"
+mkdir -p "$KEYS"
+"$MEMORYD" token keygen --kid bench-1 --private "$KEYS/bench.jwk" --jwks "$KEYS/jwks.json" \
+  >/dev/null || die "memoryd token keygen failed"
+# The principal global_bench reads as: tenant bench, owner bench-agent,
+# own records only, read ceiling PUBLIC.
+TOKEN=$("$MEMORYD" token mint --key "$KEYS/bench.jwk" --sub bench-agent --tenant bench \
+  --scope "global:read" --clr PUBLIC --ttl 2h) || die "memoryd token mint failed"
+
+# The pool matches the direct side's connection count.
+"$MEMORYD" --listen "$ADDR" --jwks "$KEYS/jwks.json" --workers "$SERVER_THREADS" \
+  --pg-url "$MEMORYD_PG_URL" --pg-pool-size "$CONCURRENCY" >"$MEMORYD_LOG" 2>&1 &
+MEMORYD_PID=$!
+wait_listening memoryd "$MEMORYD_PID" "$ADDR" "$MEMORYD_LOG"
+# memoryd has applied the schema migrations by now.
+"$DIRECT" --pg-url "$MEMORYD_PG_URL" seed --entities "$ENTITIES" --degree "$DEGREE" ||
+  die "seeding the bench graph failed"
+
+# GetEntityRequest{id: "e0"} and TraverseRequest{start_id: "e0", max_depth: 2}
+# as protobuf bytes (field 1 string "e0"; field 4 varint 2).
+GET_HEX=0a026530
+TRAVERSE_HEX=0a0265302002
+
+echo "bench: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg);" \
+  "$ROUNDS rounds x ${DURATION}s (+${WARMUP}s warm-up), $CONCURRENCY in flight per side," \
+  "memoryd --workers $SERVER_THREADS --pg-pool-size $CONCURRENCY"
+
+via_memoryd() { # what label method hex
+  "$LOADGEN" --target "$ADDR" --method "/memory.v1.GlobalMemory/$2" --request-hex "$3" \
+    --header "authorization: Bearer $TOKEN" --duration "$DURATION" --warmup "$WARMUP" \
+    --concurrency "$CONCURRENCY" --channels 1 --label "$1" | tee -a "$WORK/loadgen.out" |
+    grep '^{' >>"$RESULTS"
+}
+direct() { # label what
+  "$DIRECT" --pg-url "$MEMORYD_PG_URL" run "$2" --threads "$CONCURRENCY" \
+    --duration "$DURATION" --warmup "$WARMUP" --label "$1" | grep '^{' >>"$RESULTS"
+}
+
+for ((r = 1; r <= ROUNDS; r++)); do
+  echo "bench: round $r/$ROUNDS" >&2
+  # ABBA: whoever runs second alternates, so a drifting machine favours neither.
+  if ((r % 2)); then
+    via_memoryd memoryd-get GetEntity "$GET_HEX"; direct direct-get get
+    via_memoryd memoryd-traverse Traverse "$TRAVERSE_HEX"; direct direct-traverse traverse
+  else
+    direct direct-get get; via_memoryd memoryd-get GetEntity "$GET_HEX"
+    direct direct-traverse traverse; via_memoryd memoryd-traverse Traverse "$TRAVERSE_HEX"
+  fi
+done
+
+row="%-17s %5s %12s %10s %10s %8s\n"
+for what in get traverse; do
+  echo
+  case $what in
+    get) echo "GetEntity (one entity by id):" ;;
+    traverse) echo "Traverse (2 hops out, limit 100, ~21 entities + their edges):" ;;
+  esac
+  # shellcheck disable=SC2059
+  printf "$row" side runs "median qps" "p50 us" "p99 us" errors
+  for side in memoryd direct; do
+    l="$side-$what"
+    # shellcheck disable=SC2059
+    printf "$row" "$l" "$(field "$l" qps | wc -l)" "$(median "$l" qps)" "$(median "$l" p50_us)" \
+      "$(median "$l" p99_us)" "$(total "$l" errors)"
+  done
+  echo "memoryd/direct: p50 x$(ratio "$(median "memoryd-$what" p50_us)" \
+    "$(median "direct-$what" p50_us)") (target <= 1.5), qps x$(ratio \
+    "$(median "memoryd-$what" qps)" "$(median "direct-$what" qps)")"
+done
+exit 0

@@ -1,0 +1,70 @@
+# bench/lib.sh: shell functions the benchmark drivers (run.sh, global.sh)
+# share. Sourced, not run. Uses the caller's START_TIMEOUT (seconds a server
+# may take to listen) and RESULTS (the JSON-lines results file).
+
+die() {
+  echo "bench: $*" >&2
+  exit 1
+}
+
+# Connects with bash's /dev/tcp: no nc/curl dependency.
+can_connect() {
+  (exec 3<>"/dev/tcp/${1%:*}/${1##*:}") 2>/dev/null
+}
+
+# stop_server NAME PID: SIGTERM, 10 s to exit cleanly, then SIGKILL.
+stop_server() {
+  local name=$1 pid=$2 i rc
+  [ -n "$pid" ] || return 0
+  kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null; return 0; }
+  kill -TERM "$pid" 2>/dev/null
+  for ((i = 0; i < 100; i++)); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if kill -0 "$pid" 2>/dev/null; then
+    echo "bench: $name did not exit 10 s after SIGTERM, killing it" >&2
+    kill -KILL "$pid" 2>/dev/null
+  fi
+  wait "$pid" 2>/dev/null
+  rc=$?
+  # memoryd's shutdown path is worth watching too.
+  [ "$rc" = 0 ] || echo "bench: $name exited with status $rc after SIGTERM" >&2
+}
+
+log_tail() {
+  echo "---- last lines of $(basename "$1") ----" >&2
+  tail -n 30 "$1" >&2
+  echo "----" >&2
+}
+
+# wait_listening NAME PID ADDR LOG: until ADDR accepts or the server dies.
+wait_listening() {
+  local name=$1 pid=$2 addr=$3 log=$4 tries=0
+  while ! can_connect "$addr"; do
+    if ! kill -0 "$pid" 2>/dev/null; then
+      echo "bench: $name exited before listening on $addr" >&2
+      log_tail "$log"
+      exit 1
+    fi
+    # Counting 0.1 s naps: $SECONDS has whole-second granularity.
+    if ((++tries > START_TIMEOUT * 10)); then
+      echo "bench: $name not listening on $addr after ${START_TIMEOUT}s" >&2
+      log_tail "$log"
+      exit 1
+    fi
+    sleep 0.1
+  done
+}
+
+# field LABEL KEY: that numeric field of every result line of LABEL, one a line.
+field() {
+  grep "\"label\":\"$1\"" "$RESULTS" 2>/dev/null |
+    sed -n "s/.*\"$2\":\\([-0-9.eE+]*\\).*/\\1/p"
+}
+median() { field "$1" "$2" | awk -f bench/median.awk; }
+total() { field "$1" "$2" | awk '{ s += $1 } END { printf "%d\n", s }'; }
+ratio() {
+  awk -v a="$1" -v b="$2" 'BEGIN {
+    if (a == "nan" || b == "nan" || b + 0 == 0) print "nan"; else printf "%.2f\n", a / b }'
+}
