@@ -77,7 +77,7 @@ test: deps ## start Postgres + Redis, bazel test //... against them
 test-asan: deps ## like test, with --config=asan (ASan + UBSan)
 	$(call bazel_test,--config=asan)
 
-bench: deps build ## build, start Postgres + Redis, run bench/run.sh: vs grpc++, then auth cost
+bench: deps build ## build, start Postgres + Redis, run the benchmarks: vs grpc++, auth cost, GlobalMemory vs libpq
 	@cd "$(ROOT)"
 	"$(DEVSTACK)" start
 	if [[ ! -f bench/run.sh ]]; then
@@ -89,6 +89,7 @@ bench: deps build ## build, start Postgres + Redis, run bench/run.sh: vs grpc++,
 	set +a
 	bash bench/run.sh
 	BENCH_MODE=auth BENCH_SKIP_BUILD=1 bash bench/run.sh
+	bash bench/global.sh
 
 clean: ## bazel clean (keeps .local/)
 	@cd "$(ROOT)"
