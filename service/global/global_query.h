@@ -47,7 +47,7 @@ typedef struct global_pred {
     const char *value_json;
 } global_pred;
 
-/* Splits path into segments; on 0 *pg_path is the PostgreSQL text[]
+/* Splits path (valid UTF-8: the service checks) into segments; on 0 *pg_path is the PostgreSQL text[]
  * literal for `#>` in arena a, and *nested (may be NULL) is the JSON
  * object {"a":{"b":<value_json>}} for a containment prefilter, NULL when
  * a segment is numeric (it may index an array). Returns -1 with why

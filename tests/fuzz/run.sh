@@ -27,7 +27,7 @@ cd "$ROOT"
 SECS=${1:-20}
 shift || true
 ALL=(descpool_fuzz redis_url_fuzz config_fuzz log_fuzz request_decode_fuzz jwt_fuzz pii_fuzz
-  nsglob_fuzz)
+  nsglob_fuzz global_query_fuzz)
 TARGETS=("$@")
 ((${#TARGETS[@]})) || TARGETS=("${ALL[@]}")
 BAZEL=${BAZEL:-bazel}
@@ -81,6 +81,9 @@ sources_of() {
     jwt_fuzz) echo "service/auth/jwt.c service/auth/jwks.c service/auth/b64url.c" ;;
     pii_fuzz) echo "service/auth/pii.c" ;;
     nsglob_fuzz) echo "service/auth/nsglob.c" ;;
+    global_query_fuzz) echo "service/global/global_query.c service/store/pgq.c service/store/pg_pool.c
+      service/store/conn_pool.c service/core/arena.c service/core/log.c service/core/text.c
+      service/pb/page_token.c service/auth/b64url.c -I/usr/include/postgresql" ;;
     *) echo "run.sh: unknown target $1 (known: ${ALL[*]})" >&2; exit 2 ;;
   esac
 }
@@ -90,6 +93,7 @@ link_of() {
     log_fuzz) echo "-ljansson" ;;
     jwt_fuzz) echo "-ljansson -lcrypto" ;;
     request_decode_fuzz) echo "${GEN_OBJS[*]} -lprotobuf-c" ;;
+    global_query_fuzz) echo "-lpq -ljansson -lcrypto" ;;
   esac
 }
 generated_seeds_of() {
