@@ -400,10 +400,13 @@ static int delete_entity(pgq_session *ss, global_ctx *c, void *arg) {
             GLOBAL_OK)
         return rc;
     /* Relationships touching it go with it (ON DELETE CASCADE). */
+    pgq_params dq = {0};
     pgq_sql d = {0};
-    pgq_sql_add(&d, "DELETE FROM entities WHERE tenant = $1 AND id = $2");
+    int p_tenant = pgq_text(&dq, principal_tenant(c->p));
+    pgq_sql_add(&d, "DELETE FROM entities WHERE tenant = $%d AND id = $%d", p_tenant,
+                pgq_text(&dq, a->id));
     PGresult *r;
-    if ((rc = exec_rows(ss, &d, &q, "entity delete", &r)) != GLOBAL_OK) return rc;
+    if ((rc = exec_rows(ss, &d, &dq, "entity delete", &r)) != GLOBAL_OK) return rc;
     PQclear(r);
     return commit(ss, c);
 }
@@ -682,11 +685,17 @@ static int delete_rel(pgq_session *ss, global_ctx *c, void *arg) {
         (rc = check_expected(c, &lr, a->has_expected, a->expected, "relationship", name)) !=
             GLOBAL_OK)
         return rc;
+    pgq_params dq = {0};
     pgq_sql d = {0};
-    pgq_sql_add(&d, "DELETE FROM relationships WHERE tenant = $1 AND source_id = $2"
-                    " AND rel_type = $3 AND target_id = $4");
+    int p_tenant = pgq_text(&dq, principal_tenant(c->p));
+    int p_src = pgq_text(&dq, a->src);
+    int p_type = pgq_text(&dq, a->type);
+    pgq_sql_add(&d,
+                "DELETE FROM relationships WHERE tenant = $%d AND source_id = $%d"
+                " AND rel_type = $%d AND target_id = $%d",
+                p_tenant, p_src, p_type, pgq_text(&dq, a->dst));
     PGresult *r;
-    if ((rc = exec_rows(ss, &d, &q, "relationship delete", &r)) != GLOBAL_OK) return rc;
+    if ((rc = exec_rows(ss, &d, &dq, "relationship delete", &r)) != GLOBAL_OK) return rc;
     PQclear(r);
     return commit(ss, c);
 }

@@ -55,7 +55,10 @@ typedef struct pgq_params {
     unsigned char bin[PGQ_MAX_PARAMS][8];
 } pgq_params;
 
-/* Strings are borrowed until the statement has run. More than
+/* Numbers are handed out in call order, and C leaves the order in which
+ * one call's arguments are evaluated unspecified: always put the returned
+ * numbers in the SQL, never assume "$1". Strings are borrowed until the
+ * statement has run. More than
  * PGQ_MAX_PARAMS parameters is a programming error (queries have bounded
  * shapes) and aborts. */
 int pgq_text(pgq_params *q, const char *s);
