@@ -1,13 +1,14 @@
-/* A minimal C agent of memoryd: checks the server's health, then asks
- * global memory for one entity, with the protobuf-c messages of
- * //protos:api_c and the mdc_* helper.
+/* A minimal C agent of memoryd: checks the server's health, records one
+ * entity in global memory and reads it back, with the protobuf-c messages
+ * of //protos:api_c and the mdc_* helper.
  *
- *   bazel run //clients/c:example -- [ADDRESS]     (default localhost:50051)
+ *   MEMORYD_TOKEN=$(cat .local/dev-token) bazel run //clients/c:example -- [ADDRESS]
  *
- * Exits 1 when memoryd cannot be reached (UNAVAILABLE, DEADLINE_EXCEEDED,
- * or any failed health check), 0 when the calls went through, whatever
- * GetEntity's status: until the global tier lands it answers
- * UNIMPLEMENTED. */
+ * (ADDRESS defaults to localhost:50051.) MEMORYD_TOKEN is a capability
+ * token with global:read and global:write; without one the example only
+ * shows GetEntity answering UNAUTHENTICATED. Exits 1 when memoryd cannot
+ * be reached (UNAVAILABLE, DEADLINE_EXCEEDED, or any failed health
+ * check), 0 when the calls went through, whatever their status. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -53,14 +54,55 @@ int main(int argc, char **argv) {
   protobuf_c_message_free_unpacked(resp, NULL);
   free(msg);
 
-  /* 2. Read one entity of the knowledge graph.
+  /* 2. Record one entity of the knowledge graph, then read it back.
    *
-   * A real agent would send its capability token with every call (an
-   * `authorization: Bearer <jwt>` header, once tokens land), look up what
-   * it knows before acting (GetEntity / QueryEntities / Traverse, or
-   * Router.Query across all tiers), record what it learned with PutEntity
-   * and PutRelationship and log the task with RecordTask — treating
+   * A real agent sends its capability token with every call, looks up
+   * what it knows before acting (GetEntity / QueryEntities / Traverse, or
+   * Router.Query across all tiers), records what it learned with PutEntity
+   * and PutRelationship and logs the task with RecordTask — treating
    * NOT_FOUND as "not known yet" and retrying UNAVAILABLE with backoff. */
+  const char *token = getenv("MEMORYD_TOKEN");
+  if (token && *token) {
+    if (mdc_client_set_token(c, token) != 0) {
+      fprintf(stderr, "MEMORYD_TOKEN is not a usable token\n");
+      mdc_client_free(c);
+      return 1;
+    }
+    Google__Protobuf__Value lang = GOOGLE__PROTOBUF__VALUE__INIT;
+    lang.kind_case = GOOGLE__PROTOBUF__VALUE__KIND_STRING_VALUE;
+    lang.string_value = "C";
+    Google__Protobuf__Struct__FieldsEntry field = GOOGLE__PROTOBUF__STRUCT__FIELDS_ENTRY__INIT;
+    field.key = "written_in";
+    field.value = &lang;
+    Google__Protobuf__Struct__FieldsEntry *fields[] = {&field};
+    Google__Protobuf__Struct props = GOOGLE__PROTOBUF__STRUCT__INIT;
+    props.n_fields = 1;
+    props.fields = fields;
+    Memory__V1__PutEntityRequest put = MEMORY__V1__PUT_ENTITY_REQUEST__INIT;
+    put.id = "example-entity";
+    put.type = "example";
+    put.name = "written by the C example";
+    put.properties = &props;
+    rc = mdc_call_unary(c, "/memory.v1.GlobalMemory/PutEntity", &put.base,
+                        &memory__v1__put_entity_response__descriptor, DEADLINE_MS, &code, &msg,
+                        &resp);
+    if (rc != 0) {
+      fprintf(stderr, "PutEntity: %s: %s\n", mdc_strerror(rc), msg ? msg : "");
+      exit_code = 1;
+    } else if (code == GRPC_STATUS_OK) {
+      const Memory__V1__PutEntityResponse *p = (const Memory__V1__PutEntityResponse *)resp;
+      printf("PutEntity: OK: %s version=%lld\n", p->created ? "created" : "replaced",
+             p->entity && p->entity->meta ? (long long)p->entity->meta->version : 0LL);
+    } else {
+      /* GetEntity below still runs: it shows what the token may read. */
+      printf("PutEntity: %s: %s\n", mdc_status_name(code), msg);
+      if (unreachable(code)) exit_code = 1;
+    }
+    if (resp) protobuf_c_message_free_unpacked(resp, NULL);
+    resp = NULL;
+    free(msg);
+    msg = NULL;
+  }
   Memory__V1__GetEntityRequest req = MEMORY__V1__GET_ENTITY_REQUEST__INIT;
   req.id = "example-entity";
   rc = mdc_call_unary(c, "/memory.v1.GlobalMemory/GetEntity", &req.base,
@@ -71,7 +113,10 @@ int main(int argc, char **argv) {
     exit_code = 1;
   } else if (code == GRPC_STATUS_OK) {
     const Memory__V1__GetEntityResponse *e = (const Memory__V1__GetEntityResponse *)resp;
-    printf("GetEntity: OK: id=%s\n", e->entity && e->entity->id ? e->entity->id : "");
+    const Memory__V1__Entity *ent = e->entity;
+    printf("GetEntity: OK: id=%s name=\"%s\" version=%lld\n", ent && ent->id ? ent->id : "",
+           ent && ent->name ? ent->name : "",
+           ent && ent->meta ? (long long)ent->meta->version : 0LL);
   } else {
     printf("GetEntity: %s: %s\n", mdc_status_name(code), msg);
     if (unreachable(code)) exit_code = 1;

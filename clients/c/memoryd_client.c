@@ -17,6 +17,7 @@
 struct mdc_client {
   grpc_channel *channel;
   char *target;
+  char *authorization; /* "Bearer <jwt>", or NULL: no token */
 };
 
 int mdc_client_create(const char *target, mdc_client **out) {
@@ -55,6 +56,7 @@ void mdc_client_free(mdc_client *c) {
   if (!c) return;
   if (c->channel) grpc_channel_destroy(c->channel);
   free(c->target);
+  free(c->authorization);
   free(c);
   /* Pairs with the grpc_init in mdc_client_create; the core shuts down
    * when the last reference (ours or the application's) goes. */
@@ -134,6 +136,15 @@ int mdc_call_unary(mdc_client *c, const char *method, const ProtobufCMessage *re
   grpc_op ops[6];
   memset(ops, 0, sizeof ops);
   ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
+  /* The metadata is copied into the call when the batch starts. */
+  grpc_metadata auth;
+  memset(&auth, 0, sizeof auth);
+  if (c->authorization) {
+    auth.key = grpc_slice_from_static_string("authorization");
+    auth.value = grpc_slice_from_static_string(c->authorization);
+    ops[0].data.send_initial_metadata.count = 1;
+    ops[0].data.send_initial_metadata.metadata = &auth;
+  }
   ops[1].op = GRPC_OP_SEND_MESSAGE;
   ops[1].data.send_message.send_message = send_buf;
   ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
@@ -224,4 +235,17 @@ const char *mdc_status_name(grpc_status_code code) {
       "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"};
   if ((int)code >= 0 && (size_t)code < sizeof names / sizeof names[0]) return names[code];
   return "UNKNOWN_CODE";
+}
+
+int mdc_client_set_token(mdc_client *c, const char *jwt) {
+  if (!c) return MDC_ERR_ARG;
+  char *v = NULL;
+  if (jwt && *jwt) {
+    if (strchr(jwt, '\n') || strchr(jwt, '\r')) return MDC_ERR_ARG;
+    v = mdc_format("Bearer %s", jwt);
+    if (!v) return MDC_ERR_NOMEM;
+  }
+  free(c->authorization);
+  c->authorization = v;
+  return MDC_OK;
 }

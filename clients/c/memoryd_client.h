@@ -27,8 +27,9 @@
  *   if (resp) protobuf_c_message_free_unpacked(resp, NULL);
  *   mdc_client_free(c);
  *
- * Not here yet: capability tokens (`authorization: Bearer <jwt>` metadata,
- * arriving with the token issue), TLS and streaming calls. */
+ * Every memory.v1 method needs a capability token: set it once with
+ * mdc_client_set_token and each call carries `authorization: Bearer <jwt>`.
+ * Not here yet: TLS and streaming calls. */
 #ifndef MEMORYD_CLIENTS_C_MEMORYD_CLIENT_H
 #define MEMORYD_CLIENTS_C_MEMORYD_CLIENT_H
 
@@ -65,6 +66,13 @@ void mdc_client_free(mdc_client *c);
 
 /* The target the handle was created with (owned by the handle). */
 const char *mdc_client_target(const mdc_client *c);
+
+/* Sets the capability token (a JWT, e.g. the contents of .local/dev-token)
+ * sent as `authorization: Bearer <jwt>` with every later call; NULL or ""
+ * removes it. The string is copied. Must not race a call on the same
+ * handle. Returns 0, MDC_ERR_ARG (c NULL, or a line break in jwt) or
+ * MDC_ERR_NOMEM (the previous token is kept). */
+int mdc_client_set_token(mdc_client *c, const char *jwt);
 
 /* One unary call of method ("/package.Service/Method") with request,
  * waiting at most deadline_ms milliseconds (<= 0: no deadline). Blocks.

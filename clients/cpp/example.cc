@@ -1,15 +1,18 @@
-// A minimal C++ agent of memoryd: checks the server's health, then asks
-// global memory for one entity through the generated stub.
+// A minimal C++ agent of memoryd: checks the server's health, records one
+// entity in global memory and reads it back through the generated stub.
 //
-//   bazel run //clients/cpp:example -- [ADDRESS]     (default localhost:50051)
+//   MEMORYD_TOKEN=$(cat .local/dev-token) bazel run //clients/cpp:example -- [ADDRESS]
 //
-// Exits 1 when memoryd cannot be reached (UNAVAILABLE, DEADLINE_EXCEEDED, or
-// any failed health check), 0 when the calls went through, whatever
-// GetEntity's status: until the global tier lands it answers UNIMPLEMENTED.
+// (ADDRESS defaults to localhost:50051.) MEMORYD_TOKEN is a capability token
+// with global:read and global:write; without one the example only shows
+// GetEntity answering UNAUTHENTICATED. Exits 1 when memoryd cannot be
+// reached (UNAVAILABLE, DEADLINE_EXCEEDED, or any failed health check), 0
+// when the calls went through, whatever their status.
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 
@@ -27,6 +30,11 @@ const char* CodeName(grpc::StatusCode code) {
       "UNAUTHENTICATED"};
   int i = static_cast<int>(code);
   return i >= 0 && i < static_cast<int>(sizeof kNames / sizeof kNames[0]) ? kNames[i] : "?";
+}
+
+// The statuses that mean memoryd is not there (exit 1), not an answer.
+bool Unreachable(grpc::StatusCode code) {
+  return code == grpc::StatusCode::UNAVAILABLE || code == grpc::StatusCode::DEADLINE_EXCEEDED;
 }
 
 // Every call gets a deadline: without one, a call to a stalled server waits
@@ -59,27 +67,53 @@ int main(int argc, char** argv) {
   std::printf("health: %s\n",
               grpc::health::v1::HealthCheckResponse::ServingStatus_Name(hresp.status()).c_str());
 
-  // 2. Read one entity of the knowledge graph.
+  // 2. Record one entity of the knowledge graph, then read it back.
   //
-  // A real agent would attach its capability token to every call
-  // (ctx.AddMetadata("authorization", "Bearer " + token)), look up what it
-  // knows before acting (GetEntity / QueryEntities / Traverse, or
-  // Router.Query across all tiers), record what it learned with PutEntity
-  // and PutRelationship, and log the task with RecordTask — handling
+  // A real agent attaches its capability token to every call, looks up what
+  // it knows before acting (GetEntity / QueryEntities / Traverse, or
+  // Router.Query across all tiers), records what it learned with PutEntity
+  // and PutRelationship, and logs the task with RecordTask — handling
   // NOT_FOUND as "not known yet" and retrying UNAVAILABLE with backoff.
+  const char* token = std::getenv("MEMORYD_TOKEN");
+  auto authorize = [token](grpc::ClientContext* ctx) {
+    if (token && *token) ctx->AddMetadata("authorization", std::string("Bearer ") + token);
+  };
   auto global = memory::v1::GlobalMemory::NewStub(channel);
+  bool lost = false;
+  if (token && *token) {
+    memory::v1::PutEntityRequest put;
+    put.set_id("example-entity");
+    put.set_type("example");
+    put.set_name("written by the C++ example");
+    (*put.mutable_properties()->mutable_fields())["written_in"].set_string_value("C++");
+    memory::v1::PutEntityResponse put_resp;
+    grpc::ClientContext pctx;
+    SetDeadline(&pctx, 5000);
+    authorize(&pctx);
+    grpc::Status pst = global->PutEntity(&pctx, put, &put_resp);
+    if (pst.ok()) {
+      std::printf("PutEntity: OK: %s version=%lld\n", put_resp.created() ? "created" : "replaced",
+                  static_cast<long long>(put_resp.entity().meta().version()));
+    } else {
+      // GetEntity below still runs: it shows what the token may read.
+      std::printf("PutEntity: %s: %s\n", CodeName(pst.error_code()), pst.error_message().c_str());
+      lost = Unreachable(pst.error_code());
+    }
+  }
   memory::v1::GetEntityRequest req;
   req.set_id("example-entity");
   memory::v1::GetEntityResponse resp;
   grpc::ClientContext ctx;
   SetDeadline(&ctx, 5000);
+  authorize(&ctx);
   st = global->GetEntity(&ctx, req, &resp);
   if (st.ok()) {
-    std::printf("GetEntity: OK: %s\n", resp.entity().ShortDebugString().c_str());
+    std::printf("GetEntity: OK: id=%s name=\"%s\" version=%lld\n", resp.entity().id().c_str(),
+                resp.entity().name().c_str(),
+                static_cast<long long>(resp.entity().meta().version()));
   } else {
     std::printf("GetEntity: %s: %s\n", CodeName(st.error_code()), st.error_message().c_str());
   }
-  bool lost = st.error_code() == grpc::StatusCode::UNAVAILABLE ||
-              st.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
+  lost = lost || Unreachable(st.error_code());
   return lost ? 1 : 0;
 }

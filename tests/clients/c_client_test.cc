@@ -94,17 +94,46 @@ TEST_F(CClientTest, HealthOfAServiceAndOfAnUnknownService) {
   EXPECT_EQ(-GRPC_STATUS_NOT_FOUND, HealthStatus(client_, "no.such.Service"));
 }
 
-TEST_F(CClientTest, GetEntityIsUnimplementedWithTheMethodInTheMessage) {
+TEST_F(CClientTest, GetEntityWithoutATokenIsUnauthenticated) {
   Memory__V1__GetEntityRequest req = MEMORY__V1__GET_ENTITY_REQUEST__INIT;
   req.id = const_cast<char*>("e1");
   Reply r;
   Call(client_, kGetEntity, &req.base, &memory__v1__get_entity_response__descriptor, &r);
   ASSERT_EQ(0, r.rc) << mdc_strerror(r.rc) << ": " << r.text();
-  // Changes when the global tier lands (then NOT_FOUND, or UNAUTHENTICATED
-  // without a token).
-  EXPECT_EQ(GRPC_STATUS_UNIMPLEMENTED, r.code);
-  EXPECT_NE(std::string::npos, r.text().find("memory.v1.GlobalMemory/GetEntity")) << r.text();
+  EXPECT_EQ(GRPC_STATUS_UNAUTHENTICATED, r.code);
+  EXPECT_NE(std::string::npos, r.text().find("authorization: Bearer")) << r.text();
   EXPECT_EQ(nullptr, r.response);
+}
+
+TEST_F(CClientTest, WithATokenAnEntityIsWrittenAndReadBack) {
+  mdc_client* c;
+  ASSERT_EQ(0, mdc_client_create(server_->address().c_str(), &c));
+  ASSERT_EQ(0, mdc_client_set_token(c, server_->Token("global:read global:write").c_str()));
+  Memory__V1__PutEntityRequest put = MEMORY__V1__PUT_ENTITY_REQUEST__INIT;
+  put.id = const_cast<char*>("c-entity");
+  put.type = const_cast<char*>("test");
+  put.name = const_cast<char*>("from C");
+  Reply p;
+  Call(c, "/memory.v1.GlobalMemory/PutEntity", &put.base,
+       &memory__v1__put_entity_response__descriptor, &p);
+  ASSERT_EQ(0, p.rc) << p.text();
+  ASSERT_EQ(GRPC_STATUS_OK, p.code) << p.text();
+  Memory__V1__GetEntityRequest get = MEMORY__V1__GET_ENTITY_REQUEST__INIT;
+  get.id = const_cast<char*>("c-entity");
+  Reply g;
+  Call(c, kGetEntity, &get.base, &memory__v1__get_entity_response__descriptor, &g);
+  ASSERT_EQ(GRPC_STATUS_OK, g.code) << g.text();
+  auto* resp = reinterpret_cast<const Memory__V1__GetEntityResponse*>(g.response);
+  ASSERT_NE(nullptr, resp->entity);
+  EXPECT_STREQ("from C", resp->entity->name);
+  EXPECT_EQ(1, resp->entity->meta->version);
+  // Removing the token: the next call is unauthenticated again.
+  ASSERT_EQ(0, mdc_client_set_token(c, nullptr));
+  Reply u;
+  Call(c, kGetEntity, &get.base, &memory__v1__get_entity_response__descriptor, &u);
+  EXPECT_EQ(GRPC_STATUS_UNAUTHENTICATED, u.code);
+  EXPECT_EQ(MDC_ERR_ARG, mdc_client_set_token(c, "a\nb"));
+  mdc_client_free(c);
 }
 
 TEST_F(CClientTest, UnknownMethodIsUnimplemented) {
@@ -185,7 +214,13 @@ TEST_F(CClientTest, ExamplePrintsHealthAndGetEntityStatusAndExitsZero) {
   auto r = client_test::Run({client_test::Runfile("clients/c/example"), server_->address()});
   EXPECT_EQ(0, r.exit_code) << r.output;
   EXPECT_NE(std::string::npos, r.output.find("health: SERVING")) << r.output;
-  EXPECT_NE(std::string::npos, r.output.find("GetEntity: UNIMPLEMENTED")) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("GetEntity: UNAUTHENTICATED")) << r.output;
+  r = client_test::Run({client_test::Runfile("clients/c/example"), server_->address()},
+                       {"MEMORYD_TOKEN=" + server_->Token("global:read global:write")});
+  EXPECT_EQ(0, r.exit_code) << r.output;
+  EXPECT_NE(std::string::npos,
+            r.output.find("GetEntity: OK: id=example-entity name=\"written by the C example\""))
+      << r.output;
 }
 
 // No memoryd needed below.

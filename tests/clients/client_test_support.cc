@@ -6,6 +6,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstring>
+
 namespace client_test {
 
 TestMemoryd::TestMemoryd() {
@@ -49,10 +51,28 @@ std::string Runfile(const std::string& path) {
   return path;
 }
 
-CommandResult Run(const std::vector<std::string>& argv) {
+CommandResult Run(const std::vector<std::string>& argv, const std::vector<std::string>& env) {
   CommandResult r;
+  if (argv.empty()) return r;
+  // argv and the environment are built before fork: the test process runs
+  // gRPC threads, so the child may only call async-signal-safe functions.
+  std::vector<char*> args;
+  for (const auto& s : argv) args.push_back(const_cast<char*>(s.c_str()));
+  args.push_back(nullptr);
+  std::vector<char*> envp;
+  for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+  for (char** e = environ; *e; e++) {
+    // An entry of env replaces the inherited variable of the same name.
+    const char* eq = strchr(*e, '=');
+    size_t name_len = eq ? static_cast<size_t>(eq - *e) + 1 : strlen(*e);
+    bool replaced = false;
+    for (const auto& mine : env)
+      if (mine.compare(0, name_len, *e, name_len) == 0) replaced = true;
+    if (!replaced) envp.push_back(*e);
+  }
+  envp.push_back(nullptr);
   int fds[2];
-  if (argv.empty() || pipe(fds) != 0) return r;
+  if (pipe(fds) != 0) return r;
   pid_t pid = fork();
   if (pid < 0) {
     close(fds[0]);
@@ -64,10 +84,7 @@ CommandResult Run(const std::vector<std::string>& argv) {
     dup2(fds[1], 2);
     close(fds[0]);
     close(fds[1]);
-    std::vector<char*> args;
-    for (const auto& s : argv) args.push_back(const_cast<char*>(s.c_str()));
-    args.push_back(nullptr);
-    execv(args[0], args.data());
+    execve(args[0], args.data(), envp.data());
     _exit(127);
   }
   close(fds[1]);
@@ -78,6 +95,14 @@ CommandResult Run(const std::vector<std::string>& argv) {
   int status = 0;
   if (waitpid(pid, &status, 0) == pid && WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
   return r;
+}
+
+std::string TestMemoryd::Token(const std::string& scope) {
+  TestClaims c;
+  c.tenant = "clients";
+  c.sub = "client-test";
+  c.scope = scope;
+  return process_ && process_->keys() ? process_->keys()->Mint(c) : "";
 }
 
 }  // namespace client_test

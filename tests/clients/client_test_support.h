@@ -1,6 +1,7 @@
 // client_test_support: what the client tests share — one real memoryd on
-// its own throw-away database for a whole test suite, a port nothing
-// listens on, and running an example binary with its output captured.
+// its own throw-away database for a whole test suite and tokens it accepts,
+// a port nothing listens on, and running an example binary with its output
+// captured.
 #ifndef MEMORYD_TESTS_CLIENTS_CLIENT_TEST_SUPPORT_H
 #define MEMORYD_TESTS_CLIENTS_CLIENT_TEST_SUPPORT_H
 
@@ -29,6 +30,9 @@ class TestMemoryd {
   std::string Log();
   // Stops memoryd (SIGTERM, 10 s) once; its exit status, -1 on timeout.
   int Stop();
+  // A capability token memoryd accepts: tenant "clients", principal
+  // "client-test", the given space-separated scopes.
+  std::string Token(const std::string& scope);
 
  private:
   PgTestDb db_;
@@ -49,7 +53,9 @@ struct CommandResult {
 };
 
 // Runs argv[0] with argv, waits for it, returns its exit code and output.
-CommandResult Run(const std::vector<std::string>& argv);
+// Its environment is this process's, with the "NAME=value" entries of env
+// added (replacing an inherited NAME).
+CommandResult Run(const std::vector<std::string>& argv, const std::vector<std::string>& env = {});
 
 }  // namespace client_test
 

@@ -78,7 +78,7 @@ TEST_F(CppClientTest, HealthCheckPerServiceUsesGeneratedServiceName) {
   EXPECT_EQ(HealthCheckResponse::SERVING, resp.status());
 }
 
-TEST_F(CppClientTest, GetEntityIsUnimplementedAndNamesTheMethod) {
+TEST_F(CppClientTest, GetEntityWithoutATokenIsUnauthenticated) {
   auto stub = memory::v1::GlobalMemory::NewStub(channel_);
   memory::v1::GetEntityRequest req;
   req.set_id("e1");
@@ -86,11 +86,37 @@ TEST_F(CppClientTest, GetEntityIsUnimplementedAndNamesTheMethod) {
   grpc::ClientContext ctx;
   SetDeadline(&ctx);
   grpc::Status st = stub->GetEntity(&ctx, req, &resp);
-  // Changes when the global tier lands: then NOT_FOUND (or UNAUTHENTICATED
-  // without a token).
-  EXPECT_EQ(grpc::StatusCode::UNIMPLEMENTED, st.error_code());
-  EXPECT_NE(std::string::npos, st.error_message().find("memory.v1.GlobalMemory/GetEntity"))
+  EXPECT_EQ(grpc::StatusCode::UNAUTHENTICATED, st.error_code());
+  EXPECT_NE(std::string::npos, st.error_message().find("authorization: Bearer"))
       << st.error_message();
+}
+
+TEST_F(CppClientTest, WithATokenAnEntityIsWrittenAndReadBack) {
+  auto stub = memory::v1::GlobalMemory::NewStub(channel_);
+  const std::string bearer = "Bearer " + server_->Token("global:read global:write");
+  memory::v1::PutEntityRequest put;
+  put.set_id("cpp-entity");
+  put.set_type("test");
+  put.set_name("from C++");
+  (*put.mutable_properties()->mutable_fields())["n"].set_number_value(2.5);
+  memory::v1::PutEntityResponse put_resp;
+  grpc::ClientContext pctx;
+  SetDeadline(&pctx);
+  pctx.AddMetadata("authorization", bearer);
+  grpc::Status st = stub->PutEntity(&pctx, put, &put_resp);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  EXPECT_TRUE(put_resp.created());
+  memory::v1::GetEntityRequest req;
+  req.set_id("cpp-entity");
+  memory::v1::GetEntityResponse resp;
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx);
+  ctx.AddMetadata("authorization", bearer);
+  st = stub->GetEntity(&ctx, req, &resp);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  EXPECT_EQ("from C++", resp.entity().name());
+  EXPECT_EQ(2.5, resp.entity().properties().fields().at("n").number_value());
+  EXPECT_EQ("client-test", resp.entity().meta().owner());
 }
 
 TEST_F(CppClientTest, UnknownServiceThroughGenericCallIsUnimplemented) {
@@ -127,7 +153,7 @@ TEST_F(CppClientTest, EveryServiceStubReachesItsService) {
   using namespace memory::v1;  // NOLINT: nine stub types below
   const Case cases[] = {
       {"memory.v1.GlobalMemory/GetEntity", Unary<GlobalMemory>(&GlobalMemory::Stub::GetEntity),
-       grpc::StatusCode::UNIMPLEMENTED},
+       grpc::StatusCode::UNAUTHENTICATED},
       {"memory.v1.EpisodicMemory/GetCollection",
        Unary<EpisodicMemory>(&EpisodicMemory::Stub::GetCollection),
        grpc::StatusCode::UNIMPLEMENTED},
@@ -176,7 +202,13 @@ TEST_F(CppClientTest, ExamplePrintsHealthAndGetEntityStatusAndExitsZero) {
   auto r = client_test::Run({client_test::Runfile("clients/cpp/example"), server_->address()});
   EXPECT_EQ(0, r.exit_code) << r.output;
   EXPECT_NE(std::string::npos, r.output.find("health: SERVING")) << r.output;
-  EXPECT_NE(std::string::npos, r.output.find("GetEntity: UNIMPLEMENTED")) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("GetEntity: UNAUTHENTICATED")) << r.output;
+  r = client_test::Run({client_test::Runfile("clients/cpp/example"), server_->address()},
+                       {"MEMORYD_TOKEN=" + server_->Token("global:read global:write")});
+  EXPECT_EQ(0, r.exit_code) << r.output;
+  EXPECT_NE(std::string::npos,
+            r.output.find("GetEntity: OK: id=example-entity name=\"written by the C++ example\""))
+      << r.output;
 }
 
 TEST(CppClientExample, ExitsNonZeroAndSaysWhyWhenMemorydIsUnreachable) {
