@@ -629,7 +629,6 @@ TEST_F(GlobalTest, TenThousandEntityGraphIsTraversedWithinTheDeadline) {
     if (!Put(alice_, id, "v", id).status.ok()) failed++;
   });
   ASSERT_EQ(0, failed.load());
-  fprintf(stderr, "TIMING puts done\n");
   // A chain v0 -> v1 -> ... plus jumps back from every 7th: many cycles.
   run([&](int i) {
     if (i > 0 &&

@@ -50,6 +50,7 @@ const std::vector<std::pair<std::string, std::string>> kOptions = {
     {"token-cache-size", "MEMORYD_TOKEN_CACHE_SIZE"},
     {"revocation-poll-ms", "MEMORYD_REVOCATION_POLL_MS"},
     {"pii-policy", "MEMORYD_PII_POLICY"},
+    {"traverse-max-depth", "MEMORYD_TRAVERSE_MAX_DEPTH"},
     {"open-health", "MEMORYD_OPEN_HEALTH"},
 };
 
@@ -262,12 +263,20 @@ TEST_F(ConfigTest, OutOfRangeIntegerIsRejectedNamingFlagAndVariable) {
   EXPECT_NE(std::string::npos, Err().find("--max-message-bytes")) << Err();
   EXPECT_EQ(-1, Load({kPgFlag, "--max-message-bytes=99999999999999999999999"}));
   EXPECT_NE(std::string::npos, Err().find("MEMORYD_MAX_MESSAGE_BYTES")) << Err();
+
+  // Traversal depth is bounded: 0 would disable Traverse, beyond 10 invites runaway CTEs.
+  EXPECT_EQ(-1, Load({kPgFlag, "--traverse-max-depth=0"}));
+  EXPECT_NE(std::string::npos, Err().find("--traverse-max-depth")) << Err();
+  EXPECT_EQ(-1, Load({kPgFlag, "--traverse-max-depth=11"}));
+  EXPECT_NE(std::string::npos, Err().find("MEMORYD_TRAVERSE_MAX_DEPTH")) << Err();
 }
 
 TEST_F(ConfigTest, IntegerBoundsAreInclusive) {
   ASSERT_EQ(0, Load({kPgFlag, "--workers=1024", "--pg-pool-size=1",
-                     "--max-message-bytes=1024", "--health-interval-ms=50"}))
+                     "--max-message-bytes=1024", "--health-interval-ms=50",
+                     "--traverse-max-depth=1"}))
       << Err();
+  EXPECT_EQ(1, c_.traverse_max_depth);
   EXPECT_EQ(1024, c_.workers);
   EXPECT_EQ(1, c_.pg_pool_size);
   EXPECT_EQ(1024, c_.max_message_bytes);
