@@ -518,6 +518,12 @@ void audit_free(audit *a) {
     free(a);
 }
 
+int audit_hook_before_commit(PGconn *conn, void *call, char *err, size_t errlen) {
+    return audit_write_in_tx(NULL, conn, call, err, errlen);
+}
+
+void audit_hook_after_commit(void *call) { audit_committed(call); }
+
 int audit_flush(audit *a, int64_t deadline_ms) {
     pthread_mutex_lock(&a->qlock);
     uint64_t want = a->enq_seq;

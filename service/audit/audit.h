@@ -90,6 +90,12 @@ void audit_add_target(rpc_call *call, const char *id);
 int audit_write_in_tx(audit *a, PGconn *conn, rpc_call *call, char *err, size_t errlen);
 void audit_committed(rpc_call *call);
 
+/* The two calls above as a tier store's commit hooks (the signatures of
+ * entries_ctx / global_ctx before_commit and after_commit), arg being the
+ * rpc_call. */
+int audit_hook_before_commit(PGconn *conn, void *call, char *err, size_t errlen);
+void audit_hook_after_commit(void *call);
+
 /* Waits until every record queued so far is written (or given up on) or
  * deadline_ms (CLOCK_MONOTONIC ms) passes. Returns 0, or -1 on timeout.
  * For tests and orderly shutdown; never call it from a handler. */

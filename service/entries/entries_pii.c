@@ -6,16 +6,7 @@
 
 #include "service/auth/pii.h"
 #include "service/auth/pii_struct.h"
-
-/* A copy of st in the arena, so redaction never touches the request. */
-static Google__Protobuf__Struct *copy_struct(arena *a, const Google__Protobuf__Struct *st) {
-    size_t n = protobuf_c_message_get_packed_size(&st->base);
-    uint8_t *buf = arena_alloc(a, n ? n : 1);
-    if (!buf) return NULL;
-    protobuf_c_message_pack(&st->base, buf);
-    return (Google__Protobuf__Struct *)protobuf_c_message_unpack(
-        &google__protobuf__struct__descriptor, arena_protobuf_allocator(a), n, buf);
-}
+#include "service/pb/pbjson.h"
 
 int entries_pii_apply(arena *a, const entries_pii_input *in, entries_pii_mode mode,
                       entries_pii_result *out, char *why, size_t whylen) {
@@ -91,7 +82,7 @@ int entries_pii_apply(arena *a, const entries_pii_input *in, entries_pii_mode mo
         out->tags = tags;
     }
     if (meta_hit) {
-        Google__Protobuf__Struct *m = copy_struct(a, in->metadata);
+        Google__Protobuf__Struct *m = pbjson_struct_copy(a, in->metadata);
         if (!m || pii_redact_struct(a, m) != 0) return ENTRIES_PII_ENOMEM;
         out->metadata = m;
     }

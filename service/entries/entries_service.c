@@ -10,6 +10,7 @@
 #include "service/auth/nsglob.h"
 #include "service/core/log.h"
 #include "service/core/text.h"
+#include "service/store/pgq.h"
 #include "service/pb/pbjson.h"
 #include "service/entries/entries_pii.h"
 #include "service/entries/entries_store.h"
@@ -43,37 +44,9 @@ int entries_pii_policy_parse(const char *name, entries_pii_policy *out) {
 /* ------------------------------------------------------------ status */
 
 static grpc_status_code store_status(rpc_call *call, int rc, const entries_ctx *c) {
-    grpc_status_code st;
-    switch (rc) {
-    case ENTRIES_OK: return GRPC_STATUS_OK;
-    case ENTRIES_ENOTFOUND: st = GRPC_STATUS_NOT_FOUND; break;
-    case ENTRIES_EDENIED: st = GRPC_STATUS_PERMISSION_DENIED; break;
-    case ENTRIES_ECONFLICT: st = GRPC_STATUS_ABORTED; break;
-    case ENTRIES_EUNAVAILABLE: st = GRPC_STATUS_UNAVAILABLE; break;
-    case ENTRIES_ETIMEOUT: st = GRPC_STATUS_DEADLINE_EXCEEDED; break;
-    case ENTRIES_ENOMEM: st = GRPC_STATUS_RESOURCE_EXHAUSTED; break;
-    case ENTRIES_ETOOBIG: st = GRPC_STATUS_FAILED_PRECONDITION; break;
-    default: st = GRPC_STATUS_INTERNAL; break;
-    }
+    if (rc == ENTRIES_OK) return GRPC_STATUS_OK;
     rpc_call_set_error(call, "%s", c->err[0] ? c->err : entries_strerror(rc));
-    return st;
-}
-
-static grpc_status_code invalid(rpc_call *call, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static grpc_status_code invalid(rpc_call *call, const char *fmt, ...) {
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    rpc_call_set_error(call, "%s", msg);
-    return GRPC_STATUS_INVALID_ARGUMENT;
-}
-
-static grpc_status_code oom(rpc_call *call) {
-    rpc_call_set_error(call, "out of memory");
-    return GRPC_STATUS_RESOURCE_EXHAUSTED;
+    return rc == ENTRIES_ETOOBIG ? GRPC_STATUS_FAILED_PRECONDITION : pgq_grpc_status(rc);
 }
 
 /* ------------------------------------------------------------ validation */
@@ -88,18 +61,18 @@ static const char *reason(const char *why) {
 
 static grpc_status_code check_namespace(rpc_call *call, const char *field, const char *ns) {
     char why[256];
-    if (!ns[0]) return invalid(call, "%s: required (agent:workflow:node)", field);
+    if (!ns[0]) return rpc_call_invalid(call, "%s: required (agent:workflow:node)", field);
     if (nsglob_check_namespace(ns, strlen(ns), why, sizeof why) != 0)
-        return invalid(call, "%s: \"%s\" is not a namespace: %s", field,
+        return rpc_call_invalid(call, "%s: \"%s\" is not a namespace: %s", field,
                        text_quote(rpc_call_arena(call), ns), reason(why));
     return GRPC_STATUS_OK;
 }
 
 static grpc_status_code check_key(rpc_call *call, const char *key) {
     char why[256];
-    if (!key[0]) return invalid(call, "key: required");
+    if (!key[0]) return rpc_call_invalid(call, "key: required");
     if (nsglob_check_key(key, strlen(key), why, sizeof why) != 0)
-        return invalid(call, "key: \"%s\" is not a key: %s", text_quote(rpc_call_arena(call), key),
+        return rpc_call_invalid(call, "key: \"%s\" is not a key: %s", text_quote(rpc_call_arena(call), key),
                        reason(why));
     return GRPC_STATUS_OK;
 }
@@ -109,7 +82,7 @@ static grpc_status_code check_ns_pattern(rpc_call *call, const char *field, cons
     char why[256];
     if (!(*pat)[0]) *pat = "*:*:*";
     if (nsglob_check_pattern(*pat, strlen(*pat), why, sizeof why) != 0)
-        return invalid(call, "%s: \"%s\" is not a namespace pattern: %s", field,
+        return rpc_call_invalid(call, "%s: \"%s\" is not a namespace pattern: %s", field,
                        text_quote(rpc_call_arena(call), *pat), reason(why));
     return GRPC_STATUS_OK;
 }
@@ -118,7 +91,7 @@ static grpc_status_code check_key_pattern(rpc_call *call, const char **pat) {
     char why[256];
     if (!(*pat)[0]) *pat = "*";
     if (nsglob_check_key_pattern(*pat, strlen(*pat), why, sizeof why) != 0)
-        return invalid(call, "key_pattern: \"%s\" is not a key pattern: %s",
+        return rpc_call_invalid(call, "key_pattern: \"%s\" is not a key pattern: %s",
                        text_quote(rpc_call_arena(call), *pat), reason(why));
     return GRPC_STATUS_OK;
 }
@@ -133,10 +106,10 @@ static grpc_status_code check_ns_allowed(rpc_call *call, const principal *p, con
 static grpc_status_code check_tag(rpc_call *call, const char *field, size_t i, const char *t) {
     long n = text_name_chars(t);
     if (n < 0)
-        return invalid(call, "%s[%zu]: not valid UTF-8 or contains a control character", field,
+        return rpc_call_invalid(call, "%s[%zu]: not valid UTF-8 or contains a control character", field,
                        i);
     if (n < 1 || n > TAG_MAX_CHARS)
-        return invalid(call, "%s[%zu]: %ld characters; a tag has 1 to %d", field, i, n,
+        return rpc_call_invalid(call, "%s[%zu]: %ld characters; a tag has 1 to %d", field, i, n,
                        TAG_MAX_CHARS);
     return GRPC_STATUS_OK;
 }
@@ -146,7 +119,7 @@ static grpc_status_code check_tags(rpc_call *call, const char *field, char **tag
                                    const char ***out, size_t *nout) {
     arena *a = rpc_call_arena(call);
     const char **v = arena_alloc(a, (n ? n : 1) * sizeof *v);
-    if (!v) return oom(call);
+    if (!v) return rpc_call_oom(call);
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
         grpc_status_code st = check_tag(call, field, i, tags[i]);
@@ -156,7 +129,7 @@ static grpc_status_code check_tags(rpc_call *call, const char *field, char **tag
         if (!dup) v[k++] = tags[i];
     }
     if (k > TAGS_MAX)
-        return invalid(call, "%s: %zu distinct tags; at most %d", field, k, TAGS_MAX);
+        return rpc_call_invalid(call, "%s: %zu distinct tags; at most %d", field, k, TAGS_MAX);
     *out = v;
     *nout = k;
     return GRPC_STATUS_OK;
@@ -165,9 +138,9 @@ static grpc_status_code check_tags(rpc_call *call, const char *field, char **tag
 static grpc_status_code check_content_type(rpc_call *call, const char *ct) {
     long n = text_name_chars(ct);
     if (n < 0)
-        return invalid(call, "content_type: not valid UTF-8 or contains a control character");
+        return rpc_call_invalid(call, "content_type: not valid UTF-8 or contains a control character");
     if (n > CONTENT_TYPE_MAX)
-        return invalid(call, "content_type: %ld characters; at most %d", n, CONTENT_TYPE_MAX);
+        return rpc_call_invalid(call, "content_type: %ld characters; at most %d", n, CONTENT_TYPE_MAX);
     return GRPC_STATUS_OK;
 }
 
@@ -219,34 +192,18 @@ static void add_target(rpc_call *call, const char *ns, const char *key) {
     if (t) audit_add_target(call, t);
 }
 
-static int hook_before_commit(PGconn *conn, void *arg, char *err, size_t errlen);
-static void hook_after_commit(void *arg);
-
-typedef struct {
-    entries_service *svc;
-    rpc_call *call;
-} hook_ctx;
-
-static void init_ctx(entries_ctx *c, rpc_call *call, const principal *p, hook_ctx *h) {
+/* with_audit: writes record their audit row in the data's transaction. */
+static void init_ctx(entries_ctx *c, rpc_call *call, const principal *p,
+                     const entries_service *svc, int with_audit) {
     memset(c, 0, sizeof *c);
     c->p = p;
     c->deadline_ms = rpc_call_deadline_ms(call);
     c->ar = rpc_call_arena(call);
-    if (h && h->svc->aud) {
-        c->before_commit = hook_before_commit;
-        c->after_commit = hook_after_commit;
-        c->hook_arg = h;
+    if (with_audit && svc->aud) {
+        c->before_commit = audit_hook_before_commit;
+        c->after_commit = audit_hook_after_commit;
+        c->hook_arg = call;
     }
-}
-
-static int hook_before_commit(PGconn *conn, void *arg, char *err, size_t errlen) {
-    hook_ctx *h = arg;
-    return audit_write_in_tx(h->svc->aud, conn, h->call, err, errlen);
-}
-
-static void hook_after_commit(void *arg) {
-    hook_ctx *h = arg;
-    audit_committed(h->call);
 }
 
 static entries_pii_mode pii_mode(const entries_service *svc, const principal *p) {
@@ -270,7 +227,7 @@ static grpc_status_code do_write(rpc_call *call, const ProtobufCMessage *reqm,
         (st = check_key(call, req->key)) != GRPC_STATUS_OK)
         return st;
     if (req->value.len > ENTRIES_VALUE_MAX)
-        return invalid(call, "value: %zu bytes; at most %d (1 MiB)", req->value.len,
+        return rpc_call_invalid(call, "value: %zu bytes; at most %d (1 MiB)", req->value.len,
                        ENTRIES_VALUE_MAX);
     if ((st = check_content_type(call, req->content_type)) != GRPC_STATUS_OK) return st;
     entries_write_in in = {0};
@@ -278,24 +235,24 @@ static grpc_status_code do_write(rpc_call *call, const ProtobufCMessage *reqm,
                          &in.ntags)) != GRPC_STATUS_OK)
         return st;
     if ((int)req->label < 0 || (int)req->label > MEMORY__V1__LABEL__LABEL_SECRET)
-        return invalid(call, "label: %d is not a memory.v1.Label", (int)req->label);
+        return rpc_call_invalid(call, "label: %d is not a memory.v1.Label", (int)req->label);
     if (req->expiration_case == MEMORY__V1__ENTRIES_WRITE_REQUEST__EXPIRATION_EXPIRE_TIME) {
         if (!req->expire_time || pbtime_timestamp_us(req->expire_time, &in.expire_us) != 0)
-            return invalid(call, "expire_time: not a valid timestamp");
+            return rpc_call_invalid(call, "expire_time: not a valid timestamp");
         if (in.expire_us <= pbtime_now_us())
-            return invalid(call, "expire_time: must be in the future");
+            return rpc_call_invalid(call, "expire_time: must be in the future");
         in.has_expire = 1;
     } else if (req->expiration_case == MEMORY__V1__ENTRIES_WRITE_REQUEST__EXPIRATION_TTL) {
         if (!req->ttl || pbtime_duration_us(req->ttl, &in.ttl_us) != 0 || in.ttl_us <= 0)
-            return invalid(call, "ttl: must be a positive duration");
+            return rpc_call_invalid(call, "ttl: must be a positive duration");
         if (in.ttl_us > MAX_TIMESTAMP_US - pbtime_now_us())
-            return invalid(call, "ttl: would expire after 9999-12-31");
+            return rpc_call_invalid(call, "ttl: would expire after 9999-12-31");
         in.has_ttl = 1;
     }
     if (req->precondition_case ==
         MEMORY__V1__ENTRIES_WRITE_REQUEST__PRECONDITION_EXPECTED_VERSION) {
         if (req->expected_version < 0)
-            return invalid(call, "expected_version: %lld; must be 0 (must not exist) or a "
+            return rpc_call_invalid(call, "expected_version: %lld; must be 0 (must not exist) or a "
                            "version >= 1", (long long)req->expected_version);
         in.has_expected = 1;
         in.expected_version = req->expected_version;
@@ -315,10 +272,10 @@ static grpc_status_code do_write(rpc_call *call, const ProtobufCMessage *reqm,
     entries_pii_result pr;
     char why[512];
     int prc = entries_pii_apply(a, &pin, pii_mode(svc, p), &pr, why, sizeof why);
-    if (prc == ENTRIES_PII_EFOUND) return invalid(call, "%s", why);
-    if (prc != 0) return oom(call);
+    if (prc == ENTRIES_PII_EFOUND) return rpc_call_invalid(call, "%s", why);
+    if (prc != 0) return rpc_call_oom(call);
     if (pr.value_len > ENTRIES_VALUE_MAX)
-        return invalid(call, "value: %zu bytes once redacted; at most %d (1 MiB)", pr.value_len,
+        return rpc_call_invalid(call, "value: %zu bytes once redacted; at most %d (1 MiB)", pr.value_len,
                        ENTRIES_VALUE_MAX);
     in.value = pr.value;
     in.value_len = pr.value_len;
@@ -330,25 +287,24 @@ static grpc_status_code do_write(rpc_call *call, const ProtobufCMessage *reqm,
     size_t meta_len = 0;
     if (pbjson_from_struct(pr.metadata, "metadata", &meta_json, &meta_len, why,
                                  sizeof why) != 0)
-        return invalid(call, "%s", why);
+        return rpc_call_invalid(call, "%s", why);
     if (meta_len > METADATA_MAX) {
         free(meta_json);
-        return invalid(call, "metadata: %zu bytes encoded as JSON; at most %d (64 KiB)",
+        return rpc_call_invalid(call, "metadata: %zu bytes encoded as JSON; at most %d (64 KiB)",
                        meta_len, METADATA_MAX);
     }
     in.metadata_json = arena_strndup(a, meta_json, meta_len);
     free(meta_json);
-    if (!in.metadata_json) return oom(call);
+    if (!in.metadata_json) return rpc_call_oom(call);
 
     add_target(call, in.ns, in.key);
     entries_ctx c;
-    hook_ctx h = {svc, call};
-    init_ctx(&c, call, p, &h);
+    init_ctx(&c, call, p, svc, 1);
     entries_record rec;
     int created = 0;
     int rc = entries_store_write(svc->store, &c, &in, &rec, &created);
     if (rc != ENTRIES_OK) return store_status(call, rc, &c);
-    if (!(resp->meta = render_meta(a, &rec))) return oom(call);
+    if (!(resp->meta = render_meta(a, &rec))) return rpc_call_oom(call);
     resp->created = created;
     return GRPC_STATUS_OK;
 }
@@ -367,12 +323,12 @@ static grpc_status_code do_read(rpc_call *call, const ProtobufCMessage *reqm,
         (st = check_ns_allowed(call, p, req->namespace_)) != GRPC_STATUS_OK)
         return st;
     entries_ctx c;
-    init_ctx(&c, call, p, NULL);
+    init_ctx(&c, call, p, svc, 0);
     entries_record rec;
     int rc = entries_store_read(svc->store, &c, req->namespace_, req->key, &rec);
     if (rc != ENTRIES_OK) return store_status(call, rc, &c);
     add_target(call, rec.ns, rec.key);
-    if (!(resp->entry = render_entry(rpc_call_arena(call), &rec))) return oom(call);
+    if (!(resp->entry = render_entry(rpc_call_arena(call), &rec))) return rpc_call_oom(call);
     return GRPC_STATUS_OK;
 }
 
@@ -386,11 +342,11 @@ static grpc_status_code render_entries(rpc_call *call, const entries_service *sv
                                        Memory__V1__Entry ***out, size_t *nout, int *cut) {
     arena *a = rpc_call_arena(call);
     Memory__V1__Entry **v = arena_alloc(a, (n ? n : 1) * sizeof *v);
-    if (!v) return oom(call);
+    if (!v) return rpc_call_oom(call);
     size_t total = 0, i = 0;
     *cut = 0;
     for (; i < n; i++) {
-        if (!(v[i] = render_entry(a, &recs[i]))) return oom(call);
+        if (!(v[i] = render_entry(a, &recs[i]))) return rpc_call_oom(call);
         total += protobuf_c_message_get_packed_size(&v[i]->base) + 8;
         if (i > 0 && total > svc->o.max_response_bytes) {
             *cut = 1;
@@ -418,7 +374,7 @@ static grpc_status_code do_list(rpc_call *call, const ProtobufCMessage *reqm,
         (st = check_key_pattern(call, &in.key_pattern)) != GRPC_STATUS_OK)
         return st;
     if (req->page_size < 0)
-        return invalid(call, "page_size: %d; must not be negative", req->page_size);
+        return rpc_call_invalid(call, "page_size: %d; must not be negative", req->page_size);
     in.limit = req->page_size == 0 ? svc->o.default_page_size : req->page_size;
     if (in.limit > svc->o.max_page_size) in.limit = svc->o.max_page_size;
     in.with_values = req->with_values;
@@ -426,10 +382,10 @@ static grpc_status_code do_list(rpc_call *call, const ProtobufCMessage *reqm,
                                in.key_pattern};
     if (req->page_token[0] &&
         entries_token_decode(a, &b, req->page_token, &in.after_ns, &in.after_key) != 0)
-        return invalid(call, "page_token: not a token from a previous List with this caller "
+        return rpc_call_invalid(call, "page_token: not a token from a previous List with this caller "
                        "and these patterns");
     entries_ctx c;
-    init_ctx(&c, call, p, NULL);
+    init_ctx(&c, call, p, svc, 0);
     entries_record *recs;
     size_t n;
     int more;
@@ -443,7 +399,7 @@ static grpc_status_code do_list(rpc_call *call, const ProtobufCMessage *reqm,
     if ((more || cut) && last > 0 &&
         !(resp->next_page_token =
               entries_token_encode(a, &b, recs[last - 1].ns, recs[last - 1].key)))
-        return oom(call);
+        return rpc_call_oom(call);
     return GRPC_STATUS_OK;
 }
 
@@ -461,12 +417,12 @@ static grpc_status_code do_search(rpc_call *call, const ProtobufCMessage *reqm,
     if ((st = check_ns_pattern(call, "namespace_pattern", &in.ns_pattern)) != GRPC_STATUS_OK)
         return st;
     long tn = text_utf8_chars(req->term);
-    if (tn < 0) return invalid(call, "term: not valid UTF-8");
+    if (tn < 0) return rpc_call_invalid(call, "term: not valid UTF-8");
     if (tn > TERM_MAX_CHARS)
-        return invalid(call, "term: %ld characters; at most %d", tn, TERM_MAX_CHARS);
+        return rpc_call_invalid(call, "term: %ld characters; at most %d", tn, TERM_MAX_CHARS);
     in.term = req->term;
     if (req->n_tags > TAGS_MAX)
-        return invalid(call, "tags: %zu tags; at most %d", req->n_tags, TAGS_MAX);
+        return rpc_call_invalid(call, "tags: %zu tags; at most %d", req->n_tags, TAGS_MAX);
     if ((st = check_tags(call, "tags", req->tags, req->n_tags, (const char ***)&in.tags,
                          &in.ntags)) != GRPC_STATUS_OK ||
         (st = check_content_type(call, req->content_type)) != GRPC_STATUS_OK)
@@ -474,31 +430,31 @@ static grpc_status_code do_search(rpc_call *call, const ProtobufCMessage *reqm,
     in.content_type = req->content_type;
     long cb = text_name_chars(req->created_by);
     if (cb < 0 || cb > CREATED_BY_MAX)
-        return invalid(call, "created_by: at most %d characters of UTF-8 without control "
+        return rpc_call_invalid(call, "created_by: at most %d characters of UTF-8 without control "
                        "characters", CREATED_BY_MAX);
     in.created_by = req->created_by;
     if (req->time_range) {
         const Memory__V1__TimeRange *tr = req->time_range;
         if (tr->start_time) {
             if (pbtime_timestamp_us(tr->start_time, &in.start_us) != 0)
-                return invalid(call, "time_range.start_time: not a valid timestamp");
+                return rpc_call_invalid(call, "time_range.start_time: not a valid timestamp");
             in.has_start = 1;
         }
         if (tr->end_time) {
             if (pbtime_timestamp_us(tr->end_time, &in.end_us) != 0)
-                return invalid(call, "time_range.end_time: not a valid timestamp");
+                return rpc_call_invalid(call, "time_range.end_time: not a valid timestamp");
             in.has_end = 1;
         }
         if (in.has_start && in.has_end && in.start_us > in.end_us)
-            return invalid(call, "time_range: start_time is after end_time");
+            return rpc_call_invalid(call, "time_range: start_time is after end_time");
     }
     if (req->limit < 0 || req->limit > LIMIT_MAX)
-        return invalid(call, "limit: %d; must be 1 to %d (0 = %d)", req->limit, LIMIT_MAX,
+        return rpc_call_invalid(call, "limit: %d; must be 1 to %d (0 = %d)", req->limit, LIMIT_MAX,
                        svc->o.default_page_size);
     in.limit = req->limit ? req->limit : svc->o.default_page_size;
     in.with_values = req->with_values;
     entries_ctx c;
-    init_ctx(&c, call, p, NULL);
+    init_ctx(&c, call, p, svc, 0);
     entries_record *recs;
     size_t n;
     int rc = entries_store_search(svc->store, &c, &in, &recs, &n);
@@ -523,13 +479,12 @@ static grpc_status_code do_delete(rpc_call *call, const ProtobufCMessage *reqm,
     int has_expected = req->precondition_case ==
                        MEMORY__V1__ENTRIES_DELETE_ENTRY_REQUEST__PRECONDITION_EXPECTED_VERSION;
     if (has_expected && req->expected_version < 0)
-        return invalid(call, "expected_version: %lld; must not be negative",
+        return rpc_call_invalid(call, "expected_version: %lld; must not be negative",
                        (long long)req->expected_version);
     if ((st = check_ns_allowed(call, p, req->namespace_)) != GRPC_STATUS_OK) return st;
     add_target(call, req->namespace_, req->key);
     entries_ctx c;
-    hook_ctx h = {svc, call};
-    init_ctx(&c, call, p, &h);
+    init_ctx(&c, call, p, svc, 1);
     int rc = entries_store_delete(svc->store, &c, req->namespace_, req->key, has_expected,
                                   req->expected_version);
     return store_status(call, rc, &c);
@@ -547,7 +502,7 @@ static grpc_status_code do_stats(rpc_call *call, const ProtobufCMessage *reqm,
     grpc_status_code st = check_ns_pattern(call, "namespace_pattern", &pat);
     if (st != GRPC_STATUS_OK) return st;
     entries_ctx c;
-    init_ctx(&c, call, p, NULL);
+    init_ctx(&c, call, p, svc, 0);
     entries_stats s;
     int rc = entries_store_stats(svc->store, &c, pat, &s);
     if (rc != ENTRIES_OK) return store_status(call, rc, &c);
@@ -648,7 +603,7 @@ static int edit_replace(void *arg, const uint8_t *v, size_t n, entries_edit_out 
 }
 
 static grpc_status_code modify_status(rpc_call *call, int rc, const entries_ctx *c) {
-    if (rc == EDIT_PII_FOUND) return invalid(call, "%s", c->err);
+    if (rc == EDIT_PII_FOUND) return rpc_call_invalid(call, "%s", c->err);
     return store_status(call, rc, c);
 }
 
@@ -664,12 +619,12 @@ static grpc_status_code do_append(rpc_call *call, const ProtobufCMessage *reqm,
         (st = check_key(call, req->key)) != GRPC_STATUS_OK)
         return st;
     if (req->value.len > ENTRIES_VALUE_MAX)
-        return invalid(call, "value: %zu bytes; at most %d (1 MiB)", req->value.len,
+        return rpc_call_invalid(call, "value: %zu bytes; at most %d (1 MiB)", req->value.len,
                        ENTRIES_VALUE_MAX);
     int has_expected =
         req->precondition_case == MEMORY__V1__ENTRIES_APPEND_REQUEST__PRECONDITION_EXPECTED_VERSION;
     if (has_expected && req->expected_version < 0)
-        return invalid(call, "expected_version: %lld; must not be negative",
+        return rpc_call_invalid(call, "expected_version: %lld; must not be negative",
                        (long long)req->expected_version);
     if ((st = check_ns_allowed(call, p, req->namespace_)) != GRPC_STATUS_OK) return st;
     add_target(call, req->namespace_, req->key);
@@ -680,12 +635,11 @@ static grpc_status_code do_append(rpc_call *call, const ProtobufCMessage *reqm,
     entries_modify_in in = {req->namespace_, req->key, has_expected, req->expected_version,
                             edit_append, &e};
     entries_ctx c;
-    hook_ctx h = {svc, call};
-    init_ctx(&c, call, p, &h);
+    init_ctx(&c, call, p, svc, 1);
     entries_record rec;
     int rc = entries_store_modify(svc->store, &c, &in, &rec);
     if (rc != ENTRIES_OK) return modify_status(call, rc, &c);
-    if (!(resp->meta = render_meta(a, &rec))) return oom(call);
+    if (!(resp->meta = render_meta(a, &rec))) return rpc_call_oom(call);
     resp->size_bytes = rec.size_bytes;
     return GRPC_STATUS_OK;
 }
@@ -702,19 +656,19 @@ static grpc_status_code do_replace(rpc_call *call, const ProtobufCMessage *reqm,
     if ((st = check_namespace(call, "namespace", req->namespace_)) != GRPC_STATUS_OK ||
         (st = check_key(call, req->key)) != GRPC_STATUS_OK)
         return st;
-    if (req->find.len == 0) return invalid(call, "find: required (1 byte to 64 KiB)");
+    if (req->find.len == 0) return rpc_call_invalid(call, "find: required (1 byte to 64 KiB)");
     if (req->find.len > FIND_MAX)
-        return invalid(call, "find: %zu bytes; at most %d (64 KiB)", req->find.len, FIND_MAX);
+        return rpc_call_invalid(call, "find: %zu bytes; at most %d (64 KiB)", req->find.len, FIND_MAX);
     if (req->replacement.len > ENTRIES_VALUE_MAX)
-        return invalid(call, "replacement: %zu bytes; at most %d (1 MiB)", req->replacement.len,
+        return rpc_call_invalid(call, "replacement: %zu bytes; at most %d (1 MiB)", req->replacement.len,
                        ENTRIES_VALUE_MAX);
     if (req->max_replacements < 0)
-        return invalid(call, "max_replacements: %d; must not be negative (0 = all)",
+        return rpc_call_invalid(call, "max_replacements: %d; must not be negative (0 = all)",
                        req->max_replacements);
     int has_expected = req->precondition_case ==
                        MEMORY__V1__ENTRIES_REPLACE_REQUEST__PRECONDITION_EXPECTED_VERSION;
     if (has_expected && req->expected_version < 0)
-        return invalid(call, "expected_version: %lld; must not be negative",
+        return rpc_call_invalid(call, "expected_version: %lld; must not be negative",
                        (long long)req->expected_version);
     if ((st = check_ns_allowed(call, p, req->namespace_)) != GRPC_STATUS_OK) return st;
     add_target(call, req->namespace_, req->key);
@@ -727,12 +681,11 @@ static grpc_status_code do_replace(rpc_call *call, const ProtobufCMessage *reqm,
     entries_modify_in in = {req->namespace_, req->key, has_expected, req->expected_version,
                             edit_replace, &e};
     entries_ctx c;
-    hook_ctx h = {svc, call};
-    init_ctx(&c, call, p, &h);
+    init_ctx(&c, call, p, svc, 1);
     entries_record rec;
     int rc = entries_store_modify(svc->store, &c, &in, &rec);
     if (rc != ENTRIES_OK) return modify_status(call, rc, &c);
-    if (!(resp->meta = render_meta(a, &rec))) return oom(call);
+    if (!(resp->meta = render_meta(a, &rec))) return rpc_call_oom(call);
     resp->replacement_count = e.count;
     return GRPC_STATUS_OK;
 }
@@ -751,8 +704,7 @@ static grpc_status_code do_purge(rpc_call *call, const ProtobufCMessage *reqm,
     grpc_status_code st = check_ns_pattern(call, "namespace_pattern", &pat);
     if (st != GRPC_STATUS_OK) return st;
     entries_ctx c;
-    hook_ctx h = {svc, call};
-    init_ctx(&c, call, p, &h);
+    init_ctx(&c, call, p, svc, 1);
     int64_t n = 0;
     int rc = entries_store_purge(svc->store, &c, pat, &n);
     if (rc != ENTRIES_OK) return store_status(call, rc, &c);
@@ -780,12 +732,7 @@ int entries_register(rpc_server *srv, pg_pool *pg, audit *aud, const entries_opt
         free(svc);
         return -1;
     }
-    static const struct {
-        const char *path;
-        const ProtobufCMessageDescriptor *req, *resp;
-        const char *scope;
-        rpc_unary_fn fn;
-    } methods[] = {
+    static const rpc_unary_def methods[] = {
         {"/memory.v1.Entries/Write", &memory__v1__entries_write_request__descriptor,
          &memory__v1__entries_write_response__descriptor, "entries:write", do_write},
         {"/memory.v1.Entries/Read", &memory__v1__entries_read_request__descriptor,
@@ -805,21 +752,9 @@ int entries_register(rpc_server *srv, pg_pool *pg, audit *aud, const entries_opt
         {"/memory.v1.Entries/PurgeExpired", &memory__v1__entries_purge_expired_request__descriptor,
          &memory__v1__entries_purge_expired_response__descriptor, "admin", do_purge},
     };
-    for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++) {
-        rpc_method m = {0};
-        m.path = methods[i].path;
-        m.kind = RPC_UNARY;
-        m.request = methods[i].req;
-        m.response = methods[i].resp;
-        m.scope = methods[i].scope;
-        m.unary = methods[i].fn;
-        m.arg = svc;
-        if (rpc_server_add_method(srv, &m) != 0) {
-            log_fields(LOG_ERROR, "entries: cannot register method", LOG_F_STR, "path", m.path,
-                       LOG_F_END);
-            entries_service_free(svc);
-            return -1;
-        }
+    if (rpc_server_add_unary_methods(srv, methods, sizeof methods / sizeof methods[0], svc) != 0) {
+        entries_service_free(svc);
+        return -1;
     }
     *out = svc;
     return 0;

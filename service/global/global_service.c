@@ -44,37 +44,9 @@ struct global_service {
 /* ------------------------------------------------------------ status */
 
 static grpc_status_code store_status(rpc_call *call, int rc, const global_ctx *c) {
-    grpc_status_code st;
-    switch (rc) {
-    case GLOBAL_OK: return GRPC_STATUS_OK;
-    case GLOBAL_ENOTFOUND: st = GRPC_STATUS_NOT_FOUND; break;
-    case GLOBAL_EDENIED: st = GRPC_STATUS_PERMISSION_DENIED; break;
-    case GLOBAL_ECONFLICT: st = GRPC_STATUS_ABORTED; break;
-    case GLOBAL_EUNAVAILABLE: st = GRPC_STATUS_UNAVAILABLE; break;
-    case GLOBAL_ETIMEOUT: st = GRPC_STATUS_DEADLINE_EXCEEDED; break;
-    case GLOBAL_ENOMEM: st = GRPC_STATUS_RESOURCE_EXHAUSTED; break;
-    case GLOBAL_EINVALID: st = GRPC_STATUS_INVALID_ARGUMENT; break;
-    default: st = GRPC_STATUS_INTERNAL; break;
-    }
+    if (rc == GLOBAL_OK) return GRPC_STATUS_OK;
     rpc_call_set_error(call, "%s", c->err[0] ? c->err : global_strerror(rc));
-    return st;
-}
-
-static grpc_status_code invalid(rpc_call *call, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static grpc_status_code invalid(rpc_call *call, const char *fmt, ...) {
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    rpc_call_set_error(call, "%s", msg);
-    return GRPC_STATUS_INVALID_ARGUMENT;
-}
-
-static grpc_status_code oom(rpc_call *call) {
-    rpc_call_set_error(call, "out of memory");
-    return GRPC_STATUS_RESOURCE_EXHAUSTED;
+    return rc == GLOBAL_EINVALID ? GRPC_STATUS_INVALID_ARGUMENT : pgq_grpc_status(rc);
 }
 
 /* ------------------------------------------------------------ validation */
@@ -84,18 +56,18 @@ static grpc_status_code oom(rpc_call *call) {
 static grpc_status_code check_id(rpc_call *call, const char *field, const char **id,
                                  int generate) {
     if (!(*id)[0]) {
-        if (!generate) return invalid(call, "%s: required", field);
+        if (!generate) return rpc_call_invalid(call, "%s: required", field);
         char *uuid = arena_alloc(rpc_call_arena(call), 37);
-        if (!uuid) return oom(call);
+        if (!uuid) return rpc_call_oom(call);
         jwt_new_id(uuid);
         *id = uuid;
         return GRPC_STATUS_OK;
     }
     long n = text_name_chars(*id);
     if (n < 0)
-        return invalid(call, "%s: \"%s\" is not valid UTF-8 or contains a control character",
+        return rpc_call_invalid(call, "%s: \"%s\" is not valid UTF-8 or contains a control character",
                        field, text_quote(rpc_call_arena(call), *id));
-    if (n > ID_MAX) return invalid(call, "%s: %ld characters; at most %d", field, n, ID_MAX);
+    if (n > ID_MAX) return rpc_call_invalid(call, "%s: %ld characters; at most %d", field, n, ID_MAX);
     return GRPC_STATUS_OK;
 }
 
@@ -104,30 +76,30 @@ static grpc_status_code check_type(rpc_call *call, const char *field, const char
                                    int optional) {
     long n = text_name_chars(t);
     if (n < 0)
-        return invalid(call, "%s: not valid UTF-8 or contains a control character", field);
-    if (n == 0 && !optional) return invalid(call, "%s: required (1 to %d characters)", field,
+        return rpc_call_invalid(call, "%s: not valid UTF-8 or contains a control character", field);
+    if (n == 0 && !optional) return rpc_call_invalid(call, "%s: required (1 to %d characters)", field,
                                             TYPE_MAX);
-    if (n > TYPE_MAX) return invalid(call, "%s: %ld characters; at most %d", field, n, TYPE_MAX);
+    if (n > TYPE_MAX) return rpc_call_invalid(call, "%s: %ld characters; at most %d", field, n, TYPE_MAX);
     return GRPC_STATUS_OK;
 }
 
 /* Free text: valid UTF-8, at most max characters. */
 static grpc_status_code check_text(rpc_call *call, const char *field, const char *s, long max) {
     long n = text_utf8_chars(s);
-    if (n < 0) return invalid(call, "%s: not valid UTF-8", field);
-    if (n > max) return invalid(call, "%s: %ld characters; at most %ld", field, n, max);
+    if (n < 0) return rpc_call_invalid(call, "%s: not valid UTF-8", field);
+    if (n > max) return rpc_call_invalid(call, "%s: %ld characters; at most %ld", field, n, max);
     return GRPC_STATUS_OK;
 }
 
 static grpc_status_code check_label(rpc_call *call, int label) {
     if (label < 0 || label > MEMORY__V1__LABEL__LABEL_SECRET)
-        return invalid(call, "label: %d is not a memory.v1.Label", label);
+        return rpc_call_invalid(call, "label: %d is not a memory.v1.Label", label);
     return GRPC_STATUS_OK;
 }
 
 static grpc_status_code check_expected(rpc_call *call, int64_t v, int zero_ok) {
     if (v < 0 || (v == 0 && !zero_ok))
-        return invalid(call, "expected_version: %lld; must be %s", (long long)v,
+        return rpc_call_invalid(call, "expected_version: %lld; must be %s", (long long)v,
                        zero_ok ? "0 (must not exist) or a version >= 1" : "a version >= 1");
     return GRPC_STATUS_OK;
 }
@@ -139,14 +111,14 @@ static grpc_status_code struct_json(rpc_call *call, const char *field,
     char *json = NULL, why[300];
     size_t len = 0;
     if (pbjson_from_struct(st, field, &json, &len, why, sizeof why) != 0)
-        return invalid(call, "%s", why);
+        return rpc_call_invalid(call, "%s", why);
     if (len > max) {
         free(json);
-        return invalid(call, "%s: %zu bytes encoded as JSON; at most %zu", field, len, max);
+        return rpc_call_invalid(call, "%s: %zu bytes encoded as JSON; at most %zu", field, len, max);
     }
     *out = arena_strndup(rpc_call_arena(call), json, len);
     free(json);
-    return *out ? GRPC_STATUS_OK : oom(call);
+    return *out ? GRPC_STATUS_OK : rpc_call_oom(call);
 }
 
 /* ------------------------------------------------------------ PII */
@@ -160,16 +132,6 @@ typedef struct {
     const char *path;
     Google__Protobuf__Struct **st; /* replaced by a redacted copy */
 } pii_json;
-
-/* A copy of st in the arena, so redaction never touches the request. */
-static Google__Protobuf__Struct *copy_struct(arena *a, const Google__Protobuf__Struct *st) {
-    size_t n = protobuf_c_message_get_packed_size(&st->base);
-    uint8_t *buf = arena_alloc(a, n ? n : 1);
-    if (!buf) return NULL;
-    protobuf_c_message_pack(&st->base, buf);
-    return (Google__Protobuf__Struct *)protobuf_c_message_unpack(
-        &google__protobuf__struct__descriptor, arena_protobuf_allocator(a), n, buf);
-}
 
 /* The write diode's PII rule over what a write stores: with `pii:write`
  * the kinds found are returned for RecordMeta.pii_kinds; otherwise PII is
@@ -189,20 +151,20 @@ static grpc_status_code apply_pii(rpc_call *call, const global_service *svc, con
     int allow = principal_has(p, "pii:write");
     if (f.kinds && !allow && svc->o.redact_pii) {
         pii_findings_format(&f, found, sizeof found);
-        return invalid(call, "PII found (%s); an id cannot be redacted, nothing was written",
+        return rpc_call_invalid(call, "PII found (%s); an id cannot be redacted, nothing was written",
                        found);
     }
     for (size_t i = 0; i < nt; i++)
         pii_scan_field(&f, texts[i].path, *texts[i].text, strlen(*texts[i].text));
     for (size_t i = 0; i < nj; i++)
         if (*js[i].st && pii_scan_struct(&f, js[i].path, *js[i].st) != 0)
-            return invalid(call, "%s: nests deeper than %d levels", js[i].path, PII_MAX_DEPTH);
+            return rpc_call_invalid(call, "%s: nests deeper than %d levels", js[i].path, PII_MAX_DEPTH);
     if (!f.kinds) return GRPC_STATUS_OK;
     if (allow) {
         const char *names[PII_KIND_COUNT];
         size_t n = pii_kind_names(f.kinds, names, PII_KIND_COUNT);
         const char **v = arena_alloc(a, (n ? n : 1) * sizeof *v);
-        if (!v) return oom(call);
+        if (!v) return rpc_call_oom(call);
         memcpy(v, names, n * sizeof *v);
         *kinds = v;
         *nkinds = n;
@@ -210,18 +172,18 @@ static grpc_status_code apply_pii(rpc_call *call, const global_service *svc, con
     }
     if (!svc->o.redact_pii) {
         pii_findings_format(&f, found, sizeof found);
-        return invalid(call, "PII found (%s); nothing was written", found);
+        return rpc_call_invalid(call, "PII found (%s); nothing was written", found);
     }
     for (size_t i = 0; i < nt; i++) {
         size_t n;
         const char *r = pii_redact_arena(a, *texts[i].text, strlen(*texts[i].text), &n);
-        if (!r) return oom(call);
+        if (!r) return rpc_call_oom(call);
         *texts[i].text = r;
     }
     for (size_t i = 0; i < nj; i++) {
         if (!*js[i].st) continue;
-        Google__Protobuf__Struct *c = copy_struct(a, *js[i].st);
-        if (!c || pii_redact_struct(a, c) != 0) return oom(call);
+        Google__Protobuf__Struct *c = pbjson_struct_copy(a, *js[i].st);
+        if (!c || pii_redact_struct(a, c) != 0) return rpc_call_oom(call);
         *js[i].st = c;
     }
     return GRPC_STATUS_OK;
@@ -306,30 +268,17 @@ static void rel_target(rpc_call *call, const char *src, const char *type, const 
     if (t) audit_add_target(call, t);
 }
 
-typedef struct {
-    global_service *svc;
-    rpc_call *call;
-} hook_ctx;
-
-static int hook_before_commit(PGconn *conn, void *arg, char *err, size_t errlen) {
-    hook_ctx *h = arg;
-    return audit_write_in_tx(h->svc->aud, conn, h->call, err, errlen);
-}
-
-static void hook_after_commit(void *arg) {
-    hook_ctx *h = arg;
-    audit_committed(h->call);
-}
-
-static void init_ctx(global_ctx *c, rpc_call *call, const principal *p, hook_ctx *h) {
+/* with_audit: writes record their audit row in the data's transaction. */
+static void init_ctx(global_ctx *c, rpc_call *call, const principal *p,
+                     const global_service *svc, int with_audit) {
     memset(c, 0, sizeof *c);
     c->p = p;
     c->deadline_ms = rpc_call_deadline_ms(call);
     c->ar = rpc_call_arena(call);
-    if (h && h->svc->aud) {
-        c->before_commit = hook_before_commit;
-        c->after_commit = hook_after_commit;
-        c->hook_arg = h;
+    if (with_audit && svc->aud) {
+        c->before_commit = audit_hook_before_commit;
+        c->after_commit = audit_hook_after_commit;
+        c->hook_arg = call;
     }
 }
 
@@ -391,13 +340,12 @@ static grpc_status_code do_put_entity(rpc_call *call, const ProtobufCMessage *re
     in.label = (int)req->label;
     target(call, "entity", in.id);
     global_ctx c;
-    hook_ctx h = {svc, call};
-    init_ctx(&c, call, p, &h);
+    init_ctx(&c, call, p, svc, 1);
     global_entity e;
     int created = 0;
     int rc = global_put_entity(svc->store, &c, &in, &e, &created);
     if (rc != GLOBAL_OK) return store_status(call, rc, &c);
-    if (!(resp->entity = render_entity(a, &e))) return oom(call);
+    if (!(resp->entity = render_entity(a, &e))) return rpc_call_oom(call);
     resp->created = created;
     return GRPC_STATUS_OK;
 }
@@ -413,12 +361,12 @@ static grpc_status_code do_get_entity(rpc_call *call, const ProtobufCMessage *re
     grpc_status_code st = check_id(call, "id", &id, 0);
     if (st != GRPC_STATUS_OK) return st;
     global_ctx c;
-    init_ctx(&c, call, authn_principal(call), NULL);
+    init_ctx(&c, call, authn_principal(call), svc, 0);
     global_entity e;
     int rc = global_get_entity(svc->store, &c, id, &e);
     if (rc != GLOBAL_OK) return store_status(call, rc, &c);
     target(call, "entity", id);
-    if (!(resp->entity = render_entity(rpc_call_arena(call), &e))) return oom(call);
+    if (!(resp->entity = render_entity(rpc_call_arena(call), &e))) return rpc_call_oom(call);
     return GRPC_STATUS_OK;
 }
 
@@ -438,8 +386,7 @@ static grpc_status_code do_delete_entity(rpc_call *call, const ProtobufCMessage 
         return st;
     target(call, "entity", id);
     global_ctx c;
-    hook_ctx h = {svc, call};
-    init_ctx(&c, call, authn_principal(call), &h);
+    init_ctx(&c, call, authn_principal(call), svc, 1);
     int rc = global_delete_entity(svc->store, &c, id, has_expected, req->expected_version);
     return store_status(call, rc, &c);
 }
@@ -471,9 +418,9 @@ static grpc_status_code do_query_entities(rpc_call *call, const ProtobufCMessage
         (st = check_text(call, "text_query", req->text_query, TEXT_QUERY_MAX)) != GRPC_STATUS_OK)
         return st;
     if (req->n_predicates > PREDICATES_MAX)
-        return invalid(call, "predicates: %zu; at most %d", req->n_predicates, PREDICATES_MAX);
+        return rpc_call_invalid(call, "predicates: %zu; at most %d", req->n_predicates, PREDICATES_MAX);
     if (req->page_size < 0)
-        return invalid(call, "page_size: %d; must not be negative", req->page_size);
+        return rpc_call_invalid(call, "page_size: %d; must not be negative", req->page_size);
     global_query_in in = {0};
     in.type = req->type;
     in.text_query = req->text_query;
@@ -481,15 +428,15 @@ static grpc_status_code do_query_entities(rpc_call *call, const ProtobufCMessage
     if (order == MEMORY__V1__ENTITY_ORDER_BY__ENTITY_ORDER_BY_UNSPECIFIED)
         order = req->text_query[0] ? GLOBAL_ORDER_RELEVANCE : GLOBAL_ORDER_ID;
     if (order < GLOBAL_ORDER_ID || order > GLOBAL_ORDER_RELEVANCE)
-        return invalid(call, "order_by: %d is not a memory.v1.EntityOrderBy", (int)req->order_by);
+        return rpc_call_invalid(call, "order_by: %d is not a memory.v1.EntityOrderBy", (int)req->order_by);
     if (order == GLOBAL_ORDER_RELEVANCE && !req->text_query[0])
-        return invalid(call, "order_by: ENTITY_ORDER_BY_RELEVANCE needs a text_query");
+        return rpc_call_invalid(call, "order_by: ENTITY_ORDER_BY_RELEVANCE needs a text_query");
     in.order = (global_order)order;
     /* Relevance is best-first by default; everything else ascending. */
     in.descending = order == GLOBAL_ORDER_RELEVANCE ? !req->descending : req->descending;
     in.limit = page_size(svc, req->page_size);
     global_pred *preds = arena_alloc(a, (req->n_predicates + 1) * sizeof *preds);
-    if (!preds) return oom(call);
+    if (!preds) return rpc_call_oom(call);
     for (size_t i = 0; i < req->n_predicates; i++) {
         const Memory__V1__PropertyPredicate *pp = req->predicates[i];
         char field[48];
@@ -503,10 +450,10 @@ static grpc_status_code do_query_entities(rpc_call *call, const ProtobufCMessage
             size_t len = 0;
             snprintf(field, sizeof field, "predicates[%zu].value", i);
             if (pbjson_from_value(pp->value, field, &json, &len, why, sizeof why) != 0)
-                return invalid(call, "%s", why);
+                return rpc_call_invalid(call, "%s", why);
             preds[i].value_json = arena_strndup(a, json, len);
             free(json);
-            if (!preds[i].value_json) return oom(call);
+            if (!preds[i].value_json) return rpc_call_oom(call);
         }
     }
     in.preds = preds;
@@ -516,19 +463,19 @@ static grpc_status_code do_query_entities(rpc_call *call, const ProtobufCMessage
     blank.page_token = (char *)"";
     blank.page_size = 0;
     const char *digest = filters_digest(a, &blank.base);
-    if (!digest) return oom(call);
+    if (!digest) return rpc_call_oom(call);
     const char *bind[] = {principal_tenant(p), principal_sub(p), digest};
     if (req->page_token[0]) {
         const char *cur[2];
         if (page_token_decode(a, "memoryd QueryEntities v1", bind, 3, req->page_token, cur, 2) !=
             0)
-            return invalid(call, "page_token: not a token from a previous QueryEntities with "
+            return rpc_call_invalid(call, "page_token: not a token from a previous QueryEntities with "
                            "this caller and these criteria");
         in.after_key = cur[0];
         in.after_id = cur[1];
     }
     global_ctx c;
-    init_ctx(&c, call, p, NULL);
+    init_ctx(&c, call, p, svc, 0);
     global_entity *ents;
     const char **keys;
     size_t n;
@@ -536,10 +483,10 @@ static grpc_status_code do_query_entities(rpc_call *call, const ProtobufCMessage
     int rc = global_query_entities(svc->store, &c, &in, &ents, &keys, &n, &more);
     if (rc != GLOBAL_OK) return store_status(call, rc, &c);
     resp->entities = arena_alloc(a, (n ? n : 1) * sizeof *resp->entities);
-    if (!resp->entities) return oom(call);
+    if (!resp->entities) return rpc_call_oom(call);
     size_t bytes = 0, i = 0;
     for (; i < n; i++) {
-        if (!(resp->entities[i] = render_entity(a, &ents[i]))) return oom(call);
+        if (!(resp->entities[i] = render_entity(a, &ents[i]))) return rpc_call_oom(call);
         bytes += protobuf_c_message_get_packed_size(&resp->entities[i]->base) + 8;
         if (i > 0 && bytes > svc->o.max_response_bytes) {
             more = 1;
@@ -552,7 +499,7 @@ static grpc_status_code do_query_entities(rpc_call *call, const ProtobufCMessage
         const char *cur[2] = {keys[i - 1], ents[i - 1].id};
         if (!(resp->next_page_token =
                   page_token_encode(a, "memoryd QueryEntities v1", bind, 3, cur, 2)))
-            return oom(call);
+            return rpc_call_oom(call);
     }
     return GRPC_STATUS_OK;
 }
@@ -600,13 +547,12 @@ static grpc_status_code do_put_rel(rpc_call *call, const ProtobufCMessage *reqm,
     in.label = (int)req->label;
     rel_target(call, in.source_id, in.type, in.target_id);
     global_ctx c;
-    hook_ctx h = {svc, call};
-    init_ctx(&c, call, p, &h);
+    init_ctx(&c, call, p, svc, 1);
     global_rel r;
     int created = 0;
     int rc = global_put_rel(svc->store, &c, &in, &r, &created);
     if (rc != GLOBAL_OK) return store_status(call, rc, &c);
-    if (!(resp->relationship = render_rel(rpc_call_arena(call), &r))) return oom(call);
+    if (!(resp->relationship = render_rel(rpc_call_arena(call), &r))) return rpc_call_oom(call);
     resp->created = created;
     return GRPC_STATUS_OK;
 }
@@ -626,8 +572,7 @@ static grpc_status_code do_delete_rel(rpc_call *call, const ProtobufCMessage *re
         return st;
     rel_target(call, src, req->type, dst);
     global_ctx c;
-    hook_ctx h = {svc, call};
-    init_ctx(&c, call, authn_principal(call), &h);
+    init_ctx(&c, call, authn_principal(call), svc, 1);
     int rc = global_delete_rel(svc->store, &c, src, req->type, dst, has_expected,
                                req->expected_version);
     return store_status(call, rc, &c);
@@ -646,7 +591,7 @@ static grpc_status_code do_traverse(rpc_call *call, const ProtobufCMessage *reqm
     in.start_id = req->start_id;
     if ((st = check_id(call, "start_id", &in.start_id, 0)) != GRPC_STATUS_OK) return st;
     if (req->n_relationship_types > REL_TYPES_MAX)
-        return invalid(call, "relationship_types: %zu; at most %d", req->n_relationship_types,
+        return rpc_call_invalid(call, "relationship_types: %zu; at most %d", req->n_relationship_types,
                        REL_TYPES_MAX);
     for (size_t i = 0; i < req->n_relationship_types; i++) {
         char field[48];
@@ -662,37 +607,37 @@ static grpc_status_code do_traverse(rpc_call *call, const ProtobufCMessage *reqm
     case MEMORY__V1__EDGE_DIRECTION__EDGE_DIRECTION_IN: in.dir = GLOBAL_DIR_IN; break;
     case MEMORY__V1__EDGE_DIRECTION__EDGE_DIRECTION_BOTH: in.dir = GLOBAL_DIR_BOTH; break;
     default:
-        return invalid(call, "direction: %d is not a memory.v1.EdgeDirection",
+        return rpc_call_invalid(call, "direction: %d is not a memory.v1.EdgeDirection",
                        (int)req->direction);
     }
     in.max_depth = req->max_depth ? req->max_depth : DEFAULT_DEPTH;
     if (in.max_depth < 1 || in.max_depth > svc->o.max_depth)
-        return invalid(call, "max_depth: %d; must be 1 to %d (0 = %d)", req->max_depth,
+        return rpc_call_invalid(call, "max_depth: %d; must be 1 to %d (0 = %d)", req->max_depth,
                        svc->o.max_depth, DEFAULT_DEPTH);
     in.limit = req->limit ? req->limit : DEFAULT_LIMIT;
     if (in.limit < 1 || in.limit > LIMIT_MAX)
-        return invalid(call, "limit: %d; must be 1 to %d (0 = %d)", req->limit, LIMIT_MAX,
+        return rpc_call_invalid(call, "limit: %d; must be 1 to %d (0 = %d)", req->limit, LIMIT_MAX,
                        DEFAULT_LIMIT);
     global_ctx c;
-    init_ctx(&c, call, authn_principal(call), NULL);
+    init_ctx(&c, call, authn_principal(call), svc, 0);
     global_traverse_out out;
     int rc = global_traverse(svc->store, &c, &in, &out);
     if (rc != GLOBAL_OK) return store_status(call, rc, &c);
     resp->nodes = arena_alloc(a, (out.nnodes + 1) * sizeof *resp->nodes);
     resp->edges = arena_alloc(a, (out.nedges + 1) * sizeof *resp->edges);
-    if (!resp->nodes || !resp->edges) return oom(call);
+    if (!resp->nodes || !resp->edges) return rpc_call_oom(call);
     for (size_t i = 0; i < out.nnodes; i++) {
         Memory__V1__TraversalNode *n = arena_alloc(a, sizeof *n);
-        if (!n) return oom(call);
+        if (!n) return rpc_call_oom(call);
         memory__v1__traversal_node__init(n);
-        if (!(n->entity = render_entity(a, &out.nodes[i]))) return oom(call);
+        if (!(n->entity = render_entity(a, &out.nodes[i]))) return rpc_call_oom(call);
         n->depth = out.depths[i];
         resp->nodes[i] = n;
         target(call, "entity", out.nodes[i].id);
     }
     resp->n_nodes = out.nnodes;
     for (size_t i = 0; i < out.nedges; i++)
-        if (!(resp->edges[i] = render_rel(a, &out.edges[i]))) return oom(call);
+        if (!(resp->edges[i] = render_rel(a, &out.edges[i]))) return rpc_call_oom(call);
     resp->n_edges = out.nedges;
     resp->truncated = out.truncated;
     return GRPC_STATUS_OK;
@@ -702,7 +647,7 @@ static grpc_status_code do_traverse(rpc_call *call, const ProtobufCMessage *reqm
 
 static grpc_status_code check_time(rpc_call *call, const char *field,
                                    const Google__Protobuf__Timestamp *ts, int64_t *us) {
-    if (pbtime_timestamp_us(ts, us) != 0) return invalid(call, "%s: not a valid timestamp", field);
+    if (pbtime_timestamp_us(ts, us) != 0) return rpc_call_invalid(call, "%s: not a valid timestamp", field);
     return GRPC_STATUS_OK;
 }
 
@@ -724,10 +669,10 @@ static grpc_status_code do_record_task(rpc_call *call, const ProtobufCMessage *r
         return st;
     if (req->status < MEMORY__V1__TASK_STATUS__TASK_STATUS_PENDING ||
         req->status > MEMORY__V1__TASK_STATUS__TASK_STATUS_CANCELLED)
-        return invalid(call, "status: %s; a task needs PENDING, RUNNING, SUCCEEDED, FAILED or "
+        return rpc_call_invalid(call, "status: %s; a task needs PENDING, RUNNING, SUCCEEDED, FAILED or "
                        "CANCELLED", req->status == 0 ? "TASK_STATUS_UNSPECIFIED" : "unknown");
     if (req->n_entity_ids > ENTITY_IDS_MAX)
-        return invalid(call, "entity_ids: %zu; at most %d", req->n_entity_ids, ENTITY_IDS_MAX);
+        return rpc_call_invalid(call, "entity_ids: %zu; at most %d", req->n_entity_ids, ENTITY_IDS_MAX);
     for (size_t i = 0; i < req->n_entity_ids; i++) {
         char field[48];
         const char *id = req->entity_ids[i];
@@ -745,7 +690,7 @@ static grpc_status_code do_record_task(rpc_call *call, const ProtobufCMessage *r
             return st;
         in.has_end = 1;
         if (in.has_start && in.end_us < in.start_us)
-            return invalid(call, "end_time: before start_time");
+            return rpc_call_invalid(call, "end_time: before start_time");
     }
     Google__Protobuf__Struct *prov = req->provenance, *result = req->result;
     pii_text texts[] = {{"description", &in.description}};
@@ -766,13 +711,12 @@ static grpc_status_code do_record_task(rpc_call *call, const ProtobufCMessage *r
     in.label = (int)req->label;
     target(call, "task", in.id);
     global_ctx c;
-    hook_ctx h = {svc, call};
-    init_ctx(&c, call, p, &h);
+    init_ctx(&c, call, p, svc, 1);
     global_task t;
     int created = 0;
     int rc = global_record_task(svc->store, &c, &in, &t, &created);
     if (rc != GLOBAL_OK) return store_status(call, rc, &c);
-    if (!(resp->task = render_task(rpc_call_arena(call), &t))) return oom(call);
+    if (!(resp->task = render_task(rpc_call_arena(call), &t))) return rpc_call_oom(call);
     resp->created = created;
     return GRPC_STATUS_OK;
 }
@@ -789,12 +733,12 @@ static grpc_status_code do_list_tasks(rpc_call *call, const ProtobufCMessage *re
     grpc_status_code st;
     global_list_tasks_in in = {0};
     if (req->status < 0 || req->status > MEMORY__V1__TASK_STATUS__TASK_STATUS_CANCELLED)
-        return invalid(call, "status: %d is not a memory.v1.TaskStatus", (int)req->status);
+        return rpc_call_invalid(call, "status: %d is not a memory.v1.TaskStatus", (int)req->status);
     in.status = (int)req->status;
     if ((st = check_type(call, "type", req->type, 1)) != GRPC_STATUS_OK) return st;
     in.type = req->type;
     if (req->page_size < 0)
-        return invalid(call, "page_size: %d; must not be negative", req->page_size);
+        return rpc_call_invalid(call, "page_size: %d; must not be negative", req->page_size);
     in.limit = page_size(svc, req->page_size);
     if (req->time_range) {
         const Memory__V1__TimeRange *tr = req->time_range;
@@ -811,36 +755,36 @@ static grpc_status_code do_list_tasks(rpc_call *call, const ProtobufCMessage *re
             in.has_end = 1;
         }
         if (in.has_start && in.has_end && in.start_us > in.end_us)
-            return invalid(call, "time_range: start_time is after end_time");
+            return rpc_call_invalid(call, "time_range: start_time is after end_time");
     }
     Memory__V1__ListTasksRequest blank = *req;
     blank.page_token = (char *)"";
     blank.page_size = 0;
     const char *digest = filters_digest(a, &blank.base);
-    if (!digest) return oom(call);
+    if (!digest) return rpc_call_oom(call);
     const char *bind[] = {principal_tenant(p), principal_sub(p), digest};
     if (req->page_token[0]) {
         const char *cur[2];
         char *end = NULL;
         if (page_token_decode(a, "memoryd ListTasks v1", bind, 3, req->page_token, cur, 2) != 0 ||
             (in.after_start_us = strtoll(cur[0], &end, 10), !end || *end))
-            return invalid(call, "page_token: not a token from a previous ListTasks with this "
+            return rpc_call_invalid(call, "page_token: not a token from a previous ListTasks with this "
                            "caller and these filters");
         in.has_after = 1;
         in.after_id = cur[1];
     }
     global_ctx c;
-    init_ctx(&c, call, p, NULL);
+    init_ctx(&c, call, p, svc, 0);
     global_task *tasks;
     size_t n;
     int more;
     int rc = global_list_tasks(svc->store, &c, &in, &tasks, &n, &more);
     if (rc != GLOBAL_OK) return store_status(call, rc, &c);
     resp->tasks = arena_alloc(a, (n ? n : 1) * sizeof *resp->tasks);
-    if (!resp->tasks) return oom(call);
+    if (!resp->tasks) return rpc_call_oom(call);
     size_t bytes = 0, i = 0;
     for (; i < n; i++) {
-        if (!(resp->tasks[i] = render_task(a, &tasks[i]))) return oom(call);
+        if (!(resp->tasks[i] = render_task(a, &tasks[i]))) return rpc_call_oom(call);
         bytes += protobuf_c_message_get_packed_size(&resp->tasks[i]->base) + 8;
         if (i > 0 && bytes > svc->o.max_response_bytes) {
             more = 1;
@@ -854,7 +798,7 @@ static grpc_status_code do_list_tasks(rpc_call *call, const ProtobufCMessage *re
         const char *cur[2] = {us, tasks[i - 1].id};
         if (!us ||
             !(resp->next_page_token = page_token_encode(a, "memoryd ListTasks v1", bind, 3, cur, 2)))
-            return oom(call);
+            return rpc_call_oom(call);
     }
     return GRPC_STATUS_OK;
 }
@@ -879,12 +823,7 @@ int global_register(rpc_server *srv, pg_pool *pg, audit *aud, const global_optio
 #define M(name, req, resp, scope, fn)                                                        \
     {"/memory.v1.GlobalMemory/" name, &memory__v1__##req##__descriptor,                     \
      &memory__v1__##resp##__descriptor, scope, fn}
-    static const struct {
-        const char *path;
-        const ProtobufCMessageDescriptor *req, *resp;
-        const char *scope;
-        rpc_unary_fn fn;
-    } methods[] = {
+    static const rpc_unary_def methods[] = {
         M("PutEntity", put_entity_request, put_entity_response, "global:write", do_put_entity),
         M("GetEntity", get_entity_request, get_entity_response, "global:read", do_get_entity),
         M("DeleteEntity", delete_entity_request, delete_entity_response, "global:write",
@@ -901,21 +840,9 @@ int global_register(rpc_server *srv, pg_pool *pg, audit *aud, const global_optio
         M("ListTasks", list_tasks_request, list_tasks_response, "global:read", do_list_tasks),
     };
 #undef M
-    for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++) {
-        rpc_method m = {0};
-        m.path = methods[i].path;
-        m.kind = RPC_UNARY;
-        m.request = methods[i].req;
-        m.response = methods[i].resp;
-        m.scope = methods[i].scope;
-        m.unary = methods[i].fn;
-        m.arg = svc;
-        if (rpc_server_add_method(srv, &m) != 0) {
-            log_fields(LOG_ERROR, "global: cannot register method", LOG_F_STR, "path", m.path,
-                       LOG_F_END);
-            global_service_free(svc);
-            return -1;
-        }
+    if (rpc_server_add_unary_methods(srv, methods, sizeof methods / sizeof methods[0], svc) != 0) {
+        global_service_free(svc);
+        return -1;
     }
     *out = svc;
     return 0;

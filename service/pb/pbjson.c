@@ -221,3 +221,12 @@ int pbjson_to_struct(arena *a, const char *json, size_t len, Google__Protobuf__S
     json_decref(j);
     return *out ? 0 : -1;
 }
+
+Google__Protobuf__Struct *pbjson_struct_copy(arena *a, const Google__Protobuf__Struct *st) {
+    size_t n = protobuf_c_message_get_packed_size(&st->base);
+    uint8_t *buf = arena_alloc(a, n ? n : 1);
+    if (!buf) return NULL;
+    protobuf_c_message_pack(&st->base, buf);
+    return (Google__Protobuf__Struct *)protobuf_c_message_unpack(
+        &google__protobuf__struct__descriptor, arena_protobuf_allocator(a), n, buf);
+}

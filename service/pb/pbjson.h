@@ -29,4 +29,8 @@ int pbjson_from_value(const Google__Protobuf__Value *v, const char *prefix, char
  * -1 when json is not an object (or out of memory). */
 int pbjson_to_struct(arena *a, const char *json, size_t len, Google__Protobuf__Struct **out);
 
+/* A deep copy of st in arena a (so it can be changed, e.g. redacted,
+ * without touching the request); NULL when out of memory. */
+Google__Protobuf__Struct *pbjson_struct_copy(arena *a, const Google__Protobuf__Struct *st);
+
 #endif

@@ -98,6 +98,19 @@ int rpc_server_create(const rpc_server_options *opts, rpc_server **out, char *er
 /* Method table, interceptors, observers: only before rpc_server_start.
  * Return 0, or -1 on a duplicate path / bad entry / out of memory. */
 int rpc_server_add_method(rpc_server *srv, const rpc_method *m);
+
+/* A unary method for rpc_server_add_unary_methods. */
+typedef struct rpc_unary_def {
+    const char *path;
+    const ProtobufCMessageDescriptor *request, *response;
+    const char *scope;
+    rpc_unary_fn fn;
+} rpc_unary_def;
+/* Registers n unary methods sharing the handler argument arg. Returns 0,
+ * or -1 (logged, naming the path) when one could not be added; the ones
+ * before it stay registered. */
+int rpc_server_add_unary_methods(rpc_server *srv, const rpc_unary_def *defs, size_t n,
+                                 void *arg);
 int rpc_server_add_interceptor(rpc_server *srv, rpc_interceptor_fn fn, void *arg);
 int rpc_server_add_observer(rpc_server *srv, rpc_observer_fn fn, void *arg);
 void rpc_server_set_unknown_describer(rpc_server *srv, rpc_unknown_fn fn, void *arg);
@@ -145,6 +158,12 @@ int64_t rpc_call_start_ms(const rpc_call *call);
 
 /* Sets the status message for the error status the handler returns. */
 void rpc_call_set_error(rpc_call *call, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The same, returning INVALID_ARGUMENT (name the offending field first:
+ * "limit: 1001; must be 1 to 1000"), or RESOURCE_EXHAUSTED with "out of
+ * memory": `return rpc_call_invalid(call, ...);` */
+grpc_status_code rpc_call_invalid(rpc_call *call, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+grpc_status_code rpc_call_oom(rpc_call *call);
 
 /* Per-call slot for the auth module's principal (set by an interceptor).
  * The call owns one reference: release (may be NULL) runs when the call is

@@ -154,6 +154,21 @@ void rpc_call_set_error(rpc_call *c, const char *fmt, ...) {
     c->error_message = arena_strdup(c->arena, buf);
 }
 
+grpc_status_code rpc_call_invalid(rpc_call *c, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    char buf[1024];
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    c->error_message = arena_strdup(c->arena, buf);
+    return GRPC_STATUS_INVALID_ARGUMENT;
+}
+
+grpc_status_code rpc_call_oom(rpc_call *c) {
+    c->error_message = (char *)"out of memory"; /* static; never freed (arena memory) */
+    return GRPC_STATUS_RESOURCE_EXHAUSTED;
+}
+
 /* ---- request ids ---- */
 
 static int request_id_is_sane(const grpc_slice *v) {

@@ -45,6 +45,19 @@ const char *pgq_strerror(int code) {
     }
 }
 
+grpc_status_code pgq_grpc_status(int code) {
+    switch (code) {
+    case PGQ_OK: return GRPC_STATUS_OK;
+    case PGQ_ENOTFOUND: return GRPC_STATUS_NOT_FOUND;
+    case PGQ_EDENIED: return GRPC_STATUS_PERMISSION_DENIED;
+    case PGQ_ECONFLICT: return GRPC_STATUS_ABORTED;
+    case PGQ_EUNAVAILABLE: return GRPC_STATUS_UNAVAILABLE;
+    case PGQ_ETIMEOUT: return GRPC_STATUS_DEADLINE_EXCEEDED;
+    case PGQ_ENOMEM: return GRPC_STATUS_RESOURCE_EXHAUSTED;
+    default: return GRPC_STATUS_INTERNAL;
+    }
+}
+
 int pgq_fail(pgq_session *ss, int code, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);

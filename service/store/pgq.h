@@ -15,6 +15,7 @@
 #ifndef MEMORYD_STORE_PGQ_H
 #define MEMORYD_STORE_PGQ_H
 
+#include <grpc/status.h>
 #include <libpq-fe.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -163,6 +164,10 @@ int pgq_col_text_array(arena *a, const PGresult *r, int row, int col, const char
                        size_t *n);
 
 int64_t pgq_now_ms(void); /* CLOCK_MONOTONIC */
+/* The gRPC status a call answers for a PGQ_E* code: NOT_FOUND,
+ * PERMISSION_DENIED, ABORTED, UNAVAILABLE, DEADLINE_EXCEEDED,
+ * RESOURCE_EXHAUSTED; INTERNAL for anything else. */
+grpc_status_code pgq_grpc_status(int code);
 const char *pgq_strerror(int code);
 
 #endif
