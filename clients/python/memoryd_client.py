@@ -91,10 +91,14 @@ class MemorydClient:
     """A connection to one memoryd.
 
     target       "host:port" (any gRPC target string).
-    token        a capability token (JWT), sent as `authorization: Bearer
-                 <token>` metadata on every call. memoryd does not check
-                 tokens yet (that arrives with capability tokens, see
-                 DESIGN.md §5); then calls without one fail UNAUTHENTICATED.
+    token        a capability token (JWT, e.g. the contents of
+                 .local/dev-token after `make run`), sent as
+                 `authorization: Bearer <token>` metadata on every call.
+                 Every memory.v1 method needs one with the method's scope
+                 (global:read for GetEntity, global:write for PutEntity,
+                 ...; DESIGN.md §5): without it calls fail UNAUTHENTICATED,
+                 without the scope PERMISSION_DENIED. Health needs none
+                 (unless memoryd runs with --open-health=false).
                  Over anything but loopback, use TLS (credentials=) so the
                  token is not sent in clear.
     timeout      default deadline in seconds for calls with one response;

@@ -1,8 +1,9 @@
 // The C client (clients/c/memoryd_client, mdc_*) against a real memoryd:
-// protobuf-c messages in and out, statuses and messages, an unreachable
-// server, responses that do not decode, bad arguments, a handle shared by
-// threads, and the example. Runs under ASan with leak checks: everything
-// mdc hands back is freed here as its header says.
+// protobuf-c messages in and out, capability tokens, statuses and
+// messages, an unreachable server, responses that do not decode, bad
+// arguments, a handle shared by threads, and the example. Runs under ASan
+// with leak checks: everything mdc hands back is freed here as its header
+// says.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -23,6 +24,7 @@ using client_test::TestMemoryd;
 
 const char kCheck[] = "/grpc.health.v1.Health/Check";
 const char kGetEntity[] = "/memory.v1.GlobalMemory/GetEntity";
+const char kPutEntity[] = "/memory.v1.GlobalMemory/PutEntity";
 const int kDeadlineMs = 5000;
 
 // The out-parameters of one mdc_call_unary, freed as the header says.
@@ -106,34 +108,72 @@ TEST_F(CClientTest, GetEntityWithoutATokenIsUnauthenticated) {
 }
 
 TEST_F(CClientTest, WithATokenAnEntityIsWrittenAndReadBack) {
-  mdc_client* c;
-  ASSERT_EQ(0, mdc_client_create(server_->address().c_str(), &c));
-  ASSERT_EQ(0, mdc_client_set_token(c, server_->Token("global:read global:write").c_str()));
+  ASSERT_EQ(0, mdc_client_set_token(client_, server_->Token("global:read global:write").c_str()));
+  // Its _INIT macro puts an int into an enum, which C++ refuses.
+  Google__Protobuf__Value lang;
+  google__protobuf__value__init(&lang);
+  lang.kind_case = GOOGLE__PROTOBUF__VALUE__KIND_STRING_VALUE;
+  lang.string_value = const_cast<char*>("C");
+  Google__Protobuf__Struct__FieldsEntry field = GOOGLE__PROTOBUF__STRUCT__FIELDS_ENTRY__INIT;
+  field.key = const_cast<char*>("written_in");
+  field.value = &lang;
+  Google__Protobuf__Struct__FieldsEntry* fields[] = {&field};
+  Google__Protobuf__Struct props = GOOGLE__PROTOBUF__STRUCT__INIT;
+  props.n_fields = 1;
+  props.fields = fields;
   Memory__V1__PutEntityRequest put = MEMORY__V1__PUT_ENTITY_REQUEST__INIT;
   put.id = const_cast<char*>("c-entity");
   put.type = const_cast<char*>("test");
-  put.name = const_cast<char*>("from C");
+  put.name = const_cast<char*>("from the C client");
+  put.properties = &props;
   Reply p;
-  Call(c, "/memory.v1.GlobalMemory/PutEntity", &put.base,
-       &memory__v1__put_entity_response__descriptor, &p);
-  ASSERT_EQ(0, p.rc) << p.text();
-  ASSERT_EQ(GRPC_STATUS_OK, p.code) << p.text();
+  Call(client_, kPutEntity, &put.base, &memory__v1__put_entity_response__descriptor, &p);
+  ASSERT_EQ(0, p.rc) << mdc_strerror(p.rc) << ": " << p.text();
+  ASSERT_EQ(GRPC_STATUS_OK, p.code) << mdc_status_name(p.code) << ": " << p.text();
+
   Memory__V1__GetEntityRequest get = MEMORY__V1__GET_ENTITY_REQUEST__INIT;
   get.id = const_cast<char*>("c-entity");
   Reply g;
-  Call(c, kGetEntity, &get.base, &memory__v1__get_entity_response__descriptor, &g);
-  ASSERT_EQ(GRPC_STATUS_OK, g.code) << g.text();
-  auto* resp = reinterpret_cast<const Memory__V1__GetEntityResponse*>(g.response);
-  ASSERT_NE(nullptr, resp->entity);
-  EXPECT_STREQ("from C", resp->entity->name);
-  EXPECT_EQ(1, resp->entity->meta->version);
-  // Removing the token: the next call is unauthenticated again.
-  ASSERT_EQ(0, mdc_client_set_token(c, nullptr));
+  Call(client_, kGetEntity, &get.base, &memory__v1__get_entity_response__descriptor, &g);
+  ASSERT_EQ(0, g.rc) << mdc_strerror(g.rc) << ": " << g.text();
+  ASSERT_EQ(GRPC_STATUS_OK, g.code) << mdc_status_name(g.code) << ": " << g.text();
+  auto* e = reinterpret_cast<const Memory__V1__GetEntityResponse*>(g.response)->entity;
+  ASSERT_NE(nullptr, e);
+  EXPECT_STREQ("c-entity", e->id);
+  EXPECT_STREQ("test", e->type);
+  EXPECT_STREQ("from the C client", e->name);
+  ASSERT_NE(nullptr, e->properties);
+  ASSERT_EQ(1u, e->properties->n_fields);
+  EXPECT_STREQ("written_in", e->properties->fields[0]->key);
+  EXPECT_STREQ("C", e->properties->fields[0]->value->string_value);
+  ASSERT_NE(nullptr, e->meta);
+  EXPECT_EQ(1, e->meta->version);
+  EXPECT_STREQ("clients", e->meta->tenant);  // from the token, not the request
+
+  // Without the token again, the same call is refused.
+  ASSERT_EQ(0, mdc_client_set_token(client_, nullptr));
   Reply u;
-  Call(c, kGetEntity, &get.base, &memory__v1__get_entity_response__descriptor, &u);
-  EXPECT_EQ(GRPC_STATUS_UNAUTHENTICATED, u.code);
-  EXPECT_EQ(MDC_ERR_ARG, mdc_client_set_token(c, "a\nb"));
-  mdc_client_free(c);
+  Call(client_, kGetEntity, &get.base, &memory__v1__get_entity_response__descriptor, &u);
+  ASSERT_EQ(0, u.rc) << u.text();
+  EXPECT_EQ(GRPC_STATUS_UNAUTHENTICATED, u.code) << u.text();
+}
+
+TEST_F(CClientTest, SetTokenRejectsLineBreaksAndKeepsTheOldToken) {
+  ASSERT_EQ(0, mdc_client_set_token(client_, server_->Token("global:read").c_str()));
+  // A line break would smuggle a second header line into the metadata.
+  EXPECT_EQ(MDC_ERR_ARG, mdc_client_set_token(client_, "a.b.c\r\nx-other: 1"));
+  EXPECT_EQ(MDC_ERR_ARG, mdc_client_set_token(nullptr, "a.b.c"));
+  Memory__V1__GetEntityRequest get = MEMORY__V1__GET_ENTITY_REQUEST__INIT;
+  get.id = const_cast<char*>("no-such-entity");
+  Reply r;
+  Call(client_, kGetEntity, &get.base, &memory__v1__get_entity_response__descriptor, &r);
+  ASSERT_EQ(0, r.rc) << r.text();
+  EXPECT_EQ(GRPC_STATUS_NOT_FOUND, r.code) << mdc_status_name(r.code) << ": " << r.text();
+  // "" removes the token, as NULL does.
+  ASSERT_EQ(0, mdc_client_set_token(client_, ""));
+  Reply u;
+  Call(client_, kGetEntity, &get.base, &memory__v1__get_entity_response__descriptor, &u);
+  EXPECT_EQ(GRPC_STATUS_UNAUTHENTICATED, u.code) << u.text();
 }
 
 TEST_F(CClientTest, UnknownMethodIsUnimplemented) {
@@ -210,14 +250,23 @@ TEST_F(CClientTest, OneHandleServesSeveralThreadsAtOnce) {
   for (int t = 0; t < kThreads; t++) EXPECT_EQ(kCalls, serving[t]) << "thread " << t;
 }
 
-TEST_F(CClientTest, ExamplePrintsHealthAndGetEntityStatusAndExitsZero) {
-  auto r = client_test::Run({client_test::Runfile("clients/c/example"), server_->address()});
+TEST_F(CClientTest, ExampleWithoutATokenShowsGetEntityUnauthenticatedAndExitsZero) {
+  auto r = client_test::Run({client_test::Runfile("clients/c/example"), server_->address()},
+                            {"MEMORYD_TOKEN="});
   EXPECT_EQ(0, r.exit_code) << r.output;
   EXPECT_NE(std::string::npos, r.output.find("health: SERVING")) << r.output;
-  EXPECT_NE(std::string::npos, r.output.find("GetEntity: UNAUTHENTICATED")) << r.output;
-  r = client_test::Run({client_test::Runfile("clients/c/example"), server_->address()},
-                       {"MEMORYD_TOKEN=" + server_->Token("global:read global:write")});
+  EXPECT_EQ(std::string::npos, r.output.find("PutEntity")) << r.output;
+  EXPECT_NE(std::string::npos,
+            r.output.find("GetEntity: UNAUTHENTICATED: missing capability token"))
+      << r.output;
+}
+
+TEST_F(CClientTest, ExampleWithATokenWritesAndReadsItsEntity) {
+  auto r = client_test::Run({client_test::Runfile("clients/c/example"), server_->address()},
+                            {"MEMORYD_TOKEN=" + server_->Token("global:read global:write")});
   EXPECT_EQ(0, r.exit_code) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("health: SERVING")) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("PutEntity: OK: ")) << r.output;
   EXPECT_NE(std::string::npos,
             r.output.find("GetEntity: OK: id=example-entity name=\"written by the C example\""))
       << r.output;

@@ -1,7 +1,7 @@
 // The C++ client against a real memoryd: the stubs generated into
 // //clients/cpp:memory_cc (and //protos:health_cc) reach every service,
-// statuses and messages come through, and the example behaves as its
-// README says.
+// statuses and messages come through, a capability token gets an entity
+// written and read back, and the example behaves as its README says.
 #include <gtest/gtest.h>
 #include <grpcpp/grpcpp.h>
 
@@ -116,7 +116,8 @@ TEST_F(CppClientTest, WithATokenAnEntityIsWrittenAndReadBack) {
   ASSERT_TRUE(st.ok()) << st.error_message();
   EXPECT_EQ("from C++", resp.entity().name());
   EXPECT_EQ(2.5, resp.entity().properties().fields().at("n").number_value());
-  EXPECT_EQ("client-test", resp.entity().meta().owner());
+  EXPECT_EQ("client-test", resp.entity().meta().owner());  // from the token
+  EXPECT_EQ(1, resp.entity().meta().version());
 }
 
 TEST_F(CppClientTest, UnknownServiceThroughGenericCallIsUnimplemented) {
@@ -198,14 +199,23 @@ TEST_F(CppClientTest, ServerStreamingStubEndsWithTheStatus) {
   EXPECT_EQ(grpc::StatusCode::UNIMPLEMENTED, st.error_code()) << st.error_message();
 }
 
-TEST_F(CppClientTest, ExamplePrintsHealthAndGetEntityStatusAndExitsZero) {
-  auto r = client_test::Run({client_test::Runfile("clients/cpp/example"), server_->address()});
+TEST_F(CppClientTest, ExampleWithoutATokenShowsGetEntityUnauthenticatedAndExitsZero) {
+  auto r = client_test::Run({client_test::Runfile("clients/cpp/example"), server_->address()},
+                            {"MEMORYD_TOKEN="});
   EXPECT_EQ(0, r.exit_code) << r.output;
   EXPECT_NE(std::string::npos, r.output.find("health: SERVING")) << r.output;
-  EXPECT_NE(std::string::npos, r.output.find("GetEntity: UNAUTHENTICATED")) << r.output;
-  r = client_test::Run({client_test::Runfile("clients/cpp/example"), server_->address()},
-                       {"MEMORYD_TOKEN=" + server_->Token("global:read global:write")});
+  EXPECT_EQ(std::string::npos, r.output.find("PutEntity")) << r.output;
+  EXPECT_NE(std::string::npos,
+            r.output.find("GetEntity: UNAUTHENTICATED: missing capability token"))
+      << r.output;
+}
+
+TEST_F(CppClientTest, ExampleWithATokenWritesAndReadsItsEntity) {
+  auto r = client_test::Run({client_test::Runfile("clients/cpp/example"), server_->address()},
+                            {"MEMORYD_TOKEN=" + server_->Token("global:read global:write")});
   EXPECT_EQ(0, r.exit_code) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("health: SERVING")) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("PutEntity: OK: ")) << r.output;
   EXPECT_NE(std::string::npos,
             r.output.find("GetEntity: OK: id=example-entity name=\"written by the C++ example\""))
       << r.output;

@@ -7,7 +7,7 @@ checked on a small in-test grpc server.
 
 memoryd runs under memoryd_fixture (the C++ tests' harness: a throw-away
 database, memoryd on a free port, both gone when the fixture's stdin
-closes). Needs MEMORYD_TEST_PG_URL (and optionally MEMORYD_TEST_REDIS_URL),
+closes; it also mints the token the tests send, as it holds the key). Needs MEMORYD_TEST_PG_URL (and optionally MEMORYD_TEST_REDIS_URL),
 as `make test` passes them; without it the memoryd tests fail, never skip.
 """
 
@@ -21,6 +21,7 @@ import unittest
 from concurrent import futures
 
 import grpc
+from google.protobuf import struct_pb2
 
 import health_v1_pb2
 import memoryd_client
@@ -46,14 +47,18 @@ def closed_port():
         return s.getsockname()[1]
 
 
-def run_example(target):
+def run_example(target, token=""):
+    """Runs the example against target; token "" (default) = no MEMORYD_TOKEN,
+    whatever this process's environment holds."""
     return subprocess.run([sys.executable, "-s", ARGS.example, target], capture_output=True,
-                          text=True, timeout=60, env=dict(os.environ))
+                          text=True, timeout=60, env=dict(os.environ, MEMORYD_TOKEN=token))
 
 
 class Memoryd:
-    """memoryd under memoryd_fixture; close() stops it and returns the
-    fixture's exit code (0: memoryd exited 0 on SIGTERM)."""
+    """memoryd under memoryd_fixture: .address, and .token, a capability
+    token for it with global:read global:write (tenant "clients", principal
+    "client-test"). close() stops it and returns the fixture's exit code (0:
+    memoryd exited 0 on SIGTERM)."""
 
     def __init__(self):
         # The fixture's stderr (why it failed, memoryd's log on a bad exit)
@@ -68,6 +73,11 @@ class Memoryd:
             raise RuntimeError(f"memoryd_fixture could not start memoryd (exit {rc}); "
                                "its message is above")
         self.address = line.split()[1]
+        line = self.proc.stdout.readline()
+        if not line.startswith("token "):
+            self.close()
+            raise RuntimeError(f"memoryd_fixture printed {line!r}, not a token")
+        self.token = line.split()[1]
 
     def close(self):
         self.proc.stdin.close()
@@ -111,13 +121,31 @@ class AgainstMemoryd(unittest.TestCase):
             self.client.check_health("no.such.Service")
         self.assertEqual(grpc.StatusCode.NOT_FOUND, cm.exception.code())
 
-    def test_get_entity_is_unimplemented_naming_the_method(self):
-        # Changes when the global tier lands (NOT_FOUND, or UNAUTHENTICATED
-        # without a token).
+    def test_get_entity_without_a_token_is_unauthenticated(self):
         with self.assertRaises(grpc.RpcError) as cm:
             self.client.global_memory.GetEntity(global_memory_pb2.GetEntityRequest(id="e1"))
-        self.assertEqual(grpc.StatusCode.UNIMPLEMENTED, cm.exception.code())
-        self.assertIn("memory.v1.GlobalMemory/GetEntity", cm.exception.details())
+        self.assertEqual(grpc.StatusCode.UNAUTHENTICATED, cm.exception.code())
+        self.assertIn("authorization: Bearer", cm.exception.details())
+
+    def test_with_a_token_an_entity_is_written_and_read_back(self):
+        properties = struct_pb2.Struct()
+        properties.update({"written_in": "Python", "n": 2.5})
+        with MemorydClient(self.server.address, token=self.server.token,
+                           timeout=TIMEOUT) as client:
+            put = client.global_memory.PutEntity(global_memory_pb2.PutEntityRequest(
+                id="py-entity", type="test", name="from the Python client",
+                properties=properties))
+            self.assertTrue(put.created)
+            reply = client.global_memory.GetEntity(
+                global_memory_pb2.GetEntityRequest(id="py-entity"))
+        e = reply.entity
+        self.assertEqual("py-entity", e.id)
+        self.assertEqual("test", e.type)
+        self.assertEqual("from the Python client", e.name)
+        self.assertEqual("Python", e.properties["written_in"])
+        self.assertEqual(2.5, e.properties["n"])
+        self.assertEqual(1, e.meta.version)
+        self.assertEqual("client-test", e.meta.owner)  # from the token
 
     def test_every_service_attribute_reaches_its_service(self):
         # One unary method per memory.v1 service, called without a token:
@@ -127,7 +155,7 @@ class AgainstMemoryd(unittest.TestCase):
         unimpl, unauth = grpc.StatusCode.UNIMPLEMENTED, grpc.StatusCode.UNAUTHENTICATED
         cases = [
             (c.global_memory.GetEntity, global_memory_pb2.GetEntityRequest(),
-             "memory.v1.GlobalMemory/GetEntity", unimpl),
+             "memory.v1.GlobalMemory/GetEntity", unauth),
             (c.episodic.GetCollection, episodic_memory_pb2.GetCollectionRequest(),
              "memory.v1.EpisodicMemory/GetCollection", unimpl),
             (c.cache.Get, cache_pb2.CacheGetRequest(), "memory.v1.Cache/Get", unimpl),
@@ -162,11 +190,20 @@ class AgainstMemoryd(unittest.TestCase):
             client.check_health()
         client.close()  # idempotent
 
-    def test_example_prints_statuses_and_exits_zero(self):
+    def test_example_without_a_token_shows_get_entity_unauthenticated(self):
         r = run_example(self.server.address)
         self.assertEqual(0, r.returncode, r.stdout + r.stderr)
         self.assertIn("health: SERVING", r.stdout)
-        self.assertIn("GetEntity: UNIMPLEMENTED", r.stdout)
+        self.assertNotIn("PutEntity", r.stdout)
+        self.assertIn("GetEntity: UNAUTHENTICATED: missing capability token", r.stdout)
+
+    def test_example_with_a_token_writes_and_reads_its_entity(self):
+        r = run_example(self.server.address, token=self.server.token)
+        self.assertEqual(0, r.returncode, r.stdout + r.stderr)
+        self.assertIn("health: SERVING", r.stdout)
+        self.assertIn("PutEntity: OK: ", r.stdout)
+        self.assertIn('GetEntity: OK: id=example-entity name="written by the Python example"',
+                      r.stdout)
 
 
 class Unreachable(unittest.TestCase):
