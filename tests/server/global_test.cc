@@ -433,7 +433,7 @@ TEST_F(GlobalTest, FullTextHitsMissesAndRelevance) {
 TEST_F(GlobalTest, OrderingsAndPagesNeitherRepeatNorSkip) {
   Up();
   for (int i = 0; i < 23; i++) {
-    char id[8], name[8];
+    char id[16], name[16];
     snprintf(id, sizeof id, "e%02d", i);
     snprintf(name, sizeof name, "n%02d", (i * 7) % 23);
     MustPut(alice_, id, "o", name);
