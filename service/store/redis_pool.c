@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "service/store/conn_pool.h"
 #include "service/store/redis_url.h"
@@ -31,22 +32,31 @@ static int simple_command(redisContext *c, char *err, size_t errlen, const char 
     return ok ? 0 : -1;
 }
 
-static void *redis_connect(void *ctx, char *err, size_t errlen) {
-    redis_pool *p = ctx;
-    redisContext *c = redisConnectWithTimeout(p->url.host, p->url.port, p->timeout);
+static redisContext *open_url(const redis_url *u, struct timeval timeout, char *err,
+                              size_t errlen) {
+    redisContext *c = redisConnectWithTimeout(u->host, u->port, timeout);
     if (!c || c->err) {
-        snprintf(err, errlen, "Redis unavailable at %s:%d: %s", p->url.host, p->url.port,
+        snprintf(err, errlen, "Redis unavailable at %s:%d: %s", u->host, u->port,
                  c ? c->errstr : "out of memory");
         redisFree(c);
         return NULL;
     }
-    redisSetTimeout(c, p->timeout);
-    if ((p->url.password[0] && simple_command(c, err, errlen, "AUTH %s", p->url.password) != 0) ||
-        (p->url.db && simple_command(c, err, errlen, "SELECT %d", p->url.db) != 0)) {
+    redisSetTimeout(c, timeout);
+    if ((u->password[0] && simple_command(c, err, errlen, "AUTH %s", u->password) != 0) ||
+        (u->db && simple_command(c, err, errlen, "SELECT %d", u->db) != 0)) {
         redisFree(c);
         return NULL;
     }
     return c;
+}
+
+static void *redis_connect(void *ctx, char *err, size_t errlen) {
+    redis_pool *p = ctx;
+    return open_url(&p->url, p->timeout, err, errlen);
+}
+
+redisContext *redis_pool_open(redis_pool *p, char *err, size_t errlen) {
+    return open_url(&p->url, p->timeout, err, errlen);
 }
 
 static void redis_close(void *conn) { redisFree(conn); }
@@ -78,8 +88,28 @@ void redis_pool_free(redis_pool *p) {
     free(p);
 }
 
+static int64_t mono_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 redisContext *redis_pool_acquire(redis_pool *p, int64_t deadline_ms, char *err, size_t errlen) {
-    return conn_pool_acquire(p->pool, deadline_ms, err, errlen);
+    redisContext *c = conn_pool_acquire(p->pool, deadline_ms, err, errlen);
+    if (!c) return NULL;
+    /* Commands on this context may take until the deadline, never longer
+     * than the pool's own timeout: a call never blocks past its deadline. */
+    struct timeval tv = p->timeout;
+    if (deadline_ms != INT64_MAX) {
+        int64_t left = deadline_ms - mono_ms();
+        if (left < 1) left = 1;
+        if (left < (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000) {
+            tv.tv_sec = left / 1000;
+            tv.tv_usec = (left % 1000) * 1000;
+        }
+    }
+    redisSetTimeout(c, tv);
+    return c;
 }
 
 void redis_pool_release(redis_pool *p, redisContext *c, int broken) {

@@ -19,10 +19,16 @@ int redis_pool_create(const char *url, int size, int timeout_ms, redis_pool **ou
 void redis_pool_free(redis_pool *p); /* accepts NULL */
 
 /* A connected context or NULL (reason in err) when Redis is unreachable or
- * nothing frees up before deadline_ms (CLOCK_MONOTONIC). */
+ * nothing frees up before deadline_ms (CLOCK_MONOTONIC). Its commands time
+ * out at deadline_ms (or the pool's timeout, whichever is sooner). */
 redisContext *redis_pool_acquire(redis_pool *p, int64_t deadline_ms, char *err, size_t errlen);
 /* broken=1 after an I/O or protocol error: the context is reopened later. */
 void redis_pool_release(redis_pool *p, redisContext *c, int broken);
+
+/* A new connection outside the pool (same URL, AUTH, SELECT, timeout), for
+ * a long-lived use such as SUBSCRIBE; the caller frees it with redisFree.
+ * NULL with the reason in err. */
+redisContext *redis_pool_open(redis_pool *p, char *err, size_t errlen);
 
 /* PING on a pooled connection; 0 when Redis answers PONG. */
 int redis_pool_ping(redis_pool *p, int64_t deadline_ms);

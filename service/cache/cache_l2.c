@@ -1,0 +1,158 @@
+/* cache_l2: Redis commands of the cache tier; see cache_l2.h. */
+#include "service/cache/cache_l2.h"
+
+#include <hiredis/hiredis.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "service/cache/cache_codec.h"
+
+/* KEYS[1] key; ARGV: blob, ttl ms, max label, channel, message. Byte 2 of
+ * a blob (GETRANGE 2 2) is its label; reading one byte keeps a 1 MiB value
+ * from being copied into the script. */
+static const char set_script[] =
+    "local l = redis.call('GETRANGE', KEYS[1], 2, 2) "
+    "if l ~= '' and string.byte(l) > tonumber(ARGV[3]) then return 0 end "
+    "redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) "
+    "redis.call('PUBLISH', ARGV[4], ARGV[5]) "
+    "return 1";
+
+/* KEYS[1] key; ARGV: max label, channel, message. 1 deleted, 0 absent,
+ * -1 denied. */
+static const char delete_script[] =
+    "local l = redis.call('GETRANGE', KEYS[1], 2, 2) "
+    "if l ~= '' and string.byte(l) > tonumber(ARGV[1]) then return -1 end "
+    "local n = redis.call('DEL', KEYS[1]) "
+    "redis.call('PUBLISH', ARGV[2], ARGV[3]) "
+    "return n";
+
+struct cache_l2 {
+    redis_pool *pool;
+    char replica[CACHE_REPLICA_ID_LEN + 1];
+};
+
+cache_l2 *cache_l2_create(redis_pool *pool, const char *replica) {
+    cache_l2 *l2 = calloc(1, sizeof *l2);
+    if (!l2) return NULL;
+    l2->pool = pool;
+    snprintf(l2->replica, sizeof l2->replica, "%s", replica);
+    return l2;
+}
+
+void cache_l2_free(cache_l2 *l2) { free(l2); }
+
+/* Runs argv on a pooled connection. NULL with the reason in err when Redis
+ * did not answer (the connection is then dropped) or answered an error. */
+static redisReply *run(cache_l2 *l2, int argc, const char **argv, const size_t *lens,
+                       int64_t deadline_ms, char *err, size_t errlen) {
+    redisContext *c = redis_pool_acquire(l2->pool, deadline_ms, err, errlen);
+    if (!c) return NULL;
+    redisReply *r = redisCommandArgv(c, argc, argv, lens);
+    if (!r) {
+        snprintf(err, errlen, "Redis unavailable: %s", c->errstr);
+        redis_pool_release(l2->pool, c, 1);
+        return NULL;
+    }
+    redis_pool_release(l2->pool, c, 0);
+    if (r->type == REDIS_REPLY_ERROR) {
+        snprintf(err, errlen, "Redis refused: %.*s", (int)r->len, r->str);
+        freeReplyObject(r);
+        return NULL;
+    }
+    return r;
+}
+
+int cache_l2_mget(cache_l2 *l2, const char *const *keys, const size_t *klens, size_t n,
+                  int64_t deadline_ms, cache_item **out, char *err, size_t errlen) {
+    for (size_t i = 0; i < n; i++) out[i] = NULL;
+    const char **argv = malloc((n + 1) * sizeof *argv);
+    size_t *lens = malloc((n + 1) * sizeof *lens);
+    if (!argv || !lens) {
+        free(argv);
+        free(lens);
+        snprintf(err, errlen, "out of memory");
+        return CACHE_L2_UNAVAILABLE;
+    }
+    argv[0] = "MGET";
+    lens[0] = 4;
+    for (size_t i = 0; i < n; i++) argv[i + 1] = keys[i], lens[i + 1] = klens[i];
+    redisReply *r = run(l2, (int)n + 1, argv, lens, deadline_ms, err, errlen);
+    free(argv);
+    free(lens);
+    if (!r) return CACHE_L2_UNAVAILABLE;
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != n) {
+        snprintf(err, errlen, "Redis answered MGET with something else than %zu values", n);
+        freeReplyObject(r);
+        return CACHE_L2_UNAVAILABLE;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const redisReply *e = r->element[i];
+        if (e->type == REDIS_REPLY_STRING)
+            out[i] = cache_blob_decode((const uint8_t *)e->str, e->len);
+    }
+    freeReplyObject(r);
+    return CACHE_L2_OK;
+}
+
+static int script(cache_l2 *l2, const char *body, const char *key, size_t klen,
+                  const char **args, const size_t *alens, int nargs, int64_t deadline_ms,
+                  long long *result, char *err, size_t errlen) {
+    char *msg = malloc(CACHE_INVAL_BYTES(klen));
+    if (!msg) return snprintf(err, errlen, "out of memory"), CACHE_L2_UNAVAILABLE;
+    const char *argv[12] = {"EVAL", body, "1", key};
+    size_t lens[12] = {4, strlen(body), 1, klen};
+    int argc = 4;
+    for (int i = 0; i < nargs; i++) argv[argc] = args[i], lens[argc++] = alens[i];
+    argv[argc] = CACHE_INVALIDATE_CHANNEL;
+    lens[argc++] = strlen(CACHE_INVALIDATE_CHANNEL);
+    argv[argc] = msg;
+    lens[argc++] = cache_inval_encode(l2->replica, key, klen, msg);
+    redisReply *r = run(l2, argc, argv, lens, deadline_ms, err, errlen);
+    free(msg);
+    if (!r) return CACHE_L2_UNAVAILABLE;
+    int ok = r->type == REDIS_REPLY_INTEGER;
+    if (ok) *result = r->integer;
+    else snprintf(err, errlen, "Redis script answered type %d, not an integer", r->type);
+    freeReplyObject(r);
+    return ok ? CACHE_L2_OK : CACHE_L2_UNAVAILABLE;
+}
+
+int cache_l2_set(cache_l2 *l2, const char *key, size_t klen, const uint8_t *blob, size_t blen,
+                 int64_t ttl_ms, int max_label, int64_t deadline_ms, char *err, size_t errlen) {
+    char ttl[24], label[8];
+    snprintf(ttl, sizeof ttl, "%lld", (long long)ttl_ms);
+    snprintf(label, sizeof label, "%d", max_label);
+    const char *args[] = {(const char *)blob, ttl, label};
+    size_t lens[] = {blen, strlen(ttl), strlen(label)};
+    long long n = 0;
+    int rc = script(l2, set_script, key, klen, args, lens, 3, deadline_ms, &n, err, errlen);
+    if (rc != CACHE_L2_OK) return rc;
+    return n == 1 ? CACHE_L2_OK : CACHE_L2_DENIED;
+}
+
+int cache_l2_delete(cache_l2 *l2, const char *key, size_t klen, int max_label,
+                    int64_t deadline_ms, char *err, size_t errlen) {
+    char label[8];
+    snprintf(label, sizeof label, "%d", max_label);
+    const char *args[] = {label};
+    size_t lens[] = {strlen(label)};
+    long long n = 0;
+    int rc = script(l2, delete_script, key, klen, args, lens, 1, deadline_ms, &n, err, errlen);
+    if (rc != CACHE_L2_OK) return rc;
+    return n < 0 ? CACHE_L2_DENIED : n == 0 ? CACHE_L2_ABSENT : CACHE_L2_OK;
+}
+
+int cache_l2_publish(cache_l2 *l2, const char *key, size_t klen, int64_t deadline_ms, char *err,
+                     size_t errlen) {
+    char *msg = malloc(CACHE_INVAL_BYTES(klen));
+    if (!msg) return snprintf(err, errlen, "out of memory"), CACHE_L2_UNAVAILABLE;
+    const char *argv[] = {"PUBLISH", CACHE_INVALIDATE_CHANNEL, msg};
+    size_t lens[] = {7, strlen(CACHE_INVALIDATE_CHANNEL),
+                     cache_inval_encode(l2->replica, key, klen, msg)};
+    redisReply *r = run(l2, 3, argv, lens, deadline_ms, err, errlen);
+    free(msg);
+    if (!r) return CACHE_L2_UNAVAILABLE;
+    freeReplyObject(r);
+    return CACHE_L2_OK;
+}

@@ -1,0 +1,46 @@
+/* cache_l2: the shared cache level in Redis (hiredis, through redis_pool).
+ * Values are cache_codec blobs; Set and Delete run as one Lua script each
+ * that checks the stored label against the caller's read ceiling, writes,
+ * and publishes the invalidation for every replica's L1, all in one round
+ * trip and atomically (another writer cannot slip in between the check and
+ * the write). Every command times out at the call's deadline. */
+#ifndef MEMORYD_CACHE_CACHE_L2_H
+#define MEMORYD_CACHE_CACHE_L2_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "service/cache/cache_item.h"
+#include "service/store/redis_pool.h"
+
+#define CACHE_L2_OK 0
+#define CACHE_L2_DENIED 1       /* the stored entry is labelled above max_label */
+#define CACHE_L2_ABSENT 2       /* delete: nothing stored under the key */
+#define CACHE_L2_UNAVAILABLE (-1) /* Redis unreachable, timed out or refused */
+
+typedef struct cache_l2 cache_l2;
+
+/* pool is borrowed and must outlive the L2; replica (CACHE_REPLICA_ID_LEN
+ * hex digits) is copied. NULL when out of memory. */
+cache_l2 *cache_l2_create(redis_pool *pool, const char *replica);
+void cache_l2_free(cache_l2 *l2); /* accepts NULL */
+
+/* Looks n keys up in one MGET. out[i] gets a new item (the caller's
+ * reference) or NULL when absent or not a well-formed value. OK or
+ * UNAVAILABLE (reason in err; every out[i] NULL). */
+int cache_l2_mget(cache_l2 *l2, const char *const *keys, const size_t *klens, size_t n,
+                  int64_t deadline_ms, cache_item **out, char *err, size_t errlen);
+/* Stores blob under key for ttl_ms unless an entry labelled above max_label
+ * is there (DENIED), and publishes the key's invalidation. */
+int cache_l2_set(cache_l2 *l2, const char *key, size_t klen, const uint8_t *blob, size_t blen,
+                 int64_t ttl_ms, int max_label, int64_t deadline_ms, char *err, size_t errlen);
+/* Deletes key (OK), ABSENT when nothing was there, DENIED as for set; the
+ * invalidation is published unless DENIED. */
+int cache_l2_delete(cache_l2 *l2, const char *key, size_t klen, int max_label,
+                    int64_t deadline_ms, char *err, size_t errlen);
+/* Publishes the invalidation of key alone (for records cached from another
+ * store, e.g. entities, whose writes do not go through Redis). */
+int cache_l2_publish(cache_l2 *l2, const char *key, size_t klen, int64_t deadline_ms, char *err,
+                     size_t errlen);
+
+#endif

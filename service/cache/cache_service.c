@@ -1,0 +1,445 @@
+/* cache_service: the Cache gRPC service; see cache_service.h. */
+#include "service/cache/cache_service.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "memory/v1/cache.pb-c.h"
+#include "service/audit/audit.h"
+#include "service/auth/authn.h"
+#include "service/auth/pii.h"
+#include "service/auth/pii_struct.h"
+#include "service/cache/cache_codec.h"
+#include "service/core/log.h"
+#include "service/core/text.h"
+#include "service/pb/pbtime.h"
+
+#define KEY_MAX 512
+#define VALUE_MAX (1024 * 1024)
+#define KEYS_MAX 1000
+#define TTL_MIN_MS 1000
+#define TTL_MAX_MS 3600000
+/* How long L1 may remember that a slot is empty (L1's TTL caps it too). */
+#define ABSENT_MS 3600000
+
+struct cache_service {
+    cache_l1 *l1;
+    cache_l2 *l2;
+    cache_options o;
+};
+
+static int64_t wall_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static grpc_status_code check_key(rpc_call *call, const char *field, const char *key) {
+    size_t n = strlen(key);
+    if (n == 0) return rpc_call_invalid(call, "%s: required (1 to %d bytes)", field, KEY_MAX);
+    if (n > KEY_MAX) return rpc_call_invalid(call, "%s: %zu bytes; at most %d", field, n, KEY_MAX);
+    if (text_name_chars(key) < 0)
+        return rpc_call_invalid(call, "%s: \"%s\" is not valid UTF-8 or contains a control character",
+                                field, text_quote(rpc_call_arena(call), key));
+    return GRPC_STATUS_OK;
+}
+
+/* The two slots a key names for the caller. */
+typedef struct {
+    const char *key;
+    char *own, *shared;
+    size_t own_len, shared_len;
+} slots;
+
+static int make_slots(arena *a, const principal *p, const char *key, slots *s) {
+    s->key = key;
+    s->own = cache_key_slot(a, principal_tenant(p), principal_sub(p), key, strlen(key),
+                            &s->own_len);
+    s->shared = cache_key_slot(a, principal_tenant(p), NULL, key, strlen(key), &s->shared_len);
+    return s->own && s->shared ? 0 : -1;
+}
+
+/* The slot Set and DeleteKey address: shared for cache:write:all. */
+static void write_slot(const principal *p, const slots *s, const char **k, size_t *klen) {
+    int shared = principal_scope(p, "cache:write") == PRINCIPAL_ALL;
+    *k = shared ? s->shared : s->own;
+    *klen = shared ? s->shared_len : s->own_len;
+}
+
+/* The read diode on what a slot holds (the tenant is in the key). */
+static int readable(const principal *p, const cache_item *it) {
+    return it && !it->absent && it->label >= 1 && it->label <= (int)principal_clr(p);
+}
+
+/* ------------------------------------------------------------ lookups */
+
+/* One key's lookup state across the levels. */
+typedef struct {
+    slots s;
+    cache_item *found; /* the answer (a reference) */
+    int lookup;        /* MEMORY__V1__CACHE_LOOKUP__* */
+    int need_l2;
+    cache_item *l1_shared; /* a readable shared value L1 had, if own was unknown */
+    uint64_t mark_own, mark_shared;
+} lookup;
+
+static void lookup_release(lookup *k) {
+    cache_item_unref(k->found);
+    cache_item_unref(k->l1_shared);
+}
+
+/* L1 first: the caller's own slot, then, once own is known to be empty or
+ * hidden, the shared one. Leaves need_l2 when L1 cannot tell. */
+static void lookup_l1(const cache_service *svc, const principal *p, lookup *k) {
+    cache_item *own = cache_l1_get(svc->l1, k->s.own, k->s.own_len);
+    if (readable(p, own)) {
+        k->found = own;
+        k->lookup = MEMORY__V1__CACHE_LOOKUP__CACHE_LOOKUP_HIT_L1;
+        return;
+    }
+    int own_known = own != NULL;
+    cache_item_unref(own);
+    cache_item *sh = cache_l1_get(svc->l1, k->s.shared, k->s.shared_len);
+    if (own_known && sh) {
+        if (readable(p, sh)) {
+            k->found = sh;
+            k->lookup = MEMORY__V1__CACHE_LOOKUP__CACHE_LOOKUP_HIT_L1;
+        } else {
+            cache_item_unref(sh);
+            k->lookup = MEMORY__V1__CACHE_LOOKUP__CACHE_LOOKUP_MISS;
+        }
+        return;
+    }
+    if (readable(p, sh)) k->l1_shared = sh; /* the answer if L2 cannot be asked */
+    else cache_item_unref(sh);
+    k->need_l2 = 1;
+    k->mark_own = cache_l1_mark(svc->l1, k->s.own, k->s.own_len);
+    k->mark_shared = cache_l1_mark(svc->l1, k->s.shared, k->s.shared_len);
+}
+
+/* Remembers what L2 said about a slot in L1: the value, or that it is empty. */
+static void promote(const cache_service *svc, const char *key, size_t klen, cache_item *it,
+                    uint64_t mark) {
+    if (it) {
+        cache_l1_put(svc->l1, key, klen, it, mark);
+        return;
+    }
+    cache_item *absent = cache_item_absent(wall_ms() + ABSENT_MS);
+    if (absent) cache_l1_put(svc->l1, key, klen, absent, mark);
+    cache_item_unref(absent);
+}
+
+/* Without L2 (none configured, or down): what L1 had, else a miss. */
+static void settle_without_l2(lookup *k) {
+    k->need_l2 = 0;
+    if (k->l1_shared) {
+        k->found = k->l1_shared;
+        k->l1_shared = NULL;
+        k->lookup = MEMORY__V1__CACHE_LOOKUP__CACHE_LOOKUP_HIT_L1;
+    } else {
+        k->lookup = MEMORY__V1__CACHE_LOOKUP__CACHE_LOOKUP_MISS;
+    }
+}
+
+/* Looks up n keys: L1 for each, then one MGET for all L1 could not answer. */
+static void lookup_all(const cache_service *svc, rpc_call *call, const principal *p, lookup *ks,
+                       size_t n) {
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        lookup_l1(svc, p, &ks[i]);
+        if (ks[i].need_l2) m++;
+    }
+    if (m == 0) return;
+    if (!svc->l2) {
+        for (size_t i = 0; i < n; i++)
+            if (ks[i].need_l2) settle_without_l2(&ks[i]);
+        return;
+    }
+    arena *a = rpc_call_arena(call);
+    const char **keys = arena_alloc(a, 2 * m * sizeof *keys);
+    size_t *lens = arena_alloc(a, 2 * m * sizeof *lens);
+    cache_item **got = arena_alloc(a, 2 * m * sizeof *got);
+    char err[256] = "";
+    int rc = CACHE_L2_UNAVAILABLE;
+    if (keys && lens && got) {
+        size_t j = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (!ks[i].need_l2) continue;
+            keys[j] = ks[i].s.own, lens[j++] = ks[i].s.own_len;
+            keys[j] = ks[i].s.shared, lens[j++] = ks[i].s.shared_len;
+        }
+        rc = cache_l2_mget(svc->l2, keys, lens, 2 * m, rpc_call_deadline_ms(call), got, err,
+                           sizeof err);
+    }
+    if (rc != CACHE_L2_OK) {
+        log_fields(LOG_WARN, "cache: L2 lookup failed; answering from L1", LOG_F_STR, "reason",
+                   err[0] ? err : "out of memory", LOG_F_END);
+        for (size_t i = 0; i < n; i++)
+            if (ks[i].need_l2) settle_without_l2(&ks[i]);
+        return;
+    }
+    size_t j = 0;
+    for (size_t i = 0; i < n; i++) {
+        lookup *k = &ks[i];
+        if (!k->need_l2) continue;
+        cache_item *own = got[j++], *sh = got[j++];
+        promote(svc, k->s.own, k->s.own_len, own, k->mark_own);
+        promote(svc, k->s.shared, k->s.shared_len, sh, k->mark_shared);
+        k->need_l2 = 0;
+        if (readable(p, own)) {
+            k->found = own;
+            own = NULL;
+        } else if (readable(p, sh)) {
+            k->found = sh;
+            sh = NULL;
+        }
+        k->lookup = k->found ? MEMORY__V1__CACHE_LOOKUP__CACHE_LOOKUP_HIT_L2
+                             : MEMORY__V1__CACHE_LOOKUP__CACHE_LOOKUP_MISS;
+        cache_item_unref(own);
+        cache_item_unref(sh);
+    }
+}
+
+/* ------------------------------------------------------------ rendering */
+
+static Memory__V1__RecordMeta *render_meta(arena *a, const principal *p, const cache_item *it) {
+    Memory__V1__RecordMeta *m = arena_alloc(a, sizeof *m);
+    if (!m) return NULL;
+    memory__v1__record_meta__init(m);
+    m->tenant = (char *)principal_tenant(p);
+    m->owner = arena_strdup(a, it->owner);
+    m->label = (Memory__V1__Label)it->label;
+    m->create_time = pbtime_timestamp(a, it->created_ms * 1000);
+    m->update_time = pbtime_timestamp(a, it->created_ms * 1000);
+    m->expire_time = pbtime_timestamp(a, it->expire_ms * 1000);
+    if (!m->owner || !m->create_time || !m->update_time || !m->expire_time) return NULL;
+    return m;
+}
+
+static Memory__V1__CacheItem *render_item(arena *a, const principal *p, const lookup *k) {
+    Memory__V1__CacheItem *ci = arena_alloc(a, sizeof *ci);
+    if (!ci) return NULL;
+    memory__v1__cache_item__init(ci);
+    ci->key = (char *)k->s.key;
+    ci->lookup = (Memory__V1__CacheLookup)k->lookup;
+    if (k->found) {
+        /* Copied: the item's reference is dropped before the answer is sent. */
+        ci->value.len = k->found->value_len;
+        ci->value.data = arena_alloc(a, k->found->value_len ? k->found->value_len : 1);
+        if (!ci->value.data || !(ci->meta = render_meta(a, p, k->found))) return NULL;
+        if (k->found->value_len) memcpy(ci->value.data, k->found->value, k->found->value_len);
+    }
+    return ci;
+}
+
+/* ------------------------------------------------------------ handlers */
+
+static grpc_status_code do_get(rpc_call *call, const ProtobufCMessage *reqm,
+                               ProtobufCMessage *respm, void *arg) {
+    cache_service *svc = arg;
+    const Memory__V1__CacheGetRequest *req = (const Memory__V1__CacheGetRequest *)reqm;
+    Memory__V1__CacheGetResponse *resp = (Memory__V1__CacheGetResponse *)respm;
+    grpc_status_code st = check_key(call, "key", req->key);
+    if (st != GRPC_STATUS_OK) return st;
+    const principal *p = authn_principal(call);
+    arena *a = rpc_call_arena(call);
+    lookup k = {0};
+    if (make_slots(a, p, req->key, &k.s) != 0) return rpc_call_oom(call);
+    lookup_all(svc, call, p, &k, 1);
+    resp->item = render_item(a, p, &k);
+    lookup_release(&k);
+    return resp->item ? GRPC_STATUS_OK : rpc_call_oom(call);
+}
+
+static grpc_status_code do_multi_get(rpc_call *call, const ProtobufCMessage *reqm,
+                                     ProtobufCMessage *respm, void *arg) {
+    cache_service *svc = arg;
+    const Memory__V1__CacheMultiGetRequest *req = (const Memory__V1__CacheMultiGetRequest *)reqm;
+    Memory__V1__CacheMultiGetResponse *resp = (Memory__V1__CacheMultiGetResponse *)respm;
+    if (req->n_keys == 0) return rpc_call_invalid(call, "keys: required (1 to %d keys)", KEYS_MAX);
+    if (req->n_keys > KEYS_MAX)
+        return rpc_call_invalid(call, "keys: %zu keys; at most %d", req->n_keys, KEYS_MAX);
+    arena *a = rpc_call_arena(call);
+    for (size_t i = 0; i < req->n_keys; i++) {
+        const char *field = arena_printf(a, "keys[%zu]", i);
+        grpc_status_code st = check_key(call, field ? field : "keys", req->keys[i]);
+        if (st != GRPC_STATUS_OK) return st;
+    }
+    const principal *p = authn_principal(call);
+    lookup *ks = arena_alloc(a, req->n_keys * sizeof *ks);
+    resp->items = arena_alloc(a, req->n_keys * sizeof *resp->items);
+    if (!ks || !resp->items) return rpc_call_oom(call);
+    memset(ks, 0, req->n_keys * sizeof *ks);
+    for (size_t i = 0; i < req->n_keys; i++)
+        if (make_slots(a, p, req->keys[i], &ks[i].s) != 0) return rpc_call_oom(call);
+    lookup_all(svc, call, p, ks, req->n_keys);
+    int oom = 0;
+    for (size_t i = 0; i < req->n_keys; i++) {
+        if (!oom && !(resp->items[i] = render_item(a, p, &ks[i]))) oom = 1;
+        lookup_release(&ks[i]);
+    }
+    if (oom) return rpc_call_oom(call);
+    resp->n_items = req->n_keys;
+    return GRPC_STATUS_OK;
+}
+
+/* PII in a text value: kept with pii:write, else refused or redacted. */
+static grpc_status_code value_pii(rpc_call *call, const cache_service *svc, const principal *p,
+                                  ProtobufCBinaryData *v) {
+    if (!text_utf8_valid(v->data, v->len) || principal_has(p, "pii:write"))
+        return GRPC_STATUS_OK;
+    pii_findings f;
+    pii_findings_init(&f);
+    pii_scan_field(&f, "value", (const char *)v->data, v->len);
+    if (!f.kinds) return GRPC_STATUS_OK;
+    if (!svc->o.redact_pii) {
+        char found[400];
+        pii_findings_format(&f, found, sizeof found);
+        return rpc_call_invalid(call, "PII found (%s); nothing was written", found);
+    }
+    size_t n;
+    const char *r = pii_redact_arena(rpc_call_arena(call), (const char *)v->data, v->len, &n);
+    if (!r) return rpc_call_oom(call);
+    v->data = (uint8_t *)r;
+    v->len = n;
+    return GRPC_STATUS_OK;
+}
+
+static grpc_status_code denied(rpc_call *call, const char *key) {
+    rpc_call_set_error(call, "key \"%s\" holds an entry labelled above your clearance; it may "
+                       "not be modified", text_quote(rpc_call_arena(call), key));
+    return GRPC_STATUS_PERMISSION_DENIED;
+}
+
+static grpc_status_code do_set(rpc_call *call, const ProtobufCMessage *reqm,
+                               ProtobufCMessage *respm, void *arg) {
+    cache_service *svc = arg;
+    const Memory__V1__CacheSetRequest *req = (const Memory__V1__CacheSetRequest *)reqm;
+    Memory__V1__CacheSetResponse *resp = (Memory__V1__CacheSetResponse *)respm;
+    grpc_status_code st = check_key(call, "key", req->key);
+    if (st != GRPC_STATUS_OK) return st;
+    if (req->value.len > VALUE_MAX)
+        return rpc_call_invalid(call, "value: %zu bytes; at most %d", req->value.len, VALUE_MAX);
+    int64_t ttl_us;
+    if (!req->ttl) return rpc_call_invalid(call, "ttl: required (1 s to 3600 s)");
+    if (pbtime_duration_us(req->ttl, &ttl_us) != 0 || ttl_us / 1000 < TTL_MIN_MS ||
+        ttl_us / 1000 > TTL_MAX_MS)
+        return rpc_call_invalid(call, "ttl: %llds %dns; must be 1 s to 3600 s",
+                                (long long)req->ttl->seconds, (int)req->ttl->nanos);
+    if (req->label < 0 || req->label > MEMORY__V1__LABEL__LABEL_SECRET)
+        return rpc_call_invalid(call, "label: %d is not a memory.v1.Label", (int)req->label);
+    const principal *p = authn_principal(call);
+    ProtobufCBinaryData value = req->value;
+    if ((st = value_pii(call, svc, p, &value)) != GRPC_STATUS_OK) return st;
+
+    arena *a = rpc_call_arena(call);
+    slots s;
+    if (make_slots(a, p, req->key, &s) != 0) return rpc_call_oom(call);
+    const char *k;
+    size_t klen;
+    write_slot(p, &s, &k, &klen);
+    audit_add_target(call, arena_printf(a, "cache:%s", req->key));
+    int64_t now = wall_ms(), ttl_ms = ttl_us / 1000;
+    cache_item *it = cache_item_create(principal_sub(p), strlen(principal_sub(p)), value.data,
+                                       value.len, principal_stamp_label(p, req->label, 0), now,
+                                       now + ttl_ms);
+    if (!it) return rpc_call_oom(call);
+    uint64_t mark = cache_l1_mark(svc->l1, k, klen);
+    int rc = CACHE_L2_UNAVAILABLE;
+    char err[256] = "";
+    if (svc->l2) {
+        size_t blen;
+        uint8_t *blob = cache_blob_encode(a, it, &blen);
+        rc = blob ? cache_l2_set(svc->l2, k, klen, blob, blen, ttl_ms, (int)principal_clr(p),
+                                 rpc_call_deadline_ms(call), err, sizeof err)
+                  : CACHE_L2_UNAVAILABLE;
+        if (rc == CACHE_L2_UNAVAILABLE)
+            log_fields(LOG_WARN, "cache: L2 write failed; value kept in this replica's L1 only",
+                       LOG_F_STR, "reason", err[0] ? err : "out of memory", LOG_F_END);
+    }
+    if (rc == CACHE_L2_UNAVAILABLE) {
+        /* L1 alone decides; the same diode as the Redis script. */
+        cache_item *old = cache_l1_get(svc->l1, k, klen);
+        if (old && !old->absent && old->label > (int)principal_clr(p)) rc = CACHE_L2_DENIED;
+        cache_item_unref(old);
+        mark = CACHE_L1_UNCONDITIONAL;
+    }
+    if (rc == CACHE_L2_DENIED) {
+        cache_item_unref(it);
+        return denied(call, req->key);
+    }
+    cache_l1_put(svc->l1, k, klen, it, mark);
+    resp->meta = render_meta(a, p, it);
+    cache_item_unref(it);
+    return resp->meta ? GRPC_STATUS_OK : rpc_call_oom(call);
+}
+
+static grpc_status_code do_delete(rpc_call *call, const ProtobufCMessage *reqm,
+                                  ProtobufCMessage *respm, void *arg) {
+    cache_service *svc = arg;
+    const Memory__V1__CacheDeleteKeyRequest *req = (const Memory__V1__CacheDeleteKeyRequest *)reqm;
+    Memory__V1__CacheDeleteKeyResponse *resp = (Memory__V1__CacheDeleteKeyResponse *)respm;
+    grpc_status_code st = check_key(call, "key", req->key);
+    if (st != GRPC_STATUS_OK) return st;
+    const principal *p = authn_principal(call);
+    arena *a = rpc_call_arena(call);
+    slots s;
+    if (make_slots(a, p, req->key, &s) != 0) return rpc_call_oom(call);
+    const char *k;
+    size_t klen;
+    write_slot(p, &s, &k, &klen);
+    audit_add_target(call, arena_printf(a, "cache:%s", req->key));
+    int rc = CACHE_L2_UNAVAILABLE;
+    char err[256] = "";
+    if (svc->l2) {
+        rc = cache_l2_delete(svc->l2, k, klen, (int)principal_clr(p), rpc_call_deadline_ms(call),
+                             err, sizeof err);
+        if (rc == CACHE_L2_UNAVAILABLE)
+            log_fields(LOG_WARN, "cache: L2 delete failed; deleted from this replica's L1 only",
+                       LOG_F_STR, "reason", err, LOG_F_END);
+    }
+    if (rc == CACHE_L2_UNAVAILABLE) {
+        cache_item *old = cache_l1_get(svc->l1, k, klen);
+        int present = old && !old->absent;
+        if (present && old->label > (int)principal_clr(p)) rc = CACHE_L2_DENIED;
+        else rc = present ? CACHE_L2_OK : CACHE_L2_ABSENT;
+        cache_item_unref(old);
+    }
+    if (rc == CACHE_L2_DENIED) return denied(call, req->key);
+    cache_l1_delete(svc->l1, k, klen);
+    resp->deleted = rc == CACHE_L2_OK;
+    return GRPC_STATUS_OK;
+}
+
+/* ------------------------------------------------------------ registration */
+
+int cache_register(rpc_server *srv, cache_l1 *l1, cache_l2 *l2, const cache_options *o,
+                   cache_service **out) {
+    cache_service *svc = calloc(1, sizeof *svc);
+    if (!svc) return -1;
+    svc->l1 = l1;
+    svc->l2 = l2;
+    if (o) svc->o = *o;
+#define M(name, req, resp, scope, fn)                                                        \
+    {"/memory.v1.Cache/" name, &memory__v1__##req##__descriptor,                            \
+     &memory__v1__##resp##__descriptor, scope, fn}
+    static const rpc_unary_def methods[] = {
+        M("Get", cache_get_request, cache_get_response, "cache:read", do_get),
+        M("Set", cache_set_request, cache_set_response, "cache:write", do_set),
+        M("DeleteKey", cache_delete_key_request, cache_delete_key_response, "cache:write",
+          do_delete),
+        M("MultiGet", cache_multi_get_request, cache_multi_get_response, "cache:read",
+          do_multi_get),
+    };
+#undef M
+    if (rpc_server_add_unary_methods(srv, methods, sizeof methods / sizeof methods[0], svc) != 0) {
+        free(svc);
+        return -1;
+    }
+    *out = svc;
+    return 0;
+}
+
+void cache_service_free(cache_service *s) { free(s); }

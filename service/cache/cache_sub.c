@@ -1,0 +1,185 @@
+/* cache_sub: invalidation subscriber thread; see cache_sub.h. */
+#include "service/cache/cache_sub.h"
+
+#include <hiredis/hiredis.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "service/cache/cache_codec.h"
+#include "service/core/log.h"
+
+#define POLL_MS 200 /* how soon a stop request is noticed */
+#define BACKOFF_MIN_MS 100
+#define BACKOFF_MAX_MS 5000
+
+struct cache_sub {
+    redis_pool *pool;
+    cache_l1 *l1;
+    char replica[CACHE_REPLICA_ID_LEN + 1];
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t cond; /* CLOCK_MONOTONIC; signalled on stop and on going live */
+    int stop;
+    atomic_int live;
+};
+
+static int64_t mono_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void abs_time(int64_t mono_deadline_ms, struct timespec *ts) {
+    ts->tv_sec = mono_deadline_ms / 1000;
+    ts->tv_nsec = (mono_deadline_ms % 1000) * 1000000;
+}
+
+static int stopping(cache_sub *s) {
+    pthread_mutex_lock(&s->lock);
+    int stop = s->stop;
+    pthread_mutex_unlock(&s->lock);
+    return stop;
+}
+
+/* Sleeps ms unless stopped first; returns the stop flag. */
+static int nap(cache_sub *s, int ms) {
+    struct timespec ts;
+    abs_time(mono_ms() + ms, &ts);
+    pthread_mutex_lock(&s->lock);
+    while (!s->stop && pthread_cond_timedwait(&s->cond, &s->lock, &ts) == 0) {
+    }
+    int stop = s->stop;
+    pthread_mutex_unlock(&s->lock);
+    return stop;
+}
+
+static void set_live(cache_sub *s, int live) {
+    pthread_mutex_lock(&s->lock);
+    atomic_store(&s->live, live);
+    pthread_cond_broadcast(&s->cond);
+    pthread_mutex_unlock(&s->lock);
+}
+
+static void handle(cache_sub *s, const redisReply *r) {
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
+        r->element[0]->type != REDIS_REPLY_STRING || strcmp(r->element[0]->str, "message") != 0 ||
+        r->element[2]->type != REDIS_REPLY_STRING)
+        return; /* subscribe confirmations and the like */
+    const char *key;
+    size_t klen;
+    int rc = cache_inval_decode(r->element[2]->str, r->element[2]->len, s->replica, &key, &klen);
+    if (rc == 0) cache_l1_delete(s->l1, key, klen);
+    else if (rc < 0) log_fields(LOG_WARN, "malformed cache invalidation ignored", LOG_F_END);
+}
+
+/* Reads messages until the connection fails or a stop; 0 on stop. */
+static int listen_until_broken(cache_sub *s, redisContext *c) {
+    for (;;) {
+        void *reply = NULL;
+        while (redisGetReplyFromReader(c, &reply) == REDIS_OK && reply) {
+            handle(s, reply);
+            freeReplyObject(reply);
+            reply = NULL;
+        }
+        if (c->err) return -1;
+        if (stopping(s)) return 0;
+        struct pollfd pfd = {.fd = c->fd, .events = POLLIN};
+        int n = poll(&pfd, 1, POLL_MS);
+        if (n < 0) continue; /* EINTR */
+        if (n > 0 && redisBufferRead(c) != REDIS_OK) return -1;
+    }
+}
+
+static void *sub_main(void *arg) {
+    cache_sub *s = arg;
+    int backoff = BACKOFF_MIN_MS, was_live = 0, warned = 0;
+    while (!stopping(s)) {
+        char err[256] = "";
+        redisContext *c = redis_pool_open(s->pool, err, sizeof err);
+        redisReply *r = c ? redisCommand(c, "SUBSCRIBE %s", CACHE_INVALIDATE_CHANNEL) : NULL;
+        if (c && !r) snprintf(err, sizeof err, "SUBSCRIBE failed: %s", c->errstr);
+        int ok = r && r->type == REDIS_REPLY_ARRAY;
+        if (r && !ok) snprintf(err, sizeof err, "SUBSCRIBE refused");
+        if (r) freeReplyObject(r);
+        if (!ok) {
+            if (c) redisFree(c);
+            if (!warned)
+                log_fields(LOG_WARN, "cache invalidations not heard; L1 is not shared-safe until "
+                           "Redis is back", LOG_F_STR, "reason", err, LOG_F_END);
+            warned = 1;
+            if (nap(s, backoff)) break;
+            backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;
+            continue;
+        }
+        /* Invalidations sent while unsubscribed were missed: forget L1. */
+        cache_l1_clear(s->l1);
+        set_live(s, 1);
+        if (was_live || warned) log_fields(LOG_INFO, "cache invalidations heard again", LOG_F_END);
+        was_live = 1;
+        warned = 0;
+        backoff = BACKOFF_MIN_MS;
+        int rc = listen_until_broken(s, c);
+        set_live(s, 0);
+        if (rc != 0) {
+            log_fields(LOG_WARN, "cache invalidation subscription lost", LOG_F_STR, "reason",
+                       c->errstr, LOG_F_END);
+            warned = 1;
+        }
+        redisFree(c);
+    }
+    return NULL;
+}
+
+int cache_sub_start(redis_pool *pool, cache_l1 *l1, const char *replica, cache_sub **out) {
+    cache_sub *s = calloc(1, sizeof *s);
+    if (!s) return -1;
+    s->pool = pool;
+    s->l1 = l1;
+    snprintf(s->replica, sizeof s->replica, "%s", replica);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&s->cond, &ca);
+    pthread_condattr_destroy(&ca);
+    pthread_mutex_init(&s->lock, NULL);
+    atomic_init(&s->live, 0);
+    if (pthread_create(&s->thread, NULL, sub_main, s) != 0) {
+        pthread_cond_destroy(&s->cond);
+        pthread_mutex_destroy(&s->lock);
+        free(s);
+        return -1;
+    }
+    *out = s;
+    return 0;
+}
+
+void cache_sub_stop(cache_sub *s) {
+    if (!s) return;
+    pthread_mutex_lock(&s->lock);
+    s->stop = 1;
+    pthread_cond_broadcast(&s->cond);
+    pthread_mutex_unlock(&s->lock);
+    pthread_join(s->thread, NULL);
+    pthread_cond_destroy(&s->cond);
+    pthread_mutex_destroy(&s->lock);
+    free(s);
+}
+
+int cache_sub_live(const cache_sub *s) { return s && atomic_load(&s->live); }
+
+int cache_sub_wait_live(cache_sub *s, int64_t deadline_ms) {
+    struct timespec ts;
+    abs_time(deadline_ms, &ts);
+    pthread_mutex_lock(&s->lock);
+    while (!atomic_load(&s->live) && !s->stop &&
+           pthread_cond_timedwait(&s->cond, &s->lock, &ts) == 0) {
+    }
+    int live = atomic_load(&s->live);
+    pthread_mutex_unlock(&s->lock);
+    return live ? 0 : -1;
+}
