@@ -1,6 +1,7 @@
 /* memoryd: start-up and shutdown. Wires configuration, backends, the
  * runtime and the services together; owns nothing that outlives main. */
 #include <errno.h>
+#include <openssl/rand.h>
 #include <grpc/grpc.h>
 #include <signal.h>
 #include <stdio.h>
@@ -26,6 +27,12 @@
 #include "service/store/pg_migrate.h"
 #include "service/store/pg_pool.h"
 #include "service/store/redis_pool.h"
+#include "service/cache/cache_aside.h"
+#include "service/cache/cache_codec.h"
+#include "service/cache/cache_l1.h"
+#include "service/cache/cache_l2.h"
+#include "service/cache/cache_service.h"
+#include "service/cache/cache_sub.h"
 #include "service/token_cli.h"
 
 #define ERRLEN 512
@@ -44,6 +51,11 @@ typedef struct {
     audit *audit;
     entries_service *entries;
     global_service *global;
+    cache_l1 *l1;
+    cache_l2 *l2;
+    cache_sub *sub;
+    cache_aside *entity_cache;
+    cache_service *cache;
 } app;
 
 static char *read_file(const char *path, char *err, size_t errlen) {
@@ -112,6 +124,37 @@ static int open_backends(app *a, char *err) {
     return 0;
 }
 
+/* The cache tier: L1 always (unless sized 0), L2 and the invalidation
+ * subscriber when Redis is configured. Replicas tell their own
+ * invalidations apart by a random id. */
+static int open_cache(app *a, char *err) {
+    const config *c = &a->cfg;
+    cache_l1_options lo = {(size_t)c->cache_l1_max_entries, (size_t)c->cache_l1_max_bytes,
+                           c->cache_l1_ttl_ms};
+    unsigned char rnd[CACHE_REPLICA_ID_LEN / 2];
+    char replica[CACHE_REPLICA_ID_LEN + 1];
+    if (RAND_bytes(rnd, sizeof rnd) != 1) {
+        snprintf(err, ERRLEN, "no randomness for the cache replica id");
+        return -1;
+    }
+    for (size_t i = 0; i < sizeof rnd; i++) snprintf(replica + 2 * i, 3, "%02x", rnd[i]);
+    if (!(a->l1 = cache_l1_create(&lo)) ||
+        (a->redis && (!(a->l2 = cache_l2_create(a->redis, replica)) ||
+                      cache_sub_start(a->redis, a->l1, replica, &a->sub) != 0)) ||
+        (c->cache_entities && !(a->entity_cache = cache_aside_create(a->l1, a->sub)))) {
+        snprintf(err, ERRLEN, "cannot start the cache tier (out of memory or threads)");
+        return -1;
+    }
+    /* Serve with invalidations heard when Redis is there: until then the
+     * entity cache bypasses L1. A Redis that is down does not hold us up. */
+    if (a->sub) cache_sub_wait_live(a->sub, rpc_now_ms() + 2000);
+    log_fields(LOG_INFO, "cache tier", LOG_F_STR, "replica", replica, LOG_F_INT, "l1_max_entries",
+               (int64_t)c->cache_l1_max_entries, LOG_F_INT, "l1_max_bytes",
+               (int64_t)c->cache_l1_max_bytes, LOG_F_STR, "l2", a->l2 ? "redis" : "none",
+               LOG_F_STR, "entities", c->cache_entities ? "cached" : "not cached", LOG_F_END);
+    return 0;
+}
+
 /* Audit.Watch ends streams whose token died; authn knows. */
 static int audit_check_live_authn(void *ctx, const principal *p, char *err, size_t errlen) {
     return authn_check_live(ctx, p, err, errlen);
@@ -163,10 +206,14 @@ static int build_server(app *a, char *err) {
     entries_pii_policy_parse(c->pii_policy, &eo.pii_policy); /* validated by config */
     global_options go = {.redact_pii = eo.pii_policy == ENTRIES_PII_REDACT,
                          .max_depth = c->traverse_max_depth,
-                         .max_response_bytes = eo.max_response_bytes};
+                         .max_response_bytes = eo.max_response_bytes,
+                         .entity_cache = a->entity_cache,
+                         .entity_l2 = a->l2};
+    cache_options co = {.redact_pii = eo.pii_policy == ENTRIES_PII_REDACT};
     if (audit_register(a->srv, a->audit) != 0 || access_register(a->srv, a->auth, a->pg) != 0 ||
         entries_register(a->srv, a->pg, a->audit, &eo, &a->entries) != 0 ||
-        global_register(a->srv, a->pg, a->audit, &go, &a->global) != 0) {
+        global_register(a->srv, a->pg, a->audit, &go, &a->global) != 0 ||
+        cache_register(a->srv, a->l1, a->l2, &co, &a->cache) != 0) {
         snprintf(err, ERRLEN, "cannot register the services");
         return -1;
     }
@@ -179,6 +226,19 @@ static void teardown(app *a) {
     rpc_server_free(a->srv);
     entries_service_free(a->entries);
     global_service_free(a->global);
+    cache_service_free(a->cache);
+    cache_aside_free(a->entity_cache);
+    cache_sub_stop(a->sub);
+    cache_l2_free(a->l2);
+    if (a->l1) {
+        cache_l1_stats st;
+        cache_l1_get_stats(a->l1, &st);
+        log_fields(LOG_INFO, "cache L1 totals", LOG_F_INT, "hits", (int64_t)st.hits, LOG_F_INT,
+                   "misses", (int64_t)st.misses, LOG_F_INT, "evictions", (int64_t)st.evictions,
+                   LOG_F_INT, "expirations", (int64_t)st.expirations, LOG_F_INT,
+                   "invalidations", (int64_t)st.invalidations, LOG_F_END);
+    }
+    cache_l1_free(a->l1);
     audit_free(a->audit);
     authn_free(a->auth);
     instance_stop(a->inst, a->pg);
@@ -191,7 +251,7 @@ static void teardown(app *a) {
 
 static int run(app *a, const sigset_t *signals) {
     char err[ERRLEN] = "";
-    if (open_backends(a, err) != 0 || build_server(a, err) != 0 ||
+    if (open_backends(a, err) != 0 || open_cache(a, err) != 0 || build_server(a, err) != 0 ||
         health_probe_start(a->health, a->pg, a->redis, a->cfg.health_interval_ms, &a->probe) != 0 ||
         rpc_server_start(a->srv, err, sizeof err) != 0) {
         log_fields(LOG_ERROR, "start-up failed", LOG_F_STR, "error", err[0] ? err : "see above",

@@ -87,6 +87,17 @@ static const opt_def options[] = {
     {"traverse-max-depth", "MEMORYD_TRAVERSE_MAX_DEPTH", OPT_INT, OFF(traverse_max_depth), "10",
      1, 10, 0, "deepest GlobalMemory.Traverse a caller may ask for (max_depth above it is "
      "INVALID_ARGUMENT)"},
+    {"cache-l1-max-entries", "MEMORYD_CACHE_L1_MAX_ENTRIES", OPT_INT, OFF(cache_l1_max_entries),
+     "1000", 0, 10000000, 0, "entries the in-process cache (L1) keeps; 0 turns L1 off (every "
+     "Cache lookup goes to Redis)"},
+    {"cache-l1-max-bytes", "MEMORYD_CACHE_L1_MAX_BYTES", OPT_INT, OFF(cache_l1_max_bytes),
+     "67108864", 4096, 2147483647, 0, "bytes the in-process cache keeps (keys, values and "
+     "bookkeeping); least recently used entries go first"},
+    {"cache-l1-ttl-ms", "MEMORYD_CACHE_L1_TTL_MS", OPT_INT, OFF(cache_l1_ttl_ms), "60000", 100,
+     3600000, 0, "longest an entry stays in the in-process cache (never past its own TTL)"},
+    {"cache-entities", "MEMORYD_CACHE_ENTITIES", OPT_BOOL, OFF(cache_entities), "false", 0, 0, 0,
+     "GlobalMemory.GetEntity answers from the in-process cache (single-flight loads, "
+     "invalidated on every replica through Redis pub/sub)"},
     {"open-health", "MEMORYD_OPEN_HEALTH", OPT_BOOL, OFF(open_health), "true", 0, 0, 0,
      "health checks and reflection answer without a token (false: any valid token needed)"},
 };

@@ -12,6 +12,7 @@
 #include "service/auth/jwt.h"
 #include "service/auth/pii.h"
 #include "service/auth/pii_struct.h"
+#include "service/cache/cache_codec.h"
 #include "service/core/log.h"
 #include "service/core/text.h"
 #include "service/global/global_store.h"
@@ -304,6 +305,81 @@ static int page_size(const global_service *svc, int32_t asked) {
     return asked > PAGE_MAX ? PAGE_MAX : asked;
 }
 
+/* ------------------------------------------------------------ entity cache */
+
+/* After a write committed: this replica's L1 forgets the entity now, the
+ * others when the announcement reaches them. */
+static void entity_changed(const global_service *svc, rpc_call *call, const principal *p,
+                           const char *id) {
+    if (!svc->o.entity_cache) return;
+    size_t klen;
+    const char *key = cache_key_entity(rpc_call_arena(call), principal_tenant(p), id, &klen);
+    if (!key) return;
+    cache_aside_invalidate(svc->o.entity_cache, key, klen);
+    char err[256] = "";
+    if (svc->o.entity_l2 &&
+        cache_l2_publish(svc->o.entity_l2, key, klen, rpc_call_deadline_ms(call), err,
+                         sizeof err) != CACHE_L2_OK)
+        log_fields(LOG_WARN, "entity invalidation not announced; other replicas drop their L1 "
+                   "when their subscription recovers", LOG_F_STR, "id", id, LOG_F_STR, "reason",
+                   err, LOG_F_END);
+}
+
+typedef struct {
+    global_service *svc;
+    global_ctx *c;
+    const char *id;
+} entity_load;
+
+/* cache_aside_load_fn: the entity, tenant-wide, packed as memory.v1.Entity. */
+static int load_entity(void *arg, cache_item **out) {
+    entity_load *l = arg;
+    global_entity e;
+    int rc = global_load_entity(l->svc->store, l->c, l->id, &e);
+    if (rc == GLOBAL_ENOTFOUND) return CACHE_ASIDE_NOT_FOUND;
+    if (rc != GLOBAL_OK) return rc < 0 ? rc : -1;
+    Memory__V1__Entity *m = render_entity(l->c->ar, &e);
+    if (!m) return GLOBAL_ENOMEM;
+    size_t n = protobuf_c_message_get_packed_size(&m->base);
+    uint8_t *buf = arena_alloc(l->c->ar, n ? n : 1);
+    if (!buf) return GLOBAL_ENOMEM;
+    protobuf_c_message_pack(&m->base, buf);
+    *out = cache_item_create(e.meta.owner, strlen(e.meta.owner), buf, n, e.meta.label,
+                             e.meta.update_us / 1000, pbtime_now_us() / 1000 + 3600 * 1000);
+    return *out ? CACHE_ASIDE_FOUND : GLOBAL_ENOMEM;
+}
+
+static grpc_status_code get_entity_cached(global_service *svc, rpc_call *call, global_ctx *c,
+                                          const char *id, Memory__V1__GetEntityResponse *resp) {
+    arena *a = rpc_call_arena(call);
+    size_t klen;
+    const char *key = cache_key_entity(a, principal_tenant(c->p), id, &klen);
+    if (!key) return rpc_call_oom(call);
+    entity_load l = {svc, c, id};
+    cache_item *it = NULL;
+    int from_l1;
+    int rc = cache_aside_get(svc->o.entity_cache, key, klen, c->deadline_ms, load_entity, &l, &it,
+                             &from_l1);
+    if (rc == CACHE_ASIDE_TIMEOUT) rc = GLOBAL_ETIMEOUT;
+    if (rc == CACHE_ASIDE_NOMEM) rc = GLOBAL_ENOMEM;
+    int visible = rc == CACHE_ASIDE_FOUND &&
+                  principal_may_read(c->p, principal_scope(c->p, "global:read"),
+                                     principal_tenant(c->p), it->owner, it->label);
+    if (rc == CACHE_ASIDE_FOUND && visible)
+        resp->entity = (Memory__V1__Entity *)protobuf_c_message_unpack(
+            &memory__v1__entity__descriptor, arena_protobuf_allocator(a), it->value_len,
+            it->value);
+    cache_item_unref(it);
+    if (rc == CACHE_ASIDE_NOT_FOUND || (rc == CACHE_ASIDE_FOUND && !visible)) {
+        rpc_call_set_error(call, "entity %s not found", id);
+        return GRPC_STATUS_NOT_FOUND;
+    }
+    if (rc != CACHE_ASIDE_FOUND) return store_status(call, rc, c);
+    if (!resp->entity) return rpc_call_oom(call);
+    target(call, "entity", id);
+    return GRPC_STATUS_OK;
+}
+
 /* ------------------------------------------------------------ PutEntity */
 
 static grpc_status_code do_put_entity(rpc_call *call, const ProtobufCMessage *reqm,
@@ -345,6 +421,7 @@ static grpc_status_code do_put_entity(rpc_call *call, const ProtobufCMessage *re
     int created = 0;
     int rc = global_put_entity(svc->store, &c, &in, &e, &created);
     if (rc != GLOBAL_OK) return store_status(call, rc, &c);
+    entity_changed(svc, call, p, in.id);
     if (!(resp->entity = render_entity(a, &e))) return rpc_call_oom(call);
     resp->created = created;
     return GRPC_STATUS_OK;
@@ -362,6 +439,7 @@ static grpc_status_code do_get_entity(rpc_call *call, const ProtobufCMessage *re
     if (st != GRPC_STATUS_OK) return st;
     global_ctx c;
     init_ctx(&c, call, authn_principal(call), svc, 0);
+    if (svc->o.entity_cache) return get_entity_cached(svc, call, &c, id, resp);
     global_entity e;
     int rc = global_get_entity(svc->store, &c, id, &e);
     if (rc != GLOBAL_OK) return store_status(call, rc, &c);
@@ -388,6 +466,7 @@ static grpc_status_code do_delete_entity(rpc_call *call, const ProtobufCMessage 
     global_ctx c;
     init_ctx(&c, call, authn_principal(call), svc, 1);
     int rc = global_delete_entity(svc->store, &c, id, has_expected, req->expected_version);
+    if (rc == GLOBAL_OK) entity_changed(svc, call, c.p, id);
     return store_status(call, rc, &c);
 }
 

@@ -30,6 +30,8 @@
 #include <stddef.h>
 
 #include "service/audit/audit.h"
+#include "service/cache/cache_aside.h"
+#include "service/cache/cache_l2.h"
 #include "service/rpc/rpc.h"
 #include "service/store/pg_pool.h"
 
@@ -41,6 +43,13 @@ typedef struct global_options {
     size_t max_response_bytes; /* encoded answer budget (3 MiB; keep it below the
                                 * server's max message size) */
     int max_statement_ms;      /* statement_timeout for calls without deadline (30000) */
+    /* GetEntity through this cache-aside L1 when set (borrowed): loads are
+     * single-flight and tenant-wide, the read diode is applied to every
+     * copy handed out; PutEntity and DeleteEntity drop the entity from this
+     * replica's L1 and announce it to the others through entity_l2 (may be
+     * NULL: no Redis, one replica). */
+    cache_aside *entity_cache;
+    cache_l2 *entity_l2;
 } global_options;
 
 typedef struct global_service global_service;

@@ -218,7 +218,8 @@ static int decode_meta(global_ctx *c, const PGresult *r, int row, int c_tenant, 
     return 0;
 }
 
-static int decode_entity(global_ctx *c, const PGresult *r, int row, global_entity *e) {
+/* The columns of an entities row, without the read filter. */
+static int decode_entity_row(global_ctx *c, const PGresult *r, int row, global_entity *e) {
     memset(e, 0, sizeof *e);
     e->id = pgq_col_str(c->ar, r, row, 1);
     e->type = pgq_col_str(c->ar, r, row, 4);
@@ -227,7 +228,12 @@ static int decode_entity(global_ctx *c, const PGresult *r, int row, global_entit
     if (!e->id || !e->type || !e->name || !e->properties_json ||
         decode_meta(c, r, row, 0, 2, 3, 7, 8, 9, &e->meta) != 0)
         return fail(c, GLOBAL_EINTERNAL, "an entities row has an unreadable column");
-    return check_row(c, "entity", e->id, &e->meta);
+    return GLOBAL_OK;
+}
+
+static int decode_entity(global_ctx *c, const PGresult *r, int row, global_entity *e) {
+    int rc = decode_entity_row(c, r, row, e);
+    return rc != GLOBAL_OK ? rc : check_row(c, "entity", e->id, &e->meta);
 }
 
 static int decode_rel(global_ctx *c, const PGresult *r, int row, global_rel *e) {
@@ -375,6 +381,26 @@ static int get_entity(pgq_session *ss, global_ctx *c, void *arg) {
 int global_get_entity(global_store *s, global_ctx *c, const char *id, global_entity *out) {
     get_entity_args a = {id, out};
     return run(s, c, get_entity, &a);
+}
+
+static int load_entity(pgq_session *ss, global_ctx *c, void *arg) {
+    get_entity_args *a = arg;
+    pgq_params q = {0};
+    pgq_sql b = {0};
+    pgq_sql_add(&b, "SELECT " E_COLS " FROM entities e WHERE e.tenant = $%d AND e.id = $%d",
+                pgq_text(&q, principal_tenant(c->p)), pgq_text(&q, a->id));
+    PGresult *r;
+    int rc = pgq_pipeline(ss, "load entity", NULL, &b, &q, 1, &r);
+    if (rc != GLOBAL_OK) return rc;
+    if (PQntuples(r) == 0) rc = fail(c, GLOBAL_ENOTFOUND, "entity %s not found", a->id);
+    else rc = decode_entity_row(c, r, 0, a->out);
+    PQclear(r);
+    return rc;
+}
+
+int global_load_entity(global_store *s, global_ctx *c, const char *id, global_entity *out) {
+    get_entity_args a = {id, out};
+    return run(s, c, load_entity, &a);
 }
 
 typedef struct {

@@ -127,6 +127,10 @@ int global_put_entity(global_store *s, global_ctx *c, const global_entity_in *in
                       global_entity *out, int *created);
 /* GLOBAL_ENOTFOUND when absent or hidden. */
 int global_get_entity(global_store *s, global_ctx *c, const char *id, global_entity *out);
+/* The entity of the caller's tenant whatever its owner and label: for a
+ * cache shared by the tenant's callers, which must apply the rest of the
+ * read diode (principal_may_read) to every copy it hands out. */
+int global_load_entity(global_store *s, global_ctx *c, const char *id, global_entity *out);
 /* Deletes the entity and every relationship touching it. NOT_FOUND when
  * absent, EDENIED / ECONFLICT as for put. */
 int global_delete_entity(global_store *s, global_ctx *c, const char *id, int has_expected,

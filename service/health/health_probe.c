@@ -19,6 +19,9 @@ static const struct {
     {"memory.v1.GlobalMemory", NEEDS_PG},
     {"memory.v1.EpisodicMemory", NEEDS_PG}, /* embedded index is durable in Postgres */
     {"memory.v1.Cache", 0},                 /* L1 answers without Redis */
+    /* The cache's shared level: NOT_SERVING = Cache degraded to this
+     * replica's L1 (Redis down or not configured). */
+    {"memory.v1.Cache.L2", NEEDS_REDIS},
     {"memory.v1.Entries", NEEDS_PG},
     {"memory.v1.Blackboard", NEEDS_REDIS},
     {"memory.v1.Router", NEEDS_PG},

@@ -51,6 +51,10 @@ const std::vector<std::pair<std::string, std::string>> kOptions = {
     {"revocation-poll-ms", "MEMORYD_REVOCATION_POLL_MS"},
     {"pii-policy", "MEMORYD_PII_POLICY"},
     {"traverse-max-depth", "MEMORYD_TRAVERSE_MAX_DEPTH"},
+    {"cache-l1-max-entries", "MEMORYD_CACHE_L1_MAX_ENTRIES"},
+    {"cache-l1-max-bytes", "MEMORYD_CACHE_L1_MAX_BYTES"},
+    {"cache-l1-ttl-ms", "MEMORYD_CACHE_L1_TTL_MS"},
+    {"cache-entities", "MEMORYD_CACHE_ENTITIES"},
     {"open-health", "MEMORYD_OPEN_HEALTH"},
 };
 
