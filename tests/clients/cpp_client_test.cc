@@ -158,7 +158,7 @@ TEST_F(CppClientTest, EveryServiceStubReachesItsService) {
       {"memory.v1.EpisodicMemory/GetCollection",
        Unary<EpisodicMemory>(&EpisodicMemory::Stub::GetCollection),
        grpc::StatusCode::UNIMPLEMENTED},
-      {"memory.v1.Cache/Get", Unary<Cache>(&Cache::Stub::Get), grpc::StatusCode::UNIMPLEMENTED},
+      {"memory.v1.Cache/Get", Unary<Cache>(&Cache::Stub::Get), grpc::StatusCode::UNAUTHENTICATED},
       {"memory.v1.Entries/Read", Unary<Entries>(&Entries::Stub::Read),
        grpc::StatusCode::UNAUTHENTICATED},
       {"memory.v1.Blackboard/Read", Unary<Blackboard>(&Blackboard::Stub::Read),

@@ -126,10 +126,10 @@ TEST_F(MemorydTest, UnknownMethodIsUnimplementedPromptly) {
 TEST_F(MemorydTest, ApiMethodNotBuiltYetSaysSo) {
   auto m = Launch();
   auto ch = testing_client::Connect(m->port());
-  // Cache is the next tier to land; this changes when it does.
-  auto r = Unary(ch, "/memory.v1.Cache/Get", "", 10000);
+  // EpisodicMemory is the next tier to land; this changes when it does.
+  auto r = Unary(ch, "/memory.v1.EpisodicMemory/GetCollection", "", 10000);
   EXPECT_EQ(grpc::StatusCode::UNIMPLEMENTED, r.status.error_code());
-  EXPECT_NE(std::string::npos, r.status.error_message().find("memory.v1.Cache/Get"))
+  EXPECT_NE(std::string::npos, r.status.error_message().find("memory.v1.EpisodicMemory/GetCollection"))
       << r.status.error_message();
   EXPECT_LT(r.elapsed.count(), 1000);
 }
