@@ -248,6 +248,7 @@ static grpc_status_code do_get(rpc_call *call, const ProtobufCMessage *reqm,
     lookup k = {0};
     if (make_slots(a, p, req->key, &k.s) != 0) return rpc_call_oom(call);
     lookup_all(svc, call, p, &k, 1);
+    if (k.found) audit_add_target(call, arena_printf(a, "cache:%s", req->key));
     resp->item = render_item(a, p, &k);
     lookup_release(&k);
     return resp->item ? GRPC_STATUS_OK : rpc_call_oom(call);
@@ -278,6 +279,7 @@ static grpc_status_code do_multi_get(rpc_call *call, const ProtobufCMessage *req
     int oom = 0;
     for (size_t i = 0; i < req->n_keys; i++) {
         if (!oom && !(resp->items[i] = render_item(a, p, &ks[i]))) oom = 1;
+        if (!oom && ks[i].found) audit_add_target(call, arena_printf(a, "cache:%s", req->keys[i]));
         lookup_release(&ks[i]);
     }
     if (oom) return rpc_call_oom(call);

@@ -27,7 +27,7 @@ cd "$ROOT"
 SECS=${1:-20}
 shift || true
 ALL=(descpool_fuzz redis_url_fuzz config_fuzz log_fuzz request_decode_fuzz jwt_fuzz pii_fuzz
-  nsglob_fuzz global_query_fuzz)
+  nsglob_fuzz global_query_fuzz cache_codec_fuzz)
 TARGETS=("$@")
 ((${#TARGETS[@]})) || TARGETS=("${ALL[@]}")
 BAZEL=${BAZEL:-bazel}
@@ -84,6 +84,8 @@ sources_of() {
     global_query_fuzz) echo "service/global/global_query.c service/store/pgq.c service/store/pg_pool.c
       service/store/conn_pool.c service/core/arena.c service/core/log.c service/core/text.c
       service/pb/page_token.c service/auth/b64url.c -I/usr/include/postgresql" ;;
+    cache_codec_fuzz) echo "service/cache/cache_codec.c service/cache/cache_item.c
+      service/core/arena.c" ;;
     *) echo "run.sh: unknown target $1 (known: ${ALL[*]})" >&2; exit 2 ;;
   esac
 }
