@@ -52,6 +52,11 @@ class GlobalTest : public ::testing::Test {
     std::vector<std::string> args = {"--pg-url=" + (pg_url.empty() ? db_.url() : pg_url),
                                      "--shutdown-grace=1"};
     args.insert(args.end(), extra.begin(), extra.end());
+#ifdef GLOBAL_TEST_CACHE_ENTITIES
+    // The same suite with GetEntity answered through the cache-aside L1.
+    args.push_back("--cache-entities");
+    if (!TestRedisUrl().empty()) args.push_back("--redis-url=" + TestRedisUrl());
+#endif
     m_ = std::make_unique<MemorydProcess>(args);
     ASSERT_TRUE(m_->Start()) << m_->Log();
     ch_ = testing_client::Connect(m_->port());
