@@ -1,6 +1,8 @@
 // pg_server: see pg_server.h.
 #include "tests/testing/pg_server.h"
 
+#include "tests/testing/ports.h"
+
 #include <dirent.h>
 #include <netinet/in.h>
 #include <pwd.h>
@@ -33,21 +35,6 @@ std::string FindBinDir() {
     closedir(d);
   }
   return best;
-}
-
-// A port nothing listens on now; the server binds it a moment later.
-int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  int port = 0;
-  if (fd >= 0 && bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
-    port = ntohs(a.sin_port);
-  if (fd >= 0) close(fd);
-  return port;
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // redis_server: fork/exec of /usr/bin/redis-server; see redis_server.h.
 #include "tests/testing/redis_server.h"
 
+#include "tests/testing/ports.h"
+
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -14,20 +16,6 @@
 namespace {
 
 const char kBinary[] = "/usr/bin/redis-server";
-
-int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  int port = 0;
-  if (fd >= 0 && bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
-    port = ntohs(a.sin_port);
-  if (fd >= 0) close(fd);
-  return port;
-}
 
 }  // namespace
 
