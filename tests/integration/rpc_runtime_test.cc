@@ -64,12 +64,15 @@ void ForeverCancelled(rpc_call* call, void*) {
   rpc_call_finish(call, GRPC_STATUS_CANCELLED, "cancelled");
 }
 
-// Sends one message, then keeps the stream open until cancelled.
+// Sends one message, then keeps the stream open until cancelled. The cancel
+// callback goes in before the message: once the client has the message it
+// may cancel at once, and a callback registered after that would be refused
+// (the call is already cancelled) and never counted.
 grpc_status_code Forever(rpc_call* call, const ProtobufCMessage*, void*) {
+  if (rpc_call_on_cancel(call, ForeverCancelled, nullptr) != 0) return GRPC_STATUS_CANCELLED;
   Grpc__Health__V1__HealthCheckResponse m = GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__INIT;
   m.status = GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING;
   rpc_call_send(call, &m.base);
-  if (rpc_call_on_cancel(call, ForeverCancelled, nullptr) != 0) return GRPC_STATUS_CANCELLED;
   return RPC_PENDING;
 }
 
