@@ -16,6 +16,7 @@ PACKAGES=(
   libgrpc-dev
   libgtest-dev
   libhiredis-dev
+  libfaiss-dev
   libjansson-dev
   libpq-dev
   libprotobuf-c-dev
@@ -29,6 +30,7 @@ PACKAGES=(
   protobuf-compiler
   protobuf-compiler-grpc
   python3-grpcio
+  python3-jsonschema
   python3-protobuf
   redis-server
 )
