@@ -33,6 +33,8 @@
 #include "service/cache/cache_l2.h"
 #include "service/cache/cache_service.h"
 #include "service/cache/cache_sub.h"
+#include "service/episodic/episodic_embedded.h"
+#include "service/episodic/episodic_service.h"
 #include "service/token_cli.h"
 
 #define ERRLEN 512
@@ -56,6 +58,8 @@ typedef struct {
     cache_sub *sub;
     cache_aside *entity_cache;
     cache_service *cache;
+    vstore *vectors;
+    episodic_service *episodic;
 } app;
 
 static char *read_file(const char *path, char *err, size_t errlen) {
@@ -210,10 +214,16 @@ static int build_server(app *a, char *err) {
                          .entity_cache = a->entity_cache,
                          .entity_l2 = a->l2};
     cache_options co = {.redact_pii = eo.pii_policy == ENTRIES_PII_REDACT};
+    episodic_options epo = {.redact_pii = eo.pii_policy == ENTRIES_PII_REDACT};
+    if (episodic_embedded_open(a->pg, &a->vectors) != 0) {
+        snprintf(err, ERRLEN, "out of memory");
+        return -1;
+    }
     if (audit_register(a->srv, a->audit) != 0 || access_register(a->srv, a->auth, a->pg) != 0 ||
         entries_register(a->srv, a->pg, a->audit, &eo, &a->entries) != 0 ||
         global_register(a->srv, a->pg, a->audit, &go, &a->global) != 0 ||
-        cache_register(a->srv, a->l1, a->l2, &co, &a->cache) != 0) {
+        cache_register(a->srv, a->l1, a->l2, &co, &a->cache) != 0 ||
+        episodic_register(a->srv, a->vectors, a->audit, &epo, &a->episodic) != 0) {
         snprintf(err, ERRLEN, "cannot register the services");
         return -1;
     }
@@ -227,6 +237,8 @@ static void teardown(app *a) {
     entries_service_free(a->entries);
     global_service_free(a->global);
     cache_service_free(a->cache);
+    episodic_service_free(a->episodic);
+    vstore_free(a->vectors);
     cache_aside_free(a->entity_cache);
     cache_sub_stop(a->sub);
     cache_l2_free(a->l2);

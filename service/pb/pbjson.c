@@ -124,6 +124,14 @@ static int render(const Google__Protobuf__Struct *s, const Google__Protobuf__Val
     return 0;
 }
 
+json_t *pbjson_struct_to_json(const Google__Protobuf__Struct *s, const char *prefix, char *err,
+                              size_t errlen) {
+    walk w = {.len = 0, .err = err, .errlen = errlen};
+    snprintf(w.path, sizeof w.path, "%s", prefix);
+    w.len = strlen(w.path);
+    return from_struct(&w, s);
+}
+
 int pbjson_from_struct(const Google__Protobuf__Struct *s, const char *prefix, char **out,
                        size_t *len, char *err, size_t errlen) {
     return render(s, NULL, prefix, out, len, err, errlen);
@@ -210,6 +218,10 @@ static Google__Protobuf__Struct *to_struct(arena *a, json_t *obj) {
     }
     s->n_fields = i;
     return s;
+}
+
+Google__Protobuf__Struct *pbjson_json_to_struct(arena *a, json_t *obj) {
+    return json_is_object(obj) ? to_struct(a, obj) : NULL;
 }
 
 int pbjson_to_struct(arena *a, const char *json, size_t len, Google__Protobuf__Struct **out) {

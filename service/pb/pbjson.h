@@ -8,6 +8,7 @@
 #ifndef MEMORYD_PB_PBJSON_H
 #define MEMORYD_PB_PBJSON_H
 
+#include <jansson.h>
 #include <stddef.h>
 
 #include "google/protobuf/struct.pb-c.h"
@@ -24,6 +25,15 @@ int pbjson_from_struct(const Google__Protobuf__Struct *s, const char *prefix, ch
  * NULL v is an error naming prefix as required. */
 int pbjson_from_value(const Google__Protobuf__Value *v, const char *prefix, char **out,
                       size_t *len, char *err, size_t errlen);
+
+/* The same as a jansson object (s NULL: {}), a new reference owned by the
+ * caller; NULL with err as above. */
+json_t *pbjson_struct_to_json(const Google__Protobuf__Struct *s, const char *prefix, char *err,
+                              size_t errlen);
+
+/* A jansson object as a Struct in arena a (obj is only read); NULL when
+ * obj is not an object or out of memory. */
+Google__Protobuf__Struct *pbjson_json_to_struct(arena *a, json_t *obj);
 
 /* Parses a JSON object into a Struct allocated in arena a. Returns 0, or
  * -1 when json is not an object (or out of memory). */

@@ -171,6 +171,41 @@ const pg_migration memoryd_migrations[] = {
      " PRIMARY KEY (tenant, id));"
      "CREATE INDEX tasks_start ON tasks (tenant, start_time DESC, id);"
      "CREATE INDEX tasks_status ON tasks (tenant, status, start_time DESC, id);"},
+    {6, "episodic memory",
+     /* The episodic tier's catalog (both backends) and the embedded
+      * backend's points. cid, not (tenant, name), keys the points: a
+      * collection deleted and created again under the same name is a new
+      * collection, and a replica's in-memory index of the old one must not
+      * be mistaken for it. `seq` is the collection's change counter: every
+      * write takes the collection row's lock, bumps seq and stamps the
+      * points it touches with it, so a replica catches up by reading the
+      * points with seq above the one it has applied. A deleted point stays
+      * as a tombstone (vector NULL) for the same reason. Vectors are
+      * little-endian float32 arrays. */
+     "CREATE TABLE episodic_collections ("
+     " cid bigserial PRIMARY KEY,"
+     " tenant text NOT NULL,"
+     " name text COLLATE \"C\" NOT NULL,"
+     " dims integer NOT NULL CHECK (dims BETWEEN 1 AND 65536),"
+     " distance smallint NOT NULL CHECK (distance BETWEEN 1 AND 3),"
+     " owner text NOT NULL,"
+     " seq bigint NOT NULL DEFAULT 0,"
+     " created_at timestamptz NOT NULL,"
+     " UNIQUE (tenant, name));"
+     "CREATE TABLE episodic_points ("
+     " cid bigint NOT NULL REFERENCES episodic_collections (cid) ON DELETE CASCADE,"
+     " pid text COLLATE \"C\" NOT NULL,"
+     " seq bigint NOT NULL,"
+     " owner text NOT NULL,"
+     " label smallint NOT NULL CHECK (label BETWEEN 1 AND 4),"
+     " vector bytea,"
+     " payload jsonb,"
+     " pii_kinds text[] NOT NULL DEFAULT '{}',"
+     " version bigint NOT NULL CHECK (version >= 1),"
+     " created_at timestamptz NOT NULL,"
+     " updated_at timestamptz NOT NULL,"
+     " PRIMARY KEY (cid, pid));"
+     "CREATE INDEX episodic_points_seq ON episodic_points (cid, seq);"},
 };
 
 const size_t memoryd_migrations_count = sizeof memoryd_migrations / sizeof memoryd_migrations[0];

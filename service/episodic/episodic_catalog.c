@@ -1,0 +1,161 @@
+/* episodic_catalog: collections in PostgreSQL (migration 6). The VS_E*
+ * codes share their numbers with PGQ_E*, so pgq results pass through. */
+#include "service/episodic/episodic_catalog.h"
+
+#include <string.h>
+
+#include "service/store/pgq.h"
+
+#define TIER "episodic"
+/* statement_timeout for calls that carry no deadline */
+#define MAX_STATEMENT_MS 30000
+
+#define COLS "c.cid, c.name, c.dims, c.distance, c.owner, c.created_at"
+
+_Static_assert(VS_ENOTFOUND == PGQ_ENOTFOUND && VS_EDENIED == PGQ_EDENIED &&
+                   VS_EUNAVAILABLE == PGQ_EUNAVAILABLE && VS_ETIMEOUT == PGQ_ETIMEOUT &&
+                   VS_EINTERNAL == PGQ_EINTERNAL && VS_ENOMEM == PGQ_ENOMEM,
+               "vstore codes mirror pgq codes");
+
+int ecat_code(int pgq_code) { return pgq_code; }
+
+typedef struct call {
+    vs_ctx *c;
+    const char *name;
+    int dims, distance;
+    ecat_hook hook;
+    void *arg;
+    const char *after;
+    size_t limit;
+    vs_collection *out;
+    vs_collection **list;
+    size_t *n;
+} call;
+
+static int decode(vs_ctx *c, const PGresult *r, int row, vs_collection *out) {
+    int64_t dims, distance;
+    memset(out, 0, sizeof *out);
+    out->name = pgq_col_str(c->ar, r, row, 1);
+    out->owner = pgq_col_str(c->ar, r, row, 4);
+    if (pgq_col_int(r, row, 0, &out->cid) != 0 || !out->name || !out->owner ||
+        pgq_col_int(r, row, 2, &dims) != 0 || pgq_col_int(r, row, 3, &distance) != 0 ||
+        pgq_col_ts(r, row, 5, &out->created_us) != 0)
+        return vs_fail(c, VS_EINTERNAL, "unexpected episodic_collections row");
+    out->dims = (int)dims;
+    out->distance = (int)distance;
+    return VS_OK;
+}
+
+static int create_fn(pgq_session *ss, void *arg) {
+    call *a = arg;
+    vs_ctx *c = a->c;
+    pgq_params q = {0};
+    pgq_sql b = {0};
+    pgq_sql_add(&b,
+                "INSERT INTO episodic_collections AS c (tenant, name, dims, distance, owner, "
+                "created_at) VALUES ($%d, $%d, $%d, $%d, $%d, now()) "
+                "ON CONFLICT (tenant, name) DO NOTHING RETURNING " COLS,
+                pgq_text(&q, principal_tenant(c->p)), pgq_text(&q, a->name),
+                pgq_int4(&q, a->dims), pgq_int4(&q, a->distance),
+                pgq_text(&q, principal_sub(c->p)));
+    PGresult *r;
+    int rc = pgq_pipeline(ss, "create collection", "BEGIN", &b, &q, 0, &r);
+    if (rc != VS_OK) return rc;
+    if (PQntuples(r) == 0)
+        rc = vs_fail(c, VS_EEXISTS, "collection %s already exists", a->name);
+    else
+        rc = decode(c, r, 0, a->out);
+    PQclear(r);
+    if (rc == VS_OK && a->hook) rc = a->hook(c, a->out, a->arg);
+    if (rc == VS_OK) rc = pgq_commit(ss, NULL, NULL, NULL);
+    return rc;
+}
+
+static int get_fn(pgq_session *ss, void *arg) {
+    call *a = arg;
+    pgq_params q = {0};
+    pgq_sql b = {0};
+    pgq_sql_add(&b, "SELECT " COLS " FROM episodic_collections c WHERE c.tenant = $%d AND c.name = $%d",
+                pgq_text(&q, principal_tenant(a->c->p)), pgq_text(&q, a->name));
+    PGresult *r;
+    int rc = pgq_pipeline(ss, "get collection", NULL, &b, &q, 1, &r);
+    if (rc != VS_OK) return rc;
+    if (PQntuples(r) == 0)
+        rc = vs_fail(a->c, VS_ENOTFOUND, "collection %s not found", a->name);
+    else
+        rc = decode(a->c, r, 0, a->out);
+    PQclear(r);
+    return rc;
+}
+
+static int list_fn(pgq_session *ss, void *arg) {
+    call *a = arg;
+    pgq_params q = {0};
+    pgq_sql b = {0};
+    pgq_sql_add(&b, "SELECT " COLS " FROM episodic_collections c WHERE c.tenant = $%d",
+                pgq_text(&q, principal_tenant(a->c->p)));
+    if (a->after) pgq_sql_add(&b, " AND c.name > $%d", pgq_text(&q, a->after));
+    pgq_sql_add(&b, " ORDER BY c.name LIMIT $%d", pgq_int8(&q, (int64_t)a->limit));
+    PGresult *r;
+    int rc = pgq_pipeline(ss, "list collections", NULL, &b, &q, 1, &r);
+    if (rc != VS_OK) return rc;
+    int rows = PQntuples(r);
+    *a->list = rows ? arena_alloc(a->c->ar, (size_t)rows * sizeof **a->list) : NULL;
+    if (rows && !*a->list) rc = vs_fail(a->c, VS_ENOMEM, "out of memory");
+    for (int i = 0; rc == VS_OK && i < rows; i++) rc = decode(a->c, r, i, &(*a->list)[i]);
+    *a->n = rc == VS_OK ? (size_t)rows : 0;
+    PQclear(r);
+    return rc;
+}
+
+static int delete_fn(pgq_session *ss, void *arg) {
+    call *a = arg;
+    vs_ctx *c = a->c;
+    pgq_params q = {0};
+    pgq_sql b = {0};
+    pgq_sql_add(&b,
+                "DELETE FROM episodic_collections c WHERE c.tenant = $%d AND c.name = $%d "
+                "RETURNING " COLS,
+                pgq_text(&q, principal_tenant(c->p)), pgq_text(&q, a->name));
+    PGresult *r;
+    int rc = pgq_pipeline(ss, "delete collection", "BEGIN", &b, &q, 0, &r);
+    if (rc != VS_OK) return rc;
+    vs_collection col;
+    if (PQntuples(r) == 0)
+        rc = vs_fail(c, VS_ENOTFOUND, "collection %s not found", a->name);
+    else
+        rc = decode(c, r, 0, &col);
+    PQclear(r);
+    if (rc == VS_OK && a->hook) rc = a->hook(c, &col, a->arg);
+    if (rc == VS_OK) rc = pgq_commit(ss, NULL, NULL, NULL);
+    return rc;
+}
+
+static int run_on(pg_pool *pg, call *a, pgq_fn fn) {
+    a->c->err[0] = '\0';
+    return pgq_run(pg, TIER, a->c->deadline_ms, MAX_STATEMENT_MS, a->c->err, sizeof a->c->err, fn,
+                   a);
+}
+
+int ecat_create(pg_pool *pg, vs_ctx *c, const char *name, int dims, int distance, ecat_hook hook,
+                void *arg, vs_collection *out) {
+    call a = {.c = c, .name = name, .dims = dims, .distance = distance, .hook = hook,
+              .arg = arg, .out = out};
+    return run_on(pg, &a, create_fn);
+}
+
+int ecat_get(pg_pool *pg, vs_ctx *c, const char *name, vs_collection *out) {
+    call a = {.c = c, .name = name, .out = out};
+    return run_on(pg, &a, get_fn);
+}
+
+int ecat_list(pg_pool *pg, vs_ctx *c, const char *after, size_t limit, vs_collection **out,
+              size_t *n) {
+    call a = {.c = c, .after = after, .limit = limit, .list = out, .n = n};
+    return run_on(pg, &a, list_fn);
+}
+
+int ecat_delete(pg_pool *pg, vs_ctx *c, const char *name, ecat_hook hook, void *arg) {
+    call a = {.c = c, .name = name, .hook = hook, .arg = arg};
+    return run_on(pg, &a, delete_fn);
+}

@@ -1,0 +1,789 @@
+/* episodic_embedded: points in PostgreSQL, searched in memory.
+ *
+ * Consistency: every write locks its collection's catalog row (UPDATE ...
+ * seq = seq + 1, or SELECT ... FOR UPDATE) for the length of its
+ * transaction, so writes to one collection commit in seq order and a
+ * statement that sees seq N also sees every point stamped <= N. A read
+ * first asks for the collection's seq (one indexed row) and, when it moved,
+ * applies the points stamped above what this replica has applied (new
+ * versions and tombstones) before searching. Writes do not touch the
+ * in-memory index: the next read on any replica, this one included,
+ * catches up the same way. */
+#include "service/episodic/episodic_embedded.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "service/core/log.h"
+#include "service/episodic/episodic_catalog.h"
+#include "service/episodic/episodic_filter.h"
+#include "service/episodic/episodic_index.h"
+#include "service/store/pgq.h"
+
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "episodic_points.vector is little-endian float32: add byte swapping for this target"
+#endif
+
+#define TIER "episodic"
+#define MAX_STATEMENT_MS 30000
+#define BUCKETS 256
+#define SYNC_PAGE 4096 /* points fetched per catch-up statement */
+
+/* One collection's in-memory state on this replica. */
+typedef struct ecoll {
+    char *key; /* tenant "\n" name */
+    int64_t cid;
+    pthread_rwlock_t rw;     /* guards x */
+    pthread_mutex_t sync_mu; /* one catch-up at a time; guards applied */
+    eidx *x;
+    int64_t applied; /* the collection seq this index reflects */
+    int refs;        /* the map's reference + callers'; under embedded.mu */
+    struct ecoll *next;
+} ecoll;
+
+typedef struct embedded {
+    vstore base;
+    pg_pool *pg;
+    pthread_mutex_t mu;
+    ecoll *buckets[BUCKETS];
+} embedded;
+
+/* ------------------------------------------------------------ the map */
+
+static char *coll_key(const vs_ctx *c, const char *name) {
+    const char *t = principal_tenant(c->p);
+    size_t tl = strlen(t), nl = strlen(name);
+    char *k = malloc(tl + nl + 2);
+    if (!k) return NULL;
+    memcpy(k, t, tl);
+    k[tl] = '\n';
+    memcpy(k + tl + 1, name, nl + 1);
+    return k;
+}
+
+static size_t bucket_of(const char *key) {
+    uint64_t h = 1469598103934665603ull;
+    for (const char *p = key; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    return (size_t)(h % BUCKETS);
+}
+
+static void ecoll_free(ecoll *ec) {
+    eidx_free(ec->x);
+    pthread_rwlock_destroy(&ec->rw);
+    pthread_mutex_destroy(&ec->sync_mu);
+    free(ec->key);
+    free(ec);
+}
+
+static void release(embedded *e, ecoll *ec) {
+    pthread_mutex_lock(&e->mu);
+    int last = --ec->refs == 0;
+    pthread_mutex_unlock(&e->mu);
+    if (last) ecoll_free(ec);
+}
+
+/* Unlinks key's entry (if any) under e->mu; returns it for release. */
+static ecoll *unlink_locked(embedded *e, const char *key) {
+    ecoll **pp = &e->buckets[bucket_of(key)];
+    for (; *pp; pp = &(*pp)->next) {
+        if (strcmp((*pp)->key, key) == 0) {
+            ecoll *ec = *pp;
+            *pp = ec->next;
+            return ec;
+        }
+    }
+    return NULL;
+}
+
+/* Drops this replica's index of a collection that no longer exists. */
+static void forget(embedded *e, const vs_ctx *c, const char *name) {
+    char *key = coll_key(c, name);
+    if (!key) return;
+    pthread_mutex_lock(&e->mu);
+    ecoll *old = unlink_locked(e, key);
+    pthread_mutex_unlock(&e->mu);
+    free(key);
+    if (old) release(e, old);
+}
+
+/* The in-memory state of col, created empty on first use; a state of an
+ * older collection of the same name is replaced. NULL when out of memory. */
+static ecoll *acquire(embedded *e, const vs_ctx *c, const vs_collection *col) {
+    char *key = coll_key(c, col->name);
+    if (!key) return NULL;
+    ecoll *stale = NULL, *ec;
+    pthread_mutex_lock(&e->mu);
+    size_t b = bucket_of(key);
+    for (ec = e->buckets[b]; ec; ec = ec->next)
+        if (strcmp(ec->key, key) == 0) break;
+    if (ec && ec->cid != col->cid) {
+        stale = unlink_locked(e, key);
+        ec = NULL;
+    }
+    if (!ec && (ec = calloc(1, sizeof *ec)) != NULL) {
+        ec->key = key;
+        key = NULL;
+        ec->cid = col->cid;
+        ec->x = eidx_create(col->dims, col->distance);
+        if (!ec->x) {
+            free(ec->key);
+            free(ec);
+            ec = NULL;
+        } else {
+            pthread_rwlock_init(&ec->rw, NULL);
+            pthread_mutex_init(&ec->sync_mu, NULL);
+            ec->refs = 1;
+            ec->next = e->buckets[b];
+            e->buckets[b] = ec;
+        }
+    }
+    if (ec) ec->refs++;
+    pthread_mutex_unlock(&e->mu);
+    free(key);
+    if (stale) release(e, stale);
+    return ec;
+}
+
+/* ------------------------------------------------------------ SQL helpers */
+
+typedef struct op {
+    embedded *e;
+    vs_ctx *c;
+    const vs_collection *col;
+    ecoll *ec;
+    /* upsert */
+    const vs_point_in *pts;
+    size_t n;
+    /* deletes */
+    const vs_id *ids;
+    const Memory__V1__Filter *filter;
+    int64_t deleted;
+} op;
+
+/* Runs one statement: inside the session's open transaction when in_tx,
+ * else alone in one round trip. */
+static int query(pgq_session *ss, int in_tx, const char *what, const pgq_sql *b,
+                 const pgq_params *q, PGresult **out) {
+    if (!in_tx) return pgq_pipeline(ss, what, NULL, b, q, 1, out);
+    if (b->overflow) return pgq_fail(ss, PGQ_EINTERNAL, "%s query too long", what);
+    PGresult *r = pgq_exec(ss, b, q);
+    ExecStatusType st = PQresultStatus(r);
+    if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) {
+        int rc = pgq_pg_fail(ss, r, what);
+        PQclear(r);
+        return rc;
+    }
+    *out = r;
+    return PGQ_OK;
+}
+
+static const char *pid_text(arena *a, const vs_id *id) {
+    char buf[37];
+    return arena_strdup(a, vs_id_text(id, buf));
+}
+
+/* ------------------------------------------------------------ catch-up */
+
+/* A decoded point row, applied under the write lock. */
+typedef struct row {
+    vs_id id;
+    const float *vector; /* NULL: a tombstone */
+    json_t *payload;
+    vs_meta meta;
+} row;
+
+static int decode_row(vs_ctx *c, arena *a, const PGresult *r, int i, int dims, row *out) {
+    /* pid, seq, owner, label, vector, payload, pii_kinds, version, created_at, updated_at */
+    int64_t label;
+    memset(out, 0, sizeof *out);
+    const char *pid = pgq_col_str(a, r, i, 0);
+    if (!pid || vs_id_parse(pid, &out->id) != 0)
+        return vs_fail(c, VS_EINTERNAL, "episodic_points: bad pid");
+    if (PQgetisnull(r, i, 4)) return VS_OK; /* tombstone */
+    if (PQgetlength(r, i, 4) != dims * (int)sizeof(float))
+        return vs_fail(c, VS_EINTERNAL, "episodic_points %s: vector of %d bytes, want %d", pid,
+                       PQgetlength(r, i, 4), dims * (int)sizeof(float));
+    float *v = arena_alloc(a, (size_t)dims * sizeof(float));
+    if (!v) return vs_fail(c, VS_ENOMEM, "out of memory");
+    memcpy(v, PQgetvalue(r, i, 4), (size_t)dims * sizeof(float));
+    out->vector = v;
+    out->meta.owner = pgq_col_str(a, r, i, 2);
+    const char *payload = pgq_col_jsonb(a, r, i, 5);
+    if (!out->meta.owner || pgq_col_int(r, i, 3, &label) != 0 ||
+        pgq_col_text_array(a, r, i, 6, &out->meta.pii_kinds, &out->meta.npii) != 0 ||
+        pgq_col_int(r, i, 7, &out->meta.version) != 0 ||
+        pgq_col_ts(r, i, 8, &out->meta.created_us) != 0 ||
+        pgq_col_ts(r, i, 9, &out->meta.updated_us) != 0)
+        return vs_fail(c, VS_EINTERNAL, "episodic_points %s: unexpected row", pid);
+    out->meta.label = (int)label;
+    if (payload) {
+        json_error_t jerr;
+        out->payload = json_loads(payload, 0, &jerr);
+        if (!json_is_object(out->payload)) {
+            json_decref(out->payload);
+            out->payload = NULL;
+            return vs_fail(c, VS_EINTERNAL, "episodic_points %s: payload is not an object", pid);
+        }
+    }
+    return VS_OK;
+}
+
+/* Applies the changes above ec->applied. In a write transaction (in_tx)
+ * the caller holds the collection row lock, so the index then reflects
+ * exactly the committed state. VS_ENOTFOUND when the collection is gone. */
+static int sync_index(pgq_session *ss, vs_ctx *c, ecoll *ec, int in_tx) {
+    pthread_mutex_lock(&ec->sync_mu);
+    pgq_params q = {0};
+    pgq_sql b = {0};
+    pgq_sql_add(&b, "SELECT seq FROM episodic_collections WHERE cid = $%d", pgq_int8(&q, ec->cid));
+    PGresult *r;
+    int rc = query(ss, in_tx, "collection seq", &b, &q, &r);
+    int64_t seq = 0;
+    if (rc == VS_OK) {
+        if (PQntuples(r) == 0)
+            rc = vs_fail(c, VS_ENOTFOUND, "the collection was deleted");
+        else if (pgq_col_int(r, 0, 0, &seq) != 0)
+            rc = vs_fail(c, VS_EINTERNAL, "unexpected episodic_collections.seq");
+        PQclear(r);
+    }
+
+    /* Keyset over (seq, pid): one write may stamp more points than a page. */
+    int64_t after_seq = ec->applied;
+    char after_pid[40] = ""; /* "": the first page, everything above applied */
+    int dims = eidx_dims(ec->x);
+    while (rc == VS_OK && seq > ec->applied) {
+        arena *a = arena_create();
+        if (!a) {
+            rc = vs_fail(c, VS_ENOMEM, "out of memory");
+            break;
+        }
+        pgq_params pq = {0};
+        pgq_sql pb = {0};
+        int cid = pgq_int8(&pq, ec->cid);
+        int s = pgq_int8(&pq, after_seq);
+        pgq_sql_add(&pb,
+                    "SELECT pid, seq, owner, label, vector, payload, pii_kinds, version, "
+                    "created_at, updated_at FROM episodic_points WHERE cid = $%d AND ",
+                    cid);
+        if (after_pid[0])
+            pgq_sql_add(&pb, "seq >= $%d AND (seq, pid) > ($%d, $%d)", s, s,
+                        pgq_text(&pq, after_pid));
+        else
+            pgq_sql_add(&pb, "seq > $%d", s);
+        pgq_sql_add(&pb, " ORDER BY seq, pid LIMIT %d", SYNC_PAGE);
+        rc = query(ss, in_tx, "catch up points", &pb, &pq, &r);
+        if (rc != VS_OK) {
+            arena_free(a);
+            break;
+        }
+        int rows = PQntuples(r);
+        row *batch = rows ? arena_alloc(a, (size_t)rows * sizeof *batch) : NULL;
+        if (rows && !batch) rc = vs_fail(c, VS_ENOMEM, "out of memory");
+        int decoded = 0;
+        for (; rc == VS_OK && decoded < rows; decoded++)
+            rc = decode_row(c, a, r, decoded, dims, &batch[decoded]);
+        if (rc == VS_OK && rows) {
+            const char *last = PQgetvalue(r, rows - 1, 0);
+            snprintf(after_pid, sizeof after_pid, "%s", last);
+            if (pgq_col_int(r, rows - 1, 1, &after_seq) != 0)
+                rc = vs_fail(c, VS_EINTERNAL, "unexpected episodic_points.seq");
+        }
+        PQclear(r);
+        if (rc == VS_OK) {
+            pthread_rwlock_wrlock(&ec->rw);
+            for (int i = 0; i < rows && rc == VS_OK; i++) {
+                if (!batch[i].vector)
+                    eidx_remove(ec->x, &batch[i].id);
+                else if (eidx_put(ec->x, &batch[i].id, batch[i].vector, batch[i].payload,
+                                  &batch[i].meta) != 0)
+                    rc = vs_fail(c, VS_ENOMEM, "out of memory loading the collection");
+            }
+            pthread_rwlock_unlock(&ec->rw);
+        }
+        for (int i = 0; i < decoded && batch; i++) json_decref(batch[i].payload);
+        arena_free(a);
+        if (rc == VS_OK && rows < SYNC_PAGE) ec->applied = seq;
+    }
+    pthread_mutex_unlock(&ec->sync_mu);
+    return rc;
+}
+
+static int sync_fn(pgq_session *ss, void *arg) {
+    op *o = arg;
+    return sync_index(ss, o->c, o->ec, 0);
+}
+
+static int run(op *o, pgq_fn fn) {
+    o->c->err[0] = '\0';
+    return pgq_run(o->e->pg, TIER, o->c->deadline_ms, MAX_STATEMENT_MS, o->c->err,
+                   sizeof o->c->err, fn, o);
+}
+
+/* The collection's state, brought up to date. On VS_OK the caller
+ * releases *out. */
+static int open_current(embedded *e, vs_ctx *c, const vs_collection *col, ecoll **out) {
+    ecoll *ec = acquire(e, c, col);
+    if (!ec) return vs_fail(c, VS_ENOMEM, "out of memory");
+    op o = {.e = e, .c = c, .col = col, .ec = ec};
+    int rc = run(&o, sync_fn);
+    if (rc != VS_OK) {
+        release(e, ec);
+        if (rc == VS_ENOTFOUND) forget(e, c, col->name);
+        return rc;
+    }
+    *out = ec;
+    return VS_OK;
+}
+
+/* ------------------------------------------------------------ reads */
+
+static int copy_point(vs_ctx *c, const eidx *x, size_t slot, int with_payload, int with_vector,
+                      vs_point *out) {
+    memset(out, 0, sizeof *out);
+    out->id = *eidx_id(x, slot);
+    const vs_meta *m = eidx_meta(x, slot);
+    out->meta = *m;
+    out->meta.owner = arena_strdup(c->ar, m->owner);
+    if (!out->meta.owner) return vs_fail(c, VS_ENOMEM, "out of memory");
+    if (m->npii) {
+        const char **k = arena_alloc(c->ar, m->npii * sizeof *k);
+        if (!k) return vs_fail(c, VS_ENOMEM, "out of memory");
+        for (size_t i = 0; i < m->npii; i++)
+            if (!(k[i] = arena_strdup(c->ar, m->pii_kinds[i])))
+                return vs_fail(c, VS_ENOMEM, "out of memory");
+        out->meta.pii_kinds = k;
+    }
+    if (with_vector) {
+        size_t bytes = (size_t)eidx_dims(x) * sizeof(float);
+        float *v = arena_alloc(c->ar, bytes);
+        if (!v) return vs_fail(c, VS_ENOMEM, "out of memory");
+        memcpy(v, eidx_vector(x, slot), bytes);
+        out->vector = v;
+    }
+    if (with_payload) {
+        json_t *p = eidx_payload(x, slot);
+        out->payload = p ? json_incref(p) : json_object();
+        if (!out->payload) return vs_fail(c, VS_ENOMEM, "out of memory");
+    }
+    return VS_OK;
+}
+
+typedef struct accept_args {
+    const vs_ctx *c;
+    const Memory__V1__Filter *filter;
+    int modifiable; /* also require that the caller may modify the point */
+} accept_args;
+
+static int accept(const eidx *x, size_t slot, void *arg) {
+    const accept_args *a = arg;
+    const vs_meta *m = eidx_meta(x, slot);
+    if (!vs_visible(a->c, m->owner, m->label)) return 0;
+    if (a->modifiable && a->c->write_breadth != PRINCIPAL_ALL &&
+        strcmp(m->owner, principal_sub(a->c->p)) != 0)
+        return 0;
+    return efilter_match(a->filter, eidx_id(x, slot), eidx_payload(x, slot));
+}
+
+static int emb_search(vstore *vs, vs_ctx *c, const vs_collection *col, const vs_search *s,
+                      vs_hit **out, size_t *n) {
+    embedded *e = (embedded *)vs;
+    *out = NULL;
+    *n = 0;
+    ecoll *ec;
+    int rc = open_current(e, c, col, &ec);
+    if (rc != VS_OK) return rc;
+    size_t k = (size_t)s->offset + (size_t)s->limit;
+    eidx_hit *hits = malloc(k * sizeof *hits);
+    if (!hits) {
+        release(e, ec);
+        return vs_fail(c, VS_ENOMEM, "out of memory");
+    }
+    accept_args aa = {c, s->filter, 0};
+    pthread_rwlock_rdlock(&ec->rw);
+    long got = eidx_search(ec->x, s->vector, k, s->has_threshold, s->threshold, accept, &aa, hits);
+    if (got < 0) rc = vs_fail(c, VS_ENOMEM, "out of memory");
+    size_t first = (size_t)s->offset, count = got > (long)first ? (size_t)got - first : 0;
+    vs_hit *res = count ? arena_zalloc(c->ar, count * sizeof *res) : NULL;
+    if (count && !res) rc = vs_fail(c, VS_ENOMEM, "out of memory");
+    size_t done = 0;
+    for (; rc == VS_OK && done < count; done++) {
+        res[done].score = hits[first + done].score;
+        rc = copy_point(c, ec->x, hits[first + done].slot, s->with_payload, s->with_vector,
+                        &res[done].point);
+    }
+    pthread_rwlock_unlock(&ec->rw);
+    free(hits);
+    release(e, ec);
+    if (rc != VS_OK) {
+        vs_hits_release(res, done);
+        return rc;
+    }
+    *out = res;
+    *n = count;
+    return VS_OK;
+}
+
+static int emb_get(vstore *vs, vs_ctx *c, const vs_collection *col, const vs_id *ids, size_t n,
+                   int with_payload, int with_vector, vs_point **out, size_t *nout) {
+    embedded *e = (embedded *)vs;
+    *out = NULL;
+    *nout = 0;
+    ecoll *ec;
+    int rc = open_current(e, c, col, &ec);
+    if (rc != VS_OK) return rc;
+    vs_point *res = arena_zalloc(c->ar, (n ? n : 1) * sizeof *res);
+    if (!res) rc = vs_fail(c, VS_ENOMEM, "out of memory");
+    size_t got = 0;
+    pthread_rwlock_rdlock(&ec->rw);
+    for (size_t i = 0; rc == VS_OK && i < n; i++) {
+        long slot = eidx_find(ec->x, &ids[i]);
+        if (slot < 0) continue;
+        const vs_meta *m = eidx_meta(ec->x, (size_t)slot);
+        if (!vs_visible(c, m->owner, m->label)) continue;
+        rc = copy_point(c, ec->x, (size_t)slot, with_payload, with_vector, &res[got]);
+        if (rc == VS_OK) got++;
+    }
+    pthread_rwlock_unlock(&ec->rw);
+    release(e, ec);
+    if (rc != VS_OK) {
+        vs_points_release(res, got);
+        return rc;
+    }
+    *out = res;
+    *nout = got;
+    return VS_OK;
+}
+
+static int emb_count(vstore *vs, vs_ctx *c, const vs_collection *col,
+                     const Memory__V1__Filter *filter, int exact, int64_t *count) {
+    (void)exact; /* always exact */
+    embedded *e = (embedded *)vs;
+    ecoll *ec;
+    int rc = open_current(e, c, col, &ec);
+    if (rc != VS_OK) return rc;
+    accept_args aa = {c, filter, 0};
+    int64_t k = 0;
+    pthread_rwlock_rdlock(&ec->rw);
+    for (size_t s = 0, n = eidx_count(ec->x); s < n; s++) k += accept(ec->x, s, &aa);
+    pthread_rwlock_unlock(&ec->rw);
+    release(e, ec);
+    *count = k;
+    return VS_OK;
+}
+
+/* ------------------------------------------------------------ writes */
+
+/* Existing points among pids: (pid, owner, label, version, created_at). */
+static int load_existing(pgq_session *ss, op *o, const char *pids_literal, PGresult **out) {
+    pgq_params q = {0};
+    pgq_sql b = {0};
+    pgq_sql_add(&b,
+                "SELECT pid, owner, label, version, created_at FROM episodic_points "
+                "WHERE cid = $%d AND pid = ANY($%d) AND vector IS NOT NULL",
+                pgq_int8(&q, o->col->cid), pgq_text_array(&q, pids_literal));
+    return query(ss, 1, "existing points", &b, &q, out);
+}
+
+static int decode_existing(vs_ctx *c, const PGresult *r, int i, vs_meta *m) {
+    int64_t label;
+    memset(m, 0, sizeof *m);
+    m->owner = pgq_col_str(c->ar, r, i, 1);
+    if (!m->owner || pgq_col_int(r, i, 2, &label) != 0 || pgq_col_int(r, i, 3, &m->version) != 0 ||
+        pgq_col_ts(r, i, 4, &m->created_us) != 0)
+        return vs_fail(c, VS_EINTERNAL, "unexpected episodic_points row");
+    m->label = (int)label;
+    return VS_OK;
+}
+
+/* Locks the collection row and bumps its seq: the stamp of this write. */
+static int bump_seq(pgq_session *ss, op *o, int in_tx, int64_t *seq) {
+    pgq_params q = {0};
+    pgq_sql b = {0};
+    pgq_sql_add(&b, "UPDATE episodic_collections SET seq = seq + 1 WHERE cid = $%d RETURNING seq",
+                pgq_int8(&q, o->col->cid));
+    PGresult *r;
+    int rc = in_tx ? query(ss, 1, "bump seq", &b, &q, &r)
+                   : pgq_pipeline(ss, "bump seq", "BEGIN", &b, &q, 0, &r);
+    if (rc != VS_OK) return rc;
+    if (PQntuples(r) == 0)
+        rc = vs_fail(o->c, VS_ENOTFOUND, "collection %s was deleted", o->col->name);
+    else if (pgq_col_int(r, 0, 0, seq) != 0)
+        rc = vs_fail(o->c, VS_EINTERNAL, "unexpected seq");
+    PQclear(r);
+    return rc;
+}
+
+static const char *pid_literal(vs_ctx *c, const vs_id *ids, size_t n) {
+    const char **t = arena_alloc(c->ar, (n ? n : 1) * sizeof *t);
+    if (!t) return NULL;
+    for (size_t i = 0; i < n; i++)
+        if (!(t[i] = pid_text(c->ar, &ids[i]))) return NULL;
+    return pgq_array_literal(c->ar, t, n);
+}
+
+static int upsert_fn(pgq_session *ss, void *arg) {
+    op *o = arg;
+    vs_ctx *c = o->c;
+    int64_t seq, now = vs_now_us();
+    int rc = bump_seq(ss, o, 0, &seq);
+    if (rc != VS_OK) return rc;
+
+    vs_id *ids = arena_alloc(c->ar, o->n * sizeof *ids);
+    if (!ids) return vs_fail(c, VS_ENOMEM, "out of memory");
+    for (size_t i = 0; i < o->n; i++) ids[i] = o->pts[i].id;
+    const char *lit = pid_literal(c, ids, o->n);
+    if (!lit) return vs_fail(c, VS_ENOMEM, "out of memory");
+    PGresult *r;
+    if ((rc = load_existing(ss, o, lit, &r)) != VS_OK) return rc;
+
+    size_t dims = (size_t)o->col->dims, vbytes = dims * sizeof(float);
+    unsigned char *vecs = malloc(o->n * vbytes);
+    json_t *rows = json_array();
+    if (!vecs || !rows) rc = vs_fail(c, VS_ENOMEM, "out of memory");
+    for (size_t i = 0; rc == VS_OK && i < o->n; i++) {
+        const vs_point_in *pt = &o->pts[i];
+        char buf[37];
+        const char *pid = vs_id_text(&pt->id, buf);
+        vs_meta existing, stamped;
+        const vs_meta *ex = NULL;
+        for (int j = 0; j < PQntuples(r); j++) {
+            if (strcmp(PQgetvalue(r, j, 0), pid) != 0) continue;
+            if ((rc = decode_existing(c, r, j, &existing)) != VS_OK) break;
+            ex = &existing;
+            break;
+        }
+        if (rc != VS_OK) break;
+        if ((rc = vs_stamp(c, &pt->id, ex, pt->label, now, &stamped)) != VS_OK) break;
+        memcpy(vecs + i * vbytes, pt->vector, vbytes);
+        json_t *pii = json_array();
+        for (size_t k = 0; pii && k < pt->npii; k++)
+            json_array_append_new(pii, json_string(pt->pii_kinds[k]));
+        json_t *row = json_pack("{s:I, s:s, s:s, s:i, s:O, s:o, s:I, s:I}", "i", (json_int_t)i,
+                                "pid", pid, "owner", stamped.owner, "label", stamped.label,
+                                "payload", pt->payload, "pii", pii, "version",
+                                (json_int_t)stamped.version, "created_us",
+                                (json_int_t)stamped.created_us);
+        if (!row || json_array_append_new(rows, row) != 0)
+            rc = vs_fail(c, VS_ENOMEM, "out of memory");
+    }
+    PQclear(r);
+    char *rows_text = rc == VS_OK ? json_dumps(rows, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
+    if (rc == VS_OK && !rows_text) rc = vs_fail(c, VS_ENOMEM, "out of memory");
+    if (rc == VS_OK) {
+        pgq_params q = {0};
+        pgq_sql b = {0};
+        int cid = pgq_int8(&q, o->col->cid), s = pgq_int8(&q, seq);
+        int v = pgq_bytes(&q, vecs, o->n * vbytes), vb = pgq_int4(&q, (int32_t)vbytes);
+        int ts = pgq_ts(&q, now), js = pgq_jsonb(&q, rows_text);
+        pgq_sql_add(&b,
+                    "INSERT INTO episodic_points AS p (cid, pid, seq, owner, label, vector, "
+                    "payload, pii_kinds, version, created_at, updated_at) "
+                    "SELECT $%d, r.pid, $%d, r.owner, r.label, substring($%d FROM r.i * $%d + 1 "
+                    "FOR $%d), r.payload, ARRAY(SELECT jsonb_array_elements_text(r.pii)), "
+                    "r.version, 'epoch'::timestamptz + r.created_us * interval '1 microsecond', $%d "
+                    "FROM jsonb_to_recordset($%d) AS r(i int, pid text, owner text, label int, "
+                    "payload jsonb, pii jsonb, version bigint, created_us bigint) "
+                    "ON CONFLICT (cid, pid) DO UPDATE SET seq = EXCLUDED.seq, owner = "
+                    "EXCLUDED.owner, label = EXCLUDED.label, vector = EXCLUDED.vector, payload = "
+                    "EXCLUDED.payload, pii_kinds = EXCLUDED.pii_kinds, version = EXCLUDED.version, "
+                    "created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at",
+                    cid, s, v, vb, vb, ts, js);
+        rc = query(ss, 1, "upsert points", &b, &q, &r);
+        if (rc == VS_OK) PQclear(r);
+    }
+    free(rows_text);
+    json_decref(rows);
+    free(vecs);
+    if (rc == VS_OK) rc = pgq_commit(ss, NULL, NULL, NULL);
+    return rc;
+}
+
+static int emb_upsert(vstore *vs, vs_ctx *c, const vs_collection *col, const vs_point_in *pts,
+                      size_t n) {
+    op o = {.e = (embedded *)vs, .c = c, .col = col, .pts = pts, .n = n};
+    return run(&o, upsert_fn);
+}
+
+/* Tombstones pids (a text[] literal) with seq; *deleted = rows changed. */
+static int tombstone(pgq_session *ss, op *o, int64_t seq, const char *pids, int64_t *deleted) {
+    pgq_params q = {0};
+    pgq_sql b = {0};
+    int s = pgq_int8(&q, seq), ts = pgq_ts(&q, vs_now_us());
+    pgq_sql_add(&b,
+                "UPDATE episodic_points SET vector = NULL, payload = NULL, seq = $%d, "
+                "updated_at = $%d WHERE cid = $%d AND pid = ANY($%d) AND vector IS NOT NULL",
+                s, ts, pgq_int8(&q, o->col->cid), pgq_text_array(&q, pids));
+    PGresult *r;
+    int rc = query(ss, 1, "delete points", &b, &q, &r);
+    if (rc != VS_OK) return rc;
+    *deleted = strtoll(PQcmdTuples(r), NULL, 10);
+    PQclear(r);
+    return VS_OK;
+}
+
+static int delete_ids_fn(pgq_session *ss, void *arg) {
+    op *o = arg;
+    vs_ctx *c = o->c;
+    int64_t seq;
+    o->deleted = 0;
+    int rc = bump_seq(ss, o, 0, &seq);
+    if (rc != VS_OK) return rc;
+    const char *lit = pid_literal(c, o->ids, o->n);
+    if (!lit) return vs_fail(c, VS_ENOMEM, "out of memory");
+    PGresult *r;
+    if ((rc = load_existing(ss, o, lit, &r)) != VS_OK) return rc;
+    int found = PQntuples(r);
+    for (int j = 0; rc == VS_OK && j < found; j++) {
+        vs_meta existing, ignored;
+        vs_id id;
+        if ((rc = decode_existing(c, r, j, &existing)) != VS_OK) break;
+        if (vs_id_parse(PQgetvalue(r, j, 0), &id) != 0) {
+            rc = vs_fail(c, VS_EINTERNAL, "episodic_points: bad pid");
+            break;
+        }
+        rc = vs_stamp(c, &id, &existing, 0, 0, &ignored);
+    }
+    PQclear(r);
+    if (rc != VS_OK || found == 0) return rc; /* nothing to delete: roll back */
+    if ((rc = tombstone(ss, o, seq, lit, &o->deleted)) != VS_OK) return rc;
+    return pgq_commit(ss, NULL, NULL, NULL);
+}
+
+static int emb_delete_ids(vstore *vs, vs_ctx *c, const vs_collection *col, const vs_id *ids,
+                          size_t n, int64_t *deleted) {
+    op o = {.e = (embedded *)vs, .c = c, .col = col, .ids = ids, .n = n};
+    int rc = run(&o, delete_ids_fn);
+    *deleted = rc == VS_OK ? o.deleted : 0;
+    return rc;
+}
+
+static int delete_filter_fn(pgq_session *ss, void *arg) {
+    op *o = arg;
+    vs_ctx *c = o->c;
+    o->deleted = 0;
+    /* Lock the collection first, so the index caught up below is exactly
+     * the committed state the filter is evaluated on. */
+    pgq_params q = {0};
+    pgq_sql b = {0};
+    pgq_sql_add(&b, "SELECT seq FROM episodic_collections WHERE cid = $%d FOR UPDATE",
+                pgq_int8(&q, o->col->cid));
+    PGresult *r;
+    int rc = pgq_pipeline(ss, "lock collection", "BEGIN", &b, &q, 0, &r);
+    if (rc != VS_OK) return rc;
+    int gone = PQntuples(r) == 0;
+    PQclear(r);
+    if (gone) return vs_fail(c, VS_ENOTFOUND, "collection %s was deleted", o->col->name);
+    if ((rc = sync_index(ss, c, o->ec, 1)) != VS_OK) return rc;
+
+    accept_args aa = {c, o->filter, 1};
+    size_t cap = 64, n = 0;
+    const char **pids = malloc(cap * sizeof *pids);
+    if (!pids) return vs_fail(c, VS_ENOMEM, "out of memory");
+    pthread_rwlock_rdlock(&o->ec->rw);
+    for (size_t s = 0, total = eidx_count(o->ec->x); rc == VS_OK && s < total; s++) {
+        if (!accept(o->ec->x, s, &aa)) continue;
+        if (n == cap) {
+            const char **grown = realloc(pids, 2 * cap * sizeof *pids);
+            if (!grown) {
+                rc = vs_fail(c, VS_ENOMEM, "out of memory");
+                break;
+            }
+            pids = grown;
+            cap *= 2;
+        }
+        if (!(pids[n++] = pid_text(c->ar, eidx_id(o->ec->x, s))))
+            rc = vs_fail(c, VS_ENOMEM, "out of memory");
+    }
+    pthread_rwlock_unlock(&o->ec->rw);
+    const char *lit = rc == VS_OK && n ? pgq_array_literal(c->ar, pids, n) : NULL;
+    free(pids);
+    if (rc != VS_OK || n == 0) return rc;
+    if (!lit) return vs_fail(c, VS_ENOMEM, "out of memory");
+    int64_t seq;
+    if ((rc = bump_seq(ss, o, 1, &seq)) != VS_OK) return rc;
+    if ((rc = tombstone(ss, o, seq, lit, &o->deleted)) != VS_OK) return rc;
+    return pgq_commit(ss, NULL, NULL, NULL);
+}
+
+static int emb_delete_filter(vstore *vs, vs_ctx *c, const vs_collection *col,
+                             const Memory__V1__Filter *filter, int64_t *deleted) {
+    embedded *e = (embedded *)vs;
+    *deleted = 0;
+    ecoll *ec = acquire(e, c, col);
+    if (!ec) return vs_fail(c, VS_ENOMEM, "out of memory");
+    op o = {.e = e, .c = c, .col = col, .ec = ec, .filter = filter};
+    int rc = run(&o, delete_filter_fn);
+    release(e, ec);
+    if (rc == VS_ENOTFOUND) forget(e, c, col->name);
+    if (rc == VS_OK) *deleted = o.deleted;
+    return rc;
+}
+
+/* ------------------------------------------------------------ collections */
+
+static int emb_create_collection(vstore *vs, vs_ctx *c, const char *name, int dims, int distance,
+                                 vs_collection *out) {
+    return ecat_create(((embedded *)vs)->pg, c, name, dims, distance, NULL, NULL, out);
+}
+
+static int emb_get_collection(vstore *vs, vs_ctx *c, const char *name, vs_collection *out) {
+    embedded *e = (embedded *)vs;
+    int rc = ecat_get(e->pg, c, name, out);
+    if (rc == VS_ENOTFOUND) forget(e, c, name);
+    return rc;
+}
+
+static int emb_list_collections(vstore *vs, vs_ctx *c, const char *after, size_t limit,
+                                vs_collection **out, size_t *n) {
+    return ecat_list(((embedded *)vs)->pg, c, after, limit, out, n);
+}
+
+static int emb_delete_collection(vstore *vs, vs_ctx *c, const char *name) {
+    embedded *e = (embedded *)vs;
+    int rc = ecat_delete(e->pg, c, name, NULL, NULL);
+    if (rc == VS_OK || rc == VS_ENOTFOUND) forget(e, c, name);
+    return rc;
+}
+
+static int emb_probe(vstore *vs) {
+    return pg_pool_ping(((embedded *)vs)->pg, pgq_now_ms() + 1000) == 0 ? 0 : -1;
+}
+
+static void emb_free(vstore *vs) {
+    embedded *e = (embedded *)vs;
+    for (size_t b = 0; b < BUCKETS; b++) {
+        for (ecoll *ec = e->buckets[b], *next; ec; ec = next) {
+            next = ec->next;
+            ecoll_free(ec);
+        }
+    }
+    pthread_mutex_destroy(&e->mu);
+    free(e);
+}
+
+static const vstore_ops embedded_ops = {
+    .name = "embedded",
+    .create_collection = emb_create_collection,
+    .get_collection = emb_get_collection,
+    .list_collections = emb_list_collections,
+    .delete_collection = emb_delete_collection,
+    .upsert = emb_upsert,
+    .search = emb_search,
+    .get = emb_get,
+    .delete_ids = emb_delete_ids,
+    .delete_filter = emb_delete_filter,
+    .count = emb_count,
+    .probe = emb_probe,
+    .free = emb_free,
+};
+
+int episodic_embedded_open(pg_pool *pg, vstore **out) {
+    embedded *e = calloc(1, sizeof *e);
+    if (!e) return -1;
+    e->base.ops = &embedded_ops;
+    e->pg = pg;
+    pthread_mutex_init(&e->mu, NULL);
+    *out = &e->base;
+    return 0;
+}

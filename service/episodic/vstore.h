@@ -1,0 +1,208 @@
+/* vstore: the episodic tier's vector-store interface. A backend is a struct
+ * of function pointers (vstore_ops) behind an opaque handle; the service
+ * never knows which one it talks to. Two backends exist: the embedded
+ * exact index with points durable in PostgreSQL (episodic_embedded, the
+ * default) and Qdrant over REST (episodic_qdrant, when a Qdrant URL is
+ * configured).
+ *
+ * Contract every backend keeps:
+ * - Collections belong to the caller's tenant; names are unique in it.
+ * - Reads (search, get, count, delete by filter) apply the read diode of
+ *   the call (tenant, owner unless ctx->read_breadth is PRINCIPAL_ALL,
+ *   label <= clr) inside the backend query, so limits, offsets and counts
+ *   never see hidden points.
+ * - Writes apply the write diode through vs_stamp: an existing point the
+ *   caller may not modify fails the whole call with VS_EDENIED and nothing
+ *   is written.
+ * - Inputs are validated by the caller (dimensions, finite components,
+ *   filters, sizes): a backend checks only what it needs for safety.
+ *
+ * Memory: results live in ctx->ar (an arena) except payloads, which are
+ * jansson references the caller must json_decref (vs_points_release does
+ * it for an array). Functions return VS_OK or a negative VS_E* code with
+ * a message in ctx->err. */
+#ifndef MEMORYD_EPISODIC_VSTORE_H
+#define MEMORYD_EPISODIC_VSTORE_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "memory/v1/common.pb-c.h"
+#include "service/auth/principal.h"
+#include "service/core/arena.h"
+
+#define VS_OK 0
+#define VS_ENOTFOUND (-1)    /* no such collection (in this tenant) */
+#define VS_EDENIED (-2)      /* write diode: an existing point may not be modified */
+#define VS_EEXISTS (-3)      /* a collection of that name exists */
+#define VS_EUNAVAILABLE (-4) /* backend down, unreachable or failing */
+#define VS_ETIMEOUT (-5)     /* the call's deadline passed */
+#define VS_EINTERNAL (-6)    /* unexpected backend answer: a bug or corruption, logged */
+#define VS_ENOMEM (-7)
+#define VS_EINVALID (-8)     /* the backend refused the input (Qdrant 400/422) */
+#define VS_EAUTH (-9)        /* the backend refused our credentials (Qdrant 401/403) */
+
+/* Distances: the memory.v1.Distance values. */
+#define VS_COSINE 1
+#define VS_DOT 2
+#define VS_EUCLID 3
+
+#define VS_MAX_DIMS 65536
+#define VS_NAME_MAX 64
+
+/* A point id: an unsigned integer, or a UUID when uuid[0] != '\0'
+ * (canonical lower-case text, 36 characters). */
+typedef struct vs_id {
+    uint64_t num;
+    char uuid[37];
+} vs_id;
+
+/* Total order used for ties: integers (ascending) before UUIDs (byte
+ * order). */
+int vs_id_cmp(const vs_id *a, const vs_id *b);
+/* "42" or the UUID text into buf (at least 37 bytes); returns buf. */
+const char *vs_id_text(const vs_id *id, char *buf);
+/* Parses what vs_id_text writes (a decimal integer without sign or leading
+ * zeros, or a UUID in any case). Returns 0 or -1. */
+int vs_id_parse(const char *s, vs_id *out);
+/* Parses a UUID in canonical hyphenated form, any case, into out
+ * (lower-cased). Returns 0 or -1. */
+int vs_uuid_parse(const char *s, vs_id *out);
+
+/* A collection (strings in ctx->ar). */
+typedef struct vs_collection {
+    int64_t cid; /* catalog id: a re-created collection gets a new one */
+    const char *name;
+    int dims;
+    int distance;
+    const char *owner;
+    int64_t created_us; /* unix microseconds */
+} vs_collection;
+
+/* Server-kept metadata of a point (the tenant is the collection's). */
+typedef struct vs_meta {
+    const char *owner;
+    int label; /* memory.v1.Label, 1..4 */
+    int64_t version;
+    int64_t created_us, updated_us;
+    const char **pii_kinds;
+    size_t npii;
+} vs_meta;
+
+/* A stored point as a read returns it. vector is NULL unless asked for;
+ * payload is NULL unless asked for (then a reference the caller owns). */
+typedef struct vs_point {
+    vs_id id;
+    const float *vector;
+    json_t *payload;
+    vs_meta meta;
+} vs_point;
+
+typedef struct vs_hit {
+    vs_point point;
+    float score;
+} vs_hit;
+
+/* A point to write. vector has the collection's dims finite components,
+ * already unit length for COSINE collections (the service normalizes);
+ * payload is borrowed (an object, never NULL). */
+typedef struct vs_point_in {
+    vs_id id;
+    const float *vector;
+    json_t *payload;
+    int label; /* requested memory.v1.Label, 0 = none */
+    const char **pii_kinds;
+    size_t npii;
+} vs_point_in;
+
+typedef struct vs_search {
+    const float *vector; /* dims components (normalized for COSINE) */
+    int limit;           /* 1..1000 */
+    int offset;          /* 0..10000 */
+    const Memory__V1__Filter *filter; /* validated; NULL = none */
+    int has_threshold;
+    float threshold; /* score >= t (COSINE, DOT), distance <= t (EUCLID) */
+    int with_payload, with_vector;
+} vs_search;
+
+/* Per-call context: the caller fills the inputs; the backend writes err. */
+typedef struct vs_ctx {
+    const principal *p;               /* the caller (borrowed) */
+    principal_breadth read_breadth;   /* of episodic:read, for reads */
+    principal_breadth write_breadth;  /* of episodic:write, for writes */
+    int64_t deadline_ms;              /* CLOCK_MONOTONIC ms; INT64_MAX = none */
+    arena *ar;                        /* results */
+    char err[512];
+} vs_ctx;
+
+typedef struct vstore vstore;
+
+/* Every operation a backend provides. Collection names are validated. */
+typedef struct vstore_ops {
+    const char *name; /* "embedded", "qdrant": logs and health */
+    int (*create_collection)(vstore *vs, vs_ctx *c, const char *name, int dims, int distance,
+                             vs_collection *out);
+    int (*get_collection)(vstore *vs, vs_ctx *c, const char *name, vs_collection *out);
+    /* Collections with name > after (NULL: from the start) by name, at most
+     * limit; *out in ctx->ar. */
+    int (*list_collections)(vstore *vs, vs_ctx *c, const char *after, size_t limit,
+                            vs_collection **out, size_t *n);
+    int (*delete_collection)(vstore *vs, vs_ctx *c, const char *name);
+    /* Writes all points or none (as far as the backend allows: Qdrant has
+     * no transactions, so a failure may leave part of a batch written; the
+     * API documents upserts as idempotent). */
+    int (*upsert)(vstore *vs, vs_ctx *c, const vs_collection *col, const vs_point_in *pts,
+                  size_t n);
+    /* Best first, ties by id; at most q->limit hits after skipping
+     * q->offset. */
+    int (*search)(vstore *vs, vs_ctx *c, const vs_collection *col, const vs_search *q,
+                  vs_hit **out, size_t *n);
+    /* The visible points among ids, in the order of ids (missing and hidden
+     * ones left out). */
+    int (*get)(vstore *vs, vs_ctx *c, const vs_collection *col, const vs_id *ids, size_t n,
+               int with_payload, int with_vector, vs_point **out, size_t *nout);
+    /* Deletes the listed ids that exist; VS_EDENIED (nothing deleted) when
+     * one of them may not be modified by the caller. */
+    int (*delete_ids)(vstore *vs, vs_ctx *c, const vs_collection *col, const vs_id *ids,
+                      size_t n, int64_t *deleted);
+    /* Deletes every point visible to the caller that matches filter (NULL:
+     * all visible points) and that the caller may modify. */
+    int (*delete_filter)(vstore *vs, vs_ctx *c, const vs_collection *col,
+                         const Memory__V1__Filter *filter, int64_t *deleted);
+    int (*count)(vstore *vs, vs_ctx *c, const vs_collection *col,
+                 const Memory__V1__Filter *filter, int exact, int64_t *count);
+    /* Backend health for the health service: 0 serving, -1 not. */
+    int (*probe)(vstore *vs);
+    void (*free)(vstore *vs);
+} vstore_ops;
+
+/* Backends start their handle struct with this. */
+struct vstore {
+    const vstore_ops *ops;
+};
+
+/* Frees through ops->free; accepts NULL. */
+void vstore_free(vstore *vs);
+
+/* Write diode for one point: existing is the stored point's metadata or
+ * NULL when the id is new. Fills out (owner, label, version, created,
+ * updated = now_us; strings borrowed from existing or the principal).
+ * Returns VS_OK or VS_EDENIED with a message naming the id in c->err. */
+int vs_stamp(vs_ctx *c, const vs_id *id, const vs_meta *existing, int requested_label,
+             int64_t now_us, vs_meta *out);
+
+/* Read diode for one point (defence in depth behind the backend's own
+ * predicates): 1 if the caller may see it. */
+int vs_visible(const vs_ctx *c, const char *owner, int label);
+
+/* Formats c->err and returns code. */
+int vs_fail(vs_ctx *c, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* json_decref of every payload in the array; accepts NULL. */
+void vs_points_release(vs_point *pts, size_t n);
+void vs_hits_release(vs_hit *hits, size_t n);
+
+int64_t vs_now_us(void); /* CLOCK_REALTIME */
+
+#endif
