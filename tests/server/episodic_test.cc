@@ -1,0 +1,791 @@
+// EpisodicMemory end to end: the real memoryd binary, real tokens, real
+// PostgreSQL, on the embedded backend (episodic_test) and — the same file
+// built with EPISODIC_TEST_QDRANT — on the Qdrant backend talking to the
+// Qdrant contract stand-in (episodic_qdrant_test). Every method; each
+// distance; score thresholds and paging; every filter kind; tenant, owner
+// and label isolation; the write diode and PII policy; bad input that
+// changes nothing; two replicas sharing one store.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+
+#include "google/protobuf/util/json_util.h"
+#include "memory/v1/episodic_memory.pb.h"
+#include "tests/testing/grpc_client.h"
+#include "tests/testing/memoryd_process.h"
+#include "tests/testing/pg_testdb.h"
+#include "tests/testing/test_keys.h"
+#ifdef EPISODIC_TEST_QDRANT
+#include "tests/contract/qdrant_standin.h"
+#endif
+
+namespace {
+
+using namespace memory::v1;  // NOLINT: many message types
+using google::protobuf::Struct;
+using grpc::StatusCode;
+using testing_client::Result;
+using testing_client::Unary;
+
+Struct Json(const std::string& json) {
+  Struct s;
+  EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(json, &s).ok()) << json;
+  return s;
+}
+
+Filter F(const std::string& json) {
+  Filter f;
+  EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(json, &f).ok()) << json;
+  return f;
+}
+
+PointId Num(uint64_t n) {
+  PointId id;
+  id.set_num(n);
+  return id;
+}
+
+PointId Uuid(const std::string& u) {
+  PointId id;
+  id.set_uuid(u);
+  return id;
+}
+
+std::string IdText(const PointId& id) {
+  return id.has_uuid() ? id.uuid() : std::to_string(id.num());
+}
+
+struct Replica {
+  std::unique_ptr<MemorydProcess> proc;
+  std::shared_ptr<grpc::Channel> ch;
+};
+
+class EpisodicTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(db_.ok()) << db_.error();
+#ifdef EPISODIC_TEST_QDRANT
+    ASSERT_TRUE(qdrant_.Start()) << qdrant_.Log();
+#endif
+    a_ = Launch();
+    alice_ = Token("t1", "alice", "episodic:read:all episodic:write:all");
+  }
+
+#ifdef EPISODIC_TEST_QDRANT
+  void TearDown() override {
+    // Every request memoryd sent must have matched Qdrant's published spec.
+    EXPECT_EQ("[]", qdrant_.Violations());
+  }
+#endif
+
+  Replica Launch(std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {"--pg-url=" + db_.url(), "--shutdown-grace=1"};
+#ifdef EPISODIC_TEST_QDRANT
+    args.push_back("--qdrant-url=" + qdrant_.url());
+#endif
+    if (keys_) args.push_back("--jwks=" + keys_->jwks_path());
+    args.insert(args.end(), extra.begin(), extra.end());
+    Replica r;
+    r.proc = std::make_unique<MemorydProcess>(args);
+    EXPECT_TRUE(r.proc->Start()) << r.proc->Log();
+    if (!keys_) keys_ = r.proc->keys();
+    r.ch = testing_client::Connect(r.proc->port());
+    return r;
+  }
+
+  std::string Token(const std::string& tenant, const std::string& sub, const std::string& scope,
+                    const std::string& clr = "SECRET", const std::string& lvl = "PUBLIC") {
+    TestClaims c;
+    c.tenant = tenant;
+    c.sub = sub;
+    c.scope = scope;
+    c.clr = clr;
+    c.lvl = lvl;
+    return keys_->Mint(c);
+  }
+
+  Result Call(const std::string& method, const google::protobuf::Message& req,
+              const std::string& token, const Replica* r = nullptr) {
+    return Unary((r ? r : &a_)->ch, "/memory.v1.EpisodicMemory/" + method,
+                 req.SerializeAsString(), 10000, {{"authorization", TestKeys::Bearer(token)}});
+  }
+
+  template <typename Resp>
+  Resp Must(const std::string& method, const google::protobuf::Message& req,
+            const std::string& token, const Replica* r = nullptr) {
+    Result res = Call(method, req, token, r);
+    EXPECT_TRUE(res.status.ok()) << method << ": " << res.status.error_message();
+    Resp resp;
+    EXPECT_TRUE(resp.ParseFromString(res.body));
+    return resp;
+  }
+
+  Result Create(const std::string& token, const std::string& name, int dims, Distance d) {
+    CreateCollectionRequest req;
+    req.set_name(name);
+    req.set_dims(dims);
+    req.set_distance(d);
+    return Call("CreateCollection", req, token);
+  }
+
+  void MustCreate(const std::string& token, const std::string& name, int dims, Distance d) {
+    Result r = Create(token, name, dims, d);
+    ASSERT_TRUE(r.status.ok()) << name << ": " << r.status.error_message();
+  }
+
+  static PointInput P(const PointId& id, std::vector<float> v, const std::string& payload = "{}",
+                      Label label = LABEL_UNSPECIFIED) {
+    PointInput p;
+    *p.mutable_id() = id;
+    for (float x : v) p.add_vector(x);
+    *p.mutable_payload() = Json(payload);
+    p.set_label(label);
+    return p;
+  }
+
+  Result Upsert(const std::string& token, const std::string& coll,
+                const std::vector<PointInput>& pts, const Replica* r = nullptr) {
+    EpisodicMemoryUpsertRequest req;
+    req.set_collection(coll);
+    for (const auto& p : pts) *req.add_points() = p;
+    return Call("Upsert", req, token, r);
+  }
+
+  void MustUpsert(const std::string& token, const std::string& coll,
+                  const std::vector<PointInput>& pts, const Replica* r = nullptr) {
+    Result res = Upsert(token, coll, pts, r);
+    ASSERT_TRUE(res.status.ok()) << res.status.error_message();
+  }
+
+  EpisodicMemorySearchRequest SearchReq(const std::string& coll, std::vector<float> v,
+                                        int limit = 10) {
+    EpisodicMemorySearchRequest req;
+    req.set_collection(coll);
+    for (float x : v) req.add_vector(x);
+    req.set_limit(limit);
+    return req;
+  }
+
+  // Ids of the hits in order.
+  std::vector<std::string> SearchIds(const std::string& token,
+                                     const EpisodicMemorySearchRequest& req,
+                                     const Replica* r = nullptr) {
+    auto resp = Must<EpisodicMemorySearchResponse>("Search", req, token, r);
+    std::vector<std::string> ids;
+    for (const auto& sp : resp.points()) ids.push_back(IdText(sp.point().id()));
+    return ids;
+  }
+
+  int64_t Count(const std::string& token, const std::string& coll, const std::string& filter = "",
+                const Replica* r = nullptr) {
+    EpisodicMemoryCountRequest req;
+    req.set_collection(coll);
+    req.set_exact(true);
+    if (!filter.empty()) *req.mutable_filter() = F(filter);
+    Result res = Call("Count", req, token, r);
+    EXPECT_TRUE(res.status.ok()) << filter << ": " << res.status.error_message();
+    EpisodicMemoryCountResponse resp;
+    resp.ParseFromString(res.body);
+    return resp.count();
+  }
+
+  // Ids (sorted as text) matching a filter through Search with a huge limit.
+  std::set<std::string> Matching(const std::string& token, const std::string& coll, int dims,
+                                 const std::string& filter) {
+    auto req = SearchReq(coll, std::vector<float>(dims, 1.0f), 1000);
+    *req.mutable_filter() = F(filter);
+    auto ids = SearchIds(token, req);
+    return std::set<std::string>(ids.begin(), ids.end());
+  }
+
+  PgTestDb db_;
+#ifdef EPISODIC_TEST_QDRANT
+  QdrantStandin qdrant_;
+#endif
+  TestKeys* keys_ = nullptr;
+  Replica a_;
+  std::string alice_;
+};
+
+// ---------------------------------------------------------------- collections
+
+TEST_F(EpisodicTest, CollectionsAreCreatedListedPagedAndDeleted) {
+  for (const char* n : {"c-b", "c-a", "c_c"}) MustCreate(alice_, n, 4, DISTANCE_COSINE);
+  GetCollectionRequest get;
+  get.set_name("c-a");
+  auto got = Must<GetCollectionResponse>("GetCollection", get, alice_);
+  EXPECT_EQ("c-a", got.collection().name());
+  EXPECT_EQ(4, got.collection().dims());
+  EXPECT_EQ(DISTANCE_COSINE, got.collection().distance());
+  EXPECT_EQ("t1", got.collection().meta().tenant());
+  EXPECT_EQ("alice", got.collection().meta().owner());
+  EXPECT_EQ(LABEL_PUBLIC, got.collection().meta().label());
+
+  EXPECT_EQ(StatusCode::ALREADY_EXISTS, Create(alice_, "c-a", 8, DISTANCE_DOT).status.error_code());
+
+  ListCollectionsRequest list;
+  list.set_page_size(2);
+  auto p1 = Must<ListCollectionsResponse>("ListCollections", list, alice_);
+  ASSERT_EQ(2, p1.collections_size());
+  EXPECT_EQ("c-a", p1.collections(0).name());
+  EXPECT_EQ("c-b", p1.collections(1).name());
+  ASSERT_FALSE(p1.next_page_token().empty());
+  list.set_page_token(p1.next_page_token());
+  auto p2 = Must<ListCollectionsResponse>("ListCollections", list, alice_);
+  ASSERT_EQ(1, p2.collections_size());
+  EXPECT_EQ("c_c", p2.collections(0).name());
+  EXPECT_TRUE(p2.next_page_token().empty());
+
+  // Another caller cannot reuse the token; another tenant sees nothing.
+  std::string bob = Token("t1", "bob", "episodic:read");
+  EXPECT_EQ(StatusCode::INVALID_ARGUMENT,
+            Call("ListCollections", list, bob).status.error_code());
+  std::string eve = Token("t2", "eve", "episodic:read episodic:write:all");
+  EXPECT_EQ(0, Must<ListCollectionsResponse>("ListCollections", ListCollectionsRequest(), eve)
+                   .collections_size());
+  EXPECT_EQ(StatusCode::NOT_FOUND, Call("GetCollection", get, eve).status.error_code());
+  // The same name in another tenant is another collection.
+  MustCreate(eve, "c-a", 2, DISTANCE_EUCLID);
+
+  // Deleting needs episodic:write:all (it removes everyone's points).
+  DeleteCollectionRequest del;
+  del.set_name("c-a");
+  std::string writer = Token("t1", "carol", "episodic:read episodic:write");
+  EXPECT_EQ(StatusCode::PERMISSION_DENIED,
+            Call("DeleteCollection", del, writer).status.error_code());
+  ASSERT_TRUE(Call("DeleteCollection", del, alice_).status.ok());
+  EXPECT_EQ(StatusCode::NOT_FOUND, Call("GetCollection", get, alice_).status.error_code());
+  EXPECT_EQ(StatusCode::NOT_FOUND, Call("DeleteCollection", del, alice_).status.error_code());
+  EXPECT_TRUE(Call("GetCollection", get, eve).status.ok());
+}
+
+TEST_F(EpisodicTest, ARecreatedCollectionStartsEmpty) {
+  MustCreate(alice_, "again", 2, DISTANCE_DOT);
+  MustUpsert(alice_, "again", {P(Num(1), {1, 0}), P(Num(2), {0, 1})});
+  EXPECT_EQ(2, Count(alice_, "again"));
+  DeleteCollectionRequest del;
+  del.set_name("again");
+  ASSERT_TRUE(Call("DeleteCollection", del, alice_).status.ok());
+  MustCreate(alice_, "again", 3, DISTANCE_DOT);
+  EXPECT_EQ(0, Count(alice_, "again"));
+  MustUpsert(alice_, "again", {P(Num(7), {1, 1, 1})});
+  EXPECT_EQ((std::vector<std::string>{"7"}), SearchIds(alice_, SearchReq("again", {1, 0, 0})));
+}
+
+TEST_F(EpisodicTest, CollectionRequestsAreValidated) {
+  struct Case {
+    std::string name;
+    int dims;
+    Distance d;
+    std::string want;
+  } cases[] = {
+      {"", 4, DISTANCE_DOT, "name: required"},
+      {std::string(65, 'x'), 4, DISTANCE_DOT, "name: 65 characters"},
+      {"a b", 4, DISTANCE_DOT, "name: only"},
+      {"x'; DROP TABLE episodic_points; --", 4, DISTANCE_DOT, "name: only"},
+      {"ok", 0, DISTANCE_DOT, "dims: 0"},
+      {"ok", 65537, DISTANCE_DOT, "dims: 65537"},
+      {"ok", 4, DISTANCE_UNSPECIFIED, "distance"},
+  };
+  for (const auto& c : cases) {
+    Result r = Create(alice_, c.name, c.dims, c.d);
+    EXPECT_EQ(StatusCode::INVALID_ARGUMENT, r.status.error_code()) << c.name;
+    EXPECT_NE(std::string::npos, r.status.error_message().find(c.want))
+        << r.status.error_message();
+  }
+  EXPECT_EQ(0, Must<ListCollectionsResponse>("ListCollections", ListCollectionsRequest(), alice_)
+                   .collections_size());
+}
+
+// ---------------------------------------------------------------- search
+
+TEST_F(EpisodicTest, SearchRanksByEachDistance) {
+  MustCreate(alice_, "cos", 2, DISTANCE_COSINE);
+  MustCreate(alice_, "dot", 2, DISTANCE_DOT);
+  MustCreate(alice_, "l2", 2, DISTANCE_EUCLID);
+  std::vector<PointInput> pts = {P(Num(1), {1, 0}), P(Num(2), {10, 1}), P(Num(3), {0, 2}),
+                                 P(Num(4), {-1, 0})};
+  for (const char* c : {"cos", "dot", "l2"}) MustUpsert(alice_, c, pts);
+
+  // Cosine: angle only. (10,1) is nearly along x; (1,0) exactly.
+  auto cos = Must<EpisodicMemorySearchResponse>("Search", SearchReq("cos", {2, 0}), alice_);
+  ASSERT_EQ(4, cos.points_size());
+  EXPECT_EQ("1", IdText(cos.points(0).point().id()));
+  EXPECT_NEAR(1.0, cos.points(0).score(), 1e-6);
+  EXPECT_EQ("2", IdText(cos.points(1).point().id()));
+  EXPECT_NEAR(10 / std::sqrt(101.0), cos.points(1).score(), 1e-6);
+  EXPECT_EQ("3", IdText(cos.points(2).point().id()));
+  EXPECT_NEAR(0.0, cos.points(2).score(), 1e-6);
+  EXPECT_NEAR(-1.0, cos.points(3).score(), 1e-6);
+
+  // Dot: magnitude counts.
+  auto dot = Must<EpisodicMemorySearchResponse>("Search", SearchReq("dot", {1, 1}), alice_);
+  ASSERT_EQ(4, dot.points_size());
+  EXPECT_EQ("2", IdText(dot.points(0).point().id()));
+  EXPECT_FLOAT_EQ(11, dot.points(0).score());
+  EXPECT_EQ("3", IdText(dot.points(1).point().id()));
+  EXPECT_EQ("1", IdText(dot.points(2).point().id()));
+  EXPECT_FLOAT_EQ(-1, dot.points(3).score());
+
+  // Euclid: the score is the distance, lower first.
+  auto l2 = Must<EpisodicMemorySearchResponse>("Search", SearchReq("l2", {0, 1}), alice_);
+  ASSERT_EQ(4, l2.points_size());
+  EXPECT_EQ("3", IdText(l2.points(0).point().id()));
+  EXPECT_NEAR(1.0, l2.points(0).score(), 1e-6);
+  EXPECT_EQ("1", IdText(l2.points(1).point().id()));
+  EXPECT_NEAR(std::sqrt(2.0), l2.points(1).score(), 1e-6);
+  EXPECT_EQ("4", IdText(l2.points(2).point().id()));
+  EXPECT_EQ("2", IdText(l2.points(3).point().id()));
+  EXPECT_NEAR(10.0, l2.points(3).score(), 1e-5);
+}
+
+TEST_F(EpisodicTest, CosineVectorsComeBackNormalizedAndPayloadsOnlyWhenAsked) {
+  MustCreate(alice_, "cos", 2, DISTANCE_COSINE);
+  MustUpsert(alice_, "cos", {P(Num(1), {3, 4}, R"({"k":"v","n":[1,2.5,{"deep":true}]})")});
+  auto req = SearchReq("cos", {1, 0});
+  auto bare = Must<EpisodicMemorySearchResponse>("Search", req, alice_);
+  ASSERT_EQ(1, bare.points_size());
+  EXPECT_EQ(0, bare.points(0).point().vector_size());
+  EXPECT_FALSE(bare.points(0).point().has_payload());
+  req.set_with_payload(true);
+  req.set_with_vector(true);
+  auto full = Must<EpisodicMemorySearchResponse>("Search", req, alice_);
+  ASSERT_EQ(2, full.points(0).point().vector_size());
+  EXPECT_NEAR(0.6, full.points(0).point().vector(0), 1e-6);
+  EXPECT_NEAR(0.8, full.points(0).point().vector(1), 1e-6);
+  std::string json;
+  ASSERT_TRUE(google::protobuf::util::MessageToJsonString(full.points(0).point().payload(), &json)
+                  .ok());
+  EXPECT_EQ(R"({"k":"v","n":[1,2.5,{"deep":true}]})", json);
+  EXPECT_EQ("alice", full.points(0).point().meta().owner());
+  EXPECT_EQ(1, full.points(0).point().meta().version());
+}
+
+TEST_F(EpisodicTest, TiesAreOrderedByIdAndPagesNeitherRepeatNorSkip) {
+  MustCreate(alice_, "ties", 2, DISTANCE_DOT);
+  std::vector<PointInput> pts;
+  // 30 points with only 3 distinct scores; numbers before UUIDs on ties.
+  for (int i = 0; i < 27; i++) pts.push_back(P(Num(100 - i), {float(i % 3), 0}));
+  pts.push_back(P(Uuid("00000000-0000-0000-0000-000000000002"), {2, 0}));
+  pts.push_back(P(Uuid("00000000-0000-0000-0000-000000000001"), {2, 0}));
+  pts.push_back(P(Num(5), {2, 0}));
+  MustUpsert(alice_, "ties", pts);
+  auto all = SearchIds(alice_, SearchReq("ties", {1, 0}, 100));
+  ASSERT_EQ(30u, all.size());
+  EXPECT_EQ("5", all[0]);
+  EXPECT_EQ("74", all[1]);  // 100 - 26: the smallest other numeric id with score 2
+  EXPECT_EQ("00000000-0000-0000-0000-000000000001", all[10]);
+  EXPECT_EQ("00000000-0000-0000-0000-000000000002", all[11]);
+
+  std::vector<std::string> paged;
+  for (int off = 0; off < 30; off += 7) {
+    auto req = SearchReq("ties", {1, 0}, 7);
+    req.set_offset(off);
+    for (auto& id : SearchIds(alice_, req)) paged.push_back(id);
+  }
+  EXPECT_EQ(all, paged);
+}
+
+TEST_F(EpisodicTest, ScoreThresholdsCutByDistanceKind) {
+  MustCreate(alice_, "dot", 1, DISTANCE_DOT);
+  MustCreate(alice_, "l2", 1, DISTANCE_EUCLID);
+  std::vector<PointInput> pts;
+  for (int i = 1; i <= 5; i++) pts.push_back(P(Num(i), {float(i)}));
+  MustUpsert(alice_, "dot", pts);
+  MustUpsert(alice_, "l2", pts);
+  auto dot = SearchReq("dot", {1});
+  dot.set_score_threshold(3);  // score >= 3
+  EXPECT_EQ((std::vector<std::string>{"5", "4", "3"}), SearchIds(alice_, dot));
+  auto l2 = SearchReq("l2", {0});
+  l2.set_score_threshold(2.5);  // distance <= 2.5
+  EXPECT_EQ((std::vector<std::string>{"1", "2"}), SearchIds(alice_, l2));
+}
+
+// ---------------------------------------------------------------- filters
+
+class EpisodicFilterTest : public EpisodicTest {
+ protected:
+  void SetUp() override {
+    EpisodicTest::SetUp();
+    MustCreate(alice_, "f", 2, DISTANCE_DOT);
+    MustUpsert(alice_, "f",
+               {P(Num(1), {1, 0}, R"({"color":"red","n":1,"ok":true,"tags":["a","b"]})"),
+                P(Num(2), {1, 0}, R"({"color":"blue","n":2.5,"ok":false,"tags":[]})"),
+                P(Num(3), {1, 0},
+                  R"({"color":"red","n":7,"city":{"name":"Oslo","zips":[1,2]},)"
+                  R"("people":[{"name":"ann","age":30},{"name":"bo","age":12}]})"),
+                P(Num(4), {1, 0}, R"({"color":null,"n":"7"})"),
+                P(Uuid("5c56c793-69f3-4fbf-87e6-c4bf54c28c26"), {1, 0}, R"({})")});
+  }
+  std::set<std::string> M(const std::string& filter) {
+    std::set<std::string> via_search = Matching(alice_, "f", 2, filter);
+    // Count must agree with Search for every filter.
+    EXPECT_EQ(static_cast<int64_t>(via_search.size()), Count(alice_, "f", filter)) << filter;
+    return via_search;
+  }
+  using S = std::set<std::string>;
+  const std::string u_ = "5c56c793-69f3-4fbf-87e6-c4bf54c28c26";
+};
+
+TEST_F(EpisodicFilterTest, MatchValueComparesStringsBoolsAndIntegers) {
+  EXPECT_EQ((S{"1", "3"}), M(R"({"must":[{"field":{"key":"color","matchValue":"red"}}]})"));
+  EXPECT_EQ((S{"2"}), M(R"({"must":[{"field":{"key":"ok","matchValue":false}}]})"));
+  // Integers match integer payload values only: 7 (not "7", not 2.5).
+  EXPECT_EQ((S{"3"}), M(R"({"must":[{"field":{"key":"n","matchValue":7}}]})"));
+  EXPECT_EQ((S{"4"}), M(R"({"must":[{"field":{"key":"n","matchValue":"7"}}]})"));
+  // A list field matches when one element does.
+  EXPECT_EQ((S{"1"}), M(R"({"must":[{"field":{"key":"tags","matchValue":"b"}}]})"));
+}
+
+TEST_F(EpisodicFilterTest, MatchAnyAndExcept) {
+  EXPECT_EQ((S{"1", "2", "3"}),
+            M(R"({"must":[{"field":{"key":"color","matchAny":["red","blue"]}}]})"));
+  EXPECT_EQ((S{"1", "3"}), M(R"({"must":[{"field":{"key":"n","matchAny":[1,7]}}]})"));
+  // except: a value of the list's kind not in the list, or no value at all.
+  EXPECT_EQ((S{"2", "4", u_}),
+            M(R"({"must":[{"field":{"key":"color","matchExcept":["red"]}}]})"));
+}
+
+TEST_F(EpisodicFilterTest, RangeOnNumbers) {
+  EXPECT_EQ((S{"2", "3"}), M(R"({"must":[{"field":{"key":"n","range":{"gt":1}}}]})"));
+  EXPECT_EQ((S{"1", "2"}), M(R"({"must":[{"field":{"key":"n","range":{"gte":1,"lte":2.5}}}]})"));
+  EXPECT_EQ((S{"1"}), M(R"({"must":[{"field":{"key":"n","range":{"lt":2.5}}}]})"));
+  EXPECT_EQ((S{"3"}), M(R"({"must":[{"field":{"key":"city.zips","range":{"gte":2}}}]})"));
+}
+
+TEST_F(EpisodicFilterTest, IsEmptyHasIdAndNestedPaths) {
+  // Missing, null or [] are empty.
+  EXPECT_EQ((S{"2", "3", "4", u_}), M(R"({"must":[{"isEmpty":{"key":"tags"}}]})"));
+  EXPECT_EQ((S{"4", u_}), M(R"({"must":[{"isEmpty":{"key":"color"}}]})"));
+  EXPECT_EQ((S{"2", u_}),
+            M(R"({"must":[{"hasId":{"ids":[{"num":2},{"num":99},)"
+              R"({"uuid":"5C56C793-69F3-4FBF-87E6-C4BF54C28C26"}]}}]})"));
+  EXPECT_EQ((S{"3"}), M(R"({"must":[{"field":{"key":"city.name","matchValue":"Oslo"}}]})"));
+  EXPECT_EQ((S{"3"}),
+            M(R"({"must":[{"field":{"key":"people[].name","matchValue":"bo"}}]})"));
+  EXPECT_EQ((S{"3"}), M(R"({"must":[{"field":{"key":"people[].age","range":{"lt":18}}}]})"));
+  // Without [] a path does not step into an array of objects.
+  EXPECT_EQ((S{}), M(R"({"must":[{"field":{"key":"people.name","matchValue":"bo"}}]})"));
+}
+
+TEST_F(EpisodicFilterTest, MustShouldMustNotAndNestedFilters) {
+  EXPECT_EQ((S{"1", "2"}),
+            M(R"({"should":[{"field":{"key":"n","matchValue":1}},)"
+              R"({"field":{"key":"ok","matchValue":false}}]})"));
+  EXPECT_EQ((S{"2", "4", u_}),
+            M(R"({"mustNot":[{"field":{"key":"color","matchValue":"red"}}]})"));
+  // (red AND n=7) OR (blue)
+  EXPECT_EQ((S{"2", "3"}),
+            M(R"({"should":[{"filter":{"must":[{"field":{"key":"color","matchValue":"red"}},)"
+              R"({"field":{"key":"n","matchValue":7}}]}},)"
+              R"({"filter":{"must":[{"field":{"key":"color","matchValue":"blue"}}]}}]})"));
+  EXPECT_EQ((S{"1"}),
+            M(R"({"must":[{"field":{"key":"color","matchValue":"red"}}],)"
+              R"("mustNot":[{"field":{"key":"n","range":{"gt":5}}}]})"));
+  EXPECT_EQ((S{"1", "2", "3", "4", u_}), M("{}"));
+}
+
+TEST_F(EpisodicFilterTest, BadFiltersAreRefusedNamingTheField) {
+  struct Case {
+    std::string filter, want;
+  } cases[] = {
+      {R"({"must":[{}]})", "filter.must[0]: set one of"},
+      {R"({"must":[{"field":{"key":"a b","matchValue":1}}]})", "filter.must[0].field.key"},
+      {R"({"must":[{"field":{"key":"a"}}]})", "filter.must[0].field: set one of"},
+      {R"({"must":[{"field":{"key":"a","matchValue":1.5}}]})", "integers"},
+      {R"({"must":[{"field":{"key":"a","matchValue":null}}]})", "a string, a bool or an integer"},
+      {R"({"should":[{"field":{"key":"a","matchAny":["x",1]}}]})",
+       "filter.should[0].field.match_any[1]"},
+      {R"({"must":[{"field":{"key":"a","matchAny":[]}}]})", "1 to 1024"},
+      {R"({"must":[{"field":{"key":"a","matchExcept":[true]}}]})", "strings or integers"},
+      {R"({"must":[{"field":{"key":"a","range":{}}}]})", "at least one bound"},
+      {R"({"mustNot":[{"hasId":{"ids":[{"uuid":"nope"}]}}]})", "filter.must_not[0].has_id.ids[0]"},
+      {R"({"must":[{"hasId":{}}]})", "1 to 1024 ids"},
+  };
+  for (const auto& c : cases) {
+    EpisodicMemoryCountRequest req;
+    req.set_collection("f");
+    *req.mutable_filter() = F(c.filter);
+    Result r = Call("Count", req, alice_);
+    EXPECT_EQ(StatusCode::INVALID_ARGUMENT, r.status.error_code()) << c.filter;
+    EXPECT_NE(std::string::npos, r.status.error_message().find(c.want))
+        << c.filter << " -> " << r.status.error_message();
+  }
+  // Nesting and size limits.
+  std::string deep = R"({"must":[{"field":{"key":"a","matchValue":1}}]})";
+  for (int i = 0; i < 8; i++) deep = R"({"must":[{"filter":)" + deep + "}]}";
+  EpisodicMemoryCountRequest req;
+  req.set_collection("f");
+  *req.mutable_filter() = F(deep);
+  Result r = Call("Count", req, alice_);
+  EXPECT_EQ(StatusCode::INVALID_ARGUMENT, r.status.error_code());
+  EXPECT_NE(std::string::npos, r.status.error_message().find("8 deep")) << r.status.error_message();
+  std::string wide = R"({"must":[)";
+  for (int i = 0; i < 65; i++)
+    wide += std::string(i ? "," : "") + R"({"field":{"key":"a","matchValue":1}})";
+  *req.mutable_filter() = F(wide + "]}");
+  r = Call("Count", req, alice_);
+  EXPECT_EQ(StatusCode::INVALID_ARGUMENT, r.status.error_code());
+  EXPECT_NE(std::string::npos, r.status.error_message().find("64 conditions"));
+}
+
+// ---------------------------------------------------------------- points
+
+TEST_F(EpisodicTest, GetPointsKeepsTheAskedOrderAndLeavesOutMissingIds) {
+  MustCreate(alice_, "g", 2, DISTANCE_EUCLID);
+  MustUpsert(alice_, "g", {P(Num(1), {1, 2}, R"({"a":1})"), P(Num(2), {3, 4}),
+                           P(Uuid("5c56c793-69f3-4fbf-87e6-c4bf54c28c26"), {5, 6})});
+  GetPointsRequest req;
+  req.set_collection("g");
+  *req.add_ids() = Uuid("5C56C793-69F3-4FBF-87E6-C4BF54C28C26");
+  *req.add_ids() = Num(42);
+  *req.add_ids() = Num(1);
+  req.set_with_vector(true);
+  auto resp = Must<GetPointsResponse>("GetPoints", req, alice_);
+  ASSERT_EQ(2, resp.points_size());
+  EXPECT_EQ("5c56c793-69f3-4fbf-87e6-c4bf54c28c26", resp.points(0).id().uuid());
+  EXPECT_EQ(1u, resp.points(1).id().num());
+  EXPECT_FLOAT_EQ(2, resp.points(1).vector(1));
+  EXPECT_FALSE(resp.points(1).has_payload());
+}
+
+TEST_F(EpisodicTest, UpsertReplacesAndCountsVersions) {
+  MustCreate(alice_, "u", 2, DISTANCE_DOT);
+  MustUpsert(alice_, "u", {P(Num(1), {1, 0}, R"({"v":1})")});
+  MustUpsert(alice_, "u", {P(Num(1), {0, 1}, R"({"v":2})")});
+  GetPointsRequest req;
+  req.set_collection("u");
+  *req.add_ids() = Num(1);
+  req.set_with_payload(true);
+  req.set_with_vector(true);
+  auto p = Must<GetPointsResponse>("GetPoints", req, alice_).points(0);
+  EXPECT_EQ(2, p.meta().version());
+  EXPECT_FLOAT_EQ(1, p.vector(1));
+  EXPECT_EQ(2, p.payload().fields().at("v").number_value());
+  EXPECT_LE(p.meta().create_time().seconds(), p.meta().update_time().seconds());
+  EXPECT_EQ(1, Count(alice_, "u"));
+}
+
+TEST_F(EpisodicTest, DeletePointsByIdsAndByFilter) {
+  MustCreate(alice_, "d", 1, DISTANCE_DOT);
+  std::vector<PointInput> pts;
+  for (int i = 1; i <= 10; i++)
+    pts.push_back(P(Num(i), {float(i)}, i % 2 ? R"({"odd":true})" : R"({"odd":false})"));
+  MustUpsert(alice_, "d", pts);
+  DeletePointsRequest del;
+  del.set_collection("d");
+  *del.mutable_ids()->add_ids() = Num(1);
+  *del.mutable_ids()->add_ids() = Num(2);
+  *del.mutable_ids()->add_ids() = Num(99);
+  EXPECT_EQ(2, Must<DeletePointsResponse>("DeletePoints", del, alice_).deleted_count());
+  DeletePointsRequest byf;
+  byf.set_collection("d");
+  *byf.mutable_filter() = F(R"({"must":[{"field":{"key":"odd","matchValue":true}}]})");
+  EXPECT_EQ(4, Must<DeletePointsResponse>("DeletePoints", byf, alice_).deleted_count());
+  EXPECT_EQ(4, Count(alice_, "d"));
+  EXPECT_EQ((std::vector<std::string>{"10", "8", "6", "4"}),
+            SearchIds(alice_, SearchReq("d", {1})));
+  // Deleted ids can be written again, as new points.
+  MustUpsert(alice_, "d", {P(Num(1), {100})});
+  EXPECT_EQ("1", SearchIds(alice_, SearchReq("d", {1}))[0]);
+  DeletePointsRequest none;
+  none.set_collection("d");
+  EXPECT_EQ(StatusCode::INVALID_ARGUMENT, Call("DeletePoints", none, alice_).status.error_code());
+}
+
+// ---------------------------------------------------------------- diodes
+
+TEST_F(EpisodicTest, ReadsSeeOnlyTheCallersTenantOwnPointsAndLabelsUpToClearance) {
+  MustCreate(alice_, "iso", 1, DISTANCE_DOT);
+  std::string bob = Token("t1", "bob", "episodic:read episodic:write");
+  MustUpsert(alice_, "iso", {P(Num(1), {1}), P(Num(2), {2}, "{}", LABEL_SECRET)});
+  MustUpsert(bob, "iso", {P(Num(3), {3})});
+  std::string all_public = Token("t1", "auditor", "episodic:read:all", "PUBLIC");
+  std::string all_secret = Token("t1", "boss", "episodic:read:all", "SECRET");
+
+  EXPECT_EQ((std::vector<std::string>{"3"}), SearchIds(bob, SearchReq("iso", {1})));
+  EXPECT_EQ((std::vector<std::string>{"3", "1"}), SearchIds(all_public, SearchReq("iso", {1})));
+  EXPECT_EQ((std::vector<std::string>{"3", "2", "1"}),
+            SearchIds(all_secret, SearchReq("iso", {1})));
+  EXPECT_EQ(1, Count(bob, "iso"));
+  EXPECT_EQ(2, Count(all_public, "iso"));
+  EXPECT_EQ(3, Count(all_secret, "iso"));
+  // Hidden points look missing to GetPoints.
+  GetPointsRequest get;
+  get.set_collection("iso");
+  for (int i = 1; i <= 3; i++) *get.add_ids() = Num(i);
+  EXPECT_EQ(1, Must<GetPointsResponse>("GetPoints", get, bob).points_size());
+  EXPECT_EQ(2, Must<GetPointsResponse>("GetPoints", get, all_public).points_size());
+  // Offsets count visible points only.
+  auto req = SearchReq("iso", {1}, 1);
+  req.set_offset(1);
+  EXPECT_EQ((std::vector<std::string>{"1"}), SearchIds(all_public, req));
+  // Another tenant has no such collection.
+  std::string eve = Token("t2", "eve", "episodic:read:all");
+  EXPECT_EQ(StatusCode::NOT_FOUND, Call("Search", SearchReq("iso", {1}), eve).status.error_code());
+}
+
+TEST_F(EpisodicTest, WritesAreStampedUpAndNeverOverwriteWhatTheCallerCannotModify) {
+  MustCreate(alice_, "w", 1, DISTANCE_DOT);
+  std::string bob = Token("t1", "bob", "episodic:read episodic:write", "SECRET", "CONFIDENTIAL");
+  MustUpsert(bob, "w", {P(Num(1), {1}, "{}", LABEL_PUBLIC)});
+  GetPointsRequest get;
+  get.set_collection("w");
+  *get.add_ids() = Num(1);
+  EXPECT_EQ(LABEL_CONFIDENTIAL,
+            Must<GetPointsResponse>("GetPoints", get, bob).points(0).meta().label());
+
+  std::string carol = Token("t1", "carol", "episodic:read:all episodic:write");
+  Result r = Upsert(carol, "w", {P(Num(1), {9}), P(Num(2), {2})});
+  EXPECT_EQ(StatusCode::PERMISSION_DENIED, r.status.error_code()) << r.status.error_message();
+  DeletePointsRequest del;
+  del.set_collection("w");
+  *del.mutable_ids()->add_ids() = Num(1);
+  EXPECT_EQ(StatusCode::PERMISSION_DENIED, Call("DeletePoints", del, carol).status.error_code());
+  // Nothing of the refused batch was written.
+  EXPECT_EQ(1, Count(alice_, "w"));
+  // Delete by filter passes over points the caller may not modify.
+  DeletePointsRequest byf;
+  byf.set_collection("w");
+  *byf.mutable_filter() = Filter();
+  EXPECT_EQ(0, Must<DeletePointsResponse>("DeletePoints", byf, carol).deleted_count());
+
+  // With :all, alice updates bob's point: the owner stays, the label never drops.
+  MustUpsert(alice_, "w", {P(Num(1), {5}, "{}", LABEL_PUBLIC)});
+  auto p = Must<GetPointsResponse>("GetPoints", get, alice_).points(0);
+  EXPECT_EQ("bob", p.meta().owner());
+  EXPECT_EQ(LABEL_CONFIDENTIAL, p.meta().label());
+  EXPECT_EQ(2, p.meta().version());
+  // A point labelled above the writer's clearance cannot be touched.
+  MustUpsert(alice_, "w", {P(Num(3), {3}, "{}", LABEL_SECRET)});
+  std::string low = Token("t1", "dan", "episodic:read episodic:write:all", "INTERNAL");
+  EXPECT_EQ(StatusCode::PERMISSION_DENIED, Upsert(low, "w", {P(Num(3), {0})}).status.error_code());
+}
+
+TEST_F(EpisodicTest, PiiInPayloadsIsRefusedUnlessTheTokenMayWriteIt) {
+  MustCreate(alice_, "pii", 1, DISTANCE_DOT);
+  Result r = Upsert(alice_, "pii", {P(Num(1), {1}), P(Num(2), {1}, R"({"who":"ann@example.com"})")});
+  EXPECT_EQ(StatusCode::INVALID_ARGUMENT, r.status.error_code());
+  EXPECT_NE(std::string::npos, r.status.error_message().find("email at points[1].payload.who"))
+      << r.status.error_message();
+  EXPECT_EQ(0, Count(alice_, "pii"));
+  std::string ok = Token("t1", "alice", "episodic:read episodic:write pii:write");
+  MustUpsert(ok, "pii", {P(Num(2), {1}, R"({"who":"ann@example.com"})")});
+  GetPointsRequest get;
+  get.set_collection("pii");
+  *get.add_ids() = Num(2);
+  auto p = Must<GetPointsResponse>("GetPoints", get, ok).points(0);
+  ASSERT_EQ(1, p.meta().pii_kinds_size());
+  EXPECT_EQ("email", p.meta().pii_kinds(0));
+}
+
+// ---------------------------------------------------------------- bad input
+
+TEST_F(EpisodicTest, BadPointsAreRefusedAndChangeNothing) {
+  MustCreate(alice_, "b", 3, DISTANCE_COSINE);
+  MustUpsert(alice_, "b", {P(Num(1), {1, 0, 0})});
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  struct Case {
+    std::vector<PointInput> pts;
+    std::string want;
+  } cases[] = {
+      {{P(Num(2), {1, 0})}, "points[0].vector: 2 components; collection b has 3 dimensions"},
+      {{P(Num(2), {1, 0, 0}), P(Num(3), {1, nan, 0})}, "points[1].vector[1]: NaN"},
+      {{P(Num(2), {1, 0, inf})}, "points[0].vector[2]: infinity"},
+      {{P(PointId(), {1, 0, 0})}, "points[0].id: required"},
+      {{P(Uuid("not-a-uuid"), {1, 0, 0})}, "points[0].id: \"not-a-uuid\" is not a UUID"},
+      {{P(Num(2), {1, 0, 0}), P(Num(2), {0, 1, 0})}, "id 2 appears more than once"},
+      {{P(Num(2), {1, 0, 0}, R"({"big":")" + std::string(70000, 'x') + R"("})")},
+       "points[0].payload: 70010 bytes"},
+      {{}, "points: 0 points"},
+  };
+  for (const auto& c : cases) {
+    Result r = Upsert(alice_, "b", c.pts);
+    EXPECT_EQ(StatusCode::INVALID_ARGUMENT, r.status.error_code()) << c.want;
+    EXPECT_NE(std::string::npos, r.status.error_message().find(c.want))
+        << c.want << " -> " << r.status.error_message();
+  }
+  std::vector<PointInput> many;
+  for (int i = 0; i < 1001; i++) many.push_back(P(Num(i + 10), {1, 0, 0}));
+  EXPECT_EQ(StatusCode::INVALID_ARGUMENT, Upsert(alice_, "b", many).status.error_code());
+  EXPECT_EQ(StatusCode::NOT_FOUND, Upsert(alice_, "nope", {P(Num(1), {1})}).status.error_code());
+  EXPECT_EQ(1, Count(alice_, "b"));
+
+  auto s = SearchReq("b", {1, 0, nan});
+  EXPECT_EQ(StatusCode::INVALID_ARGUMENT, Call("Search", s, alice_).status.error_code());
+  s = SearchReq("b", {1, 0, 0}, 1001);
+  EXPECT_EQ(StatusCode::INVALID_ARGUMENT, Call("Search", s, alice_).status.error_code());
+  s = SearchReq("b", {1, 0, 0});
+  s.set_offset(10001);
+  EXPECT_EQ(StatusCode::INVALID_ARGUMENT, Call("Search", s, alice_).status.error_code());
+  GetPointsRequest get;
+  get.set_collection("b");
+  EXPECT_EQ(StatusCode::INVALID_ARGUMENT, Call("GetPoints", get, alice_).status.error_code());
+  // Injection strings are names like any other (and refused by the name rule).
+  get.set_collection("b' OR '1'='1");
+  *get.add_ids() = Num(1);
+  EXPECT_EQ(StatusCode::INVALID_ARGUMENT, Call("GetPoints", get, alice_).status.error_code());
+}
+
+TEST_F(EpisodicTest, ScopesAreEnforced) {
+  MustCreate(alice_, "s", 1, DISTANCE_DOT);
+  std::string reader = Token("t1", "r", "episodic:read");
+  EXPECT_EQ(StatusCode::PERMISSION_DENIED,
+            Upsert(reader, "s", {P(Num(1), {1})}).status.error_code());
+  EXPECT_EQ(StatusCode::PERMISSION_DENIED,
+            Create(reader, "s2", 1, DISTANCE_DOT).status.error_code());
+  std::string writer = Token("t1", "w", "episodic:write");
+  EXPECT_EQ(StatusCode::PERMISSION_DENIED,
+            Call("Search", SearchReq("s", {1}), writer).status.error_code());
+}
+
+// ---------------------------------------------------------------- replicas
+
+TEST_F(EpisodicTest, AWriteOnOneReplicaIsSeenByTheOthersNextRead) {
+  Replica b = Launch();
+  MustCreate(alice_, "r", 2, DISTANCE_DOT);
+  MustUpsert(alice_, "r", {P(Num(1), {1, 0})});
+  // b loads the collection now, then catches up on later writes.
+  EXPECT_EQ((std::vector<std::string>{"1"}), SearchIds(alice_, SearchReq("r", {1, 0}), &b));
+  MustUpsert(alice_, "r", {P(Num(2), {2, 0}), P(Num(1), {0, 1})});
+  EXPECT_EQ((std::vector<std::string>{"2", "1"}), SearchIds(alice_, SearchReq("r", {1, 0}), &b));
+  DeletePointsRequest del;
+  del.set_collection("r");
+  *del.mutable_ids()->add_ids() = Num(2);
+  ASSERT_TRUE(Call("DeletePoints", del, alice_, &b).status.ok());
+  EXPECT_EQ((std::vector<std::string>{"1"}), SearchIds(alice_, SearchReq("r", {1, 0})));
+  // A collection deleted and re-created on one replica is new on the other.
+  DeleteCollectionRequest dc;
+  dc.set_name("r");
+  ASSERT_TRUE(Call("DeleteCollection", dc, alice_).status.ok());
+  EXPECT_EQ(StatusCode::NOT_FOUND, Call("Search", SearchReq("r", {1, 0}), alice_, &b)
+                                       .status.error_code());
+  MustCreate(alice_, "r", 2, DISTANCE_DOT);
+  EXPECT_EQ(0, Count(alice_, "r", "", &b));
+}
+
+TEST_F(EpisodicTest, ManyPointsLoadAndSearchAcrossCatchUpPages) {
+  MustCreate(alice_, "big", 8, DISTANCE_EUCLID);
+  // 5000 points in batches of 1000: more than one catch-up page.
+  for (int b = 0; b < 5; b++) {
+    std::vector<PointInput> pts;
+    for (int i = 0; i < 1000; i++) {
+      int id = b * 1000 + i;
+      std::vector<float> v(8, float(id));
+      pts.push_back(P(Num(id), v, R"({"bucket":)" + std::to_string(id % 10) + "}"));
+    }
+    MustUpsert(alice_, "big", pts);
+  }
+  Replica b = Launch();
+  EXPECT_EQ(5000, Count(alice_, "big", "", &b));
+  EXPECT_EQ(500, Count(alice_, "big", R"({"must":[{"field":{"key":"bucket","matchValue":3}}]})",
+                       &b));
+  auto ids = SearchIds(alice_, SearchReq("big", std::vector<float>(8, 4321.2f), 3), &b);
+  EXPECT_EQ((std::vector<std::string>{"4321", "4322", "4320"}), ids);
+}
+
+}  // namespace
