@@ -77,7 +77,7 @@ test: deps ## start Postgres + Redis, bazel test //... against them
 test-asan: deps ## like test, with --config=asan (ASan + UBSan)
 	$(call bazel_test,--config=asan)
 
-bench: deps build ## build, start Postgres + Redis, run the benchmarks: vs grpc++, auth cost, GlobalMemory vs libpq, Cache vs Redis
+bench: deps build ## build, start Postgres + Redis, run the benchmarks: vs grpc++, auth cost, GlobalMemory vs libpq, Cache vs Redis, EpisodicMemory vs FAISS
 	@cd "$(ROOT)"
 	"$(DEVSTACK)" start
 	if [[ ! -f bench/run.sh ]]; then
@@ -91,6 +91,7 @@ bench: deps build ## build, start Postgres + Redis, run the benchmarks: vs grpc+
 	BENCH_MODE=auth BENCH_SKIP_BUILD=1 bash bench/run.sh
 	bash bench/global.sh
 	bash bench/cache.sh
+	bash bench/episodic.sh
 
 clean: ## bazel clean (keeps .local/)
 	@cd "$(ROOT)"
