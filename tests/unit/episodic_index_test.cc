@@ -1,0 +1,178 @@
+// episodic_index: exact search checked against a plain brute-force
+// reference on random data for every distance, the id hash kept right
+// through many puts and removes (backward-shift deletion), thresholds and
+// the accept callback; point ids.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <random>
+#include <vector>
+
+extern "C" {
+#include "service/episodic/episodic_index.h"
+}
+
+namespace {
+
+vs_id Num(uint64_t n) {
+  vs_id id{};
+  id.num = n;
+  return id;
+}
+
+vs_meta Meta(const char* owner = "o") {
+  vs_meta m{};
+  m.owner = owner;
+  m.label = 1;
+  m.version = 1;
+  return m;
+}
+
+struct Ref {
+  uint64_t id;
+  float score;
+};
+
+// Best first, ties by id: the reference ordering.
+std::vector<Ref> Reference(int distance, const std::map<uint64_t, std::vector<float>>& pts,
+                           const std::vector<float>& q, size_t k) {
+  std::vector<Ref> all;
+  for (const auto& [id, v] : pts) {
+    double s = 0;
+    for (size_t i = 0; i < q.size(); i++)
+      s += distance == VS_EUCLID ? (v[i] - q[i]) * (v[i] - q[i]) : double(v[i]) * q[i];
+    all.push_back({id, float(distance == VS_EUCLID ? -std::sqrt(s) : s)});
+  }
+  std::sort(all.begin(), all.end(), [](const Ref& a, const Ref& b) {
+    return a.score != b.score ? a.score > b.score : a.id < b.id;
+  });
+  if (all.size() > k) all.resize(k);
+  for (auto& r : all)
+    if (distance == VS_EUCLID) r.score = -r.score;
+  return all;
+}
+
+class IndexTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(IndexTest, SearchAgreesWithBruteForceThroughPutsAndRemoves) {
+  const int distance = GetParam(), dims = 37;  // not a multiple of the 16 lanes
+  std::mt19937 rng(7);
+  std::normal_distribution<float> g;
+  eidx* x = eidx_create(dims, distance);
+  ASSERT_NE(nullptr, x);
+  std::map<uint64_t, std::vector<float>> ref;
+  vs_meta m = Meta();
+  for (int round = 0; round < 3; round++) {
+    for (int i = 0; i < 3000; i++) {
+      uint64_t id = rng() % 5000;
+      std::vector<float> v(dims);
+      for (auto& f : v) f = g(rng);
+      vs_id vid = Num(id);
+      ASSERT_EQ(0, eidx_put(x, &vid, v.data(), nullptr, &m));
+      if (distance == VS_COSINE) eidx_normalize(v.data(), dims);
+      ref[id] = v;
+    }
+    for (int i = 0; i < 1500; i++) {
+      uint64_t id = rng() % 5000;
+      vs_id vid = Num(id);
+      EXPECT_EQ(ref.erase(id) ? 0 : -1, eidx_remove(x, &vid));
+    }
+    ASSERT_EQ(ref.size(), eidx_count(x));
+    for (const auto& [id, v] : ref) {
+      vs_id vid = Num(id);
+      long slot = eidx_find(x, &vid);
+      ASSERT_GE(slot, 0) << id;
+      EXPECT_EQ(id, eidx_id(x, size_t(slot))->num);
+      EXPECT_EQ(0, memcmp(v.data(), eidx_vector(x, size_t(slot)), dims * sizeof(float)));
+    }
+    for (int t = 0; t < 5; t++) {
+      std::vector<float> q(dims);
+      for (auto& f : q) f = g(rng);
+      if (distance == VS_COSINE) eidx_normalize(q.data(), dims);
+      auto want = Reference(distance, ref, q, 10);
+      eidx_hit hits[10];
+      long n = eidx_search(x, q.data(), 10, 0, 0, nullptr, nullptr, hits);
+      ASSERT_EQ(long(want.size()), n);
+      for (long i = 0; i < n; i++) {
+        EXPECT_EQ(want[i].id, eidx_id(x, hits[i].slot)->num) << "rank " << i;
+        EXPECT_NEAR(want[i].score, hits[i].score, 1e-3 * (1 + std::fabs(want[i].score)));
+      }
+    }
+  }
+  eidx_free(x);
+}
+
+INSTANTIATE_TEST_SUITE_P(Distances, IndexTest,
+                         ::testing::Values(VS_COSINE, VS_DOT, VS_EUCLID));
+
+int OnlyEven(const eidx* x, size_t slot, void*) { return eidx_id(x, slot)->num % 2 == 0; }
+
+TEST(Index, AcceptAndThresholdLimitTheCandidates) {
+  eidx* x = eidx_create(1, VS_EUCLID);
+  vs_meta m = Meta();
+  for (uint64_t i = 0; i < 100; i++) {
+    vs_id id = Num(i);
+    float v = float(i);
+    ASSERT_EQ(0, eidx_put(x, &id, &v, nullptr, &m));
+  }
+  float q = 0;
+  eidx_hit hits[100];
+  long n = eidx_search(x, &q, 100, 1, 10.5f, OnlyEven, nullptr, hits);
+  ASSERT_EQ(6, n);  // 0 2 4 6 8 10
+  for (long i = 0; i < n; i++) {
+    EXPECT_EQ(uint64_t(2 * i), eidx_id(x, hits[i].slot)->num);
+    EXPECT_FLOAT_EQ(float(2 * i), hits[i].score);
+  }
+  EXPECT_EQ(0, eidx_search(x, &q, 5, 1, -1.0f, nullptr, nullptr, hits));
+  eidx_free(x);
+}
+
+TEST(Index, PayloadsAndMetadataAreOwnedByTheIndex) {
+  eidx* x = eidx_create(2, VS_DOT);
+  json_t* p = json_pack("{s:i}", "a", 1);
+  const char* kinds[] = {"email"};
+  char owner[] = "alice";
+  vs_meta m = Meta(owner);
+  m.pii_kinds = kinds;
+  m.npii = 1;
+  vs_id id = Num(1);
+  float v[2] = {1, 2};
+  ASSERT_EQ(0, eidx_put(x, &id, v, p, &m));
+  json_decref(p);
+  owner[0] = 'X';  // the index copied the strings
+  const vs_meta* got = eidx_meta(x, 0);
+  EXPECT_STREQ("alice", got->owner);
+  ASSERT_EQ(1u, got->npii);
+  EXPECT_STREQ("email", got->pii_kinds[0]);
+  EXPECT_EQ(1, json_integer_value(json_object_get(eidx_payload(x, 0), "a")));
+  // Replacing drops the old payload reference; removing the last point too.
+  ASSERT_EQ(0, eidx_put(x, &id, v, nullptr, &m));
+  EXPECT_EQ(nullptr, eidx_payload(x, 0));
+  EXPECT_EQ(0, eidx_remove(x, &id));
+  EXPECT_EQ(-1, eidx_remove(x, &id));
+  EXPECT_EQ(0u, eidx_count(x));
+  eidx_free(x);
+}
+
+TEST(PointId, ParsesPrintsAndOrders) {
+  vs_id a, b;
+  char buf[37];
+  ASSERT_EQ(0, vs_id_parse("18446744073709551615", &a));
+  EXPECT_EQ(UINT64_MAX, a.num);
+  EXPECT_STREQ("18446744073709551615", vs_id_text(&a, buf));
+  EXPECT_EQ(-1, vs_id_parse("18446744073709551616", &a));
+  EXPECT_EQ(-1, vs_id_parse("007", &a));
+  EXPECT_EQ(-1, vs_id_parse("", &a));
+  ASSERT_EQ(0, vs_id_parse("5C56C793-69F3-4FBF-87E6-C4BF54C28C26", &b));
+  EXPECT_STREQ("5c56c793-69f3-4fbf-87e6-c4bf54c28c26", b.uuid);
+  EXPECT_EQ(-1, vs_uuid_parse("5c56c79369f34fbf87e6c4bf54c28c26", &b));
+  EXPECT_EQ(-1, vs_uuid_parse("5c56c793-69f3-4fbf-87e6-c4bf54c28c2g", &b));
+  ASSERT_EQ(0, vs_id_parse("12", &a));
+  EXPECT_LT(vs_id_cmp(&a, &b), 0);  // numbers before UUIDs
+  vs_id c = Num(3);
+  EXPECT_GT(vs_id_cmp(&a, &c), 0);
+}
+
+}  // namespace
