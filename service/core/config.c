@@ -48,6 +48,12 @@ static const opt_def options[] = {
      "Qdrant REST URL, e.g. http://127.0.0.1:6333; empty = embedded vector index"},
     {"qdrant-api-key", "MEMORYD_QDRANT_API_KEY", OPT_STR, OFF(qdrant_api_key), "", 0, 0, 1,
      "API key sent to Qdrant in the api-key header"},
+    {"qdrant-timeout-ms", "MEMORYD_QDRANT_TIMEOUT_MS", OPT_INT, OFF(qdrant_timeout_ms), "10000",
+     100, 600000, 0, "longest one Qdrant request may take when the call has no shorter deadline"},
+    {"qdrant-collection-prefix", "MEMORYD_QDRANT_COLLECTION_PREFIX", OPT_STR,
+     OFF(qdrant_collection_prefix), "memoryd_", 0, 0, 0,
+     "prefix of the Qdrant collections memoryd creates (one per tenant and collection), so "
+     "deployments can share a Qdrant"},
     {"tls-cert", "MEMORYD_TLS_CERT", OPT_STR, OFF(tls_cert), "", 0, 0, 0,
      "PEM certificate chain file; with --tls-key serves TLS instead of plaintext"},
     {"tls-key", "MEMORYD_TLS_KEY", OPT_STR, OFF(tls_key), "", 0, 0, 0,
@@ -248,6 +254,20 @@ static int validate(const config *c, char *err, size_t errlen) {
     if (strcmp(c->pii_policy, "reject") != 0 && strcmp(c->pii_policy, "redact") != 0) {
         snprintf(err, errlen, "--pii-policy (MEMORYD_PII_POLICY) must be reject or redact, got "
                  "\"%s\"", c->pii_policy);
+        return -1;
+    }
+    if (c->qdrant_url[0] && strncmp(c->qdrant_url, "http://", 7) != 0 &&
+        strncmp(c->qdrant_url, "https://", 8) != 0) {
+        snprintf(err, errlen, "--qdrant-url (MEMORYD_QDRANT_URL) must start with http:// or "
+                 "https:// (Qdrant's REST port, 6333 by default)");
+        return -1;
+    }
+    if (c->qdrant_collection_prefix[0] && strspn(c->qdrant_collection_prefix,
+                                                 "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                 "0123456789_-") !=
+                                              strlen(c->qdrant_collection_prefix)) {
+        snprintf(err, errlen, "--qdrant-collection-prefix (MEMORYD_QDRANT_COLLECTION_PREFIX) may "
+                 "hold only A-Z, a-z, 0-9, '_' and '-'");
         return -1;
     }
     if (c->jwks[0] == '\0') {

@@ -17,6 +17,8 @@ typedef struct config {
     char *redis_url;          /* redis://host:port[/db]; empty = L1 cache only */
     char *qdrant_url;         /* http(s)://host:port; empty = embedded index */
     char *qdrant_api_key;     /* sent as the api-key header */
+    int qdrant_timeout_ms;    /* one Qdrant request at most (calls without deadline) */
+    char *qdrant_collection_prefix; /* of the Qdrant collections memoryd creates */
     char *tls_cert;           /* PEM certificate chain; empty = plaintext */
     char *tls_key;            /* PEM private key for tls_cert */
     char *log_level;          /* debug | info | warn | error */

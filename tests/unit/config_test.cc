@@ -33,6 +33,8 @@ const std::vector<std::pair<std::string, std::string>> kOptions = {
     {"redis-url", "MEMORYD_REDIS_URL"},
     {"qdrant-url", "MEMORYD_QDRANT_URL"},
     {"qdrant-api-key", "MEMORYD_QDRANT_API_KEY"},
+    {"qdrant-timeout-ms", "MEMORYD_QDRANT_TIMEOUT_MS"},
+    {"qdrant-collection-prefix", "MEMORYD_QDRANT_COLLECTION_PREFIX"},
     {"tls-cert", "MEMORYD_TLS_CERT"},
     {"tls-key", "MEMORYD_TLS_KEY"},
     {"log-level", "MEMORYD_LOG_LEVEL"},
@@ -273,6 +275,13 @@ TEST_F(ConfigTest, OutOfRangeIntegerIsRejectedNamingFlagAndVariable) {
   EXPECT_NE(std::string::npos, Err().find("--traverse-max-depth")) << Err();
   EXPECT_EQ(-1, Load({kPgFlag, "--traverse-max-depth=11"}));
   EXPECT_NE(std::string::npos, Err().find("MEMORYD_TRAVERSE_MAX_DEPTH")) << Err();
+
+  EXPECT_EQ(-1, Load({kPgFlag, "--qdrant-timeout-ms=99"}));
+  EXPECT_NE(std::string::npos, Err().find("--qdrant-timeout-ms")) << Err();
+  EXPECT_EQ(-1, Load({kPgFlag, "--qdrant-url=localhost:6333"}));
+  EXPECT_NE(std::string::npos, Err().find("http://")) << Err();
+  EXPECT_EQ(-1, Load({kPgFlag, "--qdrant-collection-prefix=a/b"}));
+  EXPECT_NE(std::string::npos, Err().find("--qdrant-collection-prefix")) << Err();
 }
 
 TEST_F(ConfigTest, IntegerBoundsAreInclusive) {
