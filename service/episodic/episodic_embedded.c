@@ -165,17 +165,7 @@ typedef struct op {
  * else alone in one round trip. */
 static int query(pgq_session *ss, int in_tx, const char *what, const pgq_sql *b,
                  const pgq_params *q, PGresult **out) {
-    if (!in_tx) return pgq_pipeline(ss, what, NULL, b, q, 1, out);
-    if (b->overflow) return pgq_fail(ss, PGQ_EINTERNAL, "%s query too long", what);
-    PGresult *r = pgq_exec(ss, b, q);
-    ExecStatusType st = PQresultStatus(r);
-    if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) {
-        int rc = pgq_pg_fail(ss, r, what);
-        PQclear(r);
-        return rc;
-    }
-    *out = r;
-    return PGQ_OK;
+    return in_tx ? pgq_exec_ok(ss, b, q, what, out) : pgq_pipeline(ss, what, NULL, b, q, 1, out);
 }
 
 static const char *pid_text(arena *a, const vs_id *id) {

@@ -94,21 +94,6 @@ static int commit(pgq_session *ss, global_ctx *c) {
     return pgq_commit(ss, c->before_commit, c->after_commit, c->hook_arg);
 }
 
-/* Runs a statement inside the open transaction and expects rows. */
-static int exec_rows(pgq_session *ss, const pgq_sql *b, const pgq_params *q, const char *what,
-                     PGresult **out) {
-    if (b->overflow) return pgq_fail(ss, PGQ_EINTERNAL, "%s query too long", what);
-    PGresult *r = pgq_exec(ss, b, q);
-    ExecStatusType st = PQresultStatus(r);
-    if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) {
-        int rc = pgq_pg_fail(ss, r, what);
-        PQclear(r);
-        return rc;
-    }
-    *out = r;
-    return PGQ_OK;
-}
-
 /* ------------------------------------------------------------ diodes */
 
 /* The read diode on alias a as a WHERE fragment (no leading AND): the
@@ -296,7 +281,7 @@ static int put_entity(pgq_session *ss, global_ctx *c, void *arg) {
         int rc = race == 0 ? lock_row(ss, c, &lb, &lq, &lr) : GLOBAL_OK;
         if (race > 0) {
             PGresult *r;
-            if ((rc = exec_rows(ss, &lb, &lq, "row lock", &r)) != GLOBAL_OK) return rc;
+            if ((rc = pgq_exec_ok(ss, &lb, &lq, "row lock", &r)) != GLOBAL_OK) return rc;
             rc = decode_lock(c, r, &lr);
             PQclear(r);
         }
@@ -331,7 +316,7 @@ static int put_entity(pgq_session *ss, global_ctx *c, void *arg) {
                         " RETURNING " E_COLS,
                         p_label, p_type, p_name, p_props, p_pii, p_tenant, p_id);
         PGresult *r;
-        if ((rc = exec_rows(ss, &b, &q, "entity write", &r)) != GLOBAL_OK) return rc;
+        if ((rc = pgq_exec_ok(ss, &b, &q, "entity write", &r)) != GLOBAL_OK) return rc;
         if (PQntuples(r) == 0) {
             /* Lost a create race: the other transaction committed its row
              * (ON CONFLICT waited for it); lock and re-evaluate. */
@@ -432,7 +417,7 @@ static int delete_entity(pgq_session *ss, global_ctx *c, void *arg) {
     pgq_sql_add(&d, "DELETE FROM entities WHERE tenant = $%d AND id = $%d", p_tenant,
                 pgq_text(&dq, a->id));
     PGresult *r;
-    if ((rc = exec_rows(ss, &d, &dq, "entity delete", &r)) != GLOBAL_OK) return rc;
+    if ((rc = pgq_exec_ok(ss, &d, &dq, "entity delete", &r)) != GLOBAL_OK) return rc;
     PQclear(r);
     return commit(ss, c);
 }
@@ -593,7 +578,7 @@ static int check_ends(pgq_session *ss, global_ctx *c, const char *src, const cha
     pgq_sql_add(&b, " AND e.id IN ($%d, $%d) FOR KEY SHARE", pgq_text(&q, src),
                 pgq_text(&q, dst));
     PGresult *r;
-    int rc = exec_rows(ss, &b, &q, "endpoint check", &r);
+    int rc = pgq_exec_ok(ss, &b, &q, "endpoint check", &r);
     if (rc != GLOBAL_OK) return rc;
     int have_src = 0, have_dst = 0;
     for (int i = 0; i < PQntuples(r); i++) {
@@ -623,7 +608,7 @@ static int put_rel(pgq_session *ss, global_ctx *c, void *arg) {
             rc = lock_row(ss, c, &lb, &lq, &lr);
         } else {
             PGresult *r;
-            if ((rc = exec_rows(ss, &lb, &lq, "row lock", &r)) != GLOBAL_OK) return rc;
+            if ((rc = pgq_exec_ok(ss, &lb, &lq, "row lock", &r)) != GLOBAL_OK) return rc;
             rc = decode_lock(c, r, &lr);
             PQclear(r);
         }
@@ -721,7 +706,7 @@ static int delete_rel(pgq_session *ss, global_ctx *c, void *arg) {
                 " AND rel_type = $%d AND target_id = $%d",
                 p_tenant, p_src, p_type, pgq_text(&dq, a->dst));
     PGresult *r;
-    if ((rc = exec_rows(ss, &d, &dq, "relationship delete", &r)) != GLOBAL_OK) return rc;
+    if ((rc = pgq_exec_ok(ss, &d, &dq, "relationship delete", &r)) != GLOBAL_OK) return rc;
     PQclear(r);
     return commit(ss, c);
 }
@@ -912,7 +897,7 @@ static int record_task(pgq_session *ss, global_ctx *c, void *arg) {
             rc = lock_row(ss, c, &lb, &lq, &lr);
         } else {
             PGresult *r;
-            if ((rc = exec_rows(ss, &lb, &lq, "row lock", &r)) != GLOBAL_OK) return rc;
+            if ((rc = pgq_exec_ok(ss, &lb, &lq, "row lock", &r)) != GLOBAL_OK) return rc;
             rc = decode_lock(c, r, &lr);
             PQclear(r);
         }
@@ -958,7 +943,7 @@ static int record_task(pgq_session *ss, global_ctx *c, void *arg) {
                         p_label, p_type, p_desc, p_status, p_prov, p_result, p_ents, p_pii,
                         p_start, p_end, p_tenant, p_id);
         PGresult *r;
-        if ((rc = exec_rows(ss, &b, &q, "task write", &r)) != GLOBAL_OK) return rc;
+        if ((rc = pgq_exec_ok(ss, &b, &q, "task write", &r)) != GLOBAL_OK) return rc;
         if (PQntuples(r) == 0) {
             PQclear(r);
             continue;

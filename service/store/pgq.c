@@ -407,6 +407,21 @@ PGresult *pgq_exec_text(pgq_session *ss, const char *sql, const pgq_params *q) {
     return exec_sql(ss, sql, q);
 }
 
+int pgq_exec_ok(pgq_session *ss, const pgq_sql *sql, const pgq_params *q, const char *what,
+                PGresult **out) {
+    *out = NULL;
+    if (sql->overflow) return pgq_fail(ss, PGQ_EINTERNAL, "%s query too long", what);
+    PGresult *r = pgq_exec(ss, sql, q);
+    ExecStatusType st = PQresultStatus(r);
+    if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) {
+        int rc = pgq_pg_fail(ss, r, what);
+        PQclear(r);
+        return rc;
+    }
+    *out = r;
+    return PGQ_OK;
+}
+
 #define TIMEOUT_SQL "SELECT set_config('statement_timeout', $1, true)"
 
 int pgq_pipeline(pgq_session *ss, const char *what, const char *begin, const pgq_sql *sql,

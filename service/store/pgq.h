@@ -124,6 +124,11 @@ int pgq_sqlstate_is(const PGresult *res, const char *state);
 PGresult *pgq_exec(pgq_session *ss, const pgq_sql *sql, const pgq_params *q);
 /* The same for fixed SQL text. */
 PGresult *pgq_exec_text(pgq_session *ss, const char *sql, const pgq_params *q);
+/* pgq_exec that classifies failure: PGQ_OK with *out (TUPLES_OK or
+ * COMMAND_OK, owned by the caller), or a PGQ_E* code (as pgq_pg_fail)
+ * naming what in the message. */
+int pgq_exec_ok(pgq_session *ss, const pgq_sql *sql, const pgq_params *q, const char *what,
+                PGresult **out);
 
 /* One round trip: `begin` ("BEGIN", "BEGIN ISOLATION LEVEL REPEATABLE
  * READ READ ONLY"...), the statement timeout, sql, and with commit a
