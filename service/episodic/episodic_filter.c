@@ -1,16 +1,16 @@
 /* episodic_filter: checks and evaluates payload filters with Qdrant's
- * semantics:
- * - A key resolves to a list of values: `a.b` steps into objects only;
- *   `a[]` expands the elements of array a. A resolved value that is itself
- *   an array is flattened one level, so a condition on a list field holds
- *   when it holds for one element.
- * - match value / any: one resolved value equals (strings, bools and
+ * semantics (tests/contract/README.md cites the Qdrant source of each):
+ * - A key selects values: `a.b` steps into objects only, never into an
+ *   intermediate array; `a[]` selects each element of array a. A selected
+ *   value that is an array is tested element by element (one level).
+ * - match value / any: one tested value equals (strings, bools and
  *   integers; a float payload value never equals an integer).
- * - match except: one resolved value is a string or integer of the list's
- *   kind that is not in the list, or nothing resolves (a missing or null
- *   field is "not one of them").
- * - range: one resolved number lies within the bounds.
- * - is_empty: nothing resolves to a non-null value (missing, null, []).
+ * - match except: one tested value is not null and not in the list (a
+ *   float, bool, object or a value of the other kind counts as "not in");
+ *   a missing field, null, [] or [null] does not match.
+ * - range: one tested value is a number within the bounds.
+ * - is_empty: every selected value is null or [] (so a missing field is
+ *   empty, [null] is not).
  * - should holds when empty or when one condition holds. */
 #include "service/episodic/episodic_filter.h"
 
@@ -103,25 +103,17 @@ static void resolve(json_t *cur, const segment *seg, int i, int nseg, values *ou
             else
                 resolve(e, seg, i + 1, nseg, out);
         }
-        return;
-    }
-    if (i + 1 < nseg) {
+    } else if (i + 1 < nseg) {
         resolve(next, seg, i + 1, nseg, out);
-        return;
-    }
-    if (json_is_array(next)) { /* a list leaf: its elements are the values */
-        size_t k;
-        json_t *e;
-        json_array_foreach(next, k, e) values_add(out, e);
     } else {
         values_add(out, next);
     }
 }
 
-/* The values key resolves to in payload; nulls dropped. The caller frees
- * with values_done. An allocation failure yields fewer values: filters
- * are evaluated under a bounded payload size, so this only happens when
- * the process is out of memory anyway. */
+/* The values key selects in payload (null included: is_empty tells null
+ * from missing). The caller frees with values_done. An allocation failure
+ * yields fewer values: payloads are bounded, so this only happens when the
+ * process is out of memory anyway. */
 static void values_of(json_t *payload, const char *key, values *out) {
     out->v = out->small;
     out->n = 0;
@@ -131,10 +123,6 @@ static void values_of(json_t *payload, const char *key, values *out) {
     const char *why;
     if (!payload || parse_key(key, seg, &nseg, &why) != 0) return;
     resolve(payload, seg, 0, nseg, out);
-    size_t w = 0;
-    for (size_t r = 0; r < out->n; r++)
-        if (!json_is_null(out->v[r])) out->v[w++] = out->v[r];
-    out->n = w;
 }
 
 static void values_done(values *vs) {
@@ -168,13 +156,6 @@ static int in_list(const json_t *pv, const Google__Protobuf__ListValue *l) {
     return 0;
 }
 
-/* 1 if pv has the kind of the (checked, uniform) list's elements. */
-static int same_kind(const json_t *pv, const Google__Protobuf__ListValue *l) {
-    if (l->values[0]->kind_case == GOOGLE__PROTOBUF__VALUE__KIND_STRING_VALUE)
-        return json_is_string(pv);
-    return json_is_integer(pv);
-}
-
 static int in_range(const json_t *pv, const Memory__V1__Range *r) {
     if (!json_is_number(pv)) return 0;
     double x = json_number_value(pv);
@@ -201,28 +182,35 @@ static int in_range(const json_t *pv, const Memory__V1__Range *r) {
     return 1;
 }
 
+/* One tested value (not an array, or an element of one) against fc. */
+static int value_passes(const Memory__V1__FieldCondition *fc, const json_t *v) {
+    switch (fc->condition_case) {
+    case MEMORY__V1__FIELD_CONDITION__CONDITION_MATCH_VALUE:
+        return scalar_eq(v, fc->match_value);
+    case MEMORY__V1__FIELD_CONDITION__CONDITION_MATCH_ANY:
+        return in_list(v, fc->match_any);
+    case MEMORY__V1__FIELD_CONDITION__CONDITION_MATCH_EXCEPT:
+        return !json_is_null(v) && !in_list(v, fc->match_except);
+    case MEMORY__V1__FIELD_CONDITION__CONDITION_RANGE:
+        return in_range(v, fc->range);
+    default:
+        return 0;
+    }
+}
+
 static int field_match(const Memory__V1__FieldCondition *fc, json_t *payload) {
     values vs;
     values_of(payload, fc->key, &vs);
     int hit = 0;
-    if (fc->condition_case == MEMORY__V1__FIELD_CONDITION__CONDITION_MATCH_EXCEPT && vs.n == 0)
-        hit = 1;
     for (size_t i = 0; i < vs.n && !hit; i++) {
-        switch (fc->condition_case) {
-        case MEMORY__V1__FIELD_CONDITION__CONDITION_MATCH_VALUE:
-            hit = scalar_eq(vs.v[i], fc->match_value);
-            break;
-        case MEMORY__V1__FIELD_CONDITION__CONDITION_MATCH_ANY:
-            hit = in_list(vs.v[i], fc->match_any);
-            break;
-        case MEMORY__V1__FIELD_CONDITION__CONDITION_MATCH_EXCEPT:
-            hit = same_kind(vs.v[i], fc->match_except) && !in_list(vs.v[i], fc->match_except);
-            break;
-        case MEMORY__V1__FIELD_CONDITION__CONDITION_RANGE:
-            hit = in_range(vs.v[i], fc->range);
-            break;
-        default:
-            break;
+        if (!json_is_array(vs.v[i])) {
+            hit = value_passes(fc, vs.v[i]);
+            continue;
+        }
+        size_t k;
+        json_t *e;
+        json_array_foreach(vs.v[i], k, e) {
+            if ((hit = value_passes(fc, e))) break;
         }
     }
     values_done(&vs);
@@ -232,7 +220,9 @@ static int field_match(const Memory__V1__FieldCondition *fc, json_t *payload) {
 static int is_empty(const char *key, json_t *payload) {
     values vs;
     values_of(payload, key, &vs);
-    int empty = vs.n == 0;
+    int empty = 1;
+    for (size_t i = 0; i < vs.n && empty; i++)
+        empty = json_is_null(vs.v[i]) || (json_is_array(vs.v[i]) && json_array_size(vs.v[i]) == 0);
     values_done(&vs);
     return empty;
 }
