@@ -27,7 +27,7 @@ cd "$ROOT"
 SECS=${1:-20}
 shift || true
 ALL=(descpool_fuzz redis_url_fuzz config_fuzz log_fuzz request_decode_fuzz jwt_fuzz pii_fuzz
-  nsglob_fuzz global_query_fuzz cache_codec_fuzz)
+  nsglob_fuzz global_query_fuzz cache_codec_fuzz qdrant_json_fuzz)
 TARGETS=("$@")
 ((${#TARGETS[@]})) || TARGETS=("${ALL[@]}")
 BAZEL=${BAZEL:-bazel}
@@ -86,6 +86,10 @@ sources_of() {
       service/pb/page_token.c service/auth/b64url.c -I/usr/include/postgresql" ;;
     cache_codec_fuzz) echo "service/cache/cache_codec.c service/cache/cache_item.c
       service/core/arena.c" ;;
+    # vstore.c's diode helpers pull in the principal and, through it, jwt.
+    qdrant_json_fuzz) echo "service/episodic/qdrant_json.c service/episodic/vstore.c
+      service/core/arena.c service/core/text.c service/auth/principal.c service/auth/jwt.c
+      service/auth/jwks.c service/auth/b64url.c service/auth/nsglob.c" ;;
     *) echo "run.sh: unknown target $1 (known: ${ALL[*]})" >&2; exit 2 ;;
   esac
 }
@@ -96,6 +100,7 @@ link_of() {
     jwt_fuzz) echo "-ljansson -lcrypto" ;;
     request_decode_fuzz) echo "${GEN_OBJS[*]} -lprotobuf-c" ;;
     global_query_fuzz) echo "-lpq -ljansson -lcrypto" ;;
+    qdrant_json_fuzz) echo "-ljansson -lcrypto -lm" ;;
   esac
 }
 generated_seeds_of() {
