@@ -34,6 +34,7 @@
 #include "service/cache/cache_service.h"
 #include "service/cache/cache_sub.h"
 #include "service/episodic/episodic_embedded.h"
+#include "service/episodic/episodic_qdrant.h"
 #include "service/episodic/episodic_service.h"
 #include "service/token_cli.h"
 
@@ -215,7 +216,13 @@ static int build_server(app *a, char *err) {
                          .entity_l2 = a->l2};
     cache_options co = {.redact_pii = eo.pii_policy == ENTRIES_PII_REDACT};
     episodic_options epo = {.redact_pii = eo.pii_policy == ENTRIES_PII_REDACT};
-    if (episodic_embedded_open(a->pg, &a->vectors) != 0) {
+    if (c->qdrant_url[0]) {
+        qdrant_options qo = {.url = c->qdrant_url,
+                             .api_key = c->qdrant_api_key,
+                             .collection_prefix = c->qdrant_collection_prefix,
+                             .timeout_ms = c->qdrant_timeout_ms};
+        if (episodic_qdrant_open(a->pg, &qo, &a->vectors, err, ERRLEN) != 0) return -1;
+    } else if (episodic_embedded_open(a->pg, &a->vectors) != 0) {
         snprintf(err, ERRLEN, "out of memory");
         return -1;
     }
@@ -261,10 +268,14 @@ static void teardown(app *a) {
     config_free(&a->cfg);
 }
 
+/* EpisodicMemory's health with Qdrant: the Qdrant server answers. */
+static int probe_vectors(void *vs) { return ((vstore *)vs)->ops->probe((vstore *)vs); }
+
 static int run(app *a, const sigset_t *signals) {
     char err[ERRLEN] = "";
     if (open_backends(a, err) != 0 || open_cache(a, err) != 0 || build_server(a, err) != 0 ||
-        health_probe_start(a->health, a->pg, a->redis, a->cfg.health_interval_ms, &a->probe) != 0 ||
+        health_probe_start(a->health, a->pg, a->redis, a->cfg.qdrant_url[0] ? probe_vectors : NULL,
+                           a->vectors, a->cfg.health_interval_ms, &a->probe) != 0 ||
         rpc_server_start(a->srv, err, sizeof err) != 0) {
         log_fields(LOG_ERROR, "start-up failed", LOG_F_STR, "error", err[0] ? err : "see above",
                    LOG_F_END);

@@ -10,6 +10,7 @@
 
 #define NEEDS_PG (1u << 0)    /* the service reads or writes PostgreSQL */
 #define NEEDS_REDIS (1u << 1) /* the service cannot work without Redis */
+#define NEEDS_VECTORS (1u << 2) /* the vector store, when it is not PostgreSQL */
 
 static const struct {
     const char *service;
@@ -17,7 +18,8 @@ static const struct {
 } deps[] = {
     {"", NEEDS_PG}, /* the server as a whole */
     {"memory.v1.GlobalMemory", NEEDS_PG},
-    {"memory.v1.EpisodicMemory", NEEDS_PG}, /* embedded index is durable in Postgres */
+    /* The catalog is in Postgres; points in Postgres too or in Qdrant. */
+    {"memory.v1.EpisodicMemory", NEEDS_PG | NEEDS_VECTORS},
     {"memory.v1.Cache", 0},                 /* L1 answers without Redis */
     /* The cache's shared level: NOT_SERVING = Cache degraded to this
      * replica's L1 (Redis down or not configured). */
@@ -35,12 +37,14 @@ struct health_probe {
     health *h;
     pg_pool *pg;
     redis_pool *redis;
+    health_probe_fn vectors;
+    void *vectors_arg;
     int interval_ms;
     pthread_t thread;
     pthread_mutex_t lock;
     pthread_cond_t cond;
     int stop;
-    int pg_up, redis_up; /* last seen, -1 before the first probe */
+    int pg_up, redis_up, vectors_up; /* last seen, -1 before the first probe */
 };
 
 static void probe_once(health_probe *p) {
@@ -53,11 +57,17 @@ static void probe_once(health_probe *p) {
     if (p->redis && redis_up != p->redis_up && p->redis_up != -1)
         log_fields(redis_up ? LOG_INFO : LOG_WARN, redis_up ? "redis is back" : "redis is down",
                    LOG_F_END);
+    int vectors_up = !p->vectors || p->vectors(p->vectors_arg) == 0;
+    if (p->vectors && vectors_up != p->vectors_up && p->vectors_up != -1)
+        log_fields(vectors_up ? LOG_INFO : LOG_WARN,
+                   vectors_up ? "vector store is back" : "vector store is down", LOG_F_END);
     p->pg_up = pg_up;
     p->redis_up = redis_up;
+    p->vectors_up = vectors_up;
     for (size_t i = 0; i < sizeof deps / sizeof deps[0]; i++) {
         int ok = (!(deps[i].needs & NEEDS_PG) || pg_up) &&
-                 (!(deps[i].needs & NEEDS_REDIS) || redis_up);
+                 (!(deps[i].needs & NEEDS_REDIS) || redis_up) &&
+                 (!(deps[i].needs & NEEDS_VECTORS) || vectors_up);
         health_set(p->h, deps[i].service, ok ? HEALTH_SERVING : HEALTH_NOT_SERVING);
     }
 }
@@ -81,15 +91,17 @@ static void *probe_main(void *arg) {
     return NULL;
 }
 
-int health_probe_start(health *h, pg_pool *pg, redis_pool *redis, int interval_ms,
-                       health_probe **out) {
+int health_probe_start(health *h, pg_pool *pg, redis_pool *redis, health_probe_fn vectors,
+                       void *vectors_arg, int interval_ms, health_probe **out) {
     health_probe *p = calloc(1, sizeof *p);
     if (!p) return -1;
     p->h = h;
     p->pg = pg;
     p->redis = redis;
+    p->vectors = vectors;
+    p->vectors_arg = vectors_arg;
     p->interval_ms = interval_ms;
-    p->pg_up = p->redis_up = -1;
+    p->pg_up = p->redis_up = p->vectors_up = -1;
     pthread_mutex_init(&p->lock, NULL);
     pthread_cond_init(&p->cond, NULL);
     probe_once(p);
