@@ -157,7 +157,7 @@ TEST_F(CppClientTest, EveryServiceStubReachesItsService) {
        grpc::StatusCode::UNAUTHENTICATED},
       {"memory.v1.EpisodicMemory/GetCollection",
        Unary<EpisodicMemory>(&EpisodicMemory::Stub::GetCollection),
-       grpc::StatusCode::UNIMPLEMENTED},
+       grpc::StatusCode::UNAUTHENTICATED},
       {"memory.v1.Cache/Get", Unary<Cache>(&Cache::Stub::Get), grpc::StatusCode::UNAUTHENTICATED},
       {"memory.v1.Entries/Read", Unary<Entries>(&Entries::Stub::Read),
        grpc::StatusCode::UNAUTHENTICATED},

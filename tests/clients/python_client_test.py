@@ -157,7 +157,7 @@ class AgainstMemoryd(unittest.TestCase):
             (c.global_memory.GetEntity, global_memory_pb2.GetEntityRequest(),
              "memory.v1.GlobalMemory/GetEntity", unauth),
             (c.episodic.GetCollection, episodic_memory_pb2.GetCollectionRequest(),
-             "memory.v1.EpisodicMemory/GetCollection", unimpl),
+             "memory.v1.EpisodicMemory/GetCollection", unauth),
             (c.cache.Get, cache_pb2.CacheGetRequest(), "memory.v1.Cache/Get", unauth),
             (c.entries.Read, entries_pb2.EntriesReadRequest(), "memory.v1.Entries/Read", unauth),
             (c.blackboard.Read, blackboard_pb2.BlackboardReadRequest(),

@@ -126,10 +126,10 @@ TEST_F(MemorydTest, UnknownMethodIsUnimplementedPromptly) {
 TEST_F(MemorydTest, ApiMethodNotBuiltYetSaysSo) {
   auto m = Launch();
   auto ch = testing_client::Connect(m->port());
-  // EpisodicMemory is the next tier to land; this changes when it does.
-  auto r = Unary(ch, "/memory.v1.EpisodicMemory/GetCollection", "", 10000);
+  // Blackboard is not built yet; this changes when it lands.
+  auto r = Unary(ch, "/memory.v1.Blackboard/Read", "", 10000);
   EXPECT_EQ(grpc::StatusCode::UNIMPLEMENTED, r.status.error_code());
-  EXPECT_NE(std::string::npos, r.status.error_message().find("memory.v1.EpisodicMemory/GetCollection"))
+  EXPECT_NE(std::string::npos, r.status.error_message().find("memory.v1.Blackboard/Read"))
       << r.status.error_message();
   EXPECT_LT(r.elapsed.count(), 1000);
 }
