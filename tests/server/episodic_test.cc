@@ -62,6 +62,15 @@ std::string IdText(const PointId& id) {
   return id.has_uuid() ? id.uuid() : std::to_string(id.num());
 }
 
+#ifdef EPISODIC_TEST_QDRANT
+// The stand-in's recorded spec violations, "[]" when there were none.
+std::string CleanViolations(QdrantStandin& q) {
+  std::string v = q.Violations();
+  v.erase(v.find_last_not_of(" \r\n") + 1);
+  return v;
+}
+#endif
+
 struct Replica {
   std::unique_ptr<MemorydProcess> proc;
   std::shared_ptr<grpc::Channel> ch;
@@ -81,9 +90,7 @@ class EpisodicTest : public ::testing::Test {
 #ifdef EPISODIC_TEST_QDRANT
   void TearDown() override {
     // Every request memoryd sent must have matched Qdrant's published spec.
-    std::string v = qdrant_.Violations();
-    v.erase(v.find_last_not_of(" \r\n") + 1);
-    EXPECT_EQ("[]", v);
+    EXPECT_EQ("[]", CleanViolations(qdrant_));
   }
 #endif
 
@@ -129,12 +136,13 @@ class EpisodicTest : public ::testing::Test {
     return resp;
   }
 
-  Result Create(const std::string& token, const std::string& name, int dims, Distance d) {
+  Result Create(const std::string& token, const std::string& name, int dims, Distance d,
+                const Replica* r = nullptr) {
     CreateCollectionRequest req;
     req.set_name(name);
     req.set_dims(dims);
     req.set_distance(d);
-    return Call("CreateCollection", req, token);
+    return Call("CreateCollection", req, token, r);
   }
 
   void MustCreate(const std::string& token, const std::string& name, int dims, Distance d) {
@@ -948,83 +956,33 @@ TEST_F(EpisodicQdrantTest, HealthAndCallsFollowQdrantDownAndBack) {
   EXPECT_EQ(1, Count(alice_, "after", "", &b));
 }
 
-TEST(EpisodicQdrantVersions, AServerOlderThan110IsSearchedThroughPointsSearch) {
-  PgTestDb db;
-  ASSERT_TRUE(db.ok()) << db.error();
+TEST_F(EpisodicQdrantTest, AServerOlderThan110IsSearchedThroughPointsSearch) {
   QdrantStandin old;
   ASSERT_TRUE(old.Start("1.9.7")) << old.Log();
-  MemorydProcess m({"--pg-url=" + db.url(), "--qdrant-url=" + old.url(), "--shutdown-grace=1"});
-  ASSERT_TRUE(m.Start()) << m.Log();
-  auto ch = testing_client::Connect(m.port());
-  TestClaims c;
-  c.tenant = "t1";
-  c.sub = "alice";
-  c.scope = "episodic:*";
-  std::string tok = TestKeys::Bearer(m.keys()->Mint(c));
-  CreateCollectionRequest cr;
-  cr.set_name("old");
-  cr.set_dims(1);
-  cr.set_distance(DISTANCE_DOT);
-  ASSERT_TRUE(Unary(ch, "/memory.v1.EpisodicMemory/CreateCollection", cr.SerializeAsString(),
-                    10000, {{"authorization", tok}}).status.ok());
-  EpisodicMemoryUpsertRequest up;
-  up.set_collection("old");
-  for (int i = 1; i <= 3; i++) {
-    auto* p = up.add_points();
-    p->mutable_id()->set_num(i);
-    p->add_vector(float(i));
-  }
-  ASSERT_TRUE(Unary(ch, "/memory.v1.EpisodicMemory/Upsert", up.SerializeAsString(), 10000,
-                    {{"authorization", tok}}).status.ok());
-  EpisodicMemorySearchRequest s;
-  s.set_collection("old");
-  s.add_vector(1);
-  Result r = Unary(ch, "/memory.v1.EpisodicMemory/Search", s.SerializeAsString(), 10000,
-                   {{"authorization", tok}});
-  ASSERT_TRUE(r.status.ok()) << r.status.error_message();
-  EpisodicMemorySearchResponse resp;
-  resp.ParseFromString(r.body);
-  ASSERT_EQ(3, resp.points_size());
-  EXPECT_EQ(3u, resp.points(0).point().id().num());
+  Replica r = Launch({"--qdrant-url=" + old.url()});  // the later flag wins
+  ASSERT_TRUE(Create(alice_, "old", 1, DISTANCE_DOT, &r).status.ok());
+  MustUpsert(alice_, "old", {P(Num(1), {1}), P(Num(2), {2}), P(Num(3), {3})}, &r);
+  EXPECT_EQ((std::vector<std::string>{"3", "2", "1"}), SearchIds(alice_, SearchReq("old", {1}), &r));
   std::string log = old.Requests();
   EXPECT_NE(std::string::npos, log.find("/points/search")) << log;
   EXPECT_EQ(std::string::npos, log.find("/points/query")) << log;
   EXPECT_EQ(std::string::npos, log.find(R"("is_tenant")")) << log;
-  std::string v = old.Violations();
-  v.erase(v.find_last_not_of(" \r\n") + 1);
-  EXPECT_EQ("[]", v);
+  EXPECT_EQ("[]", CleanViolations(old));
 }
 
-TEST(EpisodicQdrantApiKey, TheKeyIsSentAndARefusedKeyIsReported) {
-  PgTestDb db;
-  ASSERT_TRUE(db.ok()) << db.error();
-  QdrantStandin q;
-  ASSERT_TRUE(q.Start("1.19.0", "s3cret")) << q.Log();
-  for (const std::string& key : {std::string("s3cret"), std::string("wrong")}) {
-    MemorydProcess m({"--pg-url=" + db.url(), "--qdrant-url=" + q.url(),
-                      "--qdrant-api-key=" + key, "--shutdown-grace=1"});
-    ASSERT_TRUE(m.Start()) << m.Log();
-    auto ch = testing_client::Connect(m.port());
-    TestClaims c;
-    c.tenant = "t1";
-    c.sub = "alice";
-    c.scope = "episodic:*";
-    CreateCollectionRequest cr;
-    cr.set_name("k" + key);
-    cr.set_dims(1);
-    cr.set_distance(DISTANCE_DOT);
-    Result r = Unary(ch, "/memory.v1.EpisodicMemory/CreateCollection", cr.SerializeAsString(),
-                     10000, {{"authorization", TestKeys::Bearer(m.keys()->Mint(c))}});
-    if (key == "s3cret") {
-      EXPECT_TRUE(r.status.ok()) << r.status.error_message();
-    } else {
-      EXPECT_EQ(StatusCode::UNAVAILABLE, r.status.error_code());
-      EXPECT_NE(std::string::npos, r.status.error_message().find("API key"))
-          << r.status.error_message();
-      EXPECT_EQ(std::string::npos, r.status.error_message().find("wrong"))
-          << "the key itself must never be echoed: " << r.status.error_message();
-    }
-  }
+TEST_F(EpisodicQdrantTest, TheApiKeyIsSentAndARefusedKeyIsReported) {
+  QdrantStandin locked;
+  ASSERT_TRUE(locked.Start("1.19.0", "s3cret")) << locked.Log();
+  Replica good = Launch({"--qdrant-url=" + locked.url(), "--qdrant-api-key=s3cret"});
+  Replica bad = Launch({"--qdrant-url=" + locked.url(), "--qdrant-api-key=wrong"});
+  ASSERT_TRUE(Create(alice_, "k", 1, DISTANCE_DOT, &good).status.ok());
+  MustUpsert(alice_, "k", {P(Num(1), {1})}, &good);
+  Result r = Call("Search", SearchReq("k", {1}), alice_, &bad);
+  EXPECT_EQ(StatusCode::UNAVAILABLE, r.status.error_code());
+  EXPECT_NE(std::string::npos, r.status.error_message().find("API key")) << r.status.error_message();
+  EXPECT_EQ(std::string::npos, r.status.error_message().find("wrong"))
+      << "the key itself must never be echoed: " << r.status.error_message();
+  EXPECT_EQ("[]", CleanViolations(locked));
 }
 #endif
 
