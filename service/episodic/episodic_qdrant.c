@@ -357,6 +357,13 @@ static int qname(qdrant *q, vs_ctx *c, const char *name, char *out) {
     return VS_OK;
 }
 
+/* What every point operation starts with: the server's version known (it
+ * picks the endpoints) and the collection's Qdrant name in qn. */
+static int ready_collection(qdrant *q, vs_ctx *c, const char *name, qj_version *v, char *qn) {
+    int rc = ready(q, c, v);
+    return rc == VS_OK ? qname(q, c, name, qn) : rc;
+}
+
 /* The catalog has the collection, Qdrant does not: an inconsistency an
  * operator has to look at, so logged as an error. */
 static int missing(vs_ctx *c, const char *qn, const char *name) {
@@ -574,8 +581,7 @@ static int q_upsert(vstore *vs, vs_ctx *c, const vs_collection *col, const vs_po
     qdrant *q = (qdrant *)vs;
     qj_version v;
     char qn[EPISODIC_QDRANT_NAME_MAX], path[QDRANT_PATH_MAX];
-    int rc = ready(q, c, &v);
-    if (rc == VS_OK) rc = qname(q, c, col->name, qn);
+    int rc = ready_collection(q, c, col->name, &v, qn);
     if (rc != VS_OK || n == 0) return rc;
 
     vs_id *ids = arena_alloc(c->ar, n * sizeof *ids);
@@ -649,8 +655,7 @@ static int q_search(vstore *vs, vs_ctx *c, const vs_collection *col, const vs_se
     char qn[EPISODIC_QDRANT_NAME_MAX], path[QDRANT_PATH_MAX];
     *out = NULL;
     *n = 0;
-    int rc = ready(q, c, &v);
-    if (rc == VS_OK) rc = qname(q, c, col->name, qn);
+    int rc = ready_collection(q, c, col->name, &v, qn);
     if (rc != VS_OK) return rc;
 
     /* /points/query arrived in 1.10; /points/search is gone from 1.19's
@@ -714,8 +719,7 @@ static int q_get(vstore *vs, vs_ctx *c, const vs_collection *col, const vs_id *i
     char qn[EPISODIC_QDRANT_NAME_MAX], path[QDRANT_PATH_MAX];
     *out = NULL;
     *nout = 0;
-    int rc = ready(q, c, &v);
-    if (rc == VS_OK) rc = qname(q, c, col->name, qn);
+    int rc = ready_collection(q, c, col->name, &v, qn);
     if (rc != VS_OK || n == 0) return rc;
     if (n > 100000) return vs_fail(c, VS_EINVALID, "too many ids (%zu)", n);
 
@@ -794,8 +798,7 @@ static int q_delete_ids(vstore *vs, vs_ctx *c, const vs_collection *col, const v
     qj_version v;
     char qn[EPISODIC_QDRANT_NAME_MAX];
     *deleted = 0;
-    int rc = ready(q, c, &v);
-    if (rc == VS_OK) rc = qname(q, c, col->name, qn);
+    int rc = ready_collection(q, c, col->name, &v, qn);
     if (rc != VS_OK || n == 0) return rc;
 
     vs_point *old = NULL;
@@ -826,8 +829,7 @@ static int q_delete_filter(vstore *vs, vs_ctx *c, const vs_collection *col,
     qj_version v;
     char qn[EPISODIC_QDRANT_NAME_MAX], path[QDRANT_PATH_MAX];
     *deleted = 0;
-    int rc = ready(q, c, &v);
-    if (rc == VS_OK) rc = qname(q, c, col->name, qn);
+    int rc = ready_collection(q, c, col->name, &v, qn);
     if (rc != VS_OK) return rc;
 
     /* Visible to the caller and, without the :all write breadth, owned by
@@ -909,8 +911,7 @@ static int q_count(vstore *vs, vs_ctx *c, const vs_collection *col,
     qj_version v;
     char qn[EPISODIC_QDRANT_NAME_MAX], path[QDRANT_PATH_MAX];
     *count = 0;
-    int rc = ready(q, c, &v);
-    if (rc == VS_OK) rc = qname(q, c, col->name, qn);
+    int rc = ready_collection(q, c, col->name, &v, qn);
     if (rc != VS_OK) return rc;
     qj_scope scope = read_scope(c);
     char *body = NULL;
