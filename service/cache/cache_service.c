@@ -328,8 +328,11 @@ static grpc_status_code do_set(rpc_call *call, const ProtobufCMessage *reqm,
     if (!req->ttl) return rpc_call_invalid(call, "ttl: required (1 s to 3600 s)");
     if (pbtime_duration_us(req->ttl, &ttl_us) != 0 || ttl_us / 1000 < TTL_MIN_MS ||
         ttl_us / 1000 > TTL_MAX_MS)
-        return rpc_call_invalid(call, "ttl: %llds %dns; must be 1 s to 3600 s",
-                                (long long)req->ttl->seconds, (int)req->ttl->nanos);
+        return req->ttl->nanos
+                   ? rpc_call_invalid(call, "ttl: %llds + %dns; must be 1 s to 3600 s",
+                                      (long long)req->ttl->seconds, (int)req->ttl->nanos)
+                   : rpc_call_invalid(call, "ttl: %llds; must be 1 s to 3600 s",
+                                      (long long)req->ttl->seconds);
     if (req->label < 0 || req->label > MEMORY__V1__LABEL__LABEL_SECRET)
         return rpc_call_invalid(call, "label: %d is not a memory.v1.Label", (int)req->label);
     const principal *p = authn_principal(call);

@@ -294,8 +294,9 @@ TEST_F(CacheTest, BadInputIsRefusedNamingTheFieldAndChangesNothing) {
       {"bad\xff\xfekey", "v", 60000, 0, true, "key"},
       {"big", std::string(1024 * 1024 + 1, 'v'), 60000, 0, true, "value"},
       {"k", "v", 0, 0, false, "ttl"},
-      {"k", "v", 999, 0, true, "ttl"},
-      {"k", "v", 3600001, 0, true, "ttl"},
+      {"k", "v", 999, 0, true, "ttl: 0s + 999000000ns; must be 1 s to 3600 s"},
+      {"k", "v", 3600001, 0, true, "ttl: 3600s + 1000000ns; must be 1 s to 3600 s"},
+      {"k", "v", 7200000, 0, true, "ttl: 7200s; must be 1 s to 3600 s"},
       {"k", "v", 60000, 9, true, "label"},
       {"k", "mail me at jane.doe@example.com", 60000, 0, true, "PII"},
   };
