@@ -235,13 +235,17 @@ static const ProtobufCMessage *decode(arena *a, const ProtobufCMessageDescriptor
     return msg;
 }
 
-static grpc_byte_buffer *encode(const ProtobufCMessage *msg) {
-    size_t n = protobuf_c_message_get_packed_size(msg);
+/* n is msg's packed size (the caller often knows it already). */
+static grpc_byte_buffer *encode_sized(const ProtobufCMessage *msg, size_t n) {
     grpc_slice s = grpc_slice_malloc(n);
     protobuf_c_message_pack(msg, GRPC_SLICE_START_PTR(s));
     grpc_byte_buffer *bb = grpc_raw_byte_buffer_create(&s, 1);
     grpc_slice_unref(s);
     return bb;
+}
+
+static grpc_byte_buffer *encode(const ProtobufCMessage *msg) {
+    return encode_sized(msg, protobuf_c_message_get_packed_size(msg));
 }
 
 static ProtobufCMessage *new_message(arena *a, const ProtobufCMessageDescriptor *desc) {
@@ -325,6 +329,18 @@ static void unary_done(rpc_tag *tag, int ok) {
 }
 
 static void unary_finish(rpc_call *c, grpc_status_code status, const ProtobufCMessage *resp) {
+    /* gRPC core would refuse an oversize answer with "Sent message larger
+     * than max"; say which limit and what to ask for instead, and do not
+     * pack megabytes only to drop them. */
+    size_t size = status == GRPC_STATUS_OK && resp ? protobuf_c_message_get_packed_size(resp) : 0;
+    if (size > c->srv->max_message_bytes) {
+        rpc_call_set_error(c,
+                           "%s: the response would be %zu bytes, over the %zu-byte message limit "
+                           "(--max-message-bytes); ask for fewer results or leave vectors and "
+                           "payloads out",
+                           c->entry->m.path, size, c->srv->max_message_bytes);
+        status = GRPC_STATUS_RESOURCE_EXHAUSTED;
+    }
     const char *message = status == GRPC_STATUS_OK ? NULL : c->error_message;
     if (status != GRPC_STATUS_OK && !message) message = rpc_status_name(status);
     notify_observers(c, status, message);
@@ -333,7 +349,7 @@ static void unary_finish(rpc_call *c, grpc_status_code status, const ProtobufCMe
     memset(ops, 0, sizeof ops);
     ops[n++].op = GRPC_OP_SEND_INITIAL_METADATA;
     if (status == GRPC_STATUS_OK && resp) {
-        c->unary_response = encode(resp);
+        c->unary_response = encode_sized(resp, size);
         ops[n].op = GRPC_OP_SEND_MESSAGE;
         ops[n++].data.send_message.send_message = c->unary_response;
     }

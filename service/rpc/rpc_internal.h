@@ -58,6 +58,7 @@ struct rpc_server {
     atomic_int live_calls;
     arena_pool *arenas; /* recycled per-call arenas */
     int64_t gpr_mono_offset_ms; /* CLOCK_MONOTONIC ms minus gpr's monotonic ms */
+    size_t max_message_bytes;   /* the send limit the channel args set */
     rpc_tag shutdown_tag;
     pthread_mutex_t lock;
     pthread_cond_t cond;

@@ -156,6 +156,7 @@ int rpc_server_create(const rpc_server_options *opts, rpc_server **out, char *er
     srv->gpr_mono_offset_ms = rpc_now_ms() - gpr_time_to_millis(gpr_now(GPR_CLOCK_MONOTONIC));
 
     int max_msg = opts->max_message_bytes > 0 ? opts->max_message_bytes : 4 << 20;
+    srv->max_message_bytes = (size_t)max_msg;
     /* Channel-arg helpers are not exported from Debian's build: build the
      * grpc_arg structs by hand. */
     grpc_arg args[] = {

@@ -93,6 +93,21 @@ grpc_status_code Echo(rpc_call* call, const ProtobufCMessage* req, ProtobufCMess
   return GRPC_STATUS_OK;
 }
 
+// Answers a HealthCheckRequest whose service is the request's service
+// repeated `times` times, where the request says "<times>:<text>": a small
+// request can ask for an answer over the message limit.
+std::string g_mirror_text;
+grpc_status_code Mirror(rpc_call*, const ProtobufCMessage* req, ProtobufCMessage* resp, void*) {
+  auto* r = reinterpret_cast<const Grpc__Health__V1__HealthCheckRequest*>(req);
+  const char* colon = strchr(r->service, ':');
+  long times = colon ? strtol(r->service, nullptr, 10) : 1;
+  std::string one = colon ? colon + 1 : r->service;
+  g_mirror_text.clear();
+  for (long i = 0; i < times; i++) g_mirror_text += one;
+  reinterpret_cast<Grpc__Health__V1__HealthCheckRequest*>(resp)->service = &g_mirror_text[0];
+  return GRPC_STATUS_OK;
+}
+
 // Denies calls carrying x-deny metadata: the interceptor chain runs before
 // handlers and its status ends the call.
 grpc_status_code DenyInterceptor(rpc_call* call, void*) {
@@ -142,6 +157,13 @@ class RuntimeTest : public ::testing::Test {
     nested.response = kResp;
     nested.unary = Fail;
     ASSERT_EQ(0, rpc_server_add_method(srv_, &nested));
+    rpc_method mirror = {};
+    mirror.path = "/test.T/Mirror";
+    mirror.kind = RPC_UNARY;
+    mirror.request = kReq;
+    mirror.response = kReq;
+    mirror.unary = Mirror;
+    ASSERT_EQ(0, rpc_server_add_method(srv_, &mirror));
     Add("/test.T/Count", RPC_SERVER_STREAM, nullptr, Count, nullptr);
     Add("/test.T/Forever", RPC_SERVER_STREAM, nullptr, Forever, nullptr);
     Add("/test.T/Echo", RPC_BIDI_STREAM, nullptr, nullptr, Echo);
@@ -263,6 +285,23 @@ TEST_F(RuntimeTest, DeeplyNestedRequestIsRefusedAndServerSurvives) {
 TEST_F(RuntimeTest, OversizeRequestIsResourceExhausted) {
   auto r = Unary(ch_, "/test.T/Slow", Req(std::string(2 * 1024 * 1024, 'x')));
   EXPECT_EQ(grpc::StatusCode::RESOURCE_EXHAUSTED, r.status.error_code());
+}
+
+TEST_F(RuntimeTest, OversizeResponseIsResourceExhaustedNamingTheLimit) {
+  // Just under the 1 MiB limit passes whole; just over is refused, saying so.
+  auto ok = Unary(ch_, "/test.T/Mirror", Req("1000:" + std::string(1000, 'a')));
+  ASSERT_TRUE(ok.status.ok()) << ok.status.error_message();
+  HealthCheckRequest got;
+  ASSERT_TRUE(got.ParseFromString(ok.body));
+  EXPECT_EQ(1000000u, got.service().size());
+  auto big = Unary(ch_, "/test.T/Mirror", Req("1100:" + std::string(1000, 'a')));
+  EXPECT_EQ(grpc::StatusCode::RESOURCE_EXHAUSTED, big.status.error_code());
+  EXPECT_EQ("/test.T/Mirror: the response would be 1100004 bytes, over the 1048576-byte message "
+            "limit (--max-message-bytes); ask for fewer results or leave vectors and payloads out",
+            big.status.error_message());
+  // The server is fine afterwards.
+  auto again = Unary(ch_, "/test.T/Mirror", Req("2:ab"));
+  ASSERT_TRUE(again.status.ok()) << again.status.error_message();
 }
 
 TEST_F(RuntimeTest, UnknownMethodIsUnimplementedPromptly) {
