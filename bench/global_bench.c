@@ -103,7 +103,7 @@ static int one_call(PGconn *conn, worker *w, int *prepared, arena *a) {
         snprintf(ss.timeout, sizeof ss.timeout, "10000");
         PGresult *r = NULL;
         int rc = pgq_pipeline(&ss, "get", NULL, &b, &q, 1, &r);
-        int ok = rc == PGQ_OK && PQntuples(r) == 1;
+        int ok = rc == STATUS_OK && PQntuples(r) == 1;
         PQclear(r);
         return ok ? 0 : -1;
     }

@@ -340,12 +340,12 @@ int audit_codec_filter(const Memory__V1__AuditFilter *in, const char *own_sub,
     if (strlen(who) > AUDIT_MAX_NAME_BYTES || !valid_utf8(who)) {
         snprintf(err, errlen, "filter.principal must be valid UTF-8 of at most %d bytes",
                  AUDIT_MAX_NAME_BYTES);
-        return AUDIT_FILTER_EINVAL;
+        return STATUS_EINVALID;
     }
     if (strlen(target) > AUDIT_MAX_ID_BYTES || !valid_utf8(target)) {
         snprintf(err, errlen, "filter.target_id must be valid UTF-8 of at most %d bytes",
                  AUDIT_MAX_ID_BYTES);
-        return AUDIT_FILTER_EINVAL;
+        return STATUS_EINVALID;
     }
     if (method[0]) {
         int kind = strlen(method) <= AUDIT_MAX_NAME_BYTES ? audit_codec_method_kind(method) : 0;
@@ -353,13 +353,13 @@ int audit_codec_filter(const Memory__V1__AuditFilter *in, const char *own_sub,
             snprintf(err, errlen,
                      "filter.method must be a full method name (\"/memory.v1.Cache/Get\") or a "
                      "service (\"memory.v1.Cache\")");
-            return AUDIT_FILTER_EINVAL;
+            return STATUS_EINVALID;
         }
         if (kind == 1) {
             out->method = method;
         } else if (!(out->service_prefix = arena_printf(ar, "/%s/", method))) {
             snprintf(err, errlen, "out of memory");
-            return AUDIT_FILTER_EINVAL;
+            return STATUS_EINVALID;
         }
     }
     if (breadth != PRINCIPAL_ALL) {
@@ -369,7 +369,7 @@ int audit_codec_filter(const Memory__V1__AuditFilter *in, const char *own_sub,
             snprintf(err, errlen,
                      "filter.principal names another principal: reading other principals' "
                      "audit records needs the audit:read:all scope");
-            return AUDIT_FILTER_EPERM;
+            return STATUS_EDENIED;
         }
         out->principal = own_sub;
     } else if (who[0]) {

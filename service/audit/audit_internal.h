@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 
 #include "memory/v1/audit.pb-c.h"
+#include "service/core/status.h"
 #include "service/audit/audit.h"
 #include "service/core/arena.h"
 
@@ -136,8 +137,6 @@ void audit_codec_record(const audit_row *row, Memory__V1__AuditRecord *rec,
  * "pkg.Svc", 0 neither. */
 int audit_codec_method_kind(const char *s);
 
-#define AUDIT_FILTER_EINVAL (-1) /* malformed: INVALID_ARGUMENT */
-#define AUDIT_FILTER_EPERM (-2)  /* names another principal without :all */
 /* Validates in (may be NULL) for a caller (own_sub) holding audit:read at
  * breadth; at PRINCIPAL_OWN the principal filter is forced to own_sub.
  * Strings of out point into in or the arena. */

@@ -126,7 +126,7 @@ grpc_status_code audit_list_handler(rpc_call *call, const ProtobufCMessage *msg,
     int frc = audit_codec_filter(req->filter, principal_sub(p), breadth, ar, &f, err, sizeof err);
     if (frc != 0) {
         rpc_call_set_error(call, "%s", err);
-        return frc == AUDIT_FILTER_EPERM ? GRPC_STATUS_PERMISSION_DENIED
+        return frc == STATUS_EDENIED ? GRPC_STATUS_PERMISSION_DENIED
                                          : GRPC_STATUS_INVALID_ARGUMENT;
     }
     const char *start = NULL, *end = NULL;

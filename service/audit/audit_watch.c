@@ -173,7 +173,7 @@ grpc_status_code audit_watch_handler(rpc_call *call, const ProtobufCMessage *msg
                                  err, sizeof err);
     if (frc != 0) {
         rpc_call_set_error(call, "%s", err);
-        return frc == AUDIT_FILTER_EPERM ? GRPC_STATUS_PERMISSION_DENIED
+        return frc == STATUS_EDENIED ? GRPC_STATUS_PERMISSION_DENIED
                                          : GRPC_STATUS_INVALID_ARGUMENT;
     }
     watcher *wt = watcher_new(p, &f);

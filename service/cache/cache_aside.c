@@ -85,7 +85,7 @@ int cache_aside_get(cache_aside *ca, const char *key, size_t klen, int64_t deadl
     int use_l1 = l1_usable(ca);
     if (use_l1 && (*out = cache_l1_get(ca->l1, key, klen)) != NULL) {
         *from_l1 = 1;
-        return CACHE_ASIDE_FOUND;
+        return STATUS_OK;
     }
     size_t b = bucket_of(key, klen);
     pthread_mutex_lock(&ca->lock);
@@ -102,12 +102,12 @@ int cache_aside_get(cache_aside *ca, const char *key, size_t klen, int64_t deadl
         if (!f->done) {
             flight_release(ca, f, b);
             pthread_mutex_unlock(&ca->lock);
-            return CACHE_ASIDE_TIMEOUT;
+            return STATUS_ETIMEOUT;
         }
         int rc = f->rc;
-        if (rc == CACHE_ASIDE_FOUND) cache_item_ref(*out = f->item);
+        if (rc == STATUS_OK) cache_item_ref(*out = f->item);
         flight_release(ca, f, b);
-        if (rc >= 0) {
+        if (rc == STATUS_OK || rc == STATUS_ENOTFOUND) {
             pthread_mutex_unlock(&ca->lock);
             return rc;
         }
@@ -117,7 +117,7 @@ int cache_aside_get(cache_aside *ca, const char *key, size_t klen, int64_t deadl
     flight *f = calloc(1, fsize);
     if (!f) {
         pthread_mutex_unlock(&ca->lock);
-        return CACHE_ASIDE_NOMEM;
+        return STATUS_ENOMEM;
     }
     f->refs = 1;
     f->klen = klen;
@@ -130,7 +130,7 @@ int cache_aside_get(cache_aside *ca, const char *key, size_t klen, int64_t deadl
     atomic_fetch_add(&ca->loads, 1);
     cache_item *it = NULL;
     int rc = load(arg, &it);
-    if (rc == CACHE_ASIDE_FOUND && use_l1 && l1_usable(ca))
+    if (rc == STATUS_OK && use_l1 && l1_usable(ca))
         cache_l1_put(ca->l1, key, klen, it, mark);
 
     pthread_mutex_lock(&ca->lock);

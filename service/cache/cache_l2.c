@@ -72,7 +72,7 @@ int cache_l2_mget(cache_l2 *l2, const char *const *keys, const size_t *klens, si
         free(argv);
         free(lens);
         snprintf(err, errlen, "out of memory");
-        return CACHE_L2_UNAVAILABLE;
+        return STATUS_EUNAVAILABLE;
     }
     argv[0] = "MGET";
     lens[0] = 4;
@@ -80,11 +80,11 @@ int cache_l2_mget(cache_l2 *l2, const char *const *keys, const size_t *klens, si
     redisReply *r = run(l2, (int)n + 1, argv, lens, deadline_ms, err, errlen);
     free(argv);
     free(lens);
-    if (!r) return CACHE_L2_UNAVAILABLE;
+    if (!r) return STATUS_EUNAVAILABLE;
     if (r->type != REDIS_REPLY_ARRAY || r->elements != n) {
         snprintf(err, errlen, "Redis answered MGET with something else than %zu values", n);
         freeReplyObject(r);
-        return CACHE_L2_UNAVAILABLE;
+        return STATUS_EUNAVAILABLE;
     }
     for (size_t i = 0; i < n; i++) {
         const redisReply *e = r->element[i];
@@ -92,14 +92,14 @@ int cache_l2_mget(cache_l2 *l2, const char *const *keys, const size_t *klens, si
             out[i] = cache_blob_decode((const uint8_t *)e->str, e->len);
     }
     freeReplyObject(r);
-    return CACHE_L2_OK;
+    return STATUS_OK;
 }
 
 static int script(cache_l2 *l2, const char *body, const char *key, size_t klen,
                   const char **args, const size_t *alens, int nargs, int64_t deadline_ms,
                   long long *result, char *err, size_t errlen) {
     char *msg = malloc(CACHE_INVAL_BYTES(klen));
-    if (!msg) return snprintf(err, errlen, "out of memory"), CACHE_L2_UNAVAILABLE;
+    if (!msg) return snprintf(err, errlen, "out of memory"), STATUS_EUNAVAILABLE;
     const char *argv[12] = {"EVAL", body, "1", key};
     size_t lens[12] = {4, strlen(body), 1, klen};
     int argc = 4;
@@ -110,12 +110,12 @@ static int script(cache_l2 *l2, const char *body, const char *key, size_t klen,
     lens[argc++] = cache_inval_encode(l2->replica, key, klen, msg);
     redisReply *r = run(l2, argc, argv, lens, deadline_ms, err, errlen);
     free(msg);
-    if (!r) return CACHE_L2_UNAVAILABLE;
+    if (!r) return STATUS_EUNAVAILABLE;
     int ok = r->type == REDIS_REPLY_INTEGER;
     if (ok) *result = r->integer;
     else snprintf(err, errlen, "Redis script answered type %d, not an integer", r->type);
     freeReplyObject(r);
-    return ok ? CACHE_L2_OK : CACHE_L2_UNAVAILABLE;
+    return ok ? STATUS_OK : STATUS_EUNAVAILABLE;
 }
 
 int cache_l2_set(cache_l2 *l2, const char *key, size_t klen, const uint8_t *blob, size_t blen,
@@ -127,8 +127,8 @@ int cache_l2_set(cache_l2 *l2, const char *key, size_t klen, const uint8_t *blob
     size_t lens[] = {blen, strlen(ttl), strlen(label)};
     long long n = 0;
     int rc = script(l2, set_script, key, klen, args, lens, 3, deadline_ms, &n, err, errlen);
-    if (rc != CACHE_L2_OK) return rc;
-    return n == 1 ? CACHE_L2_OK : CACHE_L2_DENIED;
+    if (rc != STATUS_OK) return rc;
+    return n == 1 ? STATUS_OK : STATUS_EDENIED;
 }
 
 int cache_l2_delete(cache_l2 *l2, const char *key, size_t klen, int max_label,
@@ -139,20 +139,20 @@ int cache_l2_delete(cache_l2 *l2, const char *key, size_t klen, int max_label,
     size_t lens[] = {strlen(label)};
     long long n = 0;
     int rc = script(l2, delete_script, key, klen, args, lens, 1, deadline_ms, &n, err, errlen);
-    if (rc != CACHE_L2_OK) return rc;
-    return n < 0 ? CACHE_L2_DENIED : n == 0 ? CACHE_L2_ABSENT : CACHE_L2_OK;
+    if (rc != STATUS_OK) return rc;
+    return n < 0 ? STATUS_EDENIED : n == 0 ? STATUS_ENOTFOUND : STATUS_OK;
 }
 
 int cache_l2_publish(cache_l2 *l2, const char *key, size_t klen, int64_t deadline_ms, char *err,
                      size_t errlen) {
     char *msg = malloc(CACHE_INVAL_BYTES(klen));
-    if (!msg) return snprintf(err, errlen, "out of memory"), CACHE_L2_UNAVAILABLE;
+    if (!msg) return snprintf(err, errlen, "out of memory"), STATUS_EUNAVAILABLE;
     const char *argv[] = {"PUBLISH", CACHE_INVALIDATE_CHANNEL, msg};
     size_t lens[] = {7, strlen(CACHE_INVALIDATE_CHANNEL),
                      cache_inval_encode(l2->replica, key, klen, msg)};
     redisReply *r = run(l2, 3, argv, lens, deadline_ms, err, errlen);
     free(msg);
-    if (!r) return CACHE_L2_UNAVAILABLE;
+    if (!r) return STATUS_EUNAVAILABLE;
     freeReplyObject(r);
-    return CACHE_L2_OK;
+    return STATUS_OK;
 }

@@ -10,13 +10,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "service/core/status.h"
 #include "service/cache/cache_item.h"
 #include "service/store/redis_pool.h"
 
-#define CACHE_L2_OK 0
-#define CACHE_L2_DENIED 1       /* the stored entry is labelled above max_label */
-#define CACHE_L2_ABSENT 2       /* delete: nothing stored under the key */
-#define CACHE_L2_UNAVAILABLE (-1) /* Redis unreachable, timed out or refused */
+/* Results: STATUS_OK; STATUS_EDENIED (the stored entry is labelled above
+ * max_label); STATUS_ENOTFOUND (delete: nothing stored under the key);
+ * STATUS_EUNAVAILABLE (Redis unreachable, timed out or refused). */
 
 typedef struct cache_l2 cache_l2;
 

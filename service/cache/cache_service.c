@@ -162,7 +162,7 @@ static void lookup_all(const cache_service *svc, rpc_call *call, const principal
     size_t *lens = arena_alloc(a, 2 * m * sizeof *lens);
     cache_item **got = arena_alloc(a, 2 * m * sizeof *got);
     char err[256] = "";
-    int rc = CACHE_L2_UNAVAILABLE;
+    int rc = STATUS_EUNAVAILABLE;
     if (keys && lens && got) {
         size_t j = 0;
         for (size_t i = 0; i < n; i++) {
@@ -173,7 +173,7 @@ static void lookup_all(const cache_service *svc, rpc_call *call, const principal
         rc = cache_l2_mget(svc->l2, keys, lens, 2 * m, rpc_call_deadline_ms(call), got, err,
                            sizeof err);
     }
-    if (rc != CACHE_L2_OK) {
+    if (rc != STATUS_OK) {
         log_fields(LOG_WARN, "cache: L2 lookup failed; answering from L1", LOG_F_STR, "reason",
                    err[0] ? err : "out of memory", LOG_F_END);
         for (size_t i = 0; i < n; i++)
@@ -352,26 +352,26 @@ static grpc_status_code do_set(rpc_call *call, const ProtobufCMessage *reqm,
                                        now + ttl_ms);
     if (!it) return rpc_call_oom(call);
     uint64_t mark = cache_l1_mark(svc->l1, k, klen);
-    int rc = CACHE_L2_UNAVAILABLE;
+    int rc = STATUS_EUNAVAILABLE;
     char err[256] = "";
     if (svc->l2) {
         size_t blen;
         uint8_t *blob = cache_blob_encode(a, it, &blen);
         rc = blob ? cache_l2_set(svc->l2, k, klen, blob, blen, ttl_ms, (int)principal_clr(p),
                                  rpc_call_deadline_ms(call), err, sizeof err)
-                  : CACHE_L2_UNAVAILABLE;
-        if (rc == CACHE_L2_UNAVAILABLE)
+                  : STATUS_EUNAVAILABLE;
+        if (rc == STATUS_EUNAVAILABLE)
             log_fields(LOG_WARN, "cache: L2 write failed; value kept in this replica's L1 only",
                        LOG_F_STR, "reason", err[0] ? err : "out of memory", LOG_F_END);
     }
-    if (rc == CACHE_L2_UNAVAILABLE) {
+    if (rc == STATUS_EUNAVAILABLE) {
         /* L1 alone decides; the same diode as the Redis script. */
         cache_item *old = cache_l1_get(svc->l1, k, klen);
-        if (old && !old->absent && old->label > (int)principal_clr(p)) rc = CACHE_L2_DENIED;
+        if (old && !old->absent && old->label > (int)principal_clr(p)) rc = STATUS_EDENIED;
         cache_item_unref(old);
         mark = CACHE_L1_UNCONDITIONAL;
     }
-    if (rc == CACHE_L2_DENIED) {
+    if (rc == STATUS_EDENIED) {
         cache_item_unref(it);
         return denied(call, req->key);
     }
@@ -396,25 +396,25 @@ static grpc_status_code do_delete(rpc_call *call, const ProtobufCMessage *reqm,
     size_t klen;
     write_slot(p, &s, &k, &klen);
     audit_add_target(call, arena_printf(a, "cache:%s", req->key));
-    int rc = CACHE_L2_UNAVAILABLE;
+    int rc = STATUS_EUNAVAILABLE;
     char err[256] = "";
     if (svc->l2) {
         rc = cache_l2_delete(svc->l2, k, klen, (int)principal_clr(p), rpc_call_deadline_ms(call),
                              err, sizeof err);
-        if (rc == CACHE_L2_UNAVAILABLE)
+        if (rc == STATUS_EUNAVAILABLE)
             log_fields(LOG_WARN, "cache: L2 delete failed; deleted from this replica's L1 only",
                        LOG_F_STR, "reason", err, LOG_F_END);
     }
-    if (rc == CACHE_L2_UNAVAILABLE) {
+    if (rc == STATUS_EUNAVAILABLE) {
         cache_item *old = cache_l1_get(svc->l1, k, klen);
         int present = old && !old->absent;
-        if (present && old->label > (int)principal_clr(p)) rc = CACHE_L2_DENIED;
-        else rc = present ? CACHE_L2_OK : CACHE_L2_ABSENT;
+        if (present && old->label > (int)principal_clr(p)) rc = STATUS_EDENIED;
+        else rc = present ? STATUS_OK : STATUS_ENOTFOUND;
         cache_item_unref(old);
     }
-    if (rc == CACHE_L2_DENIED) return denied(call, req->key);
+    if (rc == STATUS_EDENIED) return denied(call, req->key);
     cache_l1_delete(svc->l1, k, klen);
-    resp->deleted = rc == CACHE_L2_OK;
+    resp->deleted = rc == STATUS_OK;
     return GRPC_STATUS_OK;
 }
 

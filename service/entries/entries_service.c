@@ -44,9 +44,7 @@ int entries_pii_policy_parse(const char *name, entries_pii_policy *out) {
 /* ------------------------------------------------------------ status */
 
 static grpc_status_code store_status(rpc_call *call, int rc, const entries_ctx *c) {
-    if (rc == ENTRIES_OK) return GRPC_STATUS_OK;
-    rpc_call_set_error(call, "%s", c->err[0] ? c->err : entries_strerror(rc));
-    return rc == ENTRIES_ETOOBIG ? GRPC_STATUS_FAILED_PRECONDITION : pgq_grpc_status(rc);
+    return rpc_call_fail(call, rc, c->err);
 }
 
 /* ------------------------------------------------------------ validation */
@@ -303,7 +301,7 @@ static grpc_status_code do_write(rpc_call *call, const ProtobufCMessage *reqm,
     entries_record rec;
     int created = 0;
     int rc = entries_store_write(svc->store, &c, &in, &rec, &created);
-    if (rc != ENTRIES_OK) return store_status(call, rc, &c);
+    if (rc != STATUS_OK) return store_status(call, rc, &c);
     if (!(resp->meta = render_meta(a, &rec))) return rpc_call_oom(call);
     resp->created = created;
     return GRPC_STATUS_OK;
@@ -326,7 +324,7 @@ static grpc_status_code do_read(rpc_call *call, const ProtobufCMessage *reqm,
     init_ctx(&c, call, p, svc, 0);
     entries_record rec;
     int rc = entries_store_read(svc->store, &c, req->namespace_, req->key, &rec);
-    if (rc != ENTRIES_OK) return store_status(call, rc, &c);
+    if (rc != STATUS_OK) return store_status(call, rc, &c);
     add_target(call, rec.ns, rec.key);
     if (!(resp->entry = render_entry(rpc_call_arena(call), &rec))) return rpc_call_oom(call);
     return GRPC_STATUS_OK;
@@ -390,7 +388,7 @@ static grpc_status_code do_list(rpc_call *call, const ProtobufCMessage *reqm,
     size_t n;
     int more;
     int rc = entries_store_list(svc->store, &c, &in, &recs, &n, &more);
-    if (rc != ENTRIES_OK) return store_status(call, rc, &c);
+    if (rc != STATUS_OK) return store_status(call, rc, &c);
     int cut;
     if ((st = render_entries(call, svc, recs, n, &resp->entries, &resp->n_entries, &cut)) !=
         GRPC_STATUS_OK)
@@ -458,7 +456,7 @@ static grpc_status_code do_search(rpc_call *call, const ProtobufCMessage *reqm,
     entries_record *recs;
     size_t n;
     int rc = entries_store_search(svc->store, &c, &in, &recs, &n);
-    if (rc != ENTRIES_OK) return store_status(call, rc, &c);
+    if (rc != STATUS_OK) return store_status(call, rc, &c);
     int cut;
     return render_entries(call, svc, recs, n, &resp->entries, &resp->n_entries, &cut);
 }
@@ -505,7 +503,7 @@ static grpc_status_code do_stats(rpc_call *call, const ProtobufCMessage *reqm,
     init_ctx(&c, call, p, svc, 0);
     entries_stats s;
     int rc = entries_store_stats(svc->store, &c, pat, &s);
-    if (rc != ENTRIES_OK) return store_status(call, rc, &c);
+    if (rc != STATUS_OK) return store_status(call, rc, &c);
     resp->entry_count = s.entry_count;
     resp->namespace_count = s.namespace_count;
     resp->value_bytes = s.value_bytes;
@@ -537,13 +535,13 @@ static int edit_pii(edit_ctx *e, const uint8_t *v, size_t n, entries_edit_out *o
     entries_pii_result pr;
     int rc = entries_pii_apply(e->a, &pin, e->mode, &pr, err, errlen);
     if (rc == ENTRIES_PII_EFOUND) return EDIT_PII_FOUND;
-    if (rc != 0) return ENTRIES_ENOMEM;
+    if (rc != 0) return STATUS_ENOMEM;
     out->changed = 1;
     out->value = pr.value;
     out->value_len = pr.value_len;
     out->pii_kinds = pr.kinds;
     out->npii = pr.nkinds;
-    return ENTRIES_OK;
+    return STATUS_OK;
 }
 
 static int edit_append(void *arg, const uint8_t *v, size_t n, entries_edit_out *out, char *err,
@@ -553,10 +551,10 @@ static int edit_append(void *arg, const uint8_t *v, size_t n, entries_edit_out *
     if (total > ENTRIES_VALUE_MAX) {
         snprintf(err, errlen, "the value would grow to %zu bytes; at most %d (1 MiB)", total,
                  ENTRIES_VALUE_MAX);
-        return ENTRIES_ETOOBIG;
+        return STATUS_ETOOBIG;
     }
     uint8_t *buf = arena_alloc(e->a, total ? total : 1);
-    if (!buf) return ENTRIES_ENOMEM;
+    if (!buf) return STATUS_ENOMEM;
     if (n) memcpy(buf, v, n);
     if (e->append->len) memcpy(buf + n, e->append->data, e->append->len);
     return edit_pii(e, buf, total, out, err, errlen);
@@ -578,15 +576,15 @@ static int edit_replace(void *arg, const uint8_t *v, size_t n, entries_edit_out 
         }
     }
     e->count = count;
-    if (count == 0) return ENTRIES_OK; /* out->changed stays 0 */
+    if (count == 0) return STATUS_OK; /* out->changed stays 0 */
     size_t total = n - (size_t)count * fl + (size_t)count * rl;
     if (total > ENTRIES_VALUE_MAX) {
         snprintf(err, errlen, "the value would grow to %zu bytes; at most %d (1 MiB)", total,
                  ENTRIES_VALUE_MAX);
-        return ENTRIES_ETOOBIG;
+        return STATUS_ETOOBIG;
     }
     uint8_t *buf = arena_alloc(e->a, total ? total : 1), *w = buf;
-    if (!buf) return ENTRIES_ENOMEM;
+    if (!buf) return STATUS_ENOMEM;
     int64_t done = 0;
     size_t i = 0;
     while (i < n) {
@@ -638,7 +636,7 @@ static grpc_status_code do_append(rpc_call *call, const ProtobufCMessage *reqm,
     init_ctx(&c, call, p, svc, 1);
     entries_record rec;
     int rc = entries_store_modify(svc->store, &c, &in, &rec);
-    if (rc != ENTRIES_OK) return modify_status(call, rc, &c);
+    if (rc != STATUS_OK) return modify_status(call, rc, &c);
     if (!(resp->meta = render_meta(a, &rec))) return rpc_call_oom(call);
     resp->size_bytes = rec.size_bytes;
     return GRPC_STATUS_OK;
@@ -684,7 +682,7 @@ static grpc_status_code do_replace(rpc_call *call, const ProtobufCMessage *reqm,
     init_ctx(&c, call, p, svc, 1);
     entries_record rec;
     int rc = entries_store_modify(svc->store, &c, &in, &rec);
-    if (rc != ENTRIES_OK) return modify_status(call, rc, &c);
+    if (rc != STATUS_OK) return modify_status(call, rc, &c);
     if (!(resp->meta = render_meta(a, &rec))) return rpc_call_oom(call);
     resp->replacement_count = e.count;
     return GRPC_STATUS_OK;
@@ -707,7 +705,7 @@ static grpc_status_code do_purge(rpc_call *call, const ProtobufCMessage *reqm,
     init_ctx(&c, call, p, svc, 1);
     int64_t n = 0;
     int rc = entries_store_purge(svc->store, &c, pat, &n);
-    if (rc != ENTRIES_OK) return store_status(call, rc, &c);
+    if (rc != STATUS_OK) return store_status(call, rc, &c);
     resp->purged_count = n;
     return GRPC_STATUS_OK;
 }

@@ -19,11 +19,6 @@
 #include "service/core/text.h"
 #include "service/store/pgq.h"
 
-/* Store codes pass pgq's through unchanged. */
-_Static_assert(ENTRIES_EUNAVAILABLE == PGQ_EUNAVAILABLE && ENTRIES_ETIMEOUT == PGQ_ETIMEOUT &&
-                   ENTRIES_EINTERNAL == PGQ_EINTERNAL && ENTRIES_ENOMEM == PGQ_ENOMEM,
-               "entries and pgq codes differ");
-
 #define MAX_ATTEMPTS 3   /* tries when a pooled connection turns out dead */
 #define MAX_CREATE_RACES 3
 
@@ -56,21 +51,6 @@ enum {
 };
 
 /* ---------------------------------------------------------------- utils */
-
-const char *entries_strerror(int code) {
-    switch (code) {
-    case ENTRIES_OK: return "ENTRIES_OK";
-    case ENTRIES_ENOTFOUND: return "ENTRIES_ENOTFOUND";
-    case ENTRIES_EDENIED: return "ENTRIES_EDENIED";
-    case ENTRIES_ECONFLICT: return "ENTRIES_ECONFLICT";
-    case ENTRIES_EUNAVAILABLE: return "ENTRIES_EUNAVAILABLE";
-    case ENTRIES_ETIMEOUT: return "ENTRIES_ETIMEOUT";
-    case ENTRIES_EINTERNAL: return "ENTRIES_EINTERNAL";
-    case ENTRIES_ENOMEM: return "ENTRIES_ENOMEM";
-    case ENTRIES_ETOOBIG: return "ENTRIES_ETOOBIG";
-    default: return "ENTRIES_E?";
-    }
-}
 
 static int fail(entries_ctx *c, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -186,14 +166,14 @@ static int decode_row(entries_ctx *c, const PGresult *r, int row, int with_value
     rec->owner = pgq_col_str(ar, r, row, C_OWNER);
     rec->content_type = pgq_col_str(ar, r, row, C_CTYPE);
     if (!rec->tenant || !rec->ns || !rec->key || !rec->owner || !rec->content_type)
-        return fail(c, ENTRIES_ENOMEM, "out of memory");
+        return fail(c, STATUS_ENOMEM, "out of memory");
     /* jsonb in binary form: a version byte (1), then the text. */
     int mlen = PQgetlength(r, row, C_META);
     const char *mp = PQgetvalue(r, row, C_META);
     if (PQgetisnull(r, row, C_META) || mlen < 1 || mp[0] != 1)
-        return fail(c, ENTRIES_EINTERNAL, "entries row has an unreadable metadata column");
+        return fail(c, STATUS_EINTERNAL, "entries row has an unreadable metadata column");
     if (!(rec->metadata_json = arena_strndup(ar, mp + 1, (size_t)mlen - 1)))
-        return fail(c, ENTRIES_ENOMEM, "out of memory");
+        return fail(c, STATUS_ENOMEM, "out of memory");
     if (pgq_col_int(r, row, C_LABEL, &label) != 0 || pgq_col_int(r, row, C_SIZE, &rec->size_bytes) != 0 ||
         pgq_col_int(r, row, C_VERSION, &rec->version) != 0 ||
         pgq_col_ts(r, row, C_CREATED, &rec->create_us) != 0 ||
@@ -201,43 +181,43 @@ static int decode_row(entries_ctx *c, const PGresult *r, int row, int with_value
         pgq_col_text_array(ar, r, row, C_TAGS, &rec->tags, &rec->ntags) != 0 ||
         pgq_col_text_array(ar, r, row, C_PII, &rec->pii_kinds, &rec->npii) != 0 ||
         PQgetlength(r, row, C_COMPRESSED) != 1)
-        return fail(c, ENTRIES_EINTERNAL, "entries row %s/%s has an unreadable column", rec->ns,
+        return fail(c, STATUS_EINTERNAL, "entries row %s/%s has an unreadable column", rec->ns,
                     rec->key);
     compressed = PQgetvalue(r, row, C_COMPRESSED)[0] != 0;
     rec->label = (int)label;
     if (!PQgetisnull(r, row, C_EXPIRES)) {
         if (pgq_col_ts(r, row, C_EXPIRES, &rec->expire_us) != 0)
-            return fail(c, ENTRIES_EINTERNAL, "entries row has an unreadable expires_at");
+            return fail(c, STATUS_EINTERNAL, "entries row has an unreadable expires_at");
         rec->has_expire = 1;
     }
-    if (!with_value || PQgetisnull(r, row, C_VALUE)) return ENTRIES_OK;
+    if (!with_value || PQgetisnull(r, row, C_VALUE)) return STATUS_OK;
     const char *vp = PQgetvalue(r, row, C_VALUE);
     size_t vlen = (size_t)PQgetlength(r, row, C_VALUE);
     if (rec->size_bytes < 0 || rec->size_bytes > ENTRIES_VALUE_MAX)
-        return fail(c, ENTRIES_EINTERNAL, "entries row %s/%s has size %lld", rec->ns, rec->key,
+        return fail(c, STATUS_EINTERNAL, "entries row %s/%s has size %lld", rec->ns, rec->key,
                     (long long)rec->size_bytes);
     size_t size = (size_t)rec->size_bytes;
     uint8_t *buf = arena_alloc(ar, size ? size : 1);
-    if (!buf) return fail(c, ENTRIES_ENOMEM, "out of memory");
+    if (!buf) return fail(c, STATUS_ENOMEM, "out of memory");
     if (compressed) {
         unsigned long long fsz = ZSTD_getFrameContentSize(vp, vlen);
         size_t got = fsz == size ? ZSTD_decompress(buf, size, vp, vlen) : 0;
         if (fsz != size || ZSTD_isError(got) || got != size) {
             log_fields(LOG_ERROR, "entries: stored value does not decompress", LOG_F_STR,
                        "namespace", rec->ns, LOG_F_STR, "key", rec->key, LOG_F_END);
-            return fail(c, ENTRIES_EINTERNAL, "the stored value of %s/%s is corrupt", rec->ns,
+            return fail(c, STATUS_EINTERNAL, "the stored value of %s/%s is corrupt", rec->ns,
                         rec->key);
         }
     } else {
         if (vlen != size)
-            return fail(c, ENTRIES_EINTERNAL, "the stored value of %s/%s has the wrong size",
+            return fail(c, STATUS_EINTERNAL, "the stored value of %s/%s has the wrong size",
                         rec->ns, rec->key);
         memcpy(buf, vp, size);
     }
     rec->value = buf;
     rec->value_len = size;
     rec->has_value = 1;
-    return ENTRIES_OK;
+    return STATUS_OK;
 }
 
 /* The final read filter behind the SQL predicates: a row that should not
@@ -246,13 +226,13 @@ static int decode_row(entries_ctx *c, const PGresult *r, int row, int with_value
 static int check_row(entries_ctx *c, principal_breadth breadth, const entries_record *rec) {
     if (principal_may_read(c->p, breadth, rec->tenant, rec->owner, rec->label) &&
         principal_ns_allows(c->p, rec->ns))
-        return ENTRIES_OK;
+        return STATUS_OK;
     log_fields(LOG_ERROR, "entries: READ DIODE MISMATCH, a row escaped the SQL predicates",
                LOG_F_STR, "caller", principal_sub(c->p), LOG_F_STR, "caller_tenant",
                principal_tenant(c->p), LOG_F_STR, "row_tenant", rec->tenant, LOG_F_STR,
                "row_owner", rec->owner, LOG_F_INT, "row_label", (int64_t)rec->label, LOG_F_STR,
                "namespace", rec->ns, LOG_F_END);
-    return fail(c, ENTRIES_EINTERNAL, "internal error: read filter mismatch (logged)");
+    return fail(c, STATUS_EINTERNAL, "internal error: read filter mismatch (logged)");
 }
 
 static int decode_rows(entries_ctx *c, const PGresult *r, int with_value, int max,
@@ -262,16 +242,16 @@ static int decode_rows(entries_ctx *c, const PGresult *r, int with_value, int ma
     *out = NULL;
     *n = 0;
     entries_record *recs = arena_alloc(c->ar, ((size_t)rows + 1) * sizeof *recs);
-    if (!recs) return fail(c, ENTRIES_ENOMEM, "out of memory");
+    if (!recs) return fail(c, STATUS_ENOMEM, "out of memory");
     principal_breadth breadth = principal_scope(c->p, "entries:read");
     for (int i = 0; i < rows; i++) {
         int rc = decode_row(c, r, i, with_value, &recs[i]);
-        if (rc == ENTRIES_OK) rc = check_row(c, breadth, &recs[i]);
-        if (rc != ENTRIES_OK) return rc;
+        if (rc == STATUS_OK) rc = check_row(c, breadth, &recs[i]);
+        if (rc != STATUS_OK) return rc;
     }
     *out = recs;
     *n = (size_t)rows;
-    return ENTRIES_OK;
+    return STATUS_OK;
 }
 
 /* ------------------------------------------------------------ reads */
@@ -281,13 +261,13 @@ static int decode_rows(entries_ctx *c, const PGresult *r, int with_value, int ma
 typedef int (*read_fn)(session *ss, void *arg);
 
 static int with_read_session(entries_store *s, entries_ctx *c, read_fn fn, void *arg) {
-    int rc = ENTRIES_EUNAVAILABLE;
+    int rc = STATUS_EUNAVAILABLE;
     for (int attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
         session ss;
         rc = begin_session(s, c, &ss);
-        if (rc != ENTRIES_OK) return rc;
+        if (rc != STATUS_OK) return rc;
         rc = fn(&ss, arg);
-        int retry = rc == ENTRIES_EUNAVAILABLE && ss.q.broken;
+        int retry = rc == STATUS_EUNAVAILABLE && ss.q.broken;
         end_session(&ss);
         if (!retry) break;
     }
@@ -309,16 +289,16 @@ static int do_read(session *ss, void *arg) {
     pgq_sql_add(&b, " AND namespace = $%d AND key = $%d", pgq_text(&q, a->ns), pgq_text(&q, a->key));
     PGresult *r;
     int rc = pipeline(ss, "read", NULL, &b, &q, 1, &r);
-    if (rc != ENTRIES_OK) return rc;
+    if (rc != STATUS_OK) return rc;
     if (PQntuples(r) == 0) {
         PQclear(r);
-        return fail(c, ENTRIES_ENOTFOUND, "entry %s/%s not found", a->ns, a->key);
+        return fail(c, STATUS_ENOTFOUND, "entry %s/%s not found", a->ns, a->key);
     }
     entries_record *recs;
     size_t n;
     rc = decode_rows(c, r, 1, 1, &recs, &n);
     PQclear(r);
-    if (rc == ENTRIES_OK) *a->out = recs[0];
+    if (rc == STATUS_OK) *a->out = recs[0];
     return rc;
 }
 
@@ -341,9 +321,9 @@ static int do_list(session *ss, void *arg) {
     const entries_list_in *in = a->in;
     int none = 0;
     const char *globs = ns_globs_param(c->ar, c->p, &none);
-    if (none) return ENTRIES_OK; /* the token may touch no namespace */
+    if (none) return STATUS_OK; /* the token may touch no namespace */
     const char *nsl = to_like(c->ar, in->ns_pattern), *kl = to_like(c->ar, in->key_pattern);
-    if (!globs || !nsl || !kl) return fail(c, ENTRIES_ENOMEM, "out of memory");
+    if (!globs || !nsl || !kl) return fail(c, STATUS_ENOMEM, "out of memory");
     pgq_params q = {0};
     pgq_sql b = {0};
     /* With values, a running sum of sizes marks the rows past the byte
@@ -365,7 +345,7 @@ static int do_list(session *ss, void *arg) {
     if (in->with_values) pgq_sql_add(&b, ") page ORDER BY namespace, key");
     PGresult *r;
     int rc = pipeline(ss, "list", NULL, &b, &q, 1, &r);
-    if (rc != ENTRIES_OK) return rc;
+    if (rc != STATUS_OK) return rc;
     int rows = PQntuples(r), take = rows < in->limit ? rows : in->limit;
     if (in->with_values) {
         for (int i = 0; i < take; i++)
@@ -413,9 +393,9 @@ static int do_search(session *ss, void *arg) {
     const entries_search_in *in = a->in;
     int none = 0;
     const char *globs = ns_globs_param(c->ar, c->p, &none);
-    if (none) return ENTRIES_OK;
+    if (none) return STATUS_OK;
     const char *nsl = to_like(c->ar, in->ns_pattern);
-    if (!globs || !nsl) return fail(c, ENTRIES_ENOMEM, "out of memory");
+    if (!globs || !nsl) return fail(c, STATUS_ENOMEM, "out of memory");
     pgq_params q = {0};
     pgq_sql b = {0};
     if (in->with_values)
@@ -430,7 +410,7 @@ static int do_search(session *ss, void *arg) {
             pgq_text(&q, nsl));
     if (in->term[0]) {
         const char *t = like_escape(c->ar, in->term);
-        if (!t) return fail(c, ENTRIES_ENOMEM, "out of memory");
+        if (!t) return fail(c, STATUS_ENOMEM, "out of memory");
         /* search_text is lower-cased with the same ICU rules at write time.
          * The pattern is put back to the column's collation, or the
          * planner could not use the trigram index (157 ms -> 2 ms over
@@ -442,7 +422,7 @@ static int do_search(session *ss, void *arg) {
     }
     if (in->ntags) {
         const char *tl = pgq_array_literal(c->ar, in->tags, in->ntags);
-        if (!tl) return fail(c, ENTRIES_ENOMEM, "out of memory");
+        if (!tl) return fail(c, STATUS_ENOMEM, "out of memory");
         pgq_sql_add(&b, " AND tags @> $%d", pgq_text_array(&q, tl));
     }
     if (in->content_type[0])
@@ -453,10 +433,10 @@ static int do_search(session *ss, void *arg) {
     pgq_sql_add(&b, " ORDER BY updated_at DESC, namespace, key LIMIT $%d",
             pgq_int8(&q, (int64_t)in->limit));
     if (in->with_values) pgq_sql_add(&b, ") page ORDER BY updated_at DESC, namespace, key");
-    if (b.overflow) return fail(c, ENTRIES_EINTERNAL, "search query too long");
+    if (b.overflow) return fail(c, STATUS_EINTERNAL, "search query too long");
     PGresult *r;
     int rc = pipeline(ss, "search", NULL, &b, &q, 1, &r);
-    if (rc != ENTRIES_OK) return rc;
+    if (rc != STATUS_OK) return rc;
     int rows = PQntuples(r), take = rows;
     if (in->with_values) {
         for (int i = 0; i < take; i++)
@@ -488,9 +468,9 @@ static int do_stats(session *ss, void *arg) {
     entries_ctx *c = ss->c;
     int none = 0;
     const char *globs = ns_globs_param(c->ar, c->p, &none);
-    if (none) return ENTRIES_OK;
+    if (none) return STATUS_OK;
     const char *nsl = to_like(c->ar, a->ns_pattern);
-    if (!globs || !nsl) return fail(c, ENTRIES_ENOMEM, "out of memory");
+    if (!globs || !nsl) return fail(c, STATUS_ENOMEM, "out of memory");
     pgq_params q = {0};
     pgq_sql b = {0};
     pgq_sql_add(&b, "SELECT count(*), count(DISTINCT namespace), coalesce(sum(size_bytes), 0)::int8,"
@@ -501,12 +481,12 @@ static int do_stats(session *ss, void *arg) {
             pgq_text(&q, nsl));
     PGresult *r;
     int rc = pipeline(ss, "stats", NULL, &b, &q, 1, &r);
-    if (rc != ENTRIES_OK) return rc;
+    if (rc != STATUS_OK) return rc;
     entries_stats *o = a->out;
     if (PQntuples(r) != 1 || pgq_col_int(r, 0, 0, &o->entry_count) != 0 ||
         pgq_col_int(r, 0, 1, &o->namespace_count) != 0 || pgq_col_int(r, 0, 2, &o->value_bytes) != 0 ||
         pgq_col_int(r, 0, 3, &o->stored_bytes) != 0 || pgq_col_int(r, 0, 4, &o->compressed_count) != 0)
-        rc = fail(c, ENTRIES_EINTERNAL, "unexpected stats result");
+        rc = fail(c, STATUS_EINTERNAL, "unexpected stats result");
     PQclear(r);
     return rc;
 }
@@ -535,17 +515,17 @@ typedef struct {
 
 static int decode_lock(entries_ctx *c, PGresult *r, locked_row *lr) {
     memset(lr, 0, sizeof *lr);
-    if (PQntuples(r) == 0) return ENTRIES_OK;
+    if (PQntuples(r) == 0) return STATUS_OK;
     int64_t label, version;
     lr->owner = pgq_col_str(c->ar, r, 0, 0);
     if (!lr->owner || pgq_col_int(r, 0, 1, &label) != 0 || pgq_col_int(r, 0, 2, &version) != 0 ||
         PQgetlength(r, 0, 3) != 1)
-        return fail(c, ENTRIES_EINTERNAL, "unexpected row-lock result");
+        return fail(c, STATUS_EINTERNAL, "unexpected row-lock result");
     lr->exists = 1;
     lr->live = PQgetvalue(r, 0, 3)[0] != 0;
     lr->label = (int)label;
     lr->version = version;
-    return ENTRIES_OK;
+    return STATUS_OK;
 }
 
 /* Locks the row; first: the transaction is begun in the same round trip. */
@@ -563,10 +543,10 @@ static int lock_row(session *ss, const char *ns, const char *key, int first, loc
         rc = pipeline(ss, "row lock", "BEGIN", &b, &q, 0, &r);
     } else {
         r = exec(ss, LOCK_SQL, &q);
-        rc = PQresultStatus(r) == PGRES_TUPLES_OK ? ENTRIES_OK : pg_fail(ss, r, "row lock");
-        if (rc != ENTRIES_OK) PQclear(r);
+        rc = PQresultStatus(r) == PGRES_TUPLES_OK ? STATUS_OK : pg_fail(ss, r, "row lock");
+        if (rc != STATUS_OK) PQclear(r);
     }
-    if (rc != ENTRIES_OK) return rc;
+    if (rc != STATUS_OK) return rc;
     rc = decode_lock(c, r, lr);
     PQclear(r);
     return rc;
@@ -576,15 +556,15 @@ static int lock_row(session *ss, const char *ns, const char *key, int first, loc
  * (label <= clr) and own it or hold `entries:write:all`. */
 static int may_modify(entries_ctx *c, const locked_row *lr, const char *ns, const char *key) {
     if (lr->label > (int)principal_clr(c->p))
-        return fail(c, ENTRIES_EDENIED,
+        return fail(c, STATUS_EDENIED,
                     "entry %s/%s is labelled above the token's read ceiling and cannot be "
                     "modified by it", ns, key);
     if (strcmp(lr->owner, principal_sub(c->p)) != 0 &&
         principal_scope(c->p, "entries:write") != PRINCIPAL_ALL)
-        return fail(c, ENTRIES_EDENIED,
+        return fail(c, STATUS_EDENIED,
                     "entry %s/%s belongs to another principal; modifying it needs "
                     "entries:write:all", ns, key);
-    return ENTRIES_OK;
+    return STATUS_OK;
 }
 
 /* Everything a write sends, prepared once before any attempt. */
@@ -629,16 +609,16 @@ static int do_write(session *ss, write_plan *w) {
     for (int race = 0; race < MAX_CREATE_RACES; race++) {
         locked_row lr;
         int rc = lock_row(ss, in->ns, in->key, race == 0, &lr);
-        if (rc != ENTRIES_OK) return rc;
-        if (lr.live && (rc = may_modify(c, &lr, in->ns, in->key)) != ENTRIES_OK) return rc;
+        if (rc != STATUS_OK) return rc;
+        if (lr.live && (rc = may_modify(c, &lr, in->ns, in->key)) != STATUS_OK) return rc;
         if (in->has_expected) {
             int64_t current = lr.live ? lr.version : 0;
             if (current == 0 && in->expected_version != 0)
-                return fail(c, ENTRIES_ECONFLICT,
+                return fail(c, STATUS_ECONFLICT,
                             "entry %s/%s does not exist (expected_version %lld)", in->ns,
                             in->key, (long long)in->expected_version);
             if (current != in->expected_version)
-                return fail(c, ENTRIES_ECONFLICT, "entry %s/%s is at version %lld, not %lld",
+                return fail(c, STATUS_ECONFLICT, "entry %s/%s is at version %lld, not %lld",
                             in->ns, in->key, (long long)current,
                             (long long)in->expected_version);
         }
@@ -685,7 +665,7 @@ static int do_write(session *ss, write_plan *w) {
                     search_sql, lr.live ? "version + 1" : "1", lr.live ? "created_at" : "now()",
                     exp_sql, p_tenant, p_ns, p_key);
         }
-        if (b.overflow) return fail(c, ENTRIES_EINTERNAL, "write query too long");
+        if (b.overflow) return fail(c, STATUS_EINTERNAL, "write query too long");
         PGresult *r = exec(ss, b.buf, &q);
         if (PQresultStatus(r) != PGRES_TUPLES_OK) {
             rc = pg_fail(ss, r, "write");
@@ -700,11 +680,11 @@ static int do_write(session *ss, write_plan *w) {
         }
         rc = decode_row(c, r, 0, 0, w->out);
         PQclear(r);
-        if (rc != ENTRIES_OK) return rc;
+        if (rc != STATUS_OK) return rc;
         *w->created = !lr.live;
         return finish_tx(ss);
     }
-    return fail(c, ENTRIES_ECONFLICT, "entry %s/%s is being created concurrently; retry",
+    return fail(c, STATUS_ECONFLICT, "entry %s/%s is being created concurrently; retry",
                 in->ns, in->key);
 }
 
@@ -714,16 +694,16 @@ static int compress_bytes(entries_store *s, entries_ctx *c, const uint8_t *v, si
     *stored = v;
     *stored_len = n;
     *compressed = 0;
-    if (n <= ENTRIES_COMPRESS_OVER) return ENTRIES_OK;
+    if (n <= ENTRIES_COMPRESS_OVER) return STATUS_OK;
     size_t cap = ZSTD_compressBound(n);
     uint8_t *buf = arena_alloc(c->ar, cap);
-    if (!buf) return fail(c, ENTRIES_ENOMEM, "out of memory");
+    if (!buf) return fail(c, STATUS_ENOMEM, "out of memory");
     size_t got = ZSTD_compress(buf, cap, v, n, s->o.zstd_level);
-    if (ZSTD_isError(got)) return fail(c, ENTRIES_EINTERNAL, "zstd: %s", ZSTD_getErrorName(got));
+    if (ZSTD_isError(got)) return fail(c, STATUS_EINTERNAL, "zstd: %s", ZSTD_getErrorName(got));
     *stored = buf;
     *stored_len = got;
     *compressed = 1;
-    return ENTRIES_OK;
+    return STATUS_OK;
 }
 
 /* lower() happens in SQL; here the text it lowers: the key, and the value
@@ -750,20 +730,20 @@ int entries_store_write(entries_store *s, entries_ctx *c, const entries_write_in
     w.created = created;
     int rc = compress_bytes(s, c, in->value, in->value_len, &w.stored, &w.stored_len,
                             &w.compressed);
-    if (rc != ENTRIES_OK) return rc;
+    if (rc != STATUS_OK) return rc;
     w.search_text = search_source(c->ar, in->key, in->value, in->value_len);
     w.tags_lit = pgq_array_literal(c->ar, in->tags, in->ntags);
     w.pii_lit = pgq_array_literal(c->ar, in->pii_kinds, in->npii);
     if (!w.search_text || !w.tags_lit || !w.pii_lit)
-        return fail(c, ENTRIES_ENOMEM, "out of memory");
+        return fail(c, STATUS_ENOMEM, "out of memory");
     for (int attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
         session ss;
         rc = begin_session(s, c, &ss);
-        if (rc != ENTRIES_OK) return rc;
+        if (rc != STATUS_OK) return rc;
         rc = do_write(&ss, &w);
         /* Retry only when the connection died before COMMIT was sent:
          * the server rolled the transaction back, nothing happened. */
-        int retry = rc == ENTRIES_EUNAVAILABLE && ss.q.broken && !ss.q.commit_sent;
+        int retry = rc == STATUS_EUNAVAILABLE && ss.q.broken && !ss.q.commit_sent;
         end_session(&ss);
         if (!retry) break;
     }
@@ -775,11 +755,11 @@ static int do_delete(session *ss, const char *ns, const char *key, int has_expec
     entries_ctx *c = ss->c;
     locked_row lr;
     int rc = lock_row(ss, ns, key, 1, &lr);
-    if (rc != ENTRIES_OK) return rc;
-    if (!lr.live) return fail(c, ENTRIES_ENOTFOUND, "entry %s/%s not found", ns, key);
-    if ((rc = may_modify(c, &lr, ns, key)) != ENTRIES_OK) return rc;
+    if (rc != STATUS_OK) return rc;
+    if (!lr.live) return fail(c, STATUS_ENOTFOUND, "entry %s/%s not found", ns, key);
+    if ((rc = may_modify(c, &lr, ns, key)) != STATUS_OK) return rc;
     if (has_expected && lr.version != expected)
-        return fail(c, ENTRIES_ECONFLICT, "entry %s/%s is at version %lld, not %lld", ns, key,
+        return fail(c, STATUS_ECONFLICT, "entry %s/%s is at version %lld, not %lld", ns, key,
                     (long long)lr.version, (long long)expected);
     pgq_params q = {0};
     pgq_text(&q, principal_tenant(c->p));
@@ -798,13 +778,13 @@ static int do_delete(session *ss, const char *ns, const char *key, int has_expec
 
 int entries_store_delete(entries_store *s, entries_ctx *c, const char *ns, const char *key,
                          int has_expected, int64_t expected_version) {
-    int rc = ENTRIES_EUNAVAILABLE;
+    int rc = STATUS_EUNAVAILABLE;
     for (int attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
         session ss;
         rc = begin_session(s, c, &ss);
-        if (rc != ENTRIES_OK) return rc;
+        if (rc != STATUS_OK) return rc;
         rc = do_delete(&ss, ns, key, has_expected, expected_version);
-        int retry = rc == ENTRIES_EUNAVAILABLE && ss.q.broken && !ss.q.commit_sent;
+        int retry = rc == STATUS_EUNAVAILABLE && ss.q.broken && !ss.q.commit_sent;
         end_session(&ss);
         if (!retry) break;
     }
@@ -829,42 +809,42 @@ static int do_modify(session *ss, modify_args *a) {
             pgq_text(&q, principal_tenant(c->p)), pgq_text(&q, in->ns), pgq_text(&q, in->key));
     PGresult *r;
     int rc = pipeline(ss, "row lock", "BEGIN", &b, &q, 0, &r);
-    if (rc != ENTRIES_OK) return rc;
+    if (rc != STATUS_OK) return rc;
     entries_record cur;
     int live = PQntuples(r) == 1 && PQgetlength(r, 0, C_VALUE + 1) == 1 &&
                PQgetvalue(r, 0, C_VALUE + 1)[0] != 0;
-    rc = live ? decode_row(c, r, 0, 1, &cur) : ENTRIES_OK;
+    rc = live ? decode_row(c, r, 0, 1, &cur) : STATUS_OK;
     PQclear(r);
-    if (rc != ENTRIES_OK) return rc;
-    if (!live) return fail(c, ENTRIES_ENOTFOUND, "entry %s/%s not found", in->ns, in->key);
+    if (rc != STATUS_OK) return rc;
+    if (!live) return fail(c, STATUS_ENOTFOUND, "entry %s/%s not found", in->ns, in->key);
     locked_row lr = {1, 1, cur.owner, cur.label, cur.version};
-    if ((rc = may_modify(c, &lr, in->ns, in->key)) != ENTRIES_OK) return rc;
+    if ((rc = may_modify(c, &lr, in->ns, in->key)) != STATUS_OK) return rc;
     if (in->has_expected && cur.version != in->expected_version)
-        return fail(c, ENTRIES_ECONFLICT, "entry %s/%s is at version %lld, not %lld", in->ns,
+        return fail(c, STATUS_ECONFLICT, "entry %s/%s is at version %lld, not %lld", in->ns,
                     in->key, (long long)cur.version, (long long)in->expected_version);
     entries_edit_out e = {0};
     c->err[0] = '\0';
     rc = in->edit(in->edit_arg, cur.value, cur.value_len, &e, c->err, sizeof c->err);
-    if (rc != ENTRIES_OK) return rc;
+    if (rc != STATUS_OK) return rc;
     cur.has_value = 0;
     cur.value = NULL;
     cur.value_len = 0;
     if (!e.changed) {
         *a->out = cur;
-        return ENTRIES_OK; /* the session rolls the (lock-only) transaction back */
+        return STATUS_OK; /* the session rolls the (lock-only) transaction back */
     }
     if (e.value_len > ENTRIES_VALUE_MAX)
-        return fail(c, ENTRIES_ETOOBIG, "the new value of %s/%s would be %zu bytes; at most %d",
+        return fail(c, STATUS_ETOOBIG, "the new value of %s/%s would be %zu bytes; at most %d",
                     in->ns, in->key, e.value_len, ENTRIES_VALUE_MAX);
     const uint8_t *stored;
     size_t stored_len;
     int compressed;
     if ((rc = compress_bytes(ss->s, c, e.value, e.value_len, &stored, &stored_len,
-                             &compressed)) != ENTRIES_OK)
+                             &compressed)) != STATUS_OK)
         return rc;
     /* pii_kinds describe the whole record: keep the old kinds, add new. */
     const char **kinds = arena_alloc(c->ar, (cur.npii + e.npii + 1) * sizeof *kinds);
-    if (!kinds) return fail(c, ENTRIES_ENOMEM, "out of memory");
+    if (!kinds) return fail(c, STATUS_ENOMEM, "out of memory");
     size_t nk = 0;
     for (size_t i = 0; i < cur.npii; i++) kinds[nk++] = cur.pii_kinds[i];
     for (size_t i = 0; i < e.npii; i++) {
@@ -874,7 +854,7 @@ static int do_modify(session *ss, modify_args *a) {
     }
     const char *kinds_lit = pgq_array_literal(c->ar, kinds, nk);
     const char *search = search_source(c->ar, in->key, e.value, e.value_len);
-    if (!kinds_lit || !search) return fail(c, ENTRIES_ENOMEM, "out of memory");
+    if (!kinds_lit || !search) return fail(c, STATUS_ENOMEM, "out of memory");
     pgq_params u = {0};
     pgq_sql ub = {0};
     int p_label = pgq_int4(&u, principal_stamp_label(c->p, 0, cur.label));
@@ -898,20 +878,20 @@ static int do_modify(session *ss, modify_args *a) {
     }
     rc = decode_row(c, r, 0, 0, a->out);
     PQclear(r);
-    if (rc != ENTRIES_OK) return rc;
+    if (rc != STATUS_OK) return rc;
     return finish_tx(ss);
 }
 
 int entries_store_modify(entries_store *s, entries_ctx *c, const entries_modify_in *in,
                          entries_record *out) {
-    int rc = ENTRIES_EUNAVAILABLE;
+    int rc = STATUS_EUNAVAILABLE;
     modify_args a = {in, out};
     for (int attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
         session ss;
         rc = begin_session(s, c, &ss);
-        if (rc != ENTRIES_OK) return rc;
+        if (rc != STATUS_OK) return rc;
         rc = do_modify(&ss, &a);
-        int retry = rc == ENTRIES_EUNAVAILABLE && ss.q.broken && !ss.q.commit_sent;
+        int retry = rc == STATUS_EUNAVAILABLE && ss.q.broken && !ss.q.commit_sent;
         end_session(&ss);
         if (!retry) break;
     }
@@ -924,9 +904,9 @@ static int do_purge(session *ss, const char *ns_pattern, int64_t *purged) {
     entries_ctx *c = ss->c;
     int none = 0;
     const char *globs = ns_globs_param(c->ar, c->p, &none);
-    if (none) return ENTRIES_OK;
+    if (none) return STATUS_OK;
     const char *nsl = to_like(c->ar, ns_pattern);
-    if (!globs || !nsl) return fail(c, ENTRIES_ENOMEM, "out of memory");
+    if (!globs || !nsl) return fail(c, STATUS_ENOMEM, "out of memory");
     pgq_params q = {0};
     pgq_sql b = {0};
     pgq_sql_add(&b,
@@ -935,7 +915,7 @@ static int do_purge(session *ss, const char *ns_pattern, int64_t *purged) {
             pgq_text(&q, principal_tenant(c->p)), pgq_text_array(&q, globs), pgq_text(&q, nsl));
     PGresult *r;
     int rc = pipeline(ss, "purge", "BEGIN", &b, &q, 0, &r);
-    if (rc != ENTRIES_OK) return rc;
+    if (rc != STATUS_OK) return rc;
     *purged = atoll(PQcmdTuples(r));
     PQclear(r);
     return finish_tx(ss);
@@ -944,13 +924,13 @@ static int do_purge(session *ss, const char *ns_pattern, int64_t *purged) {
 int entries_store_purge(entries_store *s, entries_ctx *c, const char *ns_pattern,
                         int64_t *purged) {
     *purged = 0;
-    int rc = ENTRIES_EUNAVAILABLE;
+    int rc = STATUS_EUNAVAILABLE;
     for (int attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
         session ss;
         rc = begin_session(s, c, &ss);
-        if (rc != ENTRIES_OK) return rc;
+        if (rc != STATUS_OK) return rc;
         rc = do_purge(&ss, ns_pattern, purged);
-        int retry = rc == ENTRIES_EUNAVAILABLE && ss.q.broken && !ss.q.commit_sent;
+        int retry = rc == STATUS_EUNAVAILABLE && ss.q.broken && !ss.q.commit_sent;
         end_session(&ss);
         if (!retry) break;
     }

@@ -11,7 +11,7 @@
  * sizes); the store re-checks nothing it does not need for safety.
  *
  * Results are allocated in the context's arena and live as long as it.
- * Functions return ENTRIES_OK or a negative ENTRIES_E* code with a message
+ * Functions return STATUS_OK or a negative STATUS_E* code with a message
  * in ctx->err. */
 #ifndef MEMORYD_ENTRIES_ENTRIES_STORE_H
 #define MEMORYD_ENTRIES_ENTRIES_STORE_H
@@ -20,19 +20,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "service/core/status.h"
 #include "service/auth/principal.h"
 #include "service/core/arena.h"
 #include "service/store/pg_pool.h"
-
-#define ENTRIES_OK 0
-#define ENTRIES_ENOTFOUND (-1)    /* absent, expired or hidden */
-#define ENTRIES_EDENIED (-2)      /* write diode: caller may not modify the entry */
-#define ENTRIES_ECONFLICT (-3)    /* expected_version does not match */
-#define ENTRIES_EUNAVAILABLE (-4) /* PostgreSQL down, connection lost, query failed */
-#define ENTRIES_ETIMEOUT (-5)     /* the call's deadline passed (statement_timeout) */
-#define ENTRIES_EINTERNAL (-6)    /* a diode mismatch or corrupt row: a bug, logged */
-#define ENTRIES_ENOMEM (-7)
-#define ENTRIES_ETOOBIG (-8)      /* Append/Replace result over the value limit */
 
 #define ENTRIES_VALUE_MAX (1024 * 1024)  /* bytes */
 #define ENTRIES_COMPRESS_OVER 1024       /* values longer than this are stored zstd-compressed */
@@ -46,7 +37,7 @@ typedef struct entries_ctx {
     arena *ar;           /* where results are allocated */
     /* Runs inside a write's transaction just before COMMIT (after the
      * change succeeded); non-zero aborts the write with
-     * ENTRIES_EUNAVAILABLE and the hook's err. May be NULL. */
+     * STATUS_EUNAVAILABLE and the hook's err. May be NULL. */
     int (*before_commit)(PGconn *conn, void *arg, char *err, size_t errlen);
     void *hook_arg;
     /* Runs after a successful COMMIT. May be NULL. */
@@ -116,9 +107,9 @@ typedef struct entries_write_in {
 /* Creates or replaces (ns, key) in the caller's tenant. An expired entry
  * counts as absent (the write creates version 1 with the caller as owner).
  * Replacing keeps owner and create time, bumps the version and stamps
- * label = max(requested, lvl, existing). ENTRIES_EDENIED when the entry
+ * label = max(requested, lvl, existing). STATUS_EDENIED when the entry
  * exists and belongs to another owner without `entries:write:all`, or its
- * label is above the caller's clr; ENTRIES_ECONFLICT on a version mismatch
+ * label is above the caller's clr; STATUS_ECONFLICT on a version mismatch
  * (expected 0 = must not exist). A concurrent create of the same key is
  * waited for and the write then re-evaluated as a replace. *created tells
  * which happened; *out gets the stored metadata (no value). */
@@ -128,7 +119,7 @@ int entries_store_write(entries_store *s, entries_ctx *c, const entries_write_in
 /* ---- Read ---- */
 
 /* One visible entry with its value (decompressed): one round trip.
- * ENTRIES_ENOTFOUND when absent, expired or hidden by the read diode. */
+ * STATUS_ENOTFOUND when absent, expired or hidden by the read diode. */
 int entries_store_read(entries_store *s, entries_ctx *c, const char *ns, const char *key,
                        entries_record *out);
 
@@ -173,8 +164,8 @@ int entries_store_search(entries_store *s, entries_ctx *c, const entries_search_
 
 /* ---- Delete ---- */
 
-/* Deletes a live entry. ENTRIES_ENOTFOUND when absent or expired;
- * ENTRIES_EDENIED as for write; ENTRIES_ECONFLICT on a version mismatch. */
+/* Deletes a live entry. STATUS_ENOTFOUND when absent or expired;
+ * STATUS_EDENIED as for write; STATUS_ECONFLICT on a version mismatch. */
 int entries_store_delete(entries_store *s, entries_ctx *c, const char *ns, const char *key,
                          int has_expected, int64_t expected_version);
 
@@ -190,7 +181,7 @@ typedef struct entries_edit_out {
 } entries_edit_out;
 
 /* Computes the new value from the current one (inside the transaction,
- * the row locked). Returns ENTRIES_OK, or a code (ENTRIES_ETOOBIG, or a
+ * the row locked). Returns STATUS_OK, or a code (STATUS_ETOOBIG, or a
  * positive code of the caller's own that is passed back unchanged) with
  * err set. */
 typedef int (*entries_edit_fn)(void *arg, const uint8_t *value, size_t len,
@@ -205,9 +196,9 @@ typedef struct entries_modify_in {
     void *edit_arg;
 } entries_modify_in;
 
-/* Rewrites a live entry's value through edit: ENTRIES_ENOTFOUND when absent
- * or expired, ENTRIES_EDENIED as for write, ENTRIES_ECONFLICT on a version
- * mismatch, ENTRIES_ETOOBIG when the result exceeds ENTRIES_VALUE_MAX.
+/* Rewrites a live entry's value through edit: STATUS_ENOTFOUND when absent
+ * or expired, STATUS_EDENIED as for write, STATUS_ECONFLICT on a version
+ * mismatch, STATUS_ETOOBIG when the result exceeds ENTRIES_VALUE_MAX.
  * Everything else is kept; the label is stamped max(lvl, existing). *out
  * gets the metadata after the call (unchanged when the edit changed
  * nothing; then no before_commit hook runs). */
@@ -235,10 +226,5 @@ typedef struct entries_stats {
  * globs and ns_pattern. */
 int entries_store_stats(entries_store *s, entries_ctx *c, const char *ns_pattern,
                         entries_stats *out);
-
-/* ---- helpers shared with the service layer ---- */
-
-/* Name of a status code ("ENTRIES_ENOTFOUND"), for logs and tests. */
-const char *entries_strerror(int code);
 
 #endif

@@ -1,5 +1,4 @@
-/* episodic_catalog: collections in PostgreSQL (migration 6). The VS_E*
- * codes share their numbers with PGQ_E*, so pgq results pass through. */
+/* episodic_catalog: collections in PostgreSQL (migration 6). */
 #include "service/episodic/episodic_catalog.h"
 
 #include <string.h>
@@ -11,13 +10,6 @@
 #define MAX_STATEMENT_MS 30000
 
 #define COLS "c.cid, c.name, c.dims, c.distance, c.owner, c.created_at"
-
-_Static_assert(VS_ENOTFOUND == PGQ_ENOTFOUND && VS_EDENIED == PGQ_EDENIED &&
-                   VS_EUNAVAILABLE == PGQ_EUNAVAILABLE && VS_ETIMEOUT == PGQ_ETIMEOUT &&
-                   VS_EINTERNAL == PGQ_EINTERNAL && VS_ENOMEM == PGQ_ENOMEM,
-               "vstore codes mirror pgq codes");
-
-int ecat_code(int pgq_code) { return pgq_code; }
 
 typedef struct call {
     vs_ctx *c;
@@ -40,10 +32,10 @@ static int decode(vs_ctx *c, const PGresult *r, int row, vs_collection *out) {
     if (pgq_col_int(r, row, 0, &out->cid) != 0 || !out->name || !out->owner ||
         pgq_col_int(r, row, 2, &dims) != 0 || pgq_col_int(r, row, 3, &distance) != 0 ||
         pgq_col_ts(r, row, 5, &out->created_us) != 0)
-        return vs_fail(c, VS_EINTERNAL, "unexpected episodic_collections row");
+        return vs_fail(c, STATUS_EINTERNAL, "unexpected episodic_collections row");
     out->dims = (int)dims;
     out->distance = (int)distance;
-    return VS_OK;
+    return STATUS_OK;
 }
 
 static int create_fn(pgq_session *ss, void *arg) {
@@ -60,14 +52,14 @@ static int create_fn(pgq_session *ss, void *arg) {
                 pgq_text(&q, principal_sub(c->p)));
     PGresult *r;
     int rc = pgq_pipeline(ss, "create collection", "BEGIN", &b, &q, 0, &r);
-    if (rc != VS_OK) return rc;
+    if (rc != STATUS_OK) return rc;
     if (PQntuples(r) == 0)
-        rc = vs_fail(c, VS_EEXISTS, "collection %s already exists", a->name);
+        rc = vs_fail(c, STATUS_EEXISTS, "collection %s already exists", a->name);
     else
         rc = decode(c, r, 0, a->out);
     PQclear(r);
-    if (rc == VS_OK && a->hook) rc = a->hook(c, a->out, a->arg);
-    if (rc == VS_OK) rc = pgq_commit(ss, NULL, NULL, NULL);
+    if (rc == STATUS_OK && a->hook) rc = a->hook(c, a->out, a->arg);
+    if (rc == STATUS_OK) rc = pgq_commit(ss, NULL, NULL, NULL);
     return rc;
 }
 
@@ -79,9 +71,9 @@ static int get_fn(pgq_session *ss, void *arg) {
                 pgq_text(&q, principal_tenant(a->c->p)), pgq_text(&q, a->name));
     PGresult *r;
     int rc = pgq_pipeline(ss, "get collection", NULL, &b, &q, 1, &r);
-    if (rc != VS_OK) return rc;
+    if (rc != STATUS_OK) return rc;
     if (PQntuples(r) == 0)
-        rc = vs_fail(a->c, VS_ENOTFOUND, "collection %s not found", a->name);
+        rc = vs_fail(a->c, STATUS_ENOTFOUND, "collection %s not found", a->name);
     else
         rc = decode(a->c, r, 0, a->out);
     PQclear(r);
@@ -98,12 +90,12 @@ static int list_fn(pgq_session *ss, void *arg) {
     pgq_sql_add(&b, " ORDER BY c.name LIMIT $%d", pgq_int8(&q, (int64_t)a->limit));
     PGresult *r;
     int rc = pgq_pipeline(ss, "list collections", NULL, &b, &q, 1, &r);
-    if (rc != VS_OK) return rc;
+    if (rc != STATUS_OK) return rc;
     int rows = PQntuples(r);
     *a->list = rows ? arena_alloc(a->c->ar, (size_t)rows * sizeof **a->list) : NULL;
-    if (rows && !*a->list) rc = vs_fail(a->c, VS_ENOMEM, "out of memory");
-    for (int i = 0; rc == VS_OK && i < rows; i++) rc = decode(a->c, r, i, &(*a->list)[i]);
-    *a->n = rc == VS_OK ? (size_t)rows : 0;
+    if (rows && !*a->list) rc = vs_fail(a->c, STATUS_ENOMEM, "out of memory");
+    for (int i = 0; rc == STATUS_OK && i < rows; i++) rc = decode(a->c, r, i, &(*a->list)[i]);
+    *a->n = rc == STATUS_OK ? (size_t)rows : 0;
     PQclear(r);
     return rc;
 }
@@ -119,15 +111,15 @@ static int delete_fn(pgq_session *ss, void *arg) {
                 pgq_text(&q, principal_tenant(c->p)), pgq_text(&q, a->name));
     PGresult *r;
     int rc = pgq_pipeline(ss, "delete collection", "BEGIN", &b, &q, 0, &r);
-    if (rc != VS_OK) return rc;
+    if (rc != STATUS_OK) return rc;
     vs_collection col;
     if (PQntuples(r) == 0)
-        rc = vs_fail(c, VS_ENOTFOUND, "collection %s not found", a->name);
+        rc = vs_fail(c, STATUS_ENOTFOUND, "collection %s not found", a->name);
     else
         rc = decode(c, r, 0, &col);
     PQclear(r);
-    if (rc == VS_OK && a->hook) rc = a->hook(c, &col, a->arg);
-    if (rc == VS_OK) rc = pgq_commit(ss, NULL, NULL, NULL);
+    if (rc == STATUS_OK && a->hook) rc = a->hook(c, &col, a->arg);
+    if (rc == STATUS_OK) rc = pgq_commit(ss, NULL, NULL, NULL);
     return rc;
 }
 

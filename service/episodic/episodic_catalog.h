@@ -6,8 +6,8 @@
  * catalog row and creates / drops it inside the catalog's transaction
  * through the hooks below, so a failure on either side leaves neither.
  *
- * Every function takes the tenant from ctx->p and returns VS_OK or a
- * negative VS_E* code with a message in ctx->err. Results live in ctx->ar. */
+ * Every function takes the tenant from ctx->p and returns STATUS_OK or a
+ * negative STATUS_E* code with a message in ctx->err. Results live in ctx->ar. */
 #ifndef MEMORYD_EPISODIC_EPISODIC_CATALOG_H
 #define MEMORYD_EPISODIC_EPISODIC_CATALOG_H
 
@@ -17,27 +17,24 @@
 #include "service/store/pg_pool.h"
 
 /* Runs inside the catalog transaction, after the row is written (create)
- * or locked (delete) and before COMMIT; a non-VS_OK return rolls the
+ * or locked (delete) and before COMMIT; a non-STATUS_OK return rolls the
  * transaction back and is the call's result (the hook fills ctx->err). */
 typedef int (*ecat_hook)(vs_ctx *c, const vs_collection *col, void *arg);
 
-/* VS_EEXISTS when the tenant has a collection of that name. hook may be
- * NULL. On VS_OK *out is the new collection. */
+/* STATUS_EEXISTS when the tenant has a collection of that name. hook may be
+ * NULL. On STATUS_OK *out is the new collection. */
 int ecat_create(pg_pool *pg, vs_ctx *c, const char *name, int dims, int distance, ecat_hook hook,
                 void *arg, vs_collection *out);
 
-/* VS_ENOTFOUND when absent. */
+/* STATUS_ENOTFOUND when absent. */
 int ecat_get(pg_pool *pg, vs_ctx *c, const char *name, vs_collection *out);
 
 /* By name, names > after (NULL: from the start), at most limit. */
 int ecat_list(pg_pool *pg, vs_ctx *c, const char *after, size_t limit, vs_collection **out,
               size_t *n);
 
-/* Deletes the row (and, by cascade, its embedded points). VS_ENOTFOUND
+/* Deletes the row (and, by cascade, its embedded points). STATUS_ENOTFOUND
  * when absent. hook may be NULL. */
 int ecat_delete(pg_pool *pg, vs_ctx *c, const char *name, ecat_hook hook, void *arg);
-
-/* Maps a pgq code (PGQ_E*) onto the VS_E* code of the same meaning. */
-int ecat_code(int pgq_code);
 
 #endif

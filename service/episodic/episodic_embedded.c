@@ -189,13 +189,13 @@ static int decode_row(vs_ctx *c, arena *a, const PGresult *r, int i, int dims, r
     memset(out, 0, sizeof *out);
     const char *pid = pgq_col_str(a, r, i, 0);
     if (!pid || vs_id_parse(pid, &out->id) != 0)
-        return vs_fail(c, VS_EINTERNAL, "episodic_points: bad pid");
-    if (PQgetisnull(r, i, 4)) return VS_OK; /* tombstone */
+        return vs_fail(c, STATUS_EINTERNAL, "episodic_points: bad pid");
+    if (PQgetisnull(r, i, 4)) return STATUS_OK; /* tombstone */
     if (PQgetlength(r, i, 4) != dims * (int)sizeof(float))
-        return vs_fail(c, VS_EINTERNAL, "episodic_points %s: vector of %d bytes, want %d", pid,
+        return vs_fail(c, STATUS_EINTERNAL, "episodic_points %s: vector of %d bytes, want %d", pid,
                        PQgetlength(r, i, 4), dims * (int)sizeof(float));
     float *v = arena_alloc(a, (size_t)dims * sizeof(float));
-    if (!v) return vs_fail(c, VS_ENOMEM, "out of memory");
+    if (!v) return vs_fail(c, STATUS_ENOMEM, "out of memory");
     memcpy(v, PQgetvalue(r, i, 4), (size_t)dims * sizeof(float));
     out->vector = v;
     out->meta.owner = pgq_col_str(a, r, i, 2);
@@ -205,7 +205,7 @@ static int decode_row(vs_ctx *c, arena *a, const PGresult *r, int i, int dims, r
         pgq_col_int(r, i, 7, &out->meta.version) != 0 ||
         pgq_col_ts(r, i, 8, &out->meta.created_us) != 0 ||
         pgq_col_ts(r, i, 9, &out->meta.updated_us) != 0)
-        return vs_fail(c, VS_EINTERNAL, "episodic_points %s: unexpected row", pid);
+        return vs_fail(c, STATUS_EINTERNAL, "episodic_points %s: unexpected row", pid);
     out->meta.label = (int)label;
     if (payload) {
         json_error_t jerr;
@@ -213,15 +213,15 @@ static int decode_row(vs_ctx *c, arena *a, const PGresult *r, int i, int dims, r
         if (!json_is_object(out->payload)) {
             json_decref(out->payload);
             out->payload = NULL;
-            return vs_fail(c, VS_EINTERNAL, "episodic_points %s: payload is not an object", pid);
+            return vs_fail(c, STATUS_EINTERNAL, "episodic_points %s: payload is not an object", pid);
         }
     }
-    return VS_OK;
+    return STATUS_OK;
 }
 
 /* Applies the changes above ec->applied. In a write transaction (in_tx)
  * the caller holds the collection row lock, so the index then reflects
- * exactly the committed state. VS_ENOTFOUND when the collection is gone. */
+ * exactly the committed state. STATUS_ENOTFOUND when the collection is gone. */
 static int sync_index(pgq_session *ss, vs_ctx *c, ecoll *ec, int in_tx) {
     pthread_mutex_lock(&ec->sync_mu);
     pgq_params q = {0};
@@ -230,11 +230,11 @@ static int sync_index(pgq_session *ss, vs_ctx *c, ecoll *ec, int in_tx) {
     PGresult *r;
     int rc = query(ss, in_tx, "collection seq", &b, &q, &r);
     int64_t seq = 0;
-    if (rc == VS_OK) {
+    if (rc == STATUS_OK) {
         if (PQntuples(r) == 0)
-            rc = vs_fail(c, VS_ENOTFOUND, "the collection was deleted");
+            rc = vs_fail(c, STATUS_ENOTFOUND, "the collection was deleted");
         else if (pgq_col_int(r, 0, 0, &seq) != 0)
-            rc = vs_fail(c, VS_EINTERNAL, "unexpected episodic_collections.seq");
+            rc = vs_fail(c, STATUS_EINTERNAL, "unexpected episodic_collections.seq");
         PQclear(r);
     }
 
@@ -242,10 +242,10 @@ static int sync_index(pgq_session *ss, vs_ctx *c, ecoll *ec, int in_tx) {
     int64_t after_seq = ec->applied;
     char after_pid[40] = ""; /* "": the first page, everything above applied */
     int dims = eidx_dims(ec->x);
-    while (rc == VS_OK && seq > ec->applied) {
+    while (rc == STATUS_OK && seq > ec->applied) {
         arena *a = arena_create();
         if (!a) {
-            rc = vs_fail(c, VS_ENOMEM, "out of memory");
+            rc = vs_fail(c, STATUS_ENOMEM, "out of memory");
             break;
         }
         pgq_params pq = {0};
@@ -263,37 +263,37 @@ static int sync_index(pgq_session *ss, vs_ctx *c, ecoll *ec, int in_tx) {
             pgq_sql_add(&pb, "seq > $%d", s);
         pgq_sql_add(&pb, " ORDER BY seq, pid LIMIT %d", SYNC_PAGE);
         rc = query(ss, in_tx, "catch up points", &pb, &pq, &r);
-        if (rc != VS_OK) {
+        if (rc != STATUS_OK) {
             arena_free(a);
             break;
         }
         int rows = PQntuples(r);
         row *batch = rows ? arena_alloc(a, (size_t)rows * sizeof *batch) : NULL;
-        if (rows && !batch) rc = vs_fail(c, VS_ENOMEM, "out of memory");
+        if (rows && !batch) rc = vs_fail(c, STATUS_ENOMEM, "out of memory");
         int decoded = 0;
-        for (; rc == VS_OK && decoded < rows; decoded++)
+        for (; rc == STATUS_OK && decoded < rows; decoded++)
             rc = decode_row(c, a, r, decoded, dims, &batch[decoded]);
-        if (rc == VS_OK && rows) {
+        if (rc == STATUS_OK && rows) {
             const char *last = PQgetvalue(r, rows - 1, 0);
             snprintf(after_pid, sizeof after_pid, "%s", last);
             if (pgq_col_int(r, rows - 1, 1, &after_seq) != 0)
-                rc = vs_fail(c, VS_EINTERNAL, "unexpected episodic_points.seq");
+                rc = vs_fail(c, STATUS_EINTERNAL, "unexpected episodic_points.seq");
         }
         PQclear(r);
-        if (rc == VS_OK) {
+        if (rc == STATUS_OK) {
             pthread_rwlock_wrlock(&ec->rw);
-            for (int i = 0; i < rows && rc == VS_OK; i++) {
+            for (int i = 0; i < rows && rc == STATUS_OK; i++) {
                 if (!batch[i].vector)
                     eidx_remove(ec->x, &batch[i].id);
                 else if (eidx_put(ec->x, &batch[i].id, batch[i].vector, batch[i].payload,
                                   &batch[i].meta) != 0)
-                    rc = vs_fail(c, VS_ENOMEM, "out of memory loading the collection");
+                    rc = vs_fail(c, STATUS_ENOMEM, "out of memory loading the collection");
             }
             pthread_rwlock_unlock(&ec->rw);
         }
         for (int i = 0; i < decoded && batch; i++) json_decref(batch[i].payload);
         arena_free(a);
-        if (rc == VS_OK && rows < SYNC_PAGE) ec->applied = seq;
+        if (rc == STATUS_OK && rows < SYNC_PAGE) ec->applied = seq;
     }
     pthread_mutex_unlock(&ec->sync_mu);
     return rc;
@@ -310,20 +310,20 @@ static int run(op *o, pgq_fn fn) {
                    sizeof o->c->err, fn, o);
 }
 
-/* The collection's state, brought up to date. On VS_OK the caller
+/* The collection's state, brought up to date. On STATUS_OK the caller
  * releases *out. */
 static int open_current(embedded *e, vs_ctx *c, const vs_collection *col, ecoll **out) {
     ecoll *ec = acquire(e, c, col);
-    if (!ec) return vs_fail(c, VS_ENOMEM, "out of memory");
+    if (!ec) return vs_fail(c, STATUS_ENOMEM, "out of memory");
     op o = {.e = e, .c = c, .col = col, .ec = ec};
     int rc = run(&o, sync_fn);
-    if (rc != VS_OK) {
+    if (rc != STATUS_OK) {
         release(e, ec);
-        if (rc == VS_ENOTFOUND) forget(e, c, col->name);
+        if (rc == STATUS_ENOTFOUND) forget(e, c, col->name);
         return rc;
     }
     *out = ec;
-    return VS_OK;
+    return STATUS_OK;
 }
 
 /* ------------------------------------------------------------ reads */
@@ -335,28 +335,28 @@ static int copy_point(vs_ctx *c, const eidx *x, size_t slot, int with_payload, i
     const vs_meta *m = eidx_meta(x, slot);
     out->meta = *m;
     out->meta.owner = arena_strdup(c->ar, m->owner);
-    if (!out->meta.owner) return vs_fail(c, VS_ENOMEM, "out of memory");
+    if (!out->meta.owner) return vs_fail(c, STATUS_ENOMEM, "out of memory");
     if (m->npii) {
         const char **k = arena_alloc(c->ar, m->npii * sizeof *k);
-        if (!k) return vs_fail(c, VS_ENOMEM, "out of memory");
+        if (!k) return vs_fail(c, STATUS_ENOMEM, "out of memory");
         for (size_t i = 0; i < m->npii; i++)
             if (!(k[i] = arena_strdup(c->ar, m->pii_kinds[i])))
-                return vs_fail(c, VS_ENOMEM, "out of memory");
+                return vs_fail(c, STATUS_ENOMEM, "out of memory");
         out->meta.pii_kinds = k;
     }
     if (with_vector) {
         size_t bytes = (size_t)eidx_dims(x) * sizeof(float);
         float *v = arena_alloc(c->ar, bytes);
-        if (!v) return vs_fail(c, VS_ENOMEM, "out of memory");
+        if (!v) return vs_fail(c, STATUS_ENOMEM, "out of memory");
         memcpy(v, eidx_vector(x, slot), bytes);
         out->vector = v;
     }
     if (with_payload) {
         json_t *p = eidx_payload(x, slot);
         out->payload = p ? json_incref(p) : json_object();
-        if (!out->payload) return vs_fail(c, VS_ENOMEM, "out of memory");
+        if (!out->payload) return vs_fail(c, STATUS_ENOMEM, "out of memory");
     }
-    return VS_OK;
+    return STATUS_OK;
 }
 
 typedef struct accept_args {
@@ -382,22 +382,22 @@ static int emb_search(vstore *vs, vs_ctx *c, const vs_collection *col, const vs_
     *n = 0;
     ecoll *ec;
     int rc = open_current(e, c, col, &ec);
-    if (rc != VS_OK) return rc;
+    if (rc != STATUS_OK) return rc;
     size_t k = (size_t)s->offset + (size_t)s->limit;
     eidx_hit *hits = malloc(k * sizeof *hits);
     if (!hits) {
         release(e, ec);
-        return vs_fail(c, VS_ENOMEM, "out of memory");
+        return vs_fail(c, STATUS_ENOMEM, "out of memory");
     }
     accept_args aa = {c, s->filter, 0};
     pthread_rwlock_rdlock(&ec->rw);
     long got = eidx_search(ec->x, s->vector, k, s->has_threshold, s->threshold, accept, &aa, hits);
-    if (got < 0) rc = vs_fail(c, VS_ENOMEM, "out of memory");
+    if (got < 0) rc = vs_fail(c, STATUS_ENOMEM, "out of memory");
     size_t first = (size_t)s->offset, count = got > (long)first ? (size_t)got - first : 0;
     vs_hit *res = count ? arena_zalloc(c->ar, count * sizeof *res) : NULL;
-    if (count && !res) rc = vs_fail(c, VS_ENOMEM, "out of memory");
+    if (count && !res) rc = vs_fail(c, STATUS_ENOMEM, "out of memory");
     size_t done = 0;
-    for (; rc == VS_OK && done < count; done++) {
+    for (; rc == STATUS_OK && done < count; done++) {
         res[done].score = hits[first + done].score;
         rc = copy_point(c, ec->x, hits[first + done].slot, s->with_payload, s->with_vector,
                         &res[done].point);
@@ -405,13 +405,13 @@ static int emb_search(vstore *vs, vs_ctx *c, const vs_collection *col, const vs_
     pthread_rwlock_unlock(&ec->rw);
     free(hits);
     release(e, ec);
-    if (rc != VS_OK) {
+    if (rc != STATUS_OK) {
         vs_hits_release(res, done);
         return rc;
     }
     *out = res;
     *n = count;
-    return VS_OK;
+    return STATUS_OK;
 }
 
 static int emb_get(vstore *vs, vs_ctx *c, const vs_collection *col, const vs_id *ids, size_t n,
@@ -421,28 +421,28 @@ static int emb_get(vstore *vs, vs_ctx *c, const vs_collection *col, const vs_id 
     *nout = 0;
     ecoll *ec;
     int rc = open_current(e, c, col, &ec);
-    if (rc != VS_OK) return rc;
+    if (rc != STATUS_OK) return rc;
     vs_point *res = arena_zalloc(c->ar, (n ? n : 1) * sizeof *res);
-    if (!res) rc = vs_fail(c, VS_ENOMEM, "out of memory");
+    if (!res) rc = vs_fail(c, STATUS_ENOMEM, "out of memory");
     size_t got = 0;
     pthread_rwlock_rdlock(&ec->rw);
-    for (size_t i = 0; rc == VS_OK && i < n; i++) {
+    for (size_t i = 0; rc == STATUS_OK && i < n; i++) {
         long slot = eidx_find(ec->x, &ids[i]);
         if (slot < 0) continue;
         const vs_meta *m = eidx_meta(ec->x, (size_t)slot);
         if (!vs_visible(c, m->owner, m->label)) continue;
         rc = copy_point(c, ec->x, (size_t)slot, with_payload, with_vector, &res[got]);
-        if (rc == VS_OK) got++;
+        if (rc == STATUS_OK) got++;
     }
     pthread_rwlock_unlock(&ec->rw);
     release(e, ec);
-    if (rc != VS_OK) {
+    if (rc != STATUS_OK) {
         vs_points_release(res, got);
         return rc;
     }
     *out = res;
     *nout = got;
-    return VS_OK;
+    return STATUS_OK;
 }
 
 static int emb_count(vstore *vs, vs_ctx *c, const vs_collection *col,
@@ -451,7 +451,7 @@ static int emb_count(vstore *vs, vs_ctx *c, const vs_collection *col,
     embedded *e = (embedded *)vs;
     ecoll *ec;
     int rc = open_current(e, c, col, &ec);
-    if (rc != VS_OK) return rc;
+    if (rc != STATUS_OK) return rc;
     accept_args aa = {c, filter, 0};
     int64_t k = 0;
     pthread_rwlock_rdlock(&ec->rw);
@@ -459,7 +459,7 @@ static int emb_count(vstore *vs, vs_ctx *c, const vs_collection *col,
     pthread_rwlock_unlock(&ec->rw);
     release(e, ec);
     *count = k;
-    return VS_OK;
+    return STATUS_OK;
 }
 
 /* ------------------------------------------------------------ writes */
@@ -481,9 +481,9 @@ static int decode_existing(vs_ctx *c, const PGresult *r, int i, vs_meta *m) {
     m->owner = pgq_col_str(c->ar, r, i, 1);
     if (!m->owner || pgq_col_int(r, i, 2, &label) != 0 || pgq_col_int(r, i, 3, &m->version) != 0 ||
         pgq_col_ts(r, i, 4, &m->created_us) != 0)
-        return vs_fail(c, VS_EINTERNAL, "unexpected episodic_points row");
+        return vs_fail(c, STATUS_EINTERNAL, "unexpected episodic_points row");
     m->label = (int)label;
-    return VS_OK;
+    return STATUS_OK;
 }
 
 /* Locks the collection row and bumps its seq: the stamp of this write. */
@@ -495,11 +495,11 @@ static int bump_seq(pgq_session *ss, op *o, int in_tx, int64_t *seq) {
     PGresult *r;
     int rc = in_tx ? query(ss, 1, "bump seq", &b, &q, &r)
                    : pgq_pipeline(ss, "bump seq", "BEGIN", &b, &q, 0, &r);
-    if (rc != VS_OK) return rc;
+    if (rc != STATUS_OK) return rc;
     if (PQntuples(r) == 0)
-        rc = vs_fail(o->c, VS_ENOTFOUND, "collection %s was deleted", o->col->name);
+        rc = vs_fail(o->c, STATUS_ENOTFOUND, "collection %s was deleted", o->col->name);
     else if (pgq_col_int(r, 0, 0, seq) != 0)
-        rc = vs_fail(o->c, VS_EINTERNAL, "unexpected seq");
+        rc = vs_fail(o->c, STATUS_EINTERNAL, "unexpected seq");
     PQclear(r);
     return rc;
 }
@@ -517,21 +517,21 @@ static int upsert_fn(pgq_session *ss, void *arg) {
     vs_ctx *c = o->c;
     int64_t seq, now = vs_now_us();
     int rc = bump_seq(ss, o, 0, &seq);
-    if (rc != VS_OK) return rc;
+    if (rc != STATUS_OK) return rc;
 
     vs_id *ids = arena_alloc(c->ar, o->n * sizeof *ids);
-    if (!ids) return vs_fail(c, VS_ENOMEM, "out of memory");
+    if (!ids) return vs_fail(c, STATUS_ENOMEM, "out of memory");
     for (size_t i = 0; i < o->n; i++) ids[i] = o->pts[i].id;
     const char *lit = pid_literal(c, ids, o->n);
-    if (!lit) return vs_fail(c, VS_ENOMEM, "out of memory");
+    if (!lit) return vs_fail(c, STATUS_ENOMEM, "out of memory");
     PGresult *r;
-    if ((rc = load_existing(ss, o, lit, &r)) != VS_OK) return rc;
+    if ((rc = load_existing(ss, o, lit, &r)) != STATUS_OK) return rc;
 
     size_t dims = (size_t)o->col->dims, vbytes = dims * sizeof(float);
     unsigned char *vecs = malloc(o->n * vbytes);
     json_t *rows = json_array();
-    if (!vecs || !rows) rc = vs_fail(c, VS_ENOMEM, "out of memory");
-    for (size_t i = 0; rc == VS_OK && i < o->n; i++) {
+    if (!vecs || !rows) rc = vs_fail(c, STATUS_ENOMEM, "out of memory");
+    for (size_t i = 0; rc == STATUS_OK && i < o->n; i++) {
         const vs_point_in *pt = &o->pts[i];
         char buf[37];
         const char *pid = vs_id_text(&pt->id, buf);
@@ -539,12 +539,12 @@ static int upsert_fn(pgq_session *ss, void *arg) {
         const vs_meta *ex = NULL;
         for (int j = 0; j < PQntuples(r); j++) {
             if (strcmp(PQgetvalue(r, j, 0), pid) != 0) continue;
-            if ((rc = decode_existing(c, r, j, &existing)) != VS_OK) break;
+            if ((rc = decode_existing(c, r, j, &existing)) != STATUS_OK) break;
             ex = &existing;
             break;
         }
-        if (rc != VS_OK) break;
-        if ((rc = vs_stamp(c, &pt->id, ex, pt->label, now, &stamped)) != VS_OK) break;
+        if (rc != STATUS_OK) break;
+        if ((rc = vs_stamp(c, &pt->id, ex, pt->label, now, &stamped)) != STATUS_OK) break;
         memcpy(vecs + i * vbytes, pt->vector, vbytes);
         json_t *pii = json_array();
         for (size_t k = 0; pii && k < pt->npii; k++)
@@ -555,12 +555,12 @@ static int upsert_fn(pgq_session *ss, void *arg) {
                                 (json_int_t)stamped.version, "created_us",
                                 (json_int_t)stamped.created_us);
         if (!row || json_array_append_new(rows, row) != 0)
-            rc = vs_fail(c, VS_ENOMEM, "out of memory");
+            rc = vs_fail(c, STATUS_ENOMEM, "out of memory");
     }
     PQclear(r);
-    char *rows_text = rc == VS_OK ? json_dumps(rows, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
-    if (rc == VS_OK && !rows_text) rc = vs_fail(c, VS_ENOMEM, "out of memory");
-    if (rc == VS_OK) {
+    char *rows_text = rc == STATUS_OK ? json_dumps(rows, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
+    if (rc == STATUS_OK && !rows_text) rc = vs_fail(c, STATUS_ENOMEM, "out of memory");
+    if (rc == STATUS_OK) {
         pgq_params q = {0};
         pgq_sql b = {0};
         int cid = pgq_int8(&q, o->col->cid), s = pgq_int8(&q, seq);
@@ -580,12 +580,12 @@ static int upsert_fn(pgq_session *ss, void *arg) {
                     "created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at",
                     cid, s, v, vb, vb, ts, js);
         rc = query(ss, 1, "upsert points", &b, &q, &r);
-        if (rc == VS_OK) PQclear(r);
+        if (rc == STATUS_OK) PQclear(r);
     }
     free(rows_text);
     json_decref(rows);
     free(vecs);
-    if (rc == VS_OK) rc = pgq_commit(ss, NULL, NULL, NULL);
+    if (rc == STATUS_OK) rc = pgq_commit(ss, NULL, NULL, NULL);
     return rc;
 }
 
@@ -606,10 +606,10 @@ static int tombstone(pgq_session *ss, op *o, int64_t seq, const char *pids, int6
                 s, ts, pgq_int8(&q, o->col->cid), pgq_text_array(&q, pids));
     PGresult *r;
     int rc = query(ss, 1, "delete points", &b, &q, &r);
-    if (rc != VS_OK) return rc;
+    if (rc != STATUS_OK) return rc;
     *deleted = strtoll(PQcmdTuples(r), NULL, 10);
     PQclear(r);
-    return VS_OK;
+    return STATUS_OK;
 }
 
 static int delete_ids_fn(pgq_session *ss, void *arg) {
@@ -618,25 +618,25 @@ static int delete_ids_fn(pgq_session *ss, void *arg) {
     int64_t seq;
     o->deleted = 0;
     int rc = bump_seq(ss, o, 0, &seq);
-    if (rc != VS_OK) return rc;
+    if (rc != STATUS_OK) return rc;
     const char *lit = pid_literal(c, o->ids, o->n);
-    if (!lit) return vs_fail(c, VS_ENOMEM, "out of memory");
+    if (!lit) return vs_fail(c, STATUS_ENOMEM, "out of memory");
     PGresult *r;
-    if ((rc = load_existing(ss, o, lit, &r)) != VS_OK) return rc;
+    if ((rc = load_existing(ss, o, lit, &r)) != STATUS_OK) return rc;
     int found = PQntuples(r);
-    for (int j = 0; rc == VS_OK && j < found; j++) {
+    for (int j = 0; rc == STATUS_OK && j < found; j++) {
         vs_meta existing, ignored;
         vs_id id;
-        if ((rc = decode_existing(c, r, j, &existing)) != VS_OK) break;
+        if ((rc = decode_existing(c, r, j, &existing)) != STATUS_OK) break;
         if (vs_id_parse(PQgetvalue(r, j, 0), &id) != 0) {
-            rc = vs_fail(c, VS_EINTERNAL, "episodic_points: bad pid");
+            rc = vs_fail(c, STATUS_EINTERNAL, "episodic_points: bad pid");
             break;
         }
         rc = vs_stamp(c, &id, &existing, 0, 0, &ignored);
     }
     PQclear(r);
-    if (rc != VS_OK || found == 0) return rc; /* nothing to delete: roll back */
-    if ((rc = tombstone(ss, o, seq, lit, &o->deleted)) != VS_OK) return rc;
+    if (rc != STATUS_OK || found == 0) return rc; /* nothing to delete: roll back */
+    if ((rc = tombstone(ss, o, seq, lit, &o->deleted)) != STATUS_OK) return rc;
     return pgq_commit(ss, NULL, NULL, NULL);
 }
 
@@ -644,7 +644,7 @@ static int emb_delete_ids(vstore *vs, vs_ctx *c, const vs_collection *col, const
                           size_t n, int64_t *deleted) {
     op o = {.e = (embedded *)vs, .c = c, .col = col, .ids = ids, .n = n};
     int rc = run(&o, delete_ids_fn);
-    *deleted = rc == VS_OK ? o.deleted : 0;
+    *deleted = rc == STATUS_OK ? o.deleted : 0;
     return rc;
 }
 
@@ -660,39 +660,39 @@ static int delete_filter_fn(pgq_session *ss, void *arg) {
                 pgq_int8(&q, o->col->cid));
     PGresult *r;
     int rc = pgq_pipeline(ss, "lock collection", "BEGIN", &b, &q, 0, &r);
-    if (rc != VS_OK) return rc;
+    if (rc != STATUS_OK) return rc;
     int gone = PQntuples(r) == 0;
     PQclear(r);
-    if (gone) return vs_fail(c, VS_ENOTFOUND, "collection %s was deleted", o->col->name);
-    if ((rc = sync_index(ss, c, o->ec, 1)) != VS_OK) return rc;
+    if (gone) return vs_fail(c, STATUS_ENOTFOUND, "collection %s was deleted", o->col->name);
+    if ((rc = sync_index(ss, c, o->ec, 1)) != STATUS_OK) return rc;
 
     accept_args aa = {c, o->filter, 1};
     size_t cap = 64, n = 0;
     const char **pids = malloc(cap * sizeof *pids);
-    if (!pids) return vs_fail(c, VS_ENOMEM, "out of memory");
+    if (!pids) return vs_fail(c, STATUS_ENOMEM, "out of memory");
     pthread_rwlock_rdlock(&o->ec->rw);
-    for (size_t s = 0, total = eidx_count(o->ec->x); rc == VS_OK && s < total; s++) {
+    for (size_t s = 0, total = eidx_count(o->ec->x); rc == STATUS_OK && s < total; s++) {
         if (!accept(o->ec->x, s, &aa)) continue;
         if (n == cap) {
             const char **grown = realloc(pids, 2 * cap * sizeof *pids);
             if (!grown) {
-                rc = vs_fail(c, VS_ENOMEM, "out of memory");
+                rc = vs_fail(c, STATUS_ENOMEM, "out of memory");
                 break;
             }
             pids = grown;
             cap *= 2;
         }
         if (!(pids[n++] = pid_text(c->ar, eidx_id(o->ec->x, s))))
-            rc = vs_fail(c, VS_ENOMEM, "out of memory");
+            rc = vs_fail(c, STATUS_ENOMEM, "out of memory");
     }
     pthread_rwlock_unlock(&o->ec->rw);
-    const char *lit = rc == VS_OK && n ? pgq_array_literal(c->ar, pids, n) : NULL;
+    const char *lit = rc == STATUS_OK && n ? pgq_array_literal(c->ar, pids, n) : NULL;
     free(pids);
-    if (rc != VS_OK || n == 0) return rc;
-    if (!lit) return vs_fail(c, VS_ENOMEM, "out of memory");
+    if (rc != STATUS_OK || n == 0) return rc;
+    if (!lit) return vs_fail(c, STATUS_ENOMEM, "out of memory");
     int64_t seq;
-    if ((rc = bump_seq(ss, o, 1, &seq)) != VS_OK) return rc;
-    if ((rc = tombstone(ss, o, seq, lit, &o->deleted)) != VS_OK) return rc;
+    if ((rc = bump_seq(ss, o, 1, &seq)) != STATUS_OK) return rc;
+    if ((rc = tombstone(ss, o, seq, lit, &o->deleted)) != STATUS_OK) return rc;
     return pgq_commit(ss, NULL, NULL, NULL);
 }
 
@@ -701,12 +701,12 @@ static int emb_delete_filter(vstore *vs, vs_ctx *c, const vs_collection *col,
     embedded *e = (embedded *)vs;
     *deleted = 0;
     ecoll *ec = acquire(e, c, col);
-    if (!ec) return vs_fail(c, VS_ENOMEM, "out of memory");
+    if (!ec) return vs_fail(c, STATUS_ENOMEM, "out of memory");
     op o = {.e = e, .c = c, .col = col, .ec = ec, .filter = filter};
     int rc = run(&o, delete_filter_fn);
     release(e, ec);
-    if (rc == VS_ENOTFOUND) forget(e, c, col->name);
-    if (rc == VS_OK) *deleted = o.deleted;
+    if (rc == STATUS_ENOTFOUND) forget(e, c, col->name);
+    if (rc == STATUS_OK) *deleted = o.deleted;
     return rc;
 }
 
@@ -720,7 +720,7 @@ static int emb_create_collection(vstore *vs, vs_ctx *c, const char *name, int di
 static int emb_get_collection(vstore *vs, vs_ctx *c, const char *name, vs_collection *out) {
     embedded *e = (embedded *)vs;
     int rc = ecat_get(e->pg, c, name, out);
-    if (rc == VS_ENOTFOUND) forget(e, c, name);
+    if (rc == STATUS_ENOTFOUND) forget(e, c, name);
     return rc;
 }
 
@@ -732,7 +732,7 @@ static int emb_list_collections(vstore *vs, vs_ctx *c, const char *after, size_t
 static int emb_delete_collection(vstore *vs, vs_ctx *c, const char *name) {
     embedded *e = (embedded *)vs;
     int rc = ecat_delete(e->pg, c, name, NULL, NULL);
-    if (rc == VS_OK || rc == VS_ENOTFOUND) forget(e, c, name);
+    if (rc == STATUS_OK || rc == STATUS_ENOTFOUND) forget(e, c, name);
     return rc;
 }
 

@@ -18,7 +18,7 @@
 #include "service/episodic/episodic_catalog.h"
 #include "service/episodic/qdrant_json.h"
 
-#define QDRANT_MAX_RESPONSE ((size_t)64 << 20) /* larger answers are VS_EINTERNAL */
+#define QDRANT_MAX_RESPONSE ((size_t)64 << 20) /* larger answers are STATUS_EINTERNAL */
 #define QDRANT_IDLE_HANDLES 32                 /* easy handles kept for reuse */
 #define QDRANT_SCROLL_PAGE 256                 /* points per page in delete_filter */
 #define QDRANT_BODY_TARGET ((size_t)16 << 20)  /* upsert bodies are kept below this */
@@ -131,10 +131,10 @@ static size_t on_data(char *p, size_t size, size_t nmemb, void *arg) {
     return n;
 }
 
-/* One HTTP exchange. VS_OK when an answer arrived, whatever its status
+/* One HTTP exchange. STATUS_OK when an answer arrived, whatever its status
  * (r->status, r->body); otherwise the transport failure, mapped: a passed
- * deadline or a curl timeout VS_ETIMEOUT, connection errors
- * VS_EUNAVAILABLE, an oversize answer VS_EINTERNAL. timeout_ms bounds this
+ * deadline or a curl timeout STATUS_ETIMEOUT, connection errors
+ * STATUS_EUNAVAILABLE, an oversize answer STATUS_EINTERNAL. timeout_ms bounds this
  * exchange besides the deadline. */
 static int http(qdrant *q, const char *method, const char *path, const char *body, size_t blen,
                 int64_t deadline_ms, long timeout_ms, resp *r, char *err, size_t errlen) {
@@ -142,7 +142,7 @@ static int http(qdrant *q, const char *method, const char *path, const char *bod
     if (deadline_ms != INT64_MAX) {
         int64_t left = deadline_ms - mono_ms();
         if (left <= 0)
-            return fail(err, errlen, VS_ETIMEOUT, "deadline passed before calling qdrant (%s %s)",
+            return fail(err, errlen, STATUS_ETIMEOUT, "deadline passed before calling qdrant (%s %s)",
                         method, path);
         if (left < timeout_ms) timeout_ms = (long)left;
     }
@@ -153,7 +153,7 @@ static int http(qdrant *q, const char *method, const char *path, const char *bod
     CURL *h = url ? handle_take(q) : NULL;
     if (!h) {
         free(url);
-        return fail(err, errlen, VS_ENOMEM, "out of memory calling qdrant");
+        return fail(err, errlen, STATUS_ENOMEM, "out of memory calling qdrant");
     }
     snprintf(url, ulen, "%s%s", q->url, path);
 
@@ -182,27 +182,27 @@ static int http(qdrant *q, const char *method, const char *path, const char *bod
     if (bad) {
         handle_give(q, h, 1);
         free(url);
-        return fail(err, errlen, VS_EINTERNAL, "libcurl refused an option for %s %s", method, path);
+        return fail(err, errlen, STATUS_EINTERNAL, "libcurl refused an option for %s %s", method, path);
     }
 
     CURLcode cc = curl_easy_perform(h);
     free(url);
     if (cc == CURLE_OK) curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r->status);
     handle_give(q, h, cc != CURLE_OK);
-    if (cc == CURLE_OK) return VS_OK;
+    if (cc == CURLE_OK) return STATUS_OK;
 
     const char *why = cerr[0] ? cerr : curl_easy_strerror(cc);
     int rc;
     if (r->too_big)
-        rc = fail(err, errlen, VS_EINTERNAL, "qdrant's answer to %s %s exceeds %zu MiB", method,
+        rc = fail(err, errlen, STATUS_EINTERNAL, "qdrant's answer to %s %s exceeds %zu MiB", method,
                   path, QDRANT_MAX_RESPONSE >> 20);
     else if (cc == CURLE_OPERATION_TIMEDOUT)
-        rc = fail(err, errlen, VS_ETIMEOUT, "qdrant did not answer %s %s within %ld ms", method,
+        rc = fail(err, errlen, STATUS_ETIMEOUT, "qdrant did not answer %s %s within %ld ms", method,
                   path, timeout_ms);
     else if (cc == CURLE_OUT_OF_MEMORY || cc == CURLE_WRITE_ERROR)
-        rc = fail(err, errlen, VS_ENOMEM, "out of memory reading qdrant's answer");
+        rc = fail(err, errlen, STATUS_ENOMEM, "out of memory reading qdrant's answer");
     else
-        rc = fail(err, errlen, VS_EUNAVAILABLE, "qdrant at %s unreachable: %s", q->shown_url, why);
+        rc = fail(err, errlen, STATUS_EUNAVAILABLE, "qdrant at %s unreachable: %s", q->shown_url, why);
     resp_free(r);
     return rc;
 }
@@ -213,31 +213,31 @@ static int http_error(const resp *r, const char *method, const char *path, char 
     char text[320];
     qj_error_text(r->body, r->len, text, sizeof text);
     long st = r->status;
-    if (st == 404) return fail(err, errlen, VS_ENOTFOUND, "qdrant: not found (HTTP 404): %s", text);
+    if (st == 404) return fail(err, errlen, STATUS_ENOTFOUND, "qdrant: not found (HTTP 404): %s", text);
     if (st == 409)
-        return fail(err, errlen, VS_EEXISTS, "qdrant: already exists (HTTP 409): %s", text);
+        return fail(err, errlen, STATUS_EEXISTS, "qdrant: already exists (HTTP 409): %s", text);
     if (st == 400 || st == 413 || st == 422)
-        return fail(err, errlen, VS_EINVALID, "qdrant refused %s %s (HTTP %ld): %s", method, path,
+        return fail(err, errlen, STATUS_EINVALID, "qdrant refused %s %s (HTTP %ld): %s", method, path,
                     st, text);
     if (st == 401 || st == 403)
-        return fail(err, errlen, VS_EAUTH, "qdrant refused the API key (HTTP %ld): %s", st, text);
+        return fail(err, errlen, STATUS_EAUTH, "qdrant refused the API key (HTTP %ld): %s", st, text);
     if (st == 408)
-        return fail(err, errlen, VS_ETIMEOUT, "qdrant timed out on %s %s (HTTP 408): %s", method,
+        return fail(err, errlen, STATUS_ETIMEOUT, "qdrant timed out on %s %s (HTTP 408): %s", method,
                     path, text);
     if (st == 429 || (st >= 500 && st <= 599))
-        return fail(err, errlen, VS_EUNAVAILABLE, "qdrant is unavailable (HTTP %ld): %s", st, text);
-    return fail(err, errlen, VS_EINTERNAL, "unexpected HTTP %ld from qdrant for %s %s: %s", st,
+        return fail(err, errlen, STATUS_EUNAVAILABLE, "qdrant is unavailable (HTTP %ld): %s", st, text);
+    return fail(err, errlen, STATUS_EINTERNAL, "unexpected HTTP %ld from qdrant for %s %s: %s", st,
                 method, path, text);
 }
 
-/* http() plus the status check: VS_OK only for a 2xx answer (r then holds
+/* http() plus the status check: STATUS_OK only for a 2xx answer (r then holds
  * it; the caller frees it with resp_free). On error r is freed, except its
  * status, which callers read to tell a 404 or 409 apart. */
 static int call(qdrant *q, const char *method, const char *path, const char *body, size_t blen,
                 int64_t deadline_ms, resp *r, char *err, size_t errlen) {
     int rc = http(q, method, path, body, blen, deadline_ms, q->timeout_ms, r, err, errlen);
-    if (rc != VS_OK) return rc;
-    if (r->status >= 200 && r->status <= 299) return VS_OK;
+    if (rc != STATUS_OK) return rc;
+    if (r->status >= 200 && r->status <= 299) return STATUS_OK;
     rc = http_error(r, method, path, err, errlen);
     long st = r->status;
     resp_free(r);
@@ -249,11 +249,11 @@ static int call(qdrant *q, const char *method, const char *path, const char *bod
  * input Qdrant refused, or the call's own deadline running out before we
  * sent anything, is not news for the operator. */
 static int logged(const char *op, int rc, const char *err) {
-    if (rc == VS_ETIMEOUT && strncmp(err, "deadline passed", 15) == 0) return rc;
-    if (rc == VS_EINTERNAL)
+    if (rc == STATUS_ETIMEOUT && strncmp(err, "deadline passed", 15) == 0) return rc;
+    if (rc == STATUS_EINTERNAL)
         log_fields(LOG_ERROR, "qdrant call failed", LOG_F_STR, "op", op, LOG_F_STR, "error", err,
                    LOG_F_END);
-    else if (rc == VS_EUNAVAILABLE || rc == VS_ETIMEOUT || rc == VS_EAUTH)
+    else if (rc == STATUS_EUNAVAILABLE || rc == STATUS_ETIMEOUT || rc == STATUS_EAUTH)
         log_fields(LOG_WARN, "qdrant call failed", LOG_F_STR, "op", op, LOG_F_STR, "error", err,
                    LOG_F_END);
     return rc;
@@ -266,7 +266,7 @@ static int detect(qdrant *q, int64_t deadline_ms, long timeout_ms, qj_version *v
                   size_t errlen) {
     resp r;
     int rc = http(q, "GET", "/", NULL, 0, deadline_ms, timeout_ms, &r, err, errlen);
-    if (rc != VS_OK) return rc;
+    if (rc != STATUS_OK) return rc;
     if (r.status < 200 || r.status > 299) {
         rc = http_error(&r, "GET", "/", err, errlen);
         resp_free(&r);
@@ -299,22 +299,22 @@ static int ready(qdrant *q, vs_ctx *c, qj_version *v) {
     int have = q->have_version;
     if (have) *v = q->version;
     pthread_mutex_unlock(&q->mu);
-    if (have) return VS_OK;
+    if (have) return STATUS_OK;
     char why[400];
     int rc = detect(q, c->deadline_ms, q->timeout_ms, v, why, sizeof why);
-    if (rc == VS_OK) {
+    if (rc == STATUS_OK) {
         version_set(q, v);
-        return VS_OK;
+        return STATUS_OK;
     }
     /* A refused key and the call's own deadline keep their codes; anything
      * else means there is no usable Qdrant yet. */
-    if (rc == VS_EAUTH || rc == VS_ENOMEM ||
-        (rc == VS_ETIMEOUT && c->deadline_ms != INT64_MAX && mono_ms() >= c->deadline_ms))
+    if (rc == STATUS_EAUTH || rc == STATUS_ENOMEM ||
+        (rc == STATUS_ETIMEOUT && c->deadline_ms != INT64_MAX && mono_ms() >= c->deadline_ms))
         vs_fail(c, rc, "%s", why);
     else if (strncmp(why, "qdrant at ", 10) == 0)
-        rc = vs_fail(c, VS_EUNAVAILABLE, "%s", why);
+        rc = vs_fail(c, STATUS_EUNAVAILABLE, "%s", why);
     else
-        rc = vs_fail(c, VS_EUNAVAILABLE, "qdrant at %s unreachable: %s", q->shown_url, why);
+        rc = vs_fail(c, STATUS_EUNAVAILABLE, "qdrant at %s unreachable: %s", q->shown_url, why);
     return logged("detect", rc, c->err);
 }
 
@@ -352,16 +352,16 @@ int episodic_qdrant_collection_name(const char *prefix, const char *tenant, cons
 static int qname(qdrant *q, vs_ctx *c, const char *name, char *out) {
     if (!name_ok(name, VS_NAME_MAX) || !name[0] ||
         episodic_qdrant_collection_name(q->prefix, principal_tenant(c->p), name, out) != 0)
-        return vs_fail(c, VS_EINVALID, "collection name is not 1..%d of [A-Za-z0-9_-]",
+        return vs_fail(c, STATUS_EINVALID, "collection name is not 1..%d of [A-Za-z0-9_-]",
                        VS_NAME_MAX);
-    return VS_OK;
+    return STATUS_OK;
 }
 
 /* What every point operation starts with: the server's version known (it
  * picks the endpoints) and the collection's Qdrant name in qn. */
 static int ready_collection(qdrant *q, vs_ctx *c, const char *name, qj_version *v, char *qn) {
     int rc = ready(q, c, v);
-    return rc == VS_OK ? qname(q, c, name, qn) : rc;
+    return rc == STATUS_OK ? qname(q, c, name, qn) : rc;
 }
 
 /* The catalog has the collection, Qdrant does not: an inconsistency an
@@ -369,12 +369,12 @@ static int ready_collection(qdrant *q, vs_ctx *c, const char *name, qj_version *
 static int missing(vs_ctx *c, const char *qn, const char *name) {
     char said[sizeof c->err];
     memcpy(said, c->err, sizeof said); /* Qdrant's own answer */
-    vs_fail(c, VS_ENOTFOUND,
+    vs_fail(c, STATUS_ENOTFOUND,
             "qdrant has no collection %s for collection %s of memoryd's catalog (created "
             "outside memoryd's catalog, or dropped in qdrant?): %.200s",
             qn, name, said);
     log_fields(LOG_ERROR, "qdrant collection missing", LOG_F_STR, "collection", qn, LOG_F_END);
-    return VS_ENOTFOUND;
+    return STATUS_ENOTFOUND;
 }
 
 /* call() for an operation on a collection's points: a 404 means the
@@ -383,7 +383,7 @@ static int points_call(qdrant *q, vs_ctx *c, const char *op, const char *qn, con
                        const char *method, const char *path, const char *body, size_t blen,
                        resp *r) {
     int rc = call(q, method, path, body, blen, c->deadline_ms, r, c->err, sizeof c->err);
-    if (rc == VS_ENOTFOUND) return missing(c, qn, name);
+    if (rc == STATUS_ENOTFOUND) return missing(c, qn, name);
     return logged(op, rc, c->err);
 }
 
@@ -406,30 +406,30 @@ static int adopt(qdrant *q, vs_ctx *c, const vs_collection *col, const char *qn)
     int64_t n = -1;
     snprintf(path, sizeof path, "/collections/%s", qn);
     int rc = call(q, "GET", path, NULL, 0, c->deadline_ms, &r, why, sizeof why);
-    if (rc == VS_OK) {
+    if (rc == STATUS_OK) {
         rc = qj_parse_collection(r.body, r.len, &dims, &dist, why, sizeof why);
         resp_free(&r);
     }
-    if (rc == VS_OK) {
+    if (rc == STATUS_OK) {
         static const char count_all[] = "{\"exact\":true}";
         snprintf(path, sizeof path, "/collections/%s/points/count", qn);
         rc = call(q, "POST", path, count_all, sizeof count_all - 1, c->deadline_ms, &r, why,
                   sizeof why);
-        if (rc == VS_OK) {
+        if (rc == STATUS_OK) {
             rc = qj_parse_count(r.body, r.len, &n, why, sizeof why);
             resp_free(&r);
         }
     }
-    if (rc != VS_OK) return logged("create", vs_fail(c, rc, "%s", why), c->err);
+    if (rc != STATUS_OK) return logged("create", vs_fail(c, rc, "%s", why), c->err);
     if (dims != col->dims || dist != col->distance || n != 0)
-        return vs_fail(c, VS_EEXISTS,
+        return vs_fail(c, STATUS_EEXISTS,
                        "qdrant already has a collection %s that memoryd's catalog does not list "
                        "(%d dims, %s, %" PRId64 " points); remove it in qdrant to create %s",
                        qn, dims, qj_distance_name(dist) ? qj_distance_name(dist) : "?", n,
                        col->name);
     log_fields(LOG_WARN, "qdrant collection left from a failed create taken over", LOG_F_STR,
                "collection", qn, LOG_F_END);
-    return VS_OK;
+    return STATUS_OK;
 }
 
 static int drop(qdrant *q, vs_ctx *c, const char *qn, char *err, size_t errlen) {
@@ -437,8 +437,8 @@ static int drop(qdrant *q, vs_ctx *c, const char *qn, char *err, size_t errlen) 
     snprintf(path, sizeof path, "/collections/%s", qn);
     resp r;
     int rc = call(q, "DELETE", path, NULL, 0, c->deadline_ms, &r, err, errlen);
-    if (rc == VS_ENOTFOUND) return VS_OK; /* already gone: what we wanted */
-    if (rc != VS_OK) return rc;
+    if (rc == STATUS_ENOTFOUND) return STATUS_OK; /* already gone: what we wanted */
+    if (rc != STATUS_OK) return rc;
     int deleted = 0;
     rc = qj_parse_bool(r.body, r.len, &deleted, err, errlen);
     resp_free(&r);
@@ -452,44 +452,44 @@ static int create_hook(vs_ctx *c, const vs_collection *col, void *arg) {
     qdrant *q = h->q;
     char qn[EPISODIC_QDRANT_NAME_MAX], path[QDRANT_PATH_MAX];
     int rc = qname(q, c, col->name, qn);
-    if (rc != VS_OK) return rc;
+    if (rc != STATUS_OK) return rc;
 
     char *body = NULL;
     size_t blen = 0;
     rc = qj_create_collection(col->dims, col->distance, &body, &blen, c->err, sizeof c->err);
-    if (rc != VS_OK) return rc;
+    if (rc != STATUS_OK) return rc;
     snprintf(path, sizeof path, "/collections/%s", qn);
     resp r;
     rc = call(q, "PUT", path, body, blen, c->deadline_ms, &r, c->err, sizeof c->err);
     free(body);
-    if (rc == VS_EEXISTS) {
+    if (rc == STATUS_EEXISTS) {
         rc = adopt(q, c, col, qn);
-    } else if (rc == VS_OK) {
+    } else if (rc == STATUS_OK) {
         int created = 0;
         rc = qj_parse_bool(r.body, r.len, &created, c->err, sizeof c->err);
         resp_free(&r);
-        if (rc == VS_OK && !created)
-            rc = vs_fail(c, VS_EINTERNAL, "qdrant answered false to creating collection %s", qn);
+        if (rc == STATUS_OK && !created)
+            rc = vs_fail(c, STATUS_EINTERNAL, "qdrant answered false to creating collection %s", qn);
     }
-    if (rc != VS_OK) return logged("create", rc, c->err);
+    if (rc != STATUS_OK) return logged("create", rc, c->err);
 
     /* The diode filters on tenant and owner in every read: both indexed. */
     static const char *const fields[] = {"memoryd.tenant", "memoryd.owner"};
     snprintf(path, sizeof path, "/collections/%s/index?wait=true", qn);
-    for (int i = 0; i < 2 && rc == VS_OK; i++) {
+    for (int i = 0; i < 2 && rc == STATUS_OK; i++) {
         rc = qj_payload_index(fields[i], i == 0, &h->version, &body, &blen, c->err, sizeof c->err);
-        if (rc != VS_OK) break;
+        if (rc != STATUS_OK) break;
         rc = call(q, "PUT", path, body, blen, c->deadline_ms, &r, c->err, sizeof c->err);
         free(body);
-        if (rc == VS_OK) {
+        if (rc == STATUS_OK) {
             rc = qj_parse_update(r.body, r.len, c->err, sizeof c->err);
             resp_free(&r);
         }
     }
-    if (rc != VS_OK) {
+    if (rc != STATUS_OK) {
         logged("create index", rc, c->err);
         char why[256];
-        if (drop(q, c, qn, why, sizeof why) != VS_OK)
+        if (drop(q, c, qn, why, sizeof why) != STATUS_OK)
             log_fields(LOG_ERROR, "qdrant collection left behind after a failed create", LOG_F_STR,
                        "collection", qn, LOG_F_STR, "error", why, LOG_F_END);
     }
@@ -500,7 +500,7 @@ static int delete_hook(vs_ctx *c, const vs_collection *col, void *arg) {
     qdrant *q = arg;
     char qn[EPISODIC_QDRANT_NAME_MAX];
     int rc = qname(q, c, col->name, qn);
-    if (rc != VS_OK) return rc;
+    if (rc != STATUS_OK) return rc;
     return logged("delete collection", drop(q, c, qn, c->err, sizeof c->err), c->err);
 }
 
@@ -509,7 +509,7 @@ static int q_create_collection(vstore *vs, vs_ctx *c, const char *name, int dims
     qdrant *q = (qdrant *)vs;
     hook_arg h = {.q = q};
     int rc = ready(q, c, &h.version);
-    if (rc != VS_OK) return rc;
+    if (rc != STATUS_OK) return rc;
     return ecat_create(q->pg, c, name, dims, distance, create_hook, &h, out);
 }
 
@@ -526,7 +526,7 @@ static int q_delete_collection(vstore *vs, vs_ctx *c, const char *name) {
     qdrant *q = (qdrant *)vs;
     qj_version v;
     int rc = ready(q, c, &v);
-    if (rc != VS_OK) return rc;
+    if (rc != STATUS_OK) return rc;
     return ecat_delete(q->pg, c, name, delete_hook, q);
 }
 
@@ -554,26 +554,26 @@ static const vs_point *find_point(const vs_point *sorted, size_t n, const vs_id 
 
 /* The stored metadata of those of ids that exist (payload "memoryd" only),
  * sorted by id, in c->ar. Any point of another tenant in the answer is
- * VS_EINTERNAL (the parser checks memoryd.tenant). */
+ * STATUS_EINTERNAL (the parser checks memoryd.tenant). */
 static int existing(qdrant *q, vs_ctx *c, const char *qn, const vs_collection *col,
                     const vs_id *ids, size_t n, vs_point **out, size_t *nout) {
     char path[QDRANT_PATH_MAX];
     char *body = NULL;
     size_t blen = 0;
     int rc = qj_retrieve(ids, n, QJ_PAYLOAD_META, 0, &body, &blen, c->err, sizeof c->err);
-    if (rc != VS_OK) return rc;
+    if (rc != STATUS_OK) return rc;
     snprintf(path, sizeof path, "/collections/%s/points", qn);
     resp r;
     rc = points_call(q, c, "retrieve", qn, col->name, "POST", path, body, blen, &r);
     free(body);
-    if (rc != VS_OK) return rc;
+    if (rc != STATUS_OK) return rc;
     qj_read rd = {.tenant = principal_tenant(c->p), .dims = col->dims};
     rc = qj_parse_records(r.body, r.len, &rd, 0, c->ar, out, nout, NULL, NULL, c->err,
                           sizeof c->err);
     resp_free(&r);
-    if (rc != VS_OK) return logged("retrieve", rc, c->err);
+    if (rc != STATUS_OK) return logged("retrieve", rc, c->err);
     if (*nout > 1) qsort(*out, *nout, sizeof **out, cmp_point);
-    return VS_OK;
+    return STATUS_OK;
 }
 
 static int q_upsert(vstore *vs, vs_ctx *c, const vs_collection *col, const vs_point_in *pts,
@@ -582,23 +582,23 @@ static int q_upsert(vstore *vs, vs_ctx *c, const vs_collection *col, const vs_po
     qj_version v;
     char qn[EPISODIC_QDRANT_NAME_MAX], path[QDRANT_PATH_MAX];
     int rc = ready_collection(q, c, col->name, &v, qn);
-    if (rc != VS_OK || n == 0) return rc;
+    if (rc != STATUS_OK || n == 0) return rc;
 
     vs_id *ids = arena_alloc(c->ar, n * sizeof *ids);
     vs_meta *metas = arena_alloc(c->ar, n * sizeof *metas);
-    if (!ids || !metas) return vs_fail(c, VS_ENOMEM, "out of memory");
+    if (!ids || !metas) return vs_fail(c, STATUS_ENOMEM, "out of memory");
     for (size_t i = 0; i < n; i++) ids[i] = pts[i].id;
     vs_point *old = NULL;
     size_t nold = 0;
     rc = existing(q, c, qn, col, ids, n, &old, &nold);
-    if (rc != VS_OK) return rc;
+    if (rc != STATUS_OK) return rc;
 
     /* The write diode decides every point before anything is written. */
     int64_t now = vs_now_us();
     for (size_t i = 0; i < n; i++) {
         const vs_point *e = find_point(old, nold, &pts[i].id);
         rc = vs_stamp(c, &pts[i].id, e ? &e->meta : NULL, pts[i].label, now, &metas[i]);
-        if (rc != VS_OK) return rc;
+        if (rc != STATUS_OK) return rc;
         metas[i].pii_kinds = pts[i].pii_kinds;
         metas[i].npii = pts[i].npii;
     }
@@ -608,22 +608,22 @@ static int q_upsert(vstore *vs, vs_ctx *c, const vs_collection *col, const vs_po
      * whose body comes out too big is halved until it fits (one point is at
      * most ~1.5 MB: 65536 components and a 64 KiB payload). */
     snprintf(path, sizeof path, "/collections/%s/points?wait=true", qn);
-    for (size_t at = 0, m = n; at < n && rc == VS_OK; at += m) {
+    for (size_t at = 0, m = n; at < n && rc == STATUS_OK; at += m) {
         char *body = NULL;
         size_t blen = 0;
         if (m > n - at) m = n - at;
         for (;;) {
             rc = qj_upsert(principal_tenant(c->p), col->dims, pts + at, metas + at, m, &body, &blen,
                            c->err, sizeof c->err);
-            if (rc != VS_OK || blen <= QDRANT_BODY_TARGET || m == 1) break;
+            if (rc != STATUS_OK || blen <= QDRANT_BODY_TARGET || m == 1) break;
             free(body);
             m = (m + 1) / 2;
         }
-        if (rc != VS_OK) break;
+        if (rc != STATUS_OK) break;
         resp r;
         rc = points_call(q, c, "upsert", qn, col->name, "PUT", path, body, blen, &r);
         free(body);
-        if (rc != VS_OK) break;
+        if (rc != STATUS_OK) break;
         rc = logged("upsert", qj_parse_update(r.body, r.len, c->err, sizeof c->err), c->err);
         resp_free(&r);
     }
@@ -656,7 +656,7 @@ static int q_search(vstore *vs, vs_ctx *c, const vs_collection *col, const vs_se
     *out = NULL;
     *n = 0;
     int rc = ready_collection(q, c, col->name, &v, qn);
-    if (rc != VS_OK) return rc;
+    if (rc != STATUS_OK) return rc;
 
     /* /points/query arrived in 1.10; /points/search is gone from 1.19's
      * spec. */
@@ -671,12 +671,12 @@ static int q_search(vstore *vs, vs_ctx *c, const vs_collection *col, const vs_se
     if (sq.has_threshold)
         sq.threshold = nextafterf(s->threshold, col->distance == VS_EUCLID ? INFINITY : -INFINITY);
     rc = qj_query(&scope, &sq, col->dims, legacy, &body, &blen, c->err, sizeof c->err);
-    if (rc != VS_OK) return rc;
+    if (rc != STATUS_OK) return rc;
     snprintf(path, sizeof path, "/collections/%s/points/%s", qn, legacy ? "search" : "query");
     resp r;
     rc = points_call(q, c, "search", qn, col->name, "POST", path, body, blen, &r);
     free(body);
-    if (rc != VS_OK) return rc;
+    if (rc != STATUS_OK) return rc;
     qj_read rd = {.tenant = scope.tenant,
                   .dims = col->dims,
                   .with_payload = s->with_payload,
@@ -685,7 +685,7 @@ static int q_search(vstore *vs, vs_ctx *c, const vs_collection *col, const vs_se
     size_t nh = 0;
     rc = qj_parse_hits(r.body, r.len, &rd, legacy, c->ar, &hits, &nh, c->err, sizeof c->err);
     resp_free(&r);
-    if (rc != VS_OK) return logged("search", rc, c->err);
+    if (rc != STATUS_OK) return logged("search", rc, c->err);
 
     size_t k = 0;
     for (size_t i = 0; i < nh; i++) {
@@ -709,7 +709,7 @@ static int q_search(vstore *vs, vs_ctx *c, const vs_collection *col, const vs_se
     }
     *out = hits;
     *n = k;
-    return VS_OK;
+    return STATUS_OK;
 }
 
 static int q_get(vstore *vs, vs_ctx *c, const vs_collection *col, const vs_id *ids, size_t n,
@@ -720,8 +720,8 @@ static int q_get(vstore *vs, vs_ctx *c, const vs_collection *col, const vs_id *i
     *out = NULL;
     *nout = 0;
     int rc = ready_collection(q, c, col->name, &v, qn);
-    if (rc != VS_OK || n == 0) return rc;
-    if (n > 100000) return vs_fail(c, VS_EINVALID, "too many ids (%zu)", n);
+    if (rc != STATUS_OK || n == 0) return rc;
+    if (n > 100000) return vs_fail(c, STATUS_EINVALID, "too many ids (%zu)", n);
 
     /* A scroll, not a retrieve: the diode filters inside Qdrant. */
     qj_scope scope = read_scope(c);
@@ -731,12 +731,12 @@ static int q_get(vstore *vs, vs_ctx *c, const vs_collection *col, const vs_id *i
     size_t blen = 0;
     rc = qj_scroll(&scope, NULL, (int)n, NULL, with_payload ? QJ_PAYLOAD_ALL : QJ_PAYLOAD_META,
                    with_vector, &body, &blen, c->err, sizeof c->err);
-    if (rc != VS_OK) return rc;
+    if (rc != STATUS_OK) return rc;
     snprintf(path, sizeof path, "/collections/%s/points/scroll", qn);
     resp r;
     rc = points_call(q, c, "get", qn, col->name, "POST", path, body, blen, &r);
     free(body);
-    if (rc != VS_OK) return rc;
+    if (rc != STATUS_OK) return rc;
     qj_read rd = {.tenant = scope.tenant,
                   .dims = col->dims,
                   .with_payload = with_payload,
@@ -746,7 +746,7 @@ static int q_get(vstore *vs, vs_ctx *c, const vs_collection *col, const vs_id *i
     rc = qj_parse_records(r.body, r.len, &rd, 1, c->ar, &found, &nf, NULL, NULL, c->err,
                           sizeof c->err);
     resp_free(&r);
-    if (rc != VS_OK) return logged("get", rc, c->err);
+    if (rc != STATUS_OK) return logged("get", rc, c->err);
     if (nf > 1) qsort(found, nf, sizeof *found, cmp_point);
 
     /* In the order asked, each id once; what is left over is released. */
@@ -755,7 +755,7 @@ static int q_get(vstore *vs, vs_ctx *c, const vs_collection *col, const vs_id *i
     if (!res || !taken) {
         free(taken);
         vs_points_release(found, nf);
-        return vs_fail(c, VS_ENOMEM, "out of memory");
+        return vs_fail(c, STATUS_ENOMEM, "out of memory");
     }
     size_t k = 0;
     for (size_t i = 0; i < n && k < nf; i++) {
@@ -772,7 +772,7 @@ static int q_get(vstore *vs, vs_ctx *c, const vs_collection *col, const vs_id *i
     vs_points_release(found, nf);
     *out = res;
     *nout = k;
-    return VS_OK;
+    return STATUS_OK;
 }
 
 static int delete_by_ids(qdrant *q, vs_ctx *c, const char *qn, const vs_collection *col,
@@ -781,12 +781,12 @@ static int delete_by_ids(qdrant *q, vs_ctx *c, const char *qn, const vs_collecti
     char *body = NULL;
     size_t blen = 0;
     int rc = qj_delete(ids, n, &body, &blen, c->err, sizeof c->err);
-    if (rc != VS_OK) return rc;
+    if (rc != STATUS_OK) return rc;
     snprintf(path, sizeof path, "/collections/%s/points/delete?wait=true", qn);
     resp r;
     rc = points_call(q, c, "delete", qn, col->name, "POST", path, body, blen, &r);
     free(body);
-    if (rc != VS_OK) return rc;
+    if (rc != STATUS_OK) return rc;
     rc = qj_parse_update(r.body, r.len, c->err, sizeof c->err);
     resp_free(&r);
     return logged("delete", rc, c->err);
@@ -799,27 +799,27 @@ static int q_delete_ids(vstore *vs, vs_ctx *c, const vs_collection *col, const v
     char qn[EPISODIC_QDRANT_NAME_MAX];
     *deleted = 0;
     int rc = ready_collection(q, c, col->name, &v, qn);
-    if (rc != VS_OK || n == 0) return rc;
+    if (rc != STATUS_OK || n == 0) return rc;
 
     vs_point *old = NULL;
     size_t nold = 0;
     rc = existing(q, c, qn, col, ids, n, &old, &nold);
-    if (rc != VS_OK || nold == 0) return rc;
+    if (rc != STATUS_OK || nold == 0) return rc;
     /* vs_stamp is the write diode: a point the caller may not modify may
      * not be deleted either, and then nothing is. */
     int64_t now = vs_now_us();
     vs_id *del = arena_alloc(c->ar, nold * sizeof *del);
-    if (!del) return vs_fail(c, VS_ENOMEM, "out of memory");
+    if (!del) return vs_fail(c, STATUS_ENOMEM, "out of memory");
     size_t nd = 0;
     for (size_t i = 0; i < nold; i++) {
         if (i && vs_id_cmp(&old[i - 1].id, &old[i].id) == 0) continue;
         vs_meta m;
         rc = vs_stamp(c, &old[i].id, &old[i].meta, 0, now, &m);
-        if (rc != VS_OK) return rc;
+        if (rc != STATUS_OK) return rc;
         del[nd++] = old[i].id;
     }
     rc = delete_by_ids(q, c, qn, col, del, nd);
-    if (rc == VS_OK) *deleted = (int64_t)nd;
+    if (rc == STATUS_OK) *deleted = (int64_t)nd;
     return rc;
 }
 
@@ -830,7 +830,7 @@ static int q_delete_filter(vstore *vs, vs_ctx *c, const vs_collection *col,
     char qn[EPISODIC_QDRANT_NAME_MAX], path[QDRANT_PATH_MAX];
     *deleted = 0;
     int rc = ready_collection(q, c, col->name, &v, qn);
-    if (rc != VS_OK) return rc;
+    if (rc != STATUS_OK) return rc;
 
     /* Visible to the caller and, without the :all write breadth, owned by
      * it: one owner condition serves both. */
@@ -841,7 +841,7 @@ static int q_delete_filter(vstore *vs, vs_ctx *c, const vs_collection *col,
     /* Pages are transient: their own arena, reset per page, so deleting a
      * million points does not grow the call's arena by a million. */
     arena *pa = arena_create();
-    if (!pa) return vs_fail(c, VS_ENOMEM, "out of memory");
+    if (!pa) return vs_fail(c, STATUS_ENOMEM, "out of memory");
     vs_id offset;
     int has_offset = 0;
     int64_t total = 0, now = vs_now_us();
@@ -850,11 +850,11 @@ static int q_delete_filter(vstore *vs, vs_ctx *c, const vs_collection *col,
         size_t blen = 0;
         rc = qj_scroll(&scope, filter, QDRANT_SCROLL_PAGE, has_offset ? &offset : NULL,
                        QJ_PAYLOAD_META, 0, &body, &blen, c->err, sizeof c->err);
-        if (rc != VS_OK) break;
+        if (rc != STATUS_OK) break;
         resp r;
         rc = points_call(q, c, "delete_filter", qn, col->name, "POST", path, body, blen, &r);
         free(body);
-        if (rc != VS_OK) break;
+        if (rc != STATUS_OK) break;
         vs_point *page = NULL;
         size_t np = 0;
         vs_id next;
@@ -862,13 +862,13 @@ static int q_delete_filter(vstore *vs, vs_ctx *c, const vs_collection *col,
         rc = qj_parse_records(r.body, r.len, &rd, 1, pa, &page, &np, &next, &has_next, c->err,
                               sizeof c->err);
         resp_free(&r);
-        if (rc != VS_OK) {
+        if (rc != STATUS_OK) {
             logged("delete_filter", rc, c->err);
             break;
         }
         vs_id *del = np ? arena_alloc(pa, np * sizeof *del) : NULL;
         if (np && !del) {
-            rc = vs_fail(c, VS_ENOMEM, "out of memory");
+            rc = vs_fail(c, STATUS_ENOMEM, "out of memory");
             break;
         }
         size_t nd = 0;
@@ -877,7 +877,7 @@ static int q_delete_filter(vstore *vs, vs_ctx *c, const vs_collection *col,
              * left alone (and logged), never deleted. */
             if (!leak_check(c, "delete_filter", &page[i])) continue;
             vs_meta m;
-            if (vs_stamp(c, &page[i].id, &page[i].meta, 0, now, &m) != VS_OK) {
+            if (vs_stamp(c, &page[i].id, &page[i].meta, 0, now, &m) != STATUS_OK) {
                 log_fields(LOG_ERROR, "qdrant returned a point the write diode protects; kept",
                            LOG_F_STR, "error", c->err, LOG_F_END);
                 c->err[0] = '\0';
@@ -887,13 +887,13 @@ static int q_delete_filter(vstore *vs, vs_ctx *c, const vs_collection *col,
         }
         if (nd) {
             rc = delete_by_ids(q, c, qn, col, del, nd);
-            if (rc != VS_OK) break;
+            if (rc != STATUS_OK) break;
             total += (int64_t)nd;
         }
         if (!has_next) break;
         if (has_offset && vs_id_cmp(&next, &offset) == 0) {
             rc = logged("delete_filter",
-                        vs_fail(c, VS_EINTERNAL, "qdrant's scroll does not advance"), c->err);
+                        vs_fail(c, STATUS_EINTERNAL, "qdrant's scroll does not advance"), c->err);
             break;
         }
         offset = next;
@@ -912,17 +912,17 @@ static int q_count(vstore *vs, vs_ctx *c, const vs_collection *col,
     char qn[EPISODIC_QDRANT_NAME_MAX], path[QDRANT_PATH_MAX];
     *count = 0;
     int rc = ready_collection(q, c, col->name, &v, qn);
-    if (rc != VS_OK) return rc;
+    if (rc != STATUS_OK) return rc;
     qj_scope scope = read_scope(c);
     char *body = NULL;
     size_t blen = 0;
     rc = qj_count(&scope, filter, exact, &body, &blen, c->err, sizeof c->err);
-    if (rc != VS_OK) return rc;
+    if (rc != STATUS_OK) return rc;
     snprintf(path, sizeof path, "/collections/%s/points/count", qn);
     resp r;
     rc = points_call(q, c, "count", qn, col->name, "POST", path, body, blen, &r);
     free(body);
-    if (rc != VS_OK) return rc;
+    if (rc != STATUS_OK) return rc;
     rc = qj_parse_count(r.body, r.len, count, c->err, sizeof c->err);
     resp_free(&r);
     return logged("count", rc, c->err);
@@ -933,7 +933,7 @@ static int q_probe(vstore *vs) {
     qdrant *q = (qdrant *)vs;
     qj_version v;
     char why[400];
-    if (detect(q, INT64_MAX, q->connect_timeout_ms, &v, why, sizeof why) != VS_OK) return -1;
+    if (detect(q, INT64_MAX, q->connect_timeout_ms, &v, why, sizeof why) != STATUS_OK) return -1;
     version_set(q, &v);
     return 0;
 }
@@ -1041,7 +1041,7 @@ int episodic_qdrant_open(pg_pool *pg, const qdrant_options *o, vstore **out, cha
 
     qj_version v;
     char why[400];
-    if (detect(q, INT64_MAX, q->timeout_ms, &v, why, sizeof why) == VS_OK)
+    if (detect(q, INT64_MAX, q->timeout_ms, &v, why, sizeof why) == STATUS_OK)
         version_set(q, &v);
     else
         log_fields(LOG_WARN, "qdrant not reachable at start; retrying on each call", LOG_F_STR,

@@ -30,7 +30,7 @@ typedef struct qdrant_options {
 /* Opens the backend: strings in o are copied, pg is borrowed and must
  * outlive the store. Asks Qdrant for its version (GET /) and logs it; when
  * Qdrant does not answer, logs a warning and succeeds anyway: every later
- * call tries again first and fails with VS_EUNAVAILABLE until Qdrant
+ * call tries again first and fails with STATUS_EUNAVAILABLE until Qdrant
  * answers. Returns 0 with *out owned by the caller (vstore_free), or -1
  * with the reason in err (bad options, out of memory) and *out untouched. */
 int episodic_qdrant_open(pg_pool *pg, const qdrant_options *o, vstore **out, char *err,

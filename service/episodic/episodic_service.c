@@ -36,26 +36,7 @@ struct episodic_service {
 /* ------------------------------------------------------------ status */
 
 static grpc_status_code vs_status(rpc_call *call, int rc, const vs_ctx *c) {
-    if (rc == VS_OK) return GRPC_STATUS_OK;
-    rpc_call_set_error(call, "%s", c->err[0] ? c->err : "episodic store error");
-    switch (rc) {
-    case VS_ENOTFOUND:
-        return GRPC_STATUS_NOT_FOUND;
-    case VS_EDENIED:
-        return GRPC_STATUS_PERMISSION_DENIED;
-    case VS_EEXISTS:
-        return GRPC_STATUS_ALREADY_EXISTS;
-    case VS_ETIMEOUT:
-        return GRPC_STATUS_DEADLINE_EXCEEDED;
-    case VS_EINVALID:
-        return GRPC_STATUS_INVALID_ARGUMENT;
-    case VS_ENOMEM:
-        return GRPC_STATUS_RESOURCE_EXHAUSTED;
-    case VS_EINTERNAL:
-        return GRPC_STATUS_INTERNAL;
-    default: /* VS_EUNAVAILABLE, VS_EAUTH: the backend cannot serve us */
-        return GRPC_STATUS_UNAVAILABLE;
-    }
+    return rpc_call_fail(call, rc, c->err);
 }
 
 static void init_ctx(vs_ctx *c, rpc_call *call) {
@@ -237,7 +218,7 @@ static grpc_status_code do_create_collection(rpc_call *call, const ProtobufCMess
     vs_collection col;
     int rc = svc->vs->ops->create_collection(svc->vs, &c, req->name, req->dims,
                                              (int)req->distance, &col);
-    if (rc != VS_OK) return vs_status(call, rc, &c);
+    if (rc != STATUS_OK) return vs_status(call, rc, &c);
     target(call, "collection:%s", req->name, NULL);
     if (!(resp->collection = render_collection(c.ar, c.p, &col))) return rpc_call_oom(call);
     return GRPC_STATUS_OK;
@@ -254,7 +235,7 @@ static grpc_status_code do_get_collection(rpc_call *call, const ProtobufCMessage
     init_ctx(&c, call);
     vs_collection col;
     int rc = svc->vs->ops->get_collection(svc->vs, &c, req->name, &col);
-    if (rc != VS_OK) return vs_status(call, rc, &c);
+    if (rc != STATUS_OK) return vs_status(call, rc, &c);
     if (!(resp->collection = render_collection(c.ar, c.p, &col))) return rpc_call_oom(call);
     return GRPC_STATUS_OK;
 }
@@ -281,7 +262,7 @@ static grpc_status_code do_list_collections(rpc_call *call, const ProtobufCMessa
     size_t n;
     /* One more than the page: whether a next page exists. */
     int rc = svc->vs->ops->list_collections(svc->vs, &c, after, size + 1, &cols, &n);
-    if (rc != VS_OK) return vs_status(call, rc, &c);
+    if (rc != STATUS_OK) return vs_status(call, rc, &c);
     size_t shown = n > size ? size : n;
     resp->collections = arena_alloc(c.ar, (shown ? shown : 1) * sizeof *resp->collections);
     if (!resp->collections) return rpc_call_oom(call);
@@ -309,7 +290,7 @@ static grpc_status_code do_delete_collection(rpc_call *call, const ProtobufCMess
     vs_ctx c;
     init_ctx(&c, call);
     int rc = svc->vs->ops->delete_collection(svc->vs, &c, req->name);
-    if (rc != VS_OK) return vs_status(call, rc, &c);
+    if (rc != STATUS_OK) return vs_status(call, rc, &c);
     target(call, "collection:%s", req->name, NULL);
     return GRPC_STATUS_OK;
 }
@@ -425,7 +406,7 @@ static grpc_status_code do_upsert(rpc_call *call, const ProtobufCMessage *reqm,
     if (st == GRPC_STATUS_OK) {
         int rc = svc->vs->ops->upsert(svc->vs, &c, &col, in, n);
         st = vs_status(call, rc, &c);
-        if (rc == VS_OK) {
+        if (rc == STATUS_OK) {
             resp->upserted_count = (int64_t)n;
             for (size_t i = 0; i < n; i++) point_target(call, col.name, &in[i].id);
         }
@@ -471,7 +452,7 @@ static grpc_status_code do_search(rpc_call *call, const ProtobufCMessage *reqm,
     vs_hit *hits;
     size_t n;
     int rc = svc->vs->ops->search(svc->vs, &c, &col, &q, &hits, &n);
-    if (rc != VS_OK) return vs_status(call, rc, &c);
+    if (rc != STATUS_OK) return vs_status(call, rc, &c);
     resp->points = arena_alloc(c.ar, (n ? n : 1) * sizeof *resp->points);
     st = resp->points ? GRPC_STATUS_OK : rpc_call_oom(call);
     for (size_t i = 0; st == GRPC_STATUS_OK && i < n; i++) {
@@ -510,7 +491,7 @@ static grpc_status_code do_get_points(rpc_call *call, const ProtobufCMessage *re
     size_t n;
     int rc = svc->vs->ops->get(svc->vs, &c, &col, ids, req->n_ids, req->with_payload,
                                req->with_vector, &pts, &n);
-    if (rc != VS_OK) return vs_status(call, rc, &c);
+    if (rc != STATUS_OK) return vs_status(call, rc, &c);
     resp->points = arena_alloc(c.ar, (n ? n : 1) * sizeof *resp->points);
     st = resp->points ? GRPC_STATUS_OK : rpc_call_oom(call);
     for (size_t i = 0; st == GRPC_STATUS_OK && i < n; i++) {
@@ -552,7 +533,7 @@ static grpc_status_code do_delete_points(rpc_call *call, const ProtobufCMessage 
     int64_t deleted = 0;
     int rc = ids ? svc->vs->ops->delete_ids(svc->vs, &c, &col, ids, nids, &deleted)
                  : svc->vs->ops->delete_filter(svc->vs, &c, &col, req->filter, &deleted);
-    if (rc != VS_OK) return vs_status(call, rc, &c);
+    if (rc != STATUS_OK) return vs_status(call, rc, &c);
     resp->deleted_count = deleted;
     for (size_t i = 0; i < nids; i++) point_target(call, col.name, &ids[i]);
     if (!ids) target(call, "collection:%s", col.name, NULL);

@@ -4,7 +4,7 @@
  * collection, finite components, filters, ids, sizes; errors name the
  * field), normalizes vectors of COSINE collections, runs the PII policy on
  * payloads, converts Struct payloads to JSON and back, seals
- * ListCollections page tokens to the caller, maps VS_E* codes to gRPC
+ * ListCollections page tokens to the caller, maps status codes to gRPC
  * statuses and names what a call touched in the audit trail
  * ("collection:<name>", "point:<collection>/<id>").
  *

@@ -22,7 +22,7 @@
 typedef struct wbuf {
     char *p;
     size_t len, cap;
-    int rc; /* first failure: VS_EINVALID or VS_ENOMEM; later writes are no-ops */
+    int rc; /* first failure: STATUS_EINVALID or STATUS_ENOMEM; later writes are no-ops */
     char *err;
     size_t errlen;
 } wbuf;
@@ -42,7 +42,7 @@ static void w_fail(wbuf *b, int rc, const char *fmt, ...) {
 static void w_mem(wbuf *b, const char *s, size_t n) {
     if (b->rc) return;
     if (n >= SIZE_MAX / 2 - b->len) {
-        w_fail(b, VS_ENOMEM, "request body too large");
+        w_fail(b, STATUS_ENOMEM, "request body too large");
         return;
     }
     if (b->len + n + 1 > b->cap) {
@@ -50,7 +50,7 @@ static void w_mem(wbuf *b, const char *s, size_t n) {
         while (cap < b->len + n + 1) cap *= 2;
         char *p = realloc(b->p, cap);
         if (!p) {
-            w_fail(b, VS_ENOMEM, "out of memory building a qdrant request");
+            w_fail(b, STATUS_ENOMEM, "out of memory building a qdrant request");
             return;
         }
         b->p = p;
@@ -71,7 +71,7 @@ static void w_fmt(wbuf *b, const char *fmt, ...) {
     int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
     va_end(ap);
     if (n < 0 || (size_t)n >= sizeof tmp) {
-        w_fail(b, VS_EINVALID, "number does not format");
+        w_fail(b, STATUS_EINVALID, "number does not format");
         return;
     }
     w_mem(b, tmp, (size_t)n);
@@ -82,7 +82,7 @@ static void w_str(wbuf *b, const char *s, const char *what) {
     if (b->rc) return;
     size_t n = strlen(s);
     if (!text_utf8_valid((const uint8_t *)s, n)) {
-        w_fail(b, VS_EINVALID, "%s is not valid UTF-8", what);
+        w_fail(b, STATUS_EINVALID, "%s is not valid UTF-8", what);
         return;
     }
     w_mem(b, "\"", 1);
@@ -106,13 +106,13 @@ static void w_str(wbuf *b, const char *s, const char *what) {
 /* printf's %g honours LC_NUMERIC; JSON wants '.' whatever the locale. */
 static void w_number(wbuf *b, const char *fmt, double v, const char *what) {
     if (!isfinite(v)) {
-        w_fail(b, VS_EINVALID, "%s is not a finite number", what);
+        w_fail(b, STATUS_EINVALID, "%s is not a finite number", what);
         return;
     }
     char tmp[64];
     int n = snprintf(tmp, sizeof tmp, fmt, v);
     if (n < 0 || (size_t)n >= sizeof tmp) {
-        w_fail(b, VS_EINVALID, "%s does not format", what);
+        w_fail(b, STATUS_EINVALID, "%s does not format", what);
         return;
     }
     for (int i = 0; i < n; i++)
@@ -146,7 +146,7 @@ static void w_json(wbuf *b, const json_t *j, const char *what) {
     if (b->rc) return;
     if (json_dump_callback(j, dump_cb, b,
                            JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(17)) != 0)
-        w_fail(b, VS_EINVALID, "%s cannot be written as JSON", what);
+        w_fail(b, STATUS_EINVALID, "%s cannot be written as JSON", what);
 }
 
 static int w_finish(wbuf *b, char **out, size_t *len) {
@@ -159,7 +159,7 @@ static int w_finish(wbuf *b, char **out, size_t *len) {
     }
     *out = b->p;
     if (len) *len = b->len;
-    return VS_OK;
+    return STATUS_OK;
 }
 
 static void w_init(wbuf *b, char *err, size_t errlen) {
@@ -182,7 +182,7 @@ static void w_id_set(wbuf *b, const vs_id *ids, size_t n) {
     if (n) {
         s = malloc(n * sizeof *s);
         if (!s) {
-            w_fail(b, VS_ENOMEM, "out of memory building a qdrant filter");
+            w_fail(b, STATUS_ENOMEM, "out of memory building a qdrant filter");
             return;
         }
         memcpy(s, ids, n * sizeof *s);
@@ -200,13 +200,13 @@ static void w_id_set(wbuf *b, const vs_id *ids, size_t n) {
 
 static void w_key(wbuf *b, const char *key) {
     if (!key || !key[0]) {
-        w_fail(b, VS_EINVALID, "a filter condition has an empty key");
+        w_fail(b, STATUS_EINVALID, "a filter condition has an empty key");
         return;
     }
     size_t n = strlen(key);
     char *k = malloc(n + sizeof "payload.");
     if (!k) {
-        w_fail(b, VS_ENOMEM, "out of memory building a qdrant filter");
+        w_fail(b, STATUS_ENOMEM, "out of memory building a qdrant filter");
         return;
     }
     memcpy(k, "payload.", 8);
@@ -222,7 +222,7 @@ static int integral(double v) {
 
 static void w_match_value(wbuf *b, const Google__Protobuf__Value *v, const char *key) {
     if (!v) {
-        w_fail(b, VS_EINVALID, "filter key %.64s: match_value is missing", key);
+        w_fail(b, STATUS_EINVALID, "filter key %.64s: match_value is missing", key);
         return;
     }
     switch (v->kind_case) {
@@ -234,14 +234,14 @@ static void w_match_value(wbuf *b, const Google__Protobuf__Value *v, const char 
         return;
     case GOOGLE__PROTOBUF__VALUE__KIND_NUMBER_VALUE:
         if (!integral(v->number_value)) {
-            w_fail(b, VS_EINVALID, "filter key %.64s: Qdrant matches only integers, not %g", key,
+            w_fail(b, STATUS_EINVALID, "filter key %.64s: Qdrant matches only integers, not %g", key,
                    v->number_value);
             return;
         }
         w_fmt(b, "%lld", (long long)v->number_value);
         return;
     default:
-        w_fail(b, VS_EINVALID,
+        w_fail(b, STATUS_EINVALID,
                "filter key %.64s: a match value must be a string, a bool or an integer", key);
     }
 }
@@ -265,7 +265,7 @@ static void w_match_list(wbuf *b, const Google__Protobuf__ListValue *l, const ch
     for (size_t i = 0; i < n; i++) {
         int k = list_kind(l->values[i]);
         if (k < 0 || (kind && k != kind)) {
-            w_fail(b, VS_EINVALID,
+            w_fail(b, STATUS_EINVALID,
                    "filter key %.64s: Qdrant's match %s takes only strings or only integers", key,
                    op);
             return;
@@ -292,7 +292,7 @@ static void w_match_list(wbuf *b, const Google__Protobuf__ListValue *l, const ch
 static void w_range(wbuf *b, const Memory__V1__Range *r, const char *key) {
     if (!r || (r->lower_case == MEMORY__V1__RANGE__LOWER__NOT_SET &&
                r->upper_case == MEMORY__V1__RANGE__UPPER__NOT_SET)) {
-        w_fail(b, VS_EINVALID, "filter key %.64s: a range needs a bound", key);
+        w_fail(b, STATUS_EINVALID, "filter key %.64s: a range needs a bound", key);
         return;
     }
     int first = 1;
@@ -316,7 +316,7 @@ static void w_range(wbuf *b, const Memory__V1__Range *r, const char *key) {
 
 static void w_field(wbuf *b, const Memory__V1__FieldCondition *f) {
     if (!f) {
-        w_fail(b, VS_EINVALID, "a field condition is missing");
+        w_fail(b, STATUS_EINVALID, "a field condition is missing");
         return;
     }
     const char *key = f->key ? f->key : "";
@@ -343,7 +343,7 @@ static void w_field(wbuf *b, const Memory__V1__FieldCondition *f) {
         w_range(b, f->range, key);
         break;
     default:
-        w_fail(b, VS_EINVALID, "filter key %.64s: the field condition has no test set", key);
+        w_fail(b, STATUS_EINVALID, "filter key %.64s: the field condition has no test set", key);
         return;
     }
     w_lit(b, "}");
@@ -357,7 +357,7 @@ static void w_filter(wbuf *b, const Memory__V1__Filter *f, int depth);
 
 static void w_condition(wbuf *b, const Memory__V1__Condition *c, int depth) {
     if (!c) {
-        w_fail(b, VS_EINVALID, "a filter condition is missing");
+        w_fail(b, STATUS_EINVALID, "a filter condition is missing");
         return;
     }
     switch (c->condition_case) {
@@ -373,7 +373,7 @@ static void w_condition(wbuf *b, const Memory__V1__Condition *c, int depth) {
         size_t n = c->has_id ? c->has_id->n_ids : 0;
         vs_id *ids = n ? calloc(n, sizeof *ids) : NULL;
         if (n && !ids) {
-            w_fail(b, VS_ENOMEM, "out of memory building a qdrant filter");
+            w_fail(b, STATUS_ENOMEM, "out of memory building a qdrant filter");
             return;
         }
         for (size_t i = 0; i < n && !b->rc; i++) {
@@ -382,7 +382,7 @@ static void w_condition(wbuf *b, const Memory__V1__Condition *c, int depth) {
                 ids[i].num = p->num;
             else if (!p || p->kind_case != MEMORY__V1__POINT_ID__KIND_UUID || !p->uuid ||
                      vs_uuid_parse(p->uuid, &ids[i]) != 0)
-                w_fail(b, VS_EINVALID, "has_id: id %zu is neither an integer nor a UUID", i);
+                w_fail(b, STATUS_EINVALID, "has_id: id %zu is neither an integer nor a UUID", i);
         }
         w_lit(b, "{\"has_id\":");
         w_id_set(b, ids, n);
@@ -395,7 +395,7 @@ static void w_condition(wbuf *b, const Memory__V1__Condition *c, int depth) {
         w_filter(b, c->filter, depth + 1);
         return;
     default:
-        w_fail(b, VS_EINVALID, "a filter condition has nothing set");
+        w_fail(b, STATUS_EINVALID, "a filter condition has nothing set");
     }
 }
 
@@ -414,7 +414,7 @@ static void w_clause(wbuf *b, const char *name, Memory__V1__Condition *const *cs
 
 static void w_filter(wbuf *b, const Memory__V1__Filter *f, int depth) {
     if (depth > QJ_MAX_FILTER_DEPTH) {
-        w_fail(b, VS_EINVALID, "filter nests deeper than %d levels", QJ_MAX_FILTER_DEPTH);
+        w_fail(b, STATUS_EINVALID, "filter nests deeper than %d levels", QJ_MAX_FILTER_DEPTH);
         return;
     }
     int first = 1;
@@ -430,7 +430,7 @@ static void w_filter(wbuf *b, const Memory__V1__Filter *f, int depth) {
 /* The read diode as `must`, the user filter nested as one more condition. */
 static void w_scoped_filter(wbuf *b, const qj_scope *s, const Memory__V1__Filter *f) {
     if (!s || !s->tenant || !s->tenant[0]) {
-        w_fail(b, VS_EINVALID, "the read diode needs a tenant");
+        w_fail(b, STATUS_EINVALID, "the read diode needs a tenant");
         return;
     }
     w_lit(b, "{\"must\":[{\"key\":\"memoryd.tenant\",\"match\":{\"value\":");
@@ -500,9 +500,9 @@ int qj_create_collection(int dims, int distance, char **out, size_t *len, char *
     w_init(&b, err, errlen);
     const char *d = qj_distance_name(distance);
     if (!d)
-        w_fail(&b, VS_EINVALID, "unknown distance %d", distance);
+        w_fail(&b, STATUS_EINVALID, "unknown distance %d", distance);
     else if (dims < 1 || dims > VS_MAX_DIMS)
-        w_fail(&b, VS_EINVALID, "dims %d out of 1..%d", dims, VS_MAX_DIMS);
+        w_fail(&b, STATUS_EINVALID, "dims %d out of 1..%d", dims, VS_MAX_DIMS);
     else
         w_fmt(&b, "{\"vectors\":{\"size\":%d,\"distance\":\"%s\"}}", dims, d);
     return w_finish(&b, out, len);
@@ -525,7 +525,7 @@ int qj_payload_index(const char *field, int tenant_index, const qj_version *v, c
 
 static void w_vector(wbuf *b, const float *v, int dims) {
     if (!v) {
-        w_fail(b, VS_EINVALID, "a point has no vector");
+        w_fail(b, STATUS_EINVALID, "a point has no vector");
         return;
     }
     w_lit(b, "[");
@@ -557,8 +557,8 @@ int qj_upsert(const char *tenant, int dims, const vs_point_in *pts, const vs_met
               char **out, size_t *len, char *err, size_t errlen) {
     wbuf b;
     w_init(&b, err, errlen);
-    if (!tenant || !tenant[0]) w_fail(&b, VS_EINVALID, "upsert needs a tenant");
-    if (dims < 1 || dims > VS_MAX_DIMS) w_fail(&b, VS_EINVALID, "dims %d out of range", dims);
+    if (!tenant || !tenant[0]) w_fail(&b, STATUS_EINVALID, "upsert needs a tenant");
+    if (dims < 1 || dims > VS_MAX_DIMS) w_fail(&b, STATUS_EINVALID, "dims %d out of range", dims);
     w_lit(&b, "{\"points\":[");
     for (size_t i = 0; i < n && !b.rc; i++) {
         const vs_point_in *p = &pts[i];
@@ -569,7 +569,7 @@ int qj_upsert(const char *tenant, int dims, const vs_point_in *pts, const vs_met
         w_vector(&b, p->vector, dims);
         w_lit(&b, ",\"payload\":{\"payload\":");
         if (p->payload && !json_is_object(p->payload))
-            w_fail(&b, VS_EINVALID, "a point payload must be a JSON object");
+            w_fail(&b, STATUS_EINVALID, "a point payload must be a JSON object");
         if (p->payload)
             w_json(&b, p->payload, "point payload");
         else
@@ -609,9 +609,9 @@ int qj_query(const qj_scope *s, const vs_search *q, int dims, int legacy_search,
              size_t *len, char *err, size_t errlen) {
     wbuf b;
     w_init(&b, err, errlen);
-    if (dims < 1 || dims > VS_MAX_DIMS) w_fail(&b, VS_EINVALID, "dims %d out of range", dims);
-    if (q->limit < 1) w_fail(&b, VS_EINVALID, "limit %d is below 1", q->limit);
-    if (q->offset < 0) w_fail(&b, VS_EINVALID, "offset %d is negative", q->offset);
+    if (dims < 1 || dims > VS_MAX_DIMS) w_fail(&b, STATUS_EINVALID, "dims %d out of range", dims);
+    if (q->limit < 1) w_fail(&b, STATUS_EINVALID, "limit %d is below 1", q->limit);
+    if (q->offset < 0) w_fail(&b, STATUS_EINVALID, "offset %d is negative", q->offset);
     w_lit(&b, legacy_search ? "{\"vector\":" : "{\"query\":");
     w_vector(&b, q->vector, dims);
     w_lit(&b, ",\"filter\":");
@@ -633,7 +633,7 @@ int qj_scroll(const qj_scope *s, const Memory__V1__Filter *f, int limit, const v
               int payload, int with_vector, char **out, size_t *len, char *err, size_t errlen) {
     wbuf b;
     w_init(&b, err, errlen);
-    if (limit < 1) w_fail(&b, VS_EINVALID, "limit %d is below 1", limit);
+    if (limit < 1) w_fail(&b, STATUS_EINVALID, "limit %d is below 1", limit);
     w_lit(&b, "{\"filter\":");
     w_scoped_filter(&b, s, f);
     w_fmt(&b, ",\"limit\":%d", limit);
@@ -731,7 +731,7 @@ static int scan(const char *s, size_t n, bigint **out, size_t *nout, char *err, 
         } else if (c == '{' || c == '[') {
             if (depth >= QJ_MAX_DEPTH) {
                 free(list);
-                return fail(err, errlen, VS_EINTERNAL,
+                return fail(err, errlen, STATUS_EINTERNAL,
                             "qdrant's answer nests deeper than %d levels", QJ_MAX_DEPTH);
             }
             int opens_payload = after_colon && key_payload && kind[depth] == '{';
@@ -763,7 +763,7 @@ static int scan(const char *s, size_t n, bigint **out, size_t *nout, char *err, 
                     bigint *nl = realloc(list, ncap * sizeof *nl);
                     if (!nl) {
                         free(list);
-                        return fail(err, errlen, VS_ENOMEM,
+                        return fail(err, errlen, STATUS_ENOMEM,
                                     "out of memory reading qdrant's answer");
                     }
                     list = nl;
@@ -784,7 +784,7 @@ static int scan(const char *s, size_t n, bigint **out, size_t *nout, char *err, 
     }
     *out = list;
     *nout = count;
-    return VS_OK;
+    return STATUS_OK;
 }
 
 int qj_load(const char *body, size_t len, json_t **out, char *err, size_t errlen) {
@@ -793,7 +793,7 @@ int qj_load(const char *body, size_t len, json_t **out, char *err, size_t errlen
     bigint *big = NULL;
     size_t nbig = 0;
     int rc = scan(body ? body : "", len, &big, &nbig, err, errlen);
-    if (rc != VS_OK) return rc;
+    if (rc != STATUS_OK) return rc;
     const char *text = body ? body : "";
     size_t tlen = len;
     char *copy = NULL;
@@ -802,7 +802,7 @@ int qj_load(const char *body, size_t len, json_t **out, char *err, size_t errlen
         copy = malloc(len + 2 * nbig + 1);
         if (!copy) {
             free(big);
-            return fail(err, errlen, VS_ENOMEM, "out of memory reading qdrant's answer");
+            return fail(err, errlen, STATUS_ENOMEM, "out of memory reading qdrant's answer");
         }
         size_t at = 0, w = 0;
         for (size_t i = 0; i < nbig; i++) {
@@ -832,11 +832,11 @@ int qj_load(const char *body, size_t len, json_t **out, char *err, size_t errlen
     if (!j) {
         char text_err[sizeof jerr.text];
         qj_error_text(jerr.text, strnlen(jerr.text, sizeof jerr.text), text_err, sizeof text_err);
-        return fail(err, errlen, VS_EINTERNAL, "qdrant's answer is not JSON: %s (at byte %d)",
+        return fail(err, errlen, STATUS_EINTERNAL, "qdrant's answer is not JSON: %s (at byte %d)",
                     text_err, jerr.position);
     }
     *out = j;
-    return VS_OK;
+    return STATUS_OK;
 }
 
 /* Keeps printable ASCII of s[0..n) in out: '?' for other bytes, spaces for
@@ -869,7 +869,7 @@ void qj_error_text(const char *body, size_t len, char *out, size_t outlen) {
         i++;
     if (i < len && body[i] == '{') {
         json_t *j = NULL;
-        if (qj_load(body, len, &j, NULL, 0) == VS_OK) {
+        if (qj_load(body, len, &j, NULL, 0) == STATUS_OK) {
             json_t *st = json_object_get(j, "status");
             json_t *e = json_is_object(st) ? json_object_get(st, "error") : NULL;
             if (json_is_string(e)) {
@@ -889,10 +889,10 @@ int qj_parse_envelope(const char *body, size_t len, json_t **result, char *err, 
     *result = NULL;
     json_t *j = NULL;
     int rc = qj_load(body, len, &j, err, errlen);
-    if (rc != VS_OK) return rc;
+    if (rc != STATUS_OK) return rc;
     if (!json_is_object(j)) {
         json_decref(j);
-        return fail(err, errlen, VS_EINTERNAL, "qdrant's answer is not a JSON object");
+        return fail(err, errlen, STATUS_EINTERNAL, "qdrant's answer is not a JSON object");
     }
     json_t *st = json_object_get(j, "status");
     json_t *e = json_is_object(st) ? json_object_get(st, "error") : NULL;
@@ -900,23 +900,23 @@ int qj_parse_envelope(const char *body, size_t len, json_t **result, char *err, 
         char text[256];
         sanitize(json_string_value(e), json_string_length(e), text, sizeof text);
         json_decref(j);
-        return fail(err, errlen, VS_EINTERNAL, "qdrant reported an error: %s", text);
+        return fail(err, errlen, STATUS_EINTERNAL, "qdrant reported an error: %s", text);
     }
     /* "ok"; "accepted" is what Qdrant says of queued work (its result then
      * says more). */
     const char *sv = json_string_value(st);
     if (!sv || (strcmp(sv, "ok") != 0 && strcmp(sv, "accepted") != 0)) {
         json_decref(j);
-        return fail(err, errlen, VS_EINTERNAL, "qdrant's answer has no \"ok\" status");
+        return fail(err, errlen, STATUS_EINTERNAL, "qdrant's answer has no \"ok\" status");
     }
     json_t *r = json_object_get(j, "result");
     if (!r) {
         json_decref(j);
-        return fail(err, errlen, VS_EINTERNAL, "qdrant's answer has no result");
+        return fail(err, errlen, STATUS_EINTERNAL, "qdrant's answer has no result");
     }
     *result = json_incref(r);
     json_decref(j);
-    return VS_OK;
+    return STATUS_OK;
 }
 
 /* Digits at *p into *v (at most 9 of them). */
@@ -933,11 +933,11 @@ static int version_part(const char **p, int *v) {
 int qj_parse_version(const char *body, size_t len, qj_version *v, char *err, size_t errlen) {
     json_t *j = NULL;
     int rc = qj_load(body, len, &j, err, errlen);
-    if (rc != VS_OK) return rc;
+    if (rc != STATUS_OK) return rc;
     const char *s = json_string_value(json_object_get(j, "version"));
     if (!s) {
         json_decref(j);
-        return fail(err, errlen, VS_EINTERNAL, "qdrant's GET / has no version string");
+        return fail(err, errlen, STATUS_EINTERNAL, "qdrant's GET / has no version string");
     }
     qj_version x = {0, 0, 0};
     const char *p = s;
@@ -953,12 +953,12 @@ int qj_parse_version(const char *body, size_t len, qj_version *v, char *err, siz
         char text[64];
         sanitize(s, strlen(s), text, sizeof text);
         json_decref(j);
-        return fail(err, errlen, VS_EINTERNAL, "qdrant's version \"%s\" is not major.minor.patch",
+        return fail(err, errlen, STATUS_EINTERNAL, "qdrant's version \"%s\" is not major.minor.patch",
                     text);
     }
     json_decref(j);
     *v = x;
-    return VS_OK;
+    return STATUS_OK;
 }
 
 /* An integer member in [lo, hi]. */
@@ -975,23 +975,23 @@ int qj_parse_collection(const char *body, size_t len, int *dims, int *distance, 
                         size_t errlen) {
     json_t *r = NULL;
     int rc = qj_parse_envelope(body, len, &r, err, errlen);
-    if (rc != VS_OK) return rc;
+    if (rc != STATUS_OK) return rc;
     json_t *vec =
         json_object_get(json_object_get(json_object_get(r, "config"), "params"), "vectors");
     int64_t size = 0;
     if (!json_is_object(vec))
-        rc = fail(err, errlen, VS_EINTERNAL,
+        rc = fail(err, errlen, STATUS_EINTERNAL,
                   "qdrant's collection info has no config.params.vectors");
     else if (!json_object_get(vec, "size"))
-        rc = fail(err, errlen, VS_EINTERNAL,
+        rc = fail(err, errlen, STATUS_EINTERNAL,
                   "the qdrant collection has named vectors (not one memoryd made)");
     else if (int_member(vec, "size", 1, VS_MAX_DIMS, &size) != 0)
-        rc = fail(err, errlen, VS_EINTERNAL, "the qdrant collection's vector size is not 1..%d",
+        rc = fail(err, errlen, STATUS_EINTERNAL, "the qdrant collection's vector size is not 1..%d",
                   VS_MAX_DIMS);
     else {
         int d = qj_distance_parse(json_string_value(json_object_get(vec, "distance")));
         if (!d)
-            rc = fail(err, errlen, VS_EINTERNAL,
+            rc = fail(err, errlen, STATUS_EINTERNAL,
                       "the qdrant collection's distance is not Cosine, Dot or Euclid");
         else {
             *dims = (int)size;
@@ -1005,9 +1005,9 @@ int qj_parse_collection(const char *body, size_t len, int *dims, int *distance, 
 int qj_parse_bool(const char *body, size_t len, int *value, char *err, size_t errlen) {
     json_t *r = NULL;
     int rc = qj_parse_envelope(body, len, &r, err, errlen);
-    if (rc != VS_OK) return rc;
+    if (rc != STATUS_OK) return rc;
     if (!json_is_boolean(r))
-        rc = fail(err, errlen, VS_EINTERNAL, "qdrant's result is not a boolean");
+        rc = fail(err, errlen, STATUS_EINTERNAL, "qdrant's result is not a boolean");
     else
         *value = json_is_true(r);
     json_decref(r);
@@ -1017,15 +1017,15 @@ int qj_parse_bool(const char *body, size_t len, int *value, char *err, size_t er
 int qj_parse_update(const char *body, size_t len, char *err, size_t errlen) {
     json_t *r = NULL;
     int rc = qj_parse_envelope(body, len, &r, err, errlen);
-    if (rc != VS_OK) return rc;
+    if (rc != STATUS_OK) return rc;
     const char *st = json_string_value(json_object_get(r, "status"));
     if (!json_is_object(r) || !st)
-        rc = fail(err, errlen, VS_EINTERNAL, "qdrant's update result has no status");
+        rc = fail(err, errlen, STATUS_EINTERNAL, "qdrant's update result has no status");
     else if (strcmp(st, "wait_timeout") == 0)
-        rc = fail(err, errlen, VS_ETIMEOUT,
+        rc = fail(err, errlen, STATUS_ETIMEOUT,
                   "qdrant took the change but did not apply it within its wait timeout");
     else if (strcmp(st, "completed") != 0 && strcmp(st, "acknowledged") != 0)
-        rc = fail(err, errlen, VS_EINTERNAL, "qdrant's update status is not completed");
+        rc = fail(err, errlen, STATUS_EINTERNAL, "qdrant's update status is not completed");
     json_decref(r);
     return rc;
 }
@@ -1033,9 +1033,9 @@ int qj_parse_update(const char *body, size_t len, char *err, size_t errlen) {
 int qj_parse_count(const char *body, size_t len, int64_t *count, char *err, size_t errlen) {
     json_t *r = NULL;
     int rc = qj_parse_envelope(body, len, &r, err, errlen);
-    if (rc != VS_OK) return rc;
+    if (rc != STATUS_OK) return rc;
     if (!json_is_object(r) || int_member(r, "count", 0, INT64_MAX, count) != 0)
-        rc = fail(err, errlen, VS_EINTERNAL, "qdrant's count result has no count");
+        rc = fail(err, errlen, STATUS_EINTERNAL, "qdrant's count result has no count");
     json_decref(r);
     return rc;
 }
@@ -1072,50 +1072,50 @@ int qj_parse_meta(const json_t *payload, const char *tenant, arena *a, vs_meta *
                   size_t errlen) {
     memset(out, 0, sizeof *out);
     json_t *m = json_is_object(payload) ? json_object_get(payload, "memoryd") : NULL;
-    if (!json_is_object(m)) return fail(err, errlen, VS_EINTERNAL, "no memoryd metadata");
+    if (!json_is_object(m)) return fail(err, errlen, STATUS_EINTERNAL, "no memoryd metadata");
     const char *t = meta_str(m, "tenant", 4096);
-    if (!t) return fail(err, errlen, VS_EINTERNAL, "memoryd.tenant is not a string");
+    if (!t) return fail(err, errlen, STATUS_EINTERNAL, "memoryd.tenant is not a string");
     /* Another tenant's name is not repeated into a message that may leave
      * the service. */
     if (tenant && strcmp(t, tenant) != 0)
-        return fail(err, errlen, VS_EINTERNAL, "memoryd.tenant names another tenant");
+        return fail(err, errlen, STATUS_EINTERNAL, "memoryd.tenant names another tenant");
     const char *owner = meta_str(m, "owner", 4096);
-    if (!owner) return fail(err, errlen, VS_EINTERNAL, "memoryd.owner is not a string");
+    if (!owner) return fail(err, errlen, STATUS_EINTERNAL, "memoryd.owner is not a string");
     int64_t label, version, created, updated;
     if (int_member(m, "label", 1, 4, &label) != 0)
-        return fail(err, errlen, VS_EINTERNAL, "memoryd.label is not 1..4");
+        return fail(err, errlen, STATUS_EINTERNAL, "memoryd.label is not 1..4");
     if (int_member(m, "version", 1, INT64_MAX, &version) != 0)
-        return fail(err, errlen, VS_EINTERNAL, "memoryd.version is not a positive integer");
+        return fail(err, errlen, STATUS_EINTERNAL, "memoryd.version is not a positive integer");
     if (int_member(m, "created_us", 0, INT64_MAX, &created) != 0 ||
         int_member(m, "updated_us", 0, INT64_MAX, &updated) != 0)
-        return fail(err, errlen, VS_EINTERNAL, "memoryd.created_us/updated_us are not times");
+        return fail(err, errlen, STATUS_EINTERNAL, "memoryd.created_us/updated_us are not times");
     json_t *pk = json_object_get(m, "pii_kinds");
     if (!json_is_array(pk) || json_array_size(pk) > QJ_MAX_PII)
-        return fail(err, errlen, VS_EINTERNAL, "memoryd.pii_kinds is not a list of at most %d",
+        return fail(err, errlen, STATUS_EINTERNAL, "memoryd.pii_kinds is not a list of at most %d",
                     QJ_MAX_PII);
     size_t npii = json_array_size(pk);
     const char **pii = NULL;
     if (npii) {
         pii = arena_alloc(a, npii * sizeof *pii);
-        if (!pii) return fail(err, errlen, VS_ENOMEM, "out of memory");
+        if (!pii) return fail(err, errlen, STATUS_ENOMEM, "out of memory");
     }
     for (size_t i = 0; i < npii; i++) {
         json_t *x = json_array_get(pk, i);
         size_t n = json_string_length(x);
         if (!json_is_string(x) || n == 0 || n > QJ_MAX_PII_LEN || strlen(json_string_value(x)) != n)
-            return fail(err, errlen, VS_EINTERNAL, "memoryd.pii_kinds[%zu] is not a kind", i);
+            return fail(err, errlen, STATUS_EINTERNAL, "memoryd.pii_kinds[%zu] is not a kind", i);
         if (!(pii[i] = arena_strdup(a, json_string_value(x))))
-            return fail(err, errlen, VS_ENOMEM, "out of memory");
+            return fail(err, errlen, STATUS_ENOMEM, "out of memory");
     }
     out->owner = arena_strdup(a, owner);
-    if (!out->owner) return fail(err, errlen, VS_ENOMEM, "out of memory");
+    if (!out->owner) return fail(err, errlen, STATUS_ENOMEM, "out of memory");
     out->label = (int)label;
     out->version = version;
     out->created_us = created;
     out->updated_us = updated;
     out->pii_kinds = pii;
     out->npii = npii;
-    return VS_OK;
+    return STATUS_OK;
 }
 
 /* A JSON number as a float: finite and within float range (a double
@@ -1133,38 +1133,38 @@ static int to_float(const json_t *x, float *out) {
 static int parse_point(const json_t *pj, const qj_read *r, arena *a, vs_point *out, char *err,
                        size_t errlen) {
     memset(out, 0, sizeof *out);
-    if (!json_is_object(pj)) return fail(err, errlen, VS_EINTERNAL, "a point is not an object");
+    if (!json_is_object(pj)) return fail(err, errlen, STATUS_EINTERNAL, "a point is not an object");
     if (qj_parse_id(json_object_get(pj, "id"), &out->id) != 0)
-        return fail(err, errlen, VS_EINTERNAL, "a point has no valid id");
+        return fail(err, errlen, STATUS_EINTERNAL, "a point has no valid id");
     char idt[37], why[256];
     vs_id_text(&out->id, idt);
     json_t *payload = json_object_get(pj, "payload");
     int rc = qj_parse_meta(payload, r->tenant, a, &out->meta, why, sizeof why);
-    if (rc != VS_OK) return fail(err, errlen, rc, "qdrant point %s is corrupt: %s", idt, why);
+    if (rc != STATUS_OK) return fail(err, errlen, rc, "qdrant point %s is corrupt: %s", idt, why);
     if (r->with_vector) {
         json_t *v = json_object_get(pj, "vector");
         if (!json_is_array(v))
-            return fail(err, errlen, VS_EINTERNAL, "qdrant point %s has no (unnamed) vector", idt);
+            return fail(err, errlen, STATUS_EINTERNAL, "qdrant point %s has no (unnamed) vector", idt);
         if (r->dims < 1 || r->dims > VS_MAX_DIMS || json_array_size(v) != (size_t)r->dims)
-            return fail(err, errlen, VS_EINTERNAL,
+            return fail(err, errlen, STATUS_EINTERNAL,
                         "qdrant point %s has %zu vector components, not %d", idt,
                         json_array_size(v), r->dims);
         float *f = arena_alloc(a, (size_t)r->dims * sizeof *f);
-        if (!f) return fail(err, errlen, VS_ENOMEM, "out of memory");
+        if (!f) return fail(err, errlen, STATUS_ENOMEM, "out of memory");
         for (int i = 0; i < r->dims; i++)
             if (to_float(json_array_get(v, (size_t)i), &f[i]) != 0)
-                return fail(err, errlen, VS_EINTERNAL,
+                return fail(err, errlen, STATUS_EINTERNAL,
                             "qdrant point %s: vector component %d is not a float", idt, i);
         out->vector = f;
     }
     if (r->with_payload) {
         json_t *user = json_object_get(payload, "payload");
         if (!json_is_object(user))
-            return fail(err, errlen, VS_EINTERNAL, "qdrant point %s is corrupt: no payload object",
+            return fail(err, errlen, STATUS_EINTERNAL, "qdrant point %s is corrupt: no payload object",
                         idt);
         out->payload = json_incref(user);
     }
-    return VS_OK;
+    return STATUS_OK;
 }
 
 int qj_parse_hits(const char *body, size_t len, const qj_read *r, int legacy_search, arena *a,
@@ -1173,39 +1173,39 @@ int qj_parse_hits(const char *body, size_t len, const qj_read *r, int legacy_sea
     *n = 0;
     json_t *res = NULL;
     int rc = qj_parse_envelope(body, len, &res, err, errlen);
-    if (rc != VS_OK) return rc;
+    if (rc != STATUS_OK) return rc;
     json_t *pts = legacy_search ? res : json_object_get(res, "points");
     if (!json_is_array(pts)) {
         json_decref(res);
-        return fail(err, errlen, VS_EINTERNAL, "qdrant's %s result has no list of points",
+        return fail(err, errlen, STATUS_EINTERNAL, "qdrant's %s result has no list of points",
                     legacy_search ? "search" : "query");
     }
     size_t cnt = json_array_size(pts);
     vs_hit *hits = cnt ? arena_zalloc(a, cnt * sizeof *hits) : NULL;
     if (cnt && !hits) {
         json_decref(res);
-        return fail(err, errlen, VS_ENOMEM, "out of memory");
+        return fail(err, errlen, STATUS_ENOMEM, "out of memory");
     }
     size_t i = 0;
     for (; i < cnt; i++) {
         json_t *pj = json_array_get(pts, i);
         rc = parse_point(pj, r, a, &hits[i].point, err, errlen);
-        if (rc != VS_OK) break;
+        if (rc != STATUS_OK) break;
         if (to_float(json_object_get(pj, "score"), &hits[i].score) != 0) {
             json_decref(hits[i].point.payload);
             hits[i].point.payload = NULL;
-            rc = fail(err, errlen, VS_EINTERNAL, "a qdrant hit has no valid score");
+            rc = fail(err, errlen, STATUS_EINTERNAL, "a qdrant hit has no valid score");
             break;
         }
     }
     json_decref(res);
-    if (rc != VS_OK) {
+    if (rc != STATUS_OK) {
         vs_hits_release(hits, i);
         return rc;
     }
     *out = hits;
     *n = cnt;
-    return VS_OK;
+    return STATUS_OK;
 }
 
 int qj_parse_records(const char *body, size_t len, const qj_read *r, int scroll, arena *a,
@@ -1216,11 +1216,11 @@ int qj_parse_records(const char *body, size_t len, const qj_read *r, int scroll,
     if (has_next) *has_next = 0;
     json_t *res = NULL;
     int rc = qj_parse_envelope(body, len, &res, err, errlen);
-    if (rc != VS_OK) return rc;
+    if (rc != STATUS_OK) return rc;
     json_t *pts = scroll ? json_object_get(res, "points") : res;
     if (!json_is_array(pts)) {
         json_decref(res);
-        return fail(err, errlen, VS_EINTERNAL, "qdrant's %s result has no list of points",
+        return fail(err, errlen, STATUS_EINTERNAL, "qdrant's %s result has no list of points",
                     scroll ? "scroll" : "retrieve");
     }
     vs_id nx;
@@ -1230,7 +1230,7 @@ int qj_parse_records(const char *body, size_t len, const qj_read *r, int scroll,
         if (o && !json_is_null(o)) {
             if (qj_parse_id(o, &nx) != 0) {
                 json_decref(res);
-                return fail(err, errlen, VS_EINTERNAL,
+                return fail(err, errlen, STATUS_EINTERNAL,
                             "qdrant's next_page_offset is not a point id");
             }
             hn = 1;
@@ -1240,15 +1240,15 @@ int qj_parse_records(const char *body, size_t len, const qj_read *r, int scroll,
     vs_point *p = cnt ? arena_zalloc(a, cnt * sizeof *p) : NULL;
     if (cnt && !p) {
         json_decref(res);
-        return fail(err, errlen, VS_ENOMEM, "out of memory");
+        return fail(err, errlen, STATUS_ENOMEM, "out of memory");
     }
     size_t i = 0;
     for (; i < cnt; i++) {
         rc = parse_point(json_array_get(pts, i), r, a, &p[i], err, errlen);
-        if (rc != VS_OK) break;
+        if (rc != STATUS_OK) break;
     }
     json_decref(res);
-    if (rc != VS_OK) {
+    if (rc != STATUS_OK) {
         vs_points_release(p, i);
         return rc;
     }
@@ -1256,5 +1256,5 @@ int qj_parse_records(const char *body, size_t len, const qj_read *r, int scroll,
     *n = cnt;
     if (hn && next) *next = nx;
     if (has_next) *has_next = hn;
-    return VS_OK;
+    return STATUS_OK;
 }

@@ -11,15 +11,15 @@
  * read diode filters on "memoryd.*".
  *
  * Builders write a malloc'd, NUL-terminated body into *out (the caller
- * free()s it; *out is NULL on error) and return VS_OK, VS_EINVALID (an input
+ * free()s it; *out is NULL on error) and return STATUS_OK, STATUS_EINVALID (an input
  * Qdrant cannot take: a non-finite number, text that is not UTF-8, a filter
- * condition with no Qdrant form) or VS_ENOMEM, with a message in err.
+ * condition with no Qdrant form) or STATUS_ENOMEM, with a message in err.
  *
  * Parsers take the raw response bytes (any bytes: they never read outside
- * body[0..len) and recurse at most QJ_MAX_DEPTH levels) and return VS_OK, or
- * VS_EINTERNAL for an answer that is not what the Qdrant API promises
+ * body[0..len) and recurse at most QJ_MAX_DEPTH levels) and return STATUS_OK, or
+ * STATUS_EINTERNAL for an answer that is not what the Qdrant API promises
  * (malformed JSON, wrong types, a point without valid memoryd metadata: a
- * corrupt point), or VS_ENOMEM, with a message in err. Results live in the
+ * corrupt point), or STATUS_ENOMEM, with a message in err. Results live in the
  * arena passed in, except payloads, which are jansson references the caller
  * owns (vs_points_release / vs_hits_release); on error nothing is handed
  * out and every reference taken is dropped. */
@@ -90,7 +90,7 @@ typedef struct qj_read {
  *            {<f mapped>}]}                                   (f not empty)
  * f's keys get the "payload." prefix. f must have passed efilter_check;
  * what still has no Qdrant form (booleans in match_any / match_except, a
- * non-integral match value, ...) is VS_EINVALID. */
+ * non-integral match value, ...) is STATUS_EINVALID. */
 int qj_filter(const qj_scope *s, const Memory__V1__Filter *f, char **out, size_t *len, char *err,
               size_t errlen);
 
@@ -146,7 +146,7 @@ int qj_load(const char *body, size_t len, json_t **out, char *err, size_t errlen
 
 /* The envelope of a 2xx answer: {"result": R, "status": "ok", ...}
  * (unknown keys ignored). *result is a new reference to R. An error
- * envelope ({"status":{"error":...}}) is VS_EINTERNAL naming the error. */
+ * envelope ({"status":{"error":...}}) is STATUS_EINTERNAL naming the error. */
 int qj_parse_envelope(const char *body, size_t len, json_t **result, char *err, size_t errlen);
 
 /* The text of a failed answer for an error message, into out (always
@@ -161,7 +161,7 @@ int qj_parse_version(const char *body, size_t len, qj_version *v, char *err, siz
 
 /* GET /collections/{name}: the single unnamed vector's size and distance
  * (VS_COSINE / VS_DOT / VS_EUCLID); named vectors or another distance are
- * VS_EINTERNAL (not a collection memoryd made). */
+ * STATUS_EINTERNAL (not a collection memoryd made). */
 int qj_parse_collection(const char *body, size_t len, int *dims, int *distance, char *err,
                         size_t errlen);
 
@@ -169,8 +169,8 @@ int qj_parse_collection(const char *body, size_t len, int *dims, int *distance, 
 int qj_parse_bool(const char *body, size_t len, int *value, char *err, size_t errlen);
 
 /* An UpdateResult (upsert, delete, index): "completed" or "acknowledged"
- * are VS_OK (acknowledged: in Qdrant's WAL, applied in order); "wait_timeout"
- * is VS_ETIMEOUT. */
+ * are STATUS_OK (acknowledged: in Qdrant's WAL, applied in order); "wait_timeout"
+ * is STATUS_ETIMEOUT. */
 int qj_parse_update(const char *body, size_t len, char *err, size_t errlen);
 
 /* POST .../points/count: {"result":{"count":N}}. */
@@ -194,7 +194,7 @@ int qj_parse_id(const json_t *j, vs_id *out);
 
 /* The memoryd metadata of a point's payload object (borrowed): memoryd.tenant
  * must equal tenant; strings are copied into a. A missing or malformed
- * object is VS_EINTERNAL (a corrupt point). */
+ * object is STATUS_EINTERNAL (a corrupt point). */
 int qj_parse_meta(const json_t *payload, const char *tenant, arena *a, vs_meta *out, char *err,
                   size_t errlen);
 

@@ -81,7 +81,7 @@ int vs_stamp(vs_ctx *c, const vs_id *id, const vs_meta *existing, int requested_
         out->label = principal_stamp_label(c->p, requested_label, 0);
         out->version = 1;
         out->created_us = now_us;
-        return VS_OK;
+        return STATUS_OK;
     }
     /* A point the caller could not read may not be changed either: another
      * owner's without the :all write breadth, or one labelled above the
@@ -90,14 +90,14 @@ int vs_stamp(vs_ctx *c, const vs_id *id, const vs_meta *existing, int requested_
     if ((other_owner && c->write_breadth != PRINCIPAL_ALL) ||
         existing->label > (int)principal_clr(c->p)) {
         char buf[37];
-        return vs_fail(c, VS_EDENIED, "point %s exists and may not be modified by %s",
+        return vs_fail(c, STATUS_EDENIED, "point %s exists and may not be modified by %s",
                        vs_id_text(id, buf), principal_sub(c->p));
     }
     out->owner = existing->owner;
     out->label = principal_stamp_label(c->p, requested_label, existing->label);
     out->version = existing->version + 1;
     out->created_us = existing->created_us;
-    return VS_OK;
+    return STATUS_OK;
 }
 
 void vs_points_release(vs_point *pts, size_t n) {

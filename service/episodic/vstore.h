@@ -12,14 +12,14 @@
  *   label <= clr) inside the backend query, so limits, offsets and counts
  *   never see hidden points.
  * - Writes apply the write diode through vs_stamp: an existing point the
- *   caller may not modify fails the whole call with VS_EDENIED and nothing
+ *   caller may not modify fails the whole call with STATUS_EDENIED and nothing
  *   is written.
  * - Inputs are validated by the caller (dimensions, finite components,
  *   filters, sizes): a backend checks only what it needs for safety.
  *
  * Memory: results live in ctx->ar (an arena) except payloads, which are
  * jansson references the caller must json_decref (vs_points_release does
- * it for an array). Functions return VS_OK or a negative VS_E* code with
+ * it for an array). Functions return STATUS_OK or a negative STATUS_E* code with
  * a message in ctx->err. */
 #ifndef MEMORYD_EPISODIC_VSTORE_H
 #define MEMORYD_EPISODIC_VSTORE_H
@@ -29,19 +29,9 @@
 #include <stdint.h>
 
 #include "memory/v1/common.pb-c.h"
+#include "service/core/status.h"
 #include "service/auth/principal.h"
 #include "service/core/arena.h"
-
-#define VS_OK 0
-#define VS_ENOTFOUND (-1)    /* no such collection (in this tenant) */
-#define VS_EDENIED (-2)      /* write diode: an existing point may not be modified */
-#define VS_EEXISTS (-3)      /* a collection of that name exists */
-#define VS_EUNAVAILABLE (-4) /* backend down, unreachable or failing */
-#define VS_ETIMEOUT (-5)     /* the call's deadline passed */
-#define VS_EINTERNAL (-6)    /* unexpected backend answer: a bug or corruption, logged */
-#define VS_ENOMEM (-7)
-#define VS_EINVALID (-8)     /* the backend refused the input (Qdrant 400/422) */
-#define VS_EAUTH (-9)        /* the backend refused our credentials (Qdrant 401/403) */
 
 /* Distances: the memory.v1.Distance values. */
 #define VS_COSINE 1
@@ -162,7 +152,7 @@ typedef struct vstore_ops {
      * ones left out). */
     int (*get)(vstore *vs, vs_ctx *c, const vs_collection *col, const vs_id *ids, size_t n,
                int with_payload, int with_vector, vs_point **out, size_t *nout);
-    /* Deletes the listed ids that exist; VS_EDENIED (nothing deleted) when
+    /* Deletes the listed ids that exist; STATUS_EDENIED (nothing deleted) when
      * one of them may not be modified by the caller. */
     int (*delete_ids)(vstore *vs, vs_ctx *c, const vs_collection *col, const vs_id *ids,
                       size_t n, int64_t *deleted);
@@ -188,7 +178,7 @@ void vstore_free(vstore *vs);
 /* Write diode for one point: existing is the stored point's metadata or
  * NULL when the id is new. Fills out (owner, label, version, created,
  * updated = now_us; strings borrowed from existing or the principal).
- * Returns VS_OK or VS_EDENIED with a message naming the id in c->err. */
+ * Returns STATUS_OK or STATUS_EDENIED with a message naming the id in c->err. */
 int vs_stamp(vs_ctx *c, const vs_id *id, const vs_meta *existing, int requested_label,
              int64_t now_us, vs_meta *out);
 

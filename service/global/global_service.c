@@ -45,9 +45,7 @@ struct global_service {
 /* ------------------------------------------------------------ status */
 
 static grpc_status_code store_status(rpc_call *call, int rc, const global_ctx *c) {
-    if (rc == GLOBAL_OK) return GRPC_STATUS_OK;
-    rpc_call_set_error(call, "%s", c->err[0] ? c->err : global_strerror(rc));
-    return rc == GLOBAL_EINVALID ? GRPC_STATUS_INVALID_ARGUMENT : pgq_grpc_status(rc);
+    return rpc_call_fail(call, rc, c->err);
 }
 
 /* ------------------------------------------------------------ validation */
@@ -319,7 +317,7 @@ static void entity_changed(const global_service *svc, rpc_call *call, const prin
     char err[256] = "";
     if (svc->o.entity_l2 &&
         cache_l2_publish(svc->o.entity_l2, key, klen, rpc_call_deadline_ms(call), err,
-                         sizeof err) != CACHE_L2_OK)
+                         sizeof err) != STATUS_OK)
         log_fields(LOG_WARN, "entity invalidation not announced; other replicas drop their L1 "
                    "when their subscription recovers", LOG_F_STR, "id", id, LOG_F_STR, "reason",
                    err, LOG_F_END);
@@ -336,17 +334,17 @@ static int load_entity(void *arg, cache_item **out) {
     entity_load *l = arg;
     global_entity e;
     int rc = global_load_entity(l->svc->store, l->c, l->id, &e);
-    if (rc == GLOBAL_ENOTFOUND) return CACHE_ASIDE_NOT_FOUND;
-    if (rc != GLOBAL_OK) return rc < 0 ? rc : -1;
+    if (rc == STATUS_ENOTFOUND) return STATUS_ENOTFOUND;
+    if (rc != STATUS_OK) return rc < 0 ? rc : -1;
     Memory__V1__Entity *m = render_entity(l->c->ar, &e);
-    if (!m) return GLOBAL_ENOMEM;
+    if (!m) return STATUS_ENOMEM;
     size_t n = protobuf_c_message_get_packed_size(&m->base);
     uint8_t *buf = arena_alloc(l->c->ar, n ? n : 1);
-    if (!buf) return GLOBAL_ENOMEM;
+    if (!buf) return STATUS_ENOMEM;
     protobuf_c_message_pack(&m->base, buf);
     *out = cache_item_create(e.meta.owner, strlen(e.meta.owner), buf, n, e.meta.label,
                              e.meta.update_us / 1000, pbtime_now_us() / 1000 + 3600 * 1000);
-    return *out ? CACHE_ASIDE_FOUND : GLOBAL_ENOMEM;
+    return *out ? STATUS_OK : STATUS_ENOMEM;
 }
 
 static grpc_status_code get_entity_cached(global_service *svc, rpc_call *call, global_ctx *c,
@@ -360,21 +358,21 @@ static grpc_status_code get_entity_cached(global_service *svc, rpc_call *call, g
     int from_l1;
     int rc = cache_aside_get(svc->o.entity_cache, key, klen, c->deadline_ms, load_entity, &l, &it,
                              &from_l1);
-    if (rc == CACHE_ASIDE_TIMEOUT) rc = GLOBAL_ETIMEOUT;
-    if (rc == CACHE_ASIDE_NOMEM) rc = GLOBAL_ENOMEM;
-    int visible = rc == CACHE_ASIDE_FOUND &&
+    if (rc == STATUS_ETIMEOUT) rc = STATUS_ETIMEOUT;
+    if (rc == STATUS_ENOMEM) rc = STATUS_ENOMEM;
+    int visible = rc == STATUS_OK &&
                   principal_may_read(c->p, principal_scope(c->p, "global:read"),
                                      principal_tenant(c->p), it->owner, it->label);
-    if (rc == CACHE_ASIDE_FOUND && visible)
+    if (rc == STATUS_OK && visible)
         resp->entity = (Memory__V1__Entity *)protobuf_c_message_unpack(
             &memory__v1__entity__descriptor, arena_protobuf_allocator(a), it->value_len,
             it->value);
     cache_item_unref(it);
-    if (rc == CACHE_ASIDE_NOT_FOUND || (rc == CACHE_ASIDE_FOUND && !visible)) {
+    if (rc == STATUS_ENOTFOUND || (rc == STATUS_OK && !visible)) {
         rpc_call_set_error(call, "entity %s not found", id);
         return GRPC_STATUS_NOT_FOUND;
     }
-    if (rc != CACHE_ASIDE_FOUND) return store_status(call, rc, c);
+    if (rc != STATUS_OK) return store_status(call, rc, c);
     if (!resp->entity) return rpc_call_oom(call);
     target(call, "entity", id);
     return GRPC_STATUS_OK;
@@ -420,7 +418,7 @@ static grpc_status_code do_put_entity(rpc_call *call, const ProtobufCMessage *re
     global_entity e;
     int created = 0;
     int rc = global_put_entity(svc->store, &c, &in, &e, &created);
-    if (rc != GLOBAL_OK) return store_status(call, rc, &c);
+    if (rc != STATUS_OK) return store_status(call, rc, &c);
     entity_changed(svc, call, p, in.id);
     if (!(resp->entity = render_entity(a, &e))) return rpc_call_oom(call);
     resp->created = created;
@@ -442,7 +440,7 @@ static grpc_status_code do_get_entity(rpc_call *call, const ProtobufCMessage *re
     if (svc->o.entity_cache) return get_entity_cached(svc, call, &c, id, resp);
     global_entity e;
     int rc = global_get_entity(svc->store, &c, id, &e);
-    if (rc != GLOBAL_OK) return store_status(call, rc, &c);
+    if (rc != STATUS_OK) return store_status(call, rc, &c);
     target(call, "entity", id);
     if (!(resp->entity = render_entity(rpc_call_arena(call), &e))) return rpc_call_oom(call);
     return GRPC_STATUS_OK;
@@ -466,7 +464,7 @@ static grpc_status_code do_delete_entity(rpc_call *call, const ProtobufCMessage 
     global_ctx c;
     init_ctx(&c, call, authn_principal(call), svc, 1);
     int rc = global_delete_entity(svc->store, &c, id, has_expected, req->expected_version);
-    if (rc == GLOBAL_OK) entity_changed(svc, call, c.p, id);
+    if (rc == STATUS_OK) entity_changed(svc, call, c.p, id);
     return store_status(call, rc, &c);
 }
 
@@ -560,7 +558,7 @@ static grpc_status_code do_query_entities(rpc_call *call, const ProtobufCMessage
     size_t n;
     int more;
     int rc = global_query_entities(svc->store, &c, &in, &ents, &keys, &n, &more);
-    if (rc != GLOBAL_OK) return store_status(call, rc, &c);
+    if (rc != STATUS_OK) return store_status(call, rc, &c);
     resp->entities = arena_alloc(a, (n ? n : 1) * sizeof *resp->entities);
     if (!resp->entities) return rpc_call_oom(call);
     size_t bytes = 0, i = 0;
@@ -630,7 +628,7 @@ static grpc_status_code do_put_rel(rpc_call *call, const ProtobufCMessage *reqm,
     global_rel r;
     int created = 0;
     int rc = global_put_rel(svc->store, &c, &in, &r, &created);
-    if (rc != GLOBAL_OK) return store_status(call, rc, &c);
+    if (rc != STATUS_OK) return store_status(call, rc, &c);
     if (!(resp->relationship = render_rel(rpc_call_arena(call), &r))) return rpc_call_oom(call);
     resp->created = created;
     return GRPC_STATUS_OK;
@@ -701,7 +699,7 @@ static grpc_status_code do_traverse(rpc_call *call, const ProtobufCMessage *reqm
     init_ctx(&c, call, authn_principal(call), svc, 0);
     global_traverse_out out;
     int rc = global_traverse(svc->store, &c, &in, &out);
-    if (rc != GLOBAL_OK) return store_status(call, rc, &c);
+    if (rc != STATUS_OK) return store_status(call, rc, &c);
     resp->nodes = arena_alloc(a, (out.nnodes + 1) * sizeof *resp->nodes);
     resp->edges = arena_alloc(a, (out.nedges + 1) * sizeof *resp->edges);
     if (!resp->nodes || !resp->edges) return rpc_call_oom(call);
@@ -794,7 +792,7 @@ static grpc_status_code do_record_task(rpc_call *call, const ProtobufCMessage *r
     global_task t;
     int created = 0;
     int rc = global_record_task(svc->store, &c, &in, &t, &created);
-    if (rc != GLOBAL_OK) return store_status(call, rc, &c);
+    if (rc != STATUS_OK) return store_status(call, rc, &c);
     if (!(resp->task = render_task(rpc_call_arena(call), &t))) return rpc_call_oom(call);
     resp->created = created;
     return GRPC_STATUS_OK;
@@ -858,7 +856,7 @@ static grpc_status_code do_list_tasks(rpc_call *call, const ProtobufCMessage *re
     size_t n;
     int more;
     int rc = global_list_tasks(svc->store, &c, &in, &tasks, &n, &more);
-    if (rc != GLOBAL_OK) return store_status(call, rc, &c);
+    if (rc != STATUS_OK) return store_status(call, rc, &c);
     resp->tasks = arena_alloc(a, (n ? n : 1) * sizeof *resp->tasks);
     if (!resp->tasks) return rpc_call_oom(call);
     size_t bytes = 0, i = 0;

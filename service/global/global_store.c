@@ -35,11 +35,6 @@ struct global_store {
     " t.result, t.entity_ids, t.pii_kinds, t.start_time, t.end_time, t.version,"            \
     " t.created_at, t.updated_at"
 
-const char *global_strerror(int code) {
-    if (code == GLOBAL_EINVALID) return "invalid request";
-    return pgq_strerror(code);
-}
-
 static int fail(global_ctx *c, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static int fail(global_ctx *c, int code, const char *fmt, ...) {
@@ -111,13 +106,13 @@ static void add_read_diode(pgq_sql *b, pgq_params *q, const principal *p, const 
 static int check_row(global_ctx *c, const char *what, const char *id, const global_meta *m) {
     if (principal_may_read(c->p, principal_scope(c->p, "global:read"), m->tenant, m->owner,
                            m->label))
-        return GLOBAL_OK;
+        return STATUS_OK;
     log_fields(LOG_ERROR, "global: READ DIODE MISMATCH, a row escaped the SQL predicates",
                LOG_F_STR, "caller", principal_sub(c->p), LOG_F_STR, "caller_tenant",
                principal_tenant(c->p), LOG_F_STR, "row_tenant", m->tenant, LOG_F_STR,
                "row_owner", m->owner, LOG_F_INT, "row_label", (int64_t)m->label, LOG_F_STR,
                "kind", what, LOG_F_STR, "id", id, LOG_F_END);
-    return fail(c, GLOBAL_EINTERNAL, "internal error: read filter mismatch (logged)");
+    return fail(c, STATUS_EINTERNAL, "internal error: read filter mismatch (logged)");
 }
 
 /* The state of a record under a row lock. */
@@ -131,17 +126,17 @@ typedef struct {
 
 static int decode_lock(global_ctx *c, PGresult *r, locked_row *lr) {
     memset(lr, 0, sizeof *lr);
-    if (PQntuples(r) == 0) return GLOBAL_OK;
+    if (PQntuples(r) == 0) return STATUS_OK;
     int64_t label;
     lr->owner = pgq_col_str(c->ar, r, 0, 0);
     if (!lr->owner || pgq_col_int(r, 0, 1, &label) != 0 ||
         pgq_col_int(r, 0, 2, &lr->version) != 0)
-        return fail(c, GLOBAL_EINTERNAL, "unexpected row-lock result");
+        return fail(c, STATUS_EINTERNAL, "unexpected row-lock result");
     if (PQnfields(r) > 3 && pgq_col_ts(r, 0, 3, &lr->start_us) != 0)
-        return fail(c, GLOBAL_EINTERNAL, "unexpected row-lock result");
+        return fail(c, STATUS_EINTERNAL, "unexpected row-lock result");
     lr->exists = 1;
     lr->label = (int)label;
-    return GLOBAL_OK;
+    return STATUS_OK;
 }
 
 /* BEGIN and the row lock in one round trip. */
@@ -149,7 +144,7 @@ static int lock_row(pgq_session *ss, global_ctx *c, const pgq_sql *b, const pgq_
                     locked_row *lr) {
     PGresult *r;
     int rc = pgq_pipeline(ss, "row lock", "BEGIN", b, q, 0, &r);
-    if (rc != GLOBAL_OK) return rc;
+    if (rc != STATUS_OK) return rc;
     rc = decode_lock(c, r, lr);
     PQclear(r);
     return rc;
@@ -159,29 +154,29 @@ static int lock_row(pgq_session *ss, global_ctx *c, const pgq_sql *b, const pgq_
  * read it (label <= clr) and own it or hold `global:write:all`. */
 static int may_modify(global_ctx *c, const locked_row *lr, const char *what, const char *id) {
     if (lr->label > (int)principal_clr(c->p))
-        return fail(c, GLOBAL_EDENIED,
+        return fail(c, STATUS_EDENIED,
                     "%s %s is labelled above the token's read ceiling and cannot be modified "
                     "by it", what, id);
     if (strcmp(lr->owner, principal_sub(c->p)) != 0 &&
         principal_scope(c->p, "global:write") != PRINCIPAL_ALL)
-        return fail(c, GLOBAL_EDENIED,
+        return fail(c, STATUS_EDENIED,
                     "%s %s belongs to another principal; modifying it needs global:write:all",
                     what, id);
-    return GLOBAL_OK;
+    return STATUS_OK;
 }
 
 static int check_expected(global_ctx *c, const locked_row *lr, int has_expected,
                           int64_t expected, const char *what, const char *id) {
-    if (!has_expected) return GLOBAL_OK;
+    if (!has_expected) return STATUS_OK;
     int64_t current = lr->exists ? lr->version : 0;
-    if (current == expected) return GLOBAL_OK;
+    if (current == expected) return STATUS_OK;
     if (current == 0)
-        return fail(c, GLOBAL_ECONFLICT, "%s %s does not exist (expected_version %lld)", what, id,
+        return fail(c, STATUS_ECONFLICT, "%s %s does not exist (expected_version %lld)", what, id,
                     (long long)expected);
     if (expected == 0)
-        return fail(c, GLOBAL_ECONFLICT, "%s %s already exists (version %lld)", what, id,
+        return fail(c, STATUS_ECONFLICT, "%s %s already exists (version %lld)", what, id,
                     (long long)current);
-    return fail(c, GLOBAL_ECONFLICT, "%s %s is at version %lld, not %lld", what, id,
+    return fail(c, STATUS_ECONFLICT, "%s %s is at version %lld, not %lld", what, id,
                 (long long)current, (long long)expected);
 }
 
@@ -212,13 +207,13 @@ static int decode_entity_row(global_ctx *c, const PGresult *r, int row, global_e
     e->properties_json = pgq_col_jsonb(c->ar, r, row, 6);
     if (!e->id || !e->type || !e->name || !e->properties_json ||
         decode_meta(c, r, row, 0, 2, 3, 7, 8, 9, &e->meta) != 0)
-        return fail(c, GLOBAL_EINTERNAL, "an entities row has an unreadable column");
-    return GLOBAL_OK;
+        return fail(c, STATUS_EINTERNAL, "an entities row has an unreadable column");
+    return STATUS_OK;
 }
 
 static int decode_entity(global_ctx *c, const PGresult *r, int row, global_entity *e) {
     int rc = decode_entity_row(c, r, row, e);
-    return rc != GLOBAL_OK ? rc : check_row(c, "entity", e->id, &e->meta);
+    return rc != STATUS_OK ? rc : check_row(c, "entity", e->id, &e->meta);
 }
 
 static int decode_rel(global_ctx *c, const PGresult *r, int row, global_rel *e) {
@@ -229,7 +224,7 @@ static int decode_rel(global_ctx *c, const PGresult *r, int row, global_rel *e) 
     e->properties_json = pgq_col_jsonb(c->ar, r, row, 6);
     if (!e->source_id || !e->type || !e->target_id || !e->properties_json ||
         decode_meta(c, r, row, 0, 4, 5, 7, 8, 9, &e->meta) != 0)
-        return fail(c, GLOBAL_EINTERNAL, "a relationships row has an unreadable column");
+        return fail(c, STATUS_EINTERNAL, "a relationships row has an unreadable column");
     return check_row(c, "relationship", e->source_id, &e->meta);
 }
 
@@ -240,19 +235,19 @@ static int decode_task(global_ctx *c, const PGresult *r, int row, global_task *t
     t->type = pgq_col_str(c->ar, r, row, 4);
     t->description = pgq_col_str(c->ar, r, row, 5);
     if (!PQgetisnull(r, row, 7) && !(t->provenance_json = pgq_col_jsonb(c->ar, r, row, 7)))
-        return fail(c, GLOBAL_EINTERNAL, "a tasks row has an unreadable provenance");
+        return fail(c, STATUS_EINTERNAL, "a tasks row has an unreadable provenance");
     if (!PQgetisnull(r, row, 8) && !(t->result_json = pgq_col_jsonb(c->ar, r, row, 8)))
-        return fail(c, GLOBAL_EINTERNAL, "a tasks row has an unreadable result");
+        return fail(c, STATUS_EINTERNAL, "a tasks row has an unreadable result");
     if (!PQgetisnull(r, row, 12)) {
         if (pgq_col_ts(r, row, 12, &t->end_us) != 0)
-            return fail(c, GLOBAL_EINTERNAL, "a tasks row has an unreadable end_time");
+            return fail(c, STATUS_EINTERNAL, "a tasks row has an unreadable end_time");
         t->has_end = 1;
     }
     if (!t->id || !t->type || !t->description || pgq_col_int(r, row, 6, &status) != 0 ||
         pgq_col_text_array(c->ar, r, row, 9, &t->entity_ids, &t->nentity_ids) != 0 ||
         pgq_col_ts(r, row, 11, &t->start_us) != 0 ||
         decode_meta(c, r, row, 0, 2, 3, 10, 13, 14, &t->meta) != 0)
-        return fail(c, GLOBAL_EINTERNAL, "a tasks row has an unreadable column");
+        return fail(c, STATUS_EINTERNAL, "a tasks row has an unreadable column");
     t->status = (int)status;
     return check_row(c, "task", t->id, &t->meta);
 }
@@ -269,7 +264,7 @@ static int put_entity(pgq_session *ss, global_ctx *c, void *arg) {
     put_entity_args *a = arg;
     const global_entity_in *in = a->in;
     const char *pii = pgq_array_literal(c->ar, in->pii_kinds, in->npii);
-    if (!pii) return fail(c, GLOBAL_ENOMEM, "out of memory");
+    if (!pii) return fail(c, STATUS_ENOMEM, "out of memory");
     for (int race = 0; race < MAX_CREATE_RACES; race++) {
         pgq_params lq = {0};
         pgq_sql lb = {0};
@@ -278,17 +273,17 @@ static int put_entity(pgq_session *ss, global_ctx *c, void *arg) {
                     " FOR UPDATE",
                     pgq_text(&lq, principal_tenant(c->p)), pgq_text(&lq, in->id));
         locked_row lr;
-        int rc = race == 0 ? lock_row(ss, c, &lb, &lq, &lr) : GLOBAL_OK;
+        int rc = race == 0 ? lock_row(ss, c, &lb, &lq, &lr) : STATUS_OK;
         if (race > 0) {
             PGresult *r;
-            if ((rc = pgq_exec_ok(ss, &lb, &lq, "row lock", &r)) != GLOBAL_OK) return rc;
+            if ((rc = pgq_exec_ok(ss, &lb, &lq, "row lock", &r)) != STATUS_OK) return rc;
             rc = decode_lock(c, r, &lr);
             PQclear(r);
         }
-        if (rc != GLOBAL_OK) return rc;
-        if (lr.exists && (rc = may_modify(c, &lr, "entity", in->id)) != GLOBAL_OK) return rc;
+        if (rc != STATUS_OK) return rc;
+        if (lr.exists && (rc = may_modify(c, &lr, "entity", in->id)) != STATUS_OK) return rc;
         if ((rc = check_expected(c, &lr, in->has_expected, in->expected_version, "entity",
-                                 in->id)) != GLOBAL_OK)
+                                 in->id)) != STATUS_OK)
             return rc;
         int label = principal_stamp_label(c->p, in->label, lr.exists ? lr.label : 0);
         pgq_params q = {0};
@@ -316,7 +311,7 @@ static int put_entity(pgq_session *ss, global_ctx *c, void *arg) {
                         " RETURNING " E_COLS,
                         p_label, p_type, p_name, p_props, p_pii, p_tenant, p_id);
         PGresult *r;
-        if ((rc = pgq_exec_ok(ss, &b, &q, "entity write", &r)) != GLOBAL_OK) return rc;
+        if ((rc = pgq_exec_ok(ss, &b, &q, "entity write", &r)) != STATUS_OK) return rc;
         if (PQntuples(r) == 0) {
             /* Lost a create race: the other transaction committed its row
              * (ON CONFLICT waited for it); lock and re-evaluate. */
@@ -325,11 +320,11 @@ static int put_entity(pgq_session *ss, global_ctx *c, void *arg) {
         }
         rc = decode_entity(c, r, 0, a->out);
         PQclear(r);
-        if (rc != GLOBAL_OK) return rc;
+        if (rc != STATUS_OK) return rc;
         *a->created = !lr.exists;
         return commit(ss, c);
     }
-    return fail(c, GLOBAL_ECONFLICT, "entity %s is being created concurrently; retry", in->id);
+    return fail(c, STATUS_ECONFLICT, "entity %s is being created concurrently; retry", in->id);
 }
 
 int global_put_entity(global_store *s, global_ctx *c, const global_entity_in *in,
@@ -356,8 +351,8 @@ static int get_entity(pgq_session *ss, global_ctx *c, void *arg) {
     global_sql_get_entity(c->p, a->id, &b, &q);
     PGresult *r;
     int rc = pgq_pipeline(ss, "get entity", NULL, &b, &q, 1, &r);
-    if (rc != GLOBAL_OK) return rc;
-    if (PQntuples(r) == 0) rc = fail(c, GLOBAL_ENOTFOUND, "entity %s not found", a->id);
+    if (rc != STATUS_OK) return rc;
+    if (PQntuples(r) == 0) rc = fail(c, STATUS_ENOTFOUND, "entity %s not found", a->id);
     else rc = decode_entity(c, r, 0, a->out);
     PQclear(r);
     return rc;
@@ -376,8 +371,8 @@ static int load_entity(pgq_session *ss, global_ctx *c, void *arg) {
                 pgq_text(&q, principal_tenant(c->p)), pgq_text(&q, a->id));
     PGresult *r;
     int rc = pgq_pipeline(ss, "load entity", NULL, &b, &q, 1, &r);
-    if (rc != GLOBAL_OK) return rc;
-    if (PQntuples(r) == 0) rc = fail(c, GLOBAL_ENOTFOUND, "entity %s not found", a->id);
+    if (rc != STATUS_OK) return rc;
+    if (PQntuples(r) == 0) rc = fail(c, STATUS_ENOTFOUND, "entity %s not found", a->id);
     else rc = decode_entity_row(c, r, 0, a->out);
     PQclear(r);
     return rc;
@@ -404,11 +399,11 @@ static int delete_entity(pgq_session *ss, global_ctx *c, void *arg) {
                 pgq_text(&q, principal_tenant(c->p)), pgq_text(&q, a->id));
     locked_row lr;
     int rc = lock_row(ss, c, &b, &q, &lr);
-    if (rc != GLOBAL_OK) return rc;
-    if (!lr.exists) return fail(c, GLOBAL_ENOTFOUND, "entity %s not found", a->id);
-    if ((rc = may_modify(c, &lr, "entity", a->id)) != GLOBAL_OK ||
+    if (rc != STATUS_OK) return rc;
+    if (!lr.exists) return fail(c, STATUS_ENOTFOUND, "entity %s not found", a->id);
+    if ((rc = may_modify(c, &lr, "entity", a->id)) != STATUS_OK ||
         (rc = check_expected(c, &lr, a->has_expected, a->expected, "entity", a->id)) !=
-            GLOBAL_OK)
+            STATUS_OK)
         return rc;
     /* Relationships touching it go with it (ON DELETE CASCADE). */
     pgq_params dq = {0};
@@ -417,7 +412,7 @@ static int delete_entity(pgq_session *ss, global_ctx *c, void *arg) {
     pgq_sql_add(&d, "DELETE FROM entities WHERE tenant = $%d AND id = $%d", p_tenant,
                 pgq_text(&dq, a->id));
     PGresult *r;
-    if ((rc = pgq_exec_ok(ss, &d, &dq, "entity delete", &r)) != GLOBAL_OK) return rc;
+    if ((rc = pgq_exec_ok(ss, &d, &dq, "entity delete", &r)) != STATUS_OK) return rc;
     PQclear(r);
     return commit(ss, c);
 }
@@ -463,8 +458,8 @@ static int query_entities(pgq_session *ss, global_ctx *c, void *arg) {
     if (in->text_query[0]) pgq_sql_add(&b, " AND e.search @@ websearch_to_tsquery('simple', $1)");
     for (size_t i = 0; i < in->npreds; i++) {
         int rc = global_pred_sql(&b, &q, c->ar, i, &in->preds[i], c->err, sizeof c->err);
-        if (rc == -2) return fail(c, GLOBAL_ENOMEM, "out of memory");
-        if (rc != 0) return GLOBAL_EINVALID;
+        if (rc == -2) return fail(c, STATUS_ENOMEM, "out of memory");
+        if (rc != 0) return STATUS_EINVALID;
     }
     const char *cmp = in->descending ? "<" : ">", *dir = in->descending ? "DESC" : "ASC";
     if (in->after_id) {
@@ -492,14 +487,14 @@ static int query_entities(pgq_session *ss, global_ctx *c, void *arg) {
     pgq_sql_add(&b, " LIMIT $%d", pgq_int8(&q, (int64_t)in->limit + 1));
     PGresult *r;
     int rc = pgq_pipeline(ss, "query entities", NULL, &b, &q, 1, &r);
-    if (rc != GLOBAL_OK) return rc;
+    if (rc != STATUS_OK) return rc;
     int rows = PQntuples(r), take = rows < in->limit ? rows : in->limit;
     global_entity *v = arena_alloc(c->ar, ((size_t)take + 1) * sizeof *v);
     const char **keys = arena_alloc(c->ar, ((size_t)take + 1) * sizeof *keys);
-    if (!v || !keys) rc = fail(c, GLOBAL_ENOMEM, "out of memory");
-    for (int i = 0; rc == GLOBAL_OK && i < take; i++) {
+    if (!v || !keys) rc = fail(c, STATUS_ENOMEM, "out of memory");
+    for (int i = 0; rc == STATUS_OK && i < take; i++) {
         rc = decode_entity(c, r, i, &v[i]);
-        if (rc != GLOBAL_OK) break;
+        if (rc != STATUS_OK) break;
         char buf[48];
         int64_t us;
         float rank;
@@ -509,7 +504,7 @@ static int query_entities(pgq_session *ss, global_ctx *c, void *arg) {
         case GLOBAL_ORDER_CREATE_TIME:
         case GLOBAL_ORDER_UPDATE_TIME:
             if (pgq_col_ts(r, i, E_NCOLS, &us) != 0) {
-                rc = fail(c, GLOBAL_EINTERNAL, "unreadable sort key");
+                rc = fail(c, STATUS_EINTERNAL, "unreadable sort key");
                 break;
             }
             snprintf(buf, sizeof buf, "%lld", (long long)us);
@@ -518,22 +513,22 @@ static int query_entities(pgq_session *ss, global_ctx *c, void *arg) {
         case GLOBAL_ORDER_RELEVANCE:
             /* %.9g prints every float exactly enough to read it back. */
             if (pgq_col_float4(r, i, E_NCOLS, &rank) != 0) {
-                rc = fail(c, GLOBAL_EINTERNAL, "unreadable rank");
+                rc = fail(c, STATUS_EINTERNAL, "unreadable rank");
                 break;
             }
             snprintf(buf, sizeof buf, "%.9g", (double)rank);
             keys[i] = arena_strdup(c->ar, buf);
             break;
         }
-        if (rc == GLOBAL_OK && !keys[i]) rc = fail(c, GLOBAL_ENOMEM, "out of memory");
+        if (rc == STATUS_OK && !keys[i]) rc = fail(c, STATUS_ENOMEM, "out of memory");
     }
     PQclear(r);
-    if (rc != GLOBAL_OK) return rc;
+    if (rc != STATUS_OK) return rc;
     *a->out = v;
     *a->keys = keys;
     *a->n = (size_t)take;
     *a->more = rows > take;
-    return GLOBAL_OK;
+    return STATUS_OK;
 }
 
 int global_query_entities(global_store *s, global_ctx *c, const global_query_in *in,
@@ -579,7 +574,7 @@ static int check_ends(pgq_session *ss, global_ctx *c, const char *src, const cha
                 pgq_text(&q, dst));
     PGresult *r;
     int rc = pgq_exec_ok(ss, &b, &q, "endpoint check", &r);
-    if (rc != GLOBAL_OK) return rc;
+    if (rc != STATUS_OK) return rc;
     int have_src = 0, have_dst = 0;
     for (int i = 0; i < PQntuples(r); i++) {
         const char *id = PQgetvalue(r, i, 0);
@@ -587,9 +582,9 @@ static int check_ends(pgq_session *ss, global_ctx *c, const char *src, const cha
         have_dst |= strcmp(id, dst) == 0;
     }
     PQclear(r);
-    if (!have_src) return fail(c, GLOBAL_ENOTFOUND, "source entity %s not found", src);
-    if (!have_dst) return fail(c, GLOBAL_ENOTFOUND, "target entity %s not found", dst);
-    return GLOBAL_OK;
+    if (!have_src) return fail(c, STATUS_ENOTFOUND, "source entity %s not found", src);
+    if (!have_dst) return fail(c, STATUS_ENOTFOUND, "target entity %s not found", dst);
+    return STATUS_OK;
 }
 
 static int put_rel(pgq_session *ss, global_ctx *c, void *arg) {
@@ -597,7 +592,7 @@ static int put_rel(pgq_session *ss, global_ctx *c, void *arg) {
     const global_rel_in *in = a->in;
     const char *name = rel_name(c->ar, in->source_id, in->type, in->target_id);
     const char *pii = pgq_array_literal(c->ar, in->pii_kinds, in->npii);
-    if (!pii) return fail(c, GLOBAL_ENOMEM, "out of memory");
+    if (!pii) return fail(c, STATUS_ENOMEM, "out of memory");
     for (int race = 0; race < MAX_CREATE_RACES; race++) {
         pgq_params lq = {0};
         pgq_sql lb = {0};
@@ -608,16 +603,16 @@ static int put_rel(pgq_session *ss, global_ctx *c, void *arg) {
             rc = lock_row(ss, c, &lb, &lq, &lr);
         } else {
             PGresult *r;
-            if ((rc = pgq_exec_ok(ss, &lb, &lq, "row lock", &r)) != GLOBAL_OK) return rc;
+            if ((rc = pgq_exec_ok(ss, &lb, &lq, "row lock", &r)) != STATUS_OK) return rc;
             rc = decode_lock(c, r, &lr);
             PQclear(r);
         }
-        if (rc != GLOBAL_OK) return rc;
-        if (lr.exists && (rc = may_modify(c, &lr, "relationship", name)) != GLOBAL_OK) return rc;
+        if (rc != STATUS_OK) return rc;
+        if (lr.exists && (rc = may_modify(c, &lr, "relationship", name)) != STATUS_OK) return rc;
         if ((rc = check_expected(c, &lr, in->has_expected, in->expected_version, "relationship",
-                                 name)) != GLOBAL_OK)
+                                 name)) != STATUS_OK)
             return rc;
-        if (race == 0 && (rc = check_ends(ss, c, in->source_id, in->target_id)) != GLOBAL_OK)
+        if (race == 0 && (rc = check_ends(ss, c, in->source_id, in->target_id)) != STATUS_OK)
             return rc;
         int label = principal_stamp_label(c->p, in->label, lr.exists ? lr.label : 0);
         pgq_params q = {0};
@@ -646,13 +641,13 @@ static int put_rel(pgq_session *ss, global_ctx *c, void *arg) {
                         " AND r.target_id = $%d RETURNING " R_COLS,
                         p_label, p_props, p_pii, p_tenant, p_src, p_type, p_dst);
         PGresult *r;
-        if (b.overflow) return fail(c, GLOBAL_EINTERNAL, "relationship write query too long");
+        if (b.overflow) return fail(c, STATUS_EINTERNAL, "relationship write query too long");
         r = pgq_exec(ss, &b, &q);
         if (PQresultStatus(r) != PGRES_TUPLES_OK) {
             /* An end deleted under us despite the key-share lock cannot
              * happen; a foreign-key violation would still say which. */
             rc = pgq_sqlstate_is(r, "23503")
-                     ? fail(c, GLOBAL_ENOTFOUND, "an end of %s no longer exists", name)
+                     ? fail(c, STATUS_ENOTFOUND, "an end of %s no longer exists", name)
                      : pgq_pg_fail(ss, r, "relationship write");
             PQclear(r);
             return rc;
@@ -663,11 +658,11 @@ static int put_rel(pgq_session *ss, global_ctx *c, void *arg) {
         }
         rc = decode_rel(c, r, 0, a->out);
         PQclear(r);
-        if (rc != GLOBAL_OK) return rc;
+        if (rc != STATUS_OK) return rc;
         *a->created = !lr.exists;
         return commit(ss, c);
     }
-    return fail(c, GLOBAL_ECONFLICT, "%s is being created concurrently; retry", name);
+    return fail(c, STATUS_ECONFLICT, "%s is being created concurrently; retry", name);
 }
 
 int global_put_rel(global_store *s, global_ctx *c, const global_rel_in *in, global_rel *out,
@@ -690,11 +685,11 @@ static int delete_rel(pgq_session *ss, global_ctx *c, void *arg) {
     add_rel_lock(&b, &q, c->p, a->src, a->type, a->dst);
     locked_row lr;
     int rc = lock_row(ss, c, &b, &q, &lr);
-    if (rc != GLOBAL_OK) return rc;
-    if (!lr.exists) return fail(c, GLOBAL_ENOTFOUND, "relationship %s not found", name);
-    if ((rc = may_modify(c, &lr, "relationship", name)) != GLOBAL_OK ||
+    if (rc != STATUS_OK) return rc;
+    if (!lr.exists) return fail(c, STATUS_ENOTFOUND, "relationship %s not found", name);
+    if ((rc = may_modify(c, &lr, "relationship", name)) != STATUS_OK ||
         (rc = check_expected(c, &lr, a->has_expected, a->expected, "relationship", name)) !=
-            GLOBAL_OK)
+            STATUS_OK)
         return rc;
     pgq_params dq = {0};
     pgq_sql d = {0};
@@ -706,7 +701,7 @@ static int delete_rel(pgq_session *ss, global_ctx *c, void *arg) {
                 " AND rel_type = $%d AND target_id = $%d",
                 p_tenant, p_src, p_type, pgq_text(&dq, a->dst));
     PGresult *r;
-    if ((rc = pgq_exec_ok(ss, &d, &dq, "relationship delete", &r)) != GLOBAL_OK) return rc;
+    if ((rc = pgq_exec_ok(ss, &d, &dq, "relationship delete", &r)) != STATUS_OK) return rc;
     PQclear(r);
     return commit(ss, c);
 }
@@ -807,47 +802,47 @@ static int traverse(pgq_session *ss, global_ctx *c, void *arg) {
     pgq_params q = {0};
     pgq_sql b = {0};
     if (global_sql_traverse(c->ar, p, in, &b, &q) != 0)
-        return fail(c, GLOBAL_ENOMEM, "out of memory");
+        return fail(c, STATUS_ENOMEM, "out of memory");
     PGresult *r;
     int rc = pgq_pipeline(ss, "traverse", "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", &b,
                           &q, 0, &r);
-    if (rc != GLOBAL_OK) return rc;
+    if (rc != STATUS_OK) return rc;
     int rows = PQntuples(r);
     if (rows == 0) {
         PQclear(r);
-        return fail(c, GLOBAL_ENOTFOUND, "entity %s not found", in->start_id);
+        return fail(c, STATUS_ENOTFOUND, "entity %s not found", in->start_id);
     }
     int take = rows < in->limit ? rows : in->limit;
     out->truncated = rows > take;
     out->nodes = arena_alloc(c->ar, (size_t)take * sizeof *out->nodes);
     out->depths = arena_alloc(c->ar, (size_t)take * sizeof *out->depths);
     const char **ids = arena_alloc(c->ar, (size_t)take * sizeof *ids);
-    if (!out->nodes || !out->depths || !ids) rc = fail(c, GLOBAL_ENOMEM, "out of memory");
-    for (int i = 0; rc == GLOBAL_OK && i < take; i++) {
+    if (!out->nodes || !out->depths || !ids) rc = fail(c, STATUS_ENOMEM, "out of memory");
+    for (int i = 0; rc == STATUS_OK && i < take; i++) {
         int64_t depth;
         rc = decode_entity(c, r, i, &out->nodes[i]);
-        if (rc == GLOBAL_OK && pgq_col_int(r, i, E_NCOLS, &depth) != 0)
-            rc = fail(c, GLOBAL_EINTERNAL, "unreadable depth");
+        if (rc == STATUS_OK && pgq_col_int(r, i, E_NCOLS, &depth) != 0)
+            rc = fail(c, STATUS_EINTERNAL, "unreadable depth");
         out->depths[i] = (int)depth;
         ids[i] = out->nodes[i].id;
     }
     PQclear(r);
-    if (rc != GLOBAL_OK) return rc;
+    if (rc != STATUS_OK) return rc;
     out->nnodes = (size_t)take;
 
     /* The edges among the returned entities, in the same snapshot. */
     pgq_params eq = {0};
     pgq_sql eb = {0};
     if (global_sql_traverse_edges(c->ar, p, in, ids, out->nnodes, &eb, &eq) != 0)
-        return fail(c, GLOBAL_ENOMEM, "out of memory");
+        return fail(c, STATUS_ENOMEM, "out of memory");
     /* The edges and the COMMIT of the read-only snapshot: one round trip. */
-    if ((rc = pgq_pipeline(ss, "traverse edges", NULL, &eb, &eq, 1, &r)) != GLOBAL_OK)
+    if ((rc = pgq_pipeline(ss, "traverse edges", NULL, &eb, &eq, 1, &r)) != STATUS_OK)
         return rc;
     int nrel = PQntuples(r);
     out->edges = arena_alloc(c->ar, ((size_t)nrel + 1) * sizeof *out->edges);
-    if (!out->edges) rc = fail(c, GLOBAL_ENOMEM, "out of memory");
+    if (!out->edges) rc = fail(c, STATUS_ENOMEM, "out of memory");
     size_t bytes = 0;
-    for (int i = 0; rc == GLOBAL_OK && i < nrel; i++) {
+    for (int i = 0; rc == STATUS_OK && i < nrel; i++) {
         int64_t plen = 0;
         pgq_col_int(r, i, 11, &plen);
         bytes += (size_t)plen + (size_t)PQgetlength(r, i, 1) + (size_t)PQgetlength(r, i, 2) +
@@ -857,7 +852,7 @@ static int traverse(pgq_session *ss, global_ctx *c, void *arg) {
             break;
         }
         rc = decode_rel(c, r, i, &out->edges[out->nedges]);
-        if (rc == GLOBAL_OK) out->nedges++;
+        if (rc == STATUS_OK) out->nedges++;
     }
     PQclear(r);
     return rc;
@@ -883,7 +878,7 @@ static int record_task(pgq_session *ss, global_ctx *c, void *arg) {
     const global_task_in *in = a->in;
     const char *pii = pgq_array_literal(c->ar, in->pii_kinds, in->npii);
     const char *ents = pgq_array_literal(c->ar, in->entity_ids, in->nentity_ids);
-    if (!pii || !ents) return fail(c, GLOBAL_ENOMEM, "out of memory");
+    if (!pii || !ents) return fail(c, STATUS_ENOMEM, "out of memory");
     for (int race = 0; race < MAX_CREATE_RACES; race++) {
         pgq_params lq = {0};
         pgq_sql lb = {0};
@@ -897,14 +892,14 @@ static int record_task(pgq_session *ss, global_ctx *c, void *arg) {
             rc = lock_row(ss, c, &lb, &lq, &lr);
         } else {
             PGresult *r;
-            if ((rc = pgq_exec_ok(ss, &lb, &lq, "row lock", &r)) != GLOBAL_OK) return rc;
+            if ((rc = pgq_exec_ok(ss, &lb, &lq, "row lock", &r)) != STATUS_OK) return rc;
             rc = decode_lock(c, r, &lr);
             PQclear(r);
         }
-        if (rc != GLOBAL_OK) return rc;
-        if (lr.exists && (rc = may_modify(c, &lr, "task", in->id)) != GLOBAL_OK) return rc;
+        if (rc != STATUS_OK) return rc;
+        if (lr.exists && (rc = may_modify(c, &lr, "task", in->id)) != STATUS_OK) return rc;
         if (in->has_end && lr.exists && !in->has_start && in->end_us < lr.start_us)
-            return fail(c, GLOBAL_EINVALID,
+            return fail(c, STATUS_EINVALID,
                         "end_time: before the task's recorded start_time");
         int label = principal_stamp_label(c->p, in->label, lr.exists ? lr.label : 0);
         pgq_params q = {0};
@@ -943,20 +938,20 @@ static int record_task(pgq_session *ss, global_ctx *c, void *arg) {
                         p_label, p_type, p_desc, p_status, p_prov, p_result, p_ents, p_pii,
                         p_start, p_end, p_tenant, p_id);
         PGresult *r;
-        if ((rc = pgq_exec_ok(ss, &b, &q, "task write", &r)) != GLOBAL_OK) return rc;
+        if ((rc = pgq_exec_ok(ss, &b, &q, "task write", &r)) != STATUS_OK) return rc;
         if (PQntuples(r) == 0) {
             PQclear(r);
             continue;
         }
         rc = decode_task(c, r, 0, a->out);
         PQclear(r);
-        if (rc != GLOBAL_OK) return rc;
+        if (rc != STATUS_OK) return rc;
         if (a->out->has_end && a->out->end_us < a->out->start_us)
-            return fail(c, GLOBAL_EINVALID, "end_time: before start_time");
+            return fail(c, STATUS_EINVALID, "end_time: before start_time");
         *a->created = !lr.exists;
         return commit(ss, c);
     }
-    return fail(c, GLOBAL_ECONFLICT, "task %s is being created concurrently; retry", in->id);
+    return fail(c, STATUS_ECONFLICT, "task %s is being created concurrently; retry", in->id);
 }
 
 int global_record_task(global_store *s, global_ctx *c, const global_task_in *in,
@@ -992,17 +987,17 @@ static int list_tasks(pgq_session *ss, global_ctx *c, void *arg) {
                 pgq_int8(&q, (int64_t)in->limit + 1));
     PGresult *r;
     int rc = pgq_pipeline(ss, "list tasks", NULL, &b, &q, 1, &r);
-    if (rc != GLOBAL_OK) return rc;
+    if (rc != STATUS_OK) return rc;
     int rows = PQntuples(r), take = rows < in->limit ? rows : in->limit;
     global_task *v = arena_alloc(c->ar, ((size_t)take + 1) * sizeof *v);
-    if (!v) rc = fail(c, GLOBAL_ENOMEM, "out of memory");
-    for (int i = 0; rc == GLOBAL_OK && i < take; i++) rc = decode_task(c, r, i, &v[i]);
+    if (!v) rc = fail(c, STATUS_ENOMEM, "out of memory");
+    for (int i = 0; rc == STATUS_OK && i < take; i++) rc = decode_task(c, r, i, &v[i]);
     PQclear(r);
-    if (rc != GLOBAL_OK) return rc;
+    if (rc != STATUS_OK) return rc;
     *a->out = v;
     *a->n = (size_t)take;
     *a->more = rows > take;
-    return GLOBAL_OK;
+    return STATUS_OK;
 }
 
 int global_list_tasks(global_store *s, global_ctx *c, const global_list_tasks_in *in,

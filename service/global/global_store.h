@@ -11,7 +11,7 @@
  * store re-checks nothing it does not need for safety.
  *
  * Results are allocated in the context's arena and live as long as it.
- * Functions return GLOBAL_OK or a negative GLOBAL_E* code with a message
+ * Functions return STATUS_OK or a negative STATUS_E* code with a message
  * in ctx->err. */
 #ifndef MEMORYD_GLOBAL_GLOBAL_STORE_H
 #define MEMORYD_GLOBAL_GLOBAL_STORE_H
@@ -20,21 +20,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "service/core/status.h"
 #include "service/auth/principal.h"
 #include "service/core/arena.h"
 #include "service/global/global_query.h"
 #include "service/store/pg_pool.h"
 #include "service/store/pgq.h"
-
-#define GLOBAL_OK PGQ_OK
-#define GLOBAL_ENOTFOUND PGQ_ENOTFOUND       /* absent or hidden by the read diode */
-#define GLOBAL_EDENIED PGQ_EDENIED           /* write diode */
-#define GLOBAL_ECONFLICT PGQ_ECONFLICT       /* expected_version does not match */
-#define GLOBAL_EUNAVAILABLE PGQ_EUNAVAILABLE /* PostgreSQL down or failing */
-#define GLOBAL_ETIMEOUT PGQ_ETIMEOUT         /* the call's deadline passed */
-#define GLOBAL_EINTERNAL PGQ_EINTERNAL       /* a diode mismatch or corrupt row: a bug */
-#define GLOBAL_ENOMEM PGQ_ENOMEM
-#define GLOBAL_EINVALID (-8) /* the request contradicts stored state (e.g. end < start) */
 
 typedef struct global_store global_store;
 
@@ -44,7 +35,7 @@ typedef struct global_ctx {
     int64_t deadline_ms; /* CLOCK_MONOTONIC ms; INT64_MAX = none */
     arena *ar;           /* where results are allocated */
     /* Runs inside a write's transaction just before COMMIT; non-zero
-     * aborts the write with GLOBAL_EUNAVAILABLE. May be NULL. */
+     * aborts the write with STATUS_EUNAVAILABLE. May be NULL. */
     int (*before_commit)(PGconn *conn, void *arg, char *err, size_t errlen);
     void (*after_commit)(void *arg); /* after a successful COMMIT; may be NULL */
     void *hook_arg;
@@ -120,12 +111,12 @@ typedef struct global_entity_in {
 
 /* Creates or replaces the entity. Replacing keeps owner and create time,
  * bumps the version and stamps label = max(requested, lvl, existing).
- * GLOBAL_EDENIED when it exists and belongs to another owner without
- * `global:write:all` or is labelled above clr; GLOBAL_ECONFLICT on a
+ * STATUS_EDENIED when it exists and belongs to another owner without
+ * `global:write:all` or is labelled above clr; STATUS_ECONFLICT on a
  * version mismatch. */
 int global_put_entity(global_store *s, global_ctx *c, const global_entity_in *in,
                       global_entity *out, int *created);
-/* GLOBAL_ENOTFOUND when absent or hidden. */
+/* STATUS_ENOTFOUND when absent or hidden. */
 int global_get_entity(global_store *s, global_ctx *c, const char *id, global_entity *out);
 /* The entity of the caller's tenant whatever its owner and label: for a
  * cache shared by the tenant's callers, which must apply the rest of the
@@ -162,7 +153,7 @@ typedef struct global_query_in {
 
 /* Visible entities matching in->..., at most limit, after the cursor.
  * keys[i] is entity i's sort key as text (for the next cursor). *more when
- * more remain. INVALID (-1 from global_pred_sql) surfaces as GLOBAL_EINVALID
+ * more remain. INVALID (-1 from global_pred_sql) surfaces as STATUS_EINVALID
  * with err set. */
 int global_query_entities(global_store *s, global_ctx *c, const global_query_in *in,
                           global_entity **out, const char ***keys, size_t *n, int *more);
@@ -181,7 +172,7 @@ typedef struct global_rel_in {
     size_t npii;
 } global_rel_in;
 
-/* Both ends must exist and be visible: GLOBAL_ENOTFOUND naming which
+/* Both ends must exist and be visible: STATUS_ENOTFOUND naming which
  * otherwise. Then as global_put_entity. */
 int global_put_rel(global_store *s, global_ctx *c, const global_rel_in *in, global_rel *out,
                    int *created);
@@ -214,7 +205,7 @@ typedef struct global_traverse_out {
  * whole BFS levels, carrying the visited set): cycle-safe, each entity
  * once at its shortest depth, work bounded by limit × degree per level.
  * Hidden entities and relationships are neither returned nor walked
- * through. GLOBAL_ENOTFOUND when the start is absent or hidden. */
+ * through. STATUS_ENOTFOUND when the start is absent or hidden. */
 int global_traverse(global_store *s, global_ctx *c, const global_traverse_in *in,
                     global_traverse_out *out);
 
@@ -250,7 +241,7 @@ typedef struct global_task_in {
 } global_task_in;
 
 /* Creates or replaces the task (start_time kept unless given).
- * GLOBAL_EINVALID when end would precede start; EDENIED as for entities. */
+ * STATUS_EINVALID when end would precede start; EDENIED as for entities. */
 int global_record_task(global_store *s, global_ctx *c, const global_task_in *in,
                        global_task *out, int *created);
 
@@ -271,6 +262,5 @@ typedef struct global_list_tasks_in {
 int global_list_tasks(global_store *s, global_ctx *c, const global_list_tasks_in *in,
                       global_task **out, size_t *n, int *more);
 
-const char *global_strerror(int code);
 
 #endif

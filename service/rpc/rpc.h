@@ -164,6 +164,11 @@ void rpc_call_set_error(rpc_call *call, const char *fmt, ...) __attribute__((for
 grpc_status_code rpc_call_invalid(rpc_call *call, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 grpc_status_code rpc_call_oom(rpc_call *call);
+/* Ends a handler on a memoryd status code (core/status.h) from a tier or
+ * backend: sets the message to err when it is non-empty (else the code's
+ * default text) and returns rpc_status_of(code). `return
+ * rpc_call_fail(call, rc, ctx->err);` */
+grpc_status_code rpc_call_fail(rpc_call *call, int code, const char *err);
 
 /* Per-call slot for the auth module's principal (set by an interceptor).
  * The call owns one reference: release (may be NULL) runs when the call is
@@ -194,5 +199,11 @@ int rpc_call_on_cancel(rpc_call *call, void (*fn)(rpc_call *call, void *arg), vo
 
 int64_t rpc_now_ms(void); /* CLOCK_MONOTONIC */
 const char *rpc_status_name(grpc_status_code code);
+/* The one mapping from memoryd's status codes to gRPC's: NOT_FOUND,
+ * PERMISSION_DENIED, ABORTED (conflict), UNAVAILABLE (a backend down or
+ * refusing memoryd's credentials), DEADLINE_EXCEEDED, INTERNAL,
+ * RESOURCE_EXHAUSTED (out of memory), INVALID_ARGUMENT, ALREADY_EXISTS,
+ * FAILED_PRECONDITION (too big); INTERNAL for unknown codes. */
+grpc_status_code rpc_status_of(int code);
 
 #endif

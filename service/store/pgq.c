@@ -31,33 +31,6 @@ int64_t pgq_now_ms(void) {
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-const char *pgq_strerror(int code) {
-    switch (code) {
-    case PGQ_OK: return "OK";
-    case PGQ_ENOTFOUND: return "not found";
-    case PGQ_EDENIED: return "permission denied";
-    case PGQ_ECONFLICT: return "version conflict";
-    case PGQ_EUNAVAILABLE: return "PostgreSQL unavailable";
-    case PGQ_ETIMEOUT: return "deadline exceeded";
-    case PGQ_EINTERNAL: return "internal error";
-    case PGQ_ENOMEM: return "out of memory";
-    default: return "unknown error";
-    }
-}
-
-grpc_status_code pgq_grpc_status(int code) {
-    switch (code) {
-    case PGQ_OK: return GRPC_STATUS_OK;
-    case PGQ_ENOTFOUND: return GRPC_STATUS_NOT_FOUND;
-    case PGQ_EDENIED: return GRPC_STATUS_PERMISSION_DENIED;
-    case PGQ_ECONFLICT: return GRPC_STATUS_ABORTED;
-    case PGQ_EUNAVAILABLE: return GRPC_STATUS_UNAVAILABLE;
-    case PGQ_ETIMEOUT: return GRPC_STATUS_DEADLINE_EXCEEDED;
-    case PGQ_ENOMEM: return GRPC_STATUS_RESOURCE_EXHAUSTED;
-    default: return GRPC_STATUS_INTERNAL;
-    }
-}
-
 int pgq_fail(pgq_session *ss, int code, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
@@ -287,7 +260,7 @@ int pgq_begin(pgq_session *ss, pg_pool *pool, const char *tier, int64_t deadline
         ms = max_statement_ms > 0 ? max_statement_ms : 30000;
     } else {
         ms = deadline_ms - pgq_now_ms();
-        if (ms <= 0) return pgq_fail(ss, PGQ_ETIMEOUT, "the call's deadline passed");
+        if (ms <= 0) return pgq_fail(ss, STATUS_ETIMEOUT, "the call's deadline passed");
         if (ms > INT32_MAX) ms = INT32_MAX;
     }
     snprintf(ss->timeout, sizeof ss->timeout, "%lld", (long long)ms);
@@ -295,10 +268,10 @@ int pgq_begin(pgq_session *ss, pg_pool *pool, const char *tier, int64_t deadline
     ss->conn = pg_pool_acquire(pool, deadline_ms, why, sizeof why);
     if (!ss->conn) {
         if (deadline_ms != INT64_MAX && pgq_now_ms() >= deadline_ms)
-            return pgq_fail(ss, PGQ_ETIMEOUT, "the call's deadline passed waiting for PostgreSQL");
-        return pgq_fail(ss, PGQ_EUNAVAILABLE, "%s", why);
+            return pgq_fail(ss, STATUS_ETIMEOUT, "the call's deadline passed waiting for PostgreSQL");
+        return pgq_fail(ss, STATUS_EUNAVAILABLE, "%s", why);
     }
-    return PGQ_OK;
+    return STATUS_OK;
 }
 
 void pgq_end(pgq_session *ss) {
@@ -327,7 +300,7 @@ int pgq_pg_fail(pgq_session *ss, const PGresult *res, const char *what) {
     if (conn_bad) ss->broken = 1;
     int len = (int)strcspn(msg, "\n");
     if (state && strcmp(state, "57014") == 0)
-        return pgq_fail(ss, PGQ_ETIMEOUT, "PostgreSQL: %s cancelled at the call's deadline",
+        return pgq_fail(ss, STATUS_ETIMEOUT, "PostgreSQL: %s cancelled at the call's deadline",
                         what);
     /* A dead pooled connection is routine (the caller retries on a fresh
      * one); anything else is worth an error line. */
@@ -335,9 +308,9 @@ int pgq_pg_fail(pgq_session *ss, const PGresult *res, const char *what) {
                LOG_F_STR, "during", what, LOG_F_STR, "sqlstate", state ? state : "", LOG_F_STR,
                "error", msg, LOG_F_INT, "broken", (int64_t)conn_bad, LOG_F_END);
     if (conn_bad)
-        return pgq_fail(ss, PGQ_EUNAVAILABLE, "PostgreSQL connection lost during %s: %.*s",
+        return pgq_fail(ss, STATUS_EUNAVAILABLE, "PostgreSQL connection lost during %s: %.*s",
                         what, len, msg);
-    return pgq_fail(ss, PGQ_EUNAVAILABLE, "PostgreSQL failed during %s: %.*s", what, len, msg);
+    return pgq_fail(ss, STATUS_EUNAVAILABLE, "PostgreSQL failed during %s: %.*s", what, len, msg);
 }
 
 /* Reads one command's results in pipeline mode: keeps the first error and
@@ -410,7 +383,7 @@ PGresult *pgq_exec_text(pgq_session *ss, const char *sql, const pgq_params *q) {
 int pgq_exec_ok(pgq_session *ss, const pgq_sql *sql, const pgq_params *q, const char *what,
                 PGresult **out) {
     *out = NULL;
-    if (sql->overflow) return pgq_fail(ss, PGQ_EINTERNAL, "%s query too long", what);
+    if (sql->overflow) return pgq_fail(ss, STATUS_EINTERNAL, "%s query too long", what);
     PGresult *r = pgq_exec(ss, sql, q);
     ExecStatusType st = PQresultStatus(r);
     if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) {
@@ -419,7 +392,7 @@ int pgq_exec_ok(pgq_session *ss, const pgq_sql *sql, const pgq_params *q, const 
         return rc;
     }
     *out = r;
-    return PGQ_OK;
+    return STATUS_OK;
 }
 
 #define TIMEOUT_SQL "SELECT set_config('statement_timeout', $1, true)"
@@ -430,7 +403,7 @@ int pgq_pipeline(pgq_session *ss, const char *what, const char *begin, const pgq
     if (sql->overflow) {
         log_fields(LOG_ERROR, "query text too long", LOG_F_STR, "tier", ss->tier, LOG_F_STR,
                    "during", what, LOG_F_END);
-        return pgq_fail(ss, PGQ_EINTERNAL, "%s query too long", what);
+        return pgq_fail(ss, STATUS_EINTERNAL, "%s query too long", what);
     }
     PGconn *conn = ss->conn;
     pgq_params tq = {0};
@@ -487,7 +460,7 @@ int pgq_pipeline(pgq_session *ss, const char *what, const char *begin, const pgq
     plan_done(&p, qparsed != NULL && PQresultStatus(qparsed) == PGRES_COMMAND_OK);
     PQclear(tparsed);
     PQclear(qparsed);
-    int rc = PGQ_OK;
+    int rc = STATUS_OK;
     if (!sent || first_err || !mine || ss->broken) {
         rc = pgq_pg_fail(ss, first_err, what);
         PQclear(mine);
@@ -504,21 +477,21 @@ int pgq_commit(pgq_session *ss, int (*before_commit)(PGconn *, void *, char *, s
      * it will be told failed, roll back. Statements each had the remaining
      * time as their timeout, so the whole transaction may run past it. */
     if (ss->deadline_ms != INT64_MAX && pgq_now_ms() >= ss->deadline_ms)
-        return pgq_fail(ss, PGQ_ETIMEOUT,
+        return pgq_fail(ss, STATUS_ETIMEOUT,
                         "the call's deadline passed before the change could commit; nothing "
                         "was changed");
     if (before_commit) {
         char why[256] = "";
         if (before_commit(ss->conn, hook_arg, why, sizeof why) != 0) {
             if (PQstatus(ss->conn) != CONNECTION_OK) ss->broken = 1;
-            return pgq_fail(ss, PGQ_EUNAVAILABLE, "cannot record the audit row: %s", why);
+            return pgq_fail(ss, STATUS_EUNAVAILABLE, "cannot record the audit row: %s", why);
         }
     }
     /* From here a lost connection leaves the outcome unknown: no retry. */
     ss->commit_sent = 1;
     PGresult *r = PQexec(ss->conn, "COMMIT");
     int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
-    int rc = ok ? PGQ_OK : pgq_pg_fail(ss, r, "commit");
+    int rc = ok ? STATUS_OK : pgq_pg_fail(ss, r, "commit");
     PQclear(r);
     if (ok && after_commit) after_commit(hook_arg);
     return rc;
@@ -526,15 +499,15 @@ int pgq_commit(pgq_session *ss, int (*before_commit)(PGconn *, void *, char *, s
 
 int pgq_run(pg_pool *pool, const char *tier, int64_t deadline_ms, int max_statement_ms,
             char *err, size_t errlen, pgq_fn fn, void *arg) {
-    int rc = PGQ_EUNAVAILABLE;
+    int rc = STATUS_EUNAVAILABLE;
     for (int attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
         pgq_session ss;
         rc = pgq_begin(&ss, pool, tier, deadline_ms, max_statement_ms, err, errlen);
-        if (rc != PGQ_OK) return rc;
+        if (rc != STATUS_OK) return rc;
         rc = fn(&ss, arg);
         /* Retry only when the connection died before COMMIT was sent: the
          * server rolled the transaction back, nothing happened. */
-        int retry = rc == PGQ_EUNAVAILABLE && ss.broken && !ss.commit_sent;
+        int retry = rc == STATUS_EUNAVAILABLE && ss.broken && !ss.commit_sent;
         pgq_end(&ss);
         if (!retry) break;
     }

@@ -5,9 +5,9 @@
  * connection loss classified as "unavailable" (the pooled connection is
  * dropped and re-opened later) rather than a crash or a hang.
  *
- * Codes: every function returns PGQ_OK or a negative PGQ_E* code with a
- * message in the session's err buffer. Tiers reuse these numbers for their
- * own codes so a pgq code passes through unchanged.
+ * Codes: every function returns STATUS_OK or a negative STATUS_E* code
+ * (core/status.h) with a message in the session's err buffer, so a code
+ * passes through a tier unchanged.
  *
  * Thread-safety: a session is used by one thread; everything else is
  * stateless. Per-connection statement caches ride on the PGconn (libpq
@@ -15,22 +15,14 @@
 #ifndef MEMORYD_STORE_PGQ_H
 #define MEMORYD_STORE_PGQ_H
 
-#include <grpc/status.h>
 #include <libpq-fe.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "service/core/status.h"
 #include "service/core/arena.h"
 #include "service/store/pg_pool.h"
 
-#define PGQ_OK 0
-#define PGQ_ENOTFOUND (-1)    /* for tiers: absent or hidden */
-#define PGQ_EDENIED (-2)      /* for tiers: write diode */
-#define PGQ_ECONFLICT (-3)    /* for tiers: expected_version mismatch */
-#define PGQ_EUNAVAILABLE (-4) /* PostgreSQL down, connection lost, query failed */
-#define PGQ_ETIMEOUT (-5)     /* the call's deadline passed (statement_timeout) */
-#define PGQ_EINTERNAL (-6)    /* unexpected result shape: a bug, logged */
-#define PGQ_ENOMEM (-7)
 
 /* PostgreSQL type oids used for parameters. */
 #define PGQ_OID_BOOL 16
@@ -82,7 +74,7 @@ char *pgq_array_literal(arena *a, const char *const *strs, size_t n);
 typedef struct pgq_sql {
     char buf[8192];
     size_t len;
-    int overflow; /* reported as PGQ_EINTERNAL when the statement is run */
+    int overflow; /* reported as STATUS_EINTERNAL when the statement is run */
 } pgq_sql;
 
 void pgq_sql_add(pgq_sql *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -102,8 +94,8 @@ typedef struct pgq_session {
 } pgq_session;
 
 /* Acquires a connection for a call with deadline_ms (INT64_MAX: none, then
- * max_statement_ms bounds each statement). PGQ_ETIMEOUT when the deadline
- * has passed, PGQ_EUNAVAILABLE when PostgreSQL cannot be reached. */
+ * max_statement_ms bounds each statement). STATUS_ETIMEOUT when the deadline
+ * has passed, STATUS_EUNAVAILABLE when PostgreSQL cannot be reached. */
 int pgq_begin(pgq_session *ss, pg_pool *pool, const char *tier, int64_t deadline_ms,
               int max_statement_ms, char *err, size_t errlen);
 /* Rolls back anything left open and returns the connection. */
@@ -113,8 +105,8 @@ void pgq_end(pgq_session *ss);
 int pgq_fail(pgq_session *ss, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Classifies a failed result (res may be NULL: no answer), marks the
- * connection broken when it is, logs, fills err: PGQ_ETIMEOUT for a
- * statement cancelled at the deadline, else PGQ_EUNAVAILABLE. */
+ * connection broken when it is, logs, fills err: STATUS_ETIMEOUT for a
+ * statement cancelled at the deadline, else STATUS_EUNAVAILABLE. */
 int pgq_pg_fail(pgq_session *ss, const PGresult *res, const char *what);
 /* 1 when res failed with SQLSTATE state (e.g. "23503"). */
 int pgq_sqlstate_is(const PGresult *res, const char *state);
@@ -124,8 +116,8 @@ int pgq_sqlstate_is(const PGresult *res, const char *state);
 PGresult *pgq_exec(pgq_session *ss, const pgq_sql *sql, const pgq_params *q);
 /* The same for fixed SQL text. */
 PGresult *pgq_exec_text(pgq_session *ss, const char *sql, const pgq_params *q);
-/* pgq_exec that classifies failure: PGQ_OK with *out (TUPLES_OK or
- * COMMAND_OK, owned by the caller), or a PGQ_E* code (as pgq_pg_fail)
+/* pgq_exec that classifies failure: STATUS_OK with *out (TUPLES_OK or
+ * COMMAND_OK, owned by the caller), or a STATUS_E* code (as pgq_pg_fail)
  * naming what in the message. */
 int pgq_exec_ok(pgq_session *ss, const pgq_sql *sql, const pgq_params *q, const char *what,
                 PGresult **out);
@@ -137,14 +129,14 @@ int pgq_exec_ok(pgq_session *ss, const pgq_sql *sql, const pgq_params *q, const 
  * alone in the pipeline's implicit transaction, the cheapest form of a
  * one-statement read — or, when an earlier pgq_pipeline of the session
  * left a transaction open, sql and that transaction's COMMIT in one round
- * trip (the last statement of a multi-statement read). On PGQ_OK *res is
+ * trip (the last statement of a multi-statement read). On STATUS_OK *res is
  * sql's result (TUPLES_OK or COMMAND_OK), owned by the caller. */
 int pgq_pipeline(pgq_session *ss, const char *what, const char *begin, const pgq_sql *sql,
                  const pgq_params *q, int commit, PGresult **res);
 
-/* Commits the session's transaction: PGQ_ETIMEOUT (rolled back) when the
+/* Commits the session's transaction: STATUS_ETIMEOUT (rolled back) when the
  * deadline has passed; runs before_commit (may be NULL; non-zero aborts
- * with PGQ_EUNAVAILABLE), COMMIT, then after_commit (may be NULL). */
+ * with STATUS_EUNAVAILABLE), COMMIT, then after_commit (may be NULL). */
 int pgq_commit(pgq_session *ss, int (*before_commit)(PGconn *, void *, char *, size_t),
                void (*after_commit)(void *), void *hook_arg);
 
@@ -169,10 +161,5 @@ int pgq_col_text_array(arena *a, const PGresult *r, int row, int col, const char
                        size_t *n);
 
 int64_t pgq_now_ms(void); /* CLOCK_MONOTONIC */
-/* The gRPC status a call answers for a PGQ_E* code: NOT_FOUND,
- * PERMISSION_DENIED, ABORTED, UNAVAILABLE, DEADLINE_EXCEEDED,
- * RESOURCE_EXHAUSTED; INTERNAL for anything else. */
-grpc_status_code pgq_grpc_status(int code);
-const char *pgq_strerror(int code);
 
 #endif

@@ -35,11 +35,11 @@ static void points(const char *b, size_t n, arena *a, const qj_read *r) {
         size_t nh = 99;
         err[0] = '\0';
         int rc = qj_parse_hits(b, n, r, legacy, a, &hits, &nh, err, sizeof err);
-        if (rc == VS_OK) {
+        if (rc == STATUS_OK) {
             for (size_t i = 0; i < nh; i++) check_point(&hits[i].point, r);
             vs_hits_release(hits, nh);
         } else {
-            FUZZ_CHECK(rc == VS_EINTERNAL || rc == VS_ENOMEM);
+            FUZZ_CHECK(rc == STATUS_EINTERNAL || rc == STATUS_ENOMEM);
             FUZZ_CHECK(!hits && nh == 0 && err[0]);
         }
     }
@@ -50,12 +50,12 @@ static void points(const char *b, size_t n, arena *a, const qj_read *r) {
         int has_next = -1;
         err[0] = '\0';
         int rc = qj_parse_records(b, n, r, scroll, a, &pts, &np, &next, &has_next, err, sizeof err);
-        if (rc == VS_OK) {
+        if (rc == STATUS_OK) {
             FUZZ_CHECK(has_next == 0 || (scroll && has_next == 1));
             for (size_t i = 0; i < np; i++) check_point(&pts[i], r);
             vs_points_release(pts, np);
         } else {
-            FUZZ_CHECK(rc == VS_EINTERNAL || rc == VS_ENOMEM);
+            FUZZ_CHECK(rc == STATUS_EINTERNAL || rc == STATUS_ENOMEM);
             FUZZ_CHECK(!pts && np == 0 && err[0]);
         }
     }
@@ -76,26 +76,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     for (size_t i = 0; i < tl; i++) FUZZ_CHECK(text[i] >= 0x20 && text[i] < 0x7f);
 
     json_t *j = NULL;
-    if (qj_parse_envelope(b, size, &j, err, sizeof err) == VS_OK)
+    if (qj_parse_envelope(b, size, &j, err, sizeof err) == STATUS_OK)
         FUZZ_CHECK(j != NULL);
     else
         FUZZ_CHECK(j == NULL && err[0]);
     json_decref(j);
 
     qj_version v = {-1, -1, -1};
-    if (qj_parse_version(b, size, &v, err, sizeof err) == VS_OK)
+    if (qj_parse_version(b, size, &v, err, sizeof err) == STATUS_OK)
         FUZZ_CHECK(v.major >= 0 && v.minor >= 0 && v.patch >= 0);
 
     int dims = 0, dist = 0;
-    if (qj_parse_collection(b, size, &dims, &dist, err, sizeof err) == VS_OK)
+    if (qj_parse_collection(b, size, &dims, &dist, err, sizeof err) == STATUS_OK)
         FUZZ_CHECK(dims >= 1 && dims <= VS_MAX_DIMS && qj_distance_name(dist));
 
     int flag = -1;
-    if (qj_parse_bool(b, size, &flag, err, sizeof err) == VS_OK) FUZZ_CHECK(flag == 0 || flag == 1);
+    if (qj_parse_bool(b, size, &flag, err, sizeof err) == STATUS_OK) FUZZ_CHECK(flag == 0 || flag == 1);
     int rc = qj_parse_update(b, size, err, sizeof err);
-    FUZZ_CHECK(rc == VS_OK || rc == VS_ETIMEOUT || rc == VS_EINTERNAL || rc == VS_ENOMEM);
+    FUZZ_CHECK(rc == STATUS_OK || rc == STATUS_ETIMEOUT || rc == STATUS_EINTERNAL || rc == STATUS_ENOMEM);
     int64_t count = -1;
-    if (qj_parse_count(b, size, &count, err, sizeof err) == VS_OK) FUZZ_CHECK(count >= 0);
+    if (qj_parse_count(b, size, &count, err, sizeof err) == STATUS_OK) FUZZ_CHECK(count >= 0);
 
     arena *a = arena_create();
     if (a) {

@@ -32,12 +32,12 @@ class PgqTest : public ::testing::Test {
   int Read(const std::string& sql, pgq_params* q, int64_t deadline_ms, std::string* first) {
     pgq_session ss;
     int rc = pgq_begin(&ss, pool_, "test", deadline_ms, 30000, err_, sizeof err_);
-    if (rc != PGQ_OK) return rc;
+    if (rc != STATUS_OK) return rc;
     pgq_sql b = {};
     pgq_sql_add(&b, "%s", sql.c_str());
     PGresult* r = nullptr;
     rc = pgq_pipeline(&ss, "test", nullptr, &b, q, 1, &r);
-    if (rc == PGQ_OK && first && PQntuples(r) > 0)
+    if (rc == STATUS_OK && first && PQntuples(r) > 0)
       first->assign(PQgetvalue(r, 0, 0), PQgetlength(r, 0, 0));
     PQclear(r);
     pgq_end(&ss);
@@ -47,7 +47,7 @@ class PgqTest : public ::testing::Test {
   // How many prepared statements of this connection hold text.
   int PreparedCount(const std::string& text) {
     pgq_session ss;
-    EXPECT_EQ(PGQ_OK, pgq_begin(&ss, pool_, "test", INT64_MAX, 30000, err_, sizeof err_));
+    EXPECT_EQ(STATUS_OK, pgq_begin(&ss, pool_, "test", INT64_MAX, 30000, err_, sizeof err_));
     const char* vals[1] = {text.c_str()};
     PGresult* r = PQexecParams(ss.conn,
                                "SELECT count(*) FROM pg_prepared_statements WHERE statement = $1",
@@ -66,24 +66,24 @@ class PgqTest : public ::testing::Test {
 TEST_F(PgqTest, AReadWithoutATransactionIsCancelledAtTheDeadline) {
   pgq_params q = {};
   auto t0 = std::chrono::steady_clock::now();
-  EXPECT_EQ(PGQ_ETIMEOUT, Read("SELECT pg_sleep(5)", &q, NowMs() + 200, nullptr)) << err_;
+  EXPECT_EQ(STATUS_ETIMEOUT, Read("SELECT pg_sleep(5)", &q, NowMs() + 200, nullptr)) << err_;
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
   EXPECT_NE(nullptr, strstr(err_, "deadline")) << err_;
   // The connection is usable afterwards and the timeout did not stick to
   // the session (SET LOCAL semantics): a 300 ms sleep without a deadline
   // completes.
   std::string got;
-  EXPECT_EQ(PGQ_OK, Read("SELECT pg_sleep(0.3)::text", &q, INT64_MAX, &got)) << err_;
+  EXPECT_EQ(STATUS_OK, Read("SELECT pg_sleep(0.3)::text", &q, INT64_MAX, &got)) << err_;
 }
 
 TEST_F(PgqTest, TheTimeoutCoversExplicitTransactionsToo) {
   pgq_session ss;
-  ASSERT_EQ(PGQ_OK, pgq_begin(&ss, pool_, "test", NowMs() + 200, 30000, err_, sizeof err_));
+  ASSERT_EQ(STATUS_OK, pgq_begin(&ss, pool_, "test", NowMs() + 200, 30000, err_, sizeof err_));
   pgq_sql b = {};
   pgq_sql_add(&b, "SELECT pg_sleep(5)");
   pgq_params q = {};
   PGresult* r = nullptr;
-  EXPECT_EQ(PGQ_ETIMEOUT, pgq_pipeline(&ss, "test", "BEGIN", &b, &q, 0, &r));
+  EXPECT_EQ(STATUS_ETIMEOUT, pgq_pipeline(&ss, "test", "BEGIN", &b, &q, 0, &r));
   PQclear(r);
   pgq_end(&ss);
 }
@@ -94,7 +94,7 @@ TEST_F(PgqTest, AStatementIsPreparedOnceAndThenExecutedByName) {
     pgq_params q = {};
     pgq_text(&q, "x");
     std::string got;
-    ASSERT_EQ(PGQ_OK, Read(sql, &q, INT64_MAX, &got)) << err_;
+    ASSERT_EQ(STATUS_OK, Read(sql, &q, INT64_MAX, &got)) << err_;
     EXPECT_EQ("x-pgq-test", got);
   }
   EXPECT_EQ(1, PreparedCount(sql));
@@ -105,13 +105,13 @@ TEST_F(PgqTest, TheSameTextWithOtherParameterTypesIsAnotherStatement) {
   std::string got;
   pgq_params t = {};
   pgq_text(&t, "5");
-  ASSERT_EQ(PGQ_OK, Read(sql, &t, INT64_MAX, &got)) << err_;
+  ASSERT_EQ(STATUS_OK, Read(sql, &t, INT64_MAX, &got)) << err_;
   EXPECT_EQ("text", got);
   pgq_params i = {};
   pgq_int8(&i, 5);
-  ASSERT_EQ(PGQ_OK, Read(sql, &i, INT64_MAX, &got)) << err_;
+  ASSERT_EQ(STATUS_OK, Read(sql, &i, INT64_MAX, &got)) << err_;
   EXPECT_EQ("bigint", got);
-  ASSERT_EQ(PGQ_OK, Read(sql, &t, INT64_MAX, &got)) << err_;
+  ASSERT_EQ(STATUS_OK, Read(sql, &t, INT64_MAX, &got)) << err_;
   EXPECT_EQ("text", got);
 }
 
@@ -120,10 +120,10 @@ TEST_F(PgqTest, AKilledConnectionIsReplacedAndItsStatementsPreparedAgain) {
   pgq_params q = {};
   pgq_text(&q, "a");
   std::string got;
-  ASSERT_EQ(PGQ_OK, Read(sql, &q, INT64_MAX, &got)) << err_;
+  ASSERT_EQ(STATUS_OK, Read(sql, &q, INT64_MAX, &got)) << err_;
   // Kill the pooled connection's backend from another session.
   pgq_session ss;
-  ASSERT_EQ(PGQ_OK, pgq_begin(&ss, pool_, "test", INT64_MAX, 30000, err_, sizeof err_));
+  ASSERT_EQ(STATUS_OK, pgq_begin(&ss, pool_, "test", INT64_MAX, 30000, err_, sizeof err_));
   int pid = PQbackendPID(ss.conn);
   pgq_end(&ss);
   PGconn* admin = PQconnectdb(db_.url().c_str());
@@ -143,11 +143,11 @@ TEST_F(PgqTest, AKilledConnectionIsReplacedAndItsStatementsPreparedAgain) {
     pgq_sql_add(&b, "%s", x->sql->c_str());
     PGresult* r = nullptr;
     int rc = pgq_pipeline(s, "test", nullptr, &b, &p, 1, &r);
-    if (rc == PGQ_OK) x->got.assign(PQgetvalue(r, 0, 0));
+    if (rc == STATUS_OK) x->got.assign(PQgetvalue(r, 0, 0));
     PQclear(r);
     return rc;
   };
-  ASSERT_EQ(PGQ_OK, pgq_run(pool_, "test", INT64_MAX, 30000, err_, sizeof err_, fn, &arg))
+  ASSERT_EQ(STATUS_OK, pgq_run(pool_, "test", INT64_MAX, 30000, err_, sizeof err_, fn, &arg))
       << err_;
   EXPECT_EQ("b-again", arg.got);
   EXPECT_EQ(1, PreparedCount(sql));

@@ -248,12 +248,12 @@ TEST(CacheCodec, InvalidationMessagesNameTheirReplica) {
 struct Loader {
   std::atomic<int> calls{0};
   int sleep_ms = 0;
-  int rc = CACHE_ASIDE_FOUND;
+  int rc = STATUS_OK;
   static int Load(void* arg, cache_item** out) {
     Loader* l = static_cast<Loader*>(arg);
     l->calls++;
     std::this_thread::sleep_for(std::chrono::milliseconds(l->sleep_ms));
-    if (l->rc == CACHE_ASIDE_FOUND) *out = Item("loaded");
+    if (l->rc == STATUS_OK) *out = Item("loaded");
     return l->rc;
   }
 };
@@ -276,7 +276,7 @@ TEST(CacheAside, ConcurrentMissesLoadOnceThenL1Answers) {
       cache_item* it = nullptr;
       int from_l1;
       if (cache_aside_get(ca, "e1", 2, MonoMs() + 5000, Loader::Load, &l, &it, &from_l1) ==
-              CACHE_ASIDE_FOUND &&
+              STATUS_OK &&
           it && memcmp(it->value, "loaded", 6) == 0)
         ok++;
       cache_item_unref(it);
@@ -287,12 +287,12 @@ TEST(CacheAside, ConcurrentMissesLoadOnceThenL1Answers) {
   EXPECT_EQ(1u, cache_aside_loads(ca));
   cache_item* it = nullptr;
   int from_l1 = 0;
-  EXPECT_EQ(CACHE_ASIDE_FOUND,
+  EXPECT_EQ(STATUS_OK,
             cache_aside_get(ca, "e1", 2, MonoMs() + 1000, Loader::Load, &l, &it, &from_l1));
   EXPECT_EQ(1, from_l1);
   cache_item_unref(it);
   cache_aside_invalidate(ca, "e1", 2);
-  EXPECT_EQ(CACHE_ASIDE_FOUND,
+  EXPECT_EQ(STATUS_OK,
             cache_aside_get(ca, "e1", 2, MonoMs() + 1000, Loader::Load, &l, &it, &from_l1));
   EXPECT_EQ(0, from_l1);
   EXPECT_EQ(2, l.calls.load());
@@ -304,13 +304,13 @@ TEST(CacheAside, NotFoundIsSharedAndNotCached) {
   L1 c(1000);
   cache_aside* ca = cache_aside_create(c.l1, nullptr);
   Loader l;
-  l.rc = CACHE_ASIDE_NOT_FOUND;
+  l.rc = STATUS_ENOTFOUND;
   cache_item* it = nullptr;
   int from_l1;
-  EXPECT_EQ(CACHE_ASIDE_NOT_FOUND,
+  EXPECT_EQ(STATUS_ENOTFOUND,
             cache_aside_get(ca, "x", 1, MonoMs() + 1000, Loader::Load, &l, &it, &from_l1));
   EXPECT_EQ(nullptr, it);
-  EXPECT_EQ(CACHE_ASIDE_NOT_FOUND,
+  EXPECT_EQ(STATUS_ENOTFOUND,
             cache_aside_get(ca, "x", 1, MonoMs() + 1000, Loader::Load, &l, &it, &from_l1));
   EXPECT_EQ(2, l.calls.load());  // a later write must be seen: misses are not remembered
   cache_aside_free(ca);
@@ -333,7 +333,7 @@ TEST(CacheAside, ALoaderFailureIsItsOwnAndWaitersRetry) {
   cache_item* it = nullptr;
   int from_l1;
   // Waits for the leader, sees it fail, loads itself.
-  EXPECT_EQ(CACHE_ASIDE_FOUND,
+  EXPECT_EQ(STATUS_OK,
             cache_aside_get(ca, "k", 1, MonoMs() + 5000, Loader::Load, &good, &it, &from_l1));
   leader.join();
   EXPECT_EQ(1, good.calls.load());
@@ -356,7 +356,7 @@ TEST(CacheAside, AWaiterGivesUpAtItsDeadline) {
   cache_item* it = nullptr;
   int from_l1;
   int64_t t0 = MonoMs();
-  EXPECT_EQ(CACHE_ASIDE_TIMEOUT,
+  EXPECT_EQ(STATUS_ETIMEOUT,
             cache_aside_get(ca, "k", 1, MonoMs() + 100, Loader::Load, &slow, &it, &from_l1));
   EXPECT_LT(MonoMs() - t0, 400);
   leader.join();

@@ -32,7 +32,7 @@ namespace {
 json_t* Load(const std::string& text) {
   json_t* j = nullptr;
   char err[256] = "";
-  EXPECT_EQ(VS_OK, qj_load(text.data(), text.size(), &j, err, sizeof err)) << err << "\n" << text;
+  EXPECT_EQ(STATUS_OK, qj_load(text.data(), text.size(), &j, err, sizeof err)) << err << "\n" << text;
   return j;
 }
 
@@ -65,7 +65,7 @@ std::string Take(const char* op, int rc, char** outp, size_t* lenp, const char* 
   char* out = *outp;
   size_t len = *lenp;
   *outp = nullptr;
-  if (rc != VS_OK) {
+  if (rc != STATUS_OK) {
     EXPECT_EQ(nullptr, out);
     return "ERR " + std::to_string(rc) + ": " + err;
   }
@@ -706,7 +706,7 @@ TEST_F(QdrantJsonTest, EnvelopeHandsOutResultAndIgnoresUnknownKeys) {
   std::string body = Ok("{\"x\":1}");
   json_t* r = nullptr;
   char err[256] = "";
-  ASSERT_EQ(VS_OK, qj_parse_envelope(body.data(), body.size(), &r, err, sizeof err)) << err;
+  ASSERT_EQ(STATUS_OK, qj_parse_envelope(body.data(), body.size(), &r, err, sizeof err)) << err;
   EXPECT_EQ(1, json_integer_value(json_object_get(r, "x")));
   json_decref(r);
 }
@@ -730,7 +730,7 @@ TEST_F(QdrantJsonTest, EnvelopeRefusesErrorsAndOddShapes) {
   for (const Case& c : cases) {
     json_t* r = nullptr;
     char err[256] = "";
-    EXPECT_EQ(VS_EINTERNAL, qj_parse_envelope(c.body.data(), c.body.size(), &r, err, sizeof err))
+    EXPECT_EQ(STATUS_EINTERNAL, qj_parse_envelope(c.body.data(), c.body.size(), &r, err, sizeof err))
         << c.body;
     EXPECT_EQ(nullptr, r);
     EXPECT_EQ(0u, std::string(err).rfind(c.why, 0)) << c.body << " -> " << err;
@@ -783,7 +783,7 @@ TEST_F(QdrantJsonTest, VersionParsesMajorMinorPatch) {
   for (const Case& c : cases) {
     qj_version v = {};
     char err[256] = "";
-    ASSERT_EQ(VS_OK, qj_parse_version(c.body, strlen(c.body), &v, err, sizeof err))
+    ASSERT_EQ(STATUS_OK, qj_parse_version(c.body, strlen(c.body), &v, err, sizeof err))
         << c.body << err;
     EXPECT_EQ(c.major, v.major);
     EXPECT_EQ(c.minor, v.minor);
@@ -804,7 +804,7 @@ TEST_F(QdrantJsonTest, VersionRefusesWhatIsNotAVersion) {
   for (const char* b : bad) {
     qj_version v = {};
     char err[256] = "";
-    EXPECT_EQ(VS_EINTERNAL, qj_parse_version(b, strlen(b), &v, err, sizeof err)) << b;
+    EXPECT_EQ(STATUS_EINTERNAL, qj_parse_version(b, strlen(b), &v, err, sizeof err)) << b;
     EXPECT_NE('\0', err[0]);
   }
 }
@@ -816,7 +816,7 @@ TEST_F(QdrantJsonTest, CollectionInfoGivesSizeAndDistance) {
       "\"hnsw_config\":{},\"optimizer_config\":{}},\"payload_schema\":{}}");
   int dims = 0, dist = 0;
   char err[256] = "";
-  ASSERT_EQ(VS_OK, qj_parse_collection(body.data(), body.size(), &dims, &dist, err, sizeof err))
+  ASSERT_EQ(STATUS_OK, qj_parse_collection(body.data(), body.size(), &dims, &dist, err, sizeof err))
       << err;
   EXPECT_EQ(384, dims);
   EXPECT_EQ(VS_DOT, dist);
@@ -835,7 +835,7 @@ TEST_F(QdrantJsonTest, CollectionInfoRefusesForeignShapes) {
     std::string body = Ok(b);
     int dims = 0, dist = 0;
     char err[256] = "";
-    EXPECT_EQ(VS_EINTERNAL,
+    EXPECT_EQ(STATUS_EINTERNAL,
               qj_parse_collection(body.data(), body.size(), &dims, &dist, err, sizeof err))
         << b;
     EXPECT_NE('\0', err[0]);
@@ -846,31 +846,31 @@ TEST_F(QdrantJsonTest, BoolUpdateAndCountResults) {
   char err[256] = "";
   int v = -1;
   std::string t = Ok("true"), f = Ok("false"), n = Ok("1");
-  EXPECT_EQ(VS_OK, qj_parse_bool(t.data(), t.size(), &v, err, sizeof err));
+  EXPECT_EQ(STATUS_OK, qj_parse_bool(t.data(), t.size(), &v, err, sizeof err));
   EXPECT_EQ(1, v);
-  EXPECT_EQ(VS_OK, qj_parse_bool(f.data(), f.size(), &v, err, sizeof err));
+  EXPECT_EQ(STATUS_OK, qj_parse_bool(f.data(), f.size(), &v, err, sizeof err));
   EXPECT_EQ(0, v);
-  EXPECT_EQ(VS_EINTERNAL, qj_parse_bool(n.data(), n.size(), &v, err, sizeof err));
+  EXPECT_EQ(STATUS_EINTERNAL, qj_parse_bool(n.data(), n.size(), &v, err, sizeof err));
 
   std::string done = Ok("{\"operation_id\":18446744073709551615,\"status\":\"completed\"}");
   std::string ack = Ok("{\"operation_id\":5,\"status\":\"acknowledged\"}");
   std::string late = Ok("{\"operation_id\":5,\"status\":\"wait_timeout\"}");
   std::string odd = Ok("{\"status\":\"exploded\"}");
   std::string none = Ok("{}");
-  EXPECT_EQ(VS_OK, qj_parse_update(done.data(), done.size(), err, sizeof err)) << err;
-  EXPECT_EQ(VS_OK, qj_parse_update(ack.data(), ack.size(), err, sizeof err));
-  EXPECT_EQ(VS_ETIMEOUT, qj_parse_update(late.data(), late.size(), err, sizeof err));
-  EXPECT_EQ(VS_EINTERNAL, qj_parse_update(odd.data(), odd.size(), err, sizeof err));
-  EXPECT_EQ(VS_EINTERNAL, qj_parse_update(none.data(), none.size(), err, sizeof err));
+  EXPECT_EQ(STATUS_OK, qj_parse_update(done.data(), done.size(), err, sizeof err)) << err;
+  EXPECT_EQ(STATUS_OK, qj_parse_update(ack.data(), ack.size(), err, sizeof err));
+  EXPECT_EQ(STATUS_ETIMEOUT, qj_parse_update(late.data(), late.size(), err, sizeof err));
+  EXPECT_EQ(STATUS_EINTERNAL, qj_parse_update(odd.data(), odd.size(), err, sizeof err));
+  EXPECT_EQ(STATUS_EINTERNAL, qj_parse_update(none.data(), none.size(), err, sizeof err));
 
   int64_t c = -1;
   std::string good = Ok("{\"count\":12}"), neg = Ok("{\"count\":-1}"),
               str = Ok("{\"count\":\"12\"}"), huge = Ok("{\"count\":18446744073709551615}");
-  EXPECT_EQ(VS_OK, qj_parse_count(good.data(), good.size(), &c, err, sizeof err));
+  EXPECT_EQ(STATUS_OK, qj_parse_count(good.data(), good.size(), &c, err, sizeof err));
   EXPECT_EQ(12, c);
-  EXPECT_EQ(VS_EINTERNAL, qj_parse_count(neg.data(), neg.size(), &c, err, sizeof err));
-  EXPECT_EQ(VS_EINTERNAL, qj_parse_count(str.data(), str.size(), &c, err, sizeof err));
-  EXPECT_EQ(VS_EINTERNAL, qj_parse_count(huge.data(), huge.size(), &c, err, sizeof err));
+  EXPECT_EQ(STATUS_EINTERNAL, qj_parse_count(neg.data(), neg.size(), &c, err, sizeof err));
+  EXPECT_EQ(STATUS_EINTERNAL, qj_parse_count(str.data(), str.size(), &c, err, sizeof err));
+  EXPECT_EQ(STATUS_EINTERNAL, qj_parse_count(huge.data(), huge.size(), &c, err, sizeof err));
   EXPECT_STREQ("qdrant's count result has no count", err);
 }
 
@@ -885,7 +885,7 @@ TEST_F(QdrantJsonTest, QueryHitsComeBackWithMetadataPayloadAndVector) {
   vs_hit* hits = nullptr;
   size_t n = 0;
   char err[256] = "";
-  ASSERT_EQ(VS_OK, qj_parse_hits(body.data(), body.size(), &r, 0, a_, &hits, &n, err, sizeof err))
+  ASSERT_EQ(STATUS_OK, qj_parse_hits(body.data(), body.size(), &r, 0, a_, &hits, &n, err, sizeof err))
       << err;
   ASSERT_EQ(2u, n);
   EXPECT_EQ(18446744073709551615ull, hits[0].point.id.num);
@@ -913,7 +913,7 @@ TEST_F(QdrantJsonTest, LegacySearchHitsAreABareList) {
   vs_hit* hits = nullptr;
   size_t n = 0;
   char err[256] = "";
-  ASSERT_EQ(VS_OK, qj_parse_hits(body.data(), body.size(), &r, 1, a_, &hits, &n, err, sizeof err))
+  ASSERT_EQ(STATUS_OK, qj_parse_hits(body.data(), body.size(), &r, 1, a_, &hits, &n, err, sizeof err))
       << err;
   ASSERT_EQ(1u, n);
   EXPECT_EQ(7u, hits[0].point.id.num);
@@ -921,7 +921,7 @@ TEST_F(QdrantJsonTest, LegacySearchHitsAreABareList) {
   EXPECT_EQ(nullptr, hits[0].point.payload);
   EXPECT_EQ(nullptr, hits[0].point.vector);
   // The query shape is not a search answer, and the other way round.
-  EXPECT_EQ(VS_EINTERNAL,
+  EXPECT_EQ(STATUS_EINTERNAL,
             qj_parse_hits(body.data(), body.size(), &r, 0, a_, &hits, &n, err, sizeof err));
   EXPECT_STREQ("qdrant's query result has no list of points", err);
 }
@@ -992,7 +992,7 @@ TEST_F(QdrantJsonTest, CorruptPointsFailTheWholeAnswer) {
     vs_hit* hits = nullptr;
     size_t n = 7;
     char err[256] = "";
-    EXPECT_EQ(VS_EINTERNAL,
+    EXPECT_EQ(STATUS_EINTERNAL,
               qj_parse_hits(body.data(), body.size(), &r, 0, a_, &hits, &n, err, sizeof err))
         << c.point;
     EXPECT_EQ(nullptr, hits);
@@ -1008,7 +1008,7 @@ TEST_F(QdrantJsonTest, RetrievedRecordsAreABareList) {
   vs_point* pts = nullptr;
   size_t n = 0;
   char err[256] = "";
-  ASSERT_EQ(VS_OK, qj_parse_records(body.data(), body.size(), &r, 0, a_, &pts, &n, nullptr, nullptr,
+  ASSERT_EQ(STATUS_OK, qj_parse_records(body.data(), body.size(), &r, 0, a_, &pts, &n, nullptr, nullptr,
                                     err, sizeof err))
       << err;
   ASSERT_EQ(2u, n);
@@ -1038,7 +1038,7 @@ TEST_F(QdrantJsonTest, ScrollGivesTheNextPageOffset) {
     vs_id next = {};
     int has = -1;
     char err[256] = "";
-    ASSERT_EQ(VS_OK, qj_parse_records(body.data(), body.size(), &r, 1, a_, &pts, &n, &next, &has,
+    ASSERT_EQ(STATUS_OK, qj_parse_records(body.data(), body.size(), &r, 1, a_, &pts, &n, &next, &has,
                                       err, sizeof err))
         << err;
     ASSERT_EQ(1u, n);
@@ -1053,11 +1053,11 @@ TEST_F(QdrantJsonTest, ScrollGivesTheNextPageOffset) {
   vs_point* pts = nullptr;
   size_t n = 0;
   char err[256] = "";
-  EXPECT_EQ(VS_EINTERNAL, qj_parse_records(bad.data(), bad.size(), &r, 1, a_, &pts, &n, nullptr,
+  EXPECT_EQ(STATUS_EINTERNAL, qj_parse_records(bad.data(), bad.size(), &r, 1, a_, &pts, &n, nullptr,
                                            nullptr, err, sizeof err));
   EXPECT_STREQ("qdrant's next_page_offset is not a point id", err);
   std::string flat = Ok("[]");
-  EXPECT_EQ(VS_EINTERNAL, qj_parse_records(flat.data(), flat.size(), &r, 1, a_, &pts, &n, nullptr,
+  EXPECT_EQ(STATUS_EINTERNAL, qj_parse_records(flat.data(), flat.size(), &r, 1, a_, &pts, &n, nullptr,
                                            nullptr, err, sizeof err));
   EXPECT_STREQ("qdrant's scroll result has no list of points", err);
 }
@@ -1105,7 +1105,7 @@ TEST_F(QdrantJsonTest, BigIntegersInsidePayloadsBecomeReals) {
   vs_point* pts = nullptr;
   size_t n = 0;
   char err[256] = "";
-  ASSERT_EQ(VS_OK, qj_parse_records(body.data(), body.size(), &r, 0, a_, &pts, &n, nullptr, nullptr,
+  ASSERT_EQ(STATUS_OK, qj_parse_records(body.data(), body.size(), &r, 0, a_, &pts, &n, nullptr, nullptr,
                                     err, sizeof err))
       << err;
   ASSERT_EQ(1u, n);
@@ -1122,14 +1122,14 @@ TEST_F(QdrantJsonTest, AnswersNestedTooDeepAreRefusedBeforeParsing) {
   std::string deep = std::string(QJ_MAX_DEPTH + 1, '[') + std::string(QJ_MAX_DEPTH + 1, ']');
   json_t* j = nullptr;
   char err[256] = "";
-  EXPECT_EQ(VS_EINTERNAL, qj_load(deep.data(), deep.size(), &j, err, sizeof err));
+  EXPECT_EQ(STATUS_EINTERNAL, qj_load(deep.data(), deep.size(), &j, err, sizeof err));
   EXPECT_STREQ("qdrant's answer nests deeper than 128 levels", err);
   std::string ok = std::string(QJ_MAX_DEPTH, '[') + std::string(QJ_MAX_DEPTH, ']');
-  ASSERT_EQ(VS_OK, qj_load(ok.data(), ok.size(), &j, err, sizeof err)) << err;
+  ASSERT_EQ(STATUS_OK, qj_load(ok.data(), ok.size(), &j, err, sizeof err)) << err;
   json_decref(j);
   // Brackets inside strings do not count.
   std::string quoted = "{\"s\":\"" + std::string(1000, '[') + "\"}";
-  ASSERT_EQ(VS_OK, qj_load(quoted.data(), quoted.size(), &j, err, sizeof err)) << err;
+  ASSERT_EQ(STATUS_OK, qj_load(quoted.data(), quoted.size(), &j, err, sizeof err)) << err;
   json_decref(j);
 }
 
@@ -1146,16 +1146,16 @@ TEST_F(QdrantJsonTest, EveryTruncationOfAGoodAnswerFailsCleanly) {
     vs_point* pts = nullptr;
     size_t n = 0;
     char err[256] = "";
-    EXPECT_EQ(VS_EINTERNAL, qj_parse_hits(b, cut, &r, 0, a_, &hits, &n, err, sizeof err)) << cut;
+    EXPECT_EQ(STATUS_EINTERNAL, qj_parse_hits(b, cut, &r, 0, a_, &hits, &n, err, sizeof err)) << cut;
     EXPECT_NE('\0', err[0]);
-    EXPECT_EQ(VS_EINTERNAL,
+    EXPECT_EQ(STATUS_EINTERNAL,
               qj_parse_records(b, cut, &r, 1, a_, &pts, &n, nullptr, nullptr, err, sizeof err));
     free(b);
   }
   vs_hit* hits = nullptr;
   size_t n = 0;
   char err[256] = "";
-  ASSERT_EQ(VS_OK, qj_parse_hits(body.data(), body.size(), &r, 0, a_, &hits, &n, err, sizeof err))
+  ASSERT_EQ(STATUS_OK, qj_parse_hits(body.data(), body.size(), &r, 0, a_, &hits, &n, err, sizeof err))
       << err;
   vs_hits_release(hits, n);
 }
