@@ -11,7 +11,7 @@
 
 #include "protos/descriptor_set.h"
 #include "service/audit/audit.h"
-#include "service/auth/access.h"
+#include "service/access/access.h"
 #include "service/auth/authn.h"
 #include "service/core/config.h"
 #include "service/entries/entries_service.h"

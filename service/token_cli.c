@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "service/auth/b64url.h"
+#include "service/core/b64url.h"
 #include "service/auth/jwk_private.h"
 #include "service/auth/jwks.h"
 #include "service/auth/jwt.h"

@@ -9,7 +9,7 @@
 #include <time.h>
 
 #include "service/audit/audit_internal.h"
-#include "service/auth/b64url.h"
+#include "service/core/b64url.h"
 
 /* ---- audit_buf ---- */
 

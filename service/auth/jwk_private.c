@@ -10,7 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "service/auth/b64url.h"
+#include "service/core/b64url.h"
 
 #define KEYLEN 32
 #define MAX_FILE (64 * 1024)

@@ -11,7 +11,7 @@
 
 #include <jansson.h>
 
-#include "service/auth/b64url.h"
+#include "service/core/b64url.h"
 
 #define ED25519_KEYLEN 32
 

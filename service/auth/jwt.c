@@ -12,7 +12,7 @@
 #include <jansson.h>
 #include <openssl/rand.h>
 
-#include "service/auth/b64url.h"
+#include "service/core/b64url.h"
 
 #define ED25519_SIGLEN 64
 

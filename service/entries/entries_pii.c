@@ -4,8 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "service/auth/pii.h"
-#include "service/auth/pii_struct.h"
+#include "service/privacy/pii.h"
+#include "service/privacy/pii_struct.h"
 #include "service/pb/pbjson.h"
 
 int entries_pii_apply(arena *a, const entries_pii_input *in, entries_pii_mode mode,

@@ -1,6 +1,6 @@
 /* entries_pii: the PII policy applied to what an entry write stores (key,
  * value as bytes, tags, metadata Struct), on top of the detectors in
- * service/auth/pii.h and pii_struct.h. Three outcomes:
+ * service/privacy/pii.h and pii_struct.h. Three outcomes:
  *   allow  (token holds `pii:write`): stored as is, the kinds found are
  *          returned for RecordMeta.pii_kinds;
  *   reject (default policy): ENTRIES_PII_EFOUND with why naming every kind

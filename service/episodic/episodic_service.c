@@ -8,8 +8,8 @@
 
 #include "memory/v1/episodic_memory.pb-c.h"
 #include "service/auth/authn.h"
-#include "service/auth/pii.h"
-#include "service/auth/pii_struct.h"
+#include "service/privacy/pii.h"
+#include "service/privacy/pii_struct.h"
 #include "service/core/log.h"
 #include "service/episodic/episodic_filter.h"
 #include "service/episodic/episodic_index.h"

@@ -9,7 +9,7 @@
 #include <openssl/evp.h>
 #include <string.h>
 
-#include "service/auth/b64url.h"
+#include "service/core/b64url.h"
 
 #define VERSION 2
 #define SEAL_LEN 16

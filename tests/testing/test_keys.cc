@@ -12,7 +12,7 @@
 #include <stdexcept>
 
 extern "C" {
-#include "service/auth/b64url.h"
+#include "service/core/b64url.h"
 #include "service/auth/jwk_private.h"
 #include "service/auth/jwks.h"
 #include "service/auth/jwt.h"

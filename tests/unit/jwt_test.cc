@@ -13,7 +13,7 @@
 #include <openssl/hmac.h>
 
 extern "C" {
-#include "service/auth/b64url.h"
+#include "service/core/b64url.h"
 #include "service/auth/jwks.h"
 #include "service/auth/jwt.h"
 }

@@ -8,8 +8,8 @@
 #include <string>
 
 extern "C" {
-#include "service/auth/pii.h"
-#include "service/auth/pii_struct.h"
+#include "service/privacy/pii.h"
+#include "service/privacy/pii_struct.h"
 #include "service/core/arena.h"
 }
 

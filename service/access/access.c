@@ -1,5 +1,5 @@
 /* access: WhoAmI, Attenuate and Revoke; see access.h. */
-#include "service/auth/access.h"
+#include "service/access/access.h"
 
 #include <jansson.h>
 #include <stdio.h>

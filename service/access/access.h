@@ -2,8 +2,8 @@
  * WhoAmI reports the calling token's claims, Attenuate mints a narrower
  * child token signed with memoryd's own key, Revoke revokes a token (and
  * with it every token attenuated from it). */
-#ifndef MEMORYD_AUTH_ACCESS_H
-#define MEMORYD_AUTH_ACCESS_H
+#ifndef MEMORYD_ACCESS_ACCESS_H
+#define MEMORYD_ACCESS_ACCESS_H
 #include "service/auth/authn.h"
 #include "service/rpc/rpc.h"
 #include "service/store/pg_pool.h"

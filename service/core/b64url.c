@@ -1,7 +1,7 @@
 /* b64url: strict unpadded base64url. Hand-written rather than EVP_DecodeBlock
  * because that one speaks the '+/' alphabet, wants padding and silently
  * accepts non-canonical trailing bits. */
-#include "service/auth/b64url.h"
+#include "service/core/b64url.h"
 
 #include <stdint.h>
 #include <stdlib.h>

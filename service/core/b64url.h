@@ -1,7 +1,7 @@
 /* b64url: strict base64url (RFC 4648 §5) without padding, as JWS compact
  * serialisation requires (RFC 7515 §2). Pure functions, no I/O. */
-#ifndef MEMORYD_AUTH_B64URL_H
-#define MEMORYD_AUTH_B64URL_H
+#ifndef MEMORYD_CORE_B64URL_H
+#define MEMORYD_CORE_B64URL_H
 
 #include <stddef.h>
 
