@@ -350,7 +350,7 @@ using Eidx = std::unique_ptr<eidx, decltype(&eidx_free)>;
 
 Eidx BuildIndex(const Dataset& ds, int distance) {
   Eidx x(eidx_create(ds.d, distance), eidx_free);
-  const vs_meta meta{};  // no owner, label or PII: the bench reads no metadata
+  const tier_meta meta{};  // no owner, label or PII: the bench reads no metadata
   for (int i = 0; x && i < ds.n; i++) {
     vs_id id{};
     id.num = static_cast<uint64_t>(i);

@@ -95,10 +95,12 @@ static int one_call(PGconn *conn, worker *w, int *prepared, arena *a) {
     global_traverse_in tin = {"e0", NULL, 0, GLOBAL_DIR_OUT, 2, 100};
     pgq_sql b = {0};
     pgq_params q = {0};
+    tier_ctx c; /* the caller, as the tier sees it */
+    tier_ctx_make(&c, "global", w->p, INT64_MAX, a);
     if (!w->o->traverse && w->o->tx) {
         /* As memoryd sends it: the statement timeout and the query
          * in one pipelined round trip (one implicit transaction). */
-        global_sql_get_entity(w->p, "e0", &b, &q);
+        global_sql_get_entity(&c, "e0", &b, &q);
         pgq_session ss = {.conn = conn, .tier = "bench", .err = w->err, .errlen = sizeof w->err};
         snprintf(ss.timeout, sizeof ss.timeout, "10000");
         PGresult *r = NULL;
@@ -108,7 +110,7 @@ static int one_call(PGconn *conn, worker *w, int *prepared, arena *a) {
         return ok ? 0 : -1;
     }
     if (!w->o->traverse) {
-        global_sql_get_entity(w->p, "e0", &b, &q);
+        global_sql_get_entity(&c, "e0", &b, &q);
         if (!*prepared && prepare(conn, "get", &b, &q) != 0) return -1;
         *prepared = 1;
         PGresult *r = exec_q(conn, "get", &q);
@@ -116,7 +118,7 @@ static int one_call(PGconn *conn, worker *w, int *prepared, arena *a) {
         PQclear(r);
         return ok ? 0 : -1;
     }
-    if (global_sql_traverse(a, w->p, &tin, &b, &q) != 0) return -1;
+    if (global_sql_traverse(&c, &tin, &b, &q) != 0) return -1;
     if (!*prepared && prepare(conn, "walk", &b, &q) != 0) return -1;
     PGresult *r = exec_q(conn, "walk", &q);
     if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) < 1) {
@@ -130,7 +132,7 @@ static int one_call(PGconn *conn, worker *w, int *prepared, arena *a) {
     PQclear(r);
     pgq_sql eb = {0};
     pgq_params eq = {0};
-    if (!ids || global_sql_traverse_edges(a, w->p, &tin, ids, n, &eb, &eq) != 0) return -1;
+    if (!ids || global_sql_traverse_edges(&c, &tin, ids, n, &eb, &eq) != 0) return -1;
     if (!*prepared && prepare(conn, "edges", &eb, &eq) != 0) return -1;
     *prepared = 1;
     r = exec_q(conn, "edges", &eq);

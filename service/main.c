@@ -1,7 +1,6 @@
 /* memoryd: start-up and shutdown. Wires configuration, backends, the
  * runtime and the services together; owns nothing that outlives main. */
 #include <errno.h>
-#include <openssl/rand.h>
 #include <grpc/grpc.h>
 #include <signal.h>
 #include <stdio.h>
@@ -10,13 +9,16 @@
 #include <unistd.h>
 
 #include "protos/descriptor_set.h"
-#include "service/audit/audit.h"
 #include "service/access/access.h"
+#include "service/audit/audit.h"
+#include "service/audit/audit_service.h"
 #include "service/auth/authn.h"
+#include "service/cache/cache_service.h"
 #include "service/core/config.h"
-#include "service/entries/entries_service.h"
-#include "service/global/global_service.h"
 #include "service/core/log.h"
+#include "service/entries/entries_service.h"
+#include "service/episodic/episodic_service.h"
+#include "service/global/global_service.h"
 #include "service/health/health.h"
 #include "service/health/health_probe.h"
 #include "service/reflection/descpool.h"
@@ -27,16 +29,15 @@
 #include "service/store/pg_migrate.h"
 #include "service/store/pg_pool.h"
 #include "service/store/redis_pool.h"
-#include "service/cache/cache_aside.h"
-#include "service/cache/cache_codec.h"
-#include "service/cache/cache_l1.h"
-#include "service/cache/cache_l2.h"
-#include "service/cache/cache_service.h"
-#include "service/cache/cache_sub.h"
-#include "service/episodic/episodic_embedded.h"
-#include "service/episodic/episodic_qdrant.h"
-#include "service/episodic/episodic_service.h"
+#include "service/tier/tier.h"
 #include "service/token_cli.h"
+
+/* The tiers, in the order they open (a tier may use what an earlier one
+ * offers in tier_env: the cache before GlobalMemory). Adding a tier is one
+ * line here. */
+static const tier *const tiers[] = {
+    &access_tier, &audit_tier, &entries_tier, &cache_tier, &global_tier, &episodic_tier,
+};
 
 #define ERRLEN 512
 
@@ -52,15 +53,7 @@ typedef struct {
     instance *inst;
     authn *auth;
     audit *audit;
-    entries_service *entries;
-    global_service *global;
-    cache_l1 *l1;
-    cache_l2 *l2;
-    cache_sub *sub;
-    cache_aside *entity_cache;
-    cache_service *cache;
-    vstore *vectors;
-    episodic_service *episodic;
+    tier_set *tiers;
 } app;
 
 static char *read_file(const char *path, char *err, size_t errlen) {
@@ -129,42 +122,6 @@ static int open_backends(app *a, char *err) {
     return 0;
 }
 
-/* The cache tier: L1 always (unless sized 0), L2 and the invalidation
- * subscriber when Redis is configured. Replicas tell their own
- * invalidations apart by a random id. */
-static int open_cache(app *a, char *err) {
-    const config *c = &a->cfg;
-    cache_l1_options lo = {(size_t)c->cache_l1_max_entries, (size_t)c->cache_l1_max_bytes,
-                           c->cache_l1_ttl_ms};
-    unsigned char rnd[CACHE_REPLICA_ID_LEN / 2];
-    char replica[CACHE_REPLICA_ID_LEN + 1];
-    if (RAND_bytes(rnd, sizeof rnd) != 1) {
-        snprintf(err, ERRLEN, "no randomness for the cache replica id");
-        return -1;
-    }
-    for (size_t i = 0; i < sizeof rnd; i++) snprintf(replica + 2 * i, 3, "%02x", rnd[i]);
-    if (!(a->l1 = cache_l1_create(&lo)) ||
-        (a->redis && (!(a->l2 = cache_l2_create(a->redis, replica)) ||
-                      cache_sub_start(a->redis, a->l1, replica, &a->sub) != 0)) ||
-        (c->cache_entities && !(a->entity_cache = cache_aside_create(a->l1, a->sub)))) {
-        snprintf(err, ERRLEN, "cannot start the cache tier (out of memory or threads)");
-        return -1;
-    }
-    /* Serve with invalidations heard when Redis is there: until then the
-     * entity cache bypasses L1. A Redis that is down does not hold us up. */
-    if (a->sub) cache_sub_wait_live(a->sub, rpc_now_ms() + 2000);
-    log_fields(LOG_INFO, "cache tier", LOG_F_STR, "replica", replica, LOG_F_INT, "l1_max_entries",
-               (int64_t)c->cache_l1_max_entries, LOG_F_INT, "l1_max_bytes",
-               (int64_t)c->cache_l1_max_bytes, LOG_F_STR, "l2", a->l2 ? "redis" : "none",
-               LOG_F_STR, "entities", c->cache_entities ? "cached" : "not cached", LOG_F_END);
-    return 0;
-}
-
-/* Audit.Watch ends streams whose token died; authn knows. */
-static int audit_check_live_authn(void *ctx, const principal *p, char *err, size_t errlen) {
-    return authn_check_live(ctx, p, err, errlen);
-}
-
 static int build_server(app *a, char *err) {
     const config *c = &a->cfg;
     char *cert = NULL, *key = NULL;
@@ -202,38 +159,25 @@ static int build_server(app *a, char *err) {
         snprintf(err, ERRLEN, "cannot register the built-in services");
         return -1;
     }
-    audit_options audo = {.queue_capacity = 65536, .batch_max = 512, .linger_ms = 10,
-                          .check_live = audit_check_live_authn, .check_live_ctx = a->auth};
-    if (audit_create(a->pg, &audo, &a->audit, err, ERRLEN) != 0) return -1;
-    /* A List/Search answer must fit the message limit with room for the
-     * framing around the values. */
-    entries_options eo = {.max_response_bytes = (size_t)c->max_message_bytes / 4 * 3};
-    entries_pii_policy_parse(c->pii_policy, &eo.pii_policy); /* validated by config */
-    global_options go = {.redact_pii = eo.pii_policy == ENTRIES_PII_REDACT,
-                         .max_depth = c->traverse_max_depth,
-                         .max_response_bytes = eo.max_response_bytes,
-                         .entity_cache = a->entity_cache,
-                         .entity_l2 = a->l2};
-    cache_options co = {.redact_pii = eo.pii_policy == ENTRIES_PII_REDACT};
-    episodic_options epo = {.redact_pii = eo.pii_policy == ENTRIES_PII_REDACT};
-    if (c->qdrant_url[0]) {
-        qdrant_options qo = {.url = c->qdrant_url,
-                             .api_key = c->qdrant_api_key,
-                             .collection_prefix = c->qdrant_collection_prefix,
-                             .timeout_ms = c->qdrant_timeout_ms};
-        if (episodic_qdrant_open(a->pg, &qo, &a->vectors, err, ERRLEN) != 0) return -1;
-    } else if (episodic_embedded_open(a->pg, &a->vectors) != 0) {
-        snprintf(err, ERRLEN, "out of memory");
+    audit_options audo = {.queue_capacity = 65536, .batch_max = 512, .linger_ms = 10};
+    if (audit_create(a->pg, &audo, &a->audit, err, ERRLEN) != 0 ||
+        audit_observe(a->srv, a->audit) != 0) {
+        if (!err[0]) snprintf(err, ERRLEN, "cannot start the audit trail");
         return -1;
     }
-    if (audit_register(a->srv, a->audit) != 0 || access_register(a->srv, a->auth, a->pg) != 0 ||
-        entries_register(a->srv, a->pg, a->audit, &eo, &a->entries) != 0 ||
-        global_register(a->srv, a->pg, a->audit, &go, &a->global) != 0 ||
-        cache_register(a->srv, a->l1, a->l2, &co, &a->cache) != 0 ||
-        episodic_register(a->srv, a->vectors, a->audit, &epo, &a->episodic) != 0) {
-        snprintf(err, ERRLEN, "cannot register the services");
+    tier_env env = {
+        .cfg = c,
+        .pg = a->pg,
+        .redis = a->redis,
+        .auth = a->auth,
+        .audit = a->audit,
+        /* A List/Search answer must fit the message limit with room for
+         * the framing around the values. */
+        .max_response_bytes = (size_t)c->max_message_bytes / 4 * 3,
+    };
+    pii_policy_parse(c->pii_policy, &env.pii); /* validated by config */
+    if (tier_set_open(tiers, TIER_COUNT(tiers), &env, a->srv, &a->tiers, err, ERRLEN) != 0)
         return -1;
-    }
     rpc_server_set_unknown_describer(a->srv, reflection_describe_unknown, a->pool);
     return 0;
 }
@@ -241,23 +185,7 @@ static int build_server(app *a, char *err) {
 static void teardown(app *a) {
     health_probe_stop(a->probe);
     rpc_server_free(a->srv);
-    entries_service_free(a->entries);
-    global_service_free(a->global);
-    cache_service_free(a->cache);
-    episodic_service_free(a->episodic);
-    vstore_free(a->vectors);
-    cache_aside_free(a->entity_cache);
-    cache_sub_stop(a->sub);
-    cache_l2_free(a->l2);
-    if (a->l1) {
-        cache_l1_stats st;
-        cache_l1_get_stats(a->l1, &st);
-        log_fields(LOG_INFO, "cache L1 totals", LOG_F_INT, "hits", (int64_t)st.hits, LOG_F_INT,
-                   "misses", (int64_t)st.misses, LOG_F_INT, "evictions", (int64_t)st.evictions,
-                   LOG_F_INT, "expirations", (int64_t)st.expirations, LOG_F_INT,
-                   "invalidations", (int64_t)st.invalidations, LOG_F_END);
-    }
-    cache_l1_free(a->l1);
+    tier_set_free(a->tiers);
     audit_free(a->audit);
     authn_free(a->auth);
     instance_stop(a->inst, a->pg);
@@ -268,14 +196,29 @@ static void teardown(app *a) {
     config_free(&a->cfg);
 }
 
-/* EpisodicMemory's health with Qdrant: the Qdrant server answers. */
-static int probe_vectors(void *vs) { return ((vstore *)vs)->ops->probe((vstore *)vs); }
+/* Health: each tier's services follow the backends they need; the API's
+ * services no tier of this build serves are NOT_SERVING for good. */
+static int start_health(app *a) {
+    health_dep *deps = NULL;
+    size_t n = 0;
+    if (tier_set_health_deps(a->tiers, &deps, &n) != 0) return -1;
+    for (size_t i = 0; i < descpool_service_count(a->pool); i++) {
+        const char *svc = descpool_service_name(a->pool, i);
+        if (strncmp(svc, "memory.v1.", 10) == 0 && !tier_set_serves(a->tiers, svc) &&
+            health_set(a->health, svc, HEALTH_NOT_SERVING) != 0) {
+            free(deps);
+            return -1;
+        }
+    }
+    int rc = health_probe_start(a->health, a->pg, a->redis, deps, n, a->cfg.health_interval_ms,
+                                &a->probe);
+    free(deps);
+    return rc;
+}
 
 static int run(app *a, const sigset_t *signals) {
     char err[ERRLEN] = "";
-    if (open_backends(a, err) != 0 || open_cache(a, err) != 0 || build_server(a, err) != 0 ||
-        health_probe_start(a->health, a->pg, a->redis, a->cfg.qdrant_url[0] ? probe_vectors : NULL,
-                           a->vectors, a->cfg.health_interval_ms, &a->probe) != 0 ||
+    if (open_backends(a, err) != 0 || build_server(a, err) != 0 || start_health(a) != 0 ||
         rpc_server_start(a->srv, err, sizeof err) != 0) {
         log_fields(LOG_ERROR, "start-up failed", LOG_F_STR, "error", err[0] ? err : "see above",
                    LOG_F_END);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "memory/v1/access.pb-c.h"
+#include "service/access/access_store.h"
 #include "service/audit/audit.h"
 #include "service/auth/nsglob.h"
 #include "service/core/log.h"
@@ -20,8 +21,6 @@ typedef struct {
     authn *auth;
     pg_pool *pg;
 } access_ctx;
-
-static access_ctx ctx_storage; /* one Access service per process */
 
 static Memory__V1__TokenClaims *render_claims(arena *ar, const jwt_claims *c) {
     Memory__V1__TokenClaims *out = arena_alloc(ar, sizeof *out);
@@ -231,39 +230,6 @@ static grpc_status_code build_child(rpc_call *call, const principal *parent,
     return GRPC_STATUS_OK;
 }
 
-/* Records the minted token so Revoke can tell descendants apart. */
-static int record_issued(pg_pool *pg, rpc_call *call, const jwt_claims *child, char *err,
-                         size_t errlen) {
-    json_t *anc = json_array();
-    for (size_t i = 0; anc && i < child->nanc; i++) json_array_append_new(anc, json_string(child->anc[i]));
-    char *anc_json = anc ? json_dumps(anc, JSON_COMPACT) : NULL;
-    json_decref(anc);
-    if (!anc_json) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    char exp[32];
-    snprintf(exp, sizeof exp, "%lld", (long long)child->exp);
-    PGconn *conn = pg_pool_acquire(pg, rpc_call_deadline_ms(call), err, errlen);
-    if (!conn) {
-        free(anc_json);
-        return -1;
-    }
-    const char *params[6] = {child->jti, child->parent, anc_json, child->tenant, child->sub, exp};
-    PGresult *res = PQexecParams(
-        conn,
-        "INSERT INTO issued_tokens (jti, parent_jti, ancestors, tenant, principal, expires_at)"
-        " SELECT $1, $2, array(SELECT jsonb_array_elements_text($3::jsonb)), $4, $5,"
-        " to_timestamp($6::bigint)",
-        6, NULL, params, NULL, NULL, 0);
-    int ok = PQresultStatus(res) == PGRES_COMMAND_OK;
-    if (!ok) snprintf(err, errlen, "%s", PQerrorMessage(conn));
-    PQclear(res);
-    pg_pool_release(pg, conn, !ok);
-    free(anc_json);
-    return ok ? 0 : -1;
-}
-
 static grpc_status_code attenuate(rpc_call *call, const ProtobufCMessage *reqm,
                                   ProtobufCMessage *resp, void *arg) {
     access_ctx *ctx = arg;
@@ -293,10 +259,12 @@ static grpc_status_code attenuate(rpc_call *call, const ProtobufCMessage *reqm,
         return GRPC_STATUS_INTERNAL;
     }
     free(payload);
-    if (record_issued(ctx->pg, call, &child, err, sizeof err) != 0) {
+    /* Recorded so Revoke can tell descendants apart. */
+    int rc = access_store_record(ctx->pg, rpc_call_deadline_ms(call), &child, err, sizeof err);
+    if (rc != STATUS_OK) {
         free(token);
         rpc_call_set_error(call, "cannot record the new token (PostgreSQL): %s", err);
-        return GRPC_STATUS_UNAVAILABLE;
+        return rpc_status_of(rc);
     }
     Memory__V1__AccessAttenuateResponse *out = (Memory__V1__AccessAttenuateResponse *)resp;
     arena *ar = rpc_call_arena(call);
@@ -315,40 +283,6 @@ static grpc_status_code attenuate(rpc_call *call, const ProtobufCMessage *reqm,
 }
 
 /* ---- Revoke ---- */
-
-/* 1 if target was minted (by Attenuate) from caller_jti at any depth and
- * in tenant; 0 if not; -1 with err when Postgres fails. */
-static int is_descendant(pg_pool *pg, rpc_call *call, const char *target, const char *caller_jti,
-                         const char *tenant, char *err, size_t errlen) {
-    PGconn *conn = pg_pool_acquire(pg, rpc_call_deadline_ms(call), err, errlen);
-    if (!conn) return -1;
-    const char *params[3] = {target, caller_jti, tenant};
-    PGresult *res = PQexecParams(conn,
-                                 "SELECT 1 FROM issued_tokens WHERE jti = $1 AND tenant = $3"
-                                 " AND $2 = ANY(ancestors)",
-                                 3, NULL, params, NULL, NULL, 0);
-    int rc = PQresultStatus(res) == PGRES_TUPLES_OK ? PQntuples(res) > 0 : -1;
-    if (rc < 0) snprintf(err, errlen, "%s", PQerrorMessage(conn));
-    PQclear(res);
-    pg_pool_release(pg, conn, rc < 0);
-    return rc;
-}
-
-/* 1 if target was minted by memoryd for another tenant. */
-static int other_tenant(pg_pool *pg, rpc_call *call, const char *target, const char *tenant,
-                        char *err, size_t errlen) {
-    PGconn *conn = pg_pool_acquire(pg, rpc_call_deadline_ms(call), err, errlen);
-    if (!conn) return -1;
-    const char *params[2] = {target, tenant};
-    PGresult *res = PQexecParams(conn,
-                                 "SELECT 1 FROM issued_tokens WHERE jti = $1 AND tenant <> $2",
-                                 2, NULL, params, NULL, NULL, 0);
-    int rc = PQresultStatus(res) == PGRES_TUPLES_OK ? PQntuples(res) > 0 : -1;
-    if (rc < 0) snprintf(err, errlen, "%s", PQerrorMessage(conn));
-    PQclear(res);
-    pg_pool_release(pg, conn, rc < 0);
-    return rc;
-}
 
 static grpc_status_code revoke(rpc_call *call, const ProtobufCMessage *reqm,
                                ProtobufCMessage *resp, void *arg) {
@@ -370,16 +304,20 @@ static grpc_status_code revoke(rpc_call *call, const ProtobufCMessage *reqm,
     audit_add_target(call, req->token_id);
     char err[512];
     if (strcmp(req->token_id, principal_jti(p)) != 0) {
-        int rc = is_descendant(ctx->pg, call, req->token_id, principal_jti(p),
-                               principal_tenant(p), err, sizeof err);
-        if (rc == 0 && principal_has(p, "admin"))
-            rc = other_tenant(ctx->pg, call, req->token_id, principal_tenant(p), err,
-                              sizeof err) == 0 ? 1 : 0;
-        if (rc < 0) {
+        /* Its own descendants, or with `admin` any token not minted for
+         * another tenant. */
+        int64_t deadline = rpc_call_deadline_ms(call);
+        int mine = 0, foreign = 1;
+        int rc = access_store_descends(ctx->pg, deadline, req->token_id, principal_jti(p),
+                                       principal_tenant(p), &mine, err, sizeof err);
+        if (rc == STATUS_OK && !mine && principal_has(p, "admin"))
+            rc = access_store_other_tenant(ctx->pg, deadline, req->token_id,
+                                           principal_tenant(p), &foreign, err, sizeof err);
+        if (rc != STATUS_OK) {
             rpc_call_set_error(call, "cannot check the token's ancestry (PostgreSQL): %s", err);
-            return GRPC_STATUS_UNAVAILABLE;
+            return rpc_status_of(rc);
         }
-        if (rc == 0) {
+        if (!mine && foreign) {
             rpc_call_set_error(call, "token %s is neither the calling token nor attenuated from "
                                "it; revoking other tokens needs scope `admin`", req->token_id);
             return GRPC_STATUS_PERMISSION_DENIED;
@@ -399,33 +337,44 @@ static grpc_status_code revoke(rpc_call *call, const ProtobufCMessage *reqm,
     return GRPC_STATUS_OK;
 }
 
-int access_register(rpc_server *srv, authn *a, pg_pool *pg) {
-    ctx_storage.auth = a;
-    ctx_storage.pg = pg;
-    const rpc_method methods[] = {
-        {.path = "/memory.v1.Access/WhoAmI",
-         .kind = RPC_UNARY,
-         .request = &memory__v1__access_who_am_irequest__descriptor,
-         .response = &memory__v1__access_who_am_iresponse__descriptor,
-         .scope = "",
-         .unary = who_am_i,
-         .arg = &ctx_storage},
-        {.path = "/memory.v1.Access/Attenuate",
-         .kind = RPC_UNARY,
-         .request = &memory__v1__access_attenuate_request__descriptor,
-         .response = &memory__v1__access_attenuate_response__descriptor,
-         .scope = "access:attenuate",
-         .unary = attenuate,
-         .arg = &ctx_storage},
-        {.path = "/memory.v1.Access/Revoke",
-         .kind = RPC_UNARY,
-         .request = &memory__v1__access_revoke_request__descriptor,
-         .response = &memory__v1__access_revoke_response__descriptor,
-         .scope = "",
-         .unary = revoke,
-         .arg = &ctx_storage},
-    };
-    for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++)
-        if (rpc_server_add_method(srv, &methods[i]) != 0) return -1;
+/* ---- the tier ---- */
+
+static int access_open(tier_env *env, void **state, char *err, size_t errlen) {
+    access_ctx *ctx = calloc(1, sizeof *ctx);
+    if (!ctx) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    ctx->auth = env->auth;
+    ctx->pg = env->pg;
+    *state = ctx;
     return 0;
 }
+
+static void access_free(void *state) { free(state); }
+
+#define SVC "memory.v1.Access"
+static const rpc_method methods[] = {
+    /* protobuf-c names WhoAmIRequest who_am_irequest: spelled out. */
+    {.path = "/" SVC "/WhoAmI",
+     .kind = RPC_UNARY,
+     .request = &memory__v1__access_who_am_irequest__descriptor,
+     .response = &memory__v1__access_who_am_iresponse__descriptor,
+     .scope = "", /* any valid token */
+     .unary = who_am_i},
+    RPC_METHOD_UNARY(SVC, "Attenuate", memory__v1__access_attenuate, "access:attenuate",
+                     attenuate),
+    RPC_METHOD_UNARY(SVC, "Revoke", memory__v1__access_revoke, "", revoke),
+};
+
+static const tier_service services[] = {{SVC, HEALTH_NEEDS_PG}};
+
+const tier access_tier = {
+    .name = "access",
+    .services = services,
+    .nservices = TIER_COUNT(services),
+    .methods = methods,
+    .nmethods = TIER_COUNT(methods),
+    .open = access_open,
+    .free = access_free,
+};

@@ -1,15 +1,15 @@
 /* access: the memory.v1.Access service (protos/memory/v1/access.proto):
  * WhoAmI reports the calling token's claims, Attenuate mints a narrower
- * child token signed with memoryd's own key, Revoke revokes a token (and
- * with it every token attenuated from it). */
+ * child token signed with memoryd's own key (recorded in the token store,
+ * access_store.h), Revoke revokes a token (and with it every token
+ * attenuated from it). */
 #ifndef MEMORYD_ACCESS_ACCESS_H
 #define MEMORYD_ACCESS_ACCESS_H
-#include "service/auth/authn.h"
-#include "service/rpc/rpc.h"
-#include "service/store/pg_pool.h"
 
-/* Registers the three methods. a and pg are borrowed and must outlive the
- * server. Returns 0, or -1 on a registration error. */
-int access_register(rpc_server *srv, authn *a, pg_pool *pg);
+#include "service/tier/tier.h"
+
+/* The tier: serves memory.v1.Access (needs PostgreSQL). Opened with
+ * env->auth (keys, revocations) and env->pg (the token store). */
+extern const tier access_tier;
 
 #endif

@@ -1,5 +1,5 @@
-/* audit: the observer, the bounded queue and the writer thread; see
- * audit.h. The observer copies each record into one malloc'd block and
+/* audit: the trail: the observer, the bounded queue and the writer
+ * thread; see audit.h. The observer copies each record into one malloc'd block and
  * hands it to the queue under a mutex held for a pointer store; the writer
  * takes up to batch_max records at a time and inserts them with one COPY
  * (one statement, so one trigger run and one NOTIFY per batch). */
@@ -7,27 +7,62 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "service/audit/audit_internal.h"
+#include "service/audit/audit_codec.h"
 #include "service/core/log.h"
 
 #define DEFAULT_QUEUE 65536
 #define DEFAULT_BATCH 512
 #define DEFAULT_FLUSH_MS 5000
-#define DEFAULT_WATCHERS 1024
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 5000
 #define OUTAGE_LOG_EVERY_MS 30000
-#define COPY_CHUNK (1u << 20)
+/* The writer's bound on waiting for a pooled connection and on one COPY. */
+#define WRITE_TIMEOUT_MS 5000
 
 /* Outcome of one attempt at writing a batch. */
 #define W_OK 0
 #define W_RETRY 1 /* the connection or the server: try again later */
 #define W_FATAL 2 /* PostgreSQL refused the rows themselves */
+
+struct audit {
+    pg_pool *pg;
+    audit_options o;
+
+    /* The queue: a ring of record pointers, guarded by qlock. */
+    pthread_mutex_t qlock;
+    pthread_cond_t qwake; /* the writer: records arrived, or stop */
+    pthread_cond_t qdone; /* audit_flush / audit_free: the writer made progress */
+    audit_rec **ring;
+    size_t head, count;
+    uint64_t enq_seq, done_seq; /* records entered / finished (written, failed, dropped) */
+    int writer_waiting;
+    int writer_lingering; /* waiting linger_ms for a fuller batch */
+    int flush_waiters;    /* audit_flush callers: cut the linger short */
+    int stopping, writer_exited;
+    int64_t flush_deadline_ms;
+    PGcancel *cancel;     /* the writer's in-flight statement, for audit_free */
+    int64_t last_drop_warn_ms; /* qlock */
+    int64_t last_fail_log_ms;  /* writer thread only */
+    pthread_t writer;
+
+    atomic_uint_fast64_t queued, written, dropped, failed, batches;
+};
+
+/* The per-call note hung on rpc_call_set_audit (call arena). */
+typedef struct audit_note {
+    char **targets;
+    size_t ntargets, cap, ignored;
+    int in_tx;     /* audit_write_in_tx inserted a row */
+    int committed; /* ...and the handler's COMMIT succeeded */
+} audit_note;
+
 
 static int64_t mono_us(void) {
     struct timespec ts;
@@ -174,18 +209,23 @@ static void observe(rpc_call *call, grpc_status_code status, const char *message
 
 /* Retry connection-level and transient server conditions; anything else
  * is about the rows and will not get better by waiting. */
-static int classify(PGconn *c, const PGresult *r) {
-    if (!c || PQstatus(c) != CONNECTION_OK) return W_RETRY;
-    const char *st = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
-    if (!st) return W_RETRY;
+static int classify(const pgq_session *ss) {
+    const char *st = ss->sqlstate;
+    if (ss->broken || !st[0]) return W_RETRY;
     if (strncmp(st, "08", 2) == 0 || strncmp(st, "53", 2) == 0 || strncmp(st, "57", 2) == 0 ||
         strncmp(st, "40", 2) == 0 || strcmp(st, "55P03") == 0 || strncmp(st, "58", 2) == 0)
         return W_RETRY;
     return W_FATAL;
 }
 
-static int copy_batch(audit *a, PGconn *c, audit_rec **batch, size_t n, char *err,
-                      size_t errlen) {
+static void set_cancel(audit *a, PGcancel *cancel) {
+    pthread_mutex_lock(&a->qlock);
+    a->cancel = cancel;
+    pthread_mutex_unlock(&a->qlock);
+}
+
+/* One COPY of the batch in a pgq session, cancellable by audit_free. */
+static int copy_batch(audit *a, audit_rec **batch, size_t n, char *err, size_t errlen) {
     audit_buf b = {0};
     for (size_t i = 0; i < n; i++) audit_codec_copy_row(&b, batch[i]);
     if (b.oom) {
@@ -193,43 +233,20 @@ static int copy_batch(audit *a, PGconn *c, audit_rec **batch, size_t n, char *er
         snprintf(err, errlen, "out of memory");
         return W_RETRY;
     }
-    PGcancel *cancel = PQgetCancel(c);
-    pthread_mutex_lock(&a->qlock);
-    a->cancel = cancel;
-    pthread_mutex_unlock(&a->qlock);
-
-    int rc = W_OK;
-    PGresult *r = PQexec(c, "COPY audit_log (" AUDIT_COPY_COLUMNS ") FROM STDIN");
-    if (PQresultStatus(r) != PGRES_COPY_IN) {
-        rc = classify(c, r);
-        snprintf(err, errlen, "%s", PQerrorMessage(c));
-    } else {
-        /* In pieces: PQputCopyData takes an int length. */
-        for (size_t off = 0; rc == W_OK && off < b.len; off += COPY_CHUNK) {
-            size_t n = b.len - off < COPY_CHUNK ? b.len - off : COPY_CHUNK;
-            if (PQputCopyData(c, b.p + off, (int)n) != 1) rc = W_RETRY;
-        }
-        if (rc != W_OK || PQputCopyEnd(c, NULL) != 1) {
-            rc = W_RETRY;
-            snprintf(err, errlen, "%s", PQerrorMessage(c));
-        }
+    pgq_session ss;
+    int rc = pgq_begin(&ss, a->pg, "audit", rpc_now_ms() + WRITE_TIMEOUT_MS, 0, err, errlen);
+    if (rc == STATUS_OK) {
+        PGcancel *cancel = PQgetCancel(ss.conn);
+        set_cancel(a, cancel);
+        rc = pgq_copy_in(&ss, "writing the audit trail",
+                         "COPY audit_log (" AUDIT_COPY_COLUMNS ") FROM STDIN", b.p, b.len);
+        set_cancel(a, NULL);
+        PQfreeCancel(cancel);
     }
-    PQclear(r);
-    /* Drain every result (after COPY: its completion, or the error). */
-    while ((r = PQgetResult(c)) != NULL) {
-        if (rc == W_OK && PQresultStatus(r) != PGRES_COMMAND_OK) {
-            rc = classify(c, r);
-            snprintf(err, errlen, "%s", PQresultErrorMessage(r));
-        }
-        PQclear(r);
-    }
-    pthread_mutex_lock(&a->qlock);
-    a->cancel = NULL;
-    pthread_mutex_unlock(&a->qlock);
-    PQfreeCancel(cancel);
+    int w = rc == STATUS_OK ? W_OK : ss.conn ? classify(&ss) : W_RETRY;
+    pgq_end(&ss);
     audit_buf_free(&b);
-    err[strcspn(err, "\n")] = '\0';
-    return rc;
+    return w;
 }
 
 /* 1 once audit_free's flush time is up. */
@@ -267,9 +284,7 @@ static size_t write_batch(audit *a, audit_rec **batch, size_t n, int64_t *outage
             return 0;
         }
         char err[512] = "";
-        PGconn *c = pg_pool_acquire(a->pg, rpc_now_ms() + 2000, err, sizeof err);
-        int rc = c ? copy_batch(a, c, batch, n, err, sizeof err) : W_RETRY;
-        if (c) pg_pool_release(a->pg, c, rc == W_RETRY);
+        int rc = copy_batch(a, batch, n, err, sizeof err);
         if (rc == W_OK) {
             if (*outage_ms) {
                 log_fields(LOG_INFO, "audit writer recovered", LOG_F_INT, "outage_ms",
@@ -379,65 +394,42 @@ static void *writer_main(void *arg) {
     return NULL;
 }
 
-int audit_write_in_tx(audit *a, PGconn *conn, rpc_call *call, char *err, size_t errlen) {
-    (void)a;
+int audit_write_in_tx(pgq_session *ss, rpc_call *call, char *err, size_t errlen) {
     audit_note *note = note_get(call);
     audit_rec *r = note ? rec_build(call, GRPC_STATUS_OK, wall_us()) : NULL;
-    if (!r) {
-        snprintf(err, errlen, "audit: out of memory");
-        return -1;
-    }
-    char t[40], st[12], dur[24];
-    audit_codec_time(r->time_us, t);
-    snprintf(st, sizeof st, "%d", (int)r->status);
-    snprintf(dur, sizeof dur, "%lld", (long long)r->duration_us);
     audit_buf targets = {0};
-    audit_codec_array_literal(&targets, r->targets, r->ntargets);
+    if (r) audit_codec_array_literal(&targets, r->targets, r->ntargets);
     int rc = -1;
-    if (targets.oom) {
+    if (!r || targets.oom) {
         snprintf(err, errlen, "audit: out of memory");
     } else {
-        const char *v[9] = {t, r->tenant, r->principal, r->token_id, r->method,
-                            targets.p, st, dur, r->request_id};
-        PGresult *res = PQexecParams(conn,
-                                     "INSERT INTO audit_log (" AUDIT_COPY_COLUMNS ") VALUES "
-                                     "($1::timestamptz, $2, $3, $4, $5, $6::text[], $7::int,"
-                                     " $8::bigint, $9)",
-                                     9, NULL, v, NULL, NULL, 0);
-        if (PQresultStatus(res) == PGRES_COMMAND_OK) {
+        pgq_params q = {0};
+        pgq_sql b = {0};
+        int p_time = pgq_ts(&q, r->time_us);
+        int p_tenant = pgq_text(&q, r->tenant);
+        int p_principal = pgq_text(&q, r->principal);
+        int p_token = pgq_text(&q, r->token_id);
+        int p_method = pgq_text(&q, r->method);
+        int p_targets = pgq_text_array(&q, targets.p);
+        int p_status = pgq_int4(&q, r->status);
+        int p_duration = pgq_int8(&q, r->duration_us);
+        pgq_sql_add(&b,
+                    "INSERT INTO audit_log (" AUDIT_COPY_COLUMNS ") VALUES ($%d, $%d, $%d, $%d,"
+                    " $%d, $%d, $%d, $%d, $%d)",
+                    p_time, p_tenant, p_principal, p_token, p_method, p_targets, p_status,
+                    p_duration, pgq_text(&q, r->request_id));
+        PGresult *res;
+        if (pgq_exec_ok(ss, &b, &q, "the audit row", &res) == STATUS_OK) {
             rc = 0;
             note->in_tx = 1;
+            PQclear(res);
         } else {
-            const char *m = PQresultErrorMessage(res);
-            snprintf(err, errlen, "audit: cannot insert the audit row: %.*s",
-                     (int)strcspn(m, "\n"), m);
+            snprintf(err, errlen, "audit: cannot insert the audit row: %s", ss->err);
         }
-        PQclear(res);
     }
     audit_buf_free(&targets);
     free(r);
     return rc;
-}
-
-grpc_status_code audit_pg_status(rpc_call *call, PGconn *conn, const PGresult *r,
-                                 const char *what) {
-    const char *st = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
-    const char *m = r ? PQresultErrorMessage(r) : "";
-    if (!m[0] && conn) m = PQerrorMessage(conn);
-    int len = (int)strcspn(m, "\n");
-    if (!conn || PQstatus(conn) != CONNECTION_OK || (st && strncmp(st, "08", 2) == 0) ||
-        (st && strncmp(st, "57P", 3) == 0)) {
-        rpc_call_set_error(call, "audit: %s: PostgreSQL is unavailable: %.*s", what, len, m);
-        return GRPC_STATUS_UNAVAILABLE;
-    }
-    if (st && strcmp(st, "57014") == 0) {
-        rpc_call_set_error(call, "audit: %s: the call's deadline passed", what);
-        return GRPC_STATUS_DEADLINE_EXCEEDED;
-    }
-    log_fields(LOG_ERROR, "audit query failed", LOG_F_STR, "what", what, LOG_F_STR, "sqlstate",
-               st ? st : "", LOG_F_STR, "error", m, LOG_F_END);
-    rpc_call_set_error(call, "audit: %s failed (see the server log)", what);
-    return GRPC_STATUS_INTERNAL;
 }
 
 /* ---- lifecycle ---- */
@@ -451,7 +443,6 @@ int audit_create(pg_pool *pg, const audit_options *o, audit **out, char *err, si
     if (!a->o.queue_capacity) a->o.queue_capacity = DEFAULT_QUEUE;
     if (!a->o.batch_max) a->o.batch_max = DEFAULT_BATCH;
     if (a->o.flush_timeout_ms <= 0) a->o.flush_timeout_ms = DEFAULT_FLUSH_MS;
-    if (!a->o.max_watchers) a->o.max_watchers = DEFAULT_WATCHERS;
     a->ring = calloc(a->o.queue_capacity, sizeof *a->ring);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -470,15 +461,6 @@ int audit_create(pg_pool *pg, const audit_options *o, audit **out, char *err, si
         snprintf(err, errlen, "audit: cannot start the writer thread: %s", strerror(rc));
         goto fail;
     }
-    if (audit_watch_start(a, err, errlen) != 0) {
-        pthread_mutex_lock(&a->qlock);
-        a->stopping = 1;
-        a->flush_deadline_ms = rpc_now_ms();
-        pthread_cond_signal(&a->qwake);
-        pthread_mutex_unlock(&a->qlock);
-        pthread_join(a->writer, NULL);
-        goto fail;
-    }
     *out = a;
     return 0;
 fail:
@@ -492,7 +474,6 @@ fail:
 
 void audit_free(audit *a) {
     if (!a) return;
-    audit_watch_stop(a);
     pthread_mutex_lock(&a->qlock);
     a->stopping = 1;
     a->flush_deadline_ms = rpc_now_ms() + a->o.flush_timeout_ms;
@@ -518,8 +499,8 @@ void audit_free(audit *a) {
     free(a);
 }
 
-int audit_hook_before_commit(PGconn *conn, void *call, char *err, size_t errlen) {
-    return audit_write_in_tx(NULL, conn, call, err, errlen);
+int audit_hook_before_commit(pgq_session *ss, void *call, char *err, size_t errlen) {
+    return audit_write_in_tx(ss, call, err, errlen);
 }
 
 void audit_hook_after_commit(void *call) { audit_committed(call); }
@@ -549,30 +530,6 @@ void audit_get_stats(const audit *a, audit_stats *out) {
     out->dropped = atomic_load(&m->dropped);
     out->failed = atomic_load(&m->failed);
     out->batches = atomic_load(&m->batches);
-    out->watchers = audit_watch_count(m);
 }
 
-int audit_register(rpc_server *srv, audit *a) {
-    rpc_method list = {
-        .path = "/memory.v1.Audit/List",
-        .kind = RPC_UNARY,
-        .request = &memory__v1__audit_list_request__descriptor,
-        .response = &memory__v1__audit_list_response__descriptor,
-        .scope = AUDIT_SCOPE,
-        .unary = audit_list_handler,
-        .arg = a,
-    };
-    rpc_method watch = {
-        .path = "/memory.v1.Audit/Watch",
-        .kind = RPC_SERVER_STREAM,
-        .request = &memory__v1__audit_watch_request__descriptor,
-        .response = &memory__v1__audit_watch_response__descriptor,
-        .scope = AUDIT_SCOPE,
-        .stream = audit_watch_handler,
-        .arg = a,
-    };
-    if (rpc_server_add_method(srv, &list) != 0 || rpc_server_add_method(srv, &watch) != 0 ||
-        rpc_server_add_observer(srv, observe, a) != 0)
-        return -1;
-    return 0;
-}
+int audit_observe(rpc_server *srv, audit *a) { return rpc_server_add_observer(srv, observe, a); }

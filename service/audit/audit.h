@@ -4,36 +4,27 @@
  * request id, time). Write handlers record their row inside their own
  * transaction (audit_write_in_tx) so data and audit commit together; every
  * other call goes through a bounded in-memory queue drained by a writer
- * thread in batches, whose drops are counted and logged. Audit.List pages
- * the trail; Audit.Watch streams rows from every replica via LISTEN. Health
- * and reflection (methods without a scope) and unknown methods are not
- * audited.
+ * thread in batches, whose drops are counted and logged. Health and
+ * reflection (methods without a scope) and unknown methods are not
+ * audited. Reading the trail is the Audit service's (audit_service.h).
  *
- * Threads: audit_create starts two, the writer (drains the queue with one
- * COPY per batch, retrying with backoff while PostgreSQL is down) and the
- * listener (a dedicated libpq connection LISTENing on memoryd_audit; it
- * fetches announced rows, fans them out to Watch streams and checks every
- * ~1 s that each stream's token is still live). The observer only copies
- * the record into the queue: it never waits for PostgreSQL.
+ * The writer thread drains the queue with one COPY per batch on pgq (a
+ * statement timeout bounds each), retrying with backoff while PostgreSQL
+ * is down. The observer only copies the record into the queue: it never
+ * waits for PostgreSQL.
  *
  * Limits: durations are measured from rpc_call_start_ms, so they may read
- * up to 1 ms long; a Watch client that stops reading does not hold up the
- * others, but its records wait in the runtime's send queue, which has no
- * bound yet. */
+ * up to 1 ms long. */
 #ifndef MEMORYD_AUDIT_AUDIT_H
 #define MEMORYD_AUDIT_AUDIT_H
-#include <libpq-fe.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "service/auth/principal.h"
+
 #include "service/rpc/rpc.h"
 #include "service/store/pg_pool.h"
+#include "service/store/pgq.h"
 
 typedef struct audit audit;
-
-/* 0 if p's token is still usable (main.c wires authn_check_live here); on
- * -1 err says why and Watch ends the stream with UNAUTHENTICATED. */
-typedef int (*audit_check_live_fn)(void *ctx, const principal *p, char *err, size_t errlen);
 
 /* Zero fields take the default shown. */
 typedef struct audit_options {
@@ -46,29 +37,21 @@ typedef struct audit_options {
      * call. Records reach the table (and Watch) this much later; writes'
      * own rows (audit_write_in_tx) are not delayed. 0 = write at once. */
     int linger_ms;
-    size_t max_watchers;    /* open Watch streams per audit (1024); beyond: RESOURCE_EXHAUSTED */
-    /* Watch: called about once a second per stream. NULL (tests): streams
-     * end when the token's `exp` passes, with no revocation check. */
-    audit_check_live_fn check_live;
-    void *check_live_ctx;   /* borrowed; must outlive the audit */
 } audit_options;
 
-/* Starts the writer and the listener. pg is borrowed (must outlive the
- * audit); o may be NULL (all defaults). PostgreSQL need not be reachable:
- * both threads retry. On 0 *out is owned by the caller (audit_free); on -1
- * (out of memory, thread creation) err says why and nothing is left. */
+/* Starts the writer. pg is borrowed (must outlive the audit); o may be NULL
+ * (all defaults). PostgreSQL need not be reachable: the writer retries. On
+ * 0 *out is owned by the caller (audit_free); on -1 (out of memory, thread
+ * creation) err says why and nothing is left. */
 int audit_create(pg_pool *pg, const audit_options *o, audit **out, char *err, size_t errlen);
 /* Flushes what is queued (waiting up to flush_timeout_ms; what is still
- * queued then is counted as dropped and logged), stops the threads, ends
- * any Watch stream still open with UNAVAILABLE, frees; accepts NULL. Call
- * after the rpc server is shut down: a stream's cancel callback refers to
- * the audit. */
+ * queued then is counted as dropped and logged), stops the writer, frees;
+ * accepts NULL. Call after the rpc server is shut down. */
 void audit_free(audit *a);
 
-/* Registers Audit.List and Audit.Watch (scope "audit:read") and the
- * observer. One audit per server. Returns 0, or -1 (duplicate method, out
- * of memory). */
-int audit_register(rpc_server *srv, audit *a);
+/* Registers the observer that records every finished call. One audit per
+ * server. Returns 0, or -1 (out of memory). */
+int audit_observe(rpc_server *srv, audit *a);
 
 /* Handlers name the records a call addressed ("namespace/key", entity id,
  * token id, ...) or, for reads, returned. id is copied into the call's
@@ -79,21 +62,20 @@ int audit_register(rpc_server *srv, audit *a);
  * arena is per message. */
 void audit_add_target(rpc_call *call, const char *id);
 
-/* Inside a write handler's open transaction on conn: inserts this call's
- * row with status OK (time = now, duration so far, the targets added so
- * far). After a successful COMMIT the handler calls audit_committed so the
- * observer does not record the call again; if the transaction fails (or
- * the handler never calls audit_committed, or the call ends with an error
- * status anyway) the observer records the call as usual. Returns 0, or -1
- * with err (the transaction is then aborted: roll it back). Handler thread
- * only, like audit_add_target. */
-int audit_write_in_tx(audit *a, PGconn *conn, rpc_call *call, char *err, size_t errlen);
+/* Inside a write handler's open transaction in session ss: inserts this
+ * call's row with status OK (time = now, duration so far, the targets added
+ * so far). After a successful COMMIT the handler calls audit_committed so
+ * the observer does not record the call again; if the transaction fails
+ * (or the handler never calls audit_committed, or the call ends with an
+ * error status anyway) the observer records the call as usual. Returns 0,
+ * or -1 with err (the transaction is then aborted: roll it back). Handler
+ * thread only, like audit_add_target. */
+int audit_write_in_tx(pgq_session *ss, rpc_call *call, char *err, size_t errlen);
 void audit_committed(rpc_call *call);
 
-/* The two calls above as a tier store's commit hooks (the signatures of
- * entries_ctx / global_ctx before_commit and after_commit), arg being the
- * rpc_call. */
-int audit_hook_before_commit(PGconn *conn, void *call, char *err, size_t errlen);
+/* The two calls above as a tier's commit hooks (pgq_commit's
+ * before_commit and after_commit), arg being the rpc_call. */
+int audit_hook_before_commit(pgq_session *ss, void *call, char *err, size_t errlen);
 void audit_hook_after_commit(void *call);
 
 /* Waits until every record queued so far is written (or given up on) or
@@ -111,7 +93,6 @@ typedef struct audit_stats {
     uint64_t dropped; /* = audit_dropped */
     uint64_t failed;  /* rows PostgreSQL refused for good (not a connection problem) */
     uint64_t batches; /* COPY statements that succeeded */
-    size_t watchers;  /* open Watch streams */
 } audit_stats;
 void audit_get_stats(const audit *a, audit_stats *out);
 

@@ -1,6 +1,6 @@
 /* audit_codec: the audit trail's pure encoders and decoders (COPY lines,
- * array literals, binary result rows, filters, page tokens), kept away
- * from I/O so tests and fuzzers can feed them bytes. See audit_internal.h. */
+ * array literals, binary result rows, filters), kept away from I/O so
+ * tests and fuzzers can feed them bytes. See audit_codec.h. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -8,8 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "service/audit/audit_internal.h"
-#include "service/core/b64url.h"
+#include "service/audit/audit_codec.h"
 
 /* ---- audit_buf ---- */
 
@@ -391,52 +390,4 @@ int audit_codec_filter_match(const audit_filter *f, const audit_row *row) {
         if (i == row->ntargets) return 0;
     }
     return 1;
-}
-
-/* ---- page tokens ---- */
-
-#define TOKEN_MAX 256
-
-char *audit_codec_page_token(int64_t time_us, int64_t id, const char *binding) {
-    char raw[TOKEN_MAX];
-    int n = snprintf(raw, sizeof raw, "v1:%lld:%lld:%s", (long long)time_us, (long long)id,
-                     binding);
-    if (n < 0 || (size_t)n >= sizeof raw) return NULL;
-    return b64url_encode_alloc((const unsigned char *)raw, (size_t)n);
-}
-
-/* Parses a decimal int64 (optional '-') ending at ':'; advances *p past it. */
-static int take_int(const char **p, int64_t *v) {
-    const char *s = *p;
-    if (!(*s == '-' || (*s >= '0' && *s <= '9'))) return -1;
-    char *end;
-    errno = 0;
-    long long x = strtoll(s, &end, 10);
-    if (errno || end == s || *end != ':') return -1;
-    *v = x;
-    *p = end + 1;
-    return 0;
-}
-
-int audit_codec_page_token_parse(const char *tok, const char *binding, int64_t *time_us,
-                                 int64_t *id) {
-    size_t n = strlen(tok);
-    if (n == 0 || n > TOKEN_MAX * 2) return -1;
-    unsigned char *raw = NULL;
-    size_t rawlen = 0;
-    if (b64url_decode_alloc(tok, n, &raw, &rawlen) != 0) return -1;
-    char buf[TOKEN_MAX * 2];
-    int rc = -1;
-    if (rawlen < sizeof buf && !memchr(raw, '\0', rawlen)) {
-        memcpy(buf, raw, rawlen);
-        buf[rawlen] = '\0';
-        const char *p = buf;
-        if (strncmp(p, "v1:", 3) == 0) {
-            p += 3;
-            if (take_int(&p, time_us) == 0 && take_int(&p, id) == 0 && strcmp(p, binding) == 0)
-                rc = 0;
-        }
-    }
-    free(raw);
-    return rc;
 }

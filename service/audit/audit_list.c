@@ -1,81 +1,25 @@
 /* audit_list: Audit.List. The read diode is in the WHERE clause (tenant
  * always; principal at audit:read = :own), pages are keyset cursors on
  * (time DESC, id DESC) served by the (tenant[, principal], time, id)
- * indexes, and the statement runs under a statement_timeout taken from
- * the call's deadline. Parameterized SQL only. */
-#include <openssl/evp.h>
+ * indexes, and the statement runs on pgq under a statement_timeout taken
+ * from the call's deadline. Parameterized SQL only. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "service/audit/audit_internal.h"
-#include "service/pb/pbtime.h"
+#include "service/audit/audit_service_internal.h"
+#include "service/store/pgq.h"
+#include "service/tier/tier_check.h"
+#include "service/tier/tier_page.h"
 
-#define DEFAULT_PAGE 50
-#define MAX_PAGE 1000
-#define NO_DEADLINE_TIMEOUT_MS 30000 /* statement_timeout when the call has none */
-#define ACQUIRE_MAX_MS 5000          /* longest wait for a pooled connection */
+#define MAX_STATEMENT_MS 30000 /* statement_timeout when the call has none */
 
 static void *arena_alloc_cb(void *ctx, size_t n) { return arena_alloc(ctx, n); }
 
-/* Hashes what a page token is valid for: the caller and every filter.
- * Not a secret (a forged cursor only moves within what the caller may
- * read anyway, the WHERE clause still holds); it makes a token reused with
- * other filters or by another caller fail loudly instead of paging
- * something else. */
-static void binding(const principal *p, principal_breadth b, const audit_filter *f,
-                    const char *start, const char *end, char out[17]) {
-    const char *parts[] = {principal_tenant(p),
-                           principal_sub(p),
-                           b == PRINCIPAL_ALL ? "all" : "own",
-                           f->principal ? f->principal : "",
-                           f->method ? f->method : "",
-                           f->service_prefix ? f->service_prefix : "",
-                           f->target ? f->target : "",
-                           start ? start : "-",
-                           end ? end : "-"};
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int mdlen = 0;
-    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-    int ok = ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) == 1;
-    for (size_t i = 0; ok && i < sizeof parts / sizeof parts[0]; i++) {
-        char len[24];
-        int n = snprintf(len, sizeof len, "%zu:", strlen(parts[i]));
-        ok = EVP_DigestUpdate(ctx, len, (size_t)n) == 1 &&
-             EVP_DigestUpdate(ctx, parts[i], strlen(parts[i])) == 1;
-    }
-    ok = ok && EVP_DigestFinal_ex(ctx, md, &mdlen) == 1 && mdlen >= 8;
-    EVP_MD_CTX_free(ctx);
-    if (!ok) memset(md, 0, 8); /* never: SHA-256 cannot fail here */
-    for (int i = 0; i < 8; i++) snprintf(out + 2 * i, 3, "%02x", md[i]);
-}
-
-/* Builds the statement and its parameters (text, in the arena). */
-typedef struct {
-    audit_buf sql;
-    const char *v[10];
-    int n;
-    arena *ar;
-} query;
-
-static void param(query *q, const char *clause, const char *value) {
-    q->v[q->n++] = value;
-    audit_buf_printf(&q->sql, clause, q->n);
-}
-
-static int time_param(arena *ar, const Google__Protobuf__Timestamp *ts, const char **out) {
-    int64_t us;
-    if (pbtime_timestamp_us(ts, &us) != 0) return -1;
-    char t[40];
-    audit_codec_time(us, t);
-    *out = arena_strdup(ar, t);
-    return *out ? 0 : -1;
-}
-
 static char *dup_or_empty(arena *ar, const char *s) { return arena_strdup(ar, s ? s : ""); }
 
-/* Copies row i of r into records[k] in the arena (the PGresult dies
- * before the response is encoded). */
+/* Copies row i of r into *out in the arena (the PGresult dies before the
+ * response is encoded). */
 static int take_row(arena *ar, const PGresult *r, int i, Memory__V1__AuditRecord **out,
                     int64_t *time_us, int64_t *id) {
     audit_row row;
@@ -99,9 +43,75 @@ static int take_row(arena *ar, const PGresult *r, int i, Memory__V1__AuditRecord
     return 0;
 }
 
+/* The query: the tenant, the filter, the time range, after the cursor. */
+typedef struct {
+    const principal *p;
+    const audit_filter *f;
+    const tier_time_range *tr;
+    int resumed;
+    int64_t after_time_us, after_id;
+    int limit;
+    arena *ar;
+    /* out */
+    Memory__V1__AuditListResponse *resp;
+    int more;
+    int64_t last_time_us, last_id;
+} list_args;
+
+static void list_sql(const list_args *a, pgq_sql *b, pgq_params *q) {
+    pgq_sql_add(b, "SELECT " AUDIT_COLUMNS " FROM audit_log WHERE tenant = $%d",
+                pgq_text(q, principal_tenant(a->p)));
+    const audit_filter *f = a->f;
+    if (f->principal) pgq_sql_add(b, " AND principal = $%d", pgq_text(q, f->principal));
+    if (f->method) pgq_sql_add(b, " AND method = $%d", pgq_text(q, f->method));
+    if (f->service_prefix)
+        pgq_sql_add(b, " AND starts_with(method, $%d)", pgq_text(q, f->service_prefix));
+    if (f->target) pgq_sql_add(b, " AND target_ids @> ARRAY[$%d]", pgq_text(q, f->target));
+    if (a->tr->has_start) pgq_sql_add(b, " AND time >= $%d", pgq_ts(q, a->tr->start_us));
+    if (a->tr->has_end) pgq_sql_add(b, " AND time < $%d", pgq_ts(q, a->tr->end_us));
+    if (a->resumed) {
+        int p_time = pgq_ts(q, a->after_time_us);
+        pgq_sql_add(b, " AND (time, id) < ($%d, $%d)", p_time, pgq_int8(q, a->after_id));
+    }
+    pgq_sql_add(b, " ORDER BY time DESC, id DESC LIMIT $%d",
+                pgq_int8(q, (int64_t)a->limit + 1));
+}
+
+static int list(pgq_session *ss, void *arg) {
+    list_args *a = arg;
+    pgq_params q = {0};
+    pgq_sql b = {0};
+    list_sql(a, &b, &q);
+    PGresult *r;
+    int rc = pgq_pipeline(ss, "list the audit trail", "BEGIN READ ONLY", &b, &q, 1, &r);
+    if (rc != STATUS_OK) return rc;
+    int rows = PQntuples(r);
+    int n = rows > a->limit ? a->limit : rows;
+    Memory__V1__AuditListResponse *resp = a->resp;
+    resp->records = n ? arena_alloc(a->ar, (size_t)n * sizeof *resp->records) : NULL;
+    for (int i = 0; rc == STATUS_OK && i < n; i++)
+        if (!resp->records ||
+            take_row(a->ar, r, i, &resp->records[i], &a->last_time_us, &a->last_id) != 0)
+            rc = pgq_fail(ss, STATUS_EINTERNAL, "audit: cannot decode an audit row");
+    PQclear(r);
+    if (rc == STATUS_OK) {
+        resp->n_records = (size_t)n;
+        a->more = rows > a->limit;
+    }
+    return rc;
+}
+
+/* The cursor of a page token: the last record's time and id. */
+static int parse_cursor(const char *const *cur, int64_t *time_us, int64_t *id) {
+    char *e1 = NULL, *e2 = NULL;
+    *time_us = strtoll(cur[0], &e1, 10);
+    *id = strtoll(cur[1], &e2, 10);
+    return e1 && !*e1 && e2 && !*e2 ? 0 : -1;
+}
+
 grpc_status_code audit_list_handler(rpc_call *call, const ProtobufCMessage *msg,
                                     ProtobufCMessage *out, void *arg) {
-    audit *a = arg;
+    audit_service *a = arg;
     const Memory__V1__AuditListRequest *req = (const Memory__V1__AuditListRequest *)msg;
     Memory__V1__AuditListResponse *resp = (Memory__V1__AuditListResponse *)out;
     arena *ar = rpc_call_arena(call);
@@ -115,135 +125,34 @@ grpc_status_code audit_list_handler(rpc_call *call, const ProtobufCMessage *msg,
         rpc_call_set_error(call, "audit: Audit.List needs the audit:read scope");
         return GRPC_STATUS_PERMISSION_DENIED;
     }
-    if (req->page_size < 0) {
-        rpc_call_set_error(call, "page_size must not be negative (got %d)", (int)req->page_size);
-        return GRPC_STATUS_INVALID_ARGUMENT;
-    }
-    int limit = req->page_size == 0 ? DEFAULT_PAGE
-                                    : req->page_size > MAX_PAGE ? MAX_PAGE : req->page_size;
+    list_args la = {.p = p, .ar = ar, .resp = resp};
     audit_filter f;
-    char err[256];
+    tier_time_range tr;
+    tier_page pg;
+    const char *cur[2];
+    char err[512];
+    grpc_status_code st;
+    if ((st = tier_page_size(call, req->page_size, &la.limit)) != GRPC_STATUS_OK) return st;
     int frc = audit_codec_filter(req->filter, principal_sub(p), breadth, ar, &f, err, sizeof err);
-    if (frc != 0) {
-        rpc_call_set_error(call, "%s", err);
-        return frc == STATUS_EDENIED ? GRPC_STATUS_PERMISSION_DENIED
-                                         : GRPC_STATUS_INVALID_ARGUMENT;
-    }
-    const char *start = NULL, *end = NULL;
-    int64_t start_us = 0, end_us = 0;
-    if (req->time_range && req->time_range->start_time) {
-        if (time_param(ar, req->time_range->start_time, &start) != 0) {
-            rpc_call_set_error(call, "time_range.start_time is not a valid timestamp");
-            return GRPC_STATUS_INVALID_ARGUMENT;
-        }
-        pbtime_timestamp_us(req->time_range->start_time, &start_us);
-    }
-    if (req->time_range && req->time_range->end_time) {
-        if (time_param(ar, req->time_range->end_time, &end) != 0) {
-            rpc_call_set_error(call, "time_range.end_time is not a valid timestamp");
-            return GRPC_STATUS_INVALID_ARGUMENT;
-        }
-        pbtime_timestamp_us(req->time_range->end_time, &end_us);
-    }
-    if (start && end && start_us >= end_us) {
-        rpc_call_set_error(call, "time_range.start_time must be before time_range.end_time");
-        return GRPC_STATUS_INVALID_ARGUMENT;
-    }
-    char bind[17];
-    binding(p, breadth, &f, start, end, bind);
-    const char *cursor_time = NULL, *cursor_id = NULL;
-    if (req->page_token && req->page_token[0]) {
-        int64_t t_us, id;
-        if (audit_codec_page_token_parse(req->page_token, bind, &t_us, &id) != 0) {
-            rpc_call_set_error(call, "page_token is not a next_page_token of this request "
-                                     "(same caller, same filter and time range)");
-            return GRPC_STATUS_INVALID_ARGUMENT;
-        }
-        char t[40];
-        audit_codec_time(t_us, t);
-        cursor_time = arena_strdup(ar, t);
-        cursor_id = arena_printf(ar, "%lld", (long long)id);
-    }
-
-    query q = {.ar = ar};
-    audit_buf_puts(&q.sql, "SELECT " AUDIT_COLUMNS " FROM audit_log WHERE");
-    param(&q, " tenant = $%d", principal_tenant(p));
-    if (f.principal) param(&q, " AND principal = $%d", f.principal);
-    if (f.method) param(&q, " AND method = $%d", f.method);
-    if (f.service_prefix) param(&q, " AND starts_with(method, $%d)", f.service_prefix);
-    if (f.target) param(&q, " AND target_ids @> ARRAY[$%d::text]", f.target);
-    if (start) param(&q, " AND time >= $%d::timestamptz", start);
-    if (end) param(&q, " AND time < $%d::timestamptz", end);
-    if (cursor_time) {
-        param(&q, " AND (time, id) < ($%d::timestamptz", cursor_time);
-        param(&q, ", $%d::bigint)", cursor_id);
-    }
-    param(&q, " ORDER BY time DESC, id DESC LIMIT $%d", arena_printf(ar, "%d", limit + 1));
-    char *sql = q.sql.oom ? NULL : arena_strdup(ar, q.sql.p);
-    audit_buf_free(&q.sql);
-    if (!sql || (req->page_token && req->page_token[0] && (!cursor_time || !cursor_id)) ||
-        !q.v[q.n - 1]) {
-        rpc_call_set_error(call, "out of memory");
-        return GRPC_STATUS_RESOURCE_EXHAUSTED;
-    }
-
-    int64_t left = rpc_call_remaining_ms(call);
-    if (left <= 0) {
-        rpc_call_set_error(call, "audit: the call's deadline passed");
-        return GRPC_STATUS_DEADLINE_EXCEEDED;
-    }
-    int64_t timeout = left == INT64_MAX ? NO_DEADLINE_TIMEOUT_MS : left;
-    char perr[256];
-    PGconn *c = pg_pool_acquire(
-        a->pg, rpc_now_ms() + (timeout < ACQUIRE_MAX_MS ? timeout : ACQUIRE_MAX_MS), perr,
-        sizeof perr);
-    if (!c) {
-        rpc_call_set_error(call, "audit: cannot list the audit trail: %s", perr);
-        return GRPC_STATUS_UNAVAILABLE;
-    }
-    char begin[96];
-    snprintf(begin, sizeof begin, "BEGIN READ ONLY; SET LOCAL statement_timeout = %lld",
-             (long long)(timeout > 0 ? timeout : 1));
-    grpc_status_code st = GRPC_STATUS_OK;
-    PGresult *r = PQexec(c, begin);
-    if (PQresultStatus(r) != PGRES_COMMAND_OK) {
-        st = audit_pg_status(call, c, r, "cannot list the audit trail");
-        PQclear(r);
-        r = NULL;
-    } else {
-        PQclear(r);
-        r = PQexecParams(c, sql, q.n, NULL, q.v, NULL, NULL, 1);
-        if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-            st = audit_pg_status(call, c, r, "cannot list the audit trail");
-            PQclear(r);
-            r = NULL;
-        }
-        PQclear(PQexec(c, r ? "COMMIT" : "ROLLBACK"));
-    }
-    pg_pool_release(a->pg, c, st == GRPC_STATUS_UNAVAILABLE);
-    if (!r) return st;
-
-    int rows = PQntuples(r);
-    int n = rows > limit ? limit : rows;
-    resp->records = n ? arena_alloc(ar, (size_t)n * sizeof *resp->records) : NULL;
-    int64_t last_time = 0, last_id = 0;
-    for (int i = 0; i < n && st == GRPC_STATUS_OK; i++) {
-        if (!resp->records || take_row(ar, r, i, &resp->records[i], &last_time, &last_id) != 0) {
-            rpc_call_set_error(call, "audit: cannot decode an audit row");
-            st = GRPC_STATUS_INTERNAL;
-        }
-    }
-    PQclear(r);
-    if (st != GRPC_STATUS_OK) return st;
-    resp->n_records = (size_t)n;
-    if (rows > limit) {
-        char *tok = audit_codec_page_token(last_time, last_id, bind);
-        resp->next_page_token = tok ? arena_strdup(ar, tok) : NULL;
-        free(tok);
-        if (!resp->next_page_token) {
-            rpc_call_set_error(call, "out of memory");
-            return GRPC_STATUS_RESOURCE_EXHAUSTED;
-        }
+    if (frc != STATUS_OK) return rpc_call_fail(call, frc, err);
+    if ((st = tier_check_time_range(call, "time_range", req->time_range, &tr)) !=
+            GRPC_STATUS_OK ||
+        (st = tier_page_bind(call, p, msg, &pg)) != GRPC_STATUS_OK ||
+        (st = tier_page_open(call, &pg, req->page_token, cur, 2, 1, &la.resumed)) !=
+            GRPC_STATUS_OK)
+        return st;
+    if (la.resumed && parse_cursor(cur, &la.after_time_us, &la.after_id) != 0)
+        return tier_page_refuse(call, &pg);
+    la.f = &f;
+    la.tr = &tr;
+    int rc = pgq_run(a->pg, "audit", rpc_call_deadline_ms(call), MAX_STATEMENT_MS, err,
+                     sizeof err, list, &la);
+    if (rc != STATUS_OK) return rpc_call_fail(call, rc, err);
+    if (la.more) {
+        const char *next[2] = {arena_printf(ar, "%lld", (long long)la.last_time_us),
+                               arena_printf(ar, "%lld", (long long)la.last_id)};
+        if (!next[0] || !next[1] || !(resp->next_page_token = tier_page_seal(call, &pg, next, 2)))
+            return rpc_call_oom(call);
     }
     return GRPC_STATUS_OK;
 }

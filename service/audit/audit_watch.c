@@ -17,6 +17,9 @@
  * lower ids committed during the gap are missed (the proto promises
  * "roughly").
  *
+ * The listener's fetches run on its own LISTEN connection (they must see
+ * the rows the notification announced), with their own statement_timeout.
+ *
  * Slow streams: fan-out never blocks (rpc_call_send only queues), so a
  * slow client cannot hold up the others. What a client that stops reading
  * costs is not bounded yet: the runtime queues its messages without limit
@@ -33,7 +36,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "service/audit/audit_internal.h"
+#include "service/audit/audit_service_internal.h"
 #include "service/core/log.h"
 
 #define LISTEN_WAIT_MS 5000  /* how long a new Watch waits for LISTEN to be up */
@@ -57,7 +60,7 @@ typedef struct watcher {
 } watcher;
 
 struct audit_watch {
-    audit *a;
+    audit_service *a;
     pthread_mutex_t lock; /* list, n, listening, seq, stop */
     pthread_cond_t cond;  /* listening or stop changed */
     watcher *list;
@@ -154,7 +157,7 @@ static void on_cancel(rpc_call *call, void *arg) {
 }
 
 grpc_status_code audit_watch_handler(rpc_call *call, const ProtobufCMessage *msg, void *arg) {
-    audit *a = arg;
+    audit_service *a = arg;
     audit_watch *w = a->watch;
     const Memory__V1__AuditWatchRequest *req = (const Memory__V1__AuditWatchRequest *)msg;
     const principal *p = rpc_call_principal(call);
@@ -218,7 +221,7 @@ grpc_status_code audit_watch_handler(rpc_call *call, const ProtobufCMessage *msg
     return RPC_PENDING;
 }
 
-size_t audit_watch_count(audit *a) {
+size_t audit_watch_count(audit_service *a) {
     audit_watch *w = a->watch;
     if (!w) return 0;
     pthread_mutex_lock(&w->lock);
@@ -479,7 +482,7 @@ static void catch_up(audit_watch *w) {
 /* ---- live checks ---- */
 
 static void check_live(audit_watch *w) {
-    const audit_options *o = &w->a->o;
+    const audit_service_options *o = &w->a->o;
     int64_t now_s = (int64_t)time(NULL);
     watcher *dead = NULL;
     pthread_mutex_lock(&w->lock);
@@ -589,7 +592,7 @@ static void *listen_main(void *arg) {
     return NULL;
 }
 
-int audit_watch_start(audit *a, char *err, size_t errlen) {
+int audit_watch_start(audit_service *a, char *err, size_t errlen) {
     audit_watch *w = calloc(1, sizeof *w);
     if (!w || !(w->scratch = arena_create())) {
         free(w);
@@ -622,7 +625,7 @@ int audit_watch_start(audit *a, char *err, size_t errlen) {
     return 0;
 }
 
-void audit_watch_stop(audit *a) {
+void audit_watch_stop(audit_service *a) {
     audit_watch *w = a->watch;
     if (!w) return;
     pthread_mutex_lock(&w->lock);

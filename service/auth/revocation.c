@@ -11,6 +11,10 @@
 #include <time.h>
 
 #include "service/core/log.h"
+#include "service/store/pgq.h"
+
+/* Bounds a refresh, and a revocation of a call without a deadline. */
+#define REFRESH_TIMEOUT_MS 5000
 
 /* An immutable sorted array of ids; replaced as a whole under the lock. */
 typedef struct {
@@ -24,7 +28,7 @@ struct revocation {
     pthread_rwlock_t lock;
     id_set set;
     atomic_size_t count; /* set.n, readable without the lock */
-    long long seen_count, seen_max_seq;
+    int64_t seen_count, seen_max_seq;
     pthread_t thread;
     int thread_started;
     pthread_mutex_t stop_lock;
@@ -53,56 +57,65 @@ static void install(revocation *r, id_set *fresh) {
     set_free(&old);
 }
 
-static int64_t monotonic_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+typedef struct {
+    revocation *r;
+    int force;
+} refresh_args;
+
+/* Installs every revoked id of res (one column of text). */
+static int install_rows(revocation *r, const PGresult *res, char *err, size_t errlen) {
+    id_set fresh = {calloc((size_t)PQntuples(res) + 1, sizeof(char *)), 0};
+    for (int i = 0; fresh.ids && i < PQntuples(res); i++) {
+        char *id = strdup(PQgetvalue(res, i, 0));
+        if (!id) break;
+        fresh.ids[fresh.n++] = id;
+    }
+    if (!fresh.ids || fresh.n != (size_t)PQntuples(res)) {
+        set_free(&fresh);
+        snprintf(err, errlen, "out of memory");
+        return STATUS_ENOMEM;
+    }
+    install(r, &fresh);
+    return STATUS_OK;
 }
 
 /* Reads count and max(seq); reloads every id when either changed since the
- * last load. Returns 0, or -1 with err. */
-static int refresh(revocation *r, int force, char *err, size_t errlen) {
-    PGconn *conn = pg_pool_acquire(r->pg, monotonic_ms() + 5000, err, errlen);
-    if (!conn) return -1;
-    int rc = -1;
-    PGresult *res = PQexec(conn, "SELECT count(*), coalesce(max(seq), 0) FROM revoked_tokens");
-    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-        snprintf(err, errlen, "reading revoked_tokens: %s", PQerrorMessage(conn));
-        goto out;
-    }
-    long long cnt = atoll(PQgetvalue(res, 0, 0)), max_seq = atoll(PQgetvalue(res, 0, 1));
-    if (!force && cnt == r->seen_count && max_seq == r->seen_max_seq) {
-        rc = 0;
-        goto out;
-    }
+ * last load (or force). */
+static int refresh_in(pgq_session *ss, void *arg) {
+    refresh_args *a = arg;
+    revocation *r = a->r;
+    pgq_sql b = {0};
+    pgq_sql_add(&b, "SELECT count(*), coalesce(max(seq), 0)::int8 FROM revoked_tokens");
+    PGresult *res;
+    int rc = pgq_pipeline(ss, "reading revoked_tokens", NULL, &b, NULL, 1, &res);
+    if (rc != STATUS_OK) return rc;
+    int64_t cnt = 0, max_seq = 0;
+    if (PQntuples(res) != 1 || pgq_col_int(res, 0, 0, &cnt) != 0 ||
+        pgq_col_int(res, 0, 1, &max_seq) != 0)
+        rc = pgq_fail(ss, STATUS_EINTERNAL, "unexpected revoked_tokens summary");
     PQclear(res);
-    res = PQexec(conn, "SELECT jti FROM revoked_tokens");
-    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-        snprintf(err, errlen, "reading revoked_tokens: %s", PQerrorMessage(conn));
-        goto out;
-    }
-    id_set fresh = {calloc((size_t)PQntuples(res) + 1, sizeof(char *)), 0};
-    if (!fresh.ids) {
-        snprintf(err, errlen, "out of memory");
-        goto out;
-    }
-    for (int i = 0; i < PQntuples(res); i++) {
-        char *id = strdup(PQgetvalue(res, i, 0));
-        if (!id) {
-            set_free(&fresh);
-            snprintf(err, errlen, "out of memory");
-            goto out;
-        }
-        fresh.ids[fresh.n++] = id;
-    }
-    install(r, &fresh);
+    if (rc != STATUS_OK || (!a->force && cnt == r->seen_count && max_seq == r->seen_max_seq))
+        return rc;
+    pgq_sql ids = {0};
+    pgq_sql_add(&ids, "SELECT jti FROM revoked_tokens");
+    if ((rc = pgq_pipeline(ss, "reading revoked_tokens", NULL, &ids, NULL, 1, &res)) !=
+        STATUS_OK)
+        return rc;
+    rc = install_rows(r, res, ss->err, ss->errlen);
+    PQclear(res);
+    if (rc != STATUS_OK) return rc;
     r->seen_count = cnt;
     r->seen_max_seq = max_seq;
-    rc = 0;
-out:
-    PQclear(res);
-    pg_pool_release(r->pg, conn, rc != 0);
-    return rc;
+    return STATUS_OK;
+}
+
+/* Returns 0, or -1 with err. */
+static int refresh(revocation *r, int force, char *err, size_t errlen) {
+    refresh_args a = {r, force};
+    return pgq_run(r->pg, "revocation", pgq_now_ms() + REFRESH_TIMEOUT_MS, REFRESH_TIMEOUT_MS,
+                   err, errlen, refresh_in, &a) == STATUS_OK
+               ? 0
+               : -1;
 }
 
 static void *poll_main(void *arg) {
@@ -214,28 +227,43 @@ static void add_local(revocation *r, const char *jti) {
     install(r, &fresh);
 }
 
+typedef struct {
+    const char *jti, *by, *tenant, *reason;
+    int64_t *revoked_at_s;
+} store_args;
+
+/* Stores one revocation; the no-op update makes RETURNING yield the first
+ * revocation's row when the id was already revoked. */
+static int store(pgq_session *ss, void *arg) {
+    store_args *a = arg;
+    pgq_params q = {0};
+    pgq_sql b = {0};
+    int p_jti = pgq_text(&q, a->jti);
+    int p_by = pgq_text(&q, a->by);
+    int p_tenant = pgq_text(&q, a->tenant);
+    pgq_sql_add(&b,
+                "INSERT INTO revoked_tokens (jti, revoked_by, tenant, reason)"
+                " VALUES ($%d, $%d, $%d, $%d) ON CONFLICT (jti) DO UPDATE SET jti = EXCLUDED.jti"
+                " RETURNING extract(epoch FROM revoked_at)::int8",
+                p_jti, p_by, p_tenant, pgq_text(&q, a->reason));
+    PGresult *res;
+    int rc = pgq_pipeline(ss, "storing the revocation", NULL, &b, &q, 1, &res);
+    if (rc != STATUS_OK) return rc;
+    if (PQntuples(res) != 1 || pgq_col_int(res, 0, 0, a->revoked_at_s) != 0)
+        rc = pgq_fail(ss, STATUS_EINTERNAL, "unexpected answer storing the revocation");
+    PQclear(res);
+    return rc;
+}
+
 int revocation_add(revocation *r, const char *jti, const char *by, const char *tenant,
                    const char *reason, int64_t deadline_ms, int64_t *revoked_at_s, char *err,
                    size_t errlen) {
     *revoked_at_s = 0;
     if (r->pg) {
-        PGconn *conn = pg_pool_acquire(r->pg, deadline_ms, err, errlen);
-        if (!conn) return -1;
-        const char *params[4] = {jti, by, tenant, reason ? reason : ""};
-        /* The no-op update makes RETURNING yield the first revocation's
-         * row when the id was already revoked. */
-        PGresult *res = PQexecParams(
-            conn,
-            "INSERT INTO revoked_tokens (jti, revoked_by, tenant, reason) VALUES ($1, $2, $3, $4)"
-            " ON CONFLICT (jti) DO UPDATE SET jti = EXCLUDED.jti"
-            " RETURNING extract(epoch FROM revoked_at)::bigint",
-            4, NULL, params, NULL, NULL, 0);
-        int ok = PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1;
-        if (ok) *revoked_at_s = atoll(PQgetvalue(res, 0, 0));
-        else snprintf(err, errlen, "storing the revocation: %s", PQerrorMessage(conn));
-        PQclear(res);
-        pg_pool_release(r->pg, conn, !ok);
-        if (!ok) return -1;
+        store_args a = {jti, by, tenant, reason ? reason : "", revoked_at_s};
+        if (pgq_run(r->pg, "revocation", deadline_ms, REFRESH_TIMEOUT_MS, err, errlen, store, &a) !=
+            STATUS_OK)
+            return -1;
     } else {
         *revoked_at_s = (int64_t)time(NULL);
     }

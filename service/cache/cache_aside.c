@@ -148,4 +148,6 @@ void cache_aside_invalidate(cache_aside *ca, const char *key, size_t klen) {
     cache_l1_delete(ca->l1, key, klen);
 }
 
+void cache_aside_invalidate_all(cache_aside *ca) { cache_l1_clear(ca->l1); }
+
 uint64_t cache_aside_loads(cache_aside *ca) { return atomic_load(&ca->loads); }

@@ -40,6 +40,8 @@ int cache_aside_get(cache_aside *ca, const char *key, size_t klen, int64_t deadl
                     cache_aside_load_fn load, void *arg, cache_item **out, int *from_l1);
 /* Drops key from this replica's L1 (a write; others hear of it by pub/sub). */
 void cache_aside_invalidate(cache_aside *ca, const char *key, size_t klen);
+/* Drops everything from this replica's L1 (when a key could not be built). */
+void cache_aside_invalidate_all(cache_aside *ca);
 /* How many loads ran (for tests of single flight). */
 uint64_t cache_aside_loads(cache_aside *ca);
 

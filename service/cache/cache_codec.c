@@ -27,8 +27,12 @@ char *cache_key_slot(arena *a, const char *tenant, const char *owner, const char
 }
 
 char *cache_key_entity(arena *a, const char *tenant, const char *id, size_t *len) {
+    return cache_key_record(a, 'e', tenant, id, len);
+}
+
+char *cache_key_record(arena *a, char kind, const char *tenant, const char *id, size_t *len) {
     char head[600];
-    int n = snprintf(head, sizeof head, "memoryd:e:%zu:%s:", strlen(tenant), tenant);
+    int n = snprintf(head, sizeof head, "memoryd:%c:%zu:%s:", kind, strlen(tenant), tenant);
     if (n < 0 || (size_t)n >= sizeof head) return NULL;
     return join(a, head, (size_t)n, id, strlen(id), len);
 }

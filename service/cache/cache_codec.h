@@ -7,8 +7,9 @@
  *     memoryd:c:<len>:<tenant>:o<len>:<owner>:<key>
  *     memoryd:c:<len>:<tenant>:s:<key>
  * Lengths are decimal byte counts, so no tenant or owner text can make one
- * slot's key equal to another's. Entities cached for GlobalMemory.GetEntity:
- *     memoryd:e:<len>:<tenant>:<id>
+ * slot's key equal to another's. Records cached for other tiers
+ * (cache_records.h), by a one-letter kind (e: GlobalMemory entities):
+ *     memoryd:<kind>:<len>:<tenant>:<id>
  * The same strings key L1, L2 (Redis) and the invalidation messages.
  *
  * Values in Redis (little-endian):
@@ -36,7 +37,10 @@
  * Sets *len; NULL when out of memory. */
 char *cache_key_slot(arena *a, const char *tenant, const char *owner, const char *key,
                      size_t keylen, size_t *len);
-/* The key of entity id of tenant (GetEntity's cache-aside). */
+/* The key of record id of tenant kept for another tier (cache_records.h):
+ * kind 'e' for entities (GetEntity's cache-aside). */
+char *cache_key_record(arena *a, char kind, const char *tenant, const char *id, size_t *len);
+/* cache_key_record(a, 'e', ...). */
 char *cache_key_entity(arena *a, const char *tenant, const char *id, size_t *len);
 
 /* The Redis value for it in arena a (*len set); NULL when out of memory. */

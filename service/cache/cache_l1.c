@@ -6,6 +6,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "service/core/clock.h"
+
 #define MAX_SHARDS 16
 #define ENTRIES_PER_SHARD_MIN 64 /* fewer entries than this share one shard */
 #define INITIAL_BUCKETS 64       /* power of two; doubles as the shard fills */
@@ -36,20 +38,9 @@ struct cache_l1 {
     size_t nshards, max_entries, max_bytes; /* per shard */
     int ttl_ms;
     int enabled;
+    clock_src clock; /* arg/fns NULL: the system's */
     shard shards[MAX_SHARDS];
 };
-
-static int64_t mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int64_t wall_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* FNV-1a folded through a final mix: keys are ours (tenant-prefixed), not
  * an attacker's choice of bucket beyond their own tenant's share. */
@@ -74,6 +65,7 @@ cache_l1 *cache_l1_create(const cache_l1_options *o) {
     l1->max_entries = (o->max_entries + n - 1) / n;
     l1->max_bytes = o->max_bytes ? (o->max_bytes + n - 1) / n : SIZE_MAX;
     l1->ttl_ms = o->ttl_ms > 0 ? o->ttl_ms : 60000;
+    if (o->clock) l1->clock = *o->clock;
     for (size_t i = 0; i < n; i++) {
         shard *s = &l1->shards[i];
         pthread_mutex_init(&s->lock, NULL);
@@ -177,7 +169,7 @@ cache_item *cache_l1_get(cache_l1 *l1, const void *key, size_t klen) {
     if (!l1->enabled) return NULL;
     uint64_t h = key_hash(key, klen);
     shard *s = shard_of(l1, h);
-    int64_t now = mono_ms();
+    int64_t now = clock_mono_ms(&l1->clock);
     cache_item *it = NULL;
     pthread_mutex_lock(&s->lock);
     entry **pp = find_slot(s, h, key, klen);
@@ -213,7 +205,7 @@ uint64_t cache_l1_mark(cache_l1 *l1, const void *key, size_t klen) {
 
 int cache_l1_put(cache_l1 *l1, const void *key, size_t klen, cache_item *it, uint64_t mark) {
     if (!l1->enabled) return 0;
-    int64_t left = it->expire_ms - wall_ms();
+    int64_t left = it->expire_ms - clock_wall_ms(&l1->clock);
     if (left <= 0) return 0;
     if (left > l1->ttl_ms) left = l1->ttl_ms;
     size_t bytes = ENTRY_OVERHEAD + klen + cache_item_size(it);
@@ -221,7 +213,7 @@ int cache_l1_put(cache_l1 *l1, const void *key, size_t klen, cache_item *it, uin
     entry *e = malloc(sizeof *e + klen);
     if (!e) return 0;
     e->hash = key_hash(key, klen);
-    e->expire_mono_ms = mono_ms() + left;
+    e->expire_mono_ms = clock_mono_ms(&l1->clock) + left;
     e->bytes = bytes;
     e->item = it;
     e->klen = klen;

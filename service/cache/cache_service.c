@@ -1,6 +1,7 @@
-/* cache_service: the Cache gRPC service; see cache_service.h. */
+/* cache_service: the cache tier and memory.v1.Cache; see cache_service.h. */
 #include "service/cache/cache_service.h"
 
+#include <openssl/rand.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,9 +10,12 @@
 #include "memory/v1/cache.pb-c.h"
 #include "service/audit/audit.h"
 #include "service/auth/authn.h"
-#include "service/privacy/pii.h"
-#include "service/privacy/pii_struct.h"
 #include "service/cache/cache_codec.h"
+#include "service/cache/cache_records.h"
+#include "service/cache/cache_sub.h"
+#include "service/privacy/pii_policy.h"
+#include "service/tier/tier_check.h"
+#include "service/tier/tier_meta.h"
 #include "service/core/log.h"
 #include "service/core/text.h"
 #include "service/pb/pbtime.h"
@@ -24,11 +28,17 @@
 /* How long L1 may remember that a slot is empty (L1's TTL caps it too). */
 #define ABSENT_MS 3600000
 
-struct cache_service {
+/* The cache tier: this replica's L1, and with Redis the L2, the
+ * invalidation subscriber and (with --cache-entities) the record cache it
+ * offers GlobalMemory. */
+typedef struct cache_service {
     cache_l1 *l1;
-    cache_l2 *l2;
-    cache_options o;
-};
+    cache_l2 *l2;      /* NULL: no Redis configured */
+    cache_sub *sub;    /* with l2 */
+    cache_aside *aside; /* with --cache-entities */
+    cache_records *entities;
+    pii_policy pii;
+} cache_service;
 
 static int64_t wall_ms(void) {
     struct timespec ts;
@@ -204,18 +214,18 @@ static void lookup_all(const cache_service *svc, rpc_call *call, const principal
 
 /* ------------------------------------------------------------ rendering */
 
+/* The metadata of a cached value: a cache entry has no version and is
+ * never updated in place. The owner is copied: the item's reference is
+ * dropped before the answer is sent. */
 static Memory__V1__RecordMeta *render_meta(arena *a, const principal *p, const cache_item *it) {
-    Memory__V1__RecordMeta *m = arena_alloc(a, sizeof *m);
-    if (!m) return NULL;
-    memory__v1__record_meta__init(m);
-    m->tenant = (char *)principal_tenant(p);
-    m->owner = arena_strdup(a, it->owner);
-    m->label = (Memory__V1__Label)it->label;
-    m->create_time = pbtime_timestamp(a, it->created_ms * 1000);
-    m->update_time = pbtime_timestamp(a, it->created_ms * 1000);
-    m->expire_time = pbtime_timestamp(a, it->expire_ms * 1000);
-    if (!m->owner || !m->create_time || !m->update_time || !m->expire_time) return NULL;
-    return m;
+    tier_meta m = {.tenant = principal_tenant(p),
+                   .owner = arena_strdup(a, it->owner),
+                   .label = it->label,
+                   .create_us = it->created_ms * 1000,
+                   .update_us = it->created_ms * 1000,
+                   .has_expire = 1,
+                   .expire_us = it->expire_ms * 1000};
+    return m.owner ? tier_meta_render(a, &m) : NULL;
 }
 
 static Memory__V1__CacheItem *render_item(arena *a, const principal *p, const lookup *k) {
@@ -287,25 +297,21 @@ static grpc_status_code do_multi_get(rpc_call *call, const ProtobufCMessage *req
     return GRPC_STATUS_OK;
 }
 
-/* PII in a text value: kept with pii:write, else refused or redacted. */
+/* The PII policy over a value that is text (binary values are not
+ * scanned). Cache entries do not record pii_kinds. */
 static grpc_status_code value_pii(rpc_call *call, const cache_service *svc, const principal *p,
                                   ProtobufCBinaryData *v) {
-    if (!text_utf8_valid(v->data, v->len) || principal_has(p, "pii:write"))
-        return GRPC_STATUS_OK;
-    pii_findings f;
-    pii_findings_init(&f);
-    pii_scan_field(&f, "value", (const char *)v->data, v->len);
-    if (!f.kinds) return GRPC_STATUS_OK;
-    if (!svc->o.redact_pii) {
-        char found[400];
-        pii_findings_format(&f, found, sizeof found);
-        return rpc_call_invalid(call, "PII found (%s); nothing was written", found);
-    }
-    size_t n;
-    const char *r = pii_redact_arena(rpc_call_arena(call), (const char *)v->data, v->len, &n);
-    if (!r) return rpc_call_oom(call);
-    v->data = (uint8_t *)r;
-    v->len = n;
+    pii_mode mode = pii_policy_mode(svc->pii, p);
+    if (mode == PII_MODE_ALLOW || !text_utf8_valid(v->data, v->len)) return GRPC_STATUS_OK;
+    const char *text = (const char *)v->data;
+    size_t len = v->len;
+    pii_field f[] = {PII_BYTES("value", &text, &len)};
+    char why[512];
+    int rc = pii_policy_apply(rpc_call_arena(call), mode, f, 1, NULL, NULL, why, sizeof why);
+    if (rc == STATUS_EINVALID) return rpc_call_invalid(call, "%s", why);
+    if (rc != STATUS_OK) return rpc_call_oom(call);
+    v->data = (uint8_t *)text;
+    v->len = len;
     return GRPC_STATUS_OK;
 }
 
@@ -333,8 +339,7 @@ static grpc_status_code do_set(rpc_call *call, const ProtobufCMessage *reqm,
                                       (long long)req->ttl->seconds, (int)req->ttl->nanos)
                    : rpc_call_invalid(call, "ttl: %llds; must be 1 s to 3600 s",
                                       (long long)req->ttl->seconds);
-    if (req->label < 0 || req->label > MEMORY__V1__LABEL__LABEL_SECRET)
-        return rpc_call_invalid(call, "label: %d is not a memory.v1.Label", (int)req->label);
+    if ((st = tier_check_label(call, "label", (int)req->label)) != GRPC_STATUS_OK) return st;
     const principal *p = authn_principal(call);
     ProtobufCBinaryData value = req->value;
     if ((st = value_pii(call, svc, p, &value)) != GRPC_STATUS_OK) return st;
@@ -420,31 +425,88 @@ static grpc_status_code do_delete(rpc_call *call, const ProtobufCMessage *reqm,
 
 /* ------------------------------------------------------------ registration */
 
-int cache_register(rpc_server *srv, cache_l1 *l1, cache_l2 *l2, const cache_options *o,
-                   cache_service **out) {
+/* ------------------------------------------------------------ the tier */
+
+static void cache_free(void *state) {
+    cache_service *svc = state;
+    if (!svc) return;
+    cache_records_free(svc->entities);
+    cache_aside_free(svc->aside);
+    cache_sub_stop(svc->sub);
+    cache_l2_free(svc->l2);
+    if (svc->l1) {
+        cache_l1_stats st;
+        cache_l1_get_stats(svc->l1, &st);
+        log_fields(LOG_INFO, "cache L1 totals", LOG_F_INT, "hits", (int64_t)st.hits, LOG_F_INT,
+                   "misses", (int64_t)st.misses, LOG_F_INT, "evictions", (int64_t)st.evictions,
+                   LOG_F_INT, "expirations", (int64_t)st.expirations, LOG_F_INT,
+                   "invalidations", (int64_t)st.invalidations, LOG_F_END);
+    }
+    cache_l1_free(svc->l1);
+    free(svc);
+}
+
+/* L1 always (unless sized 0), L2 and the invalidation subscriber when
+ * Redis is configured. Replicas tell their own invalidations apart by a
+ * random id. */
+static int cache_open(tier_env *env, void **state, char *err, size_t errlen) {
+    const config *c = env->cfg;
     cache_service *svc = calloc(1, sizeof *svc);
-    if (!svc) return -1;
-    svc->l1 = l1;
-    svc->l2 = l2;
-    if (o) svc->o = *o;
-#define M(name, req, resp, scope, fn)                                                        \
-    {"/memory.v1.Cache/" name, &memory__v1__##req##__descriptor,                            \
-     &memory__v1__##resp##__descriptor, scope, fn}
-    static const rpc_unary_def methods[] = {
-        M("Get", cache_get_request, cache_get_response, "cache:read", do_get),
-        M("Set", cache_set_request, cache_set_response, "cache:write", do_set),
-        M("DeleteKey", cache_delete_key_request, cache_delete_key_response, "cache:write",
-          do_delete),
-        M("MultiGet", cache_multi_get_request, cache_multi_get_response, "cache:read",
-          do_multi_get),
-    };
-#undef M
-    if (rpc_server_add_unary_methods(srv, methods, sizeof methods / sizeof methods[0], svc) != 0) {
+    unsigned char rnd[CACHE_REPLICA_ID_LEN / 2];
+    char replica[CACHE_REPLICA_ID_LEN + 1];
+    if (!svc || RAND_bytes(rnd, sizeof rnd) != 1) {
         free(svc);
+        snprintf(err, errlen, "out of memory or randomness for the replica id");
         return -1;
     }
-    *out = svc;
+    for (size_t i = 0; i < sizeof rnd; i++) snprintf(replica + 2 * i, 3, "%02x", rnd[i]);
+    svc->pii = env->pii;
+    cache_l1_options lo = {(size_t)c->cache_l1_max_entries, (size_t)c->cache_l1_max_bytes,
+                           c->cache_l1_ttl_ms, NULL};
+    if (!(svc->l1 = cache_l1_create(&lo)) ||
+        (env->redis && (!(svc->l2 = cache_l2_create(env->redis, replica)) ||
+                        cache_sub_start(env->redis, svc->l1, replica, &svc->sub) != 0)) ||
+        (c->cache_entities &&
+         (!(svc->aside = cache_aside_create(svc->l1, svc->sub)) ||
+          !(svc->entities = cache_records_create(svc->aside, svc->l2, 'e',
+                                                 &memory__v1__entity__descriptor))))) {
+        cache_free(svc);
+        snprintf(err, errlen, "cannot start the cache (out of memory or threads)");
+        return -1;
+    }
+    /* Serve with invalidations heard when Redis is there: until then the
+     * entity cache bypasses L1. A Redis that is down does not hold us up. */
+    if (svc->sub) cache_sub_wait_live(svc->sub, rpc_now_ms() + 2000);
+    env->entity_cache = svc->entities;
+    log_fields(LOG_INFO, "cache tier", LOG_F_STR, "replica", replica, LOG_F_INT,
+               "l1_max_entries", (int64_t)c->cache_l1_max_entries, LOG_F_INT, "l1_max_bytes",
+               (int64_t)c->cache_l1_max_bytes, LOG_F_STR, "l2", svc->l2 ? "redis" : "none",
+               LOG_F_STR, "entities", svc->entities ? "cached" : "not cached", LOG_F_END);
+    *state = svc;
     return 0;
 }
 
-void cache_service_free(cache_service *s) { free(s); }
+#define SVC "memory.v1.Cache"
+static const rpc_method methods[] = {
+    RPC_METHOD_UNARY(SVC, "Get", memory__v1__cache_get, "cache:read", do_get),
+    RPC_METHOD_UNARY(SVC, "Set", memory__v1__cache_set, "cache:write", do_set),
+    RPC_METHOD_UNARY(SVC, "DeleteKey", memory__v1__cache_delete_key, "cache:write", do_delete),
+    RPC_METHOD_UNARY(SVC, "MultiGet", memory__v1__cache_multi_get, "cache:read", do_multi_get),
+};
+
+static const tier_service services[] = {
+    {SVC, 0}, /* L1 answers without Redis */
+    /* The shared level: NOT_SERVING = Cache degraded to this replica's L1
+     * (Redis down or not configured). */
+    {SVC ".L2", HEALTH_NEEDS_REDIS},
+};
+
+const tier cache_tier = {
+    .name = "cache",
+    .services = services,
+    .nservices = TIER_COUNT(services),
+    .methods = methods,
+    .nmethods = TIER_COUNT(methods),
+    .open = cache_open,
+    .free = cache_free,
+};

@@ -1,4 +1,4 @@
-/* cache_service: the memory.v1.Cache gRPC service (protos/memory/v1/
+/* cache_service: the cache tier (memory.v1.Cache, protos/memory/v1/
  * cache.proto) over L1 (cache_l1) and, when Redis is configured, L2
  * (cache_l2).
  *
@@ -23,27 +23,22 @@
  * cannot hear invalidations either, drop their L1 when their subscription
  * comes back, so a value may be stale for at most the L1 TTL meanwhile.
  *
- * Values that are valid UTF-8 go through the PII write diode (reject, or
+ * Values that are valid UTF-8 go through the PII policy (reject, or
  * redact; kept as written with pii:write). Cache entries do not record
- * pii_kinds. */
+ * pii_kinds.
+ *
+ * Other tiers' records. With --cache-entities the tier offers
+ * GlobalMemory a record cache over the same L1 (cache_records.h) through
+ * tier_env.entity_cache. */
 #ifndef MEMORYD_CACHE_CACHE_SERVICE_H
 #define MEMORYD_CACHE_CACHE_SERVICE_H
 
-#include "service/cache/cache_l1.h"
-#include "service/cache/cache_l2.h"
-#include "service/rpc/rpc.h"
+#include "service/tier/tier.h"
 
-typedef struct cache_options {
-    int redact_pii; /* 0: PII is refused (default); 1: redacted */
-} cache_options;
-
-typedef struct cache_service cache_service;
-
-/* Registers Get, Set, DeleteKey and MultiGet on srv. l1 is borrowed; l2
- * may be NULL (no Redis configured). o may be NULL. Free *out after the
- * server. Returns 0 or -1. */
-int cache_register(rpc_server *srv, cache_l1 *l1, cache_l2 *l2, const cache_options *o,
-                   cache_service **out);
-void cache_service_free(cache_service *s); /* accepts NULL */
+/* The tier: serves memory.v1.Cache (L1 answers without Redis) and the
+ * health service memory.v1.Cache.L2 (SERVING while Redis is). Opened with
+ * env->redis (may be NULL), env->pii and the --cache-* flags. Must come
+ * before GlobalMemory in the tier table. */
+extern const tier cache_tier;
 
 #endif

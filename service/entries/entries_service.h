@@ -1,5 +1,5 @@
-/* entries_service: the memory.v1.Entries gRPC service
- * (protos/memory/v1/entries.proto) over entries_store. It validates every
+/* entries_service: the Entries tier (memory.v1.Entries,
+ * protos/memory/v1/entries.proto) over entries_store. It validates every
  * request field (errors name the field), applies the token's namespace
  * globs, runs the PII policy on what is written, converts between protobuf
  * messages and store records (metadata Struct <-> JSON), maps store codes
@@ -21,48 +21,15 @@
  *   (so with expected_version 0 it gets ABORTED, without it it replaces).
  * - Under the redact policy PII in a key is still rejected: a key names
  *   the entry and cannot be rewritten.
- * - Page tokens are keyset cursors sealed with a SHA-256 digest of the
- *   caller and the patterns (not a secret MAC): see entries_token.h. */
+ * - Page tokens are keyset cursors (the last namespace and key) sealed to
+ *   the caller and the request's filters (tier_page.h). */
 #ifndef MEMORYD_ENTRIES_ENTRIES_SERVICE_H
 #define MEMORYD_ENTRIES_ENTRIES_SERVICE_H
 
-#include <stddef.h>
+#include "service/tier/tier.h"
 
-#include "service/audit/audit.h"
-#include "service/rpc/rpc.h"
-#include "service/store/pg_pool.h"
-
-/* What a write containing PII gets when the token lacks `pii:write`. */
-typedef enum entries_pii_policy {
-    ENTRIES_PII_REJECT = 0, /* INVALID_ARGUMENT naming kinds and paths; nothing stored */
-    ENTRIES_PII_REDACT = 1, /* the PII is replaced by a marker and the write goes on */
-} entries_pii_policy;
-
-/* Zero fields take the default shown. */
-typedef struct entries_options {
-    entries_pii_policy pii_policy; /* ENTRIES_PII_REJECT */
-    int default_page_size;         /* List page and Search limit when 0 is asked (50) */
-    int max_page_size;             /* List pages are capped here (1000) */
-    size_t max_response_bytes;     /* encoded size of a List/Search answer (3 MiB; keep
-                                    * it below the server's max message size); at
-                                    * least one entry is always returned */
-    int max_statement_ms;          /* statement_timeout for calls without deadline (30000) */
-} entries_options;
-
-typedef struct entries_service entries_service;
-
-/* Registers the methods on srv (before rpc_server_start). pg and aud are
- * borrowed and must outlive the server; aud may be NULL (no audit rows,
- * for tests). o may be NULL (defaults). On 0 *out is owned by the caller:
- * free it with entries_service_free after the server is freed. Returns -1
- * on a registration error or out of memory (nothing to free then). */
-int entries_register(rpc_server *srv, pg_pool *pg, audit *aud, const entries_options *o,
-                     entries_service **out);
-
-/* Accepts NULL. */
-void entries_service_free(entries_service *s);
-
-/* "reject" / "redact" -> policy. Returns 0, or -1 for anything else. */
-int entries_pii_policy_parse(const char *name, entries_pii_policy *out);
+/* The tier: serves memory.v1.Entries (needs PostgreSQL). Opened with
+ * env->pg, env->audit, env->pii and env->max_response_bytes (0: 3 MiB). */
+extern const tier entries_tier;
 
 #endif

@@ -1,71 +1,45 @@
 /* entries_store: the Entries tier's storage in PostgreSQL (table `entries`,
  * migration 4). It knows SQL, zstd and the caller's principal, never gRPC:
- * every query carries the read diode (tenant, owner unless the read scope
- * is `:all`, label <= clr, not expired) and, for List/Search/Stats, the
- * token's `ns` globs; rows coming back are checked again with
- * principal_may_read. Writes run in one transaction with row locks, the
- * write diode and compare-and-set, and call the caller's before-commit hook
- * (the service layer writes its audit row there).
+ * every query carries the read diode (tier_sql.h, plus: not expired) and,
+ * for List/Search/Stats, the token's `ns` globs; rows coming back are
+ * checked again (tier_check_row). Writes run in one transaction with row
+ * locks, the write diode and compare-and-set, and call the context's
+ * before-commit hook (the audit row).
  *
  * Inputs are assumed validated by the caller (namespaces, keys, patterns,
  * sizes); the store re-checks nothing it does not need for safety.
  *
- * Results are allocated in the context's arena and live as long as it.
- * Functions return STATUS_OK or a negative STATUS_E* code with a message
- * in ctx->err. */
+ * Every function takes the call's tier_ctx (tier "entries"). Results are
+ * allocated in ctx->ar and live as long as it. Functions return STATUS_OK
+ * or a negative STATUS_E* code with a message in ctx->err. */
 #ifndef MEMORYD_ENTRIES_ENTRIES_STORE_H
 #define MEMORYD_ENTRIES_ENTRIES_STORE_H
 
-#include <libpq-fe.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "service/core/status.h"
-#include "service/auth/principal.h"
-#include "service/core/arena.h"
 #include "service/store/pg_pool.h"
+#include "service/tier/tier_ctx.h"
+#include "service/tier/tier_meta.h"
 
-#define ENTRIES_VALUE_MAX (1024 * 1024)  /* bytes */
-#define ENTRIES_COMPRESS_OVER 1024       /* values longer than this are stored zstd-compressed */
+#define ENTRIES_VALUE_MAX (1024 * 1024) /* bytes */
+#define ENTRIES_COMPRESS_OVER 1024      /* values longer than this are stored zstd-compressed */
 
 typedef struct entries_store entries_store;
-
-/* Per-call context. The caller fills the inputs; the store writes err. */
-typedef struct entries_ctx {
-    const principal *p;  /* the caller (borrowed) */
-    int64_t deadline_ms; /* CLOCK_MONOTONIC ms; INT64_MAX = none */
-    arena *ar;           /* where results are allocated */
-    /* Runs inside a write's transaction just before COMMIT (after the
-     * change succeeded); non-zero aborts the write with
-     * STATUS_EUNAVAILABLE and the hook's err. May be NULL. */
-    int (*before_commit)(PGconn *conn, void *arg, char *err, size_t errlen);
-    void *hook_arg;
-    /* Runs after a successful COMMIT. May be NULL. */
-    void (*after_commit)(void *arg);
-    char err[512];
-} entries_ctx;
 
 /* One stored entry as the store returns it. Strings are NUL-terminated;
  * metadata_json is the jsonb text ("{}" when empty). */
 typedef struct entries_record {
-    const char *tenant;
     const char *ns;
     const char *key;
-    const char *owner;
-    int label;
     const char *content_type;
     const char *metadata_json;
     const char **tags;
     size_t ntags;
-    const char **pii_kinds;
-    size_t npii;
     int64_t size_bytes; /* uncompressed */
-    int64_t version;
-    int64_t create_us; /* Unix microseconds */
-    int64_t update_us;
-    int64_t expire_us;
-    int has_expire;
-    int has_value;       /* value was asked for (and fits the byte budget) */
+    tier_meta meta;     /* tenant, owner, label, version, times, pii_kinds */
+    int has_value;      /* value was asked for (and fits the byte budget) */
     const uint8_t *value;
     size_t value_len;
 } entries_record;
@@ -113,14 +87,14 @@ typedef struct entries_write_in {
  * (expected 0 = must not exist). A concurrent create of the same key is
  * waited for and the write then re-evaluated as a replace. *created tells
  * which happened; *out gets the stored metadata (no value). */
-int entries_store_write(entries_store *s, entries_ctx *c, const entries_write_in *in,
+int entries_store_write(entries_store *s, tier_ctx *c, const entries_write_in *in,
                         entries_record *out, int *created);
 
 /* ---- Read ---- */
 
 /* One visible entry with its value (decompressed): one round trip.
  * STATUS_ENOTFOUND when absent, expired or hidden by the read diode. */
-int entries_store_read(entries_store *s, entries_ctx *c, const char *ns, const char *key,
+int entries_store_read(entries_store *s, tier_ctx *c, const char *ns, const char *key,
                        entries_record *out);
 
 /* ---- List ---- */
@@ -138,7 +112,7 @@ typedef struct entries_list_in {
  * ordered by (namespace, key) in byte order, after the cursor. *more is
  * set when entries remain past the last one returned (the answer may stop
  * early when values exceed max_response_bytes). */
-int entries_store_list(entries_store *s, entries_ctx *c, const entries_list_in *in,
+int entries_store_list(entries_store *s, tier_ctx *c, const entries_list_in *in,
                        entries_record **out, size_t *n, int *more);
 
 /* ---- Search ---- */
@@ -159,14 +133,14 @@ typedef struct entries_search_in {
 } entries_search_in;
 
 /* Visible entries matching every criterion, most recently updated first. */
-int entries_store_search(entries_store *s, entries_ctx *c, const entries_search_in *in,
+int entries_store_search(entries_store *s, tier_ctx *c, const entries_search_in *in,
                          entries_record **out, size_t *n);
 
 /* ---- Delete ---- */
 
 /* Deletes a live entry. STATUS_ENOTFOUND when absent or expired;
  * STATUS_EDENIED as for write; STATUS_ECONFLICT on a version mismatch. */
-int entries_store_delete(entries_store *s, entries_ctx *c, const char *ns, const char *key,
+int entries_store_delete(entries_store *s, tier_ctx *c, const char *ns, const char *key,
                          int has_expected, int64_t expected_version);
 
 /* ---- Append / Replace ---- */
@@ -181,9 +155,9 @@ typedef struct entries_edit_out {
 } entries_edit_out;
 
 /* Computes the new value from the current one (inside the transaction,
- * the row locked). Returns STATUS_OK, or a code (STATUS_ETOOBIG, or a
- * positive code of the caller's own that is passed back unchanged) with
- * err set. */
+ * the row locked). Returns STATUS_OK, or a code (STATUS_ETOOBIG,
+ * STATUS_EINVALID for PII refused, ...) with err set, which the store
+ * passes back unchanged. */
 typedef int (*entries_edit_fn)(void *arg, const uint8_t *value, size_t len,
                                entries_edit_out *out, char *err, size_t errlen);
 
@@ -202,14 +176,14 @@ typedef struct entries_modify_in {
  * Everything else is kept; the label is stamped max(lvl, existing). *out
  * gets the metadata after the call (unchanged when the edit changed
  * nothing; then no before_commit hook runs). */
-int entries_store_modify(entries_store *s, entries_ctx *c, const entries_modify_in *in,
+int entries_store_modify(entries_store *s, tier_ctx *c, const entries_modify_in *in,
                          entries_record *out);
 
 /* ---- PurgeExpired ---- */
 
 /* Deletes the expired entries of the caller's tenant, every owner, inside
  * the token's ns globs and ns_pattern. */
-int entries_store_purge(entries_store *s, entries_ctx *c, const char *ns_pattern,
+int entries_store_purge(entries_store *s, tier_ctx *c, const char *ns_pattern,
                         int64_t *purged);
 
 /* ---- Stats ---- */
@@ -224,7 +198,7 @@ typedef struct entries_stats {
 
 /* Aggregates over the visible, unexpired entries inside the token's ns
  * globs and ns_pattern. */
-int entries_store_stats(entries_store *s, entries_ctx *c, const char *ns_pattern,
+int entries_store_stats(entries_store *s, tier_ctx *c, const char *ns_pattern,
                         entries_stats *out);
 
 #endif

@@ -12,7 +12,7 @@
 #define COLS "c.cid, c.name, c.dims, c.distance, c.owner, c.created_at"
 
 typedef struct call {
-    vs_ctx *c;
+    tier_ctx *c;
     const char *name;
     int dims, distance;
     ecat_hook hook;
@@ -24,7 +24,7 @@ typedef struct call {
     size_t *n;
 } call;
 
-static int decode(vs_ctx *c, const PGresult *r, int row, vs_collection *out) {
+static int decode(tier_ctx *c, const PGresult *r, int row, vs_collection *out) {
     int64_t dims, distance;
     memset(out, 0, sizeof *out);
     out->name = pgq_col_str(c->ar, r, row, 1);
@@ -32,7 +32,7 @@ static int decode(vs_ctx *c, const PGresult *r, int row, vs_collection *out) {
     if (pgq_col_int(r, row, 0, &out->cid) != 0 || !out->name || !out->owner ||
         pgq_col_int(r, row, 2, &dims) != 0 || pgq_col_int(r, row, 3, &distance) != 0 ||
         pgq_col_ts(r, row, 5, &out->created_us) != 0)
-        return vs_fail(c, STATUS_EINTERNAL, "unexpected episodic_collections row");
+        return tier_fail(c, STATUS_EINTERNAL, "unexpected episodic_collections row");
     out->dims = (int)dims;
     out->distance = (int)distance;
     return STATUS_OK;
@@ -40,7 +40,7 @@ static int decode(vs_ctx *c, const PGresult *r, int row, vs_collection *out) {
 
 static int create_fn(pgq_session *ss, void *arg) {
     call *a = arg;
-    vs_ctx *c = a->c;
+    tier_ctx *c = a->c;
     pgq_params q = {0};
     pgq_sql b = {0};
     pgq_sql_add(&b,
@@ -54,7 +54,7 @@ static int create_fn(pgq_session *ss, void *arg) {
     int rc = pgq_pipeline(ss, "create collection", "BEGIN", &b, &q, 0, &r);
     if (rc != STATUS_OK) return rc;
     if (PQntuples(r) == 0)
-        rc = vs_fail(c, STATUS_EEXISTS, "collection %s already exists", a->name);
+        rc = tier_fail(c, STATUS_EEXISTS, "collection %s already exists", a->name);
     else
         rc = decode(c, r, 0, a->out);
     PQclear(r);
@@ -73,7 +73,7 @@ static int get_fn(pgq_session *ss, void *arg) {
     int rc = pgq_pipeline(ss, "get collection", NULL, &b, &q, 1, &r);
     if (rc != STATUS_OK) return rc;
     if (PQntuples(r) == 0)
-        rc = vs_fail(a->c, STATUS_ENOTFOUND, "collection %s not found", a->name);
+        rc = tier_fail(a->c, STATUS_ENOTFOUND, "collection %s not found", a->name);
     else
         rc = decode(a->c, r, 0, a->out);
     PQclear(r);
@@ -93,7 +93,7 @@ static int list_fn(pgq_session *ss, void *arg) {
     if (rc != STATUS_OK) return rc;
     int rows = PQntuples(r);
     *a->list = rows ? arena_alloc(a->c->ar, (size_t)rows * sizeof **a->list) : NULL;
-    if (rows && !*a->list) rc = vs_fail(a->c, STATUS_ENOMEM, "out of memory");
+    if (rows && !*a->list) rc = tier_fail(a->c, STATUS_ENOMEM, "out of memory");
     for (int i = 0; rc == STATUS_OK && i < rows; i++) rc = decode(a->c, r, i, &(*a->list)[i]);
     *a->n = rc == STATUS_OK ? (size_t)rows : 0;
     PQclear(r);
@@ -102,7 +102,7 @@ static int list_fn(pgq_session *ss, void *arg) {
 
 static int delete_fn(pgq_session *ss, void *arg) {
     call *a = arg;
-    vs_ctx *c = a->c;
+    tier_ctx *c = a->c;
     pgq_params q = {0};
     pgq_sql b = {0};
     pgq_sql_add(&b,
@@ -114,7 +114,7 @@ static int delete_fn(pgq_session *ss, void *arg) {
     if (rc != STATUS_OK) return rc;
     vs_collection col;
     if (PQntuples(r) == 0)
-        rc = vs_fail(c, STATUS_ENOTFOUND, "collection %s not found", a->name);
+        rc = tier_fail(c, STATUS_ENOTFOUND, "collection %s not found", a->name);
     else
         rc = decode(c, r, 0, &col);
     PQclear(r);
@@ -129,25 +129,25 @@ static int run_on(pg_pool *pg, call *a, pgq_fn fn) {
                    a);
 }
 
-int ecat_create(pg_pool *pg, vs_ctx *c, const char *name, int dims, int distance, ecat_hook hook,
+int ecat_create(pg_pool *pg, tier_ctx *c, const char *name, int dims, int distance, ecat_hook hook,
                 void *arg, vs_collection *out) {
     call a = {.c = c, .name = name, .dims = dims, .distance = distance, .hook = hook,
               .arg = arg, .out = out};
     return run_on(pg, &a, create_fn);
 }
 
-int ecat_get(pg_pool *pg, vs_ctx *c, const char *name, vs_collection *out) {
+int ecat_get(pg_pool *pg, tier_ctx *c, const char *name, vs_collection *out) {
     call a = {.c = c, .name = name, .out = out};
     return run_on(pg, &a, get_fn);
 }
 
-int ecat_list(pg_pool *pg, vs_ctx *c, const char *after, size_t limit, vs_collection **out,
+int ecat_list(pg_pool *pg, tier_ctx *c, const char *after, size_t limit, vs_collection **out,
               size_t *n) {
     call a = {.c = c, .after = after, .limit = limit, .list = out, .n = n};
     return run_on(pg, &a, list_fn);
 }
 
-int ecat_delete(pg_pool *pg, vs_ctx *c, const char *name, ecat_hook hook, void *arg) {
+int ecat_delete(pg_pool *pg, tier_ctx *c, const char *name, ecat_hook hook, void *arg) {
     call a = {.c = c, .name = name, .hook = hook, .arg = arg};
     return run_on(pg, &a, delete_fn);
 }

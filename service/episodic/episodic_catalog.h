@@ -19,22 +19,22 @@
 /* Runs inside the catalog transaction, after the row is written (create)
  * or locked (delete) and before COMMIT; a non-STATUS_OK return rolls the
  * transaction back and is the call's result (the hook fills ctx->err). */
-typedef int (*ecat_hook)(vs_ctx *c, const vs_collection *col, void *arg);
+typedef int (*ecat_hook)(tier_ctx *c, const vs_collection *col, void *arg);
 
 /* STATUS_EEXISTS when the tenant has a collection of that name. hook may be
  * NULL. On STATUS_OK *out is the new collection. */
-int ecat_create(pg_pool *pg, vs_ctx *c, const char *name, int dims, int distance, ecat_hook hook,
+int ecat_create(pg_pool *pg, tier_ctx *c, const char *name, int dims, int distance, ecat_hook hook,
                 void *arg, vs_collection *out);
 
 /* STATUS_ENOTFOUND when absent. */
-int ecat_get(pg_pool *pg, vs_ctx *c, const char *name, vs_collection *out);
+int ecat_get(pg_pool *pg, tier_ctx *c, const char *name, vs_collection *out);
 
 /* By name, names > after (NULL: from the start), at most limit. */
-int ecat_list(pg_pool *pg, vs_ctx *c, const char *after, size_t limit, vs_collection **out,
+int ecat_list(pg_pool *pg, tier_ctx *c, const char *after, size_t limit, vs_collection **out,
               size_t *n);
 
 /* Deletes the row (and, by cascade, its embedded points). STATUS_ENOTFOUND
  * when absent. hook may be NULL. */
-int ecat_delete(pg_pool *pg, vs_ctx *c, const char *name, ecat_hook hook, void *arg);
+int ecat_delete(pg_pool *pg, tier_ctx *c, const char *name, ecat_hook hook, void *arg);
 
 #endif

@@ -51,7 +51,7 @@ typedef struct embedded {
 
 /* ------------------------------------------------------------ the map */
 
-static char *coll_key(const vs_ctx *c, const char *name) {
+static char *coll_key(const tier_ctx *c, const char *name) {
     const char *t = principal_tenant(c->p);
     size_t tl = strlen(t), nl = strlen(name);
     char *k = malloc(tl + nl + 2);
@@ -97,7 +97,7 @@ static ecoll *unlink_locked(embedded *e, const char *key) {
 }
 
 /* Drops this replica's index of a collection that no longer exists. */
-static void forget(embedded *e, const vs_ctx *c, const char *name) {
+static void forget(embedded *e, const tier_ctx *c, const char *name) {
     char *key = coll_key(c, name);
     if (!key) return;
     pthread_mutex_lock(&e->mu);
@@ -109,7 +109,7 @@ static void forget(embedded *e, const vs_ctx *c, const char *name) {
 
 /* The in-memory state of col, created empty on first use; a state of an
  * older collection of the same name is replaced. NULL when out of memory. */
-static ecoll *acquire(embedded *e, const vs_ctx *c, const vs_collection *col) {
+static ecoll *acquire(embedded *e, const tier_ctx *c, const vs_collection *col) {
     char *key = coll_key(c, col->name);
     if (!key) return NULL;
     ecoll *stale = NULL, *ec;
@@ -149,7 +149,7 @@ static ecoll *acquire(embedded *e, const vs_ctx *c, const vs_collection *col) {
 
 typedef struct op {
     embedded *e;
-    vs_ctx *c;
+    tier_ctx *c;
     const vs_collection *col;
     ecoll *ec;
     /* upsert */
@@ -180,22 +180,22 @@ typedef struct row {
     vs_id id;
     const float *vector; /* NULL: a tombstone */
     json_t *payload;
-    vs_meta meta;
+    tier_meta meta;
 } row;
 
-static int decode_row(vs_ctx *c, arena *a, const PGresult *r, int i, int dims, row *out) {
+static int decode_row(tier_ctx *c, arena *a, const PGresult *r, int i, int dims, row *out) {
     /* pid, seq, owner, label, vector, payload, pii_kinds, version, created_at, updated_at */
     int64_t label;
     memset(out, 0, sizeof *out);
     const char *pid = pgq_col_str(a, r, i, 0);
     if (!pid || vs_id_parse(pid, &out->id) != 0)
-        return vs_fail(c, STATUS_EINTERNAL, "episodic_points: bad pid");
+        return tier_fail(c, STATUS_EINTERNAL, "episodic_points: bad pid");
     if (PQgetisnull(r, i, 4)) return STATUS_OK; /* tombstone */
     if (PQgetlength(r, i, 4) != dims * (int)sizeof(float))
-        return vs_fail(c, STATUS_EINTERNAL, "episodic_points %s: vector of %d bytes, want %d", pid,
+        return tier_fail(c, STATUS_EINTERNAL, "episodic_points %s: vector of %d bytes, want %d", pid,
                        PQgetlength(r, i, 4), dims * (int)sizeof(float));
     float *v = arena_alloc(a, (size_t)dims * sizeof(float));
-    if (!v) return vs_fail(c, STATUS_ENOMEM, "out of memory");
+    if (!v) return tier_fail(c, STATUS_ENOMEM, "out of memory");
     memcpy(v, PQgetvalue(r, i, 4), (size_t)dims * sizeof(float));
     out->vector = v;
     out->meta.owner = pgq_col_str(a, r, i, 2);
@@ -203,9 +203,9 @@ static int decode_row(vs_ctx *c, arena *a, const PGresult *r, int i, int dims, r
     if (!out->meta.owner || pgq_col_int(r, i, 3, &label) != 0 ||
         pgq_col_text_array(a, r, i, 6, &out->meta.pii_kinds, &out->meta.npii) != 0 ||
         pgq_col_int(r, i, 7, &out->meta.version) != 0 ||
-        pgq_col_ts(r, i, 8, &out->meta.created_us) != 0 ||
-        pgq_col_ts(r, i, 9, &out->meta.updated_us) != 0)
-        return vs_fail(c, STATUS_EINTERNAL, "episodic_points %s: unexpected row", pid);
+        pgq_col_ts(r, i, 8, &out->meta.create_us) != 0 ||
+        pgq_col_ts(r, i, 9, &out->meta.update_us) != 0)
+        return tier_fail(c, STATUS_EINTERNAL, "episodic_points %s: unexpected row", pid);
     out->meta.label = (int)label;
     if (payload) {
         json_error_t jerr;
@@ -213,7 +213,7 @@ static int decode_row(vs_ctx *c, arena *a, const PGresult *r, int i, int dims, r
         if (!json_is_object(out->payload)) {
             json_decref(out->payload);
             out->payload = NULL;
-            return vs_fail(c, STATUS_EINTERNAL, "episodic_points %s: payload is not an object", pid);
+            return tier_fail(c, STATUS_EINTERNAL, "episodic_points %s: payload is not an object", pid);
         }
     }
     return STATUS_OK;
@@ -222,7 +222,7 @@ static int decode_row(vs_ctx *c, arena *a, const PGresult *r, int i, int dims, r
 /* Applies the changes above ec->applied. In a write transaction (in_tx)
  * the caller holds the collection row lock, so the index then reflects
  * exactly the committed state. STATUS_ENOTFOUND when the collection is gone. */
-static int sync_index(pgq_session *ss, vs_ctx *c, ecoll *ec, int in_tx) {
+static int sync_index(pgq_session *ss, tier_ctx *c, ecoll *ec, int in_tx) {
     pthread_mutex_lock(&ec->sync_mu);
     pgq_params q = {0};
     pgq_sql b = {0};
@@ -232,9 +232,9 @@ static int sync_index(pgq_session *ss, vs_ctx *c, ecoll *ec, int in_tx) {
     int64_t seq = 0;
     if (rc == STATUS_OK) {
         if (PQntuples(r) == 0)
-            rc = vs_fail(c, STATUS_ENOTFOUND, "the collection was deleted");
+            rc = tier_fail(c, STATUS_ENOTFOUND, "the collection was deleted");
         else if (pgq_col_int(r, 0, 0, &seq) != 0)
-            rc = vs_fail(c, STATUS_EINTERNAL, "unexpected episodic_collections.seq");
+            rc = tier_fail(c, STATUS_EINTERNAL, "unexpected episodic_collections.seq");
         PQclear(r);
     }
 
@@ -245,7 +245,7 @@ static int sync_index(pgq_session *ss, vs_ctx *c, ecoll *ec, int in_tx) {
     while (rc == STATUS_OK && seq > ec->applied) {
         arena *a = arena_create();
         if (!a) {
-            rc = vs_fail(c, STATUS_ENOMEM, "out of memory");
+            rc = tier_fail(c, STATUS_ENOMEM, "out of memory");
             break;
         }
         pgq_params pq = {0};
@@ -269,7 +269,7 @@ static int sync_index(pgq_session *ss, vs_ctx *c, ecoll *ec, int in_tx) {
         }
         int rows = PQntuples(r);
         row *batch = rows ? arena_alloc(a, (size_t)rows * sizeof *batch) : NULL;
-        if (rows && !batch) rc = vs_fail(c, STATUS_ENOMEM, "out of memory");
+        if (rows && !batch) rc = tier_fail(c, STATUS_ENOMEM, "out of memory");
         int decoded = 0;
         for (; rc == STATUS_OK && decoded < rows; decoded++)
             rc = decode_row(c, a, r, decoded, dims, &batch[decoded]);
@@ -277,7 +277,7 @@ static int sync_index(pgq_session *ss, vs_ctx *c, ecoll *ec, int in_tx) {
             const char *last = PQgetvalue(r, rows - 1, 0);
             snprintf(after_pid, sizeof after_pid, "%s", last);
             if (pgq_col_int(r, rows - 1, 1, &after_seq) != 0)
-                rc = vs_fail(c, STATUS_EINTERNAL, "unexpected episodic_points.seq");
+                rc = tier_fail(c, STATUS_EINTERNAL, "unexpected episodic_points.seq");
         }
         PQclear(r);
         if (rc == STATUS_OK) {
@@ -287,7 +287,7 @@ static int sync_index(pgq_session *ss, vs_ctx *c, ecoll *ec, int in_tx) {
                     eidx_remove(ec->x, &batch[i].id);
                 else if (eidx_put(ec->x, &batch[i].id, batch[i].vector, batch[i].payload,
                                   &batch[i].meta) != 0)
-                    rc = vs_fail(c, STATUS_ENOMEM, "out of memory loading the collection");
+                    rc = tier_fail(c, STATUS_ENOMEM, "out of memory loading the collection");
             }
             pthread_rwlock_unlock(&ec->rw);
         }
@@ -312,9 +312,9 @@ static int run(op *o, pgq_fn fn) {
 
 /* The collection's state, brought up to date. On STATUS_OK the caller
  * releases *out. */
-static int open_current(embedded *e, vs_ctx *c, const vs_collection *col, ecoll **out) {
+static int open_current(embedded *e, tier_ctx *c, const vs_collection *col, ecoll **out) {
     ecoll *ec = acquire(e, c, col);
-    if (!ec) return vs_fail(c, STATUS_ENOMEM, "out of memory");
+    if (!ec) return tier_fail(c, STATUS_ENOMEM, "out of memory");
     op o = {.e = e, .c = c, .col = col, .ec = ec};
     int rc = run(&o, sync_fn);
     if (rc != STATUS_OK) {
@@ -328,54 +328,54 @@ static int open_current(embedded *e, vs_ctx *c, const vs_collection *col, ecoll 
 
 /* ------------------------------------------------------------ reads */
 
-static int copy_point(vs_ctx *c, const eidx *x, size_t slot, int with_payload, int with_vector,
+static int copy_point(tier_ctx *c, const eidx *x, size_t slot, int with_payload, int with_vector,
                       vs_point *out) {
     memset(out, 0, sizeof *out);
     out->id = *eidx_id(x, slot);
-    const vs_meta *m = eidx_meta(x, slot);
+    const tier_meta *m = eidx_meta(x, slot);
     out->meta = *m;
     out->meta.owner = arena_strdup(c->ar, m->owner);
-    if (!out->meta.owner) return vs_fail(c, STATUS_ENOMEM, "out of memory");
+    if (!out->meta.owner) return tier_fail(c, STATUS_ENOMEM, "out of memory");
     if (m->npii) {
         const char **k = arena_alloc(c->ar, m->npii * sizeof *k);
-        if (!k) return vs_fail(c, STATUS_ENOMEM, "out of memory");
+        if (!k) return tier_fail(c, STATUS_ENOMEM, "out of memory");
         for (size_t i = 0; i < m->npii; i++)
             if (!(k[i] = arena_strdup(c->ar, m->pii_kinds[i])))
-                return vs_fail(c, STATUS_ENOMEM, "out of memory");
+                return tier_fail(c, STATUS_ENOMEM, "out of memory");
         out->meta.pii_kinds = k;
     }
     if (with_vector) {
         size_t bytes = (size_t)eidx_dims(x) * sizeof(float);
         float *v = arena_alloc(c->ar, bytes);
-        if (!v) return vs_fail(c, STATUS_ENOMEM, "out of memory");
+        if (!v) return tier_fail(c, STATUS_ENOMEM, "out of memory");
         memcpy(v, eidx_vector(x, slot), bytes);
         out->vector = v;
     }
     if (with_payload) {
         json_t *p = eidx_payload(x, slot);
         out->payload = p ? json_incref(p) : json_object();
-        if (!out->payload) return vs_fail(c, STATUS_ENOMEM, "out of memory");
+        if (!out->payload) return tier_fail(c, STATUS_ENOMEM, "out of memory");
     }
     return STATUS_OK;
 }
 
 typedef struct accept_args {
-    const vs_ctx *c;
+    const tier_ctx *c;
     const Memory__V1__Filter *filter;
     int modifiable; /* also require that the caller may modify the point */
 } accept_args;
 
 static int accept(const eidx *x, size_t slot, void *arg) {
     const accept_args *a = arg;
-    const vs_meta *m = eidx_meta(x, slot);
-    if (!vs_visible(a->c, m->owner, m->label)) return 0;
+    const tier_meta *m = eidx_meta(x, slot);
+    if (!tier_may_read(a->c, m->owner, m->label)) return 0;
     if (a->modifiable && a->c->write_breadth != PRINCIPAL_ALL &&
         strcmp(m->owner, principal_sub(a->c->p)) != 0)
         return 0;
     return efilter_match(a->filter, eidx_id(x, slot), eidx_payload(x, slot));
 }
 
-static int emb_search(vstore *vs, vs_ctx *c, const vs_collection *col, const vs_search *s,
+static int emb_search(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_search *s,
                       vs_hit **out, size_t *n) {
     embedded *e = (embedded *)vs;
     *out = NULL;
@@ -387,15 +387,15 @@ static int emb_search(vstore *vs, vs_ctx *c, const vs_collection *col, const vs_
     eidx_hit *hits = malloc(k * sizeof *hits);
     if (!hits) {
         release(e, ec);
-        return vs_fail(c, STATUS_ENOMEM, "out of memory");
+        return tier_fail(c, STATUS_ENOMEM, "out of memory");
     }
     accept_args aa = {c, s->filter, 0};
     pthread_rwlock_rdlock(&ec->rw);
     long got = eidx_search(ec->x, s->vector, k, s->has_threshold, s->threshold, accept, &aa, hits);
-    if (got < 0) rc = vs_fail(c, STATUS_ENOMEM, "out of memory");
+    if (got < 0) rc = tier_fail(c, STATUS_ENOMEM, "out of memory");
     size_t first = (size_t)s->offset, count = got > (long)first ? (size_t)got - first : 0;
     vs_hit *res = count ? arena_zalloc(c->ar, count * sizeof *res) : NULL;
-    if (count && !res) rc = vs_fail(c, STATUS_ENOMEM, "out of memory");
+    if (count && !res) rc = tier_fail(c, STATUS_ENOMEM, "out of memory");
     size_t done = 0;
     for (; rc == STATUS_OK && done < count; done++) {
         res[done].score = hits[first + done].score;
@@ -414,7 +414,7 @@ static int emb_search(vstore *vs, vs_ctx *c, const vs_collection *col, const vs_
     return STATUS_OK;
 }
 
-static int emb_get(vstore *vs, vs_ctx *c, const vs_collection *col, const vs_id *ids, size_t n,
+static int emb_get(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_id *ids, size_t n,
                    int with_payload, int with_vector, vs_point **out, size_t *nout) {
     embedded *e = (embedded *)vs;
     *out = NULL;
@@ -423,14 +423,14 @@ static int emb_get(vstore *vs, vs_ctx *c, const vs_collection *col, const vs_id 
     int rc = open_current(e, c, col, &ec);
     if (rc != STATUS_OK) return rc;
     vs_point *res = arena_zalloc(c->ar, (n ? n : 1) * sizeof *res);
-    if (!res) rc = vs_fail(c, STATUS_ENOMEM, "out of memory");
+    if (!res) rc = tier_fail(c, STATUS_ENOMEM, "out of memory");
     size_t got = 0;
     pthread_rwlock_rdlock(&ec->rw);
     for (size_t i = 0; rc == STATUS_OK && i < n; i++) {
         long slot = eidx_find(ec->x, &ids[i]);
         if (slot < 0) continue;
-        const vs_meta *m = eidx_meta(ec->x, (size_t)slot);
-        if (!vs_visible(c, m->owner, m->label)) continue;
+        const tier_meta *m = eidx_meta(ec->x, (size_t)slot);
+        if (!tier_may_read(c, m->owner, m->label)) continue;
         rc = copy_point(c, ec->x, (size_t)slot, with_payload, with_vector, &res[got]);
         if (rc == STATUS_OK) got++;
     }
@@ -445,7 +445,7 @@ static int emb_get(vstore *vs, vs_ctx *c, const vs_collection *col, const vs_id 
     return STATUS_OK;
 }
 
-static int emb_count(vstore *vs, vs_ctx *c, const vs_collection *col,
+static int emb_count(vstore *vs, tier_ctx *c, const vs_collection *col,
                      const Memory__V1__Filter *filter, int exact, int64_t *count) {
     (void)exact; /* always exact */
     embedded *e = (embedded *)vs;
@@ -475,13 +475,13 @@ static int load_existing(pgq_session *ss, op *o, const char *pids_literal, PGres
     return query(ss, 1, "existing points", &b, &q, out);
 }
 
-static int decode_existing(vs_ctx *c, const PGresult *r, int i, vs_meta *m) {
+static int decode_existing(tier_ctx *c, const PGresult *r, int i, tier_meta *m) {
     int64_t label;
     memset(m, 0, sizeof *m);
     m->owner = pgq_col_str(c->ar, r, i, 1);
     if (!m->owner || pgq_col_int(r, i, 2, &label) != 0 || pgq_col_int(r, i, 3, &m->version) != 0 ||
-        pgq_col_ts(r, i, 4, &m->created_us) != 0)
-        return vs_fail(c, STATUS_EINTERNAL, "unexpected episodic_points row");
+        pgq_col_ts(r, i, 4, &m->create_us) != 0)
+        return tier_fail(c, STATUS_EINTERNAL, "unexpected episodic_points row");
     m->label = (int)label;
     return STATUS_OK;
 }
@@ -497,14 +497,14 @@ static int bump_seq(pgq_session *ss, op *o, int in_tx, int64_t *seq) {
                    : pgq_pipeline(ss, "bump seq", "BEGIN", &b, &q, 0, &r);
     if (rc != STATUS_OK) return rc;
     if (PQntuples(r) == 0)
-        rc = vs_fail(o->c, STATUS_ENOTFOUND, "collection %s was deleted", o->col->name);
+        rc = tier_fail(o->c, STATUS_ENOTFOUND, "collection %s was deleted", o->col->name);
     else if (pgq_col_int(r, 0, 0, seq) != 0)
-        rc = vs_fail(o->c, STATUS_EINTERNAL, "unexpected seq");
+        rc = tier_fail(o->c, STATUS_EINTERNAL, "unexpected seq");
     PQclear(r);
     return rc;
 }
 
-static const char *pid_literal(vs_ctx *c, const vs_id *ids, size_t n) {
+static const char *pid_literal(tier_ctx *c, const vs_id *ids, size_t n) {
     const char **t = arena_alloc(c->ar, (n ? n : 1) * sizeof *t);
     if (!t) return NULL;
     for (size_t i = 0; i < n; i++)
@@ -514,29 +514,29 @@ static const char *pid_literal(vs_ctx *c, const vs_id *ids, size_t n) {
 
 static int upsert_fn(pgq_session *ss, void *arg) {
     op *o = arg;
-    vs_ctx *c = o->c;
+    tier_ctx *c = o->c;
     int64_t seq, now = vs_now_us();
     int rc = bump_seq(ss, o, 0, &seq);
     if (rc != STATUS_OK) return rc;
 
     vs_id *ids = arena_alloc(c->ar, o->n * sizeof *ids);
-    if (!ids) return vs_fail(c, STATUS_ENOMEM, "out of memory");
+    if (!ids) return tier_fail(c, STATUS_ENOMEM, "out of memory");
     for (size_t i = 0; i < o->n; i++) ids[i] = o->pts[i].id;
     const char *lit = pid_literal(c, ids, o->n);
-    if (!lit) return vs_fail(c, STATUS_ENOMEM, "out of memory");
+    if (!lit) return tier_fail(c, STATUS_ENOMEM, "out of memory");
     PGresult *r;
     if ((rc = load_existing(ss, o, lit, &r)) != STATUS_OK) return rc;
 
     size_t dims = (size_t)o->col->dims, vbytes = dims * sizeof(float);
     unsigned char *vecs = malloc(o->n * vbytes);
     json_t *rows = json_array();
-    if (!vecs || !rows) rc = vs_fail(c, STATUS_ENOMEM, "out of memory");
+    if (!vecs || !rows) rc = tier_fail(c, STATUS_ENOMEM, "out of memory");
     for (size_t i = 0; rc == STATUS_OK && i < o->n; i++) {
         const vs_point_in *pt = &o->pts[i];
         char buf[37];
         const char *pid = vs_id_text(&pt->id, buf);
-        vs_meta existing, stamped;
-        const vs_meta *ex = NULL;
+        tier_meta existing, stamped;
+        const tier_meta *ex = NULL;
         for (int j = 0; j < PQntuples(r); j++) {
             if (strcmp(PQgetvalue(r, j, 0), pid) != 0) continue;
             if ((rc = decode_existing(c, r, j, &existing)) != STATUS_OK) break;
@@ -553,13 +553,13 @@ static int upsert_fn(pgq_session *ss, void *arg) {
                                 "pid", pid, "owner", stamped.owner, "label", stamped.label,
                                 "payload", pt->payload, "pii", pii, "version",
                                 (json_int_t)stamped.version, "created_us",
-                                (json_int_t)stamped.created_us);
+                                (json_int_t)stamped.create_us);
         if (!row || json_array_append_new(rows, row) != 0)
-            rc = vs_fail(c, STATUS_ENOMEM, "out of memory");
+            rc = tier_fail(c, STATUS_ENOMEM, "out of memory");
     }
     PQclear(r);
     char *rows_text = rc == STATUS_OK ? json_dumps(rows, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
-    if (rc == STATUS_OK && !rows_text) rc = vs_fail(c, STATUS_ENOMEM, "out of memory");
+    if (rc == STATUS_OK && !rows_text) rc = tier_fail(c, STATUS_ENOMEM, "out of memory");
     if (rc == STATUS_OK) {
         pgq_params q = {0};
         pgq_sql b = {0};
@@ -589,7 +589,7 @@ static int upsert_fn(pgq_session *ss, void *arg) {
     return rc;
 }
 
-static int emb_upsert(vstore *vs, vs_ctx *c, const vs_collection *col, const vs_point_in *pts,
+static int emb_upsert(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_point_in *pts,
                       size_t n) {
     op o = {.e = (embedded *)vs, .c = c, .col = col, .pts = pts, .n = n};
     return run(&o, upsert_fn);
@@ -614,22 +614,22 @@ static int tombstone(pgq_session *ss, op *o, int64_t seq, const char *pids, int6
 
 static int delete_ids_fn(pgq_session *ss, void *arg) {
     op *o = arg;
-    vs_ctx *c = o->c;
+    tier_ctx *c = o->c;
     int64_t seq;
     o->deleted = 0;
     int rc = bump_seq(ss, o, 0, &seq);
     if (rc != STATUS_OK) return rc;
     const char *lit = pid_literal(c, o->ids, o->n);
-    if (!lit) return vs_fail(c, STATUS_ENOMEM, "out of memory");
+    if (!lit) return tier_fail(c, STATUS_ENOMEM, "out of memory");
     PGresult *r;
     if ((rc = load_existing(ss, o, lit, &r)) != STATUS_OK) return rc;
     int found = PQntuples(r);
     for (int j = 0; rc == STATUS_OK && j < found; j++) {
-        vs_meta existing, ignored;
+        tier_meta existing, ignored;
         vs_id id;
         if ((rc = decode_existing(c, r, j, &existing)) != STATUS_OK) break;
         if (vs_id_parse(PQgetvalue(r, j, 0), &id) != 0) {
-            rc = vs_fail(c, STATUS_EINTERNAL, "episodic_points: bad pid");
+            rc = tier_fail(c, STATUS_EINTERNAL, "episodic_points: bad pid");
             break;
         }
         rc = vs_stamp(c, &id, &existing, 0, 0, &ignored);
@@ -640,7 +640,7 @@ static int delete_ids_fn(pgq_session *ss, void *arg) {
     return pgq_commit(ss, NULL, NULL, NULL);
 }
 
-static int emb_delete_ids(vstore *vs, vs_ctx *c, const vs_collection *col, const vs_id *ids,
+static int emb_delete_ids(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_id *ids,
                           size_t n, int64_t *deleted) {
     op o = {.e = (embedded *)vs, .c = c, .col = col, .ids = ids, .n = n};
     int rc = run(&o, delete_ids_fn);
@@ -650,7 +650,7 @@ static int emb_delete_ids(vstore *vs, vs_ctx *c, const vs_collection *col, const
 
 static int delete_filter_fn(pgq_session *ss, void *arg) {
     op *o = arg;
-    vs_ctx *c = o->c;
+    tier_ctx *c = o->c;
     o->deleted = 0;
     /* Lock the collection first, so the index caught up below is exactly
      * the committed state the filter is evaluated on. */
@@ -663,45 +663,45 @@ static int delete_filter_fn(pgq_session *ss, void *arg) {
     if (rc != STATUS_OK) return rc;
     int gone = PQntuples(r) == 0;
     PQclear(r);
-    if (gone) return vs_fail(c, STATUS_ENOTFOUND, "collection %s was deleted", o->col->name);
+    if (gone) return tier_fail(c, STATUS_ENOTFOUND, "collection %s was deleted", o->col->name);
     if ((rc = sync_index(ss, c, o->ec, 1)) != STATUS_OK) return rc;
 
     accept_args aa = {c, o->filter, 1};
     size_t cap = 64, n = 0;
     const char **pids = malloc(cap * sizeof *pids);
-    if (!pids) return vs_fail(c, STATUS_ENOMEM, "out of memory");
+    if (!pids) return tier_fail(c, STATUS_ENOMEM, "out of memory");
     pthread_rwlock_rdlock(&o->ec->rw);
     for (size_t s = 0, total = eidx_count(o->ec->x); rc == STATUS_OK && s < total; s++) {
         if (!accept(o->ec->x, s, &aa)) continue;
         if (n == cap) {
             const char **grown = realloc(pids, 2 * cap * sizeof *pids);
             if (!grown) {
-                rc = vs_fail(c, STATUS_ENOMEM, "out of memory");
+                rc = tier_fail(c, STATUS_ENOMEM, "out of memory");
                 break;
             }
             pids = grown;
             cap *= 2;
         }
         if (!(pids[n++] = pid_text(c->ar, eidx_id(o->ec->x, s))))
-            rc = vs_fail(c, STATUS_ENOMEM, "out of memory");
+            rc = tier_fail(c, STATUS_ENOMEM, "out of memory");
     }
     pthread_rwlock_unlock(&o->ec->rw);
     const char *lit = rc == STATUS_OK && n ? pgq_array_literal(c->ar, pids, n) : NULL;
     free(pids);
     if (rc != STATUS_OK || n == 0) return rc;
-    if (!lit) return vs_fail(c, STATUS_ENOMEM, "out of memory");
+    if (!lit) return tier_fail(c, STATUS_ENOMEM, "out of memory");
     int64_t seq;
     if ((rc = bump_seq(ss, o, 1, &seq)) != STATUS_OK) return rc;
     if ((rc = tombstone(ss, o, seq, lit, &o->deleted)) != STATUS_OK) return rc;
     return pgq_commit(ss, NULL, NULL, NULL);
 }
 
-static int emb_delete_filter(vstore *vs, vs_ctx *c, const vs_collection *col,
+static int emb_delete_filter(vstore *vs, tier_ctx *c, const vs_collection *col,
                              const Memory__V1__Filter *filter, int64_t *deleted) {
     embedded *e = (embedded *)vs;
     *deleted = 0;
     ecoll *ec = acquire(e, c, col);
-    if (!ec) return vs_fail(c, STATUS_ENOMEM, "out of memory");
+    if (!ec) return tier_fail(c, STATUS_ENOMEM, "out of memory");
     op o = {.e = e, .c = c, .col = col, .ec = ec, .filter = filter};
     int rc = run(&o, delete_filter_fn);
     release(e, ec);
@@ -712,24 +712,24 @@ static int emb_delete_filter(vstore *vs, vs_ctx *c, const vs_collection *col,
 
 /* ------------------------------------------------------------ collections */
 
-static int emb_create_collection(vstore *vs, vs_ctx *c, const char *name, int dims, int distance,
+static int emb_create_collection(vstore *vs, tier_ctx *c, const char *name, int dims, int distance,
                                  vs_collection *out) {
     return ecat_create(((embedded *)vs)->pg, c, name, dims, distance, NULL, NULL, out);
 }
 
-static int emb_get_collection(vstore *vs, vs_ctx *c, const char *name, vs_collection *out) {
+static int emb_get_collection(vstore *vs, tier_ctx *c, const char *name, vs_collection *out) {
     embedded *e = (embedded *)vs;
     int rc = ecat_get(e->pg, c, name, out);
     if (rc == STATUS_ENOTFOUND) forget(e, c, name);
     return rc;
 }
 
-static int emb_list_collections(vstore *vs, vs_ctx *c, const char *after, size_t limit,
+static int emb_list_collections(vstore *vs, tier_ctx *c, const char *after, size_t limit,
                                 vs_collection **out, size_t *n) {
     return ecat_list(((embedded *)vs)->pg, c, after, limit, out, n);
 }
 
-static int emb_delete_collection(vstore *vs, vs_ctx *c, const char *name) {
+static int emb_delete_collection(vstore *vs, tier_ctx *c, const char *name) {
     embedded *e = (embedded *)vs;
     int rc = ecat_delete(e->pg, c, name, NULL, NULL);
     if (rc == STATUS_OK || rc == STATUS_ENOTFOUND) forget(e, c, name);

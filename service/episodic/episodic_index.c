@@ -19,7 +19,7 @@ struct eidx {
     size_t n, cap;
     float *vecs; /* cap * dims, 64-byte aligned */
     vs_id *ids;
-    vs_meta *metas; /* owner and pii_kinds owned (malloc) */
+    tier_meta *metas; /* owner and pii_kinds owned (malloc) */
     json_t **payloads;
     size_t *table; /* open addressing: slot + 1, 0 = empty */
     size_t tcap;   /* power of two, > 2 * n */
@@ -133,14 +133,14 @@ eidx *eidx_create(int dims, int distance) {
     return x;
 }
 
-static void meta_clear(vs_meta *m) {
+static void meta_clear(tier_meta *m) {
     free((char *)m->owner);
     for (size_t i = 0; i < m->npii; i++) free((char *)m->pii_kinds[i]);
     free(m->pii_kinds);
     memset(m, 0, sizeof *m);
 }
 
-static int meta_copy(vs_meta *dst, const vs_meta *src) {
+static int meta_copy(tier_meta *dst, const tier_meta *src) {
     *dst = *src;
     dst->owner = NULL;
     dst->pii_kinds = NULL;
@@ -177,7 +177,7 @@ int eidx_dims(const eidx *x) { return x->dims; }
 int eidx_distance(const eidx *x) { return x->distance; }
 
 size_t eidx_bytes(const eidx *x) {
-    return x->cap * ((size_t)x->dims * sizeof(float) + sizeof(vs_id) + sizeof(vs_meta) +
+    return x->cap * ((size_t)x->dims * sizeof(float) + sizeof(vs_id) + sizeof(tier_meta) +
                      sizeof(json_t *)) +
            x->tcap * sizeof(size_t);
 }
@@ -187,7 +187,7 @@ const float *eidx_vector(const eidx *x, size_t slot) {
     return x->vecs + slot * (size_t)x->dims;
 }
 json_t *eidx_payload(const eidx *x, size_t slot) { return x->payloads[slot]; }
-const vs_meta *eidx_meta(const eidx *x, size_t slot) { return &x->metas[slot]; }
+const tier_meta *eidx_meta(const eidx *x, size_t slot) { return &x->metas[slot]; }
 
 static int grow(eidx *x) {
     size_t cap = x->cap ? x->cap * 2 : 64;
@@ -202,7 +202,7 @@ static int grow(eidx *x) {
         return -1;
     }
     x->ids = ids;
-    vs_meta *m = realloc(x->metas, cap * sizeof *m);
+    tier_meta *m = realloc(x->metas, cap * sizeof *m);
     if (!m) {
         free(v);
         return -1;
@@ -220,8 +220,8 @@ static int grow(eidx *x) {
     return 0;
 }
 
-int eidx_put(eidx *x, const vs_id *id, const float *vec, json_t *payload, const vs_meta *meta) {
-    vs_meta copy;
+int eidx_put(eidx *x, const vs_id *id, const float *vec, json_t *payload, const tier_meta *meta) {
+    tier_meta copy;
     if (meta_copy(&copy, meta) != 0) {
         meta_clear(&copy);
         return -1;

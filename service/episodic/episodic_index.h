@@ -33,7 +33,7 @@ size_t eidx_bytes(const eidx *x);
 /* Inserts id or replaces its point. Copies vec (normalized for COSINE)
  * and meta's strings; takes a new reference to payload (may be NULL).
  * Returns 0 or -1 when out of memory (the index is unchanged). */
-int eidx_put(eidx *x, const vs_id *id, const float *vec, json_t *payload, const vs_meta *meta);
+int eidx_put(eidx *x, const vs_id *id, const float *vec, json_t *payload, const tier_meta *meta);
 /* Removes id: 0, or -1 when absent. The last slot moves into the hole, so
  * slot numbers are only stable between changes. */
 int eidx_remove(eidx *x, const vs_id *id);
@@ -45,7 +45,7 @@ long eidx_find(const eidx *x, const vs_id *id);
 const vs_id *eidx_id(const eidx *x, size_t slot);
 const float *eidx_vector(const eidx *x, size_t slot);
 json_t *eidx_payload(const eidx *x, size_t slot); /* borrowed; may be NULL */
-const vs_meta *eidx_meta(const eidx *x, size_t slot);
+const tier_meta *eidx_meta(const eidx *x, size_t slot);
 
 /* Decides whether a slot takes part in a search (read diode, filter). */
 typedef int (*eidx_accept_fn)(const eidx *x, size_t slot, void *arg);

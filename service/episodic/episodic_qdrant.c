@@ -294,7 +294,7 @@ static void version_set(qdrant *q, const qj_version *v) {
 
 /* The server's version, detecting it first if no call has reached Qdrant
  * yet (it was down at open). */
-static int ready(qdrant *q, vs_ctx *c, qj_version *v) {
+static int ready(qdrant *q, tier_ctx *c, qj_version *v) {
     pthread_mutex_lock(&q->mu);
     int have = q->have_version;
     if (have) *v = q->version;
@@ -310,11 +310,11 @@ static int ready(qdrant *q, vs_ctx *c, qj_version *v) {
      * else means there is no usable Qdrant yet. */
     if (rc == STATUS_EAUTH || rc == STATUS_ENOMEM ||
         (rc == STATUS_ETIMEOUT && c->deadline_ms != INT64_MAX && mono_ms() >= c->deadline_ms))
-        vs_fail(c, rc, "%s", why);
+        tier_fail(c, rc, "%s", why);
     else if (strncmp(why, "qdrant at ", 10) == 0)
-        rc = vs_fail(c, STATUS_EUNAVAILABLE, "%s", why);
+        rc = tier_fail(c, STATUS_EUNAVAILABLE, "%s", why);
     else
-        rc = vs_fail(c, STATUS_EUNAVAILABLE, "qdrant at %s unreachable: %s", q->shown_url, why);
+        rc = tier_fail(c, STATUS_EUNAVAILABLE, "qdrant at %s unreachable: %s", q->shown_url, why);
     return logged("detect", rc, c->err);
 }
 
@@ -349,27 +349,27 @@ int episodic_qdrant_collection_name(const char *prefix, const char *tenant, cons
 }
 
 /* The Qdrant name of collection name in the caller's tenant. */
-static int qname(qdrant *q, vs_ctx *c, const char *name, char *out) {
+static int qname(qdrant *q, tier_ctx *c, const char *name, char *out) {
     if (!name_ok(name, VS_NAME_MAX) || !name[0] ||
         episodic_qdrant_collection_name(q->prefix, principal_tenant(c->p), name, out) != 0)
-        return vs_fail(c, STATUS_EINVALID, "collection name is not 1..%d of [A-Za-z0-9_-]",
+        return tier_fail(c, STATUS_EINVALID, "collection name is not 1..%d of [A-Za-z0-9_-]",
                        VS_NAME_MAX);
     return STATUS_OK;
 }
 
 /* What every point operation starts with: the server's version known (it
  * picks the endpoints) and the collection's Qdrant name in qn. */
-static int ready_collection(qdrant *q, vs_ctx *c, const char *name, qj_version *v, char *qn) {
+static int ready_collection(qdrant *q, tier_ctx *c, const char *name, qj_version *v, char *qn) {
     int rc = ready(q, c, v);
     return rc == STATUS_OK ? qname(q, c, name, qn) : rc;
 }
 
 /* The catalog has the collection, Qdrant does not: an inconsistency an
  * operator has to look at, so logged as an error. */
-static int missing(vs_ctx *c, const char *qn, const char *name) {
+static int missing(tier_ctx *c, const char *qn, const char *name) {
     char said[sizeof c->err];
     memcpy(said, c->err, sizeof said); /* Qdrant's own answer */
-    vs_fail(c, STATUS_ENOTFOUND,
+    tier_fail(c, STATUS_ENOTFOUND,
             "qdrant has no collection %s for collection %s of memoryd's catalog (created "
             "outside memoryd's catalog, or dropped in qdrant?): %.200s",
             qn, name, said);
@@ -379,7 +379,7 @@ static int missing(vs_ctx *c, const char *qn, const char *name) {
 
 /* call() for an operation on a collection's points: a 404 means the
  * Qdrant collection is missing. */
-static int points_call(qdrant *q, vs_ctx *c, const char *op, const char *qn, const char *name,
+static int points_call(qdrant *q, tier_ctx *c, const char *op, const char *qn, const char *name,
                        const char *method, const char *path, const char *body, size_t blen,
                        resp *r) {
     int rc = call(q, method, path, body, blen, c->deadline_ms, r, c->err, sizeof c->err);
@@ -399,7 +399,7 @@ typedef struct hook_arg {
  * has no row for it — left behind when a create failed after the Qdrant
  * PUT but before the catalog's COMMIT. Taken over when it has the right
  * shape and no points; anything else is refused rather than adopted. */
-static int adopt(qdrant *q, vs_ctx *c, const vs_collection *col, const char *qn) {
+static int adopt(qdrant *q, tier_ctx *c, const vs_collection *col, const char *qn) {
     char path[QDRANT_PATH_MAX], why[400];
     resp r;
     int dims = 0, dist = 0;
@@ -420,9 +420,9 @@ static int adopt(qdrant *q, vs_ctx *c, const vs_collection *col, const char *qn)
             resp_free(&r);
         }
     }
-    if (rc != STATUS_OK) return logged("create", vs_fail(c, rc, "%s", why), c->err);
+    if (rc != STATUS_OK) return logged("create", tier_fail(c, rc, "%s", why), c->err);
     if (dims != col->dims || dist != col->distance || n != 0)
-        return vs_fail(c, STATUS_EEXISTS,
+        return tier_fail(c, STATUS_EEXISTS,
                        "qdrant already has a collection %s that memoryd's catalog does not list "
                        "(%d dims, %s, %" PRId64 " points); remove it in qdrant to create %s",
                        qn, dims, qj_distance_name(dist) ? qj_distance_name(dist) : "?", n,
@@ -432,7 +432,7 @@ static int adopt(qdrant *q, vs_ctx *c, const vs_collection *col, const char *qn)
     return STATUS_OK;
 }
 
-static int drop(qdrant *q, vs_ctx *c, const char *qn, char *err, size_t errlen) {
+static int drop(qdrant *q, tier_ctx *c, const char *qn, char *err, size_t errlen) {
     char path[QDRANT_PATH_MAX];
     snprintf(path, sizeof path, "/collections/%s", qn);
     resp r;
@@ -447,7 +447,7 @@ static int drop(qdrant *q, vs_ctx *c, const char *qn, char *err, size_t errlen) 
 
 /* Runs inside the catalog's transaction: a failure here rolls the row
  * back, so the Qdrant side is undone before returning one. */
-static int create_hook(vs_ctx *c, const vs_collection *col, void *arg) {
+static int create_hook(tier_ctx *c, const vs_collection *col, void *arg) {
     hook_arg *h = arg;
     qdrant *q = h->q;
     char qn[EPISODIC_QDRANT_NAME_MAX], path[QDRANT_PATH_MAX];
@@ -469,7 +469,7 @@ static int create_hook(vs_ctx *c, const vs_collection *col, void *arg) {
         rc = qj_parse_bool(r.body, r.len, &created, c->err, sizeof c->err);
         resp_free(&r);
         if (rc == STATUS_OK && !created)
-            rc = vs_fail(c, STATUS_EINTERNAL, "qdrant answered false to creating collection %s", qn);
+            rc = tier_fail(c, STATUS_EINTERNAL, "qdrant answered false to creating collection %s", qn);
     }
     if (rc != STATUS_OK) return logged("create", rc, c->err);
 
@@ -496,7 +496,7 @@ static int create_hook(vs_ctx *c, const vs_collection *col, void *arg) {
     return rc;
 }
 
-static int delete_hook(vs_ctx *c, const vs_collection *col, void *arg) {
+static int delete_hook(tier_ctx *c, const vs_collection *col, void *arg) {
     qdrant *q = arg;
     char qn[EPISODIC_QDRANT_NAME_MAX];
     int rc = qname(q, c, col->name, qn);
@@ -504,7 +504,7 @@ static int delete_hook(vs_ctx *c, const vs_collection *col, void *arg) {
     return logged("delete collection", drop(q, c, qn, c->err, sizeof c->err), c->err);
 }
 
-static int q_create_collection(vstore *vs, vs_ctx *c, const char *name, int dims, int distance,
+static int q_create_collection(vstore *vs, tier_ctx *c, const char *name, int dims, int distance,
                                vs_collection *out) {
     qdrant *q = (qdrant *)vs;
     hook_arg h = {.q = q};
@@ -513,16 +513,16 @@ static int q_create_collection(vstore *vs, vs_ctx *c, const char *name, int dims
     return ecat_create(q->pg, c, name, dims, distance, create_hook, &h, out);
 }
 
-static int q_get_collection(vstore *vs, vs_ctx *c, const char *name, vs_collection *out) {
+static int q_get_collection(vstore *vs, tier_ctx *c, const char *name, vs_collection *out) {
     return ecat_get(((qdrant *)vs)->pg, c, name, out);
 }
 
-static int q_list_collections(vstore *vs, vs_ctx *c, const char *after, size_t limit,
+static int q_list_collections(vstore *vs, tier_ctx *c, const char *after, size_t limit,
                               vs_collection **out, size_t *n) {
     return ecat_list(((qdrant *)vs)->pg, c, after, limit, out, n);
 }
 
-static int q_delete_collection(vstore *vs, vs_ctx *c, const char *name) {
+static int q_delete_collection(vstore *vs, tier_ctx *c, const char *name) {
     qdrant *q = (qdrant *)vs;
     qj_version v;
     int rc = ready(q, c, &v);
@@ -533,7 +533,7 @@ static int q_delete_collection(vstore *vs, vs_ctx *c, const char *name) {
 /* ------------------------------------------------------------------ */
 /* points                                                               */
 
-static qj_scope read_scope(const vs_ctx *c) {
+static qj_scope read_scope(const tier_ctx *c) {
     qj_scope s = {
         .tenant = principal_tenant(c->p),
         .owner = c->read_breadth == PRINCIPAL_ALL ? NULL : principal_sub(c->p),
@@ -555,7 +555,7 @@ static const vs_point *find_point(const vs_point *sorted, size_t n, const vs_id 
 /* The stored metadata of those of ids that exist (payload "memoryd" only),
  * sorted by id, in c->ar. Any point of another tenant in the answer is
  * STATUS_EINTERNAL (the parser checks memoryd.tenant). */
-static int existing(qdrant *q, vs_ctx *c, const char *qn, const vs_collection *col,
+static int existing(qdrant *q, tier_ctx *c, const char *qn, const vs_collection *col,
                     const vs_id *ids, size_t n, vs_point **out, size_t *nout) {
     char path[QDRANT_PATH_MAX];
     char *body = NULL;
@@ -576,7 +576,7 @@ static int existing(qdrant *q, vs_ctx *c, const char *qn, const vs_collection *c
     return STATUS_OK;
 }
 
-static int q_upsert(vstore *vs, vs_ctx *c, const vs_collection *col, const vs_point_in *pts,
+static int q_upsert(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_point_in *pts,
                     size_t n) {
     qdrant *q = (qdrant *)vs;
     qj_version v;
@@ -585,8 +585,8 @@ static int q_upsert(vstore *vs, vs_ctx *c, const vs_collection *col, const vs_po
     if (rc != STATUS_OK || n == 0) return rc;
 
     vs_id *ids = arena_alloc(c->ar, n * sizeof *ids);
-    vs_meta *metas = arena_alloc(c->ar, n * sizeof *metas);
-    if (!ids || !metas) return vs_fail(c, STATUS_ENOMEM, "out of memory");
+    tier_meta *metas = arena_alloc(c->ar, n * sizeof *metas);
+    if (!ids || !metas) return tier_fail(c, STATUS_ENOMEM, "out of memory");
     for (size_t i = 0; i < n; i++) ids[i] = pts[i].id;
     vs_point *old = NULL;
     size_t nold = 0;
@@ -632,8 +632,8 @@ static int q_upsert(vstore *vs, vs_ctx *c, const vs_collection *col, const vs_po
 
 /* A hit Qdrant's filter should not have let through: dropped, and logged
  * because it means the pushed-down diode and ours disagree. */
-static int leak_check(vs_ctx *c, const char *op, const vs_point *p) {
-    if (vs_visible(c, p->meta.owner, p->meta.label)) return 1;
+static int leak_check(tier_ctx *c, const char *op, const vs_point *p) {
+    if (tier_may_read(c, p->meta.owner, p->meta.label)) return 1;
     char idt[37];
     log_fields(LOG_ERROR, "qdrant returned a point the read diode hides; dropped", LOG_F_STR, "op",
                op, LOG_F_STR, "id", vs_id_text(&p->id, idt), LOG_F_END);
@@ -648,7 +648,7 @@ static int cmp_hit_id(const void *a, const void *b) {
     return vs_id_cmp(&((const vs_hit *)a)->point.id, &((const vs_hit *)b)->point.id);
 }
 
-static int q_search(vstore *vs, vs_ctx *c, const vs_collection *col, const vs_search *s,
+static int q_search(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_search *s,
                     vs_hit **out, size_t *n) {
     qdrant *q = (qdrant *)vs;
     qj_version v;
@@ -712,7 +712,7 @@ static int q_search(vstore *vs, vs_ctx *c, const vs_collection *col, const vs_se
     return STATUS_OK;
 }
 
-static int q_get(vstore *vs, vs_ctx *c, const vs_collection *col, const vs_id *ids, size_t n,
+static int q_get(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_id *ids, size_t n,
                  int with_payload, int with_vector, vs_point **out, size_t *nout) {
     qdrant *q = (qdrant *)vs;
     qj_version v;
@@ -721,7 +721,7 @@ static int q_get(vstore *vs, vs_ctx *c, const vs_collection *col, const vs_id *i
     *nout = 0;
     int rc = ready_collection(q, c, col->name, &v, qn);
     if (rc != STATUS_OK || n == 0) return rc;
-    if (n > 100000) return vs_fail(c, STATUS_EINVALID, "too many ids (%zu)", n);
+    if (n > 100000) return tier_fail(c, STATUS_EINVALID, "too many ids (%zu)", n);
 
     /* A scroll, not a retrieve: the diode filters inside Qdrant. */
     qj_scope scope = read_scope(c);
@@ -755,7 +755,7 @@ static int q_get(vstore *vs, vs_ctx *c, const vs_collection *col, const vs_id *i
     if (!res || !taken) {
         free(taken);
         vs_points_release(found, nf);
-        return vs_fail(c, STATUS_ENOMEM, "out of memory");
+        return tier_fail(c, STATUS_ENOMEM, "out of memory");
     }
     size_t k = 0;
     for (size_t i = 0; i < n && k < nf; i++) {
@@ -775,7 +775,7 @@ static int q_get(vstore *vs, vs_ctx *c, const vs_collection *col, const vs_id *i
     return STATUS_OK;
 }
 
-static int delete_by_ids(qdrant *q, vs_ctx *c, const char *qn, const vs_collection *col,
+static int delete_by_ids(qdrant *q, tier_ctx *c, const char *qn, const vs_collection *col,
                          const vs_id *ids, size_t n) {
     char path[QDRANT_PATH_MAX];
     char *body = NULL;
@@ -792,7 +792,7 @@ static int delete_by_ids(qdrant *q, vs_ctx *c, const char *qn, const vs_collecti
     return logged("delete", rc, c->err);
 }
 
-static int q_delete_ids(vstore *vs, vs_ctx *c, const vs_collection *col, const vs_id *ids, size_t n,
+static int q_delete_ids(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_id *ids, size_t n,
                         int64_t *deleted) {
     qdrant *q = (qdrant *)vs;
     qj_version v;
@@ -809,11 +809,11 @@ static int q_delete_ids(vstore *vs, vs_ctx *c, const vs_collection *col, const v
      * not be deleted either, and then nothing is. */
     int64_t now = vs_now_us();
     vs_id *del = arena_alloc(c->ar, nold * sizeof *del);
-    if (!del) return vs_fail(c, STATUS_ENOMEM, "out of memory");
+    if (!del) return tier_fail(c, STATUS_ENOMEM, "out of memory");
     size_t nd = 0;
     for (size_t i = 0; i < nold; i++) {
         if (i && vs_id_cmp(&old[i - 1].id, &old[i].id) == 0) continue;
-        vs_meta m;
+        tier_meta m;
         rc = vs_stamp(c, &old[i].id, &old[i].meta, 0, now, &m);
         if (rc != STATUS_OK) return rc;
         del[nd++] = old[i].id;
@@ -823,7 +823,7 @@ static int q_delete_ids(vstore *vs, vs_ctx *c, const vs_collection *col, const v
     return rc;
 }
 
-static int q_delete_filter(vstore *vs, vs_ctx *c, const vs_collection *col,
+static int q_delete_filter(vstore *vs, tier_ctx *c, const vs_collection *col,
                            const Memory__V1__Filter *filter, int64_t *deleted) {
     qdrant *q = (qdrant *)vs;
     qj_version v;
@@ -841,7 +841,7 @@ static int q_delete_filter(vstore *vs, vs_ctx *c, const vs_collection *col,
     /* Pages are transient: their own arena, reset per page, so deleting a
      * million points does not grow the call's arena by a million. */
     arena *pa = arena_create();
-    if (!pa) return vs_fail(c, STATUS_ENOMEM, "out of memory");
+    if (!pa) return tier_fail(c, STATUS_ENOMEM, "out of memory");
     vs_id offset;
     int has_offset = 0;
     int64_t total = 0, now = vs_now_us();
@@ -868,7 +868,7 @@ static int q_delete_filter(vstore *vs, vs_ctx *c, const vs_collection *col,
         }
         vs_id *del = np ? arena_alloc(pa, np * sizeof *del) : NULL;
         if (np && !del) {
-            rc = vs_fail(c, STATUS_ENOMEM, "out of memory");
+            rc = tier_fail(c, STATUS_ENOMEM, "out of memory");
             break;
         }
         size_t nd = 0;
@@ -876,7 +876,7 @@ static int q_delete_filter(vstore *vs, vs_ctx *c, const vs_collection *col,
             /* Defence in depth: what the filter should have excluded is
              * left alone (and logged), never deleted. */
             if (!leak_check(c, "delete_filter", &page[i])) continue;
-            vs_meta m;
+            tier_meta m;
             if (vs_stamp(c, &page[i].id, &page[i].meta, 0, now, &m) != STATUS_OK) {
                 log_fields(LOG_ERROR, "qdrant returned a point the write diode protects; kept",
                            LOG_F_STR, "error", c->err, LOG_F_END);
@@ -893,7 +893,7 @@ static int q_delete_filter(vstore *vs, vs_ctx *c, const vs_collection *col,
         if (!has_next) break;
         if (has_offset && vs_id_cmp(&next, &offset) == 0) {
             rc = logged("delete_filter",
-                        vs_fail(c, STATUS_EINTERNAL, "qdrant's scroll does not advance"), c->err);
+                        tier_fail(c, STATUS_EINTERNAL, "qdrant's scroll does not advance"), c->err);
             break;
         }
         offset = next;
@@ -905,7 +905,7 @@ static int q_delete_filter(vstore *vs, vs_ctx *c, const vs_collection *col,
     return rc;
 }
 
-static int q_count(vstore *vs, vs_ctx *c, const vs_collection *col,
+static int q_count(vstore *vs, tier_ctx *c, const vs_collection *col,
                    const Memory__V1__Filter *filter, int exact, int64_t *count) {
     qdrant *q = (qdrant *)vs;
     qj_version v;

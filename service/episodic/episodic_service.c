@@ -1,4 +1,5 @@
-/* episodic_service: the EpisodicMemory gRPC service; see episodic_service.h. */
+/* episodic_service: the episodic tier and memory.v1.EpisodicMemory; see
+ * episodic_service.h. */
 #include "service/episodic/episodic_service.h"
 
 #include <math.h>
@@ -8,12 +9,15 @@
 
 #include "memory/v1/episodic_memory.pb-c.h"
 #include "service/auth/authn.h"
-#include "service/privacy/pii.h"
-#include "service/privacy/pii_struct.h"
 #include "service/core/log.h"
+#include "service/episodic/episodic_embedded.h"
 #include "service/episodic/episodic_filter.h"
 #include "service/episodic/episodic_index.h"
-#include "service/pb/page_token.h"
+#include "service/episodic/episodic_qdrant.h"
+#include "service/privacy/pii_policy.h"
+#include "service/tier/tier_call.h"
+#include "service/tier/tier_check.h"
+#include "service/tier/tier_page.h"
 #include "service/pb/pbjson.h"
 #include "service/pb/pbtime.h"
 
@@ -23,40 +27,24 @@
 #define LIMIT_MAX 1000
 #define LIMIT_DEFAULT 10
 #define OFFSET_MAX 10000
-#define PAGE_MAX 1000
-#define PAGE_DEFAULT 50
-#define LIST_TOKEN_DOMAIN "memory.v1.EpisodicMemory/ListCollections"
 
-struct episodic_service {
+/* The tier's state: the vector store (embedded, or Qdrant when a URL is
+ * configured; it owns it) and the PII policy. */
+typedef struct episodic_service {
     vstore *vs;
-    audit *aud;
-    episodic_options o;
-};
+    int remote; /* Qdrant: a backend of its own for health */
+    pii_policy pii;
+} episodic_service;
 
-/* ------------------------------------------------------------ status */
-
-static grpc_status_code vs_status(rpc_call *call, int rc, const vs_ctx *c) {
-    return rpc_call_fail(call, rc, c->err);
+static grpc_status_code vs_status(rpc_call *call, int rc, const tier_ctx *c) {
+    return tier_status(call, rc, c);
 }
 
-static void init_ctx(vs_ctx *c, rpc_call *call) {
-    memset(c, 0, sizeof *c);
-    c->p = authn_principal(call);
-    c->read_breadth = principal_scope(c->p, "episodic:read");
-    c->write_breadth = principal_scope(c->p, "episodic:write");
-    c->deadline_ms = rpc_call_deadline_ms(call);
-    c->ar = rpc_call_arena(call);
-}
-
-static void target(rpc_call *call, const char *fmt, const char *a, const char *b) {
-    const char *t = b ? arena_printf(rpc_call_arena(call), fmt, a, b)
-                      : arena_printf(rpc_call_arena(call), fmt, a);
-    if (t) audit_add_target(call, t);
-}
+static void init_ctx(tier_ctx *c, rpc_call *call) { tier_ctx_init(c, call, "episodic", NULL); }
 
 static void point_target(rpc_call *call, const char *collection, const vs_id *id) {
     char buf[37];
-    target(call, "point:%s/%s", collection, vs_id_text(id, buf));
+    tier_target(call, "point:%s/%s", collection, vs_id_text(id, buf));
 }
 
 /* ------------------------------------------------------------ validation */
@@ -129,11 +117,11 @@ static grpc_status_code check_filter(rpc_call *call, const char *field,
 }
 
 /* The collection a point call names (validated, then looked up). */
-static grpc_status_code collection_of(rpc_call *call, episodic_service *svc, vs_ctx *c,
+static grpc_status_code collection_of(rpc_call *call, episodic_service *svc, tier_ctx *c,
                                       const char *name, vs_collection *col) {
     grpc_status_code st = check_name(call, "collection", name);
     if (st != GRPC_STATUS_OK) return st;
-    return vs_status(call, svc->vs->ops->get_collection(svc->vs, c, name, col), c);
+    return vs_status(call, vstore_get_collection(svc->vs, c, name, col), c);
 }
 
 /* ------------------------------------------------------------ rendering */
@@ -153,20 +141,11 @@ static Memory__V1__PointId *render_id(arena *a, const vs_id *id) {
     return m;
 }
 
-static Memory__V1__RecordMeta *render_meta(arena *a, const principal *p, const vs_meta *v) {
-    Memory__V1__RecordMeta *m = arena_alloc(a, sizeof *m);
-    if (!m) return NULL;
-    memory__v1__record_meta__init(m);
-    m->tenant = (char *)principal_tenant(p);
-    m->owner = (char *)v->owner;
-    m->label = (Memory__V1__Label)v->label;
-    m->version = v->version;
-    m->create_time = pbtime_timestamp(a, v->created_us);
-    m->update_time = pbtime_timestamp(a, v->updated_us);
-    if (!m->create_time || !m->update_time) return NULL;
-    m->n_pii_kinds = v->npii;
-    m->pii_kinds = (char **)v->pii_kinds;
-    return m;
+/* Points and collections keep no tenant of their own: it is the caller's. */
+static Memory__V1__RecordMeta *render_meta(arena *a, const principal *p, const tier_meta *v) {
+    tier_meta m = *v;
+    m.tenant = principal_tenant(p);
+    return tier_meta_render(a, &m);
 }
 
 static Memory__V1__Point *render_point(arena *a, const principal *p, const vs_point *pt,
@@ -192,8 +171,8 @@ static Memory__V1__Collection *render_collection(arena *a, const principal *p,
     m->name = (char *)col->name;
     m->dims = col->dims;
     m->distance = (Memory__V1__Distance)col->distance;
-    vs_meta meta = {.owner = col->owner, .label = MEMORY__V1__LABEL__LABEL_PUBLIC,
-                    .version = 1, .created_us = col->created_us, .updated_us = col->created_us};
+    tier_meta meta = {.owner = col->owner, .label = MEMORY__V1__LABEL__LABEL_PUBLIC,
+                      .version = 1, .create_us = col->created_us, .update_us = col->created_us};
     if (!(m->meta = render_meta(a, p, &meta))) return NULL;
     return m;
 }
@@ -213,13 +192,13 @@ static grpc_status_code do_create_collection(rpc_call *call, const ProtobufCMess
     if (req->distance < VS_COSINE || req->distance > VS_EUCLID)
         return rpc_call_invalid(call, "distance: %d; set DISTANCE_COSINE, DISTANCE_DOT or "
                                       "DISTANCE_EUCLID", (int)req->distance);
-    vs_ctx c;
+    tier_ctx c;
     init_ctx(&c, call);
     vs_collection col;
-    int rc = svc->vs->ops->create_collection(svc->vs, &c, req->name, req->dims,
+    int rc = vstore_create_collection(svc->vs, &c, req->name, req->dims,
                                              (int)req->distance, &col);
     if (rc != STATUS_OK) return vs_status(call, rc, &c);
-    target(call, "collection:%s", req->name, NULL);
+    tier_target(call, "collection:%s", req->name);
     if (!(resp->collection = render_collection(c.ar, c.p, &col))) return rpc_call_oom(call);
     return GRPC_STATUS_OK;
 }
@@ -231,10 +210,10 @@ static grpc_status_code do_get_collection(rpc_call *call, const ProtobufCMessage
     Memory__V1__GetCollectionResponse *resp = (Memory__V1__GetCollectionResponse *)respm;
     grpc_status_code st = check_name(call, "name", req->name);
     if (st != GRPC_STATUS_OK) return st;
-    vs_ctx c;
+    tier_ctx c;
     init_ctx(&c, call);
     vs_collection col;
-    int rc = svc->vs->ops->get_collection(svc->vs, &c, req->name, &col);
+    int rc = vstore_get_collection(svc->vs, &c, req->name, &col);
     if (rc != STATUS_OK) return vs_status(call, rc, &c);
     if (!(resp->collection = render_collection(c.ar, c.p, &col))) return rpc_call_oom(call);
     return GRPC_STATUS_OK;
@@ -246,34 +225,33 @@ static grpc_status_code do_list_collections(rpc_call *call, const ProtobufCMessa
     const Memory__V1__ListCollectionsRequest *req =
         (const Memory__V1__ListCollectionsRequest *)reqm;
     Memory__V1__ListCollectionsResponse *resp = (Memory__V1__ListCollectionsResponse *)respm;
-    if (req->page_size < 0)
-        return rpc_call_invalid(call, "page_size: %d; must be >= 0", req->page_size);
-    size_t size = req->page_size == 0 ? PAGE_DEFAULT
-                  : req->page_size > PAGE_MAX ? PAGE_MAX : (size_t)req->page_size;
-    vs_ctx c;
-    init_ctx(&c, call);
-    const char *bind[] = {principal_tenant(c.p), principal_sub(c.p)};
+    int size, resumed;
+    tier_page pg;
     const char *after = NULL;
-    if (req->page_token[0] &&
-        page_token_decode(c.ar, LIST_TOKEN_DOMAIN, bind, 2, req->page_token, &after, 1) != 0)
-        return rpc_call_invalid(call, "page_token: not a token from a previous ListCollections "
-                                      "by this caller");
+    grpc_status_code st;
+    if ((st = tier_page_size(call, req->page_size, &size)) != GRPC_STATUS_OK ||
+        (st = tier_page_bind(call, authn_principal(call), reqm, &pg)) != GRPC_STATUS_OK ||
+        (st = tier_page_open(call, &pg, req->page_token, &after, 1, 1, &resumed)) !=
+            GRPC_STATUS_OK)
+        return st;
+    tier_ctx c;
+    init_ctx(&c, call);
     vs_collection *cols;
     size_t n;
     /* One more than the page: whether a next page exists. */
-    int rc = svc->vs->ops->list_collections(svc->vs, &c, after, size + 1, &cols, &n);
+    int rc = vstore_list_collections(svc->vs, &c, resumed ? after : NULL, (size_t)size + 1,
+                                     &cols, &n);
     if (rc != STATUS_OK) return vs_status(call, rc, &c);
-    size_t shown = n > size ? size : n;
+    size_t shown = n > (size_t)size ? (size_t)size : n;
     resp->collections = arena_alloc(c.ar, (shown ? shown : 1) * sizeof *resp->collections);
     if (!resp->collections) return rpc_call_oom(call);
     for (size_t i = 0; i < shown; i++)
         if (!(resp->collections[i] = render_collection(c.ar, c.p, &cols[i])))
             return rpc_call_oom(call);
     resp->n_collections = shown;
-    if (n > size) {
-        const char *field = cols[shown - 1].name;
-        if (!(resp->next_page_token =
-                  page_token_encode(c.ar, LIST_TOKEN_DOMAIN, bind, 2, &field, 1)))
+    if (n > (size_t)size) {
+        const char *next = cols[shown - 1].name;
+        if (!(resp->next_page_token = tier_page_seal(call, &pg, &next, 1)))
             return rpc_call_oom(call);
     }
     return GRPC_STATUS_OK;
@@ -287,50 +265,28 @@ static grpc_status_code do_delete_collection(rpc_call *call, const ProtobufCMess
         (const Memory__V1__DeleteCollectionRequest *)reqm;
     grpc_status_code st = check_name(call, "name", req->name);
     if (st != GRPC_STATUS_OK) return st;
-    vs_ctx c;
+    tier_ctx c;
     init_ctx(&c, call);
-    int rc = svc->vs->ops->delete_collection(svc->vs, &c, req->name);
+    int rc = vstore_delete_collection(svc->vs, &c, req->name);
     if (rc != STATUS_OK) return vs_status(call, rc, &c);
-    target(call, "collection:%s", req->name, NULL);
+    tier_target(call, "collection:%s", req->name);
     return GRPC_STATUS_OK;
 }
 
 /* ------------------------------------------------------------ Upsert */
 
-/* The write diode's PII rule over one payload: with `pii:write` the kinds
- * found are kept for RecordMeta.pii_kinds; otherwise PII is refused
- * (naming kinds and paths) or, under the redact policy, replaced. */
+/* The PII policy over one payload; with `pii:write` the kinds found are
+ * kept for RecordMeta.pii_kinds. */
 static grpc_status_code payload_pii(rpc_call *call, const episodic_service *svc, const char *path,
-                                    Google__Protobuf__Struct **st, const char ***kinds,
+                                    const Google__Protobuf__Struct **st, const char ***kinds,
                                     size_t *nkinds) {
-    pii_findings f;
-    pii_findings_init(&f);
-    *kinds = NULL;
-    *nkinds = 0;
-    if (!*st) return GRPC_STATUS_OK;
-    if (pii_scan_struct(&f, path, *st) != 0)
-        return rpc_call_invalid(call, "%s: nests deeper than %d levels", path, PII_MAX_DEPTH);
-    if (!f.kinds) return GRPC_STATUS_OK;
-    arena *a = rpc_call_arena(call);
-    if (principal_has(authn_principal(call), "pii:write")) {
-        const char *names[PII_KIND_COUNT];
-        size_t n = pii_kind_names(f.kinds, names, PII_KIND_COUNT);
-        const char **v = arena_alloc(a, (n ? n : 1) * sizeof *v);
-        if (!v) return rpc_call_oom(call);
-        memcpy(v, names, n * sizeof *v);
-        *kinds = v;
-        *nkinds = n;
-        return GRPC_STATUS_OK;
-    }
-    if (!svc->o.redact_pii) {
-        char found[400];
-        pii_findings_format(&f, found, sizeof found);
-        return rpc_call_invalid(call, "PII found (%s); nothing was written", found);
-    }
-    Google__Protobuf__Struct *copy = pbjson_struct_copy(a, *st);
-    if (!copy || pii_redact_struct(a, copy) != 0) return rpc_call_oom(call);
-    *st = copy;
-    return GRPC_STATUS_OK;
+    pii_field f[] = {PII_STRUCT(path, st)};
+    char why[512];
+    int rc = pii_policy_apply(rpc_call_arena(call),
+                              pii_policy_mode(svc->pii, authn_principal(call)), f, 1, kinds,
+                              nkinds, why, sizeof why);
+    if (rc == STATUS_EINVALID) return rpc_call_invalid(call, "%s", why);
+    return rc == STATUS_OK ? GRPC_STATUS_OK : rpc_call_oom(call);
 }
 
 static int id_order(const void *a, const void *b) { return vs_id_cmp(a, b); }
@@ -350,7 +306,7 @@ static grpc_status_code do_upsert(rpc_call *call, const ProtobufCMessage *reqm,
     if (req->n_points == 0 || req->n_points > POINTS_MAX)
         return rpc_call_invalid(call, "points: %zu points; give 1 to %d", req->n_points,
                                 POINTS_MAX);
-    vs_ctx c;
+    tier_ctx c;
     init_ctx(&c, call);
     vs_collection col;
     grpc_status_code st = collection_of(call, svc, &c, req->collection, &col);
@@ -370,13 +326,10 @@ static grpc_status_code do_upsert(rpc_call *call, const ProtobufCMessage *reqm,
         if ((st = check_vector(call, f, p->vector, p->n_vector, &col, &in[i].vector)) !=
             GRPC_STATUS_OK)
             break;
-        if ((int)p->label < 0 || p->label > MEMORY__V1__LABEL__LABEL_SECRET) {
-            st = rpc_call_invalid(call, "points[%zu].label: %d is not a memory.v1.Label", i,
-                                  (int)p->label);
-            break;
-        }
+        snprintf(f, sizeof f, "points[%zu].label", i);
+        if ((st = tier_check_label(call, f, (int)p->label)) != GRPC_STATUS_OK) break;
         in[i].label = (int)p->label;
-        Google__Protobuf__Struct *payload = p->payload;
+        const Google__Protobuf__Struct *payload = p->payload;
         snprintf(f, sizeof f, "points[%zu].payload", i);
         if ((st = payload_pii(call, svc, f, &payload, &in[i].pii_kinds, &in[i].npii)) !=
             GRPC_STATUS_OK)
@@ -404,7 +357,7 @@ static grpc_status_code do_upsert(rpc_call *call, const ProtobufCMessage *reqm,
         }
     }
     if (st == GRPC_STATUS_OK) {
-        int rc = svc->vs->ops->upsert(svc->vs, &c, &col, in, n);
+        int rc = vstore_upsert(svc->vs, &c, &col, in, n);
         st = vs_status(call, rc, &c);
         if (rc == STATUS_OK) {
             resp->upserted_count = (int64_t)n;
@@ -435,7 +388,7 @@ static grpc_status_code do_search(rpc_call *call, const ProtobufCMessage *reqm,
         return rpc_call_invalid(call, "score_threshold: must be a finite number");
     grpc_status_code st = check_filter(call, "filter", req->filter);
     if (st != GRPC_STATUS_OK) return st;
-    vs_ctx c;
+    tier_ctx c;
     init_ctx(&c, call);
     vs_collection col;
     if ((st = collection_of(call, svc, &c, req->collection, &col)) != GRPC_STATUS_OK) return st;
@@ -451,7 +404,7 @@ static grpc_status_code do_search(rpc_call *call, const ProtobufCMessage *reqm,
         return st;
     vs_hit *hits;
     size_t n;
-    int rc = svc->vs->ops->search(svc->vs, &c, &col, &q, &hits, &n);
+    int rc = vstore_search(svc->vs, &c, &col, &q, &hits, &n);
     if (rc != STATUS_OK) return vs_status(call, rc, &c);
     resp->points = arena_alloc(c.ar, (n ? n : 1) * sizeof *resp->points);
     st = resp->points ? GRPC_STATUS_OK : rpc_call_oom(call);
@@ -483,13 +436,13 @@ static grpc_status_code do_get_points(rpc_call *call, const ProtobufCMessage *re
     vs_id *ids;
     grpc_status_code st = check_ids(call, "ids", req->ids, req->n_ids, &ids);
     if (st != GRPC_STATUS_OK) return st;
-    vs_ctx c;
+    tier_ctx c;
     init_ctx(&c, call);
     vs_collection col;
     if ((st = collection_of(call, svc, &c, req->collection, &col)) != GRPC_STATUS_OK) return st;
     vs_point *pts;
     size_t n;
-    int rc = svc->vs->ops->get(svc->vs, &c, &col, ids, req->n_ids, req->with_payload,
+    int rc = vstore_get(svc->vs, &c, &col, ids, req->n_ids, req->with_payload,
                                req->with_vector, &pts, &n);
     if (rc != STATUS_OK) return vs_status(call, rc, &c);
     resp->points = arena_alloc(c.ar, (n ? n : 1) * sizeof *resp->points);
@@ -526,17 +479,17 @@ static grpc_status_code do_delete_points(rpc_call *call, const ProtobufCMessage 
         st = rpc_call_invalid(call, "selector: set ids or filter");
     }
     if (st != GRPC_STATUS_OK) return st;
-    vs_ctx c;
+    tier_ctx c;
     init_ctx(&c, call);
     vs_collection col;
     if ((st = collection_of(call, svc, &c, req->collection, &col)) != GRPC_STATUS_OK) return st;
     int64_t deleted = 0;
-    int rc = ids ? svc->vs->ops->delete_ids(svc->vs, &c, &col, ids, nids, &deleted)
-                 : svc->vs->ops->delete_filter(svc->vs, &c, &col, req->filter, &deleted);
+    int rc = ids ? vstore_delete_ids(svc->vs, &c, &col, ids, nids, &deleted)
+                 : vstore_delete_filter(svc->vs, &c, &col, req->filter, &deleted);
     if (rc != STATUS_OK) return vs_status(call, rc, &c);
     resp->deleted_count = deleted;
     for (size_t i = 0; i < nids; i++) point_target(call, col.name, &ids[i]);
-    if (!ids) target(call, "collection:%s", col.name, NULL);
+    if (!ids) tier_target(call, "collection:%s", col.name);
     return GRPC_STATUS_OK;
 }
 
@@ -549,54 +502,92 @@ static grpc_status_code do_count(rpc_call *call, const ProtobufCMessage *reqm,
         (Memory__V1__EpisodicMemoryCountResponse *)respm;
     grpc_status_code st = check_filter(call, "filter", req->filter);
     if (st != GRPC_STATUS_OK) return st;
-    vs_ctx c;
+    tier_ctx c;
     init_ctx(&c, call);
     vs_collection col;
     if ((st = collection_of(call, svc, &c, req->collection, &col)) != GRPC_STATUS_OK) return st;
-    int rc = svc->vs->ops->count(svc->vs, &c, &col, req->filter, req->exact, &resp->count);
+    int rc = vstore_count(svc->vs, &c, &col, req->filter, req->exact, &resp->count);
     return vs_status(call, rc, &c);
 }
 
 /* ------------------------------------------------------------ registration */
 
-int episodic_register(rpc_server *srv, vstore *vs, audit *aud, const episodic_options *o,
-                      episodic_service **out) {
+/* ------------------------------------------------------------ the tier */
+
+static int episodic_open(tier_env *env, void **state, char *err, size_t errlen) {
+    const config *c = env->cfg;
     episodic_service *svc = calloc(1, sizeof *svc);
-    if (!svc) return -1;
-    svc->vs = vs;
-    svc->aud = aud;
-    if (o) svc->o = *o;
-#define M(name, req, resp, scope, fn)                                                        \
-    {"/memory.v1.EpisodicMemory/" name, &memory__v1__##req##__descriptor,                   \
-     &memory__v1__##resp##__descriptor, scope, fn}
-    static const rpc_unary_def methods[] = {
-        M("CreateCollection", create_collection_request, create_collection_response,
-          "episodic:write", do_create_collection),
-        M("GetCollection", get_collection_request, get_collection_response, "episodic:read",
-          do_get_collection),
-        M("ListCollections", list_collections_request, list_collections_response,
-          "episodic:read", do_list_collections),
-        M("DeleteCollection", delete_collection_request, delete_collection_response,
-          "episodic:write:all", do_delete_collection),
-        M("Upsert", episodic_memory_upsert_request, episodic_memory_upsert_response,
-          "episodic:write", do_upsert),
-        M("Search", episodic_memory_search_request, episodic_memory_search_response,
-          "episodic:read", do_search),
-        M("GetPoints", get_points_request, get_points_response, "episodic:read", do_get_points),
-        M("DeletePoints", delete_points_request, delete_points_response, "episodic:write",
-          do_delete_points),
-        M("Count", episodic_memory_count_request, episodic_memory_count_response,
-          "episodic:read", do_count),
-    };
-#undef M
-    if (rpc_server_add_unary_methods(srv, methods, sizeof methods / sizeof methods[0], svc) != 0) {
-        free(svc);
+    if (!svc) {
+        snprintf(err, errlen, "out of memory");
         return -1;
     }
-    log_fields(LOG_INFO, "episodic memory serving", LOG_F_STR, "backend", vs->ops->name,
+    svc->pii = env->pii;
+    svc->remote = c && c->qdrant_url && c->qdrant_url[0];
+    if (svc->remote) {
+        qdrant_options qo = {.url = c->qdrant_url,
+                             .api_key = c->qdrant_api_key,
+                             .collection_prefix = c->qdrant_collection_prefix,
+                             .timeout_ms = c->qdrant_timeout_ms};
+        if (episodic_qdrant_open(env->pg, &qo, &svc->vs, err, errlen) != 0) {
+            free(svc);
+            return -1;
+        }
+    } else if (episodic_embedded_open(env->pg, &svc->vs) != 0) {
+        free(svc);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    log_fields(LOG_INFO, "episodic memory serving", LOG_F_STR, "backend", vstore_name(svc->vs),
                LOG_F_END);
-    *out = svc;
+    *state = svc;
     return 0;
 }
 
-void episodic_service_free(episodic_service *s) { free(s); }
+static void episodic_free(void *state) {
+    episodic_service *svc = state;
+    if (!svc) return;
+    vstore_free(svc->vs);
+    free(svc);
+}
+
+/* EpisodicMemory's health with Qdrant: the Qdrant server answers. */
+static int episodic_probe(void *state) {
+    episodic_service *svc = state;
+    return svc->remote ? vstore_probe(svc->vs) : 0;
+}
+
+#define SVC "memory.v1.EpisodicMemory"
+static const rpc_method methods[] = {
+    RPC_METHOD_UNARY(SVC, "CreateCollection", memory__v1__create_collection, "episodic:write",
+                     do_create_collection),
+    RPC_METHOD_UNARY(SVC, "GetCollection", memory__v1__get_collection, "episodic:read",
+                     do_get_collection),
+    RPC_METHOD_UNARY(SVC, "ListCollections", memory__v1__list_collections, "episodic:read",
+                     do_list_collections),
+    RPC_METHOD_UNARY(SVC, "DeleteCollection", memory__v1__delete_collection,
+                     "episodic:write:all", do_delete_collection),
+    RPC_METHOD_UNARY(SVC, "Upsert", memory__v1__episodic_memory_upsert, "episodic:write",
+                     do_upsert),
+    RPC_METHOD_UNARY(SVC, "Search", memory__v1__episodic_memory_search, "episodic:read",
+                     do_search),
+    RPC_METHOD_UNARY(SVC, "GetPoints", memory__v1__get_points, "episodic:read", do_get_points),
+    RPC_METHOD_UNARY(SVC, "DeletePoints", memory__v1__delete_points, "episodic:write",
+                     do_delete_points),
+    RPC_METHOD_UNARY(SVC, "Count", memory__v1__episodic_memory_count, "episodic:read",
+                     do_count),
+};
+
+/* The catalog is in PostgreSQL; points in PostgreSQL too, or in Qdrant. */
+static const tier_service services[] = {{SVC, HEALTH_NEEDS_PG | HEALTH_NEEDS_PROBE}};
+
+const tier episodic_tier = {
+    .name = "episodic",
+    .services = services,
+    .nservices = TIER_COUNT(services),
+    .methods = methods,
+    .nmethods = TIER_COUNT(methods),
+    .open = episodic_open,
+    .free = episodic_free,
+    .probe = episodic_probe,
+    .probe_backend = "qdrant",
+};

@@ -1,5 +1,5 @@
-/* episodic_service: the memory.v1.EpisodicMemory gRPC service
- * (protos/memory/v1/episodic_memory.proto) over a vector store (vstore.h,
+/* episodic_service: the episodic tier (memory.v1.EpisodicMemory,
+ * protos/memory/v1/episodic_memory.proto) over a vector store (vstore.h,
  * either backend). It validates every request (vector lengths against the
  * collection, finite components, filters, ids, sizes; errors name the
  * field), normalizes vectors of COSINE collections, runs the PII policy on
@@ -16,24 +16,11 @@
 #ifndef MEMORYD_EPISODIC_EPISODIC_SERVICE_H
 #define MEMORYD_EPISODIC_EPISODIC_SERVICE_H
 
-#include "service/audit/audit.h"
-#include "service/episodic/vstore.h"
-#include "service/rpc/rpc.h"
+#include "service/tier/tier.h"
 
-typedef struct episodic_options {
-    int redact_pii; /* 0: PII in payloads is rejected (default); 1: redacted */
-} episodic_options;
-
-typedef struct episodic_service episodic_service;
-
-/* Registers the methods on srv (before rpc_server_start). vs is borrowed
- * and must outlive the server; aud may be NULL; o may be NULL. On 0 *out
- * is owned by the caller (episodic_service_free after the server is
- * freed). -1 on a registration error or out of memory. */
-int episodic_register(rpc_server *srv, vstore *vs, audit *aud, const episodic_options *o,
-                      episodic_service **out);
-
-/* Accepts NULL. */
-void episodic_service_free(episodic_service *s);
+/* The tier: serves memory.v1.EpisodicMemory (needs PostgreSQL, and Qdrant
+ * when --qdrant-url is set: its probe). Opens the embedded backend, or
+ * Qdrant with the --qdrant-* flags; env->pii for payloads. */
+extern const tier episodic_tier;
 
 #endif

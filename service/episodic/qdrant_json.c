@@ -536,7 +536,7 @@ static void w_vector(wbuf *b, const float *v, int dims) {
     w_lit(b, "]");
 }
 
-static void w_meta(wbuf *b, const char *tenant, const vs_meta *m, const char *const *pii,
+static void w_meta(wbuf *b, const char *tenant, const tier_meta *m, const char *const *pii,
                    size_t npii) {
     w_lit(b, "{\"tenant\":");
     w_str(b, tenant, "tenant");
@@ -545,7 +545,7 @@ static void w_meta(wbuf *b, const char *tenant, const vs_meta *m, const char *co
     w_fmt(b,
           ",\"label\":%d,\"version\":%" PRId64 ",\"created_us\":%" PRId64 ",\"updated_us\":%" PRId64
           ",\"pii_kinds\":[",
-          m->label, m->version, m->created_us, m->updated_us);
+          m->label, m->version, m->create_us, m->update_us);
     for (size_t i = 0; i < npii; i++) {
         if (i) w_lit(b, ",");
         w_str(b, pii[i] ? pii[i] : "", "pii kind");
@@ -553,7 +553,7 @@ static void w_meta(wbuf *b, const char *tenant, const vs_meta *m, const char *co
     w_lit(b, "]}");
 }
 
-int qj_upsert(const char *tenant, int dims, const vs_point_in *pts, const vs_meta *metas, size_t n,
+int qj_upsert(const char *tenant, int dims, const vs_point_in *pts, const tier_meta *metas, size_t n,
               char **out, size_t *len, char *err, size_t errlen) {
     wbuf b;
     w_init(&b, err, errlen);
@@ -1068,7 +1068,7 @@ static const char *meta_str(const json_t *o, const char *key, size_t max) {
     return json_string_value(x);
 }
 
-int qj_parse_meta(const json_t *payload, const char *tenant, arena *a, vs_meta *out, char *err,
+int qj_parse_meta(const json_t *payload, const char *tenant, arena *a, tier_meta *out, char *err,
                   size_t errlen) {
     memset(out, 0, sizeof *out);
     json_t *m = json_is_object(payload) ? json_object_get(payload, "memoryd") : NULL;
@@ -1111,8 +1111,8 @@ int qj_parse_meta(const json_t *payload, const char *tenant, arena *a, vs_meta *
     if (!out->owner) return fail(err, errlen, STATUS_ENOMEM, "out of memory");
     out->label = (int)label;
     out->version = version;
-    out->created_us = created;
-    out->updated_us = updated;
+    out->create_us = created;
+    out->update_us = updated;
     out->pii_kinds = pii;
     out->npii = npii;
     return STATUS_OK;

@@ -106,7 +106,7 @@ int qj_payload_index(const char *field, int tenant_index, const qj_version *v, c
 /* PUT /collections/{name}/points: {"points":[{"id","vector","payload"}]},
  * each payload in the layout above with metas[i] (stamped by vs_stamp) and
  * pts[i].pii_kinds. Vectors must have dims finite components. */
-int qj_upsert(const char *tenant, int dims, const vs_point_in *pts, const vs_meta *metas, size_t n,
+int qj_upsert(const char *tenant, int dims, const vs_point_in *pts, const tier_meta *metas, size_t n,
               char **out, size_t *len, char *err, size_t errlen);
 
 /* POST /collections/{name}/points (retrieve):
@@ -195,7 +195,7 @@ int qj_parse_id(const json_t *j, vs_id *out);
 /* The memoryd metadata of a point's payload object (borrowed): memoryd.tenant
  * must equal tenant; strings are copied into a. A missing or malformed
  * object is STATUS_EINTERNAL (a corrupt point). */
-int qj_parse_meta(const json_t *payload, const char *tenant, arena *a, vs_meta *out, char *err,
+int qj_parse_meta(const json_t *payload, const char *tenant, arena *a, tier_meta *out, char *err,
                   size_t errlen);
 
 /* "Cosine" / "Dot" / "Euclid" for VS_COSINE / VS_DOT / VS_EUCLID, NULL

@@ -60,43 +60,78 @@ void vstore_free(vstore *vs) {
     if (vs) vs->ops->free(vs);
 }
 
-int vs_fail(vs_ctx *c, int code, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(c->err, sizeof c->err, fmt, ap);
-    va_end(ap);
-    return code;
+const char *vstore_name(const vstore *vs) { return vs->ops->name; }
+int vstore_probe(vstore *vs) { return vs->ops->probe(vs); }
+
+int vstore_create_collection(vstore *vs, tier_ctx *c, const char *name, int dims, int distance,
+                             vs_collection *out) {
+    return vs->ops->create_collection(vs, c, name, dims, distance, out);
 }
 
-int vs_visible(const vs_ctx *c, const char *owner, int label) {
-    return principal_may_read(c->p, c->read_breadth, principal_tenant(c->p), owner, label);
+int vstore_get_collection(vstore *vs, tier_ctx *c, const char *name, vs_collection *out) {
+    return vs->ops->get_collection(vs, c, name, out);
 }
 
-int vs_stamp(vs_ctx *c, const vs_id *id, const vs_meta *existing, int requested_label,
-             int64_t now_us, vs_meta *out) {
+int vstore_list_collections(vstore *vs, tier_ctx *c, const char *after, size_t limit,
+                            vs_collection **out, size_t *n) {
+    return vs->ops->list_collections(vs, c, after, limit, out, n);
+}
+
+int vstore_delete_collection(vstore *vs, tier_ctx *c, const char *name) {
+    return vs->ops->delete_collection(vs, c, name);
+}
+
+int vstore_upsert(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_point_in *pts,
+                  size_t n) {
+    return vs->ops->upsert(vs, c, col, pts, n);
+}
+
+int vstore_search(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_search *q,
+                  vs_hit **out, size_t *n) {
+    return vs->ops->search(vs, c, col, q, out, n);
+}
+
+int vstore_get(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_id *ids, size_t n,
+               int with_payload, int with_vector, vs_point **out, size_t *nout) {
+    return vs->ops->get(vs, c, col, ids, n, with_payload, with_vector, out, nout);
+}
+
+int vstore_delete_ids(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_id *ids,
+                      size_t n, int64_t *deleted) {
+    return vs->ops->delete_ids(vs, c, col, ids, n, deleted);
+}
+
+int vstore_delete_filter(vstore *vs, tier_ctx *c, const vs_collection *col,
+                         const Memory__V1__Filter *filter, int64_t *deleted) {
+    return vs->ops->delete_filter(vs, c, col, filter, deleted);
+}
+
+int vstore_count(vstore *vs, tier_ctx *c, const vs_collection *col,
+                 const Memory__V1__Filter *filter, int exact, int64_t *count) {
+    return vs->ops->count(vs, c, col, filter, exact, count);
+}
+
+int vs_stamp(tier_ctx *c, const vs_id *id, const tier_meta *existing, int requested_label,
+             int64_t now_us, tier_meta *out) {
     memset(out, 0, sizeof *out);
-    out->updated_us = now_us;
+    out->update_us = now_us;
     if (!existing) {
         out->owner = principal_sub(c->p);
         out->label = principal_stamp_label(c->p, requested_label, 0);
         out->version = 1;
-        out->created_us = now_us;
+        out->create_us = now_us;
         return STATUS_OK;
     }
-    /* A point the caller could not read may not be changed either: another
-     * owner's without the :all write breadth, or one labelled above the
-     * caller's read ceiling (common.proto, write diode). */
-    int other_owner = strcmp(existing->owner, principal_sub(c->p)) != 0;
-    if ((other_owner && c->write_breadth != PRINCIPAL_ALL) ||
-        existing->label > (int)principal_clr(c->p)) {
-        char buf[37];
-        return vs_fail(c, STATUS_EDENIED, "point %s exists and may not be modified by %s",
-                       vs_id_text(id, buf), principal_sub(c->p));
-    }
+    /* A point the caller could not read may not be changed either
+     * (common.proto, write diode). */
+    tier_row row = {1, existing->owner, existing->label, existing->version};
+    char buf[37];
+    int rc = tier_may_modify(c, &row, "point", vs_id_text(id, buf));
+    if (rc != STATUS_OK) return rc;
     out->owner = existing->owner;
     out->label = principal_stamp_label(c->p, requested_label, existing->label);
     out->version = existing->version + 1;
-    out->created_us = existing->created_us;
+    out->create_us = existing->create_us;
     return STATUS_OK;
 }
 

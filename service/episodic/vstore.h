@@ -17,10 +17,11 @@
  * - Inputs are validated by the caller (dimensions, finite components,
  *   filters, sizes): a backend checks only what it needs for safety.
  *
- * Memory: results live in ctx->ar (an arena) except payloads, which are
- * jansson references the caller must json_decref (vs_points_release does
- * it for an array). Functions return STATUS_OK or a negative STATUS_E* code with
- * a message in ctx->err. */
+ * Every operation takes the call's tier_ctx (tier "episodic": its read and
+ * write breadths say how far the diodes reach). Results live in ctx->ar
+ * except payloads, which are jansson references the caller must
+ * json_decref (vs_points_release does it for an array). Functions return
+ * STATUS_OK or a negative STATUS_E* code with a message in ctx->err. */
 #ifndef MEMORYD_EPISODIC_VSTORE_H
 #define MEMORYD_EPISODIC_VSTORE_H
 
@@ -29,9 +30,12 @@
 #include <stdint.h>
 
 #include "memory/v1/common.pb-c.h"
-#include "service/core/status.h"
 #include "service/auth/principal.h"
 #include "service/core/arena.h"
+#include "service/core/status.h"
+#include "service/tier/tier_ctx.h"
+#include "service/tier/tier_meta.h"
+#include "service/tier/tier_record.h"
 
 /* Distances: the memory.v1.Distance values. */
 #define VS_COSINE 1
@@ -70,23 +74,13 @@ typedef struct vs_collection {
     int64_t created_us; /* unix microseconds */
 } vs_collection;
 
-/* Server-kept metadata of a point (the tenant is the collection's). */
-typedef struct vs_meta {
-    const char *owner;
-    int label; /* memory.v1.Label, 1..4 */
-    int64_t version;
-    int64_t created_us, updated_us;
-    const char **pii_kinds;
-    size_t npii;
-} vs_meta;
-
 /* A stored point as a read returns it. vector is NULL unless asked for;
  * payload is NULL unless asked for (then a reference the caller owns). */
 typedef struct vs_point {
     vs_id id;
     const float *vector;
     json_t *payload;
-    vs_meta meta;
+    tier_meta meta; /* tenant NULL: the collection's (the caller's) */
 } vs_point;
 
 typedef struct vs_hit {
@@ -116,51 +110,41 @@ typedef struct vs_search {
     int with_payload, with_vector;
 } vs_search;
 
-/* Per-call context: the caller fills the inputs; the backend writes err. */
-typedef struct vs_ctx {
-    const principal *p;               /* the caller (borrowed) */
-    principal_breadth read_breadth;   /* of episodic:read, for reads */
-    principal_breadth write_breadth;  /* of episodic:write, for writes */
-    int64_t deadline_ms;              /* CLOCK_MONOTONIC ms; INT64_MAX = none */
-    arena *ar;                        /* results */
-    char err[512];
-} vs_ctx;
-
 typedef struct vstore vstore;
 
 /* Every operation a backend provides. Collection names are validated. */
 typedef struct vstore_ops {
     const char *name; /* "embedded", "qdrant": logs and health */
-    int (*create_collection)(vstore *vs, vs_ctx *c, const char *name, int dims, int distance,
+    int (*create_collection)(vstore *vs, tier_ctx *c, const char *name, int dims, int distance,
                              vs_collection *out);
-    int (*get_collection)(vstore *vs, vs_ctx *c, const char *name, vs_collection *out);
+    int (*get_collection)(vstore *vs, tier_ctx *c, const char *name, vs_collection *out);
     /* Collections with name > after (NULL: from the start) by name, at most
      * limit; *out in ctx->ar. */
-    int (*list_collections)(vstore *vs, vs_ctx *c, const char *after, size_t limit,
+    int (*list_collections)(vstore *vs, tier_ctx *c, const char *after, size_t limit,
                             vs_collection **out, size_t *n);
-    int (*delete_collection)(vstore *vs, vs_ctx *c, const char *name);
+    int (*delete_collection)(vstore *vs, tier_ctx *c, const char *name);
     /* Writes all points or none (as far as the backend allows: Qdrant has
      * no transactions, so a failure may leave part of a batch written; the
      * API documents upserts as idempotent). */
-    int (*upsert)(vstore *vs, vs_ctx *c, const vs_collection *col, const vs_point_in *pts,
+    int (*upsert)(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_point_in *pts,
                   size_t n);
     /* Best first, ties by id; at most q->limit hits after skipping
      * q->offset. */
-    int (*search)(vstore *vs, vs_ctx *c, const vs_collection *col, const vs_search *q,
+    int (*search)(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_search *q,
                   vs_hit **out, size_t *n);
     /* The visible points among ids, in the order of ids (missing and hidden
      * ones left out). */
-    int (*get)(vstore *vs, vs_ctx *c, const vs_collection *col, const vs_id *ids, size_t n,
+    int (*get)(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_id *ids, size_t n,
                int with_payload, int with_vector, vs_point **out, size_t *nout);
     /* Deletes the listed ids that exist; STATUS_EDENIED (nothing deleted) when
      * one of them may not be modified by the caller. */
-    int (*delete_ids)(vstore *vs, vs_ctx *c, const vs_collection *col, const vs_id *ids,
+    int (*delete_ids)(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_id *ids,
                       size_t n, int64_t *deleted);
     /* Deletes every point visible to the caller that matches filter (NULL:
      * all visible points) and that the caller may modify. */
-    int (*delete_filter)(vstore *vs, vs_ctx *c, const vs_collection *col,
+    int (*delete_filter)(vstore *vs, tier_ctx *c, const vs_collection *col,
                          const Memory__V1__Filter *filter, int64_t *deleted);
-    int (*count)(vstore *vs, vs_ctx *c, const vs_collection *col,
+    int (*count)(vstore *vs, tier_ctx *c, const vs_collection *col,
                  const Memory__V1__Filter *filter, int exact, int64_t *count);
     /* Backend health for the health service: 0 serving, -1 not. */
     int (*probe)(vstore *vs);
@@ -175,19 +159,35 @@ struct vstore {
 /* Frees through ops->free; accepts NULL. */
 void vstore_free(vstore *vs);
 
+/* The operations, as the service calls them (each dispatches to the
+ * backend; see vstore_ops for what they do). */
+const char *vstore_name(const vstore *vs);
+int vstore_probe(vstore *vs);
+int vstore_create_collection(vstore *vs, tier_ctx *c, const char *name, int dims, int distance,
+                             vs_collection *out);
+int vstore_get_collection(vstore *vs, tier_ctx *c, const char *name, vs_collection *out);
+int vstore_list_collections(vstore *vs, tier_ctx *c, const char *after, size_t limit,
+                            vs_collection **out, size_t *n);
+int vstore_delete_collection(vstore *vs, tier_ctx *c, const char *name);
+int vstore_upsert(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_point_in *pts,
+                  size_t n);
+int vstore_search(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_search *q,
+                  vs_hit **out, size_t *n);
+int vstore_get(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_id *ids, size_t n,
+               int with_payload, int with_vector, vs_point **out, size_t *nout);
+int vstore_delete_ids(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_id *ids,
+                      size_t n, int64_t *deleted);
+int vstore_delete_filter(vstore *vs, tier_ctx *c, const vs_collection *col,
+                         const Memory__V1__Filter *filter, int64_t *deleted);
+int vstore_count(vstore *vs, tier_ctx *c, const vs_collection *col,
+                 const Memory__V1__Filter *filter, int exact, int64_t *count);
+
 /* Write diode for one point: existing is the stored point's metadata or
  * NULL when the id is new. Fills out (owner, label, version, created,
  * updated = now_us; strings borrowed from existing or the principal).
  * Returns STATUS_OK or STATUS_EDENIED with a message naming the id in c->err. */
-int vs_stamp(vs_ctx *c, const vs_id *id, const vs_meta *existing, int requested_label,
-             int64_t now_us, vs_meta *out);
-
-/* Read diode for one point (defence in depth behind the backend's own
- * predicates): 1 if the caller may see it. */
-int vs_visible(const vs_ctx *c, const char *owner, int label);
-
-/* Formats c->err and returns code. */
-int vs_fail(vs_ctx *c, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int vs_stamp(tier_ctx *c, const vs_id *id, const tier_meta *existing, int requested_label,
+             int64_t now_us, tier_meta *out);
 
 /* json_decref of every payload in the array; accepts NULL. */
 void vs_points_release(vs_point *pts, size_t n);

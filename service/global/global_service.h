@@ -1,5 +1,5 @@
-/* global_service: the memory.v1.GlobalMemory gRPC service
- * (protos/memory/v1/global_memory.proto) over global_store. It validates
+/* global_service: the GlobalMemory tier (memory.v1.GlobalMemory,
+ * protos/memory/v1/global_memory.proto) over global_store. It validates
  * every request field (errors name the field), runs the PII policy on what
  * is written (ids, names, descriptions, JSON properties/provenance/result),
  * converts between protobuf messages and store records (Struct <-> JSON),
@@ -27,42 +27,14 @@
 #ifndef MEMORYD_GLOBAL_GLOBAL_SERVICE_H
 #define MEMORYD_GLOBAL_GLOBAL_SERVICE_H
 
-#include <stddef.h>
+#include "service/tier/tier.h"
 
-#include "service/audit/audit.h"
-#include "service/cache/cache_aside.h"
-#include "service/cache/cache_l2.h"
-#include "service/rpc/rpc.h"
-#include "service/store/pg_pool.h"
-
-/* Zero fields take the default shown. */
-typedef struct global_options {
-    int redact_pii;            /* 0: PII is rejected (default); 1: redacted */
-    int default_page_size;     /* QueryEntities / ListTasks page when 0 is asked (50) */
-    int max_depth;             /* Traverse max_depth ceiling, 1..10 (10) */
-    size_t max_response_bytes; /* encoded answer budget (3 MiB; keep it below the
-                                * server's max message size) */
-    int max_statement_ms;      /* statement_timeout for calls without deadline (30000) */
-    /* GetEntity through this cache-aside L1 when set (borrowed): loads are
-     * single-flight and tenant-wide, the read diode is applied to every
-     * copy handed out; PutEntity and DeleteEntity drop the entity from this
-     * replica's L1 and announce it to the others through entity_l2 (may be
-     * NULL: no Redis, one replica). */
-    cache_aside *entity_cache;
-    cache_l2 *entity_l2;
-} global_options;
-
-typedef struct global_service global_service;
-
-/* Registers the methods on srv (before rpc_server_start). pg and aud are
- * borrowed and must outlive the server; aud may be NULL (no audit rows).
- * o may be NULL. On 0 *out is owned by the caller: free it with
- * global_service_free after the server is freed. Returns -1 on a
- * registration error or out of memory. */
-int global_register(rpc_server *srv, pg_pool *pg, audit *aud, const global_options *o,
-                    global_service **out);
-
-/* Accepts NULL. */
-void global_service_free(global_service *s);
+/* The tier: serves memory.v1.GlobalMemory (needs PostgreSQL). Opened with
+ * env->pg, env->audit, env->pii, env->max_response_bytes (0: 3 MiB),
+ * cfg->traverse_max_depth, and env->entity_cache when the cache tier
+ * offers one (GetEntity then answers through it: loads are single-flight
+ * and tenant-wide, the read diode is applied to every copy handed out,
+ * PutEntity and DeleteEntity invalidate every replica). */
+extern const tier global_tier;
 
 #endif

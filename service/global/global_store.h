@@ -1,65 +1,40 @@
 /* global_store: the GlobalMemory tier's storage in PostgreSQL (tables
  * entities, relationships and tasks; migration 5). It knows SQL and the
  * caller's principal, never gRPC: every read carries the read diode
- * (tenant, owner unless the read scope is `global:read:all`, label <= clr)
- * inside the query, and rows coming back are checked again with
- * principal_may_read. Writes run in one transaction with row locks, the
+ * (tier_sql.h: tenant, owner unless the read scope is `global:read:all`,
+ * label <= clr) inside the query, and rows coming back are checked again
+ * (tier_check_row). Writes run in one transaction with row locks, the
  * write diode and compare-and-set, and call the caller's before-commit
  * hook (the service writes its audit row there).
  *
  * Inputs are assumed validated by the caller (ids, sizes, JSON text); the
  * store re-checks nothing it does not need for safety.
  *
- * Results are allocated in the context's arena and live as long as it.
- * Functions return STATUS_OK or a negative STATUS_E* code with a message
- * in ctx->err. */
+ * Every function takes the call's tier_ctx (tier "global"). Results are
+ * allocated in ctx->ar and live as long as it. Functions return STATUS_OK
+ * or a negative STATUS_E* code with a message in ctx->err. */
 #ifndef MEMORYD_GLOBAL_GLOBAL_STORE_H
 #define MEMORYD_GLOBAL_GLOBAL_STORE_H
 
-#include <libpq-fe.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "service/core/status.h"
-#include "service/auth/principal.h"
 #include "service/core/arena.h"
+#include "service/core/status.h"
 #include "service/global/global_query.h"
 #include "service/store/pg_pool.h"
 #include "service/store/pgq.h"
+#include "service/tier/tier_ctx.h"
+#include "service/tier/tier_meta.h"
 
 typedef struct global_store global_store;
-
-/* Per-call context. The caller fills the inputs; the store writes err. */
-typedef struct global_ctx {
-    const principal *p;  /* the caller (borrowed) */
-    int64_t deadline_ms; /* CLOCK_MONOTONIC ms; INT64_MAX = none */
-    arena *ar;           /* where results are allocated */
-    /* Runs inside a write's transaction just before COMMIT; non-zero
-     * aborts the write with STATUS_EUNAVAILABLE. May be NULL. */
-    int (*before_commit)(PGconn *conn, void *arg, char *err, size_t errlen);
-    void (*after_commit)(void *arg); /* after a successful COMMIT; may be NULL */
-    void *hook_arg;
-    char err[512];
-} global_ctx;
-
-/* Server-kept metadata of every record. */
-typedef struct global_meta {
-    const char *tenant;
-    const char *owner;
-    int label;
-    const char **pii_kinds;
-    size_t npii;
-    int64_t version;
-    int64_t create_us; /* Unix microseconds */
-    int64_t update_us;
-} global_meta;
 
 typedef struct global_entity {
     const char *id;
     const char *type;
     const char *name;
     const char *properties_json; /* JSON object text */
-    global_meta meta;
+    tier_meta meta;
 } global_entity;
 
 typedef struct global_rel {
@@ -67,7 +42,7 @@ typedef struct global_rel {
     const char *type;
     const char *target_id;
     const char *properties_json;
-    global_meta meta;
+    tier_meta meta;
 } global_rel;
 
 typedef struct global_task {
@@ -82,7 +57,7 @@ typedef struct global_task {
     int64_t start_us;
     int has_end;
     int64_t end_us;
-    global_meta meta;
+    tier_meta meta;
 } global_task;
 
 typedef struct global_store_options {
@@ -114,17 +89,17 @@ typedef struct global_entity_in {
  * STATUS_EDENIED when it exists and belongs to another owner without
  * `global:write:all` or is labelled above clr; STATUS_ECONFLICT on a
  * version mismatch. */
-int global_put_entity(global_store *s, global_ctx *c, const global_entity_in *in,
+int global_put_entity(global_store *s, tier_ctx *c, const global_entity_in *in,
                       global_entity *out, int *created);
 /* STATUS_ENOTFOUND when absent or hidden. */
-int global_get_entity(global_store *s, global_ctx *c, const char *id, global_entity *out);
+int global_get_entity(global_store *s, tier_ctx *c, const char *id, global_entity *out);
 /* The entity of the caller's tenant whatever its owner and label: for a
  * cache shared by the tenant's callers, which must apply the rest of the
  * read diode (principal_may_read) to every copy it hands out. */
-int global_load_entity(global_store *s, global_ctx *c, const char *id, global_entity *out);
+int global_load_entity(global_store *s, tier_ctx *c, const char *id, global_entity *out);
 /* Deletes the entity and every relationship touching it. NOT_FOUND when
  * absent, EDENIED / ECONFLICT as for put. */
-int global_delete_entity(global_store *s, global_ctx *c, const char *id, int has_expected,
+int global_delete_entity(global_store *s, tier_ctx *c, const char *id, int has_expected,
                          int64_t expected_version);
 
 /* QueryEntities' sort keys (memory.v1.EntityOrderBy, UNSPECIFIED resolved
@@ -155,7 +130,7 @@ typedef struct global_query_in {
  * keys[i] is entity i's sort key as text (for the next cursor). *more when
  * more remain. INVALID (-1 from global_pred_sql) surfaces as STATUS_EINVALID
  * with err set. */
-int global_query_entities(global_store *s, global_ctx *c, const global_query_in *in,
+int global_query_entities(global_store *s, tier_ctx *c, const global_query_in *in,
                           global_entity **out, const char ***keys, size_t *n, int *more);
 
 /* ---- relationships ---- */
@@ -174,9 +149,9 @@ typedef struct global_rel_in {
 
 /* Both ends must exist and be visible: STATUS_ENOTFOUND naming which
  * otherwise. Then as global_put_entity. */
-int global_put_rel(global_store *s, global_ctx *c, const global_rel_in *in, global_rel *out,
+int global_put_rel(global_store *s, tier_ctx *c, const global_rel_in *in, global_rel *out,
                    int *created);
-int global_delete_rel(global_store *s, global_ctx *c, const char *source_id, const char *type,
+int global_delete_rel(global_store *s, tier_ctx *c, const char *source_id, const char *type,
                       const char *target_id, int has_expected, int64_t expected_version);
 
 /* ---- traversal ---- */
@@ -206,18 +181,18 @@ typedef struct global_traverse_out {
  * once at its shortest depth, work bounded by limit × degree per level.
  * Hidden entities and relationships are neither returned nor walked
  * through. STATUS_ENOTFOUND when the start is absent or hidden. */
-int global_traverse(global_store *s, global_ctx *c, const global_traverse_in *in,
+int global_traverse(global_store *s, tier_ctx *c, const global_traverse_in *in,
                     global_traverse_out *out);
 
 /* The statements GetEntity and Traverse run (the traversal, then the
- * edges among the ids it returned), built apart from any I/O: the store
- * runs them, and the benchmark runs the very same SQL directly through
- * libpq. Strings are borrowed by q; arena a holds array literals. Return 0,
- * or -1 when out of memory. */
-void global_sql_get_entity(const principal *p, const char *id, pgq_sql *b, pgq_params *q);
-int global_sql_traverse(arena *a, const principal *p, const global_traverse_in *in, pgq_sql *b,
+ * edges among the ids it returned) for the caller of c, built apart from
+ * any I/O: the store runs them, and the benchmark runs the very same SQL
+ * directly through libpq. Strings are borrowed by q; c->ar holds array
+ * literals. Return 0, or -1 when out of memory. */
+void global_sql_get_entity(const tier_ctx *c, const char *id, pgq_sql *b, pgq_params *q);
+int global_sql_traverse(const tier_ctx *c, const global_traverse_in *in, pgq_sql *b,
                         pgq_params *q);
-int global_sql_traverse_edges(arena *a, const principal *p, const global_traverse_in *in,
+int global_sql_traverse_edges(const tier_ctx *c, const global_traverse_in *in,
                               const char *const *ids, size_t n, pgq_sql *b, pgq_params *q);
 
 /* ---- tasks ---- */
@@ -242,7 +217,7 @@ typedef struct global_task_in {
 
 /* Creates or replaces the task (start_time kept unless given).
  * STATUS_EINVALID when end would precede start; EDENIED as for entities. */
-int global_record_task(global_store *s, global_ctx *c, const global_task_in *in,
+int global_record_task(global_store *s, tier_ctx *c, const global_task_in *in,
                        global_task *out, int *created);
 
 typedef struct global_list_tasks_in {
@@ -259,7 +234,7 @@ typedef struct global_list_tasks_in {
 } global_list_tasks_in;
 
 /* Visible tasks, newest start_time first, ties by id. */
-int global_list_tasks(global_store *s, global_ctx *c, const global_list_tasks_in *in,
+int global_list_tasks(global_store *s, tier_ctx *c, const global_list_tasks_in *in,
                       global_task **out, size_t *n, int *more);
 
 

@@ -3,48 +3,31 @@
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "service/core/log.h"
 #include "service/rpc/rpc.h"
 
-#define NEEDS_PG (1u << 0)    /* the service reads or writes PostgreSQL */
-#define NEEDS_REDIS (1u << 1) /* the service cannot work without Redis */
-#define NEEDS_VECTORS (1u << 2) /* the vector store, when it is not PostgreSQL */
-
-static const struct {
-    const char *service;
-    unsigned needs;
-} deps[] = {
-    {"", NEEDS_PG}, /* the server as a whole */
-    {"memory.v1.GlobalMemory", NEEDS_PG},
-    /* The catalog is in Postgres; points in Postgres too or in Qdrant. */
-    {"memory.v1.EpisodicMemory", NEEDS_PG | NEEDS_VECTORS},
-    {"memory.v1.Cache", 0},                 /* L1 answers without Redis */
-    /* The cache's shared level: NOT_SERVING = Cache degraded to this
-     * replica's L1 (Redis down or not configured). */
-    {"memory.v1.Cache.L2", NEEDS_REDIS},
-    {"memory.v1.Entries", NEEDS_PG},
-    {"memory.v1.Blackboard", NEEDS_REDIS},
-    {"memory.v1.Router", NEEDS_PG},
-    {"memory.v1.Audit", NEEDS_PG},
-    {"memory.v1.Access", NEEDS_PG},
-    {"memory.v1.Privacy", NEEDS_PG},
-    {"grpc.health.v1.Health", 0},
+/* Every server has these, whatever its tiers. */
+static const health_dep builtin[] = {
+    {"", HEALTH_NEEDS_PG, NULL, NULL, NULL}, /* the server as a whole */
+    {"grpc.health.v1.Health", 0, NULL, NULL, NULL},
 };
 
 struct health_probe {
     health *h;
     pg_pool *pg;
     redis_pool *redis;
-    health_probe_fn vectors;
-    void *vectors_arg;
+    health_dep *deps;
+    int *probe_up; /* per dep with a probe: last seen, -1 before the first */
+    size_t ndeps;
     int interval_ms;
     pthread_t thread;
     pthread_mutex_t lock;
     pthread_cond_t cond;
     int stop;
-    int pg_up, redis_up, vectors_up; /* last seen, -1 before the first probe */
+    int pg_up, redis_up; /* last seen, -1 before the first probe */
 };
 
 static void probe_once(health_probe *p) {
@@ -57,18 +40,22 @@ static void probe_once(health_probe *p) {
     if (p->redis && redis_up != p->redis_up && p->redis_up != -1)
         log_fields(redis_up ? LOG_INFO : LOG_WARN, redis_up ? "redis is back" : "redis is down",
                    LOG_F_END);
-    int vectors_up = !p->vectors || p->vectors(p->vectors_arg) == 0;
-    if (p->vectors && vectors_up != p->vectors_up && p->vectors_up != -1)
-        log_fields(vectors_up ? LOG_INFO : LOG_WARN,
-                   vectors_up ? "vector store is back" : "vector store is down", LOG_F_END);
     p->pg_up = pg_up;
     p->redis_up = redis_up;
-    p->vectors_up = vectors_up;
-    for (size_t i = 0; i < sizeof deps / sizeof deps[0]; i++) {
-        int ok = (!(deps[i].needs & NEEDS_PG) || pg_up) &&
-                 (!(deps[i].needs & NEEDS_REDIS) || redis_up) &&
-                 (!(deps[i].needs & NEEDS_VECTORS) || vectors_up);
-        health_set(p->h, deps[i].service, ok ? HEALTH_SERVING : HEALTH_NOT_SERVING);
+    for (size_t i = 0; i < p->ndeps; i++) {
+        const health_dep *d = &p->deps[i];
+        int probe_up = 1;
+        if ((d->needs & HEALTH_NEEDS_PROBE) && d->probe) {
+            probe_up = d->probe(d->probe_arg) == 0;
+            if (probe_up != p->probe_up[i] && p->probe_up[i] != -1)
+                log_fields(probe_up ? LOG_INFO : LOG_WARN, probe_up ? "backend is back" : "backend is down",
+                           LOG_F_STR, "backend", d->backend ? d->backend : "?", LOG_F_STR,
+                           "service", d->service, LOG_F_END);
+            p->probe_up[i] = probe_up;
+        }
+        int ok = (!(d->needs & HEALTH_NEEDS_PG) || pg_up) &&
+                 (!(d->needs & HEALTH_NEEDS_REDIS) || redis_up) && probe_up;
+        health_set(p->h, d->service, ok ? HEALTH_SERVING : HEALTH_NOT_SERVING);
     }
 }
 
@@ -91,23 +78,33 @@ static void *probe_main(void *arg) {
     return NULL;
 }
 
-int health_probe_start(health *h, pg_pool *pg, redis_pool *redis, health_probe_fn vectors,
-                       void *vectors_arg, int interval_ms, health_probe **out) {
+int health_probe_start(health *h, pg_pool *pg, redis_pool *redis, const health_dep *deps,
+                       size_t n, int interval_ms, health_probe **out) {
+    size_t nb = sizeof builtin / sizeof builtin[0];
     health_probe *p = calloc(1, sizeof *p);
-    if (!p) return -1;
+    if (!p || !(p->deps = calloc(nb + n, sizeof *p->deps)) ||
+        !(p->probe_up = calloc(nb + n, sizeof *p->probe_up))) {
+        if (p) free(p->deps);
+        free(p);
+        return -1;
+    }
+    memcpy(p->deps, builtin, sizeof builtin);
+    if (n) memcpy(p->deps + nb, deps, n * sizeof *deps);
+    p->ndeps = nb + n;
+    for (size_t i = 0; i < p->ndeps; i++) p->probe_up[i] = -1;
     p->h = h;
     p->pg = pg;
     p->redis = redis;
-    p->vectors = vectors;
-    p->vectors_arg = vectors_arg;
     p->interval_ms = interval_ms;
-    p->pg_up = p->redis_up = p->vectors_up = -1;
+    p->pg_up = p->redis_up = -1;
     pthread_mutex_init(&p->lock, NULL);
     pthread_cond_init(&p->cond, NULL);
     probe_once(p);
     if (pthread_create(&p->thread, NULL, probe_main, p) != 0) {
         pthread_mutex_destroy(&p->lock);
         pthread_cond_destroy(&p->cond);
+        free(p->probe_up);
+        free(p->deps);
         free(p);
         return -1;
     }
@@ -124,5 +121,7 @@ void health_probe_stop(health_probe *p) {
     pthread_join(p->thread, NULL);
     pthread_mutex_destroy(&p->lock);
     pthread_cond_destroy(&p->cond);
+    free(p->probe_up);
+    free(p->deps);
     free(p);
 }

@@ -99,18 +99,34 @@ int rpc_server_create(const rpc_server_options *opts, rpc_server **out, char *er
  * Return 0, or -1 on a duplicate path / bad entry / out of memory. */
 int rpc_server_add_method(rpc_server *srv, const rpc_method *m);
 
-/* A unary method for rpc_server_add_unary_methods. */
-typedef struct rpc_unary_def {
-    const char *path;
-    const ProtobufCMessageDescriptor *request, *response;
-    const char *scope;
-    rpc_unary_fn fn;
-} rpc_unary_def;
-/* Registers n unary methods sharing the handler argument arg. Returns 0,
- * or -1 (logged, naming the path) when one could not be added; the ones
- * before it stay registered. */
-int rpc_server_add_unary_methods(rpc_server *srv, const rpc_unary_def *defs, size_t n,
-                                 void *arg);
+/* Method-table entries for rpc_server_add_methods, for methods whose
+ * messages are named <Method>Request / <Method>Response (as every
+ * memory.v1 method's are): svc is the full service name
+ * ("memory.v1.Cache"), name the method's, messages the protobuf-c name
+ * both share before "_request" / "_response" (memory__v1__cache_get),
+ * scope the capability the method needs (NULL: open to all), fn the
+ * handler:
+ *     static const rpc_method methods[] = {
+ *         RPC_METHOD_UNARY("memory.v1.Cache", "Get", memory__v1__cache_get, "cache:read",
+ *                          do_get),
+ *     }; */
+#define RPC_METHOD_UNARY(svc, name, messages, scope_, fn)                                    \
+    {                                                                                       \
+        .path = "/" svc "/" name, .kind = RPC_UNARY,                                        \
+        .request = &messages##_request__descriptor,                                         \
+        .response = &messages##_response__descriptor, .scope = (scope_), .unary = (fn)      \
+    }
+#define RPC_METHOD_SERVER_STREAM(svc, name, messages, scope_, fn)                            \
+    {                                                                                       \
+        .path = "/" svc "/" name, .kind = RPC_SERVER_STREAM,                                \
+        .request = &messages##_request__descriptor,                                         \
+        .response = &messages##_response__descriptor, .scope = (scope_), .stream = (fn)     \
+    }
+
+/* Registers methods[0..n), each with arg as its handler argument (the
+ * entries' own arg is ignored). Returns 0, or -1 (logged, naming the path)
+ * when one could not be added; the ones before it stay registered. */
+int rpc_server_add_methods(rpc_server *srv, const rpc_method *methods, size_t n, void *arg);
 int rpc_server_add_interceptor(rpc_server *srv, rpc_interceptor_fn fn, void *arg);
 int rpc_server_add_observer(rpc_server *srv, rpc_observer_fn fn, void *arg);
 void rpc_server_set_unknown_describer(rpc_server *srv, rpc_unknown_fn fn, void *arg);

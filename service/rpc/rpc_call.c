@@ -1,11 +1,9 @@
-/* rpc_call: the per-call state machines.
+/* rpc_call: a call's context (accessors, request ids, errors), its
+ * lifetime, encoding and decoding, the unary state machine and dispatch;
+ * streaming calls are in rpc_stream.c.
  *
  * Unary calls finish with a single batch (initial metadata, message,
- * status, close) and need no lock: only one completion is ever pending.
- * Streaming calls keep RECV_CLOSE_ON_SERVER posted to learn about
- * cancellation, allow one send in flight with a queue behind it, and are
- * reference counted because completions, handlers and other threads
- * (rpc_call_send / rpc_call_finish) all hold on to them. */
+ * status, close) and need no lock: only one completion is ever pending. */
 #include <grpc/byte_buffer_reader.h>
 #include <grpc/support/alloc.h>
 #include <grpc/support/time.h>
@@ -18,54 +16,6 @@
 #include "service/core/log.h"
 #include "service/rpc/pb_check.h"
 #include "service/rpc/rpc_internal.h"
-
-#define REQUEST_ID_MAX 64
-
-typedef struct send_item {
-    struct send_item *next;
-    grpc_byte_buffer *bb;
-} send_item;
-
-struct rpc_call {
-    rpc_server *srv;
-    const rpc_method_entry *entry; /* NULL: unknown method */
-    const char *path;              /* in the arena */
-    grpc_call *call;
-    grpc_metadata_array md; /* request metadata, owned by the call */
-    int64_t start_ms, deadline_ms;
-    arena *arena;
-    const ProtobufCMessage *request;
-    char request_id[REQUEST_ID_MAX + 1];
-    int client_request_id; /* request_id came from the client */
-    char *peer;          /* gpr_malloc'd, lazily */
-    char *error_message; /* in the arena (handler thread) */
-    void *principal;
-    void (*principal_release)(void *);
-    void *audit; /* the audit module's per-call note (arena memory) */
-
-    /* Final batch (status + trailing metadata) and what it references. */
-    rpc_tag final_tag;
-    grpc_metadata trailer;
-    grpc_slice details;
-    grpc_byte_buffer *unary_response;
-    int cancelled_flag; /* written by RECV_CLOSE_ON_SERVER */
-
-    /* Streaming state, guarded by lock. */
-    pthread_mutex_t lock;
-    atomic_int refs;
-    rpc_tag close_tag, send_tag, recv_tag;
-    int initial_md_sent;
-    int send_in_flight;
-    grpc_byte_buffer *sending;
-    send_item *queue_head, *queue_tail;
-    int finish_requested, status_sent, closed, cancelled;
-    grpc_status_code final_status;
-    char *final_message; /* malloc'd: finish may come from any thread */
-    void (*on_cancel)(rpc_call *, void *);
-    void *on_cancel_arg;
-    arena *msg_arena;             /* bidi: per-message requests and responses */
-    grpc_byte_buffer *recv_buffer; /* bidi: RECV_MESSAGE target */
-};
 
 static const char *const status_names[] = {
     "OK",           "CANCELLED",      "UNKNOWN",           "INVALID_ARGUMENT",
@@ -218,7 +168,7 @@ static void generate_request_id(rpc_call *c) {
 
 /* Decodes bb as a desc message into the arena; NULL (with the reason in
  * *why) when the bytes are malformed or fail the pb_check guard. */
-static const ProtobufCMessage *decode(arena *a, const ProtobufCMessageDescriptor *desc,
+const ProtobufCMessage *rpc_call_decode(arena *a, const ProtobufCMessageDescriptor *desc,
                                       grpc_byte_buffer *bb, const char **why) {
     grpc_byte_buffer_reader reader;
     *why = "malformed protobuf";
@@ -244,11 +194,11 @@ static grpc_byte_buffer *encode_sized(const ProtobufCMessage *msg, size_t n) {
     return bb;
 }
 
-static grpc_byte_buffer *encode(const ProtobufCMessage *msg) {
+grpc_byte_buffer *rpc_call_encode(const ProtobufCMessage *msg) {
     return encode_sized(msg, protobuf_c_message_get_packed_size(msg));
 }
 
-static ProtobufCMessage *new_message(arena *a, const ProtobufCMessageDescriptor *desc) {
+ProtobufCMessage *rpc_call_new_message(arena *a, const ProtobufCMessageDescriptor *desc) {
     ProtobufCMessage *m = arena_alloc(a, desc->sizeof_message);
     if (m) desc->message_init(m);
     return m;
@@ -280,18 +230,18 @@ static void call_destroy(rpc_call *c) {
     atomic_fetch_sub(&srv->live_calls, 1);
 }
 
-static void call_ref(rpc_call *c) { atomic_fetch_add(&c->refs, 1); }
+void rpc_call_ref(rpc_call *c) { atomic_fetch_add(&c->refs, 1); }
 
-static void call_unref(rpc_call *c) {
+void rpc_call_unref(rpc_call *c) {
     if (atomic_fetch_sub(&c->refs, 1) == 1) call_destroy(c);
 }
 
-static void notify_observers(rpc_call *c, grpc_status_code status, const char *message) {
+void rpc_call_notify(rpc_call *c, grpc_status_code status, const char *message) {
     for (size_t i = 0; i < c->srv->nobservers; i++)
         c->srv->observers[i].fn(c, status, message, c->srv->observers[i].arg);
 }
 
-static void start_batch_or_log(rpc_call *c, const grpc_op *ops, size_t n, rpc_tag *tag) {
+void rpc_call_start_batch(rpc_call *c, const grpc_op *ops, size_t n, rpc_tag *tag) {
     grpc_call_error e = grpc_call_start_batch(c->call, ops, n, tag, NULL);
     if (e != GRPC_CALL_OK) {
         /* A programming error (two sends in flight, ...): complete the tag
@@ -303,7 +253,7 @@ static void start_batch_or_log(rpc_call *c, const grpc_op *ops, size_t n, rpc_ta
 }
 
 /* Fills the status op; details and trailer live in the call until it dies. */
-static void fill_status_op(rpc_call *c, grpc_op *op, grpc_status_code status,
+void rpc_call_status_op(rpc_call *c, grpc_op *op, grpc_status_code status,
                            const char *message) {
     /* The id goes back when the client chose it or the call failed (so the
      * caller can quote it against our logs); a fresh random value on every
@@ -343,7 +293,7 @@ static void unary_finish(rpc_call *c, grpc_status_code status, const ProtobufCMe
     }
     const char *message = status == GRPC_STATUS_OK ? NULL : c->error_message;
     if (status != GRPC_STATUS_OK && !message) message = rpc_status_name(status);
-    notify_observers(c, status, message);
+    rpc_call_notify(c, status, message);
     grpc_op ops[4];
     size_t n = 0;
     memset(ops, 0, sizeof ops);
@@ -353,14 +303,14 @@ static void unary_finish(rpc_call *c, grpc_status_code status, const ProtobufCMe
         ops[n].op = GRPC_OP_SEND_MESSAGE;
         ops[n++].data.send_message.send_message = c->unary_response;
     }
-    fill_status_op(c, &ops[n++], status, message);
+    rpc_call_status_op(c, &ops[n++], status, message);
     ops[n].op = GRPC_OP_RECV_CLOSE_ON_SERVER;
     ops[n++].data.recv_close_on_server.cancelled = &c->cancelled_flag;
     c->final_tag.done = unary_done;
-    start_batch_or_log(c, ops, n, &c->final_tag);
+    rpc_call_start_batch(c, ops, n, &c->final_tag);
 }
 
-static grpc_status_code run_interceptors(rpc_call *c) {
+grpc_status_code rpc_call_intercept(rpc_call *c) {
     for (size_t i = 0; i < c->srv->ninterceptors; i++) {
         grpc_status_code st = c->srv->interceptors[i].fn(c, c->srv->interceptors[i].arg);
         if (st != GRPC_STATUS_OK) return st;
@@ -368,14 +318,14 @@ static grpc_status_code run_interceptors(rpc_call *c) {
     return GRPC_STATUS_OK;
 }
 
-static grpc_status_code decode_request(rpc_call *c, grpc_byte_buffer *payload) {
+grpc_status_code rpc_call_decode_request(rpc_call *c, grpc_byte_buffer *payload) {
     const rpc_method *m = &c->entry->m;
     if (!payload) {
         rpc_call_set_error(c, "%s: the request message is missing", m->path);
         return GRPC_STATUS_INVALID_ARGUMENT;
     }
     const char *why;
-    c->request = decode(c->arena, m->request, payload, &why);
+    c->request = rpc_call_decode(c->arena, m->request, payload, &why);
     grpc_byte_buffer_destroy(payload);
     if (!c->request) {
         rpc_call_set_error(c, "%s: the request is not a valid %s message (%s)", m->path,
@@ -387,11 +337,11 @@ static grpc_status_code decode_request(rpc_call *c, grpc_byte_buffer *payload) {
 
 static void run_unary(rpc_call *c, grpc_byte_buffer *payload) {
     const rpc_method *m = &c->entry->m;
-    grpc_status_code st = decode_request(c, payload);
-    if (st == GRPC_STATUS_OK) st = run_interceptors(c);
+    grpc_status_code st = rpc_call_decode_request(c, payload);
+    if (st == GRPC_STATUS_OK) st = rpc_call_intercept(c);
     ProtobufCMessage *resp = NULL;
     if (st == GRPC_STATUS_OK) {
-        resp = new_message(c->arena, m->response);
+        resp = rpc_call_new_message(c->arena, m->response);
         if (!resp) {
             rpc_call_set_error(c, "out of memory");
             st = GRPC_STATUS_RESOURCE_EXHAUSTED;
@@ -400,233 +350,6 @@ static void run_unary(rpc_call *c, grpc_byte_buffer *payload) {
         }
     }
     unary_finish(c, st, resp);
-}
-
-/* ---- streaming ---- */
-
-static void stream_status_done(rpc_tag *tag, int ok) {
-    (void)ok;
-    call_unref(RPC_CONTAINER_OF(tag, rpc_call, final_tag));
-}
-
-/* Caller holds c->lock. Starts the status batch when nothing is in flight. */
-static void maybe_send_status_locked(rpc_call *c) {
-    if (!c->finish_requested || c->status_sent || c->send_in_flight || c->queue_head) return;
-    c->status_sent = 1;
-    grpc_op ops[2];
-    size_t n = 0;
-    memset(ops, 0, sizeof ops);
-    if (!c->initial_md_sent) {
-        c->initial_md_sent = 1;
-        ops[n++].op = GRPC_OP_SEND_INITIAL_METADATA;
-    }
-    fill_status_op(c, &ops[n++], c->final_status, c->final_message);
-    c->final_tag.done = stream_status_done;
-    call_ref(c);
-    start_batch_or_log(c, ops, n, &c->final_tag);
-}
-
-/* Caller holds c->lock. Starts sending the queue head if the line is free. */
-static void pump_sends_locked(rpc_call *c) {
-    if (c->send_in_flight || !c->queue_head) return;
-    send_item *it = c->queue_head;
-    c->queue_head = it->next;
-    if (!c->queue_head) c->queue_tail = NULL;
-    c->sending = it->bb;
-    free(it);
-    c->send_in_flight = 1;
-    grpc_op ops[2];
-    size_t n = 0;
-    memset(ops, 0, sizeof ops);
-    if (!c->initial_md_sent) {
-        c->initial_md_sent = 1;
-        ops[n++].op = GRPC_OP_SEND_INITIAL_METADATA;
-    }
-    ops[n].op = GRPC_OP_SEND_MESSAGE;
-    ops[n++].data.send_message.send_message = c->sending;
-    call_ref(c);
-    start_batch_or_log(c, ops, n, &c->send_tag);
-}
-
-static void bidi_post_recv(rpc_call *c);
-
-static void send_done(rpc_tag *tag, int ok) {
-    rpc_call *c = RPC_CONTAINER_OF(tag, rpc_call, send_tag);
-    int post_recv = 0;
-    pthread_mutex_lock(&c->lock);
-    grpc_byte_buffer_destroy(c->sending);
-    c->sending = NULL;
-    c->send_in_flight = 0;
-    if (!ok) c->cancelled = 1;
-    if (ok && c->entry && c->entry->m.kind == RPC_BIDI_STREAM && !c->finish_requested &&
-        !c->queue_head)
-        post_recv = 1;
-    pump_sends_locked(c);
-    maybe_send_status_locked(c);
-    pthread_mutex_unlock(&c->lock);
-    if (post_recv) bidi_post_recv(c);
-    call_unref(c);
-}
-
-int rpc_call_send(rpc_call *c, const ProtobufCMessage *msg) {
-    pthread_mutex_lock(&c->lock);
-    if (c->finish_requested || c->cancelled || c->closed) {
-        pthread_mutex_unlock(&c->lock);
-        return -1;
-    }
-    send_item *it = malloc(sizeof *it);
-    if (!it) {
-        pthread_mutex_unlock(&c->lock);
-        return -1;
-    }
-    it->bb = encode(msg);
-    it->next = NULL;
-    if (c->queue_tail) c->queue_tail->next = it;
-    else c->queue_head = it;
-    c->queue_tail = it;
-    pump_sends_locked(c);
-    pthread_mutex_unlock(&c->lock);
-    return 0;
-}
-
-/* Records the final status once; returns 1 if this call did it. */
-static int request_finish(rpc_call *c, grpc_status_code status, const char *message) {
-    pthread_mutex_lock(&c->lock);
-    if (c->finish_requested) {
-        pthread_mutex_unlock(&c->lock);
-        return 0;
-    }
-    c->finish_requested = 1;
-    c->final_status = status;
-    if (status != GRPC_STATUS_OK && !message) message = rpc_status_name(status);
-    c->final_message = message ? strdup(message) : NULL;
-    maybe_send_status_locked(c);
-    pthread_mutex_unlock(&c->lock);
-    notify_observers(c, status, message);
-    return 1;
-}
-
-void rpc_call_finish(rpc_call *c, grpc_status_code status, const char *message) {
-    request_finish(c, status, message);
-    call_unref(c); /* the handler's reference */
-}
-
-int rpc_call_on_cancel(rpc_call *c, void (*fn)(rpc_call *, void *), void *arg) {
-    pthread_mutex_lock(&c->lock);
-    int gone = c->cancelled || c->closed;
-    if (!gone) {
-        c->on_cancel = fn;
-        c->on_cancel_arg = arg;
-    }
-    pthread_mutex_unlock(&c->lock);
-    return gone ? -1 : 0;
-}
-
-static void close_done(rpc_tag *tag, int ok) {
-    (void)ok;
-    rpc_call *c = RPC_CONTAINER_OF(tag, rpc_call, close_tag);
-    void (*fn)(rpc_call *, void *) = NULL;
-    void *arg = NULL;
-    pthread_mutex_lock(&c->lock);
-    c->closed = 1;
-    if (c->cancelled_flag) c->cancelled = 1;
-    if (c->cancelled && !c->finish_requested) {
-        fn = c->on_cancel;
-        arg = c->on_cancel_arg;
-        c->on_cancel = NULL;
-    }
-    pthread_mutex_unlock(&c->lock);
-    if (fn) fn(c, arg);
-    call_unref(c);
-}
-
-static void post_close(rpc_call *c) {
-    grpc_op op;
-    memset(&op, 0, sizeof op);
-    op.op = GRPC_OP_RECV_CLOSE_ON_SERVER;
-    op.data.recv_close_on_server.cancelled = &c->cancelled_flag;
-    call_ref(c);
-    start_batch_or_log(c, &op, 1, &c->close_tag);
-}
-
-/* Ends a stream from the runtime side (the handler holds no reference). */
-static void stream_end(rpc_call *c, grpc_status_code status) {
-    const char *msg = status == GRPC_STATUS_OK ? NULL : c->error_message;
-    request_finish(c, status, msg);
-}
-
-static void run_server_stream(rpc_call *c, grpc_byte_buffer *payload) {
-    const rpc_method *m = &c->entry->m;
-    post_close(c);
-    grpc_status_code st = decode_request(c, payload);
-    if (st == GRPC_STATUS_OK) st = run_interceptors(c);
-    if (st == GRPC_STATUS_OK) {
-        call_ref(c); /* the handler's reference, dropped by rpc_call_finish */
-        st = m->stream(c, c->request, m->arg);
-        if (st == RPC_PENDING) {
-            call_unref(c); /* the runtime's own reference */
-            return;
-        }
-        call_unref(c);
-    }
-    stream_end(c, st);
-    call_unref(c);
-}
-
-static void bidi_recv_done(rpc_tag *tag, int ok) {
-    rpc_call *c = RPC_CONTAINER_OF(tag, rpc_call, recv_tag);
-    const rpc_method *m = &c->entry->m;
-    grpc_byte_buffer *bb = c->recv_buffer;
-    c->recv_buffer = NULL;
-    if (!ok || !bb) { /* half-close (or failure): the stream is over */
-        if (bb) grpc_byte_buffer_destroy(bb);
-        stream_end(c, GRPC_STATUS_OK);
-        call_unref(c);
-        return;
-    }
-    arena_reset(c->msg_arena);
-    const char *why;
-    const ProtobufCMessage *req = decode(c->msg_arena, m->request, bb, &why);
-    grpc_byte_buffer_destroy(bb);
-    grpc_status_code st;
-    int send = 1;
-    ProtobufCMessage *resp = NULL;
-    if (!req) {
-        rpc_call_set_error(c, "%s: a request is not a valid %s message (%s)", m->path,
-                           m->request->name, why);
-        st = GRPC_STATUS_INVALID_ARGUMENT;
-    } else if (!(resp = new_message(c->msg_arena, m->response))) {
-        st = GRPC_STATUS_RESOURCE_EXHAUSTED;
-    } else {
-        st = m->bidi(c, req, resp, &send, m->arg);
-    }
-    if (st != GRPC_STATUS_OK) {
-        stream_end(c, st);
-    } else if (send) {
-        if (rpc_call_send(c, resp) != 0) stream_end(c, GRPC_STATUS_CANCELLED);
-        /* the next receive is posted when this send completes */
-    } else {
-        bidi_post_recv(c);
-    }
-    call_unref(c);
-}
-
-static void bidi_post_recv(rpc_call *c) {
-    grpc_op op;
-    memset(&op, 0, sizeof op);
-    op.op = GRPC_OP_RECV_MESSAGE;
-    op.data.recv_message.recv_message = &c->recv_buffer;
-    call_ref(c);
-    start_batch_or_log(c, &op, 1, &c->recv_tag);
-}
-
-static void run_bidi(rpc_call *c) {
-    post_close(c);
-    c->msg_arena = arena_pool_get(c->srv->arenas);
-    grpc_status_code st = c->msg_arena ? run_interceptors(c) : GRPC_STATUS_RESOURCE_EXHAUSTED;
-    if (st == GRPC_STATUS_OK) bidi_post_recv(c);
-    else stream_end(c, st);
-    call_unref(c);
 }
 
 /* ---- dispatch ---- */
@@ -665,9 +388,7 @@ void rpc_call_dispatch(rpc_server *srv, const rpc_method_entry *entry, grpc_call
     c->details = grpc_empty_slice();
     pthread_mutex_init(&c->lock, NULL);
     atomic_init(&c->refs, 1);
-    c->close_tag.done = close_done;
-    c->send_tag.done = send_done;
-    c->recv_tag.done = bidi_recv_done;
+    rpc_stream_init(c);
     if (gpr_time_cmp(deadline, gpr_inf_future(deadline.clock_type)) == 0) {
         c->deadline_ms = INT64_MAX;
     } else {
@@ -687,7 +408,7 @@ void rpc_call_dispatch(rpc_server *srv, const rpc_method_entry *entry, grpc_call
     c->path = entry->m.path;
     switch (entry->m.kind) {
     case RPC_UNARY: run_unary(c, payload); break;
-    case RPC_SERVER_STREAM: run_server_stream(c, payload); break;
-    case RPC_BIDI_STREAM: run_bidi(c); break;
+    case RPC_SERVER_STREAM: rpc_stream_run(c, payload); break;
+    case RPC_BIDI_STREAM: rpc_stream_run_bidi(c); break;
     }
 }

@@ -65,10 +65,85 @@ struct rpc_server {
     int shutdown_notified; /* guarded by lock */
 };
 
+/* ---- a call (rpc_call.c, rpc_stream.c) ---- */
+
+#define REQUEST_ID_MAX 64
+
+typedef struct send_item {
+    struct send_item *next;
+    grpc_byte_buffer *bb;
+} send_item;
+
+struct rpc_call {
+    rpc_server *srv;
+    const rpc_method_entry *entry; /* NULL: unknown method */
+    const char *path;              /* in the arena */
+    grpc_call *call;
+    grpc_metadata_array md; /* request metadata, owned by the call */
+    int64_t start_ms, deadline_ms;
+    arena *arena;
+    const ProtobufCMessage *request;
+    char request_id[REQUEST_ID_MAX + 1];
+    int client_request_id; /* request_id came from the client */
+    char *peer;          /* gpr_malloc'd, lazily */
+    char *error_message; /* in the arena (handler thread) */
+    void *principal;
+    void (*principal_release)(void *);
+    void *audit; /* the audit module's per-call note (arena memory) */
+
+    /* Final batch (status + trailing metadata) and what it references. */
+    rpc_tag final_tag;
+    grpc_metadata trailer;
+    grpc_slice details;
+    grpc_byte_buffer *unary_response;
+    int cancelled_flag; /* written by RECV_CLOSE_ON_SERVER */
+
+    /* Streaming state, guarded by lock. */
+    pthread_mutex_t lock;
+    atomic_int refs;
+    rpc_tag close_tag, send_tag, recv_tag;
+    int initial_md_sent;
+    int send_in_flight;
+    grpc_byte_buffer *sending;
+    send_item *queue_head, *queue_tail;
+    int finish_requested, status_sent, closed, cancelled;
+    grpc_status_code final_status;
+    char *final_message; /* malloc'd: finish may come from any thread */
+    void (*on_cancel)(rpc_call *, void *);
+    void *on_cancel_arg;
+    arena *msg_arena;             /* bidi: per-message requests and responses */
+    grpc_byte_buffer *recv_buffer; /* bidi: RECV_MESSAGE target */
+};
+
 /* rpc_call.c: takes ownership of call, metadata array contents and payload
  * from a request slot and runs the call. m is NULL for an unknown method. */
 void rpc_call_dispatch(rpc_server *srv, const rpc_method_entry *m, grpc_call *call,
                        gpr_timespec deadline, grpc_metadata_array *md, grpc_byte_buffer *payload,
                        const char *unknown_path);
+
+/* rpc_call.c, for rpc_stream.c. */
+void rpc_call_ref(rpc_call *c);
+void rpc_call_unref(rpc_call *c); /* destroys the call with the last reference */
+/* Decodes bb as a desc message into the arena; NULL (with the reason in
+ * *why) when the bytes are malformed or fail the pb_check guard. */
+const ProtobufCMessage *rpc_call_decode(arena *a, const ProtobufCMessageDescriptor *desc,
+                                        grpc_byte_buffer *bb, const char **why);
+grpc_byte_buffer *rpc_call_encode(const ProtobufCMessage *msg);
+ProtobufCMessage *rpc_call_new_message(arena *a, const ProtobufCMessageDescriptor *desc);
+/* The request of a unary or server-streaming call into c->request (takes
+ * payload); INVALID_ARGUMENT when missing or malformed. */
+grpc_status_code rpc_call_decode_request(rpc_call *c, grpc_byte_buffer *payload);
+grpc_status_code rpc_call_intercept(rpc_call *c); /* the interceptor chain */
+void rpc_call_notify(rpc_call *c, grpc_status_code status, const char *message);
+/* grpc_call_start_batch, completing tag itself (logged) when it fails. */
+void rpc_call_start_batch(rpc_call *c, const grpc_op *ops, size_t n, rpc_tag *tag);
+/* Fills the status op; details and trailer live in the call until it dies. */
+void rpc_call_status_op(rpc_call *c, grpc_op *op, grpc_status_code status, const char *message);
+
+/* rpc_stream.c, for rpc_call.c: the tags of a new call, and running a
+ * server-streaming call (takes payload) or a bidi call. */
+void rpc_stream_init(rpc_call *c);
+void rpc_stream_run(rpc_call *c, grpc_byte_buffer *payload);
+void rpc_stream_run_bidi(rpc_call *c);
 
 #endif

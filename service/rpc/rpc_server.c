@@ -213,16 +213,9 @@ int rpc_server_add_method(rpc_server *srv, const rpc_method *m) {
     return 0;
 }
 
-int rpc_server_add_unary_methods(rpc_server *srv, const rpc_unary_def *defs, size_t n,
-                                 void *arg) {
+int rpc_server_add_methods(rpc_server *srv, const rpc_method *methods, size_t n, void *arg) {
     for (size_t i = 0; i < n; i++) {
-        rpc_method m = {0};
-        m.path = defs[i].path;
-        m.kind = RPC_UNARY;
-        m.request = defs[i].request;
-        m.response = defs[i].response;
-        m.scope = defs[i].scope;
-        m.unary = defs[i].fn;
+        rpc_method m = methods[i];
         m.arg = arg;
         if (rpc_server_add_method(srv, &m) != 0) {
             log_fields(LOG_ERROR, "cannot register method", LOG_F_STR, "path", m.path,

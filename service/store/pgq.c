@@ -293,6 +293,7 @@ int pgq_sqlstate_is(const PGresult *res, const char *state) {
 
 int pgq_pg_fail(pgq_session *ss, const PGresult *res, const char *what) {
     const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+    snprintf(ss->sqlstate, sizeof ss->sqlstate, "%s", state ? state : "");
     const char *msg = res ? PQresultErrorMessage(res) : "";
     if (!msg || !*msg) msg = PQerrorMessage(ss->conn);
     int conn_bad = PQstatus(ss->conn) != CONNECTION_OK || !state ||
@@ -471,7 +472,7 @@ int pgq_pipeline(pgq_session *ss, const char *what, const char *begin, const pgq
     return rc;
 }
 
-int pgq_commit(pgq_session *ss, int (*before_commit)(PGconn *, void *, char *, size_t),
+int pgq_commit(pgq_session *ss, pgq_before_commit_fn before_commit,
                void (*after_commit)(void *), void *hook_arg) {
     /* The caller has given up (or is about to): rather than commit a change
      * it will be told failed, roll back. Statements each had the remaining
@@ -482,7 +483,7 @@ int pgq_commit(pgq_session *ss, int (*before_commit)(PGconn *, void *, char *, s
                         "was changed");
     if (before_commit) {
         char why[256] = "";
-        if (before_commit(ss->conn, hook_arg, why, sizeof why) != 0) {
+        if (before_commit(ss, hook_arg, why, sizeof why) != 0) {
             if (PQstatus(ss->conn) != CONNECTION_OK) ss->broken = 1;
             return pgq_fail(ss, STATUS_EUNAVAILABLE, "cannot record the audit row: %s", why);
         }
@@ -495,6 +496,47 @@ int pgq_commit(pgq_session *ss, int (*before_commit)(PGconn *, void *, char *, s
     PQclear(r);
     if (ok && after_commit) after_commit(hook_arg);
     return rc;
+}
+
+#define COPY_CHUNK (1u << 20) /* PQputCopyData takes an int length */
+
+int pgq_copy_in(pgq_session *ss, const char *what, const char *copy_sql, const char *data,
+                size_t len) {
+    PGconn *conn = ss->conn;
+    pgq_params tq = {0};
+    pgq_text(&tq, ss->timeout);
+    PGresult *r = PQexec(conn, "BEGIN");
+    int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+    PQclear(r);
+    if (ok) {
+        r = exec_sql(ss, TIMEOUT_SQL, &tq);
+        ok = PQresultStatus(r) == PGRES_TUPLES_OK;
+        PQclear(r);
+    }
+    r = ok ? PQexec(conn, copy_sql) : NULL;
+    if (!r || PQresultStatus(r) != PGRES_COPY_IN) {
+        int rc = pgq_pg_fail(ss, r, what);
+        PQclear(r);
+        return rc;
+    }
+    PQclear(r);
+    for (size_t off = 0; ok && off < len; off += COPY_CHUNK) {
+        size_t n = len - off < COPY_CHUNK ? len - off : COPY_CHUNK;
+        ok = PQputCopyData(conn, data + off, (int)n) == 1;
+    }
+    ok = PQputCopyEnd(conn, ok ? NULL : "memoryd: sending the rows failed") == 1 && ok;
+    /* Every result: the COPY's completion, or its error. */
+    PGresult *err = NULL;
+    while ((r = PQgetResult(conn)) != NULL) {
+        if (!err && PQresultStatus(r) != PGRES_COMMAND_OK) err = r;
+        else PQclear(r);
+    }
+    if (!ok || err) {
+        int rc = pgq_pg_fail(ss, err, what);
+        PQclear(err);
+        return rc;
+    }
+    return pgq_commit(ss, NULL, NULL, NULL);
 }
 
 int pgq_run(pg_pool *pool, const char *tier, int64_t deadline_ms, int max_statement_ms,

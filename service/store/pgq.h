@@ -88,6 +88,7 @@ typedef struct pgq_session {
     int64_t deadline_ms; /* CLOCK_MONOTONIC ms; INT64_MAX = none */
     int broken;          /* release the connection as broken */
     int commit_sent;     /* COMMIT went out: a failure now has an unknown outcome */
+    char sqlstate[6];    /* of the last failure pgq_pg_fail classified ("" if none) */
     char timeout[24];    /* statement_timeout in ms, as text */
     char *err;           /* the caller's message buffer */
     size_t errlen;
@@ -135,10 +136,19 @@ int pgq_pipeline(pgq_session *ss, const char *what, const char *begin, const pgq
                  const pgq_params *q, int commit, PGresult **res);
 
 /* Commits the session's transaction: STATUS_ETIMEOUT (rolled back) when the
- * deadline has passed; runs before_commit (may be NULL; non-zero aborts
- * with STATUS_EUNAVAILABLE), COMMIT, then after_commit (may be NULL). */
-int pgq_commit(pgq_session *ss, int (*before_commit)(PGconn *, void *, char *, size_t),
+ * deadline has passed; runs before_commit (may be NULL; it may run
+ * statements in the session; non-zero aborts with STATUS_EUNAVAILABLE),
+ * COMMIT, then after_commit (may be NULL). */
+typedef int (*pgq_before_commit_fn)(pgq_session *ss, void *arg, char *err, size_t errlen);
+int pgq_commit(pgq_session *ss, pgq_before_commit_fn before_commit,
                void (*after_commit)(void *), void *hook_arg);
+
+/* Bulk load in one transaction: BEGIN, the statement timeout, copy_sql
+ * ("COPY t (cols) FROM STDIN"), data[0..len) in COPY text format, COMMIT.
+ * Failures as pgq_pg_fail (ss->sqlstate tells a refused row from a lost
+ * connection). */
+int pgq_copy_in(pgq_session *ss, const char *what, const char *copy_sql, const char *data,
+                size_t len);
 
 /* Runs fn in a session, again on a fresh connection (up to 3 tries) when a
  * pooled connection turned out dead before anything was committed. */

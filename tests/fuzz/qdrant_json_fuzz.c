@@ -10,11 +10,11 @@
 #include "service/episodic/qdrant_json.h"
 #include "tests/fuzz/fuzz_target.h"
 
-static void check_meta(const vs_meta *m) {
+static void check_meta(const tier_meta *m) {
     FUZZ_CHECK(m->owner && m->owner[0]);
     FUZZ_CHECK(m->label >= 1 && m->label <= 4);
     FUZZ_CHECK(m->version >= 1);
-    FUZZ_CHECK(m->created_us >= 0 && m->updated_us >= 0);
+    FUZZ_CHECK(m->create_us >= 0 && m->update_us >= 0);
     FUZZ_CHECK(m->npii <= QJ_MAX_PII);
     for (size_t i = 0; i < m->npii; i++)
         FUZZ_CHECK(m->pii_kinds[i] && strlen(m->pii_kinds[i]) <= QJ_MAX_PII_LEN);

@@ -1,5 +1,5 @@
 // The audit trail (service/audit) against a real PostgreSQL: the observer
-// and its batch writer, audit_write_in_tx, Audit.List and Audit.Watch,
+// and its batch writer, audit_write_in_tx, and the Audit service (List, Watch),
 // through an in-process rpc_server over loopback gRPC. A test interceptor
 // stands in for authn: it builds the caller's principal from x-test-*
 // metadata, so tests choose principal, tenant, scopes and token expiry.
@@ -25,10 +25,12 @@ extern "C" {
 #include "grpc/health/v1/health.pb-c.h"
 #include "memory/v1/audit.pb-c.h"
 #include "service/audit/audit.h"
+#include "service/audit/audit_service.h"
 #include "service/auth/principal.h"
 #include "service/rpc/rpc.h"
 #include "service/store/pg_migrate.h"
 #include "service/store/pg_pool.h"
+#include "service/store/pgq.h"
 }
 
 namespace {
@@ -131,7 +133,6 @@ grpc_status_code Ping(rpc_call*, const ProtobufCMessage*, ProtobufCMessage*, voi
 
 struct TxCtx {
   pg_pool* pg;
-  audit* a;
 };
 
 // A write handler that audits inside its own transaction: "commit" or
@@ -141,15 +142,16 @@ grpc_status_code TxWrite(rpc_call* call, const ProtobufCMessage* req, ProtobufCM
   auto* ctx = static_cast<TxCtx*>(arg);
   bool commit = strcmp(Param(req), "commit") == 0;
   char err[256];
-  PGconn* c = pg_pool_acquire(ctx->pg, rpc_now_ms() + 2000, err, sizeof err);
-  if (!c) return GRPC_STATUS_UNAVAILABLE;
+  pgq_session ss;
+  if (pgq_begin(&ss, ctx->pg, "test", rpc_now_ms() + 2000, 0, err, sizeof err) != STATUS_OK)
+    return GRPC_STATUS_UNAVAILABLE;
   audit_add_target(call, "tx-target");
-  PQclear(PQexec(c, "BEGIN"));
-  int rc = audit_write_in_tx(ctx->a, c, call, err, sizeof err);
-  PGresult* r = PQexec(c, rc == 0 && commit ? "COMMIT" : "ROLLBACK");
+  PQclear(PQexec(ss.conn, "BEGIN"));
+  int rc = audit_write_in_tx(&ss, call, err, sizeof err);
+  PGresult* r = PQexec(ss.conn, rc == 0 && commit ? "COMMIT" : "ROLLBACK");
   bool committed = rc == 0 && commit && PQresultStatus(r) == PGRES_COMMAND_OK;
   PQclear(r);
-  pg_pool_release(ctx->pg, c, 0);
+  pgq_end(&ss);
   if (rc != 0) {
     rpc_call_set_error(call, "%s", err);
     return GRPC_STATUS_INTERNAL;
@@ -184,13 +186,15 @@ int64_t NowUs() {
 struct Node {
   rpc_server* srv = nullptr;
   audit* a = nullptr;
+  audit_service* svc = nullptr;
   TxCtx tx{};
   std::shared_ptr<grpc::Channel> ch;
 
-  void Start(pg_pool* pg, const audit_options& o) {
+  void Start(pg_pool* pg, const audit_options& o, const audit_service_options& svc_o = {}) {
     char err[512];
     ASSERT_EQ(0, audit_create(pg, &o, &a, err, sizeof err)) << err;
-    tx = {pg, a};
+    ASSERT_EQ(0, audit_service_create(pg, &svc_o, &svc, err, sizeof err)) << err;
+    tx = {pg};
     rpc_server_options so = {};
     so.listen = "127.0.0.1:0";
     so.workers = 4;
@@ -201,7 +205,8 @@ struct Node {
     Add("/test.Other/Ping", "test:read", Ping, nullptr);
     Add("/test.Health/Check", nullptr, Ping, nullptr);
     ASSERT_EQ(0, rpc_server_add_interceptor(srv, TestAuth, nullptr));
-    ASSERT_EQ(0, audit_register(srv, a));
+    ASSERT_EQ(0, audit_observe(srv, a));
+    ASSERT_EQ(0, audit_service_register(srv, svc));
     ASSERT_EQ(0, rpc_server_start(srv, err, sizeof err)) << err;
     ch = testing_client::Connect(rpc_server_port(srv));
   }
@@ -216,7 +221,8 @@ struct Node {
     m.arg = arg;
     ASSERT_EQ(0, rpc_server_add_method(srv, &m)) << path;
   }
-  // Server first (its streams are cancelled), then the audit (flushes).
+  // Server first (its streams are cancelled), then the Audit service
+  // (the listener), then the trail (flushes).
   void Stop() {
     ch.reset();
     if (srv) {
@@ -224,6 +230,8 @@ struct Node {
       rpc_server_free(srv);
       srv = nullptr;
     }
+    audit_service_free(svc);
+    svc = nullptr;
     audit_free(a);
     a = nullptr;
   }
@@ -232,11 +240,7 @@ struct Node {
     return Unary(ch, method, Req(param), 5000, Md(who, request_id)).status;
   }
   void Flush() { ASSERT_EQ(0, audit_flush(a, rpc_now_ms() + 10000)); }
-  size_t Watchers() {
-    audit_stats s;
-    audit_get_stats(a, &s);
-    return s.watchers;
-  }
+  size_t Watchers() { return audit_service_watchers(svc); }
   bool WaitWatchers(size_t n) {
     for (int i = 0; i < 500; i++) {
       if (Watchers() == n) return true;
@@ -469,10 +473,10 @@ class AuditTest : public ::testing::Test {
     if (conn_) PQfinish(conn_);
   }
   virtual bool StartDefaultNode() { return true; }
-  Node* NewNode(const audit_options& o) {
+  Node* NewNode(const audit_options& o, const audit_service_options& so = {}) {
     auto* n = new Node();
     extra_.push_back(n);
-    n->Start(pg_, o);
+    n->Start(pg_, o, so);
     return n;
   }
   // Runs sql on the test's own connection; returns the first value.
@@ -982,10 +986,10 @@ int CheckLiveFlag(void* ctx, const principal* p, char* err, size_t errlen) {
 
 TEST_F(AuditTest, WatchEndsWithUnauthenticatedWhenCheckLiveFails) {
   std::atomic<bool> revoked{false};
-  audit_options o = {};
+  audit_service_options o = {};
   o.check_live = CheckLiveFlag;
   o.check_live_ctx = &revoked;
-  Node* n = NewNode(o);
+  Node* n = NewNode(audit_options{}, o);
   Watch carol(n->ch, kAuditor, "", "", "");
   Watch alice(n->ch, kAlice, "", "", "");
   ASSERT_TRUE(n->WaitWatchers(2));

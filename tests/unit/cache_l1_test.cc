@@ -19,11 +19,23 @@ extern "C" {
 
 namespace {
 
-int64_t WallMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
+// The clocks every L1 of these tests reads: time moves only when a test
+// moves it, so TTLs are tested without sleeping.
+struct TestClock {
+  std::atomic<int64_t> mono_ms{1000000};
+  std::atomic<int64_t> wall_ms{1700000000000};
+  void Advance(int64_t ms) {
+    mono_ms += ms;
+    wall_ms += ms;
+  }
+};
+TestClock test_clock;
+
+int64_t TestMono(void*) { return test_clock.mono_ms; }
+int64_t TestWall(void*) { return test_clock.wall_ms; }
+const clock_src kTestClock = {TestMono, TestWall, nullptr};
+
+int64_t WallMs() { return test_clock.wall_ms; }
 
 cache_item* Item(const std::string& v, int64_t ttl_ms = 60000, int label = 1,
                  const char* owner = "alice") {
@@ -33,7 +45,7 @@ cache_item* Item(const std::string& v, int64_t ttl_ms = 60000, int label = 1,
 
 struct L1 {
   explicit L1(size_t entries, size_t bytes = 0, int ttl_ms = 60000) {
-    cache_l1_options o = {entries, bytes, ttl_ms};
+    cache_l1_options o = {entries, bytes, ttl_ms, &kTestClock};
     l1 = cache_l1_create(&o);
   }
   ~L1() { cache_l1_free(l1); }
@@ -121,10 +133,10 @@ TEST(CacheL1, EntriesExpireWithTheirOwnTtlAndWithL1s) {
   c.Put("short", "s", 60);
   c.Put("long", "l", 60000);
   EXPECT_EQ("s", c.Get("short"));
-  std::this_thread::sleep_for(std::chrono::milliseconds(90));
+  test_clock.Advance(90);
   EXPECT_EQ("<miss>", c.Get("short"));  // its own TTL
   EXPECT_EQ("l", c.Get("long"));
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  test_clock.Advance(100);
   EXPECT_EQ("<miss>", c.Get("long"));  // L1's TTL
   EXPECT_EQ(2u, c.Stats().expirations);
   EXPECT_FALSE(c.Put("past", "p", -5));  // already expired: not kept

@@ -22,8 +22,8 @@ vs_id Num(uint64_t n) {
   return id;
 }
 
-vs_meta Meta(const char* owner = "o") {
-  vs_meta m{};
+tier_meta Meta(const char* owner = "o") {
+  tier_meta m{};
   m.owner = owner;
   m.label = 1;
   m.version = 1;
@@ -63,7 +63,7 @@ TEST_P(IndexTest, SearchAgreesWithBruteForceThroughPutsAndRemoves) {
   eidx* x = eidx_create(dims, distance);
   ASSERT_NE(nullptr, x);
   std::map<uint64_t, std::vector<float>> ref;
-  vs_meta m = Meta();
+  tier_meta m = Meta();
   for (int round = 0; round < 3; round++) {
     for (int i = 0; i < 3000; i++) {
       uint64_t id = rng() % 5000;
@@ -111,7 +111,7 @@ int OnlyEven(const eidx* x, size_t slot, void*) { return eidx_id(x, slot)->num %
 
 TEST(Index, AcceptAndThresholdLimitTheCandidates) {
   eidx* x = eidx_create(1, VS_EUCLID);
-  vs_meta m = Meta();
+  tier_meta m = Meta();
   for (uint64_t i = 0; i < 100; i++) {
     vs_id id = Num(i);
     float v = float(i);
@@ -134,7 +134,7 @@ TEST(Index, PayloadsAndMetadataAreOwnedByTheIndex) {
   json_t* p = json_pack("{s:i}", "a", 1);
   const char* kinds[] = {"email"};
   char owner[] = "alice";
-  vs_meta m = Meta(owner);
+  tier_meta m = Meta(owner);
   m.pii_kinds = kinds;
   m.npii = 1;
   vs_id id = Num(1);
@@ -142,7 +142,7 @@ TEST(Index, PayloadsAndMetadataAreOwnedByTheIndex) {
   ASSERT_EQ(0, eidx_put(x, &id, v, p, &m));
   json_decref(p);
   owner[0] = 'X';  // the index copied the strings
-  const vs_meta* got = eidx_meta(x, 0);
+  const tier_meta* got = eidx_meta(x, 0);
   EXPECT_STREQ("alice", got->owner);
   ASSERT_EQ(1u, got->npii);
   EXPECT_STREQ("email", got->pii_kinds[0]);

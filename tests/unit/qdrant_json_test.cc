@@ -545,9 +545,9 @@ TEST_F(QdrantJsonTest, UpsertWritesPointsWithStampedMetadata) {
   pts[1].id = Uuid("5c56c793-69f3-4fbf-87e6-c4bf54c28c26");
   pts[1].vector = v2;
   pts[1].payload = nullptr;
-  vs_meta metas[2] = {};
-  metas[0] = {"alice", 3, 2, 1700000000000000, 1700000000000001, nullptr, 0};
-  metas[1] = {"bob", 1, 1, 5, 5, nullptr, 0};
+  tier_meta metas[2] = {};
+  metas[0] = {nullptr, "alice", 3, 2, 1700000000000000, 1700000000000001, 0, 0, nullptr, 0};
+  metas[1] = {nullptr, "bob", 1, 1, 5, 5, 0, 0, nullptr, 0};
   char *out = nullptr, err[256];
   size_t len = 0;
   std::string body = Take("upsert", qj_upsert("t1", 3, pts, metas, 2, &out, &len, err, sizeof err),
@@ -577,7 +577,7 @@ TEST_F(QdrantJsonTest, UpsertRefusesWhatQdrantCannotStore) {
   vs_point_in p = {};
   p.id = Num(1);
   p.vector = nan_vec;
-  vs_meta m = {"alice", 1, 1, 0, 0, nullptr, 0};
+  tier_meta m = {nullptr, "alice", 1, 1, 0, 0, 0, 0, nullptr, 0};
   char *out = nullptr, err[256];
   size_t len = 0;
   EXPECT_EQ("ERR -8: vector component is not a finite number",
@@ -895,8 +895,8 @@ TEST_F(QdrantJsonTest, QueryHitsComeBackWithMetadataPayloadAndVector) {
   EXPECT_STREQ("alice", hits[0].point.meta.owner);
   EXPECT_EQ(2, hits[0].point.meta.label);
   EXPECT_EQ(3, hits[0].point.meta.version);
-  EXPECT_EQ(10, hits[0].point.meta.created_us);
-  EXPECT_EQ(20, hits[0].point.meta.updated_us);
+  EXPECT_EQ(10, hits[0].point.meta.create_us);
+  EXPECT_EQ(20, hits[0].point.meta.update_us);
   ASSERT_EQ(1u, hits[0].point.meta.npii);
   EXPECT_STREQ("email", hits[0].point.meta.pii_kinds[0]);
   ASSERT_TRUE(json_is_object(hits[0].point.payload));

@@ -1,15 +1,15 @@
-/* audit_internal: state shared by audit.c (observer, queue, writer),
- * audit_list.c (Audit.List), audit_watch.c (Audit.Watch and the LISTEN
- * thread) and audit_codec.c (the pure encoders/decoders they use). Not for
+/* audit_codec: the audit trail's byte formats, apart from any I/O so tests
+ * and fuzzers can feed them bytes: records as COPY lines and array
+ * literals, audit_log rows in binary results, filters. Shared by the trail
+ * (audit.c) and the Audit service (audit_list.c, audit_watch.c); not for
  * other modules. */
-#ifndef MEMORYD_AUDIT_INTERNAL_H
-#define MEMORYD_AUDIT_INTERNAL_H
-#include <pthread.h>
-#include <stdatomic.h>
+#ifndef MEMORYD_AUDIT_AUDIT_CODEC_H
+#define MEMORYD_AUDIT_AUDIT_CODEC_H
+#include <libpq-fe.h>
 
 #include "memory/v1/audit.pb-c.h"
 #include "service/core/status.h"
-#include "service/audit/audit.h"
+#include "service/auth/principal.h"
 #include "service/core/arena.h"
 
 #define AUDIT_SCOPE "audit:read"
@@ -54,48 +54,12 @@ typedef struct audit_filter {
     const char *target;
 } audit_filter;
 
-/* The per-call note hung on rpc_call_set_audit (call arena). */
-typedef struct audit_note {
-    char **targets;
-    size_t ntargets, cap, ignored;
-    int in_tx;     /* audit_write_in_tx inserted a row */
-    int committed; /* ...and the handler's COMMIT succeeded */
-} audit_note;
-
 /* A growable byte buffer (malloc). oom is sticky: check it once at the end. */
 typedef struct audit_buf {
     char *p;
     size_t len, cap;
     int oom;
 } audit_buf;
-
-typedef struct audit_watch audit_watch;
-
-struct audit {
-    pg_pool *pg;
-    audit_options o;
-
-    /* The queue: a ring of record pointers, guarded by qlock. */
-    pthread_mutex_t qlock;
-    pthread_cond_t qwake; /* the writer: records arrived, or stop */
-    pthread_cond_t qdone; /* audit_flush / audit_free: the writer made progress */
-    audit_rec **ring;
-    size_t head, count;
-    uint64_t enq_seq, done_seq; /* records entered / finished (written, failed, dropped) */
-    int writer_waiting;
-    int writer_lingering; /* waiting linger_ms for a fuller batch */
-    int flush_waiters;    /* audit_flush callers: cut the linger short */
-    int stopping, writer_exited;
-    int64_t flush_deadline_ms;
-    PGcancel *cancel;     /* the writer's in-flight statement, for audit_free */
-    int64_t last_drop_warn_ms; /* qlock */
-    int64_t last_fail_log_ms;  /* writer thread only */
-    pthread_t writer;
-
-    atomic_uint_fast64_t queued, written, dropped, failed, batches;
-
-    audit_watch *watch;
-};
 
 /* ---- audit_codec.c: pure helpers, no I/O ---- */
 
@@ -145,31 +109,5 @@ int audit_codec_filter(const Memory__V1__AuditFilter *in, const char *own_sub,
                        size_t errlen);
 /* 1 if row (already known to be in the watcher's tenant) passes f. */
 int audit_codec_filter_match(const audit_filter *f, const audit_row *row);
-
-/* Page tokens: opaque base64url of "v1:<time_us>:<id>:<binding>", where
- * binding is a hash of everything the token is only valid for (caller and
- * filters). encode returns a malloc'd string (NULL on OOM); decode returns
- * 0, or -1 when the token is malformed or bound to something else. */
-char *audit_codec_page_token(int64_t time_us, int64_t id, const char *binding);
-int audit_codec_page_token_parse(const char *tok, const char *binding, int64_t *time_us,
-                                 int64_t *id);
-
-/* ---- audit_list.c ---- */
-grpc_status_code audit_list_handler(rpc_call *call, const ProtobufCMessage *req,
-                                    ProtobufCMessage *resp, void *arg);
-
-/* ---- audit_watch.c ---- */
-int audit_watch_start(audit *a, char *err, size_t errlen);
-/* Stops the listener and ends open streams with UNAVAILABLE; accepts a
- * NULL a->watch. */
-void audit_watch_stop(audit *a);
-grpc_status_code audit_watch_handler(rpc_call *call, const ProtobufCMessage *req, void *arg);
-size_t audit_watch_count(audit *a);
-
-/* ---- audit.c ---- */
-/* Maps a failed PGresult / connection to a status for List and Watch and
- * sets the call's error message. */
-grpc_status_code audit_pg_status(rpc_call *call, PGconn *conn, const PGresult *r,
-                                 const char *what);
 
 #endif

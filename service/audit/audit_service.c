@@ -1,0 +1,70 @@
+/* audit_service: the Audit service's state and its tier; see
+ * audit_service.h. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "service/audit/audit_service_internal.h"
+#include "service/auth/authn.h"
+
+#define DEFAULT_WATCHERS 1024
+
+int audit_service_create(pg_pool *pg, const audit_service_options *o, audit_service **out,
+                         char *err, size_t errlen) {
+    audit_service *s = calloc(1, sizeof *s);
+    if (!s) return snprintf(err, errlen, "audit: out of memory"), -1;
+    s->pg = pg;
+    if (o) s->o = *o;
+    if (!s->o.max_watchers) s->o.max_watchers = DEFAULT_WATCHERS;
+    if (audit_watch_start(s, err, errlen) != 0) {
+        free(s);
+        return -1;
+    }
+    *out = s;
+    return 0;
+}
+
+void audit_service_free(audit_service *s) {
+    if (!s) return;
+    audit_watch_stop(s);
+    free(s);
+}
+
+size_t audit_service_watchers(audit_service *s) { return audit_watch_count(s); }
+
+#define SVC "memory.v1.Audit"
+static const rpc_method methods[] = {
+    RPC_METHOD_UNARY(SVC, "List", memory__v1__audit_list, AUDIT_SCOPE, audit_list_handler),
+    RPC_METHOD_SERVER_STREAM(SVC, "Watch", memory__v1__audit_watch, AUDIT_SCOPE,
+                             audit_watch_handler),
+};
+
+int audit_service_register(rpc_server *srv, audit_service *s) {
+    return rpc_server_add_methods(srv, methods, TIER_COUNT(methods), s);
+}
+
+/* ---- the tier ---- */
+
+/* Watch ends streams whose token died; authn knows. */
+static int check_live_authn(void *ctx, const principal *p, char *err, size_t errlen) {
+    return authn_check_live(ctx, p, err, errlen);
+}
+
+static int audit_open(tier_env *env, void **state, char *err, size_t errlen) {
+    audit_service_options o = {.check_live = env->auth ? check_live_authn : NULL,
+                               .check_live_ctx = env->auth};
+    return audit_service_create(env->pg, &o, (audit_service **)state, err, errlen);
+}
+
+static void audit_close(void *state) { audit_service_free(state); }
+
+static const tier_service services[] = {{SVC, HEALTH_NEEDS_PG}};
+
+const tier audit_tier = {
+    .name = "audit",
+    .services = services,
+    .nservices = TIER_COUNT(services),
+    .methods = methods,
+    .nmethods = TIER_COUNT(methods),
+    .open = audit_open,
+    .free = audit_close,
+};

@@ -1,0 +1,323 @@
+/* entries_rpc_write: the Entries handlers that write: Write, DeleteEntry,
+ * Append, Replace and PurgeExpired. Every write runs the PII policy on
+ * what it would store and records its audit row in its transaction. */
+#include <stdio.h>
+#include <string.h>
+
+#include "service/auth/authn.h"
+#include "service/entries/entries_service_internal.h"
+#include "service/pb/pbtime.h"
+#include "service/tier/tier_check.h"
+
+#define METADATA_MAX (64 * 1024)
+#define FIND_MAX (64 * 1024)
+#define DEFAULT_CONTENT_TYPE "application/octet-stream"
+#define MAX_TIMESTAMP_US 253402300799999999LL /* 9999-12-31T23:59:59.999999Z */
+
+static grpc_status_code check_value(rpc_call *call, const char *field, size_t len) {
+    if (len > ENTRIES_VALUE_MAX)
+        return rpc_call_invalid(call, "%s: %zu bytes; at most %d (1 MiB)", field, len,
+                                ENTRIES_VALUE_MAX);
+    return GRPC_STATUS_OK;
+}
+
+/* The expiry a Write asks for: an absolute time in the future, or a TTL
+ * from the database's now. */
+static grpc_status_code check_expiry(rpc_call *call, const Memory__V1__EntriesWriteRequest *req,
+                                     entries_write_in *in) {
+    if (req->expiration_case == MEMORY__V1__ENTRIES_WRITE_REQUEST__EXPIRATION_EXPIRE_TIME) {
+        grpc_status_code st = tier_check_time(call, "expire_time", req->expire_time,
+                                              &in->expire_us);
+        if (st != GRPC_STATUS_OK) return st;
+        if (in->expire_us <= pbtime_now_us())
+            return rpc_call_invalid(call, "expire_time: must be in the future");
+        in->has_expire = 1;
+    } else if (req->expiration_case == MEMORY__V1__ENTRIES_WRITE_REQUEST__EXPIRATION_TTL) {
+        if (!req->ttl || pbtime_duration_us(req->ttl, &in->ttl_us) != 0 || in->ttl_us <= 0)
+            return rpc_call_invalid(call, "ttl: must be a positive duration");
+        if (in->ttl_us > MAX_TIMESTAMP_US - pbtime_now_us())
+            return rpc_call_invalid(call, "ttl: would expire after 9999-12-31");
+        in->has_ttl = 1;
+    }
+    return GRPC_STATUS_OK;
+}
+
+/* The PII policy over what a Write stores: key (it names the entry),
+ * value, tags and metadata. */
+static grpc_status_code write_pii(rpc_call *call, const entries_service *svc,
+                                  const Memory__V1__EntriesWriteRequest *req,
+                                  entries_write_in *in, const Google__Protobuf__Struct **meta) {
+    arena *a = rpc_call_arena(call);
+    const char *key = req->key, *value = (const char *)req->value.data;
+    size_t value_len = req->value.len;
+    pii_field f[2 + ENTRIES_TAGS_MAX + 1] = {
+        PII_NAME("key", &key),
+        PII_BYTES("value", &value, &value_len),
+    };
+    size_t n = 2;
+    char (*paths)[24] = arena_alloc(a, (in->ntags ? in->ntags : 1) * sizeof *paths);
+    const char **tags = arena_alloc(a, (in->ntags ? in->ntags : 1) * sizeof *tags);
+    if (!paths || !tags) return rpc_call_oom(call);
+    for (size_t i = 0; i < in->ntags; i++) {
+        tags[i] = in->tags[i];
+        snprintf(paths[i], sizeof paths[i], "tags[%zu]", i);
+        f[n++] = (pii_field)PII_TEXT(paths[i], &tags[i]);
+    }
+    f[n++] = (pii_field)PII_STRUCT("metadata", meta);
+    char why[512];
+    int rc = pii_policy_apply(a, pii_policy_mode(svc->pii, authn_principal(call)), f, n,
+                              (const char ***)&in->pii_kinds, &in->npii, why, sizeof why);
+    if (rc == STATUS_EINVALID) return rpc_call_invalid(call, "%s", why);
+    if (rc != STATUS_OK) return rpc_call_oom(call);
+    if (value_len > ENTRIES_VALUE_MAX)
+        return rpc_call_invalid(call, "value: %zu bytes once redacted; at most %d (1 MiB)",
+                                value_len, ENTRIES_VALUE_MAX);
+    in->value = (const uint8_t *)value;
+    in->value_len = value_len;
+    in->tags = tags;
+    return GRPC_STATUS_OK;
+}
+
+grpc_status_code entries_do_write(rpc_call *call, const ProtobufCMessage *reqm,
+                                  ProtobufCMessage *respm, void *arg) {
+    entries_service *svc = arg;
+    const Memory__V1__EntriesWriteRequest *req = (const Memory__V1__EntriesWriteRequest *)reqm;
+    Memory__V1__EntriesWriteResponse *resp = (Memory__V1__EntriesWriteResponse *)respm;
+    const principal *p = authn_principal(call);
+    grpc_status_code st;
+    entries_write_in in = {0};
+    if ((st = entries_check_address(call, req->namespace_, req->key)) != GRPC_STATUS_OK ||
+        (st = check_value(call, "value", req->value.len)) != GRPC_STATUS_OK ||
+        (st = tier_check_name(call, "content_type", req->content_type,
+                              ENTRIES_CONTENT_TYPE_MAX, 0)) != GRPC_STATUS_OK ||
+        (st = tier_check_tags(call, "tags", req->tags, req->n_tags, ENTRIES_TAGS_MAX,
+                              ENTRIES_TAG_MAX_CHARS, (const char ***)&in.tags, &in.ntags)) !=
+            GRPC_STATUS_OK ||
+        (st = tier_check_label(call, "label", (int)req->label)) != GRPC_STATUS_OK ||
+        (st = check_expiry(call, req, &in)) != GRPC_STATUS_OK)
+        return st;
+    if (req->precondition_case ==
+        MEMORY__V1__ENTRIES_WRITE_REQUEST__PRECONDITION_EXPECTED_VERSION) {
+        if ((st = tier_check_expected(call, req->expected_version, TIER_EXPECT_CREATE_OK)) !=
+            GRPC_STATUS_OK)
+            return st;
+        in.has_expected = 1;
+        in.expected_version = req->expected_version;
+    }
+    if ((st = entries_check_ns_allowed(call, p, req->namespace_)) != GRPC_STATUS_OK) return st;
+    in.ns = req->namespace_;
+    in.key = req->key;
+    in.content_type = req->content_type[0] ? req->content_type : DEFAULT_CONTENT_TYPE;
+    in.label = (int)req->label;
+    const Google__Protobuf__Struct *meta = req->metadata;
+    if ((st = write_pii(call, svc, req, &in, &meta)) != GRPC_STATUS_OK ||
+        (st = tier_check_struct(call, "metadata", meta, METADATA_MAX, &in.metadata_json)) !=
+            GRPC_STATUS_OK)
+        return st;
+    entries_target(call, in.ns, in.key);
+    tier_ctx c;
+    entries_ctx(svc, call, 1, &c);
+    entries_record rec;
+    int created = 0;
+    int rc = entries_store_write(svc->store, &c, &in, &rec, &created);
+    if (rc != STATUS_OK) return tier_status(call, rc, &c);
+    if (!(resp->meta = tier_meta_render(rpc_call_arena(call), &rec.meta)))
+        return rpc_call_oom(call);
+    resp->created = created;
+    return GRPC_STATUS_OK;
+}
+
+grpc_status_code entries_do_delete(rpc_call *call, const ProtobufCMessage *reqm,
+                                   ProtobufCMessage *respm, void *arg) {
+    entries_service *svc = arg;
+    const Memory__V1__EntriesDeleteEntryRequest *req =
+        (const Memory__V1__EntriesDeleteEntryRequest *)reqm;
+    (void)respm;
+    grpc_status_code st;
+    int has_expected = req->precondition_case ==
+                       MEMORY__V1__ENTRIES_DELETE_ENTRY_REQUEST__PRECONDITION_EXPECTED_VERSION;
+    if ((st = entries_check_address(call, req->namespace_, req->key)) != GRPC_STATUS_OK ||
+        (has_expected && (st = tier_check_expected(call, req->expected_version,
+                                                   TIER_EXPECT_ANY)) != GRPC_STATUS_OK) ||
+        (st = entries_check_ns_allowed(call, authn_principal(call), req->namespace_)) !=
+            GRPC_STATUS_OK)
+        return st;
+    entries_target(call, req->namespace_, req->key);
+    tier_ctx c;
+    entries_ctx(svc, call, 1, &c);
+    int rc = entries_store_delete(svc->store, &c, req->namespace_, req->key, has_expected,
+                                  req->expected_version);
+    return tier_status(call, rc, &c);
+}
+
+/* ------------------------------------------------------------ Append / Replace */
+
+typedef struct {
+    arena *a;
+    pii_mode mode;
+    const ProtobufCBinaryData *append;             /* Append */
+    const ProtobufCBinaryData *find, *replacement; /* Replace */
+    int32_t max_replacements;
+    int64_t count; /* occurrences replaced */
+} edit_ctx;
+
+/* Runs the PII policy over a new value; fills out. */
+static int edit_pii(edit_ctx *e, const uint8_t *v, size_t n, entries_edit_out *out, char *err,
+                    size_t errlen) {
+    const char *value = (const char *)v;
+    pii_field f[] = {PII_BYTES("value", &value, &n)};
+    int rc = pii_policy_apply(e->a, e->mode, f, 1, (const char ***)&out->pii_kinds, &out->npii,
+                              err, errlen);
+    if (rc != STATUS_OK) return rc;
+    out->changed = 1;
+    out->value = (const uint8_t *)value;
+    out->value_len = n;
+    return STATUS_OK;
+}
+
+static int too_big(size_t total, char *err, size_t errlen) {
+    snprintf(err, errlen, "the value would grow to %zu bytes; at most %d (1 MiB)", total,
+             ENTRIES_VALUE_MAX);
+    return STATUS_ETOOBIG;
+}
+
+static int edit_append(void *arg, const uint8_t *v, size_t n, entries_edit_out *out, char *err,
+                       size_t errlen) {
+    edit_ctx *e = arg;
+    size_t total = n + e->append->len;
+    if (total > ENTRIES_VALUE_MAX) return too_big(total, err, errlen);
+    uint8_t *buf = arena_alloc(e->a, total ? total : 1);
+    if (!buf) return STATUS_ENOMEM;
+    if (n) memcpy(buf, v, n);
+    if (e->append->len) memcpy(buf + n, e->append->data, e->append->len);
+    return edit_pii(e, buf, total, out, err, errlen);
+}
+
+static int edit_replace(void *arg, const uint8_t *v, size_t n, entries_edit_out *out, char *err,
+                        size_t errlen) {
+    edit_ctx *e = arg;
+    const uint8_t *f = e->find->data;
+    size_t fl = e->find->len, rl = e->replacement->len;
+    int64_t count = 0;
+    for (size_t i = 0; i + fl <= n;) {
+        if (memcmp(v + i, f, fl) == 0) {
+            count++;
+            if (e->max_replacements && count == e->max_replacements) break;
+            i += fl;
+        } else {
+            i++;
+        }
+    }
+    e->count = count;
+    if (count == 0) return STATUS_OK; /* out->changed stays 0 */
+    size_t total = n - (size_t)count * fl + (size_t)count * rl;
+    if (total > ENTRIES_VALUE_MAX) return too_big(total, err, errlen);
+    uint8_t *buf = arena_alloc(e->a, total ? total : 1), *w = buf;
+    if (!buf) return STATUS_ENOMEM;
+    int64_t done = 0;
+    size_t i = 0;
+    while (i < n) {
+        if (done < count && i + fl <= n && memcmp(v + i, f, fl) == 0) {
+            if (rl) memcpy(w, e->replacement->data, rl);
+            w += rl;
+            i += fl;
+            done++;
+        } else {
+            *w++ = v[i++];
+        }
+    }
+    return edit_pii(e, buf, total, out, err, errlen);
+}
+
+/* The checks Append and Replace share, then the edit in the store. */
+static grpc_status_code modify(rpc_call *call, entries_service *svc, const char *ns,
+                               const char *key, int has_expected, int64_t expected,
+                               entries_edit_fn edit, edit_ctx *e, entries_record *rec) {
+    grpc_status_code st;
+    const principal *p = authn_principal(call);
+    if ((has_expected && (st = tier_check_expected(call, expected, TIER_EXPECT_ANY)) !=
+                             GRPC_STATUS_OK) ||
+        (st = entries_check_ns_allowed(call, p, ns)) != GRPC_STATUS_OK)
+        return st;
+    entries_target(call, ns, key);
+    e->a = rpc_call_arena(call);
+    e->mode = pii_policy_mode(svc->pii, p);
+    entries_modify_in in = {ns, key, has_expected, expected, edit, e};
+    tier_ctx c;
+    entries_ctx(svc, call, 1, &c);
+    return tier_status(call, entries_store_modify(svc->store, &c, &in, rec), &c);
+}
+
+grpc_status_code entries_do_append(rpc_call *call, const ProtobufCMessage *reqm,
+                                   ProtobufCMessage *respm, void *arg) {
+    const Memory__V1__EntriesAppendRequest *req = (const Memory__V1__EntriesAppendRequest *)reqm;
+    Memory__V1__EntriesAppendResponse *resp = (Memory__V1__EntriesAppendResponse *)respm;
+    grpc_status_code st;
+    if ((st = entries_check_address(call, req->namespace_, req->key)) != GRPC_STATUS_OK ||
+        (st = check_value(call, "value", req->value.len)) != GRPC_STATUS_OK)
+        return st;
+    edit_ctx e = {0};
+    e.append = &req->value;
+    entries_record rec;
+    if ((st = modify(call, arg, req->namespace_, req->key,
+                     req->precondition_case ==
+                         MEMORY__V1__ENTRIES_APPEND_REQUEST__PRECONDITION_EXPECTED_VERSION,
+                     req->expected_version, edit_append, &e, &rec)) != GRPC_STATUS_OK)
+        return st;
+    if (!(resp->meta = tier_meta_render(rpc_call_arena(call), &rec.meta)))
+        return rpc_call_oom(call);
+    resp->size_bytes = rec.size_bytes;
+    return GRPC_STATUS_OK;
+}
+
+grpc_status_code entries_do_replace(rpc_call *call, const ProtobufCMessage *reqm,
+                                    ProtobufCMessage *respm, void *arg) {
+    const Memory__V1__EntriesReplaceRequest *req =
+        (const Memory__V1__EntriesReplaceRequest *)reqm;
+    Memory__V1__EntriesReplaceResponse *resp = (Memory__V1__EntriesReplaceResponse *)respm;
+    grpc_status_code st;
+    if ((st = entries_check_address(call, req->namespace_, req->key)) != GRPC_STATUS_OK)
+        return st;
+    if (req->find.len == 0) return rpc_call_invalid(call, "find: required (1 byte to 64 KiB)");
+    if (req->find.len > FIND_MAX)
+        return rpc_call_invalid(call, "find: %zu bytes; at most %d (64 KiB)", req->find.len,
+                                FIND_MAX);
+    if ((st = check_value(call, "replacement", req->replacement.len)) != GRPC_STATUS_OK)
+        return st;
+    if (req->max_replacements < 0)
+        return rpc_call_invalid(call, "max_replacements: %d; must not be negative (0 = all)",
+                                req->max_replacements);
+    edit_ctx e = {0};
+    e.find = &req->find;
+    e.replacement = &req->replacement;
+    e.max_replacements = req->max_replacements;
+    entries_record rec;
+    if ((st = modify(call, arg, req->namespace_, req->key,
+                     req->precondition_case ==
+                         MEMORY__V1__ENTRIES_REPLACE_REQUEST__PRECONDITION_EXPECTED_VERSION,
+                     req->expected_version, edit_replace, &e, &rec)) != GRPC_STATUS_OK)
+        return st;
+    if (!(resp->meta = tier_meta_render(rpc_call_arena(call), &rec.meta)))
+        return rpc_call_oom(call);
+    resp->replacement_count = e.count;
+    return GRPC_STATUS_OK;
+}
+
+grpc_status_code entries_do_purge(rpc_call *call, const ProtobufCMessage *reqm,
+                                  ProtobufCMessage *respm, void *arg) {
+    entries_service *svc = arg;
+    const Memory__V1__EntriesPurgeExpiredRequest *req =
+        (const Memory__V1__EntriesPurgeExpiredRequest *)reqm;
+    Memory__V1__EntriesPurgeExpiredResponse *resp =
+        (Memory__V1__EntriesPurgeExpiredResponse *)respm;
+    const char *pat = req->namespace_pattern;
+    grpc_status_code st = entries_check_ns_pattern(call, "namespace_pattern", &pat);
+    if (st != GRPC_STATUS_OK) return st;
+    tier_ctx c;
+    entries_ctx(svc, call, 1, &c);
+    int64_t n = 0;
+    int rc = entries_store_purge(svc->store, &c, pat, &n);
+    if (rc != STATUS_OK) return tier_status(call, rc, &c);
+    resp->purged_count = n;
+    return GRPC_STATUS_OK;
+}

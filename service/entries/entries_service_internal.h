@@ -1,0 +1,62 @@
+/* entries_service_internal: what the Entries handlers (entries_rpc_read.c,
+ * entries_rpc_write.c) share with entries_service.c (the tier, the request
+ * checks, rendering). Not for other modules. */
+#ifndef MEMORYD_ENTRIES_ENTRIES_SERVICE_INTERNAL_H
+#define MEMORYD_ENTRIES_ENTRIES_SERVICE_INTERNAL_H
+
+#include "memory/v1/entries.pb-c.h"
+#include "service/entries/entries_service.h"
+#include "service/entries/entries_store.h"
+#include "service/tier/tier_call.h"
+
+#define ENTRIES_TAGS_MAX 32
+#define ENTRIES_TAG_MAX_CHARS 64
+#define ENTRIES_CONTENT_TYPE_MAX 128 /* characters */
+
+typedef struct entries_service {
+    audit *aud;
+    pii_policy pii;
+    size_t max_response_bytes; /* encoded size of a List/Search answer */
+    entries_store *store;
+} entries_service;
+
+/* The context for a call (tier "entries"); with audited, the write's audit
+ * row commits with it. */
+void entries_ctx(const entries_service *svc, rpc_call *call, int audited, tier_ctx *c);
+
+/* Request checks naming the field. An empty namespace pattern becomes
+ * "*:*:*", an empty key pattern "*". */
+grpc_status_code entries_check_namespace(rpc_call *call, const char *field, const char *ns);
+grpc_status_code entries_check_key(rpc_call *call, const char *key);
+grpc_status_code entries_check_ns_pattern(rpc_call *call, const char *field, const char **pat);
+grpc_status_code entries_check_key_pattern(rpc_call *call, const char **pat);
+/* PERMISSION_DENIED when ns is outside the token's ns claim. */
+grpc_status_code entries_check_ns_allowed(rpc_call *call, const principal *p, const char *ns);
+/* Both of a single-entry call (namespace, key) and the ns claim. */
+grpc_status_code entries_check_address(rpc_call *call, const char *ns, const char *key);
+
+/* The entry (ns/key) in the call's audit row. */
+void entries_target(rpc_call *call, const char *ns, const char *key);
+Memory__V1__Entry *entries_render(arena *a, const entries_record *r);
+
+/* The handlers. */
+grpc_status_code entries_do_write(rpc_call *call, const ProtobufCMessage *req,
+                                  ProtobufCMessage *resp, void *arg);
+grpc_status_code entries_do_read(rpc_call *call, const ProtobufCMessage *req,
+                                 ProtobufCMessage *resp, void *arg);
+grpc_status_code entries_do_list(rpc_call *call, const ProtobufCMessage *req,
+                                 ProtobufCMessage *resp, void *arg);
+grpc_status_code entries_do_search(rpc_call *call, const ProtobufCMessage *req,
+                                   ProtobufCMessage *resp, void *arg);
+grpc_status_code entries_do_delete(rpc_call *call, const ProtobufCMessage *req,
+                                   ProtobufCMessage *resp, void *arg);
+grpc_status_code entries_do_stats(rpc_call *call, const ProtobufCMessage *req,
+                                  ProtobufCMessage *resp, void *arg);
+grpc_status_code entries_do_append(rpc_call *call, const ProtobufCMessage *req,
+                                   ProtobufCMessage *resp, void *arg);
+grpc_status_code entries_do_replace(rpc_call *call, const ProtobufCMessage *req,
+                                    ProtobufCMessage *resp, void *arg);
+grpc_status_code entries_do_purge(rpc_call *call, const ProtobufCMessage *req,
+                                  ProtobufCMessage *resp, void *arg);
+
+#endif

@@ -1,0 +1,342 @@
+/* entries_store_write: Write, DeleteEntry, Append/Replace and
+ * PurgeExpired, each one transaction that starts with a row lock and ends
+ * with the audit row and COMMIT; see entries_store.h. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "service/entries/entries_store_internal.h"
+
+#define MAX_CREATE_RACES 3
+
+/* ------------------------------------------------------------ row lock */
+
+/* Locks (ns, key): *row says whether a row is there (live or expired) and
+ * its owner, label and version; *live whether it has not expired. begin:
+ * the transaction starts with the lock, in the same round trip. */
+static int lock_entry(pgq_session *ss, tier_ctx *c, const char *ns, const char *key, int begin,
+                      tier_row *row, int *live) {
+    pgq_params q = {0};
+    pgq_sql b = {0};
+    pgq_sql_add(&b,
+                "SELECT owner, label, version, (expires_at IS NULL OR expires_at > now())"
+                " FROM entries WHERE tenant = $%d AND namespace = $%d AND key = $%d FOR UPDATE",
+                pgq_text(&q, principal_tenant(c->p)), pgq_text(&q, ns), pgq_text(&q, key));
+    PGresult *r;
+    int rc = tier_sql_lock(ss, c, &b, &q, begin, row, &r);
+    if (rc != STATUS_OK) return rc;
+    *live = 0;
+    if (row->exists) {
+        int ok = pgq_col_bool(r, 0, 3, live) == 0;
+        if (!ok) rc = tier_fail(c, STATUS_EINTERNAL, "unexpected row-lock result");
+    }
+    PQclear(r);
+    return rc;
+}
+
+/* The row as the write diode and compare-and-set see it: an expired entry
+ * counts as absent. */
+static tier_row as_live(const tier_row *row, int live) {
+    tier_row r = *row;
+    r.exists = live;
+    return r;
+}
+
+/* ------------------------------------------------------------ Write */
+
+/* Everything a write sends, prepared once before any attempt. */
+typedef struct {
+    const entries_write_in *in;
+    const char *id; /* "ns/key" for messages */
+    const uint8_t *stored;
+    size_t stored_len;
+    int compressed;
+    const char *search_text;
+    const char *tags_lit;
+    const char *pii_lit;
+    entries_record *out;
+    int *created;
+} write_plan;
+
+static const char WRITE_COLS[] =
+    "owner, label, value, compressed, size_bytes, content_type, metadata, tags, pii_kinds,"
+    " search_text, version, created_at, updated_at, expires_at";
+
+/* The INSERT of a new entry or the UPDATE that replaces an existing row
+ * (live: keeps owner, create time and counts the version on; expired: a
+ * new entry in the old row). */
+static void write_sql(pgq_sql *b, pgq_params *q, const tier_ctx *c, const write_plan *w,
+                      const tier_row *row, int live, int label) {
+    const entries_write_in *in = w->in;
+    int p_tenant = pgq_text(q, principal_tenant(c->p));
+    int p_ns = pgq_text(q, in->ns);
+    int p_key = pgq_text(q, in->key);
+    int p_owner = pgq_text(q, principal_sub(c->p));
+    int p_label = pgq_int4(q, label);
+    int p_value = pgq_bytes(q, w->stored, w->stored_len);
+    int p_comp = pgq_bool(q, w->compressed);
+    int p_size = pgq_int8(q, (int64_t)in->value_len);
+    int p_ctype = pgq_text(q, in->content_type);
+    int p_meta = pgq_text(q, in->metadata_json ? in->metadata_json : "{}");
+    int p_tags = pgq_text_array(q, w->tags_lit);
+    int p_pii = pgq_text_array(q, w->pii_lit);
+    int p_search = pgq_text(q, w->search_text);
+    int p_abs = in->has_expire ? pgq_ts(q, in->expire_us) : pgq_null(q, PGQ_OID_TIMESTAMPTZ);
+    int p_ttl = in->has_ttl ? pgq_int8(q, in->ttl_us) : pgq_null(q, PGQ_OID_INT8);
+    /* The expiry: COALESCE($abs, now() + $ttl µs), NULL when both are. */
+    char exp_sql[96], search_sql[64];
+    snprintf(exp_sql, sizeof exp_sql, "COALESCE($%d, now() + $%d * interval '1 microsecond')",
+             p_abs, p_ttl);
+    snprintf(search_sql, sizeof search_sql, "lower($%d COLLATE \"und-x-icu\")", p_search);
+    if (!row->exists) {
+        pgq_sql_add(b,
+                    "INSERT INTO entries (tenant, namespace, key, %s) VALUES ($%d, $%d, $%d, $%d,"
+                    " $%d, $%d, $%d, $%d, $%d, $%d::jsonb, $%d, $%d, %s, 1, now(), now(), %s)"
+                    " ON CONFLICT (tenant, namespace, key) DO NOTHING RETURNING " ENTRIES_COLS,
+                    WRITE_COLS, p_tenant, p_ns, p_key, p_owner, p_label, p_value, p_comp,
+                    p_size, p_ctype, p_meta, p_tags, p_pii, search_sql, exp_sql);
+        return;
+    }
+    char owner_sql[16];
+    snprintf(owner_sql, sizeof owner_sql, live ? "owner" : "$%d", p_owner);
+    pgq_sql_add(b,
+                "UPDATE entries SET owner = %s, label = $%d, value = $%d, compressed = $%d,"
+                " size_bytes = $%d, content_type = $%d, metadata = $%d::jsonb, tags = $%d,"
+                " pii_kinds = $%d, search_text = %s, version = %s, created_at = %s,"
+                " updated_at = now(), expires_at = %s"
+                " WHERE tenant = $%d AND namespace = $%d AND key = $%d RETURNING " ENTRIES_COLS,
+                owner_sql, p_label, p_value, p_comp, p_size, p_ctype, p_meta, p_tags, p_pii,
+                search_sql, live ? "version + 1" : "1", live ? "created_at" : "now()", exp_sql,
+                p_tenant, p_ns, p_key);
+}
+
+static int write_entry(pgq_session *ss, tier_ctx *c, void *arg) {
+    write_plan *w = arg;
+    const entries_write_in *in = w->in;
+    for (int race = 0; race < MAX_CREATE_RACES; race++) {
+        tier_row row;
+        int live;
+        int rc = lock_entry(ss, c, in->ns, in->key, race == 0, &row, &live);
+        if (rc != STATUS_OK) return rc;
+        tier_row cur = as_live(&row, live);
+        if ((live && (rc = tier_may_modify(c, &cur, "entry", w->id)) != STATUS_OK) ||
+            (rc = tier_check_version(c, &cur, in->has_expected, in->expected_version, "entry",
+                                     w->id)) != STATUS_OK)
+            return rc;
+        int label = principal_stamp_label(c->p, in->label, live ? row.label : 0);
+        pgq_params q = {0};
+        pgq_sql b = {0};
+        write_sql(&b, &q, c, w, &row, live, label);
+        PGresult *r;
+        if ((rc = pgq_exec_ok(ss, &b, &q, "write", &r)) != STATUS_OK) return rc;
+        if (PQntuples(r) == 0) {
+            /* Lost a create race: the other transaction has committed its
+             * row (ON CONFLICT waited for it); lock and re-evaluate. */
+            PQclear(r);
+            continue;
+        }
+        rc = entries_decode_row(c, r, 0, 0, w->out);
+        PQclear(r);
+        if (rc != STATUS_OK) return rc;
+        *w->created = !live;
+        return tier_sql_commit(ss, c);
+    }
+    return tier_fail(c, STATUS_ECONFLICT, "entry %s is being created concurrently; retry", w->id);
+}
+
+int entries_store_write(entries_store *s, tier_ctx *c, const entries_write_in *in,
+                        entries_record *out, int *created) {
+    write_plan w = {0};
+    w.in = in;
+    w.out = out;
+    w.created = created;
+    int rc = entries_compress(s, c, in->value, in->value_len, &w.stored, &w.stored_len,
+                              &w.compressed);
+    if (rc != STATUS_OK) return rc;
+    w.id = arena_printf(c->ar, "%s/%s", in->ns, in->key);
+    w.search_text = entries_search_source(c->ar, in->key, in->value, in->value_len);
+    w.tags_lit = pgq_array_literal(c->ar, in->tags, in->ntags);
+    w.pii_lit = pgq_array_literal(c->ar, in->pii_kinds, in->npii);
+    if (!w.id || !w.search_text || !w.tags_lit || !w.pii_lit)
+        return tier_fail(c, STATUS_ENOMEM, "out of memory");
+    return entries_run(s, c, write_entry, &w);
+}
+
+/* ------------------------------------------------------------ DeleteEntry */
+
+typedef struct {
+    const char *ns, *key, *id;
+    int has_expected;
+    int64_t expected;
+} delete_args;
+
+static int delete_entry(pgq_session *ss, tier_ctx *c, void *arg) {
+    delete_args *a = arg;
+    tier_row row;
+    int live;
+    int rc = lock_entry(ss, c, a->ns, a->key, 1, &row, &live);
+    if (rc != STATUS_OK) return rc;
+    if (!live) return tier_fail(c, STATUS_ENOTFOUND, "entry %s not found", a->id);
+    if ((rc = tier_may_modify(c, &row, "entry", a->id)) != STATUS_OK ||
+        (rc = tier_check_version(c, &row, a->has_expected, a->expected, "entry", a->id)) !=
+            STATUS_OK)
+        return rc;
+    pgq_params q = {0};
+    pgq_sql b = {0};
+    pgq_sql_add(&b, "DELETE FROM entries WHERE tenant = $%d AND namespace = $%d AND key = $%d",
+                pgq_text(&q, principal_tenant(c->p)), pgq_text(&q, a->ns),
+                pgq_text(&q, a->key));
+    PGresult *r;
+    if ((rc = pgq_exec_ok(ss, &b, &q, "delete", &r)) != STATUS_OK) return rc;
+    PQclear(r);
+    return tier_sql_commit(ss, c);
+}
+
+int entries_store_delete(entries_store *s, tier_ctx *c, const char *ns, const char *key,
+                         int has_expected, int64_t expected_version) {
+    delete_args a = {ns, key, arena_printf(c->ar, "%s/%s", ns, key), has_expected,
+                     expected_version};
+    if (!a.id) return tier_fail(c, STATUS_ENOMEM, "out of memory");
+    return entries_run(s, c, delete_entry, &a);
+}
+
+/* ------------------------------------------------------------ Append / Replace */
+
+typedef struct {
+    entries_store *s;
+    const entries_modify_in *in;
+    const char *id;
+    entries_record *out;
+} modify_args;
+
+/* pii_kinds describe the whole record: the old kinds and the new ones. */
+static const char **merge_kinds(arena *ar, const entries_record *cur, const entries_edit_out *e,
+                                size_t *n) {
+    const char **kinds = arena_alloc(ar, (cur->meta.npii + e->npii + 1) * sizeof *kinds);
+    if (!kinds) return NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < cur->meta.npii; i++) kinds[k++] = cur->meta.pii_kinds[i];
+    for (size_t i = 0; i < e->npii; i++) {
+        int dup = 0;
+        for (size_t j = 0; j < k && !dup; j++) dup = strcmp(kinds[j], e->pii_kinds[i]) == 0;
+        if (!dup) kinds[k++] = e->pii_kinds[i];
+    }
+    *n = k;
+    return kinds;
+}
+
+static int modify_entry(pgq_session *ss, tier_ctx *c, void *arg) {
+    modify_args *a = arg;
+    const entries_modify_in *in = a->in;
+    pgq_params q = {0};
+    pgq_sql b = {0};
+    pgq_sql_add(&b,
+                "SELECT " ENTRIES_COLS ", value, (expires_at IS NULL OR expires_at > now())"
+                " FROM entries WHERE tenant = $%d AND namespace = $%d AND key = $%d FOR UPDATE",
+                pgq_text(&q, principal_tenant(c->p)), pgq_text(&q, in->ns),
+                pgq_text(&q, in->key));
+    PGresult *r;
+    int rc = pgq_pipeline(ss, "row lock", "BEGIN", &b, &q, 0, &r);
+    if (rc != STATUS_OK) return rc;
+    entries_record cur;
+    int live = 0;
+    if (PQntuples(r) == 1 && pgq_col_bool(r, 0, ECOL_VALUE + 1, &live) != 0) live = 0;
+    rc = live ? entries_decode_row(c, r, 0, 1, &cur) : STATUS_OK;
+    PQclear(r);
+    if (rc != STATUS_OK) return rc;
+    if (!live) return tier_fail(c, STATUS_ENOTFOUND, "entry %s not found", a->id);
+    tier_row row = {1, cur.meta.owner, cur.meta.label, cur.meta.version};
+    if ((rc = tier_may_modify(c, &row, "entry", a->id)) != STATUS_OK ||
+        (rc = tier_check_version(c, &row, in->has_expected, in->expected_version, "entry",
+                                 a->id)) != STATUS_OK)
+        return rc;
+    entries_edit_out e = {0};
+    c->err[0] = '\0';
+    if ((rc = in->edit(in->edit_arg, cur.value, cur.value_len, &e, c->err, sizeof c->err)) !=
+        STATUS_OK)
+        return rc;
+    cur.has_value = 0;
+    cur.value = NULL;
+    cur.value_len = 0;
+    if (!e.changed) {
+        *a->out = cur;
+        return STATUS_OK; /* the session rolls the (lock-only) transaction back */
+    }
+    if (e.value_len > ENTRIES_VALUE_MAX)
+        return tier_fail(c, STATUS_ETOOBIG, "the new value of %s would be %zu bytes; at most %d",
+                         a->id, e.value_len, ENTRIES_VALUE_MAX);
+    const uint8_t *stored;
+    size_t stored_len, nk = 0;
+    int compressed;
+    if ((rc = entries_compress(a->s, c, e.value, e.value_len, &stored, &stored_len,
+                               &compressed)) != STATUS_OK)
+        return rc;
+    const char **kinds = merge_kinds(c->ar, &cur, &e, &nk);
+    const char *kinds_lit = kinds ? pgq_array_literal(c->ar, kinds, nk) : NULL;
+    const char *search = entries_search_source(c->ar, in->key, e.value, e.value_len);
+    if (!kinds_lit || !search) return tier_fail(c, STATUS_ENOMEM, "out of memory");
+    pgq_params u = {0};
+    pgq_sql ub = {0};
+    int p_label = pgq_int4(&u, principal_stamp_label(c->p, 0, cur.meta.label));
+    int p_value = pgq_bytes(&u, stored, stored_len);
+    int p_comp = pgq_bool(&u, compressed);
+    int p_size = pgq_int8(&u, (int64_t)e.value_len);
+    int p_search = pgq_text(&u, search);
+    int p_pii = pgq_text_array(&u, kinds_lit);
+    pgq_sql_add(&ub,
+                "UPDATE entries SET label = $%d, value = $%d, compressed = $%d, size_bytes = $%d,"
+                " search_text = lower($%d COLLATE \"und-x-icu\"), pii_kinds = $%d,"
+                " version = version + 1, updated_at = now()"
+                " WHERE tenant = $%d AND namespace = $%d AND key = $%d RETURNING " ENTRIES_COLS,
+                p_label, p_value, p_comp, p_size, p_search, p_pii,
+                pgq_text(&u, principal_tenant(c->p)), pgq_text(&u, in->ns),
+                pgq_text(&u, in->key));
+    if ((rc = pgq_exec_ok(ss, &ub, &u, "update", &r)) != STATUS_OK) return rc;
+    rc = PQntuples(r) == 1 ? entries_decode_row(c, r, 0, 0, a->out)
+                           : tier_fail(c, STATUS_EINTERNAL, "update of %s changed no row", a->id);
+    PQclear(r);
+    return rc != STATUS_OK ? rc : tier_sql_commit(ss, c);
+}
+
+int entries_store_modify(entries_store *s, tier_ctx *c, const entries_modify_in *in,
+                         entries_record *out) {
+    modify_args a = {s, in, arena_printf(c->ar, "%s/%s", in->ns, in->key), out};
+    if (!a.id) return tier_fail(c, STATUS_ENOMEM, "out of memory");
+    return entries_run(s, c, modify_entry, &a);
+}
+
+/* ------------------------------------------------------------ PurgeExpired */
+
+typedef struct {
+    const char *ns_pattern;
+    int64_t *purged;
+} purge_args;
+
+static int purge(pgq_session *ss, tier_ctx *c, void *arg) {
+    purge_args *a = arg;
+    int none = 0;
+    const char *globs = entries_ns_globs(c->ar, c->p, &none);
+    if (none) return STATUS_OK;
+    const char *nsl = entries_to_like(c->ar, a->ns_pattern);
+    if (!globs || !nsl) return tier_fail(c, STATUS_ENOMEM, "out of memory");
+    pgq_params q = {0};
+    pgq_sql b = {0};
+    pgq_sql_add(&b,
+                "DELETE FROM entries WHERE tenant = $%d AND expires_at <= now()"
+                " AND namespace LIKE ANY($%d) AND namespace LIKE $%d",
+                pgq_text(&q, principal_tenant(c->p)), pgq_text_array(&q, globs),
+                pgq_text(&q, nsl));
+    PGresult *r;
+    int rc = pgq_pipeline(ss, "purge", "BEGIN", &b, &q, 0, &r);
+    if (rc != STATUS_OK) return rc;
+    *a->purged = atoll(PQcmdTuples(r));
+    PQclear(r);
+    return tier_sql_commit(ss, c);
+}
+
+int entries_store_purge(entries_store *s, tier_ctx *c, const char *ns_pattern,
+                        int64_t *purged) {
+    *purged = 0;
+    purge_args a = {ns_pattern, purged};
+    return entries_run(s, c, purge, &a);
+}

@@ -1,0 +1,302 @@
+/* global_entities: entities in PostgreSQL: PutEntity, GetEntity (and the
+ * tenant-wide load behind the entity cache), DeleteEntity and
+ * QueryEntities; see global_store.h. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "service/global/global_store_internal.h"
+
+/* ------------------------------------------------------------ PutEntity */
+
+typedef struct {
+    const global_entity_in *in;
+    global_entity *out;
+    int *created;
+} put_entity_args;
+
+static void lock_entity_sql(pgq_sql *b, pgq_params *q, const tier_ctx *c, const char *id) {
+    pgq_sql_add(b,
+                "SELECT owner, label, version FROM entities WHERE tenant = $%d AND id = $%d"
+                " FOR UPDATE",
+                pgq_text(q, principal_tenant(c->p)), pgq_text(q, id));
+}
+
+static int put_entity(pgq_session *ss, tier_ctx *c, void *arg) {
+    put_entity_args *a = arg;
+    const global_entity_in *in = a->in;
+    const char *pii = pgq_array_literal(c->ar, in->pii_kinds, in->npii);
+    if (!pii) return tier_fail(c, STATUS_ENOMEM, "out of memory");
+    for (int race = 0; race < GLOBAL_MAX_CREATE_RACES; race++) {
+        pgq_params lq = {0};
+        pgq_sql lb = {0};
+        lock_entity_sql(&lb, &lq, c, in->id);
+        tier_row lr;
+        int rc = tier_sql_lock(ss, c, &lb, &lq, race == 0, &lr, NULL);
+        if (rc != STATUS_OK ||
+            (lr.exists && (rc = tier_may_modify(c, &lr, "entity", in->id)) != STATUS_OK) ||
+            (rc = tier_check_version(c, &lr, in->has_expected, in->expected_version, "entity",
+                                     in->id)) != STATUS_OK)
+            return rc;
+        int label = principal_stamp_label(c->p, in->label, lr.exists ? lr.label : 0);
+        pgq_params q = {0};
+        pgq_sql b = {0};
+        int p_tenant = pgq_text(&q, principal_tenant(c->p));
+        int p_id = pgq_text(&q, in->id);
+        int p_label = pgq_int4(&q, label);
+        int p_type = pgq_text(&q, in->type);
+        int p_name = pgq_text(&q, in->name);
+        int p_props = pgq_jsonb(&q, in->properties_json);
+        int p_pii = pgq_text_array(&q, pii);
+        if (!lr.exists)
+            pgq_sql_add(&b,
+                        "INSERT INTO entities AS e (tenant, id, owner, label, entity_type, name,"
+                        " properties, pii_kinds, version, created_at, updated_at)"
+                        " VALUES ($%d, $%d, $%d, $%d, $%d, $%d, $%d, $%d, 1, now(), now())"
+                        " ON CONFLICT (tenant, id) DO NOTHING RETURNING " GLOBAL_E_COLS,
+                        p_tenant, p_id, pgq_text(&q, principal_sub(c->p)), p_label, p_type,
+                        p_name, p_props, p_pii);
+        else
+            pgq_sql_add(&b,
+                        "UPDATE entities AS e SET label = $%d, entity_type = $%d, name = $%d,"
+                        " properties = $%d, pii_kinds = $%d, version = e.version + 1,"
+                        " updated_at = now() WHERE e.tenant = $%d AND e.id = $%d"
+                        " RETURNING " GLOBAL_E_COLS,
+                        p_label, p_type, p_name, p_props, p_pii, p_tenant, p_id);
+        PGresult *r;
+        if ((rc = pgq_exec_ok(ss, &b, &q, "entity write", &r)) != STATUS_OK) return rc;
+        if (PQntuples(r) == 0) {
+            /* Lost a create race: the other transaction committed its row
+             * (ON CONFLICT waited for it); lock and re-evaluate. */
+            PQclear(r);
+            continue;
+        }
+        rc = global_decode_entity(c, r, 0, a->out);
+        PQclear(r);
+        if (rc != STATUS_OK) return rc;
+        *a->created = !lr.exists;
+        return tier_sql_commit(ss, c);
+    }
+    return tier_fail(c, STATUS_ECONFLICT, "entity %s is being created concurrently; retry",
+                     in->id);
+}
+
+int global_put_entity(global_store *s, tier_ctx *c, const global_entity_in *in,
+                      global_entity *out, int *created) {
+    put_entity_args a = {in, out, created};
+    return global_run(s, c, put_entity, &a);
+}
+
+/* ------------------------------------------------------------ GetEntity */
+
+typedef struct {
+    const char *id;
+    global_entity *out;
+} get_entity_args;
+
+void global_sql_get_entity(const tier_ctx *c, const char *id, pgq_sql *b, pgq_params *q) {
+    pgq_sql_add(b, "SELECT " GLOBAL_E_COLS " FROM entities e WHERE ");
+    tier_sql_read_diode(b, q, c, "e");
+    pgq_sql_add(b, " AND e.id = $%d", pgq_text(q, id));
+}
+
+static int get_entity(pgq_session *ss, tier_ctx *c, void *arg) {
+    get_entity_args *a = arg;
+    pgq_params q = {0};
+    pgq_sql b = {0};
+    global_sql_get_entity(c, a->id, &b, &q);
+    PGresult *r;
+    int rc = pgq_pipeline(ss, "get entity", NULL, &b, &q, 1, &r);
+    if (rc != STATUS_OK) return rc;
+    if (PQntuples(r) == 0) rc = tier_fail(c, STATUS_ENOTFOUND, "entity %s not found", a->id);
+    else rc = global_decode_entity(c, r, 0, a->out);
+    PQclear(r);
+    return rc;
+}
+
+int global_get_entity(global_store *s, tier_ctx *c, const char *id, global_entity *out) {
+    get_entity_args a = {id, out};
+    return global_run(s, c, get_entity, &a);
+}
+
+static int load_entity(pgq_session *ss, tier_ctx *c, void *arg) {
+    get_entity_args *a = arg;
+    pgq_params q = {0};
+    pgq_sql b = {0};
+    pgq_sql_add(&b,
+                "SELECT " GLOBAL_E_COLS " FROM entities e WHERE e.tenant = $%d AND e.id = $%d",
+                pgq_text(&q, principal_tenant(c->p)), pgq_text(&q, a->id));
+    PGresult *r;
+    int rc = pgq_pipeline(ss, "load entity", NULL, &b, &q, 1, &r);
+    if (rc != STATUS_OK) return rc;
+    if (PQntuples(r) == 0) rc = tier_fail(c, STATUS_ENOTFOUND, "entity %s not found", a->id);
+    else rc = global_decode_entity_row(c, r, 0, a->out);
+    PQclear(r);
+    return rc;
+}
+
+int global_load_entity(global_store *s, tier_ctx *c, const char *id, global_entity *out) {
+    get_entity_args a = {id, out};
+    return global_run(s, c, load_entity, &a);
+}
+
+/* ------------------------------------------------------------ DeleteEntity */
+
+typedef struct {
+    const char *id;
+    int has_expected;
+    int64_t expected;
+} delete_entity_args;
+
+static int delete_entity(pgq_session *ss, tier_ctx *c, void *arg) {
+    delete_entity_args *a = arg;
+    pgq_params q = {0};
+    pgq_sql b = {0};
+    lock_entity_sql(&b, &q, c, a->id);
+    tier_row lr;
+    int rc = tier_sql_lock(ss, c, &b, &q, 1, &lr, NULL);
+    if (rc != STATUS_OK) return rc;
+    if (!lr.exists) return tier_fail(c, STATUS_ENOTFOUND, "entity %s not found", a->id);
+    if ((rc = tier_may_modify(c, &lr, "entity", a->id)) != STATUS_OK ||
+        (rc = tier_check_version(c, &lr, a->has_expected, a->expected, "entity", a->id)) !=
+            STATUS_OK)
+        return rc;
+    /* Relationships touching it go with it (ON DELETE CASCADE). */
+    pgq_params dq = {0};
+    pgq_sql d = {0};
+    pgq_sql_add(&d, "DELETE FROM entities WHERE tenant = $%d AND id = $%d",
+                pgq_text(&dq, principal_tenant(c->p)), pgq_text(&dq, a->id));
+    PGresult *r;
+    if ((rc = pgq_exec_ok(ss, &d, &dq, "entity delete", &r)) != STATUS_OK) return rc;
+    PQclear(r);
+    return tier_sql_commit(ss, c);
+}
+
+int global_delete_entity(global_store *s, tier_ctx *c, const char *id, int has_expected,
+                         int64_t expected_version) {
+    delete_entity_args a = {id, has_expected, expected_version};
+    return global_run(s, c, delete_entity, &a);
+}
+
+/* ------------------------------------------------------------ QueryEntities */
+
+typedef struct {
+    const global_query_in *in;
+    global_entity **out;
+    const char ***keys;
+    size_t *n;
+    int *more;
+} query_args;
+
+/* The sort key column for an order, as SQL over alias e. */
+static const char *order_expr(global_order o) {
+    switch (o) {
+    case GLOBAL_ORDER_NAME: return "e.name";
+    case GLOBAL_ORDER_CREATE_TIME: return "e.created_at";
+    case GLOBAL_ORDER_UPDATE_TIME: return "e.updated_at";
+    case GLOBAL_ORDER_RELEVANCE: return "ts_rank(e.search, websearch_to_tsquery('simple', $1))";
+    default: return "e.id";
+    }
+}
+
+/* Keyset condition: after the previous page's last entity. */
+static void add_cursor(pgq_sql *b, pgq_params *q, const global_query_in *in, const char *key) {
+    const char *cmp = in->descending ? "<" : ">";
+    int p_id = pgq_text(q, in->after_id);
+    switch (in->order) {
+    case GLOBAL_ORDER_ID: pgq_sql_add(b, " AND e.id %s $%d", cmp, p_id); break;
+    case GLOBAL_ORDER_NAME:
+        pgq_sql_add(b, " AND (e.name, e.id) %s ($%d, $%d)", cmp, pgq_text(q, in->after_key),
+                    p_id);
+        break;
+    case GLOBAL_ORDER_CREATE_TIME:
+    case GLOBAL_ORDER_UPDATE_TIME:
+        /* Sent as a binary timestamptz: exact to the microsecond. */
+        pgq_sql_add(b, " AND (%s, e.id) %s ($%d, $%d)", key, cmp,
+                    pgq_ts(q, strtoll(in->after_key, NULL, 10)), p_id);
+        break;
+    case GLOBAL_ORDER_RELEVANCE:
+        pgq_sql_add(b, " AND (%s, e.id) %s ($%d::real, $%d)", key, cmp,
+                    pgq_text(q, in->after_key), p_id);
+        break;
+    }
+}
+
+/* Row i's sort key as text, for the next page's cursor. */
+static int sort_key(tier_ctx *c, const PGresult *r, int i, global_order order,
+                    const global_entity *e, const char **out) {
+    char buf[48];
+    int64_t us;
+    float rank;
+    switch (order) {
+    case GLOBAL_ORDER_ID: *out = e->id; return STATUS_OK;
+    case GLOBAL_ORDER_NAME: *out = e->name; return STATUS_OK;
+    case GLOBAL_ORDER_CREATE_TIME:
+    case GLOBAL_ORDER_UPDATE_TIME:
+        if (pgq_col_ts(r, i, GLOBAL_E_NCOLS, &us) != 0)
+            return tier_fail(c, STATUS_EINTERNAL, "unreadable sort key");
+        snprintf(buf, sizeof buf, "%lld", (long long)us);
+        break;
+    case GLOBAL_ORDER_RELEVANCE:
+        /* %.9g prints every float exactly enough to read it back. */
+        if (pgq_col_float4(r, i, GLOBAL_E_NCOLS, &rank) != 0)
+            return tier_fail(c, STATUS_EINTERNAL, "unreadable rank");
+        snprintf(buf, sizeof buf, "%.9g", (double)rank);
+        break;
+    }
+    *out = arena_strdup(c->ar, buf);
+    return *out ? STATUS_OK : tier_fail(c, STATUS_ENOMEM, "out of memory");
+}
+
+static int query_entities(pgq_session *ss, tier_ctx *c, void *arg) {
+    query_args *a = arg;
+    const global_query_in *in = a->in;
+    pgq_params q = {0};
+    pgq_sql b = {0};
+    /* $1 is always the text query (used by the match and the rank). */
+    pgq_text(&q, in->text_query);
+    const char *key = order_expr(in->order);
+    pgq_sql_add(&b, "SELECT " GLOBAL_E_COLS ", %s FROM entities e WHERE ", key);
+    tier_sql_read_diode(&b, &q, c, "e");
+    if (in->type[0]) pgq_sql_add(&b, " AND e.entity_type = $%d", pgq_text(&q, in->type));
+    if (in->text_query[0])
+        pgq_sql_add(&b, " AND e.search @@ websearch_to_tsquery('simple', $1)");
+    for (size_t i = 0; i < in->npreds; i++) {
+        int rc = global_pred_sql(&b, &q, c->ar, i, &in->preds[i], c->err, sizeof c->err);
+        if (rc == -2) return tier_fail(c, STATUS_ENOMEM, "out of memory");
+        if (rc != 0) return STATUS_EINVALID;
+    }
+    if (in->after_id) add_cursor(&b, &q, in, key);
+    const char *dir = in->descending ? "DESC" : "ASC";
+    pgq_sql_add(&b, " ORDER BY %s %s", key, dir);
+    if (in->order != GLOBAL_ORDER_ID) pgq_sql_add(&b, ", e.id %s", dir);
+    pgq_sql_add(&b, " LIMIT $%d", pgq_int8(&q, (int64_t)in->limit + 1));
+    PGresult *r;
+    int rc = pgq_pipeline(ss, "query entities", NULL, &b, &q, 1, &r);
+    if (rc != STATUS_OK) return rc;
+    int rows = PQntuples(r), take = rows < in->limit ? rows : in->limit;
+    global_entity *v = arena_alloc(c->ar, ((size_t)take + 1) * sizeof *v);
+    const char **keys = arena_alloc(c->ar, ((size_t)take + 1) * sizeof *keys);
+    if (!v || !keys) rc = tier_fail(c, STATUS_ENOMEM, "out of memory");
+    for (int i = 0; rc == STATUS_OK && i < take; i++) {
+        rc = global_decode_entity(c, r, i, &v[i]);
+        if (rc == STATUS_OK) rc = sort_key(c, r, i, in->order, &v[i], &keys[i]);
+    }
+    PQclear(r);
+    if (rc != STATUS_OK) return rc;
+    *a->out = v;
+    *a->keys = keys;
+    *a->n = (size_t)take;
+    *a->more = rows > take;
+    return STATUS_OK;
+}
+
+int global_query_entities(global_store *s, tier_ctx *c, const global_query_in *in,
+                          global_entity **out, const char ***keys, size_t *n, int *more) {
+    *out = NULL;
+    *keys = NULL;
+    *n = 0;
+    *more = 0;
+    query_args a = {in, out, keys, n, more};
+    return global_run(s, c, query_entities, &a);
+}

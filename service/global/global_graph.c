@@ -1,0 +1,335 @@
+/* global_graph: relationships (PutRelationship, DeleteRelationship) and
+ * Traverse, the breadth-first walk over them; see global_store.h. */
+#include <string.h>
+
+#include "service/global/global_store_internal.h"
+
+/* ------------------------------------------------------------ relationships */
+
+static void lock_rel_sql(pgq_sql *b, pgq_params *q, const tier_ctx *c, const char *src,
+                         const char *type, const char *dst) {
+    pgq_sql_add(b,
+                "SELECT owner, label, version FROM relationships WHERE tenant = $%d"
+                " AND source_id = $%d AND rel_type = $%d AND target_id = $%d FOR UPDATE",
+                pgq_text(q, principal_tenant(c->p)), pgq_text(q, src), pgq_text(q, type),
+                pgq_text(q, dst));
+}
+
+static const char *rel_name(arena *a, const char *src, const char *type, const char *dst) {
+    const char *s = arena_printf(a, "%s -[%s]-> %s", src, type, dst);
+    return s ? s : "relationship";
+}
+
+typedef struct {
+    const global_rel_in *in;
+    global_rel *out;
+    int *created;
+} put_rel_args;
+
+/* Both ends visible to the caller, locked against a concurrent delete
+ * (FOR KEY SHARE) until the relationship is written. */
+static int check_ends(pgq_session *ss, tier_ctx *c, const char *src, const char *dst) {
+    pgq_params q = {0};
+    pgq_sql b = {0};
+    pgq_sql_add(&b, "SELECT e.id FROM entities e WHERE ");
+    tier_sql_read_diode(&b, &q, c, "e");
+    pgq_sql_add(&b, " AND e.id IN ($%d, $%d) FOR KEY SHARE", pgq_text(&q, src),
+                pgq_text(&q, dst));
+    PGresult *r;
+    int rc = pgq_exec_ok(ss, &b, &q, "endpoint check", &r);
+    if (rc != STATUS_OK) return rc;
+    int have_src = 0, have_dst = 0;
+    for (int i = 0; i < PQntuples(r); i++) {
+        const char *id = PQgetvalue(r, i, 0);
+        have_src |= strcmp(id, src) == 0;
+        have_dst |= strcmp(id, dst) == 0;
+    }
+    PQclear(r);
+    if (!have_src) return tier_fail(c, STATUS_ENOTFOUND, "source entity %s not found", src);
+    if (!have_dst) return tier_fail(c, STATUS_ENOTFOUND, "target entity %s not found", dst);
+    return STATUS_OK;
+}
+
+static void write_rel_sql(pgq_sql *b, pgq_params *q, const tier_ctx *c, const global_rel_in *in,
+                          int exists, int label, const char *pii) {
+    int p_tenant = pgq_text(q, principal_tenant(c->p));
+    int p_src = pgq_text(q, in->source_id);
+    int p_type = pgq_text(q, in->type);
+    int p_dst = pgq_text(q, in->target_id);
+    int p_label = pgq_int4(q, label);
+    int p_props = pgq_jsonb(q, in->properties_json);
+    int p_pii = pgq_text_array(q, pii);
+    if (!exists)
+        pgq_sql_add(b,
+                    "INSERT INTO relationships AS r (tenant, source_id, rel_type, target_id,"
+                    " owner, label, properties, pii_kinds, version, created_at, updated_at)"
+                    " VALUES ($%d, $%d, $%d, $%d, $%d, $%d, $%d, $%d, 1, now(), now())"
+                    " ON CONFLICT (tenant, source_id, rel_type, target_id) DO NOTHING"
+                    " RETURNING " GLOBAL_R_COLS,
+                    p_tenant, p_src, p_type, p_dst, pgq_text(q, principal_sub(c->p)), p_label,
+                    p_props, p_pii);
+    else
+        pgq_sql_add(b,
+                    "UPDATE relationships AS r SET label = $%d, properties = $%d,"
+                    " pii_kinds = $%d, version = r.version + 1, updated_at = now()"
+                    " WHERE r.tenant = $%d AND r.source_id = $%d AND r.rel_type = $%d"
+                    " AND r.target_id = $%d RETURNING " GLOBAL_R_COLS,
+                    p_label, p_props, p_pii, p_tenant, p_src, p_type, p_dst);
+}
+
+static int put_rel(pgq_session *ss, tier_ctx *c, void *arg) {
+    put_rel_args *a = arg;
+    const global_rel_in *in = a->in;
+    const char *name = rel_name(c->ar, in->source_id, in->type, in->target_id);
+    const char *pii = pgq_array_literal(c->ar, in->pii_kinds, in->npii);
+    if (!pii) return tier_fail(c, STATUS_ENOMEM, "out of memory");
+    for (int race = 0; race < GLOBAL_MAX_CREATE_RACES; race++) {
+        pgq_params lq = {0};
+        pgq_sql lb = {0};
+        lock_rel_sql(&lb, &lq, c, in->source_id, in->type, in->target_id);
+        tier_row lr;
+        int rc = tier_sql_lock(ss, c, &lb, &lq, race == 0, &lr, NULL);
+        if (rc != STATUS_OK ||
+            (lr.exists && (rc = tier_may_modify(c, &lr, "relationship", name)) != STATUS_OK) ||
+            (rc = tier_check_version(c, &lr, in->has_expected, in->expected_version,
+                                     "relationship", name)) != STATUS_OK ||
+            (race == 0 && (rc = check_ends(ss, c, in->source_id, in->target_id)) != STATUS_OK))
+            return rc;
+        int label = principal_stamp_label(c->p, in->label, lr.exists ? lr.label : 0);
+        pgq_params q = {0};
+        pgq_sql b = {0};
+        write_rel_sql(&b, &q, c, in, lr.exists, label, pii);
+        if (b.overflow)
+            return tier_fail(c, STATUS_EINTERNAL, "relationship write query too long");
+        PGresult *r = pgq_exec(ss, &b, &q);
+        if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+            /* An end deleted under us despite the key-share lock cannot
+             * happen; a foreign-key violation would still say which. */
+            rc = pgq_sqlstate_is(r, "23503")
+                     ? tier_fail(c, STATUS_ENOTFOUND, "an end of %s no longer exists", name)
+                     : pgq_pg_fail(ss, r, "relationship write");
+            PQclear(r);
+            return rc;
+        }
+        if (PQntuples(r) == 0) {
+            PQclear(r);
+            continue;
+        }
+        rc = global_decode_rel(c, r, 0, a->out);
+        PQclear(r);
+        if (rc != STATUS_OK) return rc;
+        *a->created = !lr.exists;
+        return tier_sql_commit(ss, c);
+    }
+    return tier_fail(c, STATUS_ECONFLICT, "%s is being created concurrently; retry", name);
+}
+
+int global_put_rel(global_store *s, tier_ctx *c, const global_rel_in *in, global_rel *out,
+                   int *created) {
+    put_rel_args a = {in, out, created};
+    return global_run(s, c, put_rel, &a);
+}
+
+typedef struct {
+    const char *src, *type, *dst;
+    int has_expected;
+    int64_t expected;
+} delete_rel_args;
+
+static int delete_rel(pgq_session *ss, tier_ctx *c, void *arg) {
+    delete_rel_args *a = arg;
+    const char *name = rel_name(c->ar, a->src, a->type, a->dst);
+    pgq_params q = {0};
+    pgq_sql b = {0};
+    lock_rel_sql(&b, &q, c, a->src, a->type, a->dst);
+    tier_row lr;
+    int rc = tier_sql_lock(ss, c, &b, &q, 1, &lr, NULL);
+    if (rc != STATUS_OK) return rc;
+    if (!lr.exists) return tier_fail(c, STATUS_ENOTFOUND, "relationship %s not found", name);
+    if ((rc = tier_may_modify(c, &lr, "relationship", name)) != STATUS_OK ||
+        (rc = tier_check_version(c, &lr, a->has_expected, a->expected, "relationship", name)) !=
+            STATUS_OK)
+        return rc;
+    pgq_params dq = {0};
+    pgq_sql d = {0};
+    int p_tenant = pgq_text(&dq, principal_tenant(c->p));
+    int p_src = pgq_text(&dq, a->src);
+    int p_type = pgq_text(&dq, a->type);
+    pgq_sql_add(&d,
+                "DELETE FROM relationships WHERE tenant = $%d AND source_id = $%d"
+                " AND rel_type = $%d AND target_id = $%d",
+                p_tenant, p_src, p_type, pgq_text(&dq, a->dst));
+    PGresult *r;
+    if ((rc = pgq_exec_ok(ss, &d, &dq, "relationship delete", &r)) != STATUS_OK) return rc;
+    PQclear(r);
+    return tier_sql_commit(ss, c);
+}
+
+int global_delete_rel(global_store *s, tier_ctx *c, const char *source_id, const char *type,
+                      const char *target_id, int has_expected, int64_t expected_version) {
+    delete_rel_args a = {source_id, type, target_id, has_expected, expected_version};
+    return global_run(s, c, delete_rel, &a);
+}
+
+/* ------------------------------------------------------------ Traverse */
+
+typedef struct {
+    const global_traverse_in *in;
+    global_traverse_out *out;
+    size_t max_response_bytes;
+} traverse_args;
+
+/* One direction's neighbours of the frontier w.frontier as rows (nid),
+ * through relationships the caller may see. */
+static void add_neighbours(pgq_sql *b, pgq_params *q, const tier_ctx *c, const char *from,
+                           const char *to, int p_types) {
+    pgq_sql_add(b, "SELECT r.%s AS nid FROM relationships r WHERE ", to);
+    tier_sql_read_diode(b, q, c, "r");
+    pgq_sql_add(b, " AND r.%s = ANY(w.frontier)", from);
+    if (p_types) pgq_sql_add(b, " AND r.rel_type = ANY($%d)", p_types);
+}
+
+int global_sql_traverse(const tier_ctx *c, const global_traverse_in *in, pgq_sql *b,
+                        pgq_params *q) {
+    int p_types = 0;
+    if (in->ntypes) {
+        const char *lit = pgq_array_literal(c->ar, in->types, in->ntypes);
+        if (!lit) return -1;
+        p_types = pgq_text_array(q, lit);
+    }
+    int p_max = pgq_int4(q, in->max_depth);
+    int p_lim = pgq_int4(q, in->limit);
+    /* Each row of `walk` is one BFS level: its depth, its entities
+     * (frontier) and every entity seen so far (visited). The next level is
+     * the visible neighbours of the frontier not yet visited, at most
+     * limit + 1 of them by id (more could never be returned), so the walk
+     * is cycle-safe, finds each entity at its shortest depth, and stops
+     * once more than limit entities are known. The OFFSET 0 fences keep
+     * the planner from evaluating the level's subquery twice and from
+     * hash-joining the result against the whole entities table. */
+    pgq_sql_add(b,
+                "WITH RECURSIVE walk(depth, frontier, visited) AS ("
+                " SELECT 0, ARRAY[e.id], ARRAY[e.id] FROM entities e WHERE ");
+    tier_sql_read_diode(b, q, c, "e");
+    pgq_sql_add(b, " AND e.id = $%d", pgq_text(q, in->start_id));
+    pgq_sql_add(b,
+                " UNION ALL"
+                " SELECT w.depth + 1, nxt.ids, w.visited || nxt.ids FROM walk w,"
+                " LATERAL (SELECT ARRAY(SELECT DISTINCT nb.id FROM (");
+    if (in->dir == GLOBAL_DIR_OUT || in->dir == GLOBAL_DIR_BOTH)
+        add_neighbours(b, q, c, "source_id", "target_id", p_types);
+    if (in->dir == GLOBAL_DIR_BOTH) pgq_sql_add(b, " UNION ALL ");
+    if (in->dir == GLOBAL_DIR_IN || in->dir == GLOBAL_DIR_BOTH)
+        add_neighbours(b, q, c, "target_id", "source_id", p_types);
+    pgq_sql_add(b, ") n JOIN entities nb ON nb.id = n.nid AND ");
+    tier_sql_read_diode(b, q, c, "nb");
+    pgq_sql_add(b,
+                " WHERE NOT nb.id = ANY(w.visited) ORDER BY nb.id LIMIT $%d + 1) AS ids"
+                " OFFSET 0) nxt"
+                " WHERE w.depth < $%d AND cardinality(w.frontier) > 0"
+                " AND cardinality(w.visited) <= $%d)"
+                " SELECT " GLOBAL_E_COLS ", x.depth FROM (SELECT depth, unnest(frontier) AS id"
+                " FROM walk) x, LATERAL (SELECT * FROM entities e WHERE e.tenant = $%d"
+                " AND e.id = x.id OFFSET 0) e ORDER BY x.depth, x.id LIMIT $%d + 1",
+                p_lim, p_max, p_lim, pgq_text(q, principal_tenant(c->p)), p_lim);
+    return 0;
+}
+
+int global_sql_traverse_edges(const tier_ctx *c, const global_traverse_in *in,
+                              const char *const *ids, size_t n, pgq_sql *b, pgq_params *q) {
+    const char *lit = pgq_array_literal(c->ar, ids, n);
+    if (!lit) return -1;
+    int p_ids = pgq_text_array(q, lit);
+    pgq_sql_add(b, "SELECT " GLOBAL_R_COLS ", octet_length(r.properties::text)"
+                   " FROM relationships r WHERE ");
+    tier_sql_read_diode(b, q, c, "r");
+    pgq_sql_add(b, " AND r.source_id = ANY($%d) AND r.target_id = ANY($%d)", p_ids, p_ids);
+    if (in->ntypes) {
+        const char *types = pgq_array_literal(c->ar, in->types, in->ntypes);
+        if (!types) return -1;
+        pgq_sql_add(b, " AND r.rel_type = ANY($%d)", pgq_text_array(q, types));
+    }
+    pgq_sql_add(b, " ORDER BY r.source_id, r.rel_type, r.target_id");
+    return 0;
+}
+
+/* The walk's entities, at most limit of them (truncated when more). */
+static int walk_nodes(tier_ctx *c, const PGresult *r, const global_traverse_in *in,
+                      global_traverse_out *out, const char ***ids) {
+    int rows = PQntuples(r);
+    if (rows == 0) return tier_fail(c, STATUS_ENOTFOUND, "entity %s not found", in->start_id);
+    int take = rows < in->limit ? rows : in->limit;
+    out->truncated = rows > take;
+    out->nodes = arena_alloc(c->ar, (size_t)take * sizeof *out->nodes);
+    out->depths = arena_alloc(c->ar, (size_t)take * sizeof *out->depths);
+    *ids = arena_alloc(c->ar, (size_t)take * sizeof **ids);
+    if (!out->nodes || !out->depths || !*ids)
+        return tier_fail(c, STATUS_ENOMEM, "out of memory");
+    for (int i = 0; i < take; i++) {
+        int64_t depth;
+        int rc = global_decode_entity(c, r, i, &out->nodes[i]);
+        if (rc != STATUS_OK) return rc;
+        if (pgq_col_int(r, i, GLOBAL_E_NCOLS, &depth) != 0)
+            return tier_fail(c, STATUS_EINTERNAL, "unreadable depth");
+        out->depths[i] = (int)depth;
+        (*ids)[i] = out->nodes[i].id;
+    }
+    out->nnodes = (size_t)take;
+    return STATUS_OK;
+}
+
+/* The edges among the walk's entities, while they fit the byte budget. */
+static int walk_edges(tier_ctx *c, const PGresult *r, size_t budget, global_traverse_out *out) {
+    int nrel = PQntuples(r);
+    out->edges = arena_alloc(c->ar, ((size_t)nrel + 1) * sizeof *out->edges);
+    if (!out->edges) return tier_fail(c, STATUS_ENOMEM, "out of memory");
+    size_t bytes = 0;
+    for (int i = 0; i < nrel; i++) {
+        int64_t plen = 0;
+        pgq_col_int(r, i, 11, &plen);
+        bytes += (size_t)plen + (size_t)PQgetlength(r, i, 1) + (size_t)PQgetlength(r, i, 2) +
+                 (size_t)PQgetlength(r, i, 3) + 64;
+        if (bytes > budget) {
+            out->truncated = 1;
+            break;
+        }
+        int rc = global_decode_rel(c, r, i, &out->edges[out->nedges]);
+        if (rc != STATUS_OK) return rc;
+        out->nedges++;
+    }
+    return STATUS_OK;
+}
+
+static int traverse(pgq_session *ss, tier_ctx *c, void *arg) {
+    traverse_args *a = arg;
+    pgq_params q = {0};
+    pgq_sql b = {0};
+    if (global_sql_traverse(c, a->in, &b, &q) != 0)
+        return tier_fail(c, STATUS_ENOMEM, "out of memory");
+    PGresult *r;
+    int rc = pgq_pipeline(ss, "traverse", "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", &b,
+                          &q, 0, &r);
+    if (rc != STATUS_OK) return rc;
+    const char **ids = NULL;
+    rc = walk_nodes(c, r, a->in, a->out, &ids);
+    PQclear(r);
+    if (rc != STATUS_OK) return rc;
+    /* The edges among the returned entities, in the same snapshot, and
+     * the COMMIT of the read-only snapshot: one round trip. */
+    pgq_params eq = {0};
+    pgq_sql eb = {0};
+    if (global_sql_traverse_edges(c, a->in, ids, a->out->nnodes, &eb, &eq) != 0)
+        return tier_fail(c, STATUS_ENOMEM, "out of memory");
+    if ((rc = pgq_pipeline(ss, "traverse edges", NULL, &eb, &eq, 1, &r)) != STATUS_OK)
+        return rc;
+    rc = walk_edges(c, r, a->max_response_bytes, a->out);
+    PQclear(r);
+    return rc;
+}
+
+int global_traverse(global_store *s, tier_ctx *c, const global_traverse_in *in,
+                    global_traverse_out *out) {
+    memset(out, 0, sizeof *out);
+    traverse_args a = {in, out, s->o.max_response_bytes};
+    return global_run(s, c, traverse, &a);
+}

@@ -1,0 +1,262 @@
+/* global_rpc_entities: the GlobalMemory handlers for entities: PutEntity,
+ * GetEntity (through the entity cache when there is one), DeleteEntity
+ * and QueryEntities. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "service/auth/authn.h"
+#include "service/global/global_service_internal.h"
+#include "service/pb/pbjson.h"
+#include "service/tier/tier_check.h"
+#include "service/tier/tier_page.h"
+
+#define NAME_MAX_CHARS 1024
+#define PROPERTIES_MAX (1024 * 1024)
+#define PREDICATES_MAX 32
+#define TEXT_QUERY_MAX 1024
+#define PATH_MAX_CHARS 1024
+
+/* After a write of entity id committed: every replica's cache forgets it. */
+static void entity_changed(const global_service *svc, rpc_call *call, const tier_ctx *c,
+                           const char *id) {
+    if (svc->entities)
+        cache_records_changed(svc->entities, rpc_call_arena(call), principal_tenant(c->p), id,
+                              rpc_call_deadline_ms(call));
+}
+
+grpc_status_code global_do_put_entity(rpc_call *call, const ProtobufCMessage *reqm,
+                                      ProtobufCMessage *respm, void *arg) {
+    global_service *svc = arg;
+    const Memory__V1__PutEntityRequest *req = (const Memory__V1__PutEntityRequest *)reqm;
+    Memory__V1__PutEntityResponse *resp = (Memory__V1__PutEntityResponse *)respm;
+    grpc_status_code st;
+    global_entity_in in = {0};
+    in.id = req->id;
+    in.name = req->name;
+    if ((st = tier_check_id(call, "id", &in.id, 1)) != GRPC_STATUS_OK ||
+        (st = tier_check_name(call, "type", req->type, GLOBAL_TYPE_MAX, 1)) != GRPC_STATUS_OK ||
+        (st = tier_check_text(call, "name", req->name, NAME_MAX_CHARS)) != GRPC_STATUS_OK ||
+        (st = tier_check_label(call, "label", (int)req->label)) != GRPC_STATUS_OK)
+        return st;
+    if (req->precondition_case ==
+        MEMORY__V1__PUT_ENTITY_REQUEST__PRECONDITION_EXPECTED_VERSION) {
+        if ((st = tier_check_expected(call, req->expected_version, TIER_EXPECT_CREATE_OK)) !=
+            GRPC_STATUS_OK)
+            return st;
+        in.has_expected = 1;
+        in.expected_version = req->expected_version;
+    }
+    const Google__Protobuf__Struct *props = req->properties;
+    pii_field f[] = {PII_TEXT("name", &in.name), PII_STRUCT("properties", &props)};
+    if ((st = global_pii(call, svc, "id", &in.id, f, 2, &in.pii_kinds, &in.npii)) !=
+            GRPC_STATUS_OK ||
+        (st = tier_check_struct(call, "properties", props, PROPERTIES_MAX,
+                                &in.properties_json)) != GRPC_STATUS_OK)
+        return st;
+    in.type = req->type;
+    in.label = (int)req->label;
+    tier_target(call, "entity:%s", in.id);
+    tier_ctx c;
+    global_ctx(svc, call, 1, &c);
+    global_entity e;
+    int created = 0;
+    int rc = global_put_entity(svc->store, &c, &in, &e, &created);
+    if (rc != STATUS_OK) return tier_status(call, rc, &c);
+    entity_changed(svc, call, &c, in.id);
+    if (!(resp->entity = global_render_entity(rpc_call_arena(call), &e)))
+        return rpc_call_oom(call);
+    resp->created = created;
+    return GRPC_STATUS_OK;
+}
+
+typedef struct {
+    global_service *svc;
+    tier_ctx *c;
+    const char *id;
+} entity_load;
+
+/* cache_records_load_fn: the entity, tenant-wide, as memory.v1.Entity. */
+static int load_entity(void *arg, arena *a, cache_record *out) {
+    entity_load *l = arg;
+    global_entity e;
+    int rc = global_load_entity(l->svc->store, l->c, l->id, &e);
+    if (rc != STATUS_OK) return rc;
+    Memory__V1__Entity *m = global_render_entity(a, &e);
+    if (!m) return STATUS_ENOMEM;
+    out->msg = &m->base;
+    out->owner = e.meta.owner;
+    out->label = e.meta.label;
+    out->update_us = e.meta.update_us;
+    return STATUS_OK;
+}
+
+grpc_status_code global_do_get_entity(rpc_call *call, const ProtobufCMessage *reqm,
+                                      ProtobufCMessage *respm, void *arg) {
+    global_service *svc = arg;
+    const Memory__V1__GetEntityRequest *req = (const Memory__V1__GetEntityRequest *)reqm;
+    Memory__V1__GetEntityResponse *resp = (Memory__V1__GetEntityResponse *)respm;
+    const char *id = req->id;
+    grpc_status_code st = tier_check_id(call, "id", &id, 0);
+    if (st != GRPC_STATUS_OK) return st;
+    tier_ctx c;
+    global_ctx(svc, call, 0, &c);
+    int rc;
+    if (svc->entities) {
+        entity_load l = {svc, &c, id};
+        ProtobufCMessage *m = NULL;
+        rc = cache_records_get(svc->entities, c.p, c.read_breadth, id, c.deadline_ms,
+                               rpc_call_arena(call), load_entity, &l, &m);
+        if (rc == STATUS_ENOTFOUND) tier_fail(&c, rc, "entity %s not found", id);
+        resp->entity = (Memory__V1__Entity *)m;
+    } else {
+        global_entity e;
+        rc = global_get_entity(svc->store, &c, id, &e);
+        if (rc == STATUS_OK && !(resp->entity = global_render_entity(rpc_call_arena(call), &e)))
+            rc = STATUS_ENOMEM;
+    }
+    if (rc != STATUS_OK) return tier_status(call, rc, &c);
+    tier_target(call, "entity:%s", id);
+    return GRPC_STATUS_OK;
+}
+
+grpc_status_code global_do_delete_entity(rpc_call *call, const ProtobufCMessage *reqm,
+                                         ProtobufCMessage *respm, void *arg) {
+    global_service *svc = arg;
+    const Memory__V1__DeleteEntityRequest *req = (const Memory__V1__DeleteEntityRequest *)reqm;
+    (void)respm;
+    const char *id = req->id;
+    int has_expected = req->precondition_case ==
+                       MEMORY__V1__DELETE_ENTITY_REQUEST__PRECONDITION_EXPECTED_VERSION;
+    grpc_status_code st;
+    if ((st = tier_check_id(call, "id", &id, 0)) != GRPC_STATUS_OK ||
+        (has_expected && (st = tier_check_expected(call, req->expected_version,
+                                                   TIER_EXPECT_VERSION)) != GRPC_STATUS_OK))
+        return st;
+    tier_target(call, "entity:%s", id);
+    tier_ctx c;
+    global_ctx(svc, call, 1, &c);
+    int rc = global_delete_entity(svc->store, &c, id, has_expected, req->expected_version);
+    if (rc == STATUS_OK) entity_changed(svc, call, &c, id);
+    return tier_status(call, rc, &c);
+}
+
+/* ------------------------------------------------------------ QueryEntities */
+
+static global_kind value_kind(const Google__Protobuf__Value *v) {
+    if (!v) return GLOBAL_KIND_NONE;
+    switch (v->kind_case) {
+    case GOOGLE__PROTOBUF__VALUE__KIND_NULL_VALUE: return GLOBAL_KIND_NULL;
+    case GOOGLE__PROTOBUF__VALUE__KIND_NUMBER_VALUE: return GLOBAL_KIND_NUMBER;
+    case GOOGLE__PROTOBUF__VALUE__KIND_STRING_VALUE: return GLOBAL_KIND_STRING;
+    case GOOGLE__PROTOBUF__VALUE__KIND_BOOL_VALUE: return GLOBAL_KIND_BOOL;
+    case GOOGLE__PROTOBUF__VALUE__KIND_STRUCT_VALUE: return GLOBAL_KIND_OBJECT;
+    case GOOGLE__PROTOBUF__VALUE__KIND_LIST_VALUE: return GLOBAL_KIND_LIST;
+    default: return GLOBAL_KIND_NONE;
+    }
+}
+
+/* The request's property predicates, checked, with their operands as
+ * JSON text. */
+static grpc_status_code predicates(rpc_call *call, const Memory__V1__QueryEntitiesRequest *req,
+                                   global_query_in *in) {
+    arena *a = rpc_call_arena(call);
+    if (req->n_predicates > PREDICATES_MAX)
+        return rpc_call_invalid(call, "predicates: %zu; at most %d", req->n_predicates,
+                                PREDICATES_MAX);
+    global_pred *preds = arena_alloc(a, (req->n_predicates + 1) * sizeof *preds);
+    if (!preds) return rpc_call_oom(call);
+    for (size_t i = 0; i < req->n_predicates; i++) {
+        const Memory__V1__PropertyPredicate *pp = req->predicates[i];
+        char field[48];
+        snprintf(field, sizeof field, "predicates[%zu].path", i);
+        grpc_status_code st = tier_check_text(call, field, pp->path, PATH_MAX_CHARS);
+        if (st != GRPC_STATUS_OK) return st;
+        preds[i].path = pp->path;
+        preds[i].op = (int)pp->op;
+        preds[i].kind = value_kind(pp->value);
+        if (pp->value && pp->op != MEMORY__V1__PREDICATE_OP__PREDICATE_OP_EXISTS) {
+            char *json = NULL, why[300];
+            size_t len = 0;
+            snprintf(field, sizeof field, "predicates[%zu].value", i);
+            if (pbjson_from_value(pp->value, field, &json, &len, why, sizeof why) != 0)
+                return rpc_call_invalid(call, "%s", why);
+            preds[i].value_json = arena_strndup(a, json, len);
+            free(json);
+            if (!preds[i].value_json) return rpc_call_oom(call);
+        }
+    }
+    in->preds = preds;
+    in->npreds = req->n_predicates;
+    return GRPC_STATUS_OK;
+}
+
+/* order_by, resolved: relevance is the default with a text query and
+ * best-first; everything else defaults to id, ascending. */
+static grpc_status_code ordering(rpc_call *call, const Memory__V1__QueryEntitiesRequest *req,
+                                 global_query_in *in) {
+    int order = (int)req->order_by;
+    if (order == MEMORY__V1__ENTITY_ORDER_BY__ENTITY_ORDER_BY_UNSPECIFIED)
+        order = req->text_query[0] ? GLOBAL_ORDER_RELEVANCE : GLOBAL_ORDER_ID;
+    if (order < GLOBAL_ORDER_ID || order > GLOBAL_ORDER_RELEVANCE)
+        return rpc_call_invalid(call, "order_by: %d is not a memory.v1.EntityOrderBy",
+                                (int)req->order_by);
+    if (order == GLOBAL_ORDER_RELEVANCE && !req->text_query[0])
+        return rpc_call_invalid(call, "order_by: ENTITY_ORDER_BY_RELEVANCE needs a text_query");
+    in->order = (global_order)order;
+    in->descending = order == GLOBAL_ORDER_RELEVANCE ? !req->descending : req->descending;
+    return GRPC_STATUS_OK;
+}
+
+grpc_status_code global_do_query_entities(rpc_call *call, const ProtobufCMessage *reqm,
+                                          ProtobufCMessage *respm, void *arg) {
+    global_service *svc = arg;
+    const Memory__V1__QueryEntitiesRequest *req = (const Memory__V1__QueryEntitiesRequest *)reqm;
+    Memory__V1__QueryEntitiesResponse *resp = (Memory__V1__QueryEntitiesResponse *)respm;
+    arena *a = rpc_call_arena(call);
+    grpc_status_code st;
+    global_query_in in = {0};
+    in.type = req->type;
+    in.text_query = req->text_query;
+    tier_page pg;
+    const char *cursor[2];
+    int resumed;
+    if ((st = tier_check_name(call, "type", req->type, GLOBAL_TYPE_MAX, 0)) != GRPC_STATUS_OK ||
+        (st = tier_check_text(call, "text_query", req->text_query, TEXT_QUERY_MAX)) !=
+            GRPC_STATUS_OK ||
+        (st = predicates(call, req, &in)) != GRPC_STATUS_OK ||
+        (st = tier_page_size(call, req->page_size, &in.limit)) != GRPC_STATUS_OK ||
+        (st = ordering(call, req, &in)) != GRPC_STATUS_OK ||
+        (st = tier_page_bind(call, authn_principal(call), reqm, &pg)) != GRPC_STATUS_OK ||
+        (st = tier_page_open(call, &pg, req->page_token, cursor, 2, 0, &resumed)) !=
+            GRPC_STATUS_OK)
+        return st;
+    if (resumed) {
+        in.after_key = cursor[0];
+        in.after_id = cursor[1];
+    }
+    tier_ctx c;
+    global_ctx(svc, call, 0, &c);
+    global_entity *ents;
+    const char **keys;
+    size_t n, used = 0, i = 0;
+    int more;
+    int rc = global_query_entities(svc->store, &c, &in, &ents, &keys, &n, &more);
+    if (rc != STATUS_OK) return tier_status(call, rc, &c);
+    resp->entities = arena_alloc(a, (n ? n : 1) * sizeof *resp->entities);
+    if (!resp->entities) return rpc_call_oom(call);
+    for (; i < n; i++) {
+        if (!(resp->entities[i] = global_render_entity(a, &ents[i]))) return rpc_call_oom(call);
+        if (!tier_page_fits(&used, &resp->entities[i]->base, i, svc->max_response_bytes)) {
+            more = 1;
+            break;
+        }
+        tier_target(call, "entity:%s", ents[i].id);
+    }
+    resp->n_entities = i;
+    if (more && i > 0) {
+        const char *next[2] = {keys[i - 1], ents[i - 1].id};
+        if (!(resp->next_page_token = tier_page_seal(call, &pg, next, 2)))
+            return rpc_call_oom(call);
+    }
+    return GRPC_STATUS_OK;
+}

@@ -1,0 +1,166 @@
+/* global_rpc_graph: the GlobalMemory handlers for the graph's edges:
+ * PutRelationship, DeleteRelationship and Traverse. */
+#include <stdio.h>
+
+#include "service/global/global_service_internal.h"
+#include "service/tier/tier_check.h"
+#include "service/tier/tier_page.h"
+
+#define REL_PROPERTIES_MAX (64 * 1024)
+#define REL_TYPES_MAX 64
+#define DEFAULT_DEPTH 2
+#define DEFAULT_LIMIT 100
+
+/* A relationship's key: both ends and its type. */
+static grpc_status_code check_rel_key(rpc_call *call, const char **src, const char *type,
+                                      const char **dst) {
+    grpc_status_code st;
+    if ((st = tier_check_id(call, "source_id", src, 0)) != GRPC_STATUS_OK ||
+        (st = tier_check_name(call, "type", type, GLOBAL_TYPE_MAX, 1)) != GRPC_STATUS_OK ||
+        (st = tier_check_id(call, "target_id", dst, 0)) != GRPC_STATUS_OK)
+        return st;
+    return GRPC_STATUS_OK;
+}
+
+static void rel_target(rpc_call *call, const char *src, const char *type, const char *dst) {
+    tier_target(call, "relationship:%s/%s/%s", src, type, dst);
+}
+
+grpc_status_code global_do_put_rel(rpc_call *call, const ProtobufCMessage *reqm,
+                                   ProtobufCMessage *respm, void *arg) {
+    global_service *svc = arg;
+    const Memory__V1__PutRelationshipRequest *req =
+        (const Memory__V1__PutRelationshipRequest *)reqm;
+    Memory__V1__PutRelationshipResponse *resp = (Memory__V1__PutRelationshipResponse *)respm;
+    grpc_status_code st;
+    global_rel_in in = {0};
+    in.source_id = req->source_id;
+    in.target_id = req->target_id;
+    in.type = req->type;
+    if ((st = check_rel_key(call, &in.source_id, req->type, &in.target_id)) != GRPC_STATUS_OK ||
+        (st = tier_check_label(call, "label", (int)req->label)) != GRPC_STATUS_OK)
+        return st;
+    if (req->precondition_case ==
+        MEMORY__V1__PUT_RELATIONSHIP_REQUEST__PRECONDITION_EXPECTED_VERSION) {
+        if ((st = tier_check_expected(call, req->expected_version, TIER_EXPECT_CREATE_OK)) !=
+            GRPC_STATUS_OK)
+            return st;
+        in.has_expected = 1;
+        in.expected_version = req->expected_version;
+    }
+    const Google__Protobuf__Struct *props = req->properties;
+    pii_field f[] = {PII_STRUCT("properties", &props)};
+    if ((st = global_pii(call, svc, "type", &in.type, f, 1, &in.pii_kinds, &in.npii)) !=
+            GRPC_STATUS_OK ||
+        (st = tier_check_struct(call, "properties", props, REL_PROPERTIES_MAX,
+                                &in.properties_json)) != GRPC_STATUS_OK)
+        return st;
+    in.label = (int)req->label;
+    rel_target(call, in.source_id, in.type, in.target_id);
+    tier_ctx c;
+    global_ctx(svc, call, 1, &c);
+    global_rel r;
+    int created = 0;
+    int rc = global_put_rel(svc->store, &c, &in, &r, &created);
+    if (rc != STATUS_OK) return tier_status(call, rc, &c);
+    if (!(resp->relationship = global_render_rel(rpc_call_arena(call), &r)))
+        return rpc_call_oom(call);
+    resp->created = created;
+    return GRPC_STATUS_OK;
+}
+
+grpc_status_code global_do_delete_rel(rpc_call *call, const ProtobufCMessage *reqm,
+                                      ProtobufCMessage *respm, void *arg) {
+    global_service *svc = arg;
+    const Memory__V1__DeleteRelationshipRequest *req =
+        (const Memory__V1__DeleteRelationshipRequest *)reqm;
+    (void)respm;
+    const char *src = req->source_id, *dst = req->target_id;
+    int has_expected = req->precondition_case ==
+                       MEMORY__V1__DELETE_RELATIONSHIP_REQUEST__PRECONDITION_EXPECTED_VERSION;
+    grpc_status_code st;
+    if ((st = check_rel_key(call, &src, req->type, &dst)) != GRPC_STATUS_OK ||
+        (has_expected && (st = tier_check_expected(call, req->expected_version,
+                                                   TIER_EXPECT_VERSION)) != GRPC_STATUS_OK))
+        return st;
+    rel_target(call, src, req->type, dst);
+    tier_ctx c;
+    global_ctx(svc, call, 1, &c);
+    int rc = global_delete_rel(svc->store, &c, src, req->type, dst, has_expected,
+                               req->expected_version);
+    return tier_status(call, rc, &c);
+}
+
+/* ------------------------------------------------------------ Traverse */
+
+static grpc_status_code traverse_in(rpc_call *call, const global_service *svc,
+                                    const Memory__V1__TraverseRequest *req,
+                                    global_traverse_in *in) {
+    grpc_status_code st;
+    in->start_id = req->start_id;
+    if ((st = tier_check_id(call, "start_id", &in->start_id, 0)) != GRPC_STATUS_OK) return st;
+    if (req->n_relationship_types > REL_TYPES_MAX)
+        return rpc_call_invalid(call, "relationship_types: %zu; at most %d",
+                                req->n_relationship_types, REL_TYPES_MAX);
+    for (size_t i = 0; i < req->n_relationship_types; i++) {
+        char field[48];
+        snprintf(field, sizeof field, "relationship_types[%zu]", i);
+        if ((st = tier_check_name(call, field, req->relationship_types[i], GLOBAL_TYPE_MAX,
+                                  1)) != GRPC_STATUS_OK)
+            return st;
+    }
+    in->types = (const char *const *)req->relationship_types;
+    in->ntypes = req->n_relationship_types;
+    switch (req->direction) {
+    case MEMORY__V1__EDGE_DIRECTION__EDGE_DIRECTION_UNSPECIFIED:
+    case MEMORY__V1__EDGE_DIRECTION__EDGE_DIRECTION_OUT: in->dir = GLOBAL_DIR_OUT; break;
+    case MEMORY__V1__EDGE_DIRECTION__EDGE_DIRECTION_IN: in->dir = GLOBAL_DIR_IN; break;
+    case MEMORY__V1__EDGE_DIRECTION__EDGE_DIRECTION_BOTH: in->dir = GLOBAL_DIR_BOTH; break;
+    default:
+        return rpc_call_invalid(call, "direction: %d is not a memory.v1.EdgeDirection",
+                                (int)req->direction);
+    }
+    in->max_depth = req->max_depth ? req->max_depth : DEFAULT_DEPTH;
+    if (in->max_depth < 1 || in->max_depth > svc->max_depth)
+        return rpc_call_invalid(call, "max_depth: %d; must be 1 to %d (0 = %d)", req->max_depth,
+                                svc->max_depth, DEFAULT_DEPTH);
+    in->limit = req->limit ? req->limit : DEFAULT_LIMIT;
+    if (in->limit < 1 || in->limit > TIER_PAGE_MAX)
+        return rpc_call_invalid(call, "limit: %d; must be 1 to %d (0 = %d)", req->limit,
+                                TIER_PAGE_MAX, DEFAULT_LIMIT);
+    return GRPC_STATUS_OK;
+}
+
+grpc_status_code global_do_traverse(rpc_call *call, const ProtobufCMessage *reqm,
+                                    ProtobufCMessage *respm, void *arg) {
+    global_service *svc = arg;
+    const Memory__V1__TraverseRequest *req = (const Memory__V1__TraverseRequest *)reqm;
+    Memory__V1__TraverseResponse *resp = (Memory__V1__TraverseResponse *)respm;
+    arena *a = rpc_call_arena(call);
+    global_traverse_in in = {0};
+    grpc_status_code st = traverse_in(call, svc, req, &in);
+    if (st != GRPC_STATUS_OK) return st;
+    tier_ctx c;
+    global_ctx(svc, call, 0, &c);
+    global_traverse_out out;
+    int rc = global_traverse(svc->store, &c, &in, &out);
+    if (rc != STATUS_OK) return tier_status(call, rc, &c);
+    resp->nodes = arena_alloc(a, (out.nnodes + 1) * sizeof *resp->nodes);
+    resp->edges = arena_alloc(a, (out.nedges + 1) * sizeof *resp->edges);
+    if (!resp->nodes || !resp->edges) return rpc_call_oom(call);
+    for (size_t i = 0; i < out.nnodes; i++) {
+        Memory__V1__TraversalNode *n = arena_alloc(a, sizeof *n);
+        if (!n) return rpc_call_oom(call);
+        memory__v1__traversal_node__init(n);
+        if (!(n->entity = global_render_entity(a, &out.nodes[i]))) return rpc_call_oom(call);
+        n->depth = out.depths[i];
+        resp->nodes[i] = n;
+        tier_target(call, "entity:%s", out.nodes[i].id);
+    }
+    resp->n_nodes = out.nnodes;
+    for (size_t i = 0; i < out.nedges; i++)
+        if (!(resp->edges[i] = global_render_rel(a, &out.edges[i]))) return rpc_call_oom(call);
+    resp->n_edges = out.nedges;
+    resp->truncated = out.truncated;
+    return GRPC_STATUS_OK;
+}

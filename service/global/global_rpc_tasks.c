@@ -1,0 +1,154 @@
+/* global_rpc_tasks: the GlobalMemory handlers for task history:
+ * RecordTask and ListTasks. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "service/auth/authn.h"
+#include "service/global/global_service_internal.h"
+#include "service/tier/tier_check.h"
+#include "service/tier/tier_page.h"
+
+#define DESCRIPTION_MAX 4096
+#define TASK_JSON_MAX (1024 * 1024)
+#define ENTITY_IDS_MAX 1000
+
+static grpc_status_code task_in(rpc_call *call, const Memory__V1__RecordTaskRequest *req,
+                                global_task_in *in) {
+    grpc_status_code st;
+    in->id = req->id;
+    in->description = req->description;
+    if ((st = tier_check_id(call, "id", &in->id, 1)) != GRPC_STATUS_OK ||
+        (st = tier_check_name(call, "type", req->type, GLOBAL_TYPE_MAX, 0)) != GRPC_STATUS_OK ||
+        (st = tier_check_text(call, "description", req->description, DESCRIPTION_MAX)) !=
+            GRPC_STATUS_OK ||
+        (st = tier_check_label(call, "label", (int)req->label)) != GRPC_STATUS_OK)
+        return st;
+    if (req->status < MEMORY__V1__TASK_STATUS__TASK_STATUS_PENDING ||
+        req->status > MEMORY__V1__TASK_STATUS__TASK_STATUS_CANCELLED)
+        return rpc_call_invalid(call,
+                                "status: %s; a task needs PENDING, RUNNING, SUCCEEDED, FAILED "
+                                "or CANCELLED",
+                                req->status == 0 ? "TASK_STATUS_UNSPECIFIED" : "unknown");
+    if (req->n_entity_ids > ENTITY_IDS_MAX)
+        return rpc_call_invalid(call, "entity_ids: %zu; at most %d", req->n_entity_ids,
+                                ENTITY_IDS_MAX);
+    for (size_t i = 0; i < req->n_entity_ids; i++) {
+        char field[48];
+        const char *id = req->entity_ids[i];
+        snprintf(field, sizeof field, "entity_ids[%zu]", i);
+        if ((st = tier_check_id(call, field, &id, 0)) != GRPC_STATUS_OK) return st;
+    }
+    if (req->start_time) {
+        if ((st = tier_check_time(call, "start_time", req->start_time, &in->start_us)) !=
+            GRPC_STATUS_OK)
+            return st;
+        in->has_start = 1;
+    }
+    if (req->end_time) {
+        if ((st = tier_check_time(call, "end_time", req->end_time, &in->end_us)) !=
+            GRPC_STATUS_OK)
+            return st;
+        in->has_end = 1;
+        if (in->has_start && in->end_us < in->start_us)
+            return rpc_call_invalid(call, "end_time: before start_time");
+    }
+    in->type = req->type;
+    in->status = (int)req->status;
+    in->entity_ids = (const char *const *)req->entity_ids;
+    in->nentity_ids = req->n_entity_ids;
+    in->label = (int)req->label;
+    return GRPC_STATUS_OK;
+}
+
+grpc_status_code global_do_record_task(rpc_call *call, const ProtobufCMessage *reqm,
+                                       ProtobufCMessage *respm, void *arg) {
+    global_service *svc = arg;
+    const Memory__V1__RecordTaskRequest *req = (const Memory__V1__RecordTaskRequest *)reqm;
+    Memory__V1__RecordTaskResponse *resp = (Memory__V1__RecordTaskResponse *)respm;
+    global_task_in in = {0};
+    grpc_status_code st = task_in(call, req, &in);
+    if (st != GRPC_STATUS_OK) return st;
+    const Google__Protobuf__Struct *prov = req->provenance, *result = req->result;
+    pii_field f[] = {PII_TEXT("description", &in.description),
+                     PII_STRUCT("provenance", &prov), PII_STRUCT("result", &result)};
+    if ((st = global_pii(call, svc, "id", &in.id, f, 3, &in.pii_kinds, &in.npii)) !=
+            GRPC_STATUS_OK ||
+        (prov && (st = tier_check_struct(call, "provenance", prov, TASK_JSON_MAX,
+                                         &in.provenance_json)) != GRPC_STATUS_OK) ||
+        (result && (st = tier_check_struct(call, "result", result, TASK_JSON_MAX,
+                                           &in.result_json)) != GRPC_STATUS_OK))
+        return st;
+    tier_target(call, "task:%s", in.id);
+    tier_ctx c;
+    global_ctx(svc, call, 1, &c);
+    global_task t;
+    int created = 0;
+    int rc = global_record_task(svc->store, &c, &in, &t, &created);
+    if (rc != STATUS_OK) return tier_status(call, rc, &c);
+    if (!(resp->task = global_render_task(rpc_call_arena(call), &t))) return rpc_call_oom(call);
+    resp->created = created;
+    return GRPC_STATUS_OK;
+}
+
+grpc_status_code global_do_list_tasks(rpc_call *call, const ProtobufCMessage *reqm,
+                                      ProtobufCMessage *respm, void *arg) {
+    global_service *svc = arg;
+    const Memory__V1__ListTasksRequest *req = (const Memory__V1__ListTasksRequest *)reqm;
+    Memory__V1__ListTasksResponse *resp = (Memory__V1__ListTasksResponse *)respm;
+    arena *a = rpc_call_arena(call);
+    grpc_status_code st;
+    global_list_tasks_in in = {0};
+    if (req->status < 0 || req->status > MEMORY__V1__TASK_STATUS__TASK_STATUS_CANCELLED)
+        return rpc_call_invalid(call, "status: %d is not a memory.v1.TaskStatus",
+                                (int)req->status);
+    in.status = (int)req->status;
+    in.type = req->type;
+    tier_time_range tr;
+    tier_page pg;
+    const char *cursor[2];
+    int resumed;
+    if ((st = tier_check_name(call, "type", req->type, GLOBAL_TYPE_MAX, 0)) != GRPC_STATUS_OK ||
+        (st = tier_page_size(call, req->page_size, &in.limit)) != GRPC_STATUS_OK ||
+        (st = tier_check_time_range(call, "time_range", req->time_range, &tr)) !=
+            GRPC_STATUS_OK ||
+        (st = tier_page_bind(call, authn_principal(call), reqm, &pg)) != GRPC_STATUS_OK ||
+        (st = tier_page_open(call, &pg, req->page_token, cursor, 2, 1, &resumed)) !=
+            GRPC_STATUS_OK)
+        return st;
+    in.has_start = tr.has_start;
+    in.start_us = tr.start_us;
+    in.has_end = tr.has_end;
+    in.end_us = tr.end_us;
+    if (resumed) {
+        char *end = NULL;
+        in.after_start_us = strtoll(cursor[0], &end, 10);
+        if (!end || *end) return tier_page_refuse(call, &pg);
+        in.has_after = 1;
+        in.after_id = cursor[1];
+    }
+    tier_ctx c;
+    global_ctx(svc, call, 0, &c);
+    global_task *tasks;
+    size_t n, used = 0, i = 0;
+    int more;
+    int rc = global_list_tasks(svc->store, &c, &in, &tasks, &n, &more);
+    if (rc != STATUS_OK) return tier_status(call, rc, &c);
+    resp->tasks = arena_alloc(a, (n ? n : 1) * sizeof *resp->tasks);
+    if (!resp->tasks) return rpc_call_oom(call);
+    for (; i < n; i++) {
+        if (!(resp->tasks[i] = global_render_task(a, &tasks[i]))) return rpc_call_oom(call);
+        if (!tier_page_fits(&used, &resp->tasks[i]->base, i, svc->max_response_bytes)) {
+            more = 1;
+            break;
+        }
+        tier_target(call, "task:%s", tasks[i].id);
+    }
+    resp->n_tasks = i;
+    if (more && i > 0) {
+        const char *us = arena_printf(a, "%lld", (long long)tasks[i - 1].start_us);
+        const char *next[2] = {us, tasks[i - 1].id};
+        if (!us || !(resp->next_page_token = tier_page_seal(call, &pg, next, 2)))
+            return rpc_call_oom(call);
+    }
+    return GRPC_STATUS_OK;
+}

@@ -1,0 +1,61 @@
+/* global_service_internal: what the GlobalMemory handlers
+ * (global_rpc_entities.c, global_rpc_graph.c, global_rpc_tasks.c) share
+ * with global_service.c (the tier, the PII rule, rendering). Not for other
+ * modules. */
+#ifndef MEMORYD_GLOBAL_GLOBAL_SERVICE_INTERNAL_H
+#define MEMORYD_GLOBAL_GLOBAL_SERVICE_INTERNAL_H
+
+#include "memory/v1/global_memory.pb-c.h"
+#include "service/cache/cache_records.h"
+#include "service/global/global_service.h"
+#include "service/global/global_store.h"
+#include "service/privacy/pii_policy.h"
+#include "service/tier/tier_call.h"
+
+#define GLOBAL_TYPE_MAX 128 /* characters of an entity, relationship or task type */
+
+typedef struct global_service {
+    audit *aud;
+    pii_policy pii;
+    int max_depth;             /* Traverse max_depth ceiling, 1..10 */
+    size_t max_response_bytes; /* encoded answer budget */
+    cache_records *entities;   /* GetEntity through the cache; NULL: straight to the store */
+    global_store *store;
+} global_service;
+
+/* The context for a call (tier "global"); with audited, the write's audit
+ * row commits with it. */
+void global_ctx(const global_service *svc, rpc_call *call, int audited, tier_ctx *c);
+
+/* The PII policy over what a write stores: the field naming the record
+ * (id_path / *id: never redacted), then the fields f[0..n). With
+ * `pii:write` the kinds found go to *kinds. */
+grpc_status_code global_pii(rpc_call *call, const global_service *svc, const char *id_path,
+                            const char **id, pii_field *f, size_t n, const char *const **kinds,
+                            size_t *nkinds);
+
+Memory__V1__Entity *global_render_entity(arena *a, const global_entity *e);
+Memory__V1__Relationship *global_render_rel(arena *a, const global_rel *r);
+Memory__V1__Task *global_render_task(arena *a, const global_task *t);
+
+/* The handlers. */
+grpc_status_code global_do_put_entity(rpc_call *, const ProtobufCMessage *, ProtobufCMessage *,
+                                      void *);
+grpc_status_code global_do_get_entity(rpc_call *, const ProtobufCMessage *, ProtobufCMessage *,
+                                      void *);
+grpc_status_code global_do_delete_entity(rpc_call *, const ProtobufCMessage *,
+                                         ProtobufCMessage *, void *);
+grpc_status_code global_do_query_entities(rpc_call *, const ProtobufCMessage *,
+                                          ProtobufCMessage *, void *);
+grpc_status_code global_do_put_rel(rpc_call *, const ProtobufCMessage *, ProtobufCMessage *,
+                                   void *);
+grpc_status_code global_do_delete_rel(rpc_call *, const ProtobufCMessage *, ProtobufCMessage *,
+                                      void *);
+grpc_status_code global_do_traverse(rpc_call *, const ProtobufCMessage *, ProtobufCMessage *,
+                                    void *);
+grpc_status_code global_do_record_task(rpc_call *, const ProtobufCMessage *, ProtobufCMessage *,
+                                       void *);
+grpc_status_code global_do_list_tasks(rpc_call *, const ProtobufCMessage *, ProtobufCMessage *,
+                                      void *);
+
+#endif

@@ -1,0 +1,101 @@
+/* pii_policy: the write diode's PII rule over a write's fields; see
+ * pii_policy.h. */
+#include "service/privacy/pii_policy.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "service/pb/pbjson.h"
+#include "service/privacy/pii.h"
+#include "service/privacy/pii_struct.h"
+
+int pii_policy_parse(const char *name, pii_policy *out) {
+    if (strcmp(name, "reject") == 0) *out = PII_POLICY_REJECT;
+    else if (strcmp(name, "redact") == 0) *out = PII_POLICY_REDACT;
+    else return -1;
+    return 0;
+}
+
+pii_mode pii_policy_mode(pii_policy policy, const principal *p) {
+    if (principal_has(p, "pii:write")) return PII_MODE_ALLOW;
+    return policy == PII_POLICY_REDACT ? PII_MODE_REDACT : PII_MODE_REJECT;
+}
+
+static size_t text_len(const pii_field *f) { return f->len ? *f->len : strlen(*f->text); }
+
+/* Scans one field; returns 1 when it holds PII, -1 when a Struct nests too
+ * deep. */
+static int scan(pii_findings *found, const pii_field *f) {
+    size_t before = found->total;
+    if (f->text) {
+        pii_scan_field(found, f->path, *f->text, text_len(f));
+    } else if (*f->st && pii_scan_struct(found, f->path, *f->st) != 0) {
+        return -1;
+    }
+    return found->total > before;
+}
+
+static int redact(arena *a, pii_field *f) {
+    if (!f->text && !*f->st) return 0;
+    if (f->text) {
+        size_t n = 0;
+        const char *r = pii_redact_arena(a, *f->text, text_len(f), &n);
+        if (!r) return -1;
+        *f->text = r;
+        if (f->len) *f->len = n;
+        return 0;
+    }
+    Google__Protobuf__Struct *copy = pbjson_struct_copy(a, *f->st);
+    if (!copy || pii_redact_struct(a, copy) != 0) return -1;
+    *f->st = copy;
+    return 0;
+}
+
+int pii_policy_apply(arena *a, pii_mode mode, pii_field *f, size_t n, const char ***kinds,
+                     size_t *nkinds, char *why, size_t whylen) {
+    if (kinds) *kinds = NULL;
+    if (nkinds) *nkinds = 0;
+    pii_findings found;
+    pii_findings_init(&found);
+    char list[400];
+    /* Names first: under redact, PII in a name refuses the write before
+     * anything else is looked at. */
+    for (size_t i = 0; i < n; i++) {
+        if (!f[i].names_record) continue;
+        scan(&found, &f[i]);
+        if (found.kinds && mode == PII_MODE_REDACT) {
+            pii_findings_format(&found, list, sizeof list);
+            snprintf(why, whylen,
+                     "PII found (%s); %s names the record and cannot be redacted, nothing was "
+                     "written", list, f[i].path);
+            return STATUS_EINVALID;
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (!f[i].names_record && scan(&found, &f[i]) < 0) {
+            snprintf(why, whylen, "%s: nests deeper than %d levels", f[i].path, PII_MAX_DEPTH);
+            return STATUS_EINVALID;
+        }
+    }
+    if (!found.kinds) return STATUS_OK;
+    if (mode == PII_MODE_ALLOW) {
+        const char *names[PII_KIND_COUNT];
+        size_t k = pii_kind_names(found.kinds, names, PII_KIND_COUNT);
+        const char **v = arena_alloc(a, (k ? k : 1) * sizeof *v);
+        if (!v) return STATUS_ENOMEM;
+        memcpy(v, names, k * sizeof *v);
+        if (kinds) *kinds = v;
+        if (nkinds) *nkinds = k;
+        return STATUS_OK;
+    }
+    if (mode == PII_MODE_REJECT) {
+        pii_findings_format(&found, list, sizeof list);
+        snprintf(why, whylen, "PII found (%s); nothing was written", list);
+        return STATUS_EINVALID;
+    }
+    /* Redact: every field but the names (a field without PII comes back
+     * unchanged; this path runs only when something was found). */
+    for (size_t i = 0; i < n; i++)
+        if (!f[i].names_record && redact(a, &f[i]) != 0) return STATUS_ENOMEM;
+    return STATUS_OK;
+}

@@ -1,0 +1,88 @@
+/* tier: what a tier of memoryd is to the rest of the server. Each tier
+ * (entries/, global/, cache/, episodic/, ..., and the Access and Audit
+ * services) exports one `const tier` descriptor: the gRPC services it
+ * serves and the backends each needs (for health), its method table, and
+ * how to open and free its state. main.c walks one table of descriptors:
+ * adding a tier is its own folder plus one line there.
+ *
+ * The environment a tier opens in (tier_env) holds the shared backends,
+ * the audit trail and the settings; a tier may offer something to the
+ * tiers after it in the table through a field of the environment (the
+ * cache tier's entity cache, used by GlobalMemory). */
+#ifndef MEMORYD_TIER_TIER_H
+#define MEMORYD_TIER_TIER_H
+
+#include <stddef.h>
+
+#include "service/audit/audit.h"
+#include "service/auth/authn.h"
+#include "service/core/config.h"
+#include "service/health/health_probe.h"
+#include "service/privacy/pii_policy.h"
+#include "service/rpc/rpc.h"
+#include "service/store/pg_pool.h"
+#include "service/store/redis_pool.h"
+
+struct cache_records;
+
+typedef struct tier_env {
+    const config *cfg;  /* every flag (core/config.h) */
+    pg_pool *pg;        /* PostgreSQL: always there */
+    redis_pool *redis;  /* NULL: no Redis configured */
+    authn *auth;        /* tokens, revocations */
+    audit *audit;       /* the audit trail */
+    pii_policy pii;     /* --pii-policy, for every write path */
+    /* The most a List/Query answer may encode to, below the message limit
+     * with room for the framing around the values. */
+    size_t max_response_bytes;
+    /* Offered by the cache tier when --cache-entities is on (NULL
+     * otherwise): GlobalMemory.GetEntity's cache-aside (cache_records.h). */
+    struct cache_records *entity_cache;
+} tier_env;
+
+/* A gRPC service (or a health sub-service such as "memory.v1.Cache.L2")
+ * a tier serves, and the backends it is SERVING only with. */
+typedef struct tier_service {
+    const char *name;
+    unsigned needs; /* HEALTH_NEEDS_* (health_probe.h) */
+} tier_service;
+
+typedef struct tier {
+    const char *name; /* "entries": logs */
+    const tier_service *services;
+    size_t nservices;
+    const rpc_method *methods; /* registered with the tier's state as handler arg */
+    size_t nmethods;
+    /* Opens the tier's state in env (and may fill env's offers). 0, or -1
+     * with the reason in err and nothing left to free. */
+    int (*open)(tier_env *env, void **state, char *err, size_t errlen);
+    /* Frees the state after the server is gone; accepts NULL. */
+    void (*free)(void *state);
+    /* For services needing HEALTH_NEEDS_PROBE: a backend only this tier
+     * knows (Qdrant): 0 when it answers. NULL: no such backend. */
+    int (*probe)(void *state);
+    const char *probe_backend; /* its name in logs */
+} tier;
+
+#define TIER_COUNT(array) (sizeof(array) / sizeof((array)[0]))
+
+/* ---- the table main.c walks ---- */
+
+typedef struct tier_set tier_set;
+
+/* Opens tiers[0..n) in order in env and registers their methods on srv
+ * (before it starts). On failure the tiers opened so far are freed and err
+ * names the tier. On 0 *out is the caller's (tier_set_free after the
+ * server is freed). */
+int tier_set_open(const tier *const *tiers, size_t n, tier_env *env, rpc_server *srv,
+                  tier_set **out, char *err, size_t errlen);
+/* Frees the tiers in reverse order; accepts NULL. */
+void tier_set_free(tier_set *s);
+
+/* The health dependencies of every service of the set, for
+ * health_probe_start: *deps is malloc'd (free it after the probe). */
+int tier_set_health_deps(const tier_set *s, health_dep **deps, size_t *n);
+/* 1 when a tier of the set serves service. */
+int tier_set_serves(const tier_set *s, const char *service);
+
+#endif

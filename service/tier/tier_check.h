@@ -1,0 +1,71 @@
+/* tier_check: the request checks every tier shares. Each one names the
+ * request field in its INVALID_ARGUMENT message ("label: 9 is not a
+ * memory.v1.Label") and returns GRPC_STATUS_OK or that status, so a
+ * handler reads
+ *     if ((st = tier_check_label(call, "label", req->label)) != GRPC_STATUS_OK) return st;
+ * Strings the checks produce live in the call's arena. */
+#ifndef MEMORYD_TIER_TIER_CHECK_H
+#define MEMORYD_TIER_TIER_CHECK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "google/protobuf/struct.pb-c.h"
+#include "google/protobuf/timestamp.pb-c.h"
+#include "memory/v1/common.pb-c.h"
+#include "service/rpc/rpc.h"
+
+#define TIER_ID_MAX 256 /* characters of a record id */
+
+/* A record id: 1 to TIER_ID_MAX characters of UTF-8 without control
+ * characters. An empty one is replaced by a fresh UUID (in the arena)
+ * when generate is set, else refused as required. */
+grpc_status_code tier_check_id(rpc_call *call, const char *field, const char **id, int generate);
+
+/* A name (type, tag, content type, principal): UTF-8 without control
+ * characters, at most max characters, and not empty when required. */
+grpc_status_code tier_check_name(rpc_call *call, const char *field, const char *s, long max,
+                                 int required);
+
+/* Free text: valid UTF-8, at most max characters. */
+grpc_status_code tier_check_text(rpc_call *call, const char *field, const char *s, long max);
+
+/* A memory.v1.Label value (0 = unspecified is accepted). */
+grpc_status_code tier_check_label(rpc_call *call, const char *field, int label);
+
+/* What an expected_version may be. */
+typedef enum tier_expect {
+    TIER_EXPECT_CREATE_OK = 0, /* 0 (must not exist) or a version >= 1: writes */
+    TIER_EXPECT_VERSION = 1,   /* a version >= 1: deletes of records that must exist */
+    TIER_EXPECT_ANY = 2,       /* anything not negative (a mismatch is ABORTED, not invalid) */
+} tier_expect;
+grpc_status_code tier_check_expected(rpc_call *call, int64_t v, tier_expect kind);
+
+/* Validated tags (each a name of 1 to max_chars characters), duplicates
+ * dropped (first kept), at most max distinct (and TIER_TAGS_GIVEN_MAX
+ * given); *out in the arena. */
+#define TIER_TAGS_GIVEN_MAX 1000
+grpc_status_code tier_check_tags(rpc_call *call, const char *field, char *const *tags, size_t n,
+                                 size_t max, long max_chars, const char ***out, size_t *nout);
+
+/* ts as Unix microseconds; invalid when outside the documented range. */
+grpc_status_code tier_check_time(rpc_call *call, const char *field,
+                                 const Google__Protobuf__Timestamp *ts, int64_t *us);
+
+/* A time range [start, end) with either end open. */
+typedef struct tier_time_range {
+    int has_start, has_end;
+    int64_t start_us, end_us;
+} tier_time_range;
+/* tr may be NULL (no range). Invalid when an end is not a timestamp or
+ * the range is empty (start_time at or after end_time). */
+grpc_status_code tier_check_time_range(rpc_call *call, const char *field,
+                                       const Memory__V1__TimeRange *tr, tier_time_range *out);
+
+/* st (NULL: {}) as compact JSON text in the arena, at most max bytes; NaN
+ * and infinities are refused naming their path. */
+grpc_status_code tier_check_struct(rpc_call *call, const char *field,
+                                   const Google__Protobuf__Struct *st, size_t max,
+                                   const char **json);
+
+#endif

@@ -1,0 +1,50 @@
+/* tier_ctx: the context every tier's storage code gets for one call: who
+ * is asking (the principal and how broadly it holds the tier's read and
+ * write scopes), by when (the deadline), where results go (the arena),
+ * what to run around a write's COMMIT (the audit row), and where the
+ * reason for a failure goes (err). Storage code knows this struct, never
+ * gRPC: the rpc side fills it (tier_call.h) and maps the code back.
+ *
+ * Functions taking a tier_ctx return STATUS_OK or a STATUS_E* code
+ * (core/status.h) with the reason in ctx->err. */
+#ifndef MEMORYD_TIER_TIER_CTX_H
+#define MEMORYD_TIER_TIER_CTX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "service/auth/principal.h"
+#include "service/core/arena.h"
+#include "service/core/status.h"
+
+/* Runs inside a write's transaction just before COMMIT (pgq_commit's
+ * before_commit; the session's statements may run in it). */
+struct pgq_session;
+typedef int (*tier_before_commit_fn)(struct pgq_session *ss, void *arg, char *err,
+                                     size_t errlen);
+
+typedef struct tier_ctx {
+    const char *tier;               /* "entries", "global", "episodic": scopes, logs */
+    const principal *p;             /* the caller (borrowed) */
+    principal_breadth read_breadth; /* of "<tier>:read" */
+    principal_breadth write_breadth; /* of "<tier>:write" */
+    int64_t deadline_ms;            /* CLOCK_MONOTONIC ms; INT64_MAX = none */
+    arena *ar;                      /* where results are allocated */
+    /* Around a write's COMMIT (the audit row goes in before it, so data and
+     * audit commit together; pgq_commit): may be NULL. */
+    tier_before_commit_fn before_commit;
+    void (*after_commit)(void *arg);
+    void *hook_arg;
+    char err[512];
+} tier_ctx;
+
+/* A context for principal p calling tier (scopes "<tier>:read" and
+ * "<tier>:write"), without commit hooks. For storage code called outside
+ * a gRPC call (benchmarks, tests); the rpc side uses tier_ctx_init. */
+void tier_ctx_make(tier_ctx *c, const char *tier, const principal *p, int64_t deadline_ms,
+                   arena *ar);
+
+/* Formats c->err and returns code: `return tier_fail(c, STATUS_EDENIED, ...)`. */
+int tier_fail(tier_ctx *c, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+#endif

@@ -1,0 +1,81 @@
+/* tier_set: opening, registering and freeing the tier table; see tier.h. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "service/core/log.h"
+#include "service/tier/tier.h"
+
+struct tier_set {
+    const tier *const *tiers;
+    void **states;
+    size_t n; /* opened */
+};
+
+void tier_set_free(tier_set *s) {
+    if (!s) return;
+    for (size_t i = s->n; i-- > 0;)
+        if (s->tiers[i]->free) s->tiers[i]->free(s->states[i]);
+    free(s->states);
+    free(s);
+}
+
+int tier_set_open(const tier *const *tiers, size_t n, tier_env *env, rpc_server *srv,
+                  tier_set **out, char *err, size_t errlen) {
+    tier_set *s = calloc(1, sizeof *s);
+    if (!s || !(s->states = calloc(n ? n : 1, sizeof *s->states))) {
+        free(s);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    s->tiers = tiers;
+    for (size_t i = 0; i < n; i++) {
+        const tier *t = tiers[i];
+        char why[400] = "";
+        if (t->open && t->open(env, &s->states[i], why, sizeof why) != 0) {
+            snprintf(err, errlen, "the %s tier: %s", t->name, why[0] ? why : "cannot start");
+            tier_set_free(s);
+            return -1;
+        }
+        s->n = i + 1;
+        if (rpc_server_add_methods(srv, t->methods, t->nmethods, s->states[i]) != 0) {
+            snprintf(err, errlen, "the %s tier: cannot register its methods", t->name);
+            tier_set_free(s);
+            return -1;
+        }
+        log_fields(LOG_DEBUG, "tier open", LOG_F_STR, "tier", t->name, LOG_F_INT, "methods",
+                   (int64_t)t->nmethods, LOG_F_END);
+    }
+    *out = s;
+    return 0;
+}
+
+int tier_set_health_deps(const tier_set *s, health_dep **deps, size_t *n) {
+    size_t total = 0;
+    for (size_t i = 0; i < s->n; i++) total += s->tiers[i]->nservices;
+    health_dep *d = calloc(total ? total : 1, sizeof *d);
+    if (!d) return -1;
+    size_t k = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        const tier *t = s->tiers[i];
+        for (size_t j = 0; j < t->nservices; j++, k++) {
+            d[k].service = t->services[j].name;
+            d[k].needs = t->services[j].needs;
+            if ((d[k].needs & HEALTH_NEEDS_PROBE) && t->probe) {
+                d[k].backend = t->probe_backend;
+                d[k].probe = t->probe;
+                d[k].probe_arg = s->states[i];
+            }
+        }
+    }
+    *deps = d;
+    *n = total;
+    return 0;
+}
+
+int tier_set_serves(const tier_set *s, const char *service) {
+    for (size_t i = 0; i < s->n; i++)
+        for (size_t j = 0; j < s->tiers[i]->nservices; j++)
+            if (strcmp(s->tiers[i]->services[j].name, service) == 0) return 1;
+    return 0;
+}

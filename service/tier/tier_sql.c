@@ -1,0 +1,60 @@
+/* tier_sql: the record rules in SQL; see tier_sql.h. */
+#include "service/tier/tier_sql.h"
+
+#include <string.h>
+
+typedef struct {
+    tier_ctx *c;
+    tier_sql_fn fn;
+    void *arg;
+} run_args;
+
+static int run_one(pgq_session *ss, void *arg) {
+    run_args *r = arg;
+    return r->fn(ss, r->c, r->arg);
+}
+
+int tier_sql_run(pg_pool *pg, tier_ctx *c, int max_statement_ms, tier_sql_fn fn, void *arg) {
+    run_args r = {c, fn, arg};
+    c->err[0] = '\0';
+    return pgq_run(pg, c->tier, c->deadline_ms, max_statement_ms, c->err, sizeof c->err,
+                   run_one, &r);
+}
+
+int tier_sql_commit(pgq_session *ss, tier_ctx *c) {
+    return pgq_commit(ss, c->before_commit, c->after_commit, c->hook_arg);
+}
+
+void tier_sql_read_diode(pgq_sql *b, pgq_params *q, const tier_ctx *c, const char *alias) {
+    const char *a = alias ? alias : "", *dot = alias ? "." : "";
+    pgq_sql_add(b, "%s%stenant = $%d AND %s%slabel <= $%d", a, dot,
+                pgq_text(q, principal_tenant(c->p)), a, dot,
+                pgq_int4(q, (int32_t)principal_clr(c->p)));
+    if (c->read_breadth != PRINCIPAL_ALL)
+        pgq_sql_add(b, " AND %s%sowner = $%d", a, dot, pgq_text(q, principal_sub(c->p)));
+}
+
+int tier_sql_lock(pgq_session *ss, tier_ctx *c, const pgq_sql *sql, const pgq_params *q,
+                  int begin, tier_row *row, PGresult **res) {
+    memset(row, 0, sizeof *row);
+    if (res) *res = NULL;
+    PGresult *r;
+    int rc = begin ? pgq_pipeline(ss, "row lock", "BEGIN", sql, q, 0, &r)
+                   : pgq_exec_ok(ss, sql, q, "row lock", &r);
+    if (rc != STATUS_OK) return rc;
+    if (PQntuples(r) > 0) {
+        int64_t label;
+        row->owner = pgq_col_str(c->ar, r, 0, 0);
+        if (!row->owner || pgq_col_int(r, 0, 1, &label) != 0 ||
+            pgq_col_int(r, 0, 2, &row->version) != 0) {
+            PQclear(r);
+            return tier_fail(c, STATUS_EINTERNAL, "unexpected row-lock result");
+        }
+        row->exists = 1;
+        row->label = (int)label;
+    }
+    if (res) *res = r;
+    else PQclear(r);
+    return STATUS_OK;
+}
+

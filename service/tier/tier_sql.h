@@ -1,0 +1,39 @@
+/* tier_sql: the record rules (tier_record.h) in PostgreSQL, written once:
+ * a tier's session with its deadline, the read diode as a WHERE fragment,
+ * the row lock a write starts with, and COMMIT with the audit row. Tables
+ * keep the columns these read under the same names: tenant, owner, label,
+ * version. No gRPC; results as tier_ctx.h says. */
+#ifndef MEMORYD_TIER_TIER_SQL_H
+#define MEMORYD_TIER_TIER_SQL_H
+
+#include <libpq-fe.h>
+
+#include "service/store/pgq.h"
+#include "service/tier/tier_ctx.h"
+#include "service/tier/tier_record.h"
+
+/* Runs fn in a pgq session for c (its deadline; statement_timeout
+ * max_statement_ms for calls without one), again on a fresh connection
+ * when a pooled one turned out dead before anything was committed
+ * (pgq_run). c->err is cleared first. */
+typedef int (*tier_sql_fn)(pgq_session *ss, tier_ctx *c, void *arg);
+int tier_sql_run(pg_pool *pg, tier_ctx *c, int max_statement_ms, tier_sql_fn fn, void *arg);
+
+/* Commits the session's write with c's hooks (the audit row) around
+ * COMMIT: pgq_commit. */
+int tier_sql_commit(pgq_session *ss, tier_ctx *c);
+
+/* The read diode as a WHERE fragment (no leading AND) on the table alias
+ * (NULL: none): the caller's tenant, labels up to clr, and its own records
+ * unless it reads with breadth :all. Values go in as parameters. */
+void tier_sql_read_diode(pgq_sql *b, pgq_params *q, const tier_ctx *c, const char *alias);
+
+/* Runs a row-lock statement (SELECT owner, label, version[, more] ...
+ * FOR UPDATE) and decodes its first row into *row (exists = 0 when none).
+ * begin: the transaction starts with it, in the same round trip; else it
+ * runs in the session's open transaction. res may be NULL; otherwise it
+ * gets the result (for the extra columns), which the caller PQclears. */
+int tier_sql_lock(pgq_session *ss, tier_ctx *c, const pgq_sql *sql, const pgq_params *q,
+                  int begin, tier_row *row, PGresult **res);
+
+#endif
