@@ -8,18 +8,14 @@
  * applies the points stamped above what this replica has applied (new
  * versions and tombstones) before searching. Writes do not touch the
  * in-memory index: the next read on any replica, this one included,
- * catches up the same way. */
-#include "service/episodic/episodic_embedded.h"
-
-#include <pthread.h>
+ * catches up the same way. The writes are in episodic_embedded_write.c. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "service/core/log.h"
 #include "service/episodic/episodic_catalog.h"
+#include "service/episodic/episodic_embedded_internal.h"
 #include "service/episodic/episodic_filter.h"
-#include "service/episodic/episodic_index.h"
-#include "service/store/pgq.h"
 
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "episodic_points.vector is little-endian float32: add byte swapping for this target"
@@ -27,28 +23,9 @@
 
 #define TIER "episodic"
 #define MAX_STATEMENT_MS 30000
-#define BUCKETS 256
 #define SYNC_PAGE 4096 /* points fetched per catch-up statement */
 
 /* One collection's in-memory state on this replica. */
-typedef struct ecoll {
-    char *key; /* tenant "\n" name */
-    int64_t cid;
-    pthread_rwlock_t rw;     /* guards x */
-    pthread_mutex_t sync_mu; /* one catch-up at a time; guards applied */
-    eidx *x;
-    int64_t applied; /* the collection seq this index reflects */
-    int refs;        /* the map's reference + callers'; under embedded.mu */
-    struct ecoll *next;
-} ecoll;
-
-typedef struct embedded {
-    vstore base;
-    pg_pool *pg;
-    pthread_mutex_t mu;
-    ecoll *buckets[BUCKETS];
-} embedded;
-
 /* ------------------------------------------------------------ the map */
 
 static char *coll_key(const tier_ctx *c, const char *name) {
@@ -65,7 +42,7 @@ static char *coll_key(const tier_ctx *c, const char *name) {
 static size_t bucket_of(const char *key) {
     uint64_t h = 1469598103934665603ull;
     for (const char *p = key; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
-    return (size_t)(h % BUCKETS);
+    return (size_t)(h % EMB_BUCKETS);
 }
 
 static void ecoll_free(ecoll *ec) {
@@ -76,7 +53,7 @@ static void ecoll_free(ecoll *ec) {
     free(ec);
 }
 
-static void release(embedded *e, ecoll *ec) {
+void emb_release(embedded *e, ecoll *ec) {
     pthread_mutex_lock(&e->mu);
     int last = --ec->refs == 0;
     pthread_mutex_unlock(&e->mu);
@@ -97,19 +74,19 @@ static ecoll *unlink_locked(embedded *e, const char *key) {
 }
 
 /* Drops this replica's index of a collection that no longer exists. */
-static void forget(embedded *e, const tier_ctx *c, const char *name) {
+void emb_forget(embedded *e, const tier_ctx *c, const char *name) {
     char *key = coll_key(c, name);
     if (!key) return;
     pthread_mutex_lock(&e->mu);
     ecoll *old = unlink_locked(e, key);
     pthread_mutex_unlock(&e->mu);
     free(key);
-    if (old) release(e, old);
+    if (old) emb_release(e, old);
 }
 
 /* The in-memory state of col, created empty on first use; a state of an
  * older collection of the same name is replaced. NULL when out of memory. */
-static ecoll *acquire(embedded *e, const tier_ctx *c, const vs_collection *col) {
+ecoll *emb_acquire(embedded *e, const tier_ctx *c, const vs_collection *col) {
     char *key = coll_key(c, col->name);
     if (!key) return NULL;
     ecoll *stale = NULL, *ec;
@@ -141,34 +118,21 @@ static ecoll *acquire(embedded *e, const tier_ctx *c, const vs_collection *col) 
     if (ec) ec->refs++;
     pthread_mutex_unlock(&e->mu);
     free(key);
-    if (stale) release(e, stale);
+    if (stale) emb_release(e, stale);
     return ec;
 }
 
 /* ------------------------------------------------------------ SQL helpers */
 
-typedef struct op {
-    embedded *e;
-    tier_ctx *c;
-    const vs_collection *col;
-    ecoll *ec;
-    /* upsert */
-    const vs_point_in *pts;
-    size_t n;
-    /* deletes */
-    const vs_id *ids;
-    const Memory__V1__Filter *filter;
-    int64_t deleted;
-} op;
 
 /* Runs one statement: inside the session's open transaction when in_tx,
  * else alone in one round trip. */
-static int query(pgq_session *ss, int in_tx, const char *what, const pgq_sql *b,
+int emb_query(pgq_session *ss, int in_tx, const char *what, const pgq_sql *b,
                  const pgq_params *q, PGresult **out) {
     return in_tx ? pgq_exec_ok(ss, b, q, what, out) : pgq_pipeline(ss, what, NULL, b, q, 1, out);
 }
 
-static const char *pid_text(arena *a, const vs_id *id) {
+const char *emb_pid_text(arena *a, const vs_id *id) {
     char buf[37];
     return arena_strdup(a, vs_id_text(id, buf));
 }
@@ -222,13 +186,13 @@ static int decode_row(tier_ctx *c, arena *a, const PGresult *r, int i, int dims,
 /* Applies the changes above ec->applied. In a write transaction (in_tx)
  * the caller holds the collection row lock, so the index then reflects
  * exactly the committed state. STATUS_ENOTFOUND when the collection is gone. */
-static int sync_index(pgq_session *ss, tier_ctx *c, ecoll *ec, int in_tx) {
+int emb_sync_index(pgq_session *ss, tier_ctx *c, ecoll *ec, int in_tx) {
     pthread_mutex_lock(&ec->sync_mu);
     pgq_params q = {0};
     pgq_sql b = {0};
     pgq_sql_add(&b, "SELECT seq FROM episodic_collections WHERE cid = $%d", pgq_int8(&q, ec->cid));
     PGresult *r;
-    int rc = query(ss, in_tx, "collection seq", &b, &q, &r);
+    int rc = emb_query(ss, in_tx, "collection seq", &b, &q, &r);
     int64_t seq = 0;
     if (rc == STATUS_OK) {
         if (PQntuples(r) == 0)
@@ -262,7 +226,7 @@ static int sync_index(pgq_session *ss, tier_ctx *c, ecoll *ec, int in_tx) {
         else
             pgq_sql_add(&pb, "seq > $%d", s);
         pgq_sql_add(&pb, " ORDER BY seq, pid LIMIT %d", SYNC_PAGE);
-        rc = query(ss, in_tx, "catch up points", &pb, &pq, &r);
+        rc = emb_query(ss, in_tx, "catch up points", &pb, &pq, &r);
         if (rc != STATUS_OK) {
             arena_free(a);
             break;
@@ -301,10 +265,10 @@ static int sync_index(pgq_session *ss, tier_ctx *c, ecoll *ec, int in_tx) {
 
 static int sync_fn(pgq_session *ss, void *arg) {
     op *o = arg;
-    return sync_index(ss, o->c, o->ec, 0);
+    return emb_sync_index(ss, o->c, o->ec, 0);
 }
 
-static int run(op *o, pgq_fn fn) {
+int emb_run(op *o, pgq_fn fn) {
     o->c->err[0] = '\0';
     return pgq_run(o->e->pg, TIER, o->c->deadline_ms, MAX_STATEMENT_MS, o->c->err,
                    sizeof o->c->err, fn, o);
@@ -313,13 +277,13 @@ static int run(op *o, pgq_fn fn) {
 /* The collection's state, brought up to date. On STATUS_OK the caller
  * releases *out. */
 static int open_current(embedded *e, tier_ctx *c, const vs_collection *col, ecoll **out) {
-    ecoll *ec = acquire(e, c, col);
+    ecoll *ec = emb_acquire(e, c, col);
     if (!ec) return tier_fail(c, STATUS_ENOMEM, "out of memory");
     op o = {.e = e, .c = c, .col = col, .ec = ec};
-    int rc = run(&o, sync_fn);
+    int rc = emb_run(&o, sync_fn);
     if (rc != STATUS_OK) {
-        release(e, ec);
-        if (rc == STATUS_ENOTFOUND) forget(e, c, col->name);
+        emb_release(e, ec);
+        if (rc == STATUS_ENOTFOUND) emb_forget(e, c, col->name);
         return rc;
     }
     *out = ec;
@@ -359,14 +323,9 @@ static int copy_point(tier_ctx *c, const eidx *x, size_t slot, int with_payload,
     return STATUS_OK;
 }
 
-typedef struct accept_args {
-    const tier_ctx *c;
-    const Memory__V1__Filter *filter;
-    int modifiable; /* also require that the caller may modify the point */
-} accept_args;
 
-static int accept(const eidx *x, size_t slot, void *arg) {
-    const accept_args *a = arg;
+int emb_accept(const eidx *x, size_t slot, void *arg) {
+    const emb_accept_args *a = arg;
     const tier_meta *m = eidx_meta(x, slot);
     if (!tier_may_read(a->c, m->owner, m->label)) return 0;
     if (a->modifiable && a->c->write_breadth != PRINCIPAL_ALL &&
@@ -386,12 +345,12 @@ static int emb_search(vstore *vs, tier_ctx *c, const vs_collection *col, const v
     size_t k = (size_t)s->offset + (size_t)s->limit;
     eidx_hit *hits = malloc(k * sizeof *hits);
     if (!hits) {
-        release(e, ec);
+        emb_release(e, ec);
         return tier_fail(c, STATUS_ENOMEM, "out of memory");
     }
-    accept_args aa = {c, s->filter, 0};
+    emb_accept_args aa = {c, s->filter, 0};
     pthread_rwlock_rdlock(&ec->rw);
-    long got = eidx_search(ec->x, s->vector, k, s->has_threshold, s->threshold, accept, &aa, hits);
+    long got = eidx_search(ec->x, s->vector, k, s->has_threshold, s->threshold, emb_accept, &aa, hits);
     if (got < 0) rc = tier_fail(c, STATUS_ENOMEM, "out of memory");
     size_t first = (size_t)s->offset, count = got > (long)first ? (size_t)got - first : 0;
     vs_hit *res = count ? arena_zalloc(c->ar, count * sizeof *res) : NULL;
@@ -404,7 +363,7 @@ static int emb_search(vstore *vs, tier_ctx *c, const vs_collection *col, const v
     }
     pthread_rwlock_unlock(&ec->rw);
     free(hits);
-    release(e, ec);
+    emb_release(e, ec);
     if (rc != STATUS_OK) {
         vs_hits_release(res, done);
         return rc;
@@ -435,7 +394,7 @@ static int emb_get(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_i
         if (rc == STATUS_OK) got++;
     }
     pthread_rwlock_unlock(&ec->rw);
-    release(e, ec);
+    emb_release(e, ec);
     if (rc != STATUS_OK) {
         vs_points_release(res, got);
         return rc;
@@ -452,262 +411,14 @@ static int emb_count(vstore *vs, tier_ctx *c, const vs_collection *col,
     ecoll *ec;
     int rc = open_current(e, c, col, &ec);
     if (rc != STATUS_OK) return rc;
-    accept_args aa = {c, filter, 0};
+    emb_accept_args aa = {c, filter, 0};
     int64_t k = 0;
     pthread_rwlock_rdlock(&ec->rw);
-    for (size_t s = 0, n = eidx_count(ec->x); s < n; s++) k += accept(ec->x, s, &aa);
+    for (size_t s = 0, n = eidx_count(ec->x); s < n; s++) k += emb_accept(ec->x, s, &aa);
     pthread_rwlock_unlock(&ec->rw);
-    release(e, ec);
+    emb_release(e, ec);
     *count = k;
     return STATUS_OK;
-}
-
-/* ------------------------------------------------------------ writes */
-
-/* Existing points among pids: (pid, owner, label, version, created_at). */
-static int load_existing(pgq_session *ss, op *o, const char *pids_literal, PGresult **out) {
-    pgq_params q = {0};
-    pgq_sql b = {0};
-    pgq_sql_add(&b,
-                "SELECT pid, owner, label, version, created_at FROM episodic_points "
-                "WHERE cid = $%d AND pid = ANY($%d) AND vector IS NOT NULL",
-                pgq_int8(&q, o->col->cid), pgq_text_array(&q, pids_literal));
-    return query(ss, 1, "existing points", &b, &q, out);
-}
-
-static int decode_existing(tier_ctx *c, const PGresult *r, int i, tier_meta *m) {
-    int64_t label;
-    memset(m, 0, sizeof *m);
-    m->owner = pgq_col_str(c->ar, r, i, 1);
-    if (!m->owner || pgq_col_int(r, i, 2, &label) != 0 || pgq_col_int(r, i, 3, &m->version) != 0 ||
-        pgq_col_ts(r, i, 4, &m->create_us) != 0)
-        return tier_fail(c, STATUS_EINTERNAL, "unexpected episodic_points row");
-    m->label = (int)label;
-    return STATUS_OK;
-}
-
-/* Locks the collection row and bumps its seq: the stamp of this write. */
-static int bump_seq(pgq_session *ss, op *o, int in_tx, int64_t *seq) {
-    pgq_params q = {0};
-    pgq_sql b = {0};
-    pgq_sql_add(&b, "UPDATE episodic_collections SET seq = seq + 1 WHERE cid = $%d RETURNING seq",
-                pgq_int8(&q, o->col->cid));
-    PGresult *r;
-    int rc = in_tx ? query(ss, 1, "bump seq", &b, &q, &r)
-                   : pgq_pipeline(ss, "bump seq", "BEGIN", &b, &q, 0, &r);
-    if (rc != STATUS_OK) return rc;
-    if (PQntuples(r) == 0)
-        rc = tier_fail(o->c, STATUS_ENOTFOUND, "collection %s was deleted", o->col->name);
-    else if (pgq_col_int(r, 0, 0, seq) != 0)
-        rc = tier_fail(o->c, STATUS_EINTERNAL, "unexpected seq");
-    PQclear(r);
-    return rc;
-}
-
-static const char *pid_literal(tier_ctx *c, const vs_id *ids, size_t n) {
-    const char **t = arena_alloc(c->ar, (n ? n : 1) * sizeof *t);
-    if (!t) return NULL;
-    for (size_t i = 0; i < n; i++)
-        if (!(t[i] = pid_text(c->ar, &ids[i]))) return NULL;
-    return pgq_array_literal(c->ar, t, n);
-}
-
-static int upsert_fn(pgq_session *ss, void *arg) {
-    op *o = arg;
-    tier_ctx *c = o->c;
-    int64_t seq, now = vs_now_us();
-    int rc = bump_seq(ss, o, 0, &seq);
-    if (rc != STATUS_OK) return rc;
-
-    vs_id *ids = arena_alloc(c->ar, o->n * sizeof *ids);
-    if (!ids) return tier_fail(c, STATUS_ENOMEM, "out of memory");
-    for (size_t i = 0; i < o->n; i++) ids[i] = o->pts[i].id;
-    const char *lit = pid_literal(c, ids, o->n);
-    if (!lit) return tier_fail(c, STATUS_ENOMEM, "out of memory");
-    PGresult *r;
-    if ((rc = load_existing(ss, o, lit, &r)) != STATUS_OK) return rc;
-
-    size_t dims = (size_t)o->col->dims, vbytes = dims * sizeof(float);
-    unsigned char *vecs = malloc(o->n * vbytes);
-    json_t *rows = json_array();
-    if (!vecs || !rows) rc = tier_fail(c, STATUS_ENOMEM, "out of memory");
-    for (size_t i = 0; rc == STATUS_OK && i < o->n; i++) {
-        const vs_point_in *pt = &o->pts[i];
-        char buf[37];
-        const char *pid = vs_id_text(&pt->id, buf);
-        tier_meta existing, stamped;
-        const tier_meta *ex = NULL;
-        for (int j = 0; j < PQntuples(r); j++) {
-            if (strcmp(PQgetvalue(r, j, 0), pid) != 0) continue;
-            if ((rc = decode_existing(c, r, j, &existing)) != STATUS_OK) break;
-            ex = &existing;
-            break;
-        }
-        if (rc != STATUS_OK) break;
-        if ((rc = vs_stamp(c, &pt->id, ex, pt->label, now, &stamped)) != STATUS_OK) break;
-        memcpy(vecs + i * vbytes, pt->vector, vbytes);
-        json_t *pii = json_array();
-        for (size_t k = 0; pii && k < pt->npii; k++)
-            json_array_append_new(pii, json_string(pt->pii_kinds[k]));
-        json_t *row = json_pack("{s:I, s:s, s:s, s:i, s:O, s:o, s:I, s:I}", "i", (json_int_t)i,
-                                "pid", pid, "owner", stamped.owner, "label", stamped.label,
-                                "payload", pt->payload, "pii", pii, "version",
-                                (json_int_t)stamped.version, "created_us",
-                                (json_int_t)stamped.create_us);
-        if (!row || json_array_append_new(rows, row) != 0)
-            rc = tier_fail(c, STATUS_ENOMEM, "out of memory");
-    }
-    PQclear(r);
-    char *rows_text = rc == STATUS_OK ? json_dumps(rows, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
-    if (rc == STATUS_OK && !rows_text) rc = tier_fail(c, STATUS_ENOMEM, "out of memory");
-    if (rc == STATUS_OK) {
-        pgq_params q = {0};
-        pgq_sql b = {0};
-        int cid = pgq_int8(&q, o->col->cid), s = pgq_int8(&q, seq);
-        int v = pgq_bytes(&q, vecs, o->n * vbytes), vb = pgq_int4(&q, (int32_t)vbytes);
-        int ts = pgq_ts(&q, now), js = pgq_jsonb(&q, rows_text);
-        pgq_sql_add(&b,
-                    "INSERT INTO episodic_points AS p (cid, pid, seq, owner, label, vector, "
-                    "payload, pii_kinds, version, created_at, updated_at) "
-                    "SELECT $%d, r.pid, $%d, r.owner, r.label, substring($%d FROM r.i * $%d + 1 "
-                    "FOR $%d), r.payload, ARRAY(SELECT jsonb_array_elements_text(r.pii)), "
-                    "r.version, 'epoch'::timestamptz + r.created_us * interval '1 microsecond', $%d "
-                    "FROM jsonb_to_recordset($%d) AS r(i int, pid text, owner text, label int, "
-                    "payload jsonb, pii jsonb, version bigint, created_us bigint) "
-                    "ON CONFLICT (cid, pid) DO UPDATE SET seq = EXCLUDED.seq, owner = "
-                    "EXCLUDED.owner, label = EXCLUDED.label, vector = EXCLUDED.vector, payload = "
-                    "EXCLUDED.payload, pii_kinds = EXCLUDED.pii_kinds, version = EXCLUDED.version, "
-                    "created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at",
-                    cid, s, v, vb, vb, ts, js);
-        rc = query(ss, 1, "upsert points", &b, &q, &r);
-        if (rc == STATUS_OK) PQclear(r);
-    }
-    free(rows_text);
-    json_decref(rows);
-    free(vecs);
-    if (rc == STATUS_OK) rc = pgq_commit(ss, NULL, NULL, NULL);
-    return rc;
-}
-
-static int emb_upsert(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_point_in *pts,
-                      size_t n) {
-    op o = {.e = (embedded *)vs, .c = c, .col = col, .pts = pts, .n = n};
-    return run(&o, upsert_fn);
-}
-
-/* Tombstones pids (a text[] literal) with seq; *deleted = rows changed. */
-static int tombstone(pgq_session *ss, op *o, int64_t seq, const char *pids, int64_t *deleted) {
-    pgq_params q = {0};
-    pgq_sql b = {0};
-    int s = pgq_int8(&q, seq), ts = pgq_ts(&q, vs_now_us());
-    pgq_sql_add(&b,
-                "UPDATE episodic_points SET vector = NULL, payload = NULL, seq = $%d, "
-                "updated_at = $%d WHERE cid = $%d AND pid = ANY($%d) AND vector IS NOT NULL",
-                s, ts, pgq_int8(&q, o->col->cid), pgq_text_array(&q, pids));
-    PGresult *r;
-    int rc = query(ss, 1, "delete points", &b, &q, &r);
-    if (rc != STATUS_OK) return rc;
-    *deleted = strtoll(PQcmdTuples(r), NULL, 10);
-    PQclear(r);
-    return STATUS_OK;
-}
-
-static int delete_ids_fn(pgq_session *ss, void *arg) {
-    op *o = arg;
-    tier_ctx *c = o->c;
-    int64_t seq;
-    o->deleted = 0;
-    int rc = bump_seq(ss, o, 0, &seq);
-    if (rc != STATUS_OK) return rc;
-    const char *lit = pid_literal(c, o->ids, o->n);
-    if (!lit) return tier_fail(c, STATUS_ENOMEM, "out of memory");
-    PGresult *r;
-    if ((rc = load_existing(ss, o, lit, &r)) != STATUS_OK) return rc;
-    int found = PQntuples(r);
-    for (int j = 0; rc == STATUS_OK && j < found; j++) {
-        tier_meta existing, ignored;
-        vs_id id;
-        if ((rc = decode_existing(c, r, j, &existing)) != STATUS_OK) break;
-        if (vs_id_parse(PQgetvalue(r, j, 0), &id) != 0) {
-            rc = tier_fail(c, STATUS_EINTERNAL, "episodic_points: bad pid");
-            break;
-        }
-        rc = vs_stamp(c, &id, &existing, 0, 0, &ignored);
-    }
-    PQclear(r);
-    if (rc != STATUS_OK || found == 0) return rc; /* nothing to delete: roll back */
-    if ((rc = tombstone(ss, o, seq, lit, &o->deleted)) != STATUS_OK) return rc;
-    return pgq_commit(ss, NULL, NULL, NULL);
-}
-
-static int emb_delete_ids(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_id *ids,
-                          size_t n, int64_t *deleted) {
-    op o = {.e = (embedded *)vs, .c = c, .col = col, .ids = ids, .n = n};
-    int rc = run(&o, delete_ids_fn);
-    *deleted = rc == STATUS_OK ? o.deleted : 0;
-    return rc;
-}
-
-static int delete_filter_fn(pgq_session *ss, void *arg) {
-    op *o = arg;
-    tier_ctx *c = o->c;
-    o->deleted = 0;
-    /* Lock the collection first, so the index caught up below is exactly
-     * the committed state the filter is evaluated on. */
-    pgq_params q = {0};
-    pgq_sql b = {0};
-    pgq_sql_add(&b, "SELECT seq FROM episodic_collections WHERE cid = $%d FOR UPDATE",
-                pgq_int8(&q, o->col->cid));
-    PGresult *r;
-    int rc = pgq_pipeline(ss, "lock collection", "BEGIN", &b, &q, 0, &r);
-    if (rc != STATUS_OK) return rc;
-    int gone = PQntuples(r) == 0;
-    PQclear(r);
-    if (gone) return tier_fail(c, STATUS_ENOTFOUND, "collection %s was deleted", o->col->name);
-    if ((rc = sync_index(ss, c, o->ec, 1)) != STATUS_OK) return rc;
-
-    accept_args aa = {c, o->filter, 1};
-    size_t cap = 64, n = 0;
-    const char **pids = malloc(cap * sizeof *pids);
-    if (!pids) return tier_fail(c, STATUS_ENOMEM, "out of memory");
-    pthread_rwlock_rdlock(&o->ec->rw);
-    for (size_t s = 0, total = eidx_count(o->ec->x); rc == STATUS_OK && s < total; s++) {
-        if (!accept(o->ec->x, s, &aa)) continue;
-        if (n == cap) {
-            const char **grown = realloc(pids, 2 * cap * sizeof *pids);
-            if (!grown) {
-                rc = tier_fail(c, STATUS_ENOMEM, "out of memory");
-                break;
-            }
-            pids = grown;
-            cap *= 2;
-        }
-        if (!(pids[n++] = pid_text(c->ar, eidx_id(o->ec->x, s))))
-            rc = tier_fail(c, STATUS_ENOMEM, "out of memory");
-    }
-    pthread_rwlock_unlock(&o->ec->rw);
-    const char *lit = rc == STATUS_OK && n ? pgq_array_literal(c->ar, pids, n) : NULL;
-    free(pids);
-    if (rc != STATUS_OK || n == 0) return rc;
-    if (!lit) return tier_fail(c, STATUS_ENOMEM, "out of memory");
-    int64_t seq;
-    if ((rc = bump_seq(ss, o, 1, &seq)) != STATUS_OK) return rc;
-    if ((rc = tombstone(ss, o, seq, lit, &o->deleted)) != STATUS_OK) return rc;
-    return pgq_commit(ss, NULL, NULL, NULL);
-}
-
-static int emb_delete_filter(vstore *vs, tier_ctx *c, const vs_collection *col,
-                             const Memory__V1__Filter *filter, int64_t *deleted) {
-    embedded *e = (embedded *)vs;
-    *deleted = 0;
-    ecoll *ec = acquire(e, c, col);
-    if (!ec) return tier_fail(c, STATUS_ENOMEM, "out of memory");
-    op o = {.e = e, .c = c, .col = col, .ec = ec, .filter = filter};
-    int rc = run(&o, delete_filter_fn);
-    release(e, ec);
-    if (rc == STATUS_ENOTFOUND) forget(e, c, col->name);
-    if (rc == STATUS_OK) *deleted = o.deleted;
-    return rc;
 }
 
 /* ------------------------------------------------------------ collections */
@@ -720,7 +431,7 @@ static int emb_create_collection(vstore *vs, tier_ctx *c, const char *name, int 
 static int emb_get_collection(vstore *vs, tier_ctx *c, const char *name, vs_collection *out) {
     embedded *e = (embedded *)vs;
     int rc = ecat_get(e->pg, c, name, out);
-    if (rc == STATUS_ENOTFOUND) forget(e, c, name);
+    if (rc == STATUS_ENOTFOUND) emb_forget(e, c, name);
     return rc;
 }
 
@@ -732,7 +443,7 @@ static int emb_list_collections(vstore *vs, tier_ctx *c, const char *after, size
 static int emb_delete_collection(vstore *vs, tier_ctx *c, const char *name) {
     embedded *e = (embedded *)vs;
     int rc = ecat_delete(e->pg, c, name, NULL, NULL);
-    if (rc == STATUS_OK || rc == STATUS_ENOTFOUND) forget(e, c, name);
+    if (rc == STATUS_OK || rc == STATUS_ENOTFOUND) emb_forget(e, c, name);
     return rc;
 }
 
@@ -742,7 +453,7 @@ static int emb_probe(vstore *vs) {
 
 static void emb_free(vstore *vs) {
     embedded *e = (embedded *)vs;
-    for (size_t b = 0; b < BUCKETS; b++) {
+    for (size_t b = 0; b < EMB_BUCKETS; b++) {
         for (ecoll *ec = e->buckets[b], *next; ec; ec = next) {
             next = ec->next;
             ecoll_free(ec);
@@ -777,3 +488,4 @@ int episodic_embedded_open(pg_pool *pg, vstore **out) {
     *out = &e->base;
     return 0;
 }
+

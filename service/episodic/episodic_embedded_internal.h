@@ -1,0 +1,84 @@
+/* episodic_embedded_internal: what the embedded backend's files share:
+ * episodic_embedded.c (the in-memory map of collections, catch-up, reads,
+ * collections, open) and episodic_embedded_write.c (upsert and deletes).
+ * Not for other modules. */
+#ifndef MEMORYD_EPISODIC_EPISODIC_EMBEDDED_INTERNAL_H
+#define MEMORYD_EPISODIC_EPISODIC_EMBEDDED_INTERNAL_H
+
+#include <pthread.h>
+
+#include "service/episodic/episodic_embedded.h"
+#include "service/episodic/episodic_index.h"
+#include "service/store/pgq.h"
+
+#define EMB_BUCKETS 256
+
+typedef struct ecoll {
+    char *key; /* tenant "\n" name */
+    int64_t cid;
+    pthread_rwlock_t rw;     /* guards x */
+    pthread_mutex_t sync_mu; /* one catch-up at a time; guards applied */
+    eidx *x;
+    int64_t applied; /* the collection seq this index reflects */
+    int refs;        /* the map's reference + callers'; under embedded.mu */
+    struct ecoll *next;
+} ecoll;
+
+typedef struct embedded {
+    vstore base;
+    pg_pool *pg;
+    pthread_mutex_t mu;
+    ecoll *buckets[EMB_BUCKETS];
+} embedded;
+
+
+/* One operation's arguments, handed through pgq_run. */
+typedef struct op {
+    embedded *e;
+    tier_ctx *c;
+    const vs_collection *col;
+    ecoll *ec;
+    /* upsert */
+    const vs_point_in *pts;
+    size_t n;
+    /* deletes */
+    const vs_id *ids;
+    const Memory__V1__Filter *filter;
+    int64_t deleted;
+} op;
+
+/* The collection's state on this replica, with a reference (emb_release);
+ * NULL when out of memory. */
+ecoll *emb_acquire(embedded *e, const tier_ctx *c, const vs_collection *col);
+void emb_release(embedded *e, ecoll *ec);
+/* Applies the points stamped since ec->applied (in the session's open
+ * transaction when in_tx). */
+int emb_sync_index(pgq_session *ss, tier_ctx *c, ecoll *ec, int in_tx);
+/* Runs fn(ss, o) in a pgq session with the call's deadline. */
+int emb_run(op *o, pgq_fn fn);
+/* One statement: inside the session's open transaction when in_tx, else
+ * alone in one round trip. */
+int emb_query(pgq_session *ss, int in_tx, const char *what, const pgq_sql *b,
+              const pgq_params *q, PGresult **out);
+const char *emb_pid_text(arena *a, const vs_id *id);
+/* Drops name's state from this replica (the collection is gone). */
+void emb_forget(embedded *e, const tier_ctx *c, const char *name);
+
+/* Whether the point in slot passes the read diode, the filter and (with
+ * modifiable) the write diode: an eidx accept callback. */
+typedef struct emb_accept_args {
+    const tier_ctx *c;
+    const Memory__V1__Filter *filter;
+    int modifiable; /* also require that the caller may modify the point */
+} emb_accept_args;
+int emb_accept(const eidx *x, size_t slot, void *arg);
+
+/* episodic_embedded_write.c: the write operations of vstore_ops. */
+int emb_upsert(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_point_in *pts,
+               size_t n);
+int emb_delete_ids(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_id *ids, size_t n,
+                   int64_t *deleted);
+int emb_delete_filter(vstore *vs, tier_ctx *c, const vs_collection *col,
+                      const Memory__V1__Filter *filter, int64_t *deleted);
+
+#endif

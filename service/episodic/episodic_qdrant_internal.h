@@ -1,0 +1,49 @@
+/* episodic_qdrant_internal: what the Qdrant backend's files share:
+ * episodic_qdrant.c (the handle, naming, collections, open) and
+ * episodic_qdrant_points.c (the point operations). Not for other modules. */
+#ifndef MEMORYD_EPISODIC_EPISODIC_QDRANT_INTERNAL_H
+#define MEMORYD_EPISODIC_EPISODIC_QDRANT_INTERNAL_H
+
+#include "service/episodic/episodic_qdrant.h"
+#include "service/episodic/qdrant_http.h"
+#include "service/episodic/qdrant_json.h"
+
+#define QDRANT_PATH_MAX 512
+
+typedef struct qdrant {
+    vstore base;
+    pg_pool *pg;
+    char *prefix;
+    qdrant_http *http;
+} qdrant;
+
+
+/* Logs failures that are ours or the backend's (not the caller's). */
+int qdrant_logged(const char *op, int rc, const char *err);
+/* The server's version, detecting it first if no call has reached Qdrant
+ * yet (it was down at open); failures as the call's code in c->err. */
+int qdrant_ready(qdrant *q, tier_ctx *c, qj_version *v);
+/* The Qdrant collection of name in the caller's tenant into qn
+ * (EPISODIC_QDRANT_NAME_MAX), after qdrant_ready. */
+int qdrant_ready_collection(qdrant *q, tier_ctx *c, const char *name, qj_version *v, char *qn);
+/* qdrant_http_call for an operation on a collection's points: a 404 means
+ * the Qdrant collection is gone (STATUS_ENOTFOUND naming name). */
+int qdrant_points_call(qdrant *q, tier_ctx *c, const char *op, const char *qn, const char *name,
+                       const char *method, const char *path, const char *body, size_t blen,
+                       qdrant_resp *r);
+
+/* episodic_qdrant_points.c: the point operations of vstore_ops. */
+int q_upsert(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_point_in *pts,
+             size_t n);
+int q_search(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_search *s,
+             vs_hit **out, size_t *n);
+int q_get(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_id *ids, size_t n,
+          int with_payload, int with_vector, vs_point **out, size_t *nout);
+int q_delete_ids(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_id *ids, size_t n,
+                 int64_t *deleted);
+int q_delete_filter(vstore *vs, tier_ctx *c, const vs_collection *col,
+                    const Memory__V1__Filter *filter, int64_t *deleted);
+int q_count(vstore *vs, tier_ctx *c, const vs_collection *col, const Memory__V1__Filter *filter,
+            int exact, int64_t *count);
+
+#endif

@@ -1,0 +1,338 @@
+/* qdrant_http: the HTTP side of the Qdrant backend; see qdrant_http.h.
+ *
+ * Connection reuse: a pool of CURL easy handles (mutex + free list) rather
+ * than a CURLSH sharing one connection cache. An easy handle keeps its own
+ * keep-alive connections, so a worker that takes a handle reuses the
+ * connection of the previous call made with it, and no libcurl state is
+ * ever touched by two threads at once: nothing to lock during a transfer
+ * (CURLSH needs lock callbacks that libcurl takes around every use of the
+ * shared cache). The pool grows to the number of concurrent calls; beyond
+ * QDRANT_IDLE_HANDLES idle handles, returned ones are closed. */
+#include "service/episodic/qdrant_http.h"
+
+#include <curl/curl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "service/core/clock.h"
+#include "service/core/log.h"
+
+#define QDRANT_MAX_RESPONSE ((size_t)64 << 20) /* larger answers are STATUS_EINTERNAL */
+#define QDRANT_IDLE_HANDLES 32                 /* easy handles kept for reuse */
+
+struct qdrant_http {
+    char *url;       /* without a trailing '/' */
+    char *shown_url; /* url with any user:password@ masked, for logs and messages */
+    int timeout_ms, connect_timeout_ms;
+    struct curl_slist *headers; /* read-only after create: shared by every handle */
+    pthread_mutex_t mu;         /* guards everything below */
+    int have_version;
+    qj_version version;
+    CURL *idle[QDRANT_IDLE_HANDLES];
+    int nidle;
+};
+
+static int64_t mono_ms(void) { return clock_mono_ms(NULL); }
+
+void qdrant_resp_free(qdrant_resp *r) {
+    free(r->body);
+    memset(r, 0, sizeof *r);
+}
+
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static CURLcode curl_init_rc = CURLE_OK;
+/* curl_global_init is not thread-safe in every libcurl build. */
+static void curl_init(void) { curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT); }
+
+static CURL *handle_take(qdrant_http *q) {
+    CURL *h = NULL;
+    pthread_mutex_lock(&q->mu);
+    if (q->nidle > 0) h = q->idle[--q->nidle];
+    pthread_mutex_unlock(&q->mu);
+    return h ? h : curl_easy_init();
+}
+
+/* The reset drops options pointing into the finished call's stack (error
+ * buffer, response) but keeps the live connection for the next call. */
+static void handle_give(qdrant_http *q, CURL *h, int broken) {
+    if (!h) return;
+    if (broken) {
+        curl_easy_cleanup(h);
+        return;
+    }
+    curl_easy_reset(h);
+    pthread_mutex_lock(&q->mu);
+    if (q->nidle < QDRANT_IDLE_HANDLES) {
+        q->idle[q->nidle++] = h;
+        h = NULL;
+    }
+    pthread_mutex_unlock(&q->mu);
+    if (h) curl_easy_cleanup(h);
+}
+
+static size_t on_data(char *p, size_t size, size_t nmemb, void *arg) {
+    qdrant_resp *r = arg;
+    size_t n = size * nmemb;
+    if (n > QDRANT_MAX_RESPONSE - r->len) {
+        r->too_big = 1;
+        return 0; /* aborts the transfer (CURLE_WRITE_ERROR) */
+    }
+    if (r->len + n + 1 > r->cap) {
+        size_t cap = r->cap ? r->cap : 4096;
+        while (cap < r->len + n + 1) cap *= 2;
+        char *b = realloc(r->body, cap);
+        if (!b) return 0;
+        r->body = b;
+        r->cap = cap;
+    }
+    memcpy(r->body + r->len, p, n);
+    r->len += n;
+    r->body[r->len] = '\0';
+    return n;
+}
+
+/* One HTTP exchange. STATUS_OK when an answer arrived, whatever its status
+ * (r->status, r->body); otherwise the transport failure, mapped: a passed
+ * deadline or a curl timeout STATUS_ETIMEOUT, connection errors
+ * STATUS_EUNAVAILABLE, an oversize answer STATUS_EINTERNAL. timeout_ms bounds this
+ * exchange besides the deadline. */
+static int exchange(qdrant_http *q, const char *method, const char *path, const char *body, size_t blen,
+                int64_t deadline_ms, long timeout_ms, qdrant_resp *r, char *err, size_t errlen) {
+    memset(r, 0, sizeof *r);
+    if (deadline_ms != INT64_MAX) {
+        int64_t left = deadline_ms - mono_ms();
+        if (left <= 0)
+            return qj_fail(err, errlen, STATUS_ETIMEOUT, "deadline passed before calling qdrant (%s %s)",
+                        method, path);
+        if (left < timeout_ms) timeout_ms = (long)left;
+    }
+    long connect_ms = q->connect_timeout_ms < timeout_ms ? q->connect_timeout_ms : timeout_ms;
+
+    size_t ulen = strlen(q->url) + strlen(path) + 1;
+    char *url = malloc(ulen);
+    CURL *h = url ? handle_take(q) : NULL;
+    if (!h) {
+        free(url);
+        return qj_fail(err, errlen, STATUS_ENOMEM, "out of memory calling qdrant");
+    }
+    snprintf(url, ulen, "%s%s", q->url, path);
+
+    char cerr[CURL_ERROR_SIZE];
+    cerr[0] = '\0';
+    int bad = 0;
+    bad |= curl_easy_setopt(h, CURLOPT_URL, url) != CURLE_OK;
+    bad |= curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https") != CURLE_OK;
+    bad |= curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L) != CURLE_OK;
+    bad |= curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms) != CURLE_OK;
+    bad |= curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, connect_ms) != CURLE_OK;
+    bad |= curl_easy_setopt(h, CURLOPT_HTTPHEADER, q->headers) != CURLE_OK;
+    bad |= curl_easy_setopt(h, CURLOPT_USERAGENT, "memoryd") != CURLE_OK;
+    bad |= curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L) != CURLE_OK;
+    bad |= curl_easy_setopt(h, CURLOPT_ERRORBUFFER, cerr) != CURLE_OK;
+    bad |= curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data) != CURLE_OK;
+    bad |= curl_easy_setopt(h, CURLOPT_WRITEDATA, r) != CURLE_OK;
+    if (body) {
+        bad |= curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)blen) != CURLE_OK;
+        bad |= curl_easy_setopt(h, CURLOPT_POSTFIELDS, body) != CURLE_OK;
+    }
+    if (strcmp(method, "GET") == 0)
+        bad |= curl_easy_setopt(h, CURLOPT_HTTPGET, 1L) != CURLE_OK;
+    else if (strcmp(method, "POST") != 0)
+        bad |= curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method) != CURLE_OK;
+    if (bad) {
+        handle_give(q, h, 1);
+        free(url);
+        return qj_fail(err, errlen, STATUS_EINTERNAL, "libcurl refused an option for %s %s", method, path);
+    }
+
+    CURLcode cc = curl_easy_perform(h);
+    free(url);
+    if (cc == CURLE_OK) curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r->status);
+    handle_give(q, h, cc != CURLE_OK);
+    if (cc == CURLE_OK) return STATUS_OK;
+
+    const char *why = cerr[0] ? cerr : curl_easy_strerror(cc);
+    int rc;
+    if (r->too_big)
+        rc = qj_fail(err, errlen, STATUS_EINTERNAL, "qdrant's answer to %s %s exceeds %zu MiB", method,
+                  path, QDRANT_MAX_RESPONSE >> 20);
+    else if (cc == CURLE_OPERATION_TIMEDOUT)
+        rc = qj_fail(err, errlen, STATUS_ETIMEOUT, "qdrant did not answer %s %s within %ld ms", method,
+                  path, timeout_ms);
+    else if (cc == CURLE_OUT_OF_MEMORY || cc == CURLE_WRITE_ERROR)
+        rc = qj_fail(err, errlen, STATUS_ENOMEM, "out of memory reading qdrant's answer");
+    else
+        rc = qj_fail(err, errlen, STATUS_EUNAVAILABLE, "qdrant at %s unreachable: %s", q->shown_url, why);
+    qdrant_resp_free(r);
+    return rc;
+}
+
+/* Maps a non-2xx answer onto a status code with Qdrant's own text. */
+static int http_error(const qdrant_resp *r, const char *method, const char *path, char *err,
+                      size_t errlen) {
+    char text[320];
+    qj_error_text(r->body, r->len, text, sizeof text);
+    long st = r->status;
+    if (st == 404) return qj_fail(err, errlen, STATUS_ENOTFOUND, "qdrant: not found (HTTP 404): %s", text);
+    if (st == 409)
+        return qj_fail(err, errlen, STATUS_EEXISTS, "qdrant: already exists (HTTP 409): %s", text);
+    if (st == 400 || st == 413 || st == 422)
+        return qj_fail(err, errlen, STATUS_EINVALID, "qdrant refused %s %s (HTTP %ld): %s", method, path,
+                    st, text);
+    if (st == 401 || st == 403)
+        return qj_fail(err, errlen, STATUS_EAUTH, "qdrant refused the API key (HTTP %ld): %s", st, text);
+    if (st == 408)
+        return qj_fail(err, errlen, STATUS_ETIMEOUT, "qdrant timed out on %s %s (HTTP 408): %s", method,
+                    path, text);
+    if (st == 429 || (st >= 500 && st <= 599))
+        return qj_fail(err, errlen, STATUS_EUNAVAILABLE, "qdrant is unavailable (HTTP %ld): %s", st, text);
+    return qj_fail(err, errlen, STATUS_EINTERNAL, "unexpected HTTP %ld from qdrant for %s %s: %s", st,
+                method, path, text);
+}
+
+int qdrant_http_call(qdrant_http *q, const char *method, const char *path, const char *body,
+                     size_t blen, int64_t deadline_ms, qdrant_resp *r, char *err, size_t errlen) {
+    int rc = exchange(q, method, path, body, blen, deadline_ms, q->timeout_ms, r, err, errlen);
+    if (rc != STATUS_OK) return rc;
+    if (r->status >= 200 && r->status <= 299) return STATUS_OK;
+    rc = http_error(r, method, path, err, errlen);
+    long st = r->status;
+    qdrant_resp_free(r);
+    r->status = st;
+    return rc;
+}
+
+static int detect(qdrant_http *q, int64_t deadline_ms, long timeout_ms, qj_version *v, char *err,
+                  size_t errlen) {
+    qdrant_resp r;
+    int rc = exchange(q, "GET", "/", NULL, 0, deadline_ms, timeout_ms, &r, err, errlen);
+    if (rc != STATUS_OK) return rc;
+    if (r.status < 200 || r.status > 299) {
+        rc = http_error(&r, "GET", "/", err, errlen);
+        qdrant_resp_free(&r);
+        return rc;
+    }
+    rc = qj_parse_version(r.body, r.len, v, err, errlen);
+    qdrant_resp_free(&r);
+    return rc;
+}
+
+static void version_set(qdrant_http *q, const qj_version *v) {
+    pthread_mutex_lock(&q->mu);
+    int first = !q->have_version;
+    q->version = *v;
+    q->have_version = 1;
+    pthread_mutex_unlock(&q->mu);
+    if (first) {
+        char vt[48];
+        snprintf(vt, sizeof vt, "%d.%d.%d", v->major, v->minor, v->patch);
+        log_fields(LOG_INFO, "qdrant backend connected", LOG_F_STR, "url", q->shown_url, LOG_F_STR,
+                   "version", vt, LOG_F_STR, "search_api",
+                   qj_version_at_least(v, 1, 10) ? "query" : "search", LOG_F_END);
+    }
+}
+
+int qdrant_http_version(qdrant_http *q, int64_t deadline_ms, long timeout_ms, qj_version *v,
+                        char *err, size_t errlen) {
+    pthread_mutex_lock(&q->mu);
+    int have = q->have_version;
+    if (have) *v = q->version;
+    pthread_mutex_unlock(&q->mu);
+    if (have) return STATUS_OK;
+    int rc = detect(q, deadline_ms, timeout_ms, v, err, errlen);
+    if (rc == STATUS_OK) version_set(q, v);
+    return rc;
+}
+
+int qdrant_http_probe(qdrant_http *q) {
+    qj_version v;
+    char why[400];
+    if (detect(q, INT64_MAX, q->connect_timeout_ms, &v, why, sizeof why) != STATUS_OK) return -1;
+    version_set(q, &v);
+    return 0;
+}
+
+const char *qdrant_http_url(const qdrant_http *q) { return q->shown_url; }
+int qdrant_http_timeout_ms(const qdrant_http *q) { return q->timeout_ms; }
+
+/* url with "user:password@" replaced by "***@", for logs and messages. */
+static char *mask_url(const char *url) {
+    const char *auth = strstr(url, "://");
+    auth = auth ? auth + 3 : url;
+    size_t end = strcspn(auth, "/?#");
+    const char *at = memchr(auth, '@', end);
+    if (!at) return strdup(url);
+    size_t n = strlen(url) + 4;
+    char *s = malloc(n);
+    if (s) snprintf(s, n, "%.*s***%s", (int)(auth - url), url, at);
+    return s;
+}
+
+void qdrant_http_free(qdrant_http *q) {
+    if (!q) return;
+    for (int i = 0; i < q->nidle; i++) curl_easy_cleanup(q->idle[i]);
+    curl_slist_free_all(q->headers);
+    pthread_mutex_destroy(&q->mu);
+    free(q->url);
+    free(q->shown_url);
+    free(q);
+}
+
+/* The headers every request carries, the API key's among them. */
+static struct curl_slist *headers(const char *api_key) {
+    struct curl_slist *l = NULL;
+    static const char *const fixed[] = {"Content-Type: application/json",
+                                        "Accept: application/json",
+                                        "Expect:"}; /* no 100-continue round trip on big bodies */
+    for (int i = 0; i < 3; i++) {
+        struct curl_slist *nl = curl_slist_append(l, fixed[i]);
+        if (!nl) goto oom;
+        l = nl;
+    }
+    if (api_key && api_key[0]) {
+        size_t n = strlen(api_key) + sizeof "api-key: ";
+        char *h = malloc(n);
+        struct curl_slist *nl = NULL;
+        if (h) {
+            snprintf(h, n, "api-key: %s", api_key);
+            nl = curl_slist_append(l, h);
+            memset(h, 0, n); /* the list holds its own copy */
+            free(h);
+        }
+        if (!nl) goto oom;
+        l = nl;
+    }
+    return l;
+oom:
+    curl_slist_free_all(l);
+    return NULL;
+}
+
+int qdrant_http_create(const char *url, const char *api_key, int timeout_ms,
+                       int connect_timeout_ms, qdrant_http **out, char *err, size_t errlen) {
+    pthread_once(&curl_once, curl_init);
+    if (curl_init_rc != CURLE_OK)
+        return qj_fail(err, errlen, STATUS_EINTERNAL, "libcurl: %s",
+                       curl_easy_strerror(curl_init_rc));
+    qdrant_http *q = calloc(1, sizeof *q);
+    if (!q) return qj_fail(err, errlen, STATUS_ENOMEM, "out of memory");
+    q->timeout_ms = timeout_ms > 0 ? timeout_ms : 10000;
+    q->connect_timeout_ms = connect_timeout_ms > 0 ? connect_timeout_ms : 2000;
+    pthread_mutex_init(&q->mu, NULL);
+    q->url = strdup(url);
+    if (q->url) {
+        size_t n = strlen(q->url);
+        while (n > 0 && q->url[n - 1] == '/') q->url[--n] = '\0';
+        q->shown_url = mask_url(q->url);
+    }
+    q->headers = headers(api_key);
+    if (!q->url || !q->shown_url || !q->headers) {
+        qdrant_http_free(q);
+        return qj_fail(err, errlen, STATUS_ENOMEM, "out of memory");
+    }
+    *out = q;
+    return STATUS_OK;
+}
