@@ -43,12 +43,10 @@ static Memory__V1__TokenClaims *render_claims(arena *ar, const jwt_claims *c) {
     return out;
 }
 
-static grpc_status_code who_am_i(rpc_call *call, const ProtobufCMessage *req,
-                                 ProtobufCMessage *resp, void *arg) {
-    (void)req;
-    (void)arg;
+static RPC_UNARY_HANDLER(who_am_i, access_ctx, Memory__V1__AccessWhoAmIRequest,
+                         Memory__V1__AccessWhoAmIResponse) {
     const principal *p = authn_principal(call);
-    Memory__V1__AccessWhoAmIResponse *out = (Memory__V1__AccessWhoAmIResponse *)resp;
+    Memory__V1__AccessWhoAmIResponse *out = resp;
     /* The claims live as long as the call's reference on the principal,
      * which outlives the response's encoding. */
     out->claims = render_claims(rpc_call_arena(call), principal_claims(p));
@@ -230,11 +228,9 @@ static grpc_status_code build_child(rpc_call *call, const principal *parent,
     return GRPC_STATUS_OK;
 }
 
-static grpc_status_code attenuate(rpc_call *call, const ProtobufCMessage *reqm,
-                                  ProtobufCMessage *resp, void *arg) {
-    access_ctx *ctx = arg;
-    const Memory__V1__AccessAttenuateRequest *req =
-        (const Memory__V1__AccessAttenuateRequest *)reqm;
+static RPC_UNARY_HANDLER(attenuate, access_ctx, Memory__V1__AccessAttenuateRequest,
+                         Memory__V1__AccessAttenuateResponse) {
+    access_ctx *ctx = svc;
     const principal *parent = authn_principal(call);
     const char *kid = NULL;
     EVP_PKEY *key = authn_signing_key(ctx->auth, &kid);
@@ -266,7 +262,7 @@ static grpc_status_code attenuate(rpc_call *call, const ProtobufCMessage *reqm,
         rpc_call_set_error(call, "cannot record the new token (PostgreSQL): %s", err);
         return rpc_status_of(rc);
     }
-    Memory__V1__AccessAttenuateResponse *out = (Memory__V1__AccessAttenuateResponse *)resp;
+    Memory__V1__AccessAttenuateResponse *out = resp;
     arena *ar = rpc_call_arena(call);
     out->token = arena_strdup(ar, token);
     free(token);
@@ -284,10 +280,9 @@ static grpc_status_code attenuate(rpc_call *call, const ProtobufCMessage *reqm,
 
 /* ---- Revoke ---- */
 
-static grpc_status_code revoke(rpc_call *call, const ProtobufCMessage *reqm,
-                               ProtobufCMessage *resp, void *arg) {
-    access_ctx *ctx = arg;
-    const Memory__V1__AccessRevokeRequest *req = (const Memory__V1__AccessRevokeRequest *)reqm;
+static RPC_UNARY_HANDLER(revoke, access_ctx, Memory__V1__AccessRevokeRequest,
+                         Memory__V1__AccessRevokeResponse) {
+    access_ctx *ctx = svc;
     const principal *p = authn_principal(call);
     if (!req->token_id[0]) {
         rpc_call_set_error(call, "token_id: required");
@@ -332,7 +327,7 @@ static grpc_status_code revoke(rpc_call *call, const ProtobufCMessage *reqm,
     log_fields(LOG_INFO, "token revoked", LOG_F_STR, "jti", req->token_id, LOG_F_STR, "by",
                principal_sub(p), LOG_F_STR, "tenant", principal_tenant(p), LOG_F_STR, "reason",
                req->reason, LOG_F_END);
-    Memory__V1__AccessRevokeResponse *out = (Memory__V1__AccessRevokeResponse *)resp;
+    Memory__V1__AccessRevokeResponse *out = resp;
     out->revoke_time = pbtime_timestamp(rpc_call_arena(call), at_s * 1000000);
     return GRPC_STATUS_OK;
 }

@@ -109,11 +109,9 @@ static int parse_cursor(const char *const *cur, int64_t *time_us, int64_t *id) {
     return e1 && !*e1 && e2 && !*e2 ? 0 : -1;
 }
 
-grpc_status_code audit_list_handler(rpc_call *call, const ProtobufCMessage *msg,
-                                    ProtobufCMessage *out, void *arg) {
-    audit_service *a = arg;
-    const Memory__V1__AuditListRequest *req = (const Memory__V1__AuditListRequest *)msg;
-    Memory__V1__AuditListResponse *resp = (Memory__V1__AuditListResponse *)out;
+RPC_UNARY_HANDLER(audit_list_handler, audit_service, Memory__V1__AuditListRequest,
+                  Memory__V1__AuditListResponse) {
+    audit_service *a = svc;
     arena *ar = rpc_call_arena(call);
     const principal *p = rpc_call_principal(call);
     if (!p) {
@@ -131,16 +129,12 @@ grpc_status_code audit_list_handler(rpc_call *call, const ProtobufCMessage *msg,
     tier_page pg;
     const char *cur[2];
     char err[512];
-    grpc_status_code st;
-    if ((st = tier_page_size(call, req->page_size, &la.limit)) != GRPC_STATUS_OK) return st;
+    RPC_CHECK(tier_page_size(call, req->page_size, &la.limit));
     int frc = audit_codec_filter(req->filter, principal_sub(p), breadth, ar, &f, err, sizeof err);
     if (frc != STATUS_OK) return rpc_call_fail(call, frc, err);
-    if ((st = tier_check_time_range(call, "time_range", req->time_range, &tr)) !=
-            GRPC_STATUS_OK ||
-        (st = tier_page_bind(call, p, msg, &pg)) != GRPC_STATUS_OK ||
-        (st = tier_page_open(call, &pg, req->page_token, cur, 2, 1, &la.resumed)) !=
-            GRPC_STATUS_OK)
-        return st;
+    RPC_CHECK(tier_check_time_range(call, "time_range", req->time_range, &tr));
+    RPC_CHECK(tier_page_bind(call, p, &req->base, &pg));
+    RPC_CHECK(tier_page_open(call, &pg, req->page_token, cur, 2, 1, &la.resumed));
     if (la.resumed && parse_cursor(cur, &la.after_time_us, &la.after_id) != 0)
         return tier_page_refuse(call, &pg);
     la.f = &f;

@@ -61,10 +61,7 @@ static const tier_service services[] = {{SVC, HEALTH_NEEDS_PG}};
 
 const tier audit_tier = {
     .name = "audit",
-    .services = services,
-    .nservices = TIER_COUNT(services),
-    .methods = methods,
-    .nmethods = TIER_COUNT(methods),
+    TIER_TABLES(services, methods),
     .open = audit_open,
     .free = audit_close,
 };

@@ -17,8 +17,7 @@ struct audit_service {
     audit_watch *watch;
 };
 
-grpc_status_code audit_list_handler(rpc_call *call, const ProtobufCMessage *req,
-                                    ProtobufCMessage *resp, void *arg);
+RPC_UNARY_FN(audit_list_handler);
 
 /* ---- audit_watch.c ---- */
 int audit_watch_start(audit_service *a, char *err, size_t errlen);

@@ -246,13 +246,9 @@ static Memory__V1__CacheItem *render_item(arena *a, const principal *p, const lo
 
 /* ------------------------------------------------------------ handlers */
 
-static grpc_status_code do_get(rpc_call *call, const ProtobufCMessage *reqm,
-                               ProtobufCMessage *respm, void *arg) {
-    cache_service *svc = arg;
-    const Memory__V1__CacheGetRequest *req = (const Memory__V1__CacheGetRequest *)reqm;
-    Memory__V1__CacheGetResponse *resp = (Memory__V1__CacheGetResponse *)respm;
-    grpc_status_code st = check_key(call, "key", req->key);
-    if (st != GRPC_STATUS_OK) return st;
+static RPC_UNARY_HANDLER(do_get, cache_service, Memory__V1__CacheGetRequest,
+                  Memory__V1__CacheGetResponse) {
+    RPC_CHECK(check_key(call, "key", req->key));
     const principal *p = authn_principal(call);
     arena *a = rpc_call_arena(call);
     lookup k = {0};
@@ -264,19 +260,15 @@ static grpc_status_code do_get(rpc_call *call, const ProtobufCMessage *reqm,
     return resp->item ? GRPC_STATUS_OK : rpc_call_oom(call);
 }
 
-static grpc_status_code do_multi_get(rpc_call *call, const ProtobufCMessage *reqm,
-                                     ProtobufCMessage *respm, void *arg) {
-    cache_service *svc = arg;
-    const Memory__V1__CacheMultiGetRequest *req = (const Memory__V1__CacheMultiGetRequest *)reqm;
-    Memory__V1__CacheMultiGetResponse *resp = (Memory__V1__CacheMultiGetResponse *)respm;
+static RPC_UNARY_HANDLER(do_multi_get, cache_service, Memory__V1__CacheMultiGetRequest,
+                  Memory__V1__CacheMultiGetResponse) {
     if (req->n_keys == 0) return rpc_call_invalid(call, "keys: required (1 to %d keys)", KEYS_MAX);
     if (req->n_keys > KEYS_MAX)
         return rpc_call_invalid(call, "keys: %zu keys; at most %d", req->n_keys, KEYS_MAX);
     arena *a = rpc_call_arena(call);
     for (size_t i = 0; i < req->n_keys; i++) {
         const char *field = arena_printf(a, "keys[%zu]", i);
-        grpc_status_code st = check_key(call, field ? field : "keys", req->keys[i]);
-        if (st != GRPC_STATUS_OK) return st;
+        RPC_CHECK(check_key(call, field ? field : "keys", req->keys[i]));
     }
     const principal *p = authn_principal(call);
     lookup *ks = arena_alloc(a, req->n_keys * sizeof *ks);
@@ -321,13 +313,9 @@ static grpc_status_code denied(rpc_call *call, const char *key) {
     return GRPC_STATUS_PERMISSION_DENIED;
 }
 
-static grpc_status_code do_set(rpc_call *call, const ProtobufCMessage *reqm,
-                               ProtobufCMessage *respm, void *arg) {
-    cache_service *svc = arg;
-    const Memory__V1__CacheSetRequest *req = (const Memory__V1__CacheSetRequest *)reqm;
-    Memory__V1__CacheSetResponse *resp = (Memory__V1__CacheSetResponse *)respm;
-    grpc_status_code st = check_key(call, "key", req->key);
-    if (st != GRPC_STATUS_OK) return st;
+static RPC_UNARY_HANDLER(do_set, cache_service, Memory__V1__CacheSetRequest,
+                  Memory__V1__CacheSetResponse) {
+    RPC_CHECK(check_key(call, "key", req->key));
     if (req->value.len > VALUE_MAX)
         return rpc_call_invalid(call, "value: %zu bytes; at most %d", req->value.len, VALUE_MAX);
     int64_t ttl_us;
@@ -339,10 +327,10 @@ static grpc_status_code do_set(rpc_call *call, const ProtobufCMessage *reqm,
                                       (long long)req->ttl->seconds, (int)req->ttl->nanos)
                    : rpc_call_invalid(call, "ttl: %llds; must be 1 s to 3600 s",
                                       (long long)req->ttl->seconds);
-    if ((st = tier_check_label(call, "label", (int)req->label)) != GRPC_STATUS_OK) return st;
+    RPC_CHECK(tier_check_label(call, "label", (int)req->label));
     const principal *p = authn_principal(call);
     ProtobufCBinaryData value = req->value;
-    if ((st = value_pii(call, svc, p, &value)) != GRPC_STATUS_OK) return st;
+    RPC_CHECK(value_pii(call, svc, p, &value));
 
     arena *a = rpc_call_arena(call);
     slots s;
@@ -386,13 +374,9 @@ static grpc_status_code do_set(rpc_call *call, const ProtobufCMessage *reqm,
     return resp->meta ? GRPC_STATUS_OK : rpc_call_oom(call);
 }
 
-static grpc_status_code do_delete(rpc_call *call, const ProtobufCMessage *reqm,
-                                  ProtobufCMessage *respm, void *arg) {
-    cache_service *svc = arg;
-    const Memory__V1__CacheDeleteKeyRequest *req = (const Memory__V1__CacheDeleteKeyRequest *)reqm;
-    Memory__V1__CacheDeleteKeyResponse *resp = (Memory__V1__CacheDeleteKeyResponse *)respm;
-    grpc_status_code st = check_key(call, "key", req->key);
-    if (st != GRPC_STATUS_OK) return st;
+static RPC_UNARY_HANDLER(do_delete, cache_service, Memory__V1__CacheDeleteKeyRequest,
+                  Memory__V1__CacheDeleteKeyResponse) {
+    RPC_CHECK(check_key(call, "key", req->key));
     const principal *p = authn_principal(call);
     arena *a = rpc_call_arena(call);
     slots s;
@@ -497,16 +481,23 @@ static const rpc_method methods[] = {
 static const tier_service services[] = {
     {SVC, 0}, /* L1 answers without Redis */
     /* The shared level: NOT_SERVING = Cache degraded to this replica's L1
-     * (Redis down or not configured). */
-    {SVC ".L2", HEALTH_NEEDS_REDIS},
+     * (Redis down or not configured, or Redis back but this replica not yet
+     * hearing invalidations again, so its L1 is not yet shared-safe). */
+    {SVC ".L2", HEALTH_NEEDS_REDIS | HEALTH_NEEDS_PROBE},
 };
+
+/* 0 while the invalidation subscription is live (it clears L1 each time it
+ * comes back). */
+static int cache_probe(void *state) {
+    const cache_service *svc = state;
+    return svc->sub && cache_sub_live(svc->sub) ? 0 : -1;
+}
 
 const tier cache_tier = {
     .name = "cache",
-    .services = services,
-    .nservices = TIER_COUNT(services),
-    .methods = methods,
-    .nmethods = TIER_COUNT(methods),
+    TIER_TABLES(services, methods),
     .open = cache_open,
     .free = cache_free,
+    .probe = cache_probe,
+    .probe_backend = "redis invalidations",
 };

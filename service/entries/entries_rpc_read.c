@@ -9,16 +9,11 @@
 #define TERM_MAX_CHARS 256
 #define CREATED_BY_MAX 256
 
-grpc_status_code entries_do_read(rpc_call *call, const ProtobufCMessage *reqm,
-                                 ProtobufCMessage *respm, void *arg) {
-    entries_service *svc = arg;
-    const Memory__V1__EntriesReadRequest *req = (const Memory__V1__EntriesReadRequest *)reqm;
-    Memory__V1__EntriesReadResponse *resp = (Memory__V1__EntriesReadResponse *)respm;
+RPC_UNARY_HANDLER(entries_do_read, entries_service, Memory__V1__EntriesReadRequest,
+                  Memory__V1__EntriesReadResponse) {
     const principal *p = authn_principal(call);
-    grpc_status_code st;
-    if ((st = entries_check_address(call, req->namespace_, req->key)) != GRPC_STATUS_OK ||
-        (st = entries_check_ns_allowed(call, p, req->namespace_)) != GRPC_STATUS_OK)
-        return st;
+    RPC_CHECK(entries_check_address(call, req->namespace_, req->key));
+    RPC_CHECK(entries_check_ns_allowed(call, p, req->namespace_));
     tier_ctx c;
     entries_ctx(svc, call, 0, &c);
     entries_record rec;
@@ -52,29 +47,21 @@ static grpc_status_code render_entries(rpc_call *call, const entries_service *sv
     return GRPC_STATUS_OK;
 }
 
-grpc_status_code entries_do_list(rpc_call *call, const ProtobufCMessage *reqm,
-                                 ProtobufCMessage *respm, void *arg) {
-    entries_service *svc = arg;
-    const Memory__V1__EntriesListRequest *req = (const Memory__V1__EntriesListRequest *)reqm;
-    Memory__V1__EntriesListResponse *resp = (Memory__V1__EntriesListResponse *)respm;
+RPC_UNARY_HANDLER(entries_do_list, entries_service, Memory__V1__EntriesListRequest,
+                  Memory__V1__EntriesListResponse) {
     const principal *p = authn_principal(call);
-    grpc_status_code st;
     entries_list_in in = {0};
     in.ns_pattern = req->namespace_pattern;
     in.key_pattern = req->key_pattern;
-    if ((st = entries_check_ns_pattern(call, "namespace_pattern", &in.ns_pattern)) !=
-            GRPC_STATUS_OK ||
-        (st = entries_check_key_pattern(call, &in.key_pattern)) != GRPC_STATUS_OK ||
-        (st = tier_page_size(call, req->page_size, &in.limit)) != GRPC_STATUS_OK)
-        return st;
+    RPC_CHECK(entries_check_ns_pattern(call, "namespace_pattern", &in.ns_pattern));
+    RPC_CHECK(entries_check_key_pattern(call, &in.key_pattern));
+    RPC_CHECK(tier_page_size(call, req->page_size, &in.limit));
     in.with_values = req->with_values;
     tier_page pg;
     const char *cursor[2];
     int resumed;
-    if ((st = tier_page_bind(call, p, reqm, &pg)) != GRPC_STATUS_OK ||
-        (st = tier_page_open(call, &pg, req->page_token, cursor, 2, 1, &resumed)) !=
-            GRPC_STATUS_OK)
-        return st;
+    RPC_CHECK(tier_page_bind(call, p, &req->base, &pg));
+    RPC_CHECK(tier_page_open(call, &pg, req->page_token, cursor, 2, 1, &resumed));
     if (resumed) {
         in.after_ns = cursor[0];
         in.after_key = cursor[1];
@@ -86,9 +73,7 @@ grpc_status_code entries_do_list(rpc_call *call, const ProtobufCMessage *reqm,
     int more, cut;
     int rc = entries_store_list(svc->store, &c, &in, &recs, &n, &more);
     if (rc != STATUS_OK) return tier_status(call, rc, &c);
-    if ((st = render_entries(call, svc, recs, n, &resp->entries, &resp->n_entries, &cut)) !=
-        GRPC_STATUS_OK)
-        return st;
+    RPC_CHECK(render_entries(call, svc, recs, n, &resp->entries, &resp->n_entries, &cut));
     size_t last = resp->n_entries;
     if ((more || cut) && last > 0) {
         const char *next[2] = {recs[last - 1].ns, recs[last - 1].key};
@@ -98,28 +83,17 @@ grpc_status_code entries_do_list(rpc_call *call, const ProtobufCMessage *reqm,
     return GRPC_STATUS_OK;
 }
 
-grpc_status_code entries_do_search(rpc_call *call, const ProtobufCMessage *reqm,
-                                   ProtobufCMessage *respm, void *arg) {
-    entries_service *svc = arg;
-    const Memory__V1__EntriesSearchRequest *req = (const Memory__V1__EntriesSearchRequest *)reqm;
-    Memory__V1__EntriesSearchResponse *resp = (Memory__V1__EntriesSearchResponse *)respm;
-    grpc_status_code st;
+RPC_UNARY_HANDLER(entries_do_search, entries_service, Memory__V1__EntriesSearchRequest,
+                  Memory__V1__EntriesSearchResponse) {
     entries_search_in in = {0};
     in.ns_pattern = req->namespace_pattern;
     tier_time_range tr;
-    if ((st = entries_check_ns_pattern(call, "namespace_pattern", &in.ns_pattern)) !=
-            GRPC_STATUS_OK ||
-        (st = tier_check_text(call, "term", req->term, TERM_MAX_CHARS)) != GRPC_STATUS_OK ||
-        (st = tier_check_tags(call, "tags", req->tags, req->n_tags, ENTRIES_TAGS_MAX,
-                              ENTRIES_TAG_MAX_CHARS, (const char ***)&in.tags, &in.ntags)) !=
-            GRPC_STATUS_OK ||
-        (st = tier_check_name(call, "content_type", req->content_type,
-                              ENTRIES_CONTENT_TYPE_MAX, 0)) != GRPC_STATUS_OK ||
-        (st = tier_check_name(call, "created_by", req->created_by, CREATED_BY_MAX, 0)) !=
-            GRPC_STATUS_OK ||
-        (st = tier_check_time_range(call, "time_range", req->time_range, &tr)) !=
-            GRPC_STATUS_OK)
-        return st;
+    RPC_CHECK(entries_check_ns_pattern(call, "namespace_pattern", &in.ns_pattern));
+    RPC_CHECK(tier_check_text(call, "term", req->term, TERM_MAX_CHARS));
+    RPC_CHECK(tier_check_tags(call, "tags", req->tags, req->n_tags, ENTRIES_TAGS_MAX, ENTRIES_TAG_MAX_CHARS, (const char ***)&in.tags, &in.ntags));
+    RPC_CHECK(tier_check_name(call, "content_type", req->content_type, ENTRIES_CONTENT_TYPE_MAX, 0));
+    RPC_CHECK(tier_check_name(call, "created_by", req->created_by, CREATED_BY_MAX, 0));
+    RPC_CHECK(tier_check_time_range(call, "time_range", req->time_range, &tr));
     if (req->limit < 0 || req->limit > TIER_PAGE_MAX)
         return rpc_call_invalid(call, "limit: %d; must be 1 to %d (0 = %d)", req->limit,
                                 TIER_PAGE_MAX, TIER_PAGE_DEFAULT);
@@ -142,14 +116,10 @@ grpc_status_code entries_do_search(rpc_call *call, const ProtobufCMessage *reqm,
     return render_entries(call, svc, recs, n, &resp->entries, &resp->n_entries, &cut);
 }
 
-grpc_status_code entries_do_stats(rpc_call *call, const ProtobufCMessage *reqm,
-                                  ProtobufCMessage *respm, void *arg) {
-    entries_service *svc = arg;
-    const Memory__V1__EntriesStatsRequest *req = (const Memory__V1__EntriesStatsRequest *)reqm;
-    Memory__V1__EntriesStatsResponse *resp = (Memory__V1__EntriesStatsResponse *)respm;
+RPC_UNARY_HANDLER(entries_do_stats, entries_service, Memory__V1__EntriesStatsRequest,
+                  Memory__V1__EntriesStatsResponse) {
     const char *pat = req->namespace_pattern;
-    grpc_status_code st = entries_check_ns_pattern(call, "namespace_pattern", &pat);
-    if (st != GRPC_STATUS_OK) return st;
+    RPC_CHECK(entries_check_ns_pattern(call, "namespace_pattern", &pat));
     tier_ctx c;
     entries_ctx(svc, call, 0, &c);
     entries_stats s;

@@ -26,9 +26,7 @@ static grpc_status_code check_value(rpc_call *call, const char *field, size_t le
 static grpc_status_code check_expiry(rpc_call *call, const Memory__V1__EntriesWriteRequest *req,
                                      entries_write_in *in) {
     if (req->expiration_case == MEMORY__V1__ENTRIES_WRITE_REQUEST__EXPIRATION_EXPIRE_TIME) {
-        grpc_status_code st = tier_check_time(call, "expire_time", req->expire_time,
-                                              &in->expire_us);
-        if (st != GRPC_STATUS_OK) return st;
+        RPC_CHECK(tier_check_time(call, "expire_time", req->expire_time, &in->expire_us));
         if (in->expire_us <= pbtime_now_us())
             return rpc_call_invalid(call, "expire_time: must be in the future");
         in->has_expire = 1;
@@ -78,42 +76,30 @@ static grpc_status_code write_pii(rpc_call *call, const entries_service *svc,
     return GRPC_STATUS_OK;
 }
 
-grpc_status_code entries_do_write(rpc_call *call, const ProtobufCMessage *reqm,
-                                  ProtobufCMessage *respm, void *arg) {
-    entries_service *svc = arg;
-    const Memory__V1__EntriesWriteRequest *req = (const Memory__V1__EntriesWriteRequest *)reqm;
-    Memory__V1__EntriesWriteResponse *resp = (Memory__V1__EntriesWriteResponse *)respm;
+RPC_UNARY_HANDLER(entries_do_write, entries_service, Memory__V1__EntriesWriteRequest,
+                  Memory__V1__EntriesWriteResponse) {
     const principal *p = authn_principal(call);
-    grpc_status_code st;
     entries_write_in in = {0};
-    if ((st = entries_check_address(call, req->namespace_, req->key)) != GRPC_STATUS_OK ||
-        (st = check_value(call, "value", req->value.len)) != GRPC_STATUS_OK ||
-        (st = tier_check_name(call, "content_type", req->content_type,
-                              ENTRIES_CONTENT_TYPE_MAX, 0)) != GRPC_STATUS_OK ||
-        (st = tier_check_tags(call, "tags", req->tags, req->n_tags, ENTRIES_TAGS_MAX,
-                              ENTRIES_TAG_MAX_CHARS, (const char ***)&in.tags, &in.ntags)) !=
-            GRPC_STATUS_OK ||
-        (st = tier_check_label(call, "label", (int)req->label)) != GRPC_STATUS_OK ||
-        (st = check_expiry(call, req, &in)) != GRPC_STATUS_OK)
-        return st;
+    RPC_CHECK(entries_check_address(call, req->namespace_, req->key));
+    RPC_CHECK(check_value(call, "value", req->value.len));
+    RPC_CHECK(tier_check_name(call, "content_type", req->content_type, ENTRIES_CONTENT_TYPE_MAX, 0));
+    RPC_CHECK(tier_check_tags(call, "tags", req->tags, req->n_tags, ENTRIES_TAGS_MAX, ENTRIES_TAG_MAX_CHARS, (const char ***)&in.tags, &in.ntags));
+    RPC_CHECK(tier_check_label(call, "label", (int)req->label));
+    RPC_CHECK(check_expiry(call, req, &in));
     if (req->precondition_case ==
         MEMORY__V1__ENTRIES_WRITE_REQUEST__PRECONDITION_EXPECTED_VERSION) {
-        if ((st = tier_check_expected(call, req->expected_version, TIER_EXPECT_CREATE_OK)) !=
-            GRPC_STATUS_OK)
-            return st;
+        RPC_CHECK(tier_check_expected(call, req->expected_version, TIER_EXPECT_CREATE_OK));
         in.has_expected = 1;
         in.expected_version = req->expected_version;
     }
-    if ((st = entries_check_ns_allowed(call, p, req->namespace_)) != GRPC_STATUS_OK) return st;
+    RPC_CHECK(entries_check_ns_allowed(call, p, req->namespace_));
     in.ns = req->namespace_;
     in.key = req->key;
     in.content_type = req->content_type[0] ? req->content_type : DEFAULT_CONTENT_TYPE;
     in.label = (int)req->label;
     const Google__Protobuf__Struct *meta = req->metadata;
-    if ((st = write_pii(call, svc, req, &in, &meta)) != GRPC_STATUS_OK ||
-        (st = tier_check_struct(call, "metadata", meta, METADATA_MAX, &in.metadata_json)) !=
-            GRPC_STATUS_OK)
-        return st;
+    RPC_CHECK(write_pii(call, svc, req, &in, &meta));
+    RPC_CHECK(tier_check_struct(call, "metadata", meta, METADATA_MAX, &in.metadata_json));
     entries_target(call, in.ns, in.key);
     tier_ctx c;
     entries_ctx(svc, call, 1, &c);
@@ -127,21 +113,13 @@ grpc_status_code entries_do_write(rpc_call *call, const ProtobufCMessage *reqm,
     return GRPC_STATUS_OK;
 }
 
-grpc_status_code entries_do_delete(rpc_call *call, const ProtobufCMessage *reqm,
-                                   ProtobufCMessage *respm, void *arg) {
-    entries_service *svc = arg;
-    const Memory__V1__EntriesDeleteEntryRequest *req =
-        (const Memory__V1__EntriesDeleteEntryRequest *)reqm;
-    (void)respm;
-    grpc_status_code st;
+RPC_UNARY_HANDLER(entries_do_delete, entries_service, Memory__V1__EntriesDeleteEntryRequest,
+                  Memory__V1__EntriesDeleteEntryResponse) {
     int has_expected = req->precondition_case ==
                        MEMORY__V1__ENTRIES_DELETE_ENTRY_REQUEST__PRECONDITION_EXPECTED_VERSION;
-    if ((st = entries_check_address(call, req->namespace_, req->key)) != GRPC_STATUS_OK ||
-        (has_expected && (st = tier_check_expected(call, req->expected_version,
-                                                   TIER_EXPECT_ANY)) != GRPC_STATUS_OK) ||
-        (st = entries_check_ns_allowed(call, authn_principal(call), req->namespace_)) !=
-            GRPC_STATUS_OK)
-        return st;
+    RPC_CHECK(entries_check_address(call, req->namespace_, req->key));
+    if (has_expected) RPC_CHECK(tier_check_expected(call, req->expected_version, TIER_EXPECT_ANY));
+    RPC_CHECK(entries_check_ns_allowed(call, authn_principal(call), req->namespace_));
     entries_target(call, req->namespace_, req->key);
     tier_ctx c;
     entries_ctx(svc, call, 1, &c);
@@ -233,12 +211,9 @@ static int edit_replace(void *arg, const uint8_t *v, size_t n, entries_edit_out 
 static grpc_status_code modify(rpc_call *call, entries_service *svc, const char *ns,
                                const char *key, int has_expected, int64_t expected,
                                entries_edit_fn edit, edit_ctx *e, entries_record *rec) {
-    grpc_status_code st;
     const principal *p = authn_principal(call);
-    if ((has_expected && (st = tier_check_expected(call, expected, TIER_EXPECT_ANY)) !=
-                             GRPC_STATUS_OK) ||
-        (st = entries_check_ns_allowed(call, p, ns)) != GRPC_STATUS_OK)
-        return st;
+    if (has_expected) RPC_CHECK(tier_check_expected(call, expected, TIER_EXPECT_ANY));
+    RPC_CHECK(entries_check_ns_allowed(call, p, ns));
     entries_target(call, ns, key);
     e->a = rpc_call_arena(call);
     e->mode = pii_policy_mode(svc->pii, p);
@@ -248,42 +223,28 @@ static grpc_status_code modify(rpc_call *call, entries_service *svc, const char 
     return tier_status(call, entries_store_modify(svc->store, &c, &in, rec), &c);
 }
 
-grpc_status_code entries_do_append(rpc_call *call, const ProtobufCMessage *reqm,
-                                   ProtobufCMessage *respm, void *arg) {
-    const Memory__V1__EntriesAppendRequest *req = (const Memory__V1__EntriesAppendRequest *)reqm;
-    Memory__V1__EntriesAppendResponse *resp = (Memory__V1__EntriesAppendResponse *)respm;
-    grpc_status_code st;
-    if ((st = entries_check_address(call, req->namespace_, req->key)) != GRPC_STATUS_OK ||
-        (st = check_value(call, "value", req->value.len)) != GRPC_STATUS_OK)
-        return st;
+RPC_UNARY_HANDLER(entries_do_append, entries_service, Memory__V1__EntriesAppendRequest,
+                  Memory__V1__EntriesAppendResponse) {
+    RPC_CHECK(entries_check_address(call, req->namespace_, req->key));
+    RPC_CHECK(check_value(call, "value", req->value.len));
     edit_ctx e = {0};
     e.append = &req->value;
     entries_record rec;
-    if ((st = modify(call, arg, req->namespace_, req->key,
-                     req->precondition_case ==
-                         MEMORY__V1__ENTRIES_APPEND_REQUEST__PRECONDITION_EXPECTED_VERSION,
-                     req->expected_version, edit_append, &e, &rec)) != GRPC_STATUS_OK)
-        return st;
+    RPC_CHECK(modify(call, svc, req->namespace_, req->key, req->precondition_case == MEMORY__V1__ENTRIES_APPEND_REQUEST__PRECONDITION_EXPECTED_VERSION, req->expected_version, edit_append, &e, &rec));
     if (!(resp->meta = tier_meta_render(rpc_call_arena(call), &rec.meta)))
         return rpc_call_oom(call);
     resp->size_bytes = rec.size_bytes;
     return GRPC_STATUS_OK;
 }
 
-grpc_status_code entries_do_replace(rpc_call *call, const ProtobufCMessage *reqm,
-                                    ProtobufCMessage *respm, void *arg) {
-    const Memory__V1__EntriesReplaceRequest *req =
-        (const Memory__V1__EntriesReplaceRequest *)reqm;
-    Memory__V1__EntriesReplaceResponse *resp = (Memory__V1__EntriesReplaceResponse *)respm;
-    grpc_status_code st;
-    if ((st = entries_check_address(call, req->namespace_, req->key)) != GRPC_STATUS_OK)
-        return st;
+RPC_UNARY_HANDLER(entries_do_replace, entries_service, Memory__V1__EntriesReplaceRequest,
+                  Memory__V1__EntriesReplaceResponse) {
+    RPC_CHECK(entries_check_address(call, req->namespace_, req->key));
     if (req->find.len == 0) return rpc_call_invalid(call, "find: required (1 byte to 64 KiB)");
     if (req->find.len > FIND_MAX)
         return rpc_call_invalid(call, "find: %zu bytes; at most %d (64 KiB)", req->find.len,
                                 FIND_MAX);
-    if ((st = check_value(call, "replacement", req->replacement.len)) != GRPC_STATUS_OK)
-        return st;
+    RPC_CHECK(check_value(call, "replacement", req->replacement.len));
     if (req->max_replacements < 0)
         return rpc_call_invalid(call, "max_replacements: %d; must not be negative (0 = all)",
                                 req->max_replacements);
@@ -292,27 +253,17 @@ grpc_status_code entries_do_replace(rpc_call *call, const ProtobufCMessage *reqm
     e.replacement = &req->replacement;
     e.max_replacements = req->max_replacements;
     entries_record rec;
-    if ((st = modify(call, arg, req->namespace_, req->key,
-                     req->precondition_case ==
-                         MEMORY__V1__ENTRIES_REPLACE_REQUEST__PRECONDITION_EXPECTED_VERSION,
-                     req->expected_version, edit_replace, &e, &rec)) != GRPC_STATUS_OK)
-        return st;
+    RPC_CHECK(modify(call, svc, req->namespace_, req->key, req->precondition_case == MEMORY__V1__ENTRIES_REPLACE_REQUEST__PRECONDITION_EXPECTED_VERSION, req->expected_version, edit_replace, &e, &rec));
     if (!(resp->meta = tier_meta_render(rpc_call_arena(call), &rec.meta)))
         return rpc_call_oom(call);
     resp->replacement_count = e.count;
     return GRPC_STATUS_OK;
 }
 
-grpc_status_code entries_do_purge(rpc_call *call, const ProtobufCMessage *reqm,
-                                  ProtobufCMessage *respm, void *arg) {
-    entries_service *svc = arg;
-    const Memory__V1__EntriesPurgeExpiredRequest *req =
-        (const Memory__V1__EntriesPurgeExpiredRequest *)reqm;
-    Memory__V1__EntriesPurgeExpiredResponse *resp =
-        (Memory__V1__EntriesPurgeExpiredResponse *)respm;
+RPC_UNARY_HANDLER(entries_do_purge, entries_service, Memory__V1__EntriesPurgeExpiredRequest,
+                  Memory__V1__EntriesPurgeExpiredResponse) {
     const char *pat = req->namespace_pattern;
-    grpc_status_code st = entries_check_ns_pattern(call, "namespace_pattern", &pat);
-    if (st != GRPC_STATUS_OK) return st;
+    RPC_CHECK(entries_check_ns_pattern(call, "namespace_pattern", &pat));
     tier_ctx c;
     entries_ctx(svc, call, 1, &c);
     int64_t n = 0;

@@ -70,10 +70,8 @@ grpc_status_code entries_check_ns_allowed(rpc_call *call, const principal *p, co
 }
 
 grpc_status_code entries_check_address(rpc_call *call, const char *ns, const char *key) {
-    grpc_status_code st;
-    if ((st = entries_check_namespace(call, "namespace", ns)) != GRPC_STATUS_OK ||
-        (st = entries_check_key(call, key)) != GRPC_STATUS_OK)
-        return st;
+    RPC_CHECK(entries_check_namespace(call, "namespace", ns));
+    RPC_CHECK(entries_check_key(call, key));
     return GRPC_STATUS_OK;
 }
 
@@ -106,11 +104,8 @@ Memory__V1__Entry *entries_render(arena *a, const entries_record *r) {
 /* ------------------------------------------------------------ the tier */
 
 static int entries_open(tier_env *env, void **state, char *err, size_t errlen) {
-    entries_service *svc = calloc(1, sizeof *svc);
-    if (!svc) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
+    entries_service *svc = tier_state_new(sizeof *svc, err, errlen);
+    if (!svc) return -1;
     svc->aud = env->audit;
     svc->pii = env->pii;
     svc->max_response_bytes = env->max_response_bytes ? env->max_response_bytes : 3u << 20;
@@ -153,10 +148,7 @@ static const tier_service services[] = {{SVC, HEALTH_NEEDS_PG}};
 
 const tier entries_tier = {
     .name = "entries",
-    .services = services,
-    .nservices = TIER_COUNT(services),
-    .methods = methods,
-    .nmethods = TIER_COUNT(methods),
+    TIER_TABLES(services, methods),
     .open = entries_open,
     .free = entries_free,
 };

@@ -40,23 +40,14 @@ void entries_target(rpc_call *call, const char *ns, const char *key);
 Memory__V1__Entry *entries_render(arena *a, const entries_record *r);
 
 /* The handlers. */
-grpc_status_code entries_do_write(rpc_call *call, const ProtobufCMessage *req,
-                                  ProtobufCMessage *resp, void *arg);
-grpc_status_code entries_do_read(rpc_call *call, const ProtobufCMessage *req,
-                                 ProtobufCMessage *resp, void *arg);
-grpc_status_code entries_do_list(rpc_call *call, const ProtobufCMessage *req,
-                                 ProtobufCMessage *resp, void *arg);
-grpc_status_code entries_do_search(rpc_call *call, const ProtobufCMessage *req,
-                                   ProtobufCMessage *resp, void *arg);
-grpc_status_code entries_do_delete(rpc_call *call, const ProtobufCMessage *req,
-                                   ProtobufCMessage *resp, void *arg);
-grpc_status_code entries_do_stats(rpc_call *call, const ProtobufCMessage *req,
-                                  ProtobufCMessage *resp, void *arg);
-grpc_status_code entries_do_append(rpc_call *call, const ProtobufCMessage *req,
-                                   ProtobufCMessage *resp, void *arg);
-grpc_status_code entries_do_replace(rpc_call *call, const ProtobufCMessage *req,
-                                    ProtobufCMessage *resp, void *arg);
-grpc_status_code entries_do_purge(rpc_call *call, const ProtobufCMessage *req,
-                                  ProtobufCMessage *resp, void *arg);
+RPC_UNARY_FN(entries_do_write);
+RPC_UNARY_FN(entries_do_read);
+RPC_UNARY_FN(entries_do_list);
+RPC_UNARY_FN(entries_do_search);
+RPC_UNARY_FN(entries_do_delete);
+RPC_UNARY_FN(entries_do_stats);
+RPC_UNARY_FN(entries_do_append);
+RPC_UNARY_FN(entries_do_replace);
+RPC_UNARY_FN(entries_do_purge);
 
 #endif

@@ -102,8 +102,7 @@ static grpc_status_code check_ids(rpc_call *call, const char *field, Memory__V1_
     for (size_t i = 0; i < n; i++) {
         char f[64];
         snprintf(f, sizeof f, "%s[%zu]", field, i);
-        grpc_status_code st = check_id(call, f, pids[i], &ids[i]);
-        if (st != GRPC_STATUS_OK) return st;
+        RPC_CHECK(check_id(call, f, pids[i], &ids[i]));
     }
     *out = ids;
     return GRPC_STATUS_OK;
@@ -116,11 +115,12 @@ static grpc_status_code check_filter(rpc_call *call, const char *field,
     return GRPC_STATUS_OK;
 }
 
-/* The collection a point call names (validated, then looked up). */
-static grpc_status_code collection_of(rpc_call *call, episodic_service *svc, tier_ctx *c,
-                                      const char *name, vs_collection *col) {
-    grpc_status_code st = check_name(call, "collection", name);
-    if (st != GRPC_STATUS_OK) return st;
+/* A point call's context and the collection it names (validated, then
+ * looked up). */
+static grpc_status_code collection_of(rpc_call *call, episodic_service *svc, const char *name,
+                                      tier_ctx *c, vs_collection *col) {
+    RPC_CHECK(check_name(call, "collection", name));
+    init_ctx(c, call);
     return vs_status(call, vstore_get_collection(svc->vs, c, name, col), c);
 }
 
@@ -179,14 +179,9 @@ static Memory__V1__Collection *render_collection(arena *a, const principal *p,
 
 /* ------------------------------------------------------------ collections */
 
-static grpc_status_code do_create_collection(rpc_call *call, const ProtobufCMessage *reqm,
-                                             ProtobufCMessage *respm, void *arg) {
-    episodic_service *svc = arg;
-    const Memory__V1__CreateCollectionRequest *req =
-        (const Memory__V1__CreateCollectionRequest *)reqm;
-    Memory__V1__CreateCollectionResponse *resp = (Memory__V1__CreateCollectionResponse *)respm;
-    grpc_status_code st = check_name(call, "name", req->name);
-    if (st != GRPC_STATUS_OK) return st;
+static RPC_UNARY_HANDLER(do_create_collection, episodic_service, Memory__V1__CreateCollectionRequest,
+                  Memory__V1__CreateCollectionResponse) {
+    RPC_CHECK(check_name(call, "name", req->name));
     if (req->dims < 1 || req->dims > VS_MAX_DIMS)
         return rpc_call_invalid(call, "dims: %d; must be 1 to %d", req->dims, VS_MAX_DIMS);
     if (req->distance < VS_COSINE || req->distance > VS_EUCLID)
@@ -203,13 +198,9 @@ static grpc_status_code do_create_collection(rpc_call *call, const ProtobufCMess
     return GRPC_STATUS_OK;
 }
 
-static grpc_status_code do_get_collection(rpc_call *call, const ProtobufCMessage *reqm,
-                                          ProtobufCMessage *respm, void *arg) {
-    episodic_service *svc = arg;
-    const Memory__V1__GetCollectionRequest *req = (const Memory__V1__GetCollectionRequest *)reqm;
-    Memory__V1__GetCollectionResponse *resp = (Memory__V1__GetCollectionResponse *)respm;
-    grpc_status_code st = check_name(call, "name", req->name);
-    if (st != GRPC_STATUS_OK) return st;
+static RPC_UNARY_HANDLER(do_get_collection, episodic_service, Memory__V1__GetCollectionRequest,
+                  Memory__V1__GetCollectionResponse) {
+    RPC_CHECK(check_name(call, "name", req->name));
     tier_ctx c;
     init_ctx(&c, call);
     vs_collection col;
@@ -219,21 +210,14 @@ static grpc_status_code do_get_collection(rpc_call *call, const ProtobufCMessage
     return GRPC_STATUS_OK;
 }
 
-static grpc_status_code do_list_collections(rpc_call *call, const ProtobufCMessage *reqm,
-                                            ProtobufCMessage *respm, void *arg) {
-    episodic_service *svc = arg;
-    const Memory__V1__ListCollectionsRequest *req =
-        (const Memory__V1__ListCollectionsRequest *)reqm;
-    Memory__V1__ListCollectionsResponse *resp = (Memory__V1__ListCollectionsResponse *)respm;
+static RPC_UNARY_HANDLER(do_list_collections, episodic_service, Memory__V1__ListCollectionsRequest,
+                  Memory__V1__ListCollectionsResponse) {
     int size, resumed;
     tier_page pg;
     const char *after = NULL;
-    grpc_status_code st;
-    if ((st = tier_page_size(call, req->page_size, &size)) != GRPC_STATUS_OK ||
-        (st = tier_page_bind(call, authn_principal(call), reqm, &pg)) != GRPC_STATUS_OK ||
-        (st = tier_page_open(call, &pg, req->page_token, &after, 1, 1, &resumed)) !=
-            GRPC_STATUS_OK)
-        return st;
+    RPC_CHECK(tier_page_size(call, req->page_size, &size));
+    RPC_CHECK(tier_page_bind(call, authn_principal(call), &req->base, &pg));
+    RPC_CHECK(tier_page_open(call, &pg, req->page_token, &after, 1, 1, &resumed));
     tier_ctx c;
     init_ctx(&c, call);
     vs_collection *cols;
@@ -257,14 +241,9 @@ static grpc_status_code do_list_collections(rpc_call *call, const ProtobufCMessa
     return GRPC_STATUS_OK;
 }
 
-static grpc_status_code do_delete_collection(rpc_call *call, const ProtobufCMessage *reqm,
-                                             ProtobufCMessage *respm, void *arg) {
-    (void)respm;
-    episodic_service *svc = arg;
-    const Memory__V1__DeleteCollectionRequest *req =
-        (const Memory__V1__DeleteCollectionRequest *)reqm;
-    grpc_status_code st = check_name(call, "name", req->name);
-    if (st != GRPC_STATUS_OK) return st;
+static RPC_UNARY_HANDLER(do_delete_collection, episodic_service, Memory__V1__DeleteCollectionRequest,
+                  Memory__V1__DeleteCollectionResponse) {
+    RPC_CHECK(check_name(call, "name", req->name));
     tier_ctx c;
     init_ctx(&c, call);
     int rc = vstore_delete_collection(svc->vs, &c, req->name);
@@ -295,28 +274,22 @@ static void release_inputs(vs_point_in *in, size_t n) {
     for (size_t i = 0; i < n; i++) json_decref(in[i].payload);
 }
 
-static grpc_status_code do_upsert(rpc_call *call, const ProtobufCMessage *reqm,
-                                  ProtobufCMessage *respm, void *arg) {
-    episodic_service *svc = arg;
-    const Memory__V1__EpisodicMemoryUpsertRequest *req =
-        (const Memory__V1__EpisodicMemoryUpsertRequest *)reqm;
-    Memory__V1__EpisodicMemoryUpsertResponse *resp =
-        (Memory__V1__EpisodicMemoryUpsertResponse *)respm;
+static RPC_UNARY_HANDLER(do_upsert, episodic_service, Memory__V1__EpisodicMemoryUpsertRequest,
+                  Memory__V1__EpisodicMemoryUpsertResponse) {
     arena *a = rpc_call_arena(call);
     if (req->n_points == 0 || req->n_points > POINTS_MAX)
         return rpc_call_invalid(call, "points: %zu points; give 1 to %d", req->n_points,
                                 POINTS_MAX);
     tier_ctx c;
-    init_ctx(&c, call);
     vs_collection col;
-    grpc_status_code st = collection_of(call, svc, &c, req->collection, &col);
-    if (st != GRPC_STATUS_OK) return st;
+    RPC_CHECK(collection_of(call, svc, req->collection, &c, &col));
 
     size_t n = req->n_points;
     vs_point_in *in = arena_zalloc(a, n * sizeof *in);
     vs_id *sorted = arena_alloc(a, n * sizeof *sorted);
     if (!in || !sorted) return rpc_call_oom(call);
     /* Validate the whole batch before anything is written. */
+    grpc_status_code st = GRPC_STATUS_OK;
     for (size_t i = 0; i < n && st == GRPC_STATUS_OK; i++) {
         const Memory__V1__PointInput *p = req->points[i];
         char f[64];
@@ -370,13 +343,8 @@ static grpc_status_code do_upsert(rpc_call *call, const ProtobufCMessage *reqm,
 
 /* ------------------------------------------------------------ reads */
 
-static grpc_status_code do_search(rpc_call *call, const ProtobufCMessage *reqm,
-                                  ProtobufCMessage *respm, void *arg) {
-    episodic_service *svc = arg;
-    const Memory__V1__EpisodicMemorySearchRequest *req =
-        (const Memory__V1__EpisodicMemorySearchRequest *)reqm;
-    Memory__V1__EpisodicMemorySearchResponse *resp =
-        (Memory__V1__EpisodicMemorySearchResponse *)respm;
+static RPC_UNARY_HANDLER(do_search, episodic_service, Memory__V1__EpisodicMemorySearchRequest,
+                  Memory__V1__EpisodicMemorySearchResponse) {
     if (req->limit < 0 || req->limit > LIMIT_MAX)
         return rpc_call_invalid(call, "limit: %d; must be 1 to %d (0: %d)", req->limit,
                                 LIMIT_MAX, LIMIT_DEFAULT);
@@ -386,12 +354,10 @@ static grpc_status_code do_search(rpc_call *call, const ProtobufCMessage *reqm,
                         MEMORY__V1__EPISODIC_MEMORY_SEARCH_REQUEST__THRESHOLD_SCORE_THRESHOLD;
     if (has_threshold && !isfinite(req->score_threshold))
         return rpc_call_invalid(call, "score_threshold: must be a finite number");
-    grpc_status_code st = check_filter(call, "filter", req->filter);
-    if (st != GRPC_STATUS_OK) return st;
+    RPC_CHECK(check_filter(call, "filter", req->filter));
     tier_ctx c;
-    init_ctx(&c, call);
     vs_collection col;
-    if ((st = collection_of(call, svc, &c, req->collection, &col)) != GRPC_STATUS_OK) return st;
+    RPC_CHECK(collection_of(call, svc, req->collection, &c, &col));
     vs_search q = {.limit = req->limit ? req->limit : LIMIT_DEFAULT,
                    .offset = req->offset,
                    .filter = req->filter,
@@ -399,15 +365,13 @@ static grpc_status_code do_search(rpc_call *call, const ProtobufCMessage *reqm,
                    .threshold = req->score_threshold,
                    .with_payload = req->with_payload,
                    .with_vector = req->with_vector};
-    if ((st = check_vector(call, "vector", req->vector, req->n_vector, &col, &q.vector)) !=
-        GRPC_STATUS_OK)
-        return st;
+    RPC_CHECK(check_vector(call, "vector", req->vector, req->n_vector, &col, &q.vector));
     vs_hit *hits;
     size_t n;
     int rc = vstore_search(svc->vs, &c, &col, &q, &hits, &n);
     if (rc != STATUS_OK) return vs_status(call, rc, &c);
     resp->points = arena_alloc(c.ar, (n ? n : 1) * sizeof *resp->points);
-    st = resp->points ? GRPC_STATUS_OK : rpc_call_oom(call);
+    grpc_status_code st = resp->points ? GRPC_STATUS_OK : rpc_call_oom(call);
     for (size_t i = 0; st == GRPC_STATUS_OK && i < n; i++) {
         Memory__V1__ScoredPoint *sp = arena_alloc(c.ar, sizeof *sp);
         if (!sp) {
@@ -428,25 +392,20 @@ static grpc_status_code do_search(rpc_call *call, const ProtobufCMessage *reqm,
     return st;
 }
 
-static grpc_status_code do_get_points(rpc_call *call, const ProtobufCMessage *reqm,
-                                      ProtobufCMessage *respm, void *arg) {
-    episodic_service *svc = arg;
-    const Memory__V1__GetPointsRequest *req = (const Memory__V1__GetPointsRequest *)reqm;
-    Memory__V1__GetPointsResponse *resp = (Memory__V1__GetPointsResponse *)respm;
+static RPC_UNARY_HANDLER(do_get_points, episodic_service, Memory__V1__GetPointsRequest,
+                  Memory__V1__GetPointsResponse) {
     vs_id *ids;
-    grpc_status_code st = check_ids(call, "ids", req->ids, req->n_ids, &ids);
-    if (st != GRPC_STATUS_OK) return st;
+    RPC_CHECK(check_ids(call, "ids", req->ids, req->n_ids, &ids));
     tier_ctx c;
-    init_ctx(&c, call);
     vs_collection col;
-    if ((st = collection_of(call, svc, &c, req->collection, &col)) != GRPC_STATUS_OK) return st;
+    RPC_CHECK(collection_of(call, svc, req->collection, &c, &col));
     vs_point *pts;
     size_t n;
     int rc = vstore_get(svc->vs, &c, &col, ids, req->n_ids, req->with_payload,
                                req->with_vector, &pts, &n);
     if (rc != STATUS_OK) return vs_status(call, rc, &c);
     resp->points = arena_alloc(c.ar, (n ? n : 1) * sizeof *resp->points);
-    st = resp->points ? GRPC_STATUS_OK : rpc_call_oom(call);
+    grpc_status_code st = resp->points ? GRPC_STATUS_OK : rpc_call_oom(call);
     for (size_t i = 0; st == GRPC_STATUS_OK && i < n; i++) {
         if (!(resp->points[i] = render_point(c.ar, c.p, &pts[i], col.dims))) {
             st = rpc_call_oom(call);
@@ -459,11 +418,8 @@ static grpc_status_code do_get_points(rpc_call *call, const ProtobufCMessage *re
     return st;
 }
 
-static grpc_status_code do_delete_points(rpc_call *call, const ProtobufCMessage *reqm,
-                                         ProtobufCMessage *respm, void *arg) {
-    episodic_service *svc = arg;
-    const Memory__V1__DeletePointsRequest *req = (const Memory__V1__DeletePointsRequest *)reqm;
-    Memory__V1__DeletePointsResponse *resp = (Memory__V1__DeletePointsResponse *)respm;
+static RPC_UNARY_HANDLER(do_delete_points, episodic_service, Memory__V1__DeletePointsRequest,
+                  Memory__V1__DeletePointsResponse) {
     grpc_status_code st;
     vs_id *ids = NULL;
     size_t nids = 0;
@@ -480,9 +436,8 @@ static grpc_status_code do_delete_points(rpc_call *call, const ProtobufCMessage 
     }
     if (st != GRPC_STATUS_OK) return st;
     tier_ctx c;
-    init_ctx(&c, call);
     vs_collection col;
-    if ((st = collection_of(call, svc, &c, req->collection, &col)) != GRPC_STATUS_OK) return st;
+    RPC_CHECK(collection_of(call, svc, req->collection, &c, &col));
     int64_t deleted = 0;
     int rc = ids ? vstore_delete_ids(svc->vs, &c, &col, ids, nids, &deleted)
                  : vstore_delete_filter(svc->vs, &c, &col, req->filter, &deleted);
@@ -493,19 +448,12 @@ static grpc_status_code do_delete_points(rpc_call *call, const ProtobufCMessage 
     return GRPC_STATUS_OK;
 }
 
-static grpc_status_code do_count(rpc_call *call, const ProtobufCMessage *reqm,
-                                 ProtobufCMessage *respm, void *arg) {
-    episodic_service *svc = arg;
-    const Memory__V1__EpisodicMemoryCountRequest *req =
-        (const Memory__V1__EpisodicMemoryCountRequest *)reqm;
-    Memory__V1__EpisodicMemoryCountResponse *resp =
-        (Memory__V1__EpisodicMemoryCountResponse *)respm;
-    grpc_status_code st = check_filter(call, "filter", req->filter);
-    if (st != GRPC_STATUS_OK) return st;
+static RPC_UNARY_HANDLER(do_count, episodic_service, Memory__V1__EpisodicMemoryCountRequest,
+                  Memory__V1__EpisodicMemoryCountResponse) {
+    RPC_CHECK(check_filter(call, "filter", req->filter));
     tier_ctx c;
-    init_ctx(&c, call);
     vs_collection col;
-    if ((st = collection_of(call, svc, &c, req->collection, &col)) != GRPC_STATUS_OK) return st;
+    RPC_CHECK(collection_of(call, svc, req->collection, &c, &col));
     int rc = vstore_count(svc->vs, &c, &col, req->filter, req->exact, &resp->count);
     return vs_status(call, rc, &c);
 }
@@ -516,11 +464,8 @@ static grpc_status_code do_count(rpc_call *call, const ProtobufCMessage *reqm,
 
 static int episodic_open(tier_env *env, void **state, char *err, size_t errlen) {
     const config *c = env->cfg;
-    episodic_service *svc = calloc(1, sizeof *svc);
-    if (!svc) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
+    episodic_service *svc = tier_state_new(sizeof *svc, err, errlen);
+    if (!svc) return -1;
     svc->pii = env->pii;
     svc->remote = c && c->qdrant_url && c->qdrant_url[0];
     if (svc->remote) {
@@ -582,10 +527,7 @@ static const tier_service services[] = {{SVC, HEALTH_NEEDS_PG | HEALTH_NEEDS_PRO
 
 const tier episodic_tier = {
     .name = "episodic",
-    .services = services,
-    .nservices = TIER_COUNT(services),
-    .methods = methods,
-    .nmethods = TIER_COUNT(methods),
+    TIER_TABLES(services, methods),
     .open = episodic_open,
     .free = episodic_free,
     .probe = episodic_probe,

@@ -24,35 +24,25 @@ static void entity_changed(const global_service *svc, rpc_call *call, const tier
                               rpc_call_deadline_ms(call));
 }
 
-grpc_status_code global_do_put_entity(rpc_call *call, const ProtobufCMessage *reqm,
-                                      ProtobufCMessage *respm, void *arg) {
-    global_service *svc = arg;
-    const Memory__V1__PutEntityRequest *req = (const Memory__V1__PutEntityRequest *)reqm;
-    Memory__V1__PutEntityResponse *resp = (Memory__V1__PutEntityResponse *)respm;
-    grpc_status_code st;
+RPC_UNARY_HANDLER(global_do_put_entity, global_service, Memory__V1__PutEntityRequest,
+                  Memory__V1__PutEntityResponse) {
     global_entity_in in = {0};
     in.id = req->id;
     in.name = req->name;
-    if ((st = tier_check_id(call, "id", &in.id, 1)) != GRPC_STATUS_OK ||
-        (st = tier_check_name(call, "type", req->type, GLOBAL_TYPE_MAX, 1)) != GRPC_STATUS_OK ||
-        (st = tier_check_text(call, "name", req->name, NAME_MAX_CHARS)) != GRPC_STATUS_OK ||
-        (st = tier_check_label(call, "label", (int)req->label)) != GRPC_STATUS_OK)
-        return st;
+    RPC_CHECK(tier_check_id(call, "id", &in.id, 1));
+    RPC_CHECK(tier_check_name(call, "type", req->type, GLOBAL_TYPE_MAX, 1));
+    RPC_CHECK(tier_check_text(call, "name", req->name, NAME_MAX_CHARS));
+    RPC_CHECK(tier_check_label(call, "label", (int)req->label));
     if (req->precondition_case ==
         MEMORY__V1__PUT_ENTITY_REQUEST__PRECONDITION_EXPECTED_VERSION) {
-        if ((st = tier_check_expected(call, req->expected_version, TIER_EXPECT_CREATE_OK)) !=
-            GRPC_STATUS_OK)
-            return st;
+        RPC_CHECK(tier_check_expected(call, req->expected_version, TIER_EXPECT_CREATE_OK));
         in.has_expected = 1;
         in.expected_version = req->expected_version;
     }
     const Google__Protobuf__Struct *props = req->properties;
     pii_field f[] = {PII_TEXT("name", &in.name), PII_STRUCT("properties", &props)};
-    if ((st = global_pii(call, svc, "id", &in.id, f, 2, &in.pii_kinds, &in.npii)) !=
-            GRPC_STATUS_OK ||
-        (st = tier_check_struct(call, "properties", props, PROPERTIES_MAX,
-                                &in.properties_json)) != GRPC_STATUS_OK)
-        return st;
+    RPC_CHECK(global_pii(call, svc, "id", &in.id, f, 2, &in.pii_kinds, &in.npii));
+    RPC_CHECK(tier_check_struct(call, "properties", props, PROPERTIES_MAX, &in.properties_json));
     in.type = req->type;
     in.label = (int)req->label;
     tier_target(call, "entity:%s", in.id);
@@ -90,14 +80,10 @@ static int load_entity(void *arg, arena *a, cache_record *out) {
     return STATUS_OK;
 }
 
-grpc_status_code global_do_get_entity(rpc_call *call, const ProtobufCMessage *reqm,
-                                      ProtobufCMessage *respm, void *arg) {
-    global_service *svc = arg;
-    const Memory__V1__GetEntityRequest *req = (const Memory__V1__GetEntityRequest *)reqm;
-    Memory__V1__GetEntityResponse *resp = (Memory__V1__GetEntityResponse *)respm;
+RPC_UNARY_HANDLER(global_do_get_entity, global_service, Memory__V1__GetEntityRequest,
+                  Memory__V1__GetEntityResponse) {
     const char *id = req->id;
-    grpc_status_code st = tier_check_id(call, "id", &id, 0);
-    if (st != GRPC_STATUS_OK) return st;
+    RPC_CHECK(tier_check_id(call, "id", &id, 0));
     tier_ctx c;
     global_ctx(svc, call, 0, &c);
     int rc;
@@ -119,19 +105,13 @@ grpc_status_code global_do_get_entity(rpc_call *call, const ProtobufCMessage *re
     return GRPC_STATUS_OK;
 }
 
-grpc_status_code global_do_delete_entity(rpc_call *call, const ProtobufCMessage *reqm,
-                                         ProtobufCMessage *respm, void *arg) {
-    global_service *svc = arg;
-    const Memory__V1__DeleteEntityRequest *req = (const Memory__V1__DeleteEntityRequest *)reqm;
-    (void)respm;
+RPC_UNARY_HANDLER(global_do_delete_entity, global_service, Memory__V1__DeleteEntityRequest,
+                  Memory__V1__DeleteEntityResponse) {
     const char *id = req->id;
     int has_expected = req->precondition_case ==
                        MEMORY__V1__DELETE_ENTITY_REQUEST__PRECONDITION_EXPECTED_VERSION;
-    grpc_status_code st;
-    if ((st = tier_check_id(call, "id", &id, 0)) != GRPC_STATUS_OK ||
-        (has_expected && (st = tier_check_expected(call, req->expected_version,
-                                                   TIER_EXPECT_VERSION)) != GRPC_STATUS_OK))
-        return st;
+    RPC_CHECK(tier_check_id(call, "id", &id, 0));
+    if (has_expected) RPC_CHECK(tier_check_expected(call, req->expected_version, TIER_EXPECT_VERSION));
     tier_target(call, "entity:%s", id);
     tier_ctx c;
     global_ctx(svc, call, 1, &c);
@@ -169,8 +149,7 @@ static grpc_status_code predicates(rpc_call *call, const Memory__V1__QueryEntiti
         const Memory__V1__PropertyPredicate *pp = req->predicates[i];
         char field[48];
         snprintf(field, sizeof field, "predicates[%zu].path", i);
-        grpc_status_code st = tier_check_text(call, field, pp->path, PATH_MAX_CHARS);
-        if (st != GRPC_STATUS_OK) return st;
+        RPC_CHECK(tier_check_text(call, field, pp->path, PATH_MAX_CHARS));
         preds[i].path = pp->path;
         preds[i].op = (int)pp->op;
         preds[i].kind = value_kind(pp->value);
@@ -207,29 +186,22 @@ static grpc_status_code ordering(rpc_call *call, const Memory__V1__QueryEntities
     return GRPC_STATUS_OK;
 }
 
-grpc_status_code global_do_query_entities(rpc_call *call, const ProtobufCMessage *reqm,
-                                          ProtobufCMessage *respm, void *arg) {
-    global_service *svc = arg;
-    const Memory__V1__QueryEntitiesRequest *req = (const Memory__V1__QueryEntitiesRequest *)reqm;
-    Memory__V1__QueryEntitiesResponse *resp = (Memory__V1__QueryEntitiesResponse *)respm;
+RPC_UNARY_HANDLER(global_do_query_entities, global_service, Memory__V1__QueryEntitiesRequest,
+                  Memory__V1__QueryEntitiesResponse) {
     arena *a = rpc_call_arena(call);
-    grpc_status_code st;
     global_query_in in = {0};
     in.type = req->type;
     in.text_query = req->text_query;
     tier_page pg;
     const char *cursor[2];
     int resumed;
-    if ((st = tier_check_name(call, "type", req->type, GLOBAL_TYPE_MAX, 0)) != GRPC_STATUS_OK ||
-        (st = tier_check_text(call, "text_query", req->text_query, TEXT_QUERY_MAX)) !=
-            GRPC_STATUS_OK ||
-        (st = predicates(call, req, &in)) != GRPC_STATUS_OK ||
-        (st = tier_page_size(call, req->page_size, &in.limit)) != GRPC_STATUS_OK ||
-        (st = ordering(call, req, &in)) != GRPC_STATUS_OK ||
-        (st = tier_page_bind(call, authn_principal(call), reqm, &pg)) != GRPC_STATUS_OK ||
-        (st = tier_page_open(call, &pg, req->page_token, cursor, 2, 0, &resumed)) !=
-            GRPC_STATUS_OK)
-        return st;
+    RPC_CHECK(tier_check_name(call, "type", req->type, GLOBAL_TYPE_MAX, 0));
+    RPC_CHECK(tier_check_text(call, "text_query", req->text_query, TEXT_QUERY_MAX));
+    RPC_CHECK(predicates(call, req, &in));
+    RPC_CHECK(tier_page_size(call, req->page_size, &in.limit));
+    RPC_CHECK(ordering(call, req, &in));
+    RPC_CHECK(tier_page_bind(call, authn_principal(call), &req->base, &pg));
+    RPC_CHECK(tier_page_open(call, &pg, req->page_token, cursor, 2, 0, &resumed));
     if (resumed) {
         in.after_key = cursor[0];
         in.after_id = cursor[1];

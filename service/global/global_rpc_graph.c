@@ -14,11 +14,9 @@
 /* A relationship's key: both ends and its type. */
 static grpc_status_code check_rel_key(rpc_call *call, const char **src, const char *type,
                                       const char **dst) {
-    grpc_status_code st;
-    if ((st = tier_check_id(call, "source_id", src, 0)) != GRPC_STATUS_OK ||
-        (st = tier_check_name(call, "type", type, GLOBAL_TYPE_MAX, 1)) != GRPC_STATUS_OK ||
-        (st = tier_check_id(call, "target_id", dst, 0)) != GRPC_STATUS_OK)
-        return st;
+    RPC_CHECK(tier_check_id(call, "source_id", src, 0));
+    RPC_CHECK(tier_check_name(call, "type", type, GLOBAL_TYPE_MAX, 1));
+    RPC_CHECK(tier_check_id(call, "target_id", dst, 0));
     return GRPC_STATUS_OK;
 }
 
@@ -26,35 +24,24 @@ static void rel_target(rpc_call *call, const char *src, const char *type, const 
     tier_target(call, "relationship:%s/%s/%s", src, type, dst);
 }
 
-grpc_status_code global_do_put_rel(rpc_call *call, const ProtobufCMessage *reqm,
-                                   ProtobufCMessage *respm, void *arg) {
-    global_service *svc = arg;
-    const Memory__V1__PutRelationshipRequest *req =
-        (const Memory__V1__PutRelationshipRequest *)reqm;
-    Memory__V1__PutRelationshipResponse *resp = (Memory__V1__PutRelationshipResponse *)respm;
-    grpc_status_code st;
+RPC_UNARY_HANDLER(global_do_put_rel, global_service, Memory__V1__PutRelationshipRequest,
+                  Memory__V1__PutRelationshipResponse) {
     global_rel_in in = {0};
     in.source_id = req->source_id;
     in.target_id = req->target_id;
     in.type = req->type;
-    if ((st = check_rel_key(call, &in.source_id, req->type, &in.target_id)) != GRPC_STATUS_OK ||
-        (st = tier_check_label(call, "label", (int)req->label)) != GRPC_STATUS_OK)
-        return st;
+    RPC_CHECK(check_rel_key(call, &in.source_id, req->type, &in.target_id));
+    RPC_CHECK(tier_check_label(call, "label", (int)req->label));
     if (req->precondition_case ==
         MEMORY__V1__PUT_RELATIONSHIP_REQUEST__PRECONDITION_EXPECTED_VERSION) {
-        if ((st = tier_check_expected(call, req->expected_version, TIER_EXPECT_CREATE_OK)) !=
-            GRPC_STATUS_OK)
-            return st;
+        RPC_CHECK(tier_check_expected(call, req->expected_version, TIER_EXPECT_CREATE_OK));
         in.has_expected = 1;
         in.expected_version = req->expected_version;
     }
     const Google__Protobuf__Struct *props = req->properties;
     pii_field f[] = {PII_STRUCT("properties", &props)};
-    if ((st = global_pii(call, svc, "type", &in.type, f, 1, &in.pii_kinds, &in.npii)) !=
-            GRPC_STATUS_OK ||
-        (st = tier_check_struct(call, "properties", props, REL_PROPERTIES_MAX,
-                                &in.properties_json)) != GRPC_STATUS_OK)
-        return st;
+    RPC_CHECK(global_pii(call, svc, "type", &in.type, f, 1, &in.pii_kinds, &in.npii));
+    RPC_CHECK(tier_check_struct(call, "properties", props, REL_PROPERTIES_MAX, &in.properties_json));
     in.label = (int)req->label;
     rel_target(call, in.source_id, in.type, in.target_id);
     tier_ctx c;
@@ -69,20 +56,13 @@ grpc_status_code global_do_put_rel(rpc_call *call, const ProtobufCMessage *reqm,
     return GRPC_STATUS_OK;
 }
 
-grpc_status_code global_do_delete_rel(rpc_call *call, const ProtobufCMessage *reqm,
-                                      ProtobufCMessage *respm, void *arg) {
-    global_service *svc = arg;
-    const Memory__V1__DeleteRelationshipRequest *req =
-        (const Memory__V1__DeleteRelationshipRequest *)reqm;
-    (void)respm;
+RPC_UNARY_HANDLER(global_do_delete_rel, global_service, Memory__V1__DeleteRelationshipRequest,
+                  Memory__V1__DeleteRelationshipResponse) {
     const char *src = req->source_id, *dst = req->target_id;
     int has_expected = req->precondition_case ==
                        MEMORY__V1__DELETE_RELATIONSHIP_REQUEST__PRECONDITION_EXPECTED_VERSION;
-    grpc_status_code st;
-    if ((st = check_rel_key(call, &src, req->type, &dst)) != GRPC_STATUS_OK ||
-        (has_expected && (st = tier_check_expected(call, req->expected_version,
-                                                   TIER_EXPECT_VERSION)) != GRPC_STATUS_OK))
-        return st;
+    RPC_CHECK(check_rel_key(call, &src, req->type, &dst));
+    if (has_expected) RPC_CHECK(tier_check_expected(call, req->expected_version, TIER_EXPECT_VERSION));
     rel_target(call, src, req->type, dst);
     tier_ctx c;
     global_ctx(svc, call, 1, &c);
@@ -96,18 +76,15 @@ grpc_status_code global_do_delete_rel(rpc_call *call, const ProtobufCMessage *re
 static grpc_status_code traverse_in(rpc_call *call, const global_service *svc,
                                     const Memory__V1__TraverseRequest *req,
                                     global_traverse_in *in) {
-    grpc_status_code st;
     in->start_id = req->start_id;
-    if ((st = tier_check_id(call, "start_id", &in->start_id, 0)) != GRPC_STATUS_OK) return st;
+    RPC_CHECK(tier_check_id(call, "start_id", &in->start_id, 0));
     if (req->n_relationship_types > REL_TYPES_MAX)
         return rpc_call_invalid(call, "relationship_types: %zu; at most %d",
                                 req->n_relationship_types, REL_TYPES_MAX);
     for (size_t i = 0; i < req->n_relationship_types; i++) {
         char field[48];
         snprintf(field, sizeof field, "relationship_types[%zu]", i);
-        if ((st = tier_check_name(call, field, req->relationship_types[i], GLOBAL_TYPE_MAX,
-                                  1)) != GRPC_STATUS_OK)
-            return st;
+        RPC_CHECK(tier_check_name(call, field, req->relationship_types[i], GLOBAL_TYPE_MAX, 1));
     }
     in->types = (const char *const *)req->relationship_types;
     in->ntypes = req->n_relationship_types;
@@ -131,15 +108,11 @@ static grpc_status_code traverse_in(rpc_call *call, const global_service *svc,
     return GRPC_STATUS_OK;
 }
 
-grpc_status_code global_do_traverse(rpc_call *call, const ProtobufCMessage *reqm,
-                                    ProtobufCMessage *respm, void *arg) {
-    global_service *svc = arg;
-    const Memory__V1__TraverseRequest *req = (const Memory__V1__TraverseRequest *)reqm;
-    Memory__V1__TraverseResponse *resp = (Memory__V1__TraverseResponse *)respm;
+RPC_UNARY_HANDLER(global_do_traverse, global_service, Memory__V1__TraverseRequest,
+                  Memory__V1__TraverseResponse) {
     arena *a = rpc_call_arena(call);
     global_traverse_in in = {0};
-    grpc_status_code st = traverse_in(call, svc, req, &in);
-    if (st != GRPC_STATUS_OK) return st;
+    RPC_CHECK(traverse_in(call, svc, req, &in));
     tier_ctx c;
     global_ctx(svc, call, 0, &c);
     global_traverse_out out;

@@ -14,15 +14,12 @@
 
 static grpc_status_code task_in(rpc_call *call, const Memory__V1__RecordTaskRequest *req,
                                 global_task_in *in) {
-    grpc_status_code st;
     in->id = req->id;
     in->description = req->description;
-    if ((st = tier_check_id(call, "id", &in->id, 1)) != GRPC_STATUS_OK ||
-        (st = tier_check_name(call, "type", req->type, GLOBAL_TYPE_MAX, 0)) != GRPC_STATUS_OK ||
-        (st = tier_check_text(call, "description", req->description, DESCRIPTION_MAX)) !=
-            GRPC_STATUS_OK ||
-        (st = tier_check_label(call, "label", (int)req->label)) != GRPC_STATUS_OK)
-        return st;
+    RPC_CHECK(tier_check_id(call, "id", &in->id, 1));
+    RPC_CHECK(tier_check_name(call, "type", req->type, GLOBAL_TYPE_MAX, 0));
+    RPC_CHECK(tier_check_text(call, "description", req->description, DESCRIPTION_MAX));
+    RPC_CHECK(tier_check_label(call, "label", (int)req->label));
     if (req->status < MEMORY__V1__TASK_STATUS__TASK_STATUS_PENDING ||
         req->status > MEMORY__V1__TASK_STATUS__TASK_STATUS_CANCELLED)
         return rpc_call_invalid(call,
@@ -36,18 +33,14 @@ static grpc_status_code task_in(rpc_call *call, const Memory__V1__RecordTaskRequ
         char field[48];
         const char *id = req->entity_ids[i];
         snprintf(field, sizeof field, "entity_ids[%zu]", i);
-        if ((st = tier_check_id(call, field, &id, 0)) != GRPC_STATUS_OK) return st;
+        RPC_CHECK(tier_check_id(call, field, &id, 0));
     }
     if (req->start_time) {
-        if ((st = tier_check_time(call, "start_time", req->start_time, &in->start_us)) !=
-            GRPC_STATUS_OK)
-            return st;
+        RPC_CHECK(tier_check_time(call, "start_time", req->start_time, &in->start_us));
         in->has_start = 1;
     }
     if (req->end_time) {
-        if ((st = tier_check_time(call, "end_time", req->end_time, &in->end_us)) !=
-            GRPC_STATUS_OK)
-            return st;
+        RPC_CHECK(tier_check_time(call, "end_time", req->end_time, &in->end_us));
         in->has_end = 1;
         if (in->has_start && in->end_us < in->start_us)
             return rpc_call_invalid(call, "end_time: before start_time");
@@ -60,24 +53,16 @@ static grpc_status_code task_in(rpc_call *call, const Memory__V1__RecordTaskRequ
     return GRPC_STATUS_OK;
 }
 
-grpc_status_code global_do_record_task(rpc_call *call, const ProtobufCMessage *reqm,
-                                       ProtobufCMessage *respm, void *arg) {
-    global_service *svc = arg;
-    const Memory__V1__RecordTaskRequest *req = (const Memory__V1__RecordTaskRequest *)reqm;
-    Memory__V1__RecordTaskResponse *resp = (Memory__V1__RecordTaskResponse *)respm;
+RPC_UNARY_HANDLER(global_do_record_task, global_service, Memory__V1__RecordTaskRequest,
+                  Memory__V1__RecordTaskResponse) {
     global_task_in in = {0};
-    grpc_status_code st = task_in(call, req, &in);
-    if (st != GRPC_STATUS_OK) return st;
+    RPC_CHECK(task_in(call, req, &in));
     const Google__Protobuf__Struct *prov = req->provenance, *result = req->result;
     pii_field f[] = {PII_TEXT("description", &in.description),
                      PII_STRUCT("provenance", &prov), PII_STRUCT("result", &result)};
-    if ((st = global_pii(call, svc, "id", &in.id, f, 3, &in.pii_kinds, &in.npii)) !=
-            GRPC_STATUS_OK ||
-        (prov && (st = tier_check_struct(call, "provenance", prov, TASK_JSON_MAX,
-                                         &in.provenance_json)) != GRPC_STATUS_OK) ||
-        (result && (st = tier_check_struct(call, "result", result, TASK_JSON_MAX,
-                                           &in.result_json)) != GRPC_STATUS_OK))
-        return st;
+    RPC_CHECK(global_pii(call, svc, "id", &in.id, f, 3, &in.pii_kinds, &in.npii));
+    if (prov) RPC_CHECK(tier_check_struct(call, "provenance", prov, TASK_JSON_MAX, &in.provenance_json));
+    if (result) RPC_CHECK(tier_check_struct(call, "result", result, TASK_JSON_MAX, &in.result_json));
     tier_target(call, "task:%s", in.id);
     tier_ctx c;
     global_ctx(svc, call, 1, &c);
@@ -90,13 +75,9 @@ grpc_status_code global_do_record_task(rpc_call *call, const ProtobufCMessage *r
     return GRPC_STATUS_OK;
 }
 
-grpc_status_code global_do_list_tasks(rpc_call *call, const ProtobufCMessage *reqm,
-                                      ProtobufCMessage *respm, void *arg) {
-    global_service *svc = arg;
-    const Memory__V1__ListTasksRequest *req = (const Memory__V1__ListTasksRequest *)reqm;
-    Memory__V1__ListTasksResponse *resp = (Memory__V1__ListTasksResponse *)respm;
+RPC_UNARY_HANDLER(global_do_list_tasks, global_service, Memory__V1__ListTasksRequest,
+                  Memory__V1__ListTasksResponse) {
     arena *a = rpc_call_arena(call);
-    grpc_status_code st;
     global_list_tasks_in in = {0};
     if (req->status < 0 || req->status > MEMORY__V1__TASK_STATUS__TASK_STATUS_CANCELLED)
         return rpc_call_invalid(call, "status: %d is not a memory.v1.TaskStatus",
@@ -107,14 +88,11 @@ grpc_status_code global_do_list_tasks(rpc_call *call, const ProtobufCMessage *re
     tier_page pg;
     const char *cursor[2];
     int resumed;
-    if ((st = tier_check_name(call, "type", req->type, GLOBAL_TYPE_MAX, 0)) != GRPC_STATUS_OK ||
-        (st = tier_page_size(call, req->page_size, &in.limit)) != GRPC_STATUS_OK ||
-        (st = tier_check_time_range(call, "time_range", req->time_range, &tr)) !=
-            GRPC_STATUS_OK ||
-        (st = tier_page_bind(call, authn_principal(call), reqm, &pg)) != GRPC_STATUS_OK ||
-        (st = tier_page_open(call, &pg, req->page_token, cursor, 2, 1, &resumed)) !=
-            GRPC_STATUS_OK)
-        return st;
+    RPC_CHECK(tier_check_name(call, "type", req->type, GLOBAL_TYPE_MAX, 0));
+    RPC_CHECK(tier_page_size(call, req->page_size, &in.limit));
+    RPC_CHECK(tier_check_time_range(call, "time_range", req->time_range, &tr));
+    RPC_CHECK(tier_page_bind(call, authn_principal(call), &req->base, &pg));
+    RPC_CHECK(tier_page_open(call, &pg, req->page_token, cursor, 2, 1, &resumed));
     in.has_start = tr.has_start;
     in.start_us = tr.start_us;
     in.has_end = tr.has_end;

@@ -85,11 +85,8 @@ Memory__V1__Task *global_render_task(arena *a, const global_task *t) {
 /* ------------------------------------------------------------ the tier */
 
 static int global_open(tier_env *env, void **state, char *err, size_t errlen) {
-    global_service *svc = calloc(1, sizeof *svc);
-    if (!svc) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
+    global_service *svc = tier_state_new(sizeof *svc, err, errlen);
+    if (!svc) return -1;
     svc->aud = env->audit;
     svc->pii = env->pii;
     svc->max_depth = env->cfg ? env->cfg->traverse_max_depth : 10;
@@ -138,10 +135,7 @@ static const tier_service services[] = {{SVC, HEALTH_NEEDS_PG}};
 
 const tier global_tier = {
     .name = "global",
-    .services = services,
-    .nservices = TIER_COUNT(services),
-    .methods = methods,
-    .nmethods = TIER_COUNT(methods),
+    TIER_TABLES(services, methods),
     .open = global_open,
     .free = global_free,
 };

@@ -39,23 +39,14 @@ Memory__V1__Relationship *global_render_rel(arena *a, const global_rel *r);
 Memory__V1__Task *global_render_task(arena *a, const global_task *t);
 
 /* The handlers. */
-grpc_status_code global_do_put_entity(rpc_call *, const ProtobufCMessage *, ProtobufCMessage *,
-                                      void *);
-grpc_status_code global_do_get_entity(rpc_call *, const ProtobufCMessage *, ProtobufCMessage *,
-                                      void *);
-grpc_status_code global_do_delete_entity(rpc_call *, const ProtobufCMessage *,
-                                         ProtobufCMessage *, void *);
-grpc_status_code global_do_query_entities(rpc_call *, const ProtobufCMessage *,
-                                          ProtobufCMessage *, void *);
-grpc_status_code global_do_put_rel(rpc_call *, const ProtobufCMessage *, ProtobufCMessage *,
-                                   void *);
-grpc_status_code global_do_delete_rel(rpc_call *, const ProtobufCMessage *, ProtobufCMessage *,
-                                      void *);
-grpc_status_code global_do_traverse(rpc_call *, const ProtobufCMessage *, ProtobufCMessage *,
-                                    void *);
-grpc_status_code global_do_record_task(rpc_call *, const ProtobufCMessage *, ProtobufCMessage *,
-                                       void *);
-grpc_status_code global_do_list_tasks(rpc_call *, const ProtobufCMessage *, ProtobufCMessage *,
-                                      void *);
+RPC_UNARY_FN(global_do_put_entity);
+RPC_UNARY_FN(global_do_get_entity);
+RPC_UNARY_FN(global_do_delete_entity);
+RPC_UNARY_FN(global_do_query_entities);
+RPC_UNARY_FN(global_do_put_rel);
+RPC_UNARY_FN(global_do_delete_rel);
+RPC_UNARY_FN(global_do_traverse);
+RPC_UNARY_FN(global_do_record_task);
+RPC_UNARY_FN(global_do_list_tasks);
 
 #endif

@@ -99,6 +99,35 @@ int rpc_server_create(const rpc_server_options *opts, rpc_server **out, char *er
  * Return 0, or -1 on a duplicate path / bad entry / out of memory. */
 int rpc_server_add_method(rpc_server *srv, const rpc_method *m);
 
+/* Defines a unary handler with a typed state, request and response:
+ *     RPC_UNARY_HANDLER(do_get, cache_service, Memory__V1__CacheGetRequest,
+ *                       Memory__V1__CacheGetResponse) {
+ *         ... call, svc (State *: the method's arg), req (const Req *), resp (Resp *) ...
+ *     }
+ * do_get has the rpc_unary_fn signature, for the method table; prefix
+ * `static` for a handler private to its file. RPC_UNARY_FN(do_get);
+ * declares one defined elsewhere. */
+#define RPC_UNARY_FN(fn)                                                                     \
+    grpc_status_code fn(rpc_call *call, const ProtobufCMessage *req, ProtobufCMessage *resp, \
+                        void *arg)
+#define RPC_UNARY_HANDLER(fn, State, Req, Resp)                                              \
+    RPC_UNARY_FN(fn);                                                                        \
+    static grpc_status_code fn##_typed(rpc_call *call, State *svc, const Req *req,          \
+                                       Resp *resp) __attribute__((unused));                 \
+    RPC_UNARY_FN(fn) { return fn##_typed(call, arg, (const Req *)req, (Resp *)resp); }       \
+    static grpc_status_code fn##_typed(rpc_call *call __attribute__((unused)),              \
+                                       State *svc __attribute__((unused)),                  \
+                                       const Req *req __attribute__((unused)),              \
+                                       Resp *resp __attribute__((unused)))
+
+/* Returns from a handler with the status of a check that failed:
+ * RPC_CHECK(tier_check_label(call, "label", req->label)); */
+#define RPC_CHECK(expr)                                                                      \
+    do {                                                                                     \
+        grpc_status_code rpc_check_ = (expr);                                                \
+        if (rpc_check_ != GRPC_STATUS_OK) return rpc_check_;                                 \
+    } while (0)
+
 /* Method-table entries for rpc_server_add_methods, for methods whose
  * messages are named <Method>Request / <Method>Response (as every
  * memory.v1 method's are): svc is the full service name

@@ -65,6 +65,15 @@ typedef struct tier {
 } tier;
 
 #define TIER_COUNT(array) (sizeof(array) / sizeof((array)[0]))
+/* A descriptor's tables: `const tier x = {.name = "x", TIER_TABLES(services,
+ * methods), .open = ..., .free = ...};` */
+#define TIER_TABLES(services_, methods_)                                                     \
+    .services = (services_), .nservices = TIER_COUNT(services_), .methods = (methods_),       \
+    .nmethods = TIER_COUNT(methods_)
+
+/* A tier's zeroed state of size bytes for its open; NULL with "out of
+ * memory" in err. */
+void *tier_state_new(size_t size, char *err, size_t errlen);
 
 /* ---- the table main.c walks ---- */
 

@@ -12,6 +12,12 @@ struct tier_set {
     size_t n; /* opened */
 };
 
+void *tier_state_new(size_t size, char *err, size_t errlen) {
+    void *state = calloc(1, size);
+    if (!state) snprintf(err, errlen, "out of memory");
+    return state;
+}
+
 void tier_set_free(tier_set *s) {
     if (!s) return;
     for (size_t i = s->n; i-- > 0;)
