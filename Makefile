@@ -22,11 +22,11 @@ MEMORYD_LISTEN ?= 127.0.0.1:50051
 export MEMORYD_LISTEN
 MEMORYD_BIN ?= $(ROOT)/bazel-bin/service/memoryd
 
-.PHONY: help deps build run stop test test-asan bench clean distclean
+.PHONY: help deps build run stop test test-asan bench format format-check clean distclean
 
 help: ## list the targets
 	@echo "memoryd -- make targets:"
-	awk 'BEGIN { FS = ":.*## " } /^[a-z][a-zA-Z0-9_-]*:.*## / { printf "  %-10s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
+	awk 'BEGIN { FS = ":.*## " } /^[a-z][a-zA-Z0-9_-]*:.*## / { printf "  %-13s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
 	echo
 	echo "Variables: MEMORYD_LISTEN (127.0.0.1:50051), MEMORYD_DEV_PG_PORT (55432),"
 	echo "  MEMORYD_DEV_REDIS_PORT (56379), MEMORYD_BIN, BAZEL_BUILD_FLAGS, BAZEL_TEST_FLAGS, CI=true"
@@ -92,6 +92,12 @@ bench: deps build ## build, start Postgres + Redis, run the benchmarks: vs grpc+
 	bash bench/global.sh
 	bash bench/cache.sh
 	bash bench/episodic.sh
+
+format: ## clang-format every C/C++ source in place (.clang-format, service/.clang-format)
+	scripts/format.sh
+
+format-check: ## fail naming the sources clang-format would change (CI runs it)
+	scripts/format.sh --check
 
 clean: ## bazel clean (keeps .local/)
 	@cd "$(ROOT)"

@@ -10,6 +10,7 @@
 // measured fastest (bench/README.md), so bench/run.sh uses that.
 // SIGINT/SIGTERM shut it down cleanly.
 
+#include <grpcpp/grpcpp.h>
 #include <pthread.h>
 #include <signal.h>
 
@@ -22,8 +23,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <grpcpp/grpcpp.h>
 
 #include "grpc/health/v1/health.grpc.pb.h"
 
@@ -39,8 +38,7 @@ constexpr int kPostedPerCq = 16;
 
 // Whole-server health plus the Health service itself, as grpc++'s default
 // health service and memoryd do; anything else is NOT_FOUND.
-grpc::Status FillCheck(const HealthCheckRequest& req,
-                       HealthCheckResponse* resp) {
+grpc::Status FillCheck(const HealthCheckRequest& req, HealthCheckResponse* resp) {
   const std::string& svc = req.service();
   if (!svc.empty() && svc != "grpc.health.v1.Health")
     return grpc::Status(grpc::StatusCode::NOT_FOUND, "unknown service");
@@ -51,8 +49,7 @@ grpc::Status FillCheck(const HealthCheckRequest& req,
 // ---- callback API -----------------------------------------------------------
 
 class CallbackHealth final : public Health::CallbackService {
-  grpc::ServerUnaryReactor* Check(grpc::CallbackServerContext* ctx,
-                                  const HealthCheckRequest* req,
+  grpc::ServerUnaryReactor* Check(grpc::CallbackServerContext* ctx, const HealthCheckRequest* req,
                                   HealthCheckResponse* resp) override {
     // The context's default reactor avoids allocating one per call.
     grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
@@ -146,22 +143,21 @@ struct Flags {
 };
 
 void Usage(FILE* f) {
-  std::fprintf(
-      f,
-      "usage: baseline_server [--listen ADDR] [--threads N] [--api async|callback]\n"
-      "\n"
-      "grpc++ reference server for memoryd benchmarks: answers\n"
-      "grpc.health.v1.Health/Check with SERVING (service \"\" or\n"
-      "\"grpc.health.v1.Health\"; others NOT_FOUND), Watch with UNIMPLEMENTED.\n"
-      "\n"
-      "  --listen ADDR   address to listen on, insecure (default 127.0.0.1:50061)\n"
-      "  --threads N     async API: completion queues = polling threads\n"
-      "                  (default: number of cores); ignored by --api callback,\n"
-      "                  whose threads grpc++ manages\n"
-      "  --api KIND      async (default, measured fastest) or callback\n"
-      "  --help          this text\n"
-      "\n"
-      "SIGINT/SIGTERM: stop accepting, finish in-flight calls (1 s grace), exit 0.\n");
+  std::fprintf(f,
+               "usage: baseline_server [--listen ADDR] [--threads N] [--api async|callback]\n"
+               "\n"
+               "grpc++ reference server for memoryd benchmarks: answers\n"
+               "grpc.health.v1.Health/Check with SERVING (service \"\" or\n"
+               "\"grpc.health.v1.Health\"; others NOT_FOUND), Watch with UNIMPLEMENTED.\n"
+               "\n"
+               "  --listen ADDR   address to listen on, insecure (default 127.0.0.1:50061)\n"
+               "  --threads N     async API: completion queues = polling threads\n"
+               "                  (default: number of cores); ignored by --api callback,\n"
+               "                  whose threads grpc++ manages\n"
+               "  --api KIND      async (default, measured fastest) or callback\n"
+               "  --help          this text\n"
+               "\n"
+               "SIGINT/SIGTERM: stop accepting, finish in-flight calls (1 s grace), exit 0.\n");
 }
 
 // Accepts --flag VALUE and --flag=VALUE. Returns 0 ok, 1 after --help, -1 bad.
@@ -195,8 +191,8 @@ int ParseFlags(int argc, char** argv, Flags* f) {
       }
       f->threads = static_cast<int>(n);
     } else {
-      std::fprintf(stderr, "baseline_server: bad flag %s %s (try --help)\n",
-                   a.c_str(), val.c_str());
+      std::fprintf(stderr, "baseline_server: bad flag %s %s (try --help)\n", a.c_str(),
+                   val.c_str());
       return -1;
     }
   }
@@ -206,8 +202,7 @@ int ParseFlags(int argc, char** argv, Flags* f) {
 int Serve(const Flags& f, const sigset_t& sigs) {
   bool async = f.api == "async";
   int nthreads = f.threads;
-  if (nthreads == 0)
-    nthreads = std::max(1u, std::thread::hardware_concurrency());
+  if (nthreads == 0) nthreads = std::max(1u, std::thread::hardware_concurrency());
 
   grpc::ServerBuilder builder;
   int port = 0;
@@ -217,15 +212,13 @@ int Serve(const Flags& f, const sigset_t& sigs) {
   std::vector<std::unique_ptr<grpc::ServerCompletionQueue>> cqs;
   if (async) {
     builder.RegisterService(&async_service);
-    for (int i = 0; i < nthreads; i++)
-      cqs.push_back(builder.AddCompletionQueue());
+    for (int i = 0; i < nthreads; i++) cqs.push_back(builder.AddCompletionQueue());
   } else {
     builder.RegisterService(&cb_service);
   }
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || port == 0) {
-    std::fprintf(stderr, "baseline_server: cannot listen on %s\n",
-                 f.listen.c_str());
+    std::fprintf(stderr, "baseline_server: cannot listen on %s\n", f.listen.c_str());
     // Queues from AddCompletionQueue must still be shut down and drained.
     for (auto& cq : cqs) {
       cq->Shutdown();
@@ -240,9 +233,8 @@ int Serve(const Flags& f, const sigset_t& sigs) {
     new WatchCall(&async_service, cq.get());
     pollers.emplace_back(PollCq, cq.get());
   }
-  std::fprintf(stderr, "baseline_server: listening on %s (api=%s, threads=%s)\n",
-               f.listen.c_str(), f.api.c_str(),
-               async ? std::to_string(nthreads).c_str() : "grpc++");
+  std::fprintf(stderr, "baseline_server: listening on %s (api=%s, threads=%s)\n", f.listen.c_str(),
+               f.api.c_str(), async ? std::to_string(nthreads).c_str() : "grpc++");
 
   int sig = 0;
   sigwait(&sigs, &sig);

@@ -32,11 +32,10 @@
 // medians over rounds. Exit status: 0 measured; 1 bad usage or memoryd
 // unreachable; 2 a memoryd call failed during set-up (status printed);
 // 3 memoryd answers EpisodicMemory with UNIMPLEMENTED (not served yet).
+#include <faiss/IndexFlat.h>
 #include <getopt.h>
 #include <grpcpp/grpcpp.h>
 #include <omp.h>
-
-#include <faiss/IndexFlat.h>
 
 #include <algorithm>
 #include <chrono>
@@ -193,7 +192,8 @@ class Agreement {
 
   void Report(const char* label, const char* vs) const {
     double denom = static_cast<double>(queries_) * k_;
-    double recall = queries_ ? hits_ / denom : 0, with_ties = queries_ ? (hits_ + ties_) / denom : 0;
+    double recall = queries_ ? hits_ / denom : 0,
+           with_ties = queries_ ? (hits_ + ties_) / denom : 0;
     std::printf("%s: recall@%d vs %s %.4f (%.4f up to ties), %d/%d queries identical\n", label, k_,
                 vs, recall, with_ties, exact_queries_, queries_);
     std::printf(
@@ -247,10 +247,10 @@ Run ClosedLoop(const std::string& label, int threads, double warmup, double dura
   r.label = label;
   r.threads = threads;
   auto start = Clock::now();
-  auto measure = start + std::chrono::duration_cast<Clock::duration>(
-                             std::chrono::duration<double>(warmup));
-  auto end = measure + std::chrono::duration_cast<Clock::duration>(
-                           std::chrono::duration<double>(duration));
+  auto measure =
+      start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(warmup));
+  auto end = measure +
+             std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(duration));
   struct PerThread {
     std::vector<uint64_t> lat;
     uint64_t errors = 0;
@@ -325,11 +325,12 @@ void Report(Run r) {
   double mean = calls ? sum / calls / 1e3 : 0;
   double p50 = PercentileUs(r.lat_ns, 0.50), p99 = PercentileUs(r.lat_ns, 0.99);
   double max = calls ? r.lat_ns.back() / 1e3 : 0;
-  std::printf("%s t=%d batch=%d: %.2fs %zu calls %llu errors %.1f qps | us mean %.1f p50 %.1f "
-              "p99 %.1f max %.1f%s%s\n",
-              r.label.c_str(), r.threads, r.per_call, r.window_s, calls,
-              static_cast<unsigned long long>(r.errors), qps, mean, p50, p99, max,
-              r.errors ? " | first error: " : "", r.first_error.c_str());
+  std::printf(
+      "%s t=%d batch=%d: %.2fs %zu calls %llu errors %.1f qps | us mean %.1f p50 %.1f "
+      "p99 %.1f max %.1f%s%s\n",
+      r.label.c_str(), r.threads, r.per_call, r.window_s, calls,
+      static_cast<unsigned long long>(r.errors), qps, mean, p50, p99, max,
+      r.errors ? " | first error: " : "", r.first_error.c_str());
   std::printf(
       "{\"label\":\"%s\",\"threads\":%d,\"batch\":%d,\"duration_s\":%.3f,\"calls\":%zu,"
       "\"errors\":%llu,\"qps\":%.2f,\"mean_us\":%.1f,\"p50_us\":%.1f,\"p99_us\":%.1f,"
@@ -385,10 +386,11 @@ int RunLocal(const Options& o) {
   omp_set_num_threads(1);
   auto t0 = Clock::now();
   Dataset ds = MakeDataset(o);
-  std::printf("episodic_bench local: %d vectors x %d dims (%.0f MB), %d queries, k=%d, seed %llu;"
-              " data made in %.2fs\n",
-              ds.n, ds.d, ds.base.size() * 4 / 1e6, ds.nq, o.k,
-              static_cast<unsigned long long>(o.seed), SecondsSince(t0));
+  std::printf(
+      "episodic_bench local: %d vectors x %d dims (%.0f MB), %d queries, k=%d, seed %llu;"
+      " data made in %.2fs\n",
+      ds.n, ds.d, ds.base.size() * 4 / 1e6, ds.nq, o.k, static_cast<unsigned long long>(o.seed),
+      SecondsSince(t0));
 
   LocalPair pairs[2] = {{"raw-dot", "faiss-ip", false, {nullptr, eidx_free}, nullptr},
                         {"raw-euclid", "faiss-l2", true, {nullptr, eidx_free}, nullptr}};
@@ -406,8 +408,8 @@ int RunLocal(const Options& o) {
     else
       p.faiss = std::make_unique<faiss::IndexFlatIP>(ds.d);
     p.faiss->add(ds.n, ds.base.data());
-    std::printf("%s: eidx_put x%d %.2fs; %s: add %.2fs\n", p.raw_label, ds.n, raw_s,
-                p.faiss_label, SecondsSince(t0));
+    std::printf("%s: eidx_put x%d %.2fs; %s: add %.2fs\n", p.raw_label, ds.n, raw_s, p.faiss_label,
+                SecondsSince(t0));
   }
 
   // Agreement first: a fast wrong answer is worth nothing. This pass also
@@ -456,13 +458,12 @@ int RunLocal(const Options& o) {
         Report(raw());
       }
       if (batch > 0) {
-        Run b = ClosedLoop(std::string(p.faiss_label) + "-batch", 1, o.warmup, o.duration,
-                           [&](int, uint64_t i) {
-                             int first = static_cast<int>((i * batch) % (ds.nq - batch + 1));
-                             p.faiss->search(batch, ds.Query(first), o.k, fdist.data(),
-                                             fids.data());
-                             return std::string();
-                           });
+        Run b = ClosedLoop(
+            std::string(p.faiss_label) + "-batch", 1, o.warmup, o.duration, [&](int, uint64_t i) {
+              int first = static_cast<int>((i * batch) % (ds.nq - batch + 1));
+              p.faiss->search(batch, ds.Query(first), o.k, fdist.data(), fids.data());
+              return std::string();
+            });
         b.per_call = batch;
         Report(b);
       }
@@ -474,12 +475,23 @@ int RunLocal(const Options& o) {
 // ---- server: EpisodicMemory through memoryd ----
 
 const char* CodeName(grpc::StatusCode code) {
-  static const char* const kNames[] = {
-      "OK",                 "CANCELLED",           "UNKNOWN",      "INVALID_ARGUMENT",
-      "DEADLINE_EXCEEDED",  "NOT_FOUND",           "ALREADY_EXISTS", "PERMISSION_DENIED",
-      "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED",      "OUT_OF_RANGE",
-      "UNIMPLEMENTED",      "INTERNAL",            "UNAVAILABLE",  "DATA_LOSS",
-      "UNAUTHENTICATED"};
+  static const char* const kNames[] = {"OK",
+                                       "CANCELLED",
+                                       "UNKNOWN",
+                                       "INVALID_ARGUMENT",
+                                       "DEADLINE_EXCEEDED",
+                                       "NOT_FOUND",
+                                       "ALREADY_EXISTS",
+                                       "PERMISSION_DENIED",
+                                       "RESOURCE_EXHAUSTED",
+                                       "FAILED_PRECONDITION",
+                                       "ABORTED",
+                                       "OUT_OF_RANGE",
+                                       "UNIMPLEMENTED",
+                                       "INTERNAL",
+                                       "UNAVAILABLE",
+                                       "DATA_LOSS",
+                                       "UNAUTHENTICATED"};
   int i = static_cast<int>(code);
   return i >= 0 && i < static_cast<int>(sizeof kNames / sizeof kNames[0]) ? kNames[i] : "?";
 }
@@ -588,10 +600,10 @@ int SetupFailed(const char* what, const std::string& name, const grpc::Status& s
   std::fprintf(stderr, "episodic_bench: %s%s %s: %s\n",
                unimplemented ? "memoryd does not serve EpisodicMemory yet: " : "", what,
                name.c_str(), StatusText(st).c_str());
-  std::printf("{\"label\":\"server-error\",\"call\":\"%s %s\",\"status\":\"%s\","
-              "\"message\":\"%s\"}\n",
-              what, name.c_str(), CodeName(st.error_code()),
-              JsonEscape(st.error_message()).c_str());
+  std::printf(
+      "{\"label\":\"server-error\",\"call\":\"%s %s\",\"status\":\"%s\","
+      "\"message\":\"%s\"}\n",
+      what, name.c_str(), CodeName(st.error_code()), JsonEscape(st.error_message()).c_str());
   std::fflush(stdout);
   return unimplemented ? 3 : 2;
 }
@@ -604,10 +616,11 @@ int RunServer(const Options& o) {
   }
   auto t0 = Clock::now();
   Dataset ds = MakeDataset(o);
-  std::printf("episodic_bench server %s: %d vectors x %d dims, %d queries, limit %d, seed %llu;"
-              " data made in %.2fs\n",
-              o.target.c_str(), ds.n, ds.d, ds.nq, o.k, static_cast<unsigned long long>(o.seed),
-              SecondsSince(t0));
+  std::printf(
+      "episodic_bench server %s: %d vectors x %d dims, %d queries, limit %d, seed %llu;"
+      " data made in %.2fs\n",
+      o.target.c_str(), ds.n, ds.d, ds.nq, o.k, static_cast<unsigned long long>(o.seed),
+      SecondsSince(t0));
 
   auto channel = grpc::CreateChannel(o.target, grpc::InsecureChannelCredentials());
   if (!channel->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(10))) {
@@ -675,9 +688,10 @@ int RunServer(const Options& o) {
     std::sort(warm_ms.begin(), warm_ms.end());
     double warm_p50 = warm_ms[warm_ms.size() / 2];
     faiss.reset();
-    std::printf("memoryd-setup-%s: upsert %d points in batches of %d: %.1fs (%.0f points/s);"
-                " first Search %.1f ms (index load), warm Search p50 %.1f ms\n",
-                c.label, ds.n, o.upsert_batch, upload_s, ds.n / upload_s, first_ms, warm_p50);
+    std::printf(
+        "memoryd-setup-%s: upsert %d points in batches of %d: %.1fs (%.0f points/s);"
+        " first Search %.1f ms (index load), warm Search p50 %.1f ms\n",
+        c.label, ds.n, o.upsert_batch, upload_s, ds.n / upload_s, first_ms, warm_p50);
     std::printf(
         "{\"label\":\"memoryd-setup-%s\",\"points\":%d,\"upsert_batch\":%d,\"upload_s\":%.2f,"
         "\"upload_pps\":%.0f,\"first_search_ms\":%.1f,\"warm_search_ms\":%.2f}\n",
@@ -747,32 +761,61 @@ int Usage() {
 
 int main(int argc, char** argv) {
   Options o;
-  static const struct option kLongs[] = {
-      {"vectors", required_argument, nullptr, 'n'},  {"dims", required_argument, nullptr, 'd'},
-      {"queries", required_argument, nullptr, 'q'},  {"k", required_argument, nullptr, 'k'},
-      {"seed", required_argument, nullptr, 's'},     {"rounds", required_argument, nullptr, 'r'},
-      {"duration", required_argument, nullptr, 'D'}, {"warmup", required_argument, nullptr, 'w'},
-      {"batch", required_argument, nullptr, 'b'},    {"target", required_argument, nullptr, 't'},
-      {"concurrency", required_argument, nullptr, 'c'},
-      {"upsert-batch", required_argument, nullptr, 'u'},
-      {nullptr, 0, nullptr, 0}};
+  static const struct option kLongs[] = {{"vectors", required_argument, nullptr, 'n'},
+                                         {"dims", required_argument, nullptr, 'd'},
+                                         {"queries", required_argument, nullptr, 'q'},
+                                         {"k", required_argument, nullptr, 'k'},
+                                         {"seed", required_argument, nullptr, 's'},
+                                         {"rounds", required_argument, nullptr, 'r'},
+                                         {"duration", required_argument, nullptr, 'D'},
+                                         {"warmup", required_argument, nullptr, 'w'},
+                                         {"batch", required_argument, nullptr, 'b'},
+                                         {"target", required_argument, nullptr, 't'},
+                                         {"concurrency", required_argument, nullptr, 'c'},
+                                         {"upsert-batch", required_argument, nullptr, 'u'},
+                                         {nullptr, 0, nullptr, 0}};
   int ch;
   bool ok = true;
   while ((ch = getopt_long(argc, argv, "", kLongs, nullptr)) != -1) {
     switch (ch) {
-      case 'n': ok = ok && ParseInt(optarg, 1, 100000000, &o.vectors); break;
-      case 'd': ok = ok && ParseInt(optarg, 1, VS_MAX_DIMS, &o.dims); break;
-      case 'q': ok = ok && ParseInt(optarg, 1, 1000000, &o.queries); break;
-      case 'k': ok = ok && ParseInt(optarg, 1, 1000, &o.k); break;
-      case 's': o.seed = std::strtoull(optarg, nullptr, 10); break;
-      case 'r': ok = ok && ParseInt(optarg, 1, 1000, &o.rounds); break;
-      case 'D': o.duration = std::atof(optarg); break;
-      case 'w': o.warmup = std::atof(optarg); break;
-      case 'b': ok = ok && ParseInt(optarg, 0, 100000, &o.batch); break;
-      case 't': o.target = optarg; break;
-      case 'c': ok = ok && ParseList(optarg, &o.concurrency); break;
-      case 'u': ok = ok && ParseInt(optarg, 1, 1000, &o.upsert_batch); break;
-      default: ok = false;
+      case 'n':
+        ok = ok && ParseInt(optarg, 1, 100000000, &o.vectors);
+        break;
+      case 'd':
+        ok = ok && ParseInt(optarg, 1, VS_MAX_DIMS, &o.dims);
+        break;
+      case 'q':
+        ok = ok && ParseInt(optarg, 1, 1000000, &o.queries);
+        break;
+      case 'k':
+        ok = ok && ParseInt(optarg, 1, 1000, &o.k);
+        break;
+      case 's':
+        o.seed = std::strtoull(optarg, nullptr, 10);
+        break;
+      case 'r':
+        ok = ok && ParseInt(optarg, 1, 1000, &o.rounds);
+        break;
+      case 'D':
+        o.duration = std::atof(optarg);
+        break;
+      case 'w':
+        o.warmup = std::atof(optarg);
+        break;
+      case 'b':
+        ok = ok && ParseInt(optarg, 0, 100000, &o.batch);
+        break;
+      case 't':
+        o.target = optarg;
+        break;
+      case 'c':
+        ok = ok && ParseList(optarg, &o.concurrency);
+        break;
+      case 'u':
+        ok = ok && ParseInt(optarg, 1, 1000, &o.upsert_batch);
+        break;
+      default:
+        ok = false;
     }
   }
   if (!ok || optind + 1 != argc || o.duration <= 0 || o.warmup < 0 || o.k > o.vectors)

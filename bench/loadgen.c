@@ -9,6 +9,13 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <grpc/byte_buffer.h>
+#include <grpc/grpc.h>
+#include <grpc/grpc_security.h>
+#include <grpc/slice.h>
+#include <grpc/support/alloc.h>
+#include <grpc/support/time.h>
+#include <jansson.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -17,14 +24,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-#include <grpc/byte_buffer.h>
-#include <grpc/grpc.h>
-#include <grpc/grpc_security.h>
-#include <grpc/slice.h>
-#include <grpc/support/alloc.h>
-#include <grpc/support/time.h>
-#include <jansson.h>
 
 #define LOADGEN_DEFAULT_METHOD "/grpc.health.v1.Health/Check"
 #define LOADGEN_MAX_CONCURRENCY 100000
@@ -119,14 +118,14 @@ static uint64_t hist_percentile(const hist *h, double p) {
 typedef struct {
   const char *target;
   const char *method;
-  const char *label;       /* optional tag copied into the JSON line */
-  grpc_slice request;      /* raw protobuf bytes, owned */
-  grpc_metadata *headers;  /* key/value slices owned, array from malloc */
+  const char *label;      /* optional tag copied into the JSON line */
+  grpc_slice request;     /* raw protobuf bytes, owned */
+  grpc_metadata *headers; /* key/value slices owned, array from malloc */
   size_t nheaders;
   double duration_s;
   double warmup_s;
   double connect_timeout_s;
-  int deadline_ms;         /* 0: no per-call deadline */
+  int deadline_ms; /* 0: no per-call deadline */
   int concurrency;
   int channels;
   int threads;
@@ -235,14 +234,12 @@ static void slot_release(call_slot *s) {
 static int slot_start(call_slot *s) {
   worker *w = s->w;
   const options *o = w->run->opt;
-  gpr_timespec deadline =
-      o->deadline_ms > 0
-          ? gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
-                         gpr_time_from_millis(o->deadline_ms, GPR_TIMESPAN))
-          : gpr_inf_future(GPR_CLOCK_MONOTONIC);
-  s->call = grpc_channel_create_registered_call(
-      s->channel, NULL, GRPC_PROPAGATE_DEFAULTS, w->cq, s->registered_method,
-      deadline, NULL);
+  gpr_timespec deadline = o->deadline_ms > 0
+                              ? gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+                                             gpr_time_from_millis(o->deadline_ms, GPR_TIMESPAN))
+                              : gpr_inf_future(GPR_CLOCK_MONOTONIC);
+  s->call = grpc_channel_create_registered_call(s->channel, NULL, GRPC_PROPAGATE_DEFAULTS, w->cq,
+                                                s->registered_method, deadline, NULL);
   /* SEND_MESSAGE consumes the buffer's slices, so each call needs its own
    * buffer; it only takes a ref on the shared request slice. */
   grpc_slice req = o->request;
@@ -276,8 +273,7 @@ static int slot_start(call_slot *s) {
   grpc_call_error err = grpc_call_start_batch(s->call, ops, 6, s, NULL);
   if (err != GRPC_CALL_OK) {
     /* Only a bug or illegal metadata gets here; the slot stays idle. */
-    fprintf(stderr, "loadgen: grpc_call_start_batch: %s\n",
-            grpc_call_error_to_string(err));
+    fprintf(stderr, "loadgen: grpc_call_start_batch: %s\n", grpc_call_error_to_string(err));
     slot_release(s);
     return -1;
   }
@@ -285,22 +281,20 @@ static int slot_start(call_slot *s) {
   return 0;
 }
 
-static void note_first_error(worker *w, const call_slot *s, int code,
-                             int64_t now) {
+static void note_first_error(worker *w, const call_slot *s, int code, int64_t now) {
   if (w->ferr.details) return;
   w->ferr.code = code;
   w->ferr.at_ns = now;
-  w->ferr.details = strndup((const char *)GRPC_SLICE_START_PTR(s->details),
-                            GRPC_SLICE_LENGTH(s->details));
+  w->ferr.details =
+      strndup((const char *)GRPC_SLICE_START_PTR(s->details), GRPC_SLICE_LENGTH(s->details));
   /* The core's error_string says why a call failed locally (connection
    * refused, deadline, ...) when the peer's details are empty. */
   if (s->error_string) w->ferr.debug = strdup(s->error_string);
   /* Tell the operator at once, not only in the JSON: a 10-minute run of
    * UNAUTHENTICATED calls should be obvious in the first second. */
   if (!atomic_flag_test_and_set(&w->run->first_error_printed))
-    fprintf(stderr, "loadgen: first error: %s (%d): \"%s\" [core: %s]\n",
-            status_name(code), code, w->ferr.details ? w->ferr.details : "",
-            w->ferr.debug ? w->ferr.debug : "-");
+    fprintf(stderr, "loadgen: first error: %s (%d): \"%s\" [core: %s]\n", status_name(code), code,
+            w->ferr.details ? w->ferr.details : "", w->ferr.debug ? w->ferr.debug : "-");
 }
 
 static void slot_complete(call_slot *s, int success, int64_t now) {
@@ -336,9 +330,8 @@ static void *worker_main(void *arg) {
   run_state *r = w->run;
   for (size_t i = 0; i < w->nslots; i++) slot_start(&w->slots[i]);
   while (w->inflight > 0) {
-    gpr_timespec wake =
-        gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
-                     gpr_time_from_millis(LOADGEN_POLL_MS, GPR_TIMESPAN));
+    gpr_timespec wake = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+                                     gpr_time_from_millis(LOADGEN_POLL_MS, GPR_TIMESPAN));
     grpc_event ev = grpc_completion_queue_next(w->cq, wake, NULL);
     int64_t now = now_ns();
     int64_t end = atomic_load_explicit(&r->end_ns, memory_order_relaxed);
@@ -351,16 +344,14 @@ static void *worker_main(void *arg) {
     } else if (ev.type == GRPC_QUEUE_SHUTDOWN) {
       break; /* cannot happen before we shut the queue down; be safe */
     }
-    if (!w->cancelled && now >= end + LOADGEN_DRAIN_GRACE_NS)
-      worker_cancel_all(w);
+    if (!w->cancelled && now >= end + LOADGEN_DRAIN_GRACE_NS) worker_cancel_all(w);
   }
   return NULL;
 }
 
 /* ---- channels --------------------------------------------------------------- */
 
-static grpc_channel *channel_create(const options *o,
-                                    grpc_channel_credentials *creds) {
+static grpc_channel *channel_create(const options *o, grpc_channel_credentials *creds) {
   /* Built by hand: the grpc_channel_arg_*_create helpers are not exported as C
    * symbols by Debian's libgrpc. */
   grpc_arg args[4];
@@ -390,19 +381,16 @@ static grpc_channel *channel_create(const options *o,
  * clear message instead of a flood of UNAVAILABLE. */
 static int channels_wait_ready(grpc_channel **ch, int n, double timeout_s) {
   grpc_completion_queue *cq = grpc_completion_queue_create_for_next(NULL);
-  gpr_timespec deadline = gpr_time_add(
-      gpr_now(GPR_CLOCK_MONOTONIC),
-      gpr_time_from_millis((int64_t)(timeout_s * 1000), GPR_TIMESPAN));
+  gpr_timespec deadline =
+      gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+                   gpr_time_from_millis((int64_t)(timeout_s * 1000), GPR_TIMESPAN));
   int rc = 0;
   for (int i = 0; i < n; i++) grpc_channel_check_connectivity_state(ch[i], 1);
   for (int i = 0; i < n && rc == 0; i++) {
     grpc_connectivity_state st;
-    while ((st = grpc_channel_check_connectivity_state(ch[i], 1)) !=
-           GRPC_CHANNEL_READY) {
+    while ((st = grpc_channel_check_connectivity_state(ch[i], 1)) != GRPC_CHANNEL_READY) {
       grpc_channel_watch_connectivity_state(ch[i], st, deadline, cq, NULL);
-      grpc_event ev =
-          grpc_completion_queue_next(cq, gpr_inf_future(GPR_CLOCK_MONOTONIC),
-                                     NULL);
+      grpc_event ev = grpc_completion_queue_next(cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
       if (ev.type != GRPC_OP_COMPLETE || !ev.success) { /* deadline passed */
         rc = -1;
         break;
@@ -410,9 +398,8 @@ static int channels_wait_ready(grpc_channel **ch, int n, double timeout_s) {
     }
   }
   grpc_completion_queue_shutdown(cq);
-  while (grpc_completion_queue_next(cq, gpr_inf_future(GPR_CLOCK_MONOTONIC),
-                                    NULL)
-             .type != GRPC_QUEUE_SHUTDOWN) {
+  while (grpc_completion_queue_next(cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL).type !=
+         GRPC_QUEUE_SHUTDOWN) {
   }
   grpc_completion_queue_destroy(cq);
   return rc;
@@ -422,44 +409,44 @@ static int channels_wait_ready(grpc_channel **ch, int n, double timeout_s) {
 
 static void usage(FILE *f) {
   fprintf(f,
-"usage: loadgen --target HOST:PORT [flags]\n"
-"\n"
-"Closed-loop load generator for one unary gRPC method (gRPC C core, insecure\n"
-"channels). Keeps --concurrency calls in flight over --channels connections for\n"
-"--warmup + --duration seconds; prints one human-readable line and one JSON line\n"
-"on stdout for the --duration window.\n"
-"\n"
-"  --target HOST:PORT      server address (required; any gRPC target URI works)\n"
-"  --method PATH           full method path (default %s)\n"
-"  --request-hex HEX       request message as raw protobuf bytes in hex, no gRPC\n"
-"                          frame prefix (default: empty message)\n"
-"  --request-file FILE     request message as raw protobuf bytes read from FILE\n"
-"  --header 'NAME: VALUE'  request metadata, repeatable (e.g. 'authorization:\n"
-"                          Bearer xyz'); names are lower-cased; '-bin' names take\n"
-"                          raw bytes\n"
-"  --duration S            measured window in seconds (default 10)\n"
-"  --warmup S              unmeasured seconds before the window (default 2)\n"
-"  --concurrency N         calls kept in flight (default 64)\n"
-"  --channels M            channels = TCP connections; calls are spread round-\n"
-"                          robin (default 4)\n"
-"  --threads T             completion-queue threads, one queue each (default 1)\n"
-"  --deadline-ms MS        per-call deadline, 0 = none (default 10000)\n"
-"  --connect-timeout S     give up if the channels are not READY by then\n"
-"                          (default 5)\n"
-"  --expect-code CODE      status counted as success, number or name, e.g.\n"
-"                          UNAUTHENTICATED to load a rejection path (default OK)\n"
-"  --label NAME            copied into the JSON line as \"label\"\n"
-"  --help                  this text\n"
-"\n"
-"Output: 'calls' = calls completed in the window, 'errors' = those whose status\n"
-"was not --expect-code; qps and latencies count successful calls only.\n"
-"Latency runs from just before grpc_call_start_batch to the dequeued completion\n"
-"(CLOCK_MONOTONIC) and is kept in a log-linear histogram: percentiles within\n"
-"0.4%%, max exact. The first error's status and details go to stderr at once.\n"
-"SIGINT/SIGTERM end the window early and still report.\n"
-"\n"
-"Exit: 0 run completed with at least one successful call; 1 bad flags or the\n"
-"target could not be reached; 2 every call in the window failed (or none ran).\n",
+          "usage: loadgen --target HOST:PORT [flags]\n"
+          "\n"
+          "Closed-loop load generator for one unary gRPC method (gRPC C core, insecure\n"
+          "channels). Keeps --concurrency calls in flight over --channels connections for\n"
+          "--warmup + --duration seconds; prints one human-readable line and one JSON line\n"
+          "on stdout for the --duration window.\n"
+          "\n"
+          "  --target HOST:PORT      server address (required; any gRPC target URI works)\n"
+          "  --method PATH           full method path (default %s)\n"
+          "  --request-hex HEX       request message as raw protobuf bytes in hex, no gRPC\n"
+          "                          frame prefix (default: empty message)\n"
+          "  --request-file FILE     request message as raw protobuf bytes read from FILE\n"
+          "  --header 'NAME: VALUE'  request metadata, repeatable (e.g. 'authorization:\n"
+          "                          Bearer xyz'); names are lower-cased; '-bin' names take\n"
+          "                          raw bytes\n"
+          "  --duration S            measured window in seconds (default 10)\n"
+          "  --warmup S              unmeasured seconds before the window (default 2)\n"
+          "  --concurrency N         calls kept in flight (default 64)\n"
+          "  --channels M            channels = TCP connections; calls are spread round-\n"
+          "                          robin (default 4)\n"
+          "  --threads T             completion-queue threads, one queue each (default 1)\n"
+          "  --deadline-ms MS        per-call deadline, 0 = none (default 10000)\n"
+          "  --connect-timeout S     give up if the channels are not READY by then\n"
+          "                          (default 5)\n"
+          "  --expect-code CODE      status counted as success, number or name, e.g.\n"
+          "                          UNAUTHENTICATED to load a rejection path (default OK)\n"
+          "  --label NAME            copied into the JSON line as \"label\"\n"
+          "  --help                  this text\n"
+          "\n"
+          "Output: 'calls' = calls completed in the window, 'errors' = those whose status\n"
+          "was not --expect-code; qps and latencies count successful calls only.\n"
+          "Latency runs from just before grpc_call_start_batch to the dequeued completion\n"
+          "(CLOCK_MONOTONIC) and is kept in a log-linear histogram: percentiles within\n"
+          "0.4%%, max exact. The first error's status and details go to stderr at once.\n"
+          "SIGINT/SIGTERM end the window early and still report.\n"
+          "\n"
+          "Exit: 0 run completed with at least one successful call; 1 bad flags or the\n"
+          "target could not be reached; 2 every call in the window failed (or none ran).\n",
           LOADGEN_DEFAULT_METHOD);
 }
 
@@ -468,16 +455,14 @@ static int parse_int(const char *flag, const char *s, int lo, int hi, int *out) 
   errno = 0;
   long v = strtol(s, &end, 10);
   if (errno || *s == '\0' || *end != '\0' || v < lo || v > hi) {
-    fprintf(stderr, "loadgen: %s wants an integer in [%d, %d], got '%s'\n",
-            flag, lo, hi, s);
+    fprintf(stderr, "loadgen: %s wants an integer in [%d, %d], got '%s'\n", flag, lo, hi, s);
     return -1;
   }
   *out = (int)v;
   return 0;
 }
 
-static int parse_seconds(const char *flag, const char *s, double lo,
-                         double *out) {
+static int parse_seconds(const char *flag, const char *s, double lo, double *out) {
   char *end;
   errno = 0;
   double v = strtod(s, &end);
@@ -621,9 +606,21 @@ static void options_free(options *o) {
 }
 
 enum {
-  OPT_TARGET = 256, OPT_METHOD, OPT_REQ_HEX, OPT_REQ_FILE, OPT_HEADER,
-  OPT_DURATION, OPT_WARMUP, OPT_CONCURRENCY, OPT_CHANNELS, OPT_THREADS,
-  OPT_DEADLINE, OPT_CONNECT, OPT_EXPECT, OPT_LABEL, OPT_HELP
+  OPT_TARGET = 256,
+  OPT_METHOD,
+  OPT_REQ_HEX,
+  OPT_REQ_FILE,
+  OPT_HEADER,
+  OPT_DURATION,
+  OPT_WARMUP,
+  OPT_CONCURRENCY,
+  OPT_CHANNELS,
+  OPT_THREADS,
+  OPT_DEADLINE,
+  OPT_CONNECT,
+  OPT_EXPECT,
+  OPT_LABEL,
+  OPT_HELP
 };
 
 /* Returns 0 to run, 1 after --help, -1 on a bad flag (message printed). */
@@ -648,8 +645,12 @@ static int parse_flags(int argc, char **argv, options *o) {
   int have_request = 0, c, rc = 0;
   while (rc == 0 && (c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
     switch (c) {
-      case OPT_TARGET: o->target = optarg; break;
-      case OPT_METHOD: o->method = optarg; break;
+      case OPT_TARGET:
+        o->target = optarg;
+        break;
+      case OPT_METHOD:
+        o->method = optarg;
+        break;
       case OPT_REQ_HEX:
       case OPT_REQ_FILE:
         if (have_request) {
@@ -658,12 +659,13 @@ static int parse_flags(int argc, char **argv, options *o) {
           break;
         }
         grpc_slice_unref(o->request);
-        rc = c == OPT_REQ_HEX ? parse_hex(optarg, &o->request)
-                              : read_file(optarg, &o->request);
+        rc = c == OPT_REQ_HEX ? parse_hex(optarg, &o->request) : read_file(optarg, &o->request);
         if (rc) o->request = grpc_empty_slice();
         have_request = 1;
         break;
-      case OPT_HEADER: rc = parse_header(optarg, o); break;
+      case OPT_HEADER:
+        rc = parse_header(optarg, o);
+        break;
       case OPT_DURATION:
         rc = parse_seconds("--duration", optarg, 0.001, &o->duration_s);
         break;
@@ -671,16 +673,13 @@ static int parse_flags(int argc, char **argv, options *o) {
         rc = parse_seconds("--warmup", optarg, 0, &o->warmup_s);
         break;
       case OPT_CONNECT:
-        rc = parse_seconds("--connect-timeout", optarg, 0.001,
-                           &o->connect_timeout_s);
+        rc = parse_seconds("--connect-timeout", optarg, 0.001, &o->connect_timeout_s);
         break;
       case OPT_CONCURRENCY:
-        rc = parse_int("--concurrency", optarg, 1, LOADGEN_MAX_CONCURRENCY,
-                       &o->concurrency);
+        rc = parse_int("--concurrency", optarg, 1, LOADGEN_MAX_CONCURRENCY, &o->concurrency);
         break;
       case OPT_CHANNELS:
-        rc = parse_int("--channels", optarg, 1, LOADGEN_MAX_CHANNELS,
-                       &o->channels);
+        rc = parse_int("--channels", optarg, 1, LOADGEN_MAX_CHANNELS, &o->channels);
         break;
       case OPT_THREADS:
         rc = parse_int("--threads", optarg, 1, LOADGEN_MAX_THREADS, &o->threads);
@@ -688,11 +687,19 @@ static int parse_flags(int argc, char **argv, options *o) {
       case OPT_DEADLINE:
         rc = parse_int("--deadline-ms", optarg, 0, 86400000, &o->deadline_ms);
         break;
-      case OPT_EXPECT: rc = parse_code(optarg, &o->expect); break;
-      case OPT_LABEL: o->label = optarg; break;
+      case OPT_EXPECT:
+        rc = parse_code(optarg, &o->expect);
+        break;
+      case OPT_LABEL:
+        o->label = optarg;
+        break;
       case OPT_HELP:
-      case 'h': usage(stdout); return 1;
-      default: rc = -1; break; /* getopt already complained */
+      case 'h':
+        usage(stdout);
+        return 1;
+      default:
+        rc = -1;
+        break; /* getopt already complained */
     }
   }
   if (rc == 0 && optind < argc) {
@@ -704,8 +711,7 @@ static int parse_flags(int argc, char **argv, options *o) {
     rc = -1;
   }
   if (rc == 0 && o->method[0] != '/') {
-    fprintf(stderr, "loadgen: --method must be a full path like %s\n",
-            LOADGEN_DEFAULT_METHOD);
+    fprintf(stderr, "loadgen: --method must be a full path like %s\n", LOADGEN_DEFAULT_METHOD);
     rc = -1;
   }
   if (rc == 0 && o->concurrency < o->threads) o->threads = o->concurrency;
@@ -753,13 +759,13 @@ static void report(const options *o, const summary *s) {
   uint64_t p99 = hist_percentile(s->lat, 99);
   uint64_t p999 = hist_percentile(s->lat, 99.9);
 
-  printf("loadgen %s %s c=%d ch=%d t=%d: %.2fs %llu calls %llu errors "
-         "%.1f qps | us mean %.1f p50 %.1f p90 %.1f p99 %.1f p99.9 %.1f "
-         "max %.1f\n",
-         o->target, o->method, o->concurrency, o->channels, o->threads,
-         s->window_s, (unsigned long long)s->calls,
-         (unsigned long long)s->errors, qps, mean, us(p50), us(p90), us(p99),
-         us(p999), us(s->lat->max_ns));
+  printf(
+      "loadgen %s %s c=%d ch=%d t=%d: %.2fs %llu calls %llu errors "
+      "%.1f qps | us mean %.1f p50 %.1f p90 %.1f p99 %.1f p99.9 %.1f "
+      "max %.1f\n",
+      o->target, o->method, o->concurrency, o->channels, o->threads, s->window_s,
+      (unsigned long long)s->calls, (unsigned long long)s->errors, qps, mean, us(p50), us(p90),
+      us(p99), us(p999), us(s->lat->max_ns));
   if (s->errors) {
     /* Which statuses, so "errors" is actionable without reading the JSON. */
     printf("loadgen errors by status:");
@@ -789,17 +795,14 @@ static void report(const options *o, const summary *s) {
   json_t *codes = json_object();
   for (int i = 0; i < LOADGEN_NUM_CODES; i++)
     if (s->by_code[i])
-      json_object_set_new(codes, status_names[i],
-                          json_integer((json_int_t)s->by_code[i]));
+      json_object_set_new(codes, status_names[i], json_integer((json_int_t)s->by_code[i]));
   json_object_set_new(j, "status_counts", codes);
   if (s->ferr) {
     json_t *fe = json_object();
     json_object_set_new(fe, "code", json_integer(s->ferr->code));
     json_object_set_new(fe, "name", json_string(status_name(s->ferr->code)));
-    json_object_set_new(fe, "details",
-                        json_text(s->ferr->details ? s->ferr->details : ""));
-    json_object_set_new(fe, "debug", s->ferr->debug ? json_text(s->ferr->debug)
-                                                    : json_null());
+    json_object_set_new(fe, "details", json_text(s->ferr->details ? s->ferr->details : ""));
+    json_object_set_new(fe, "debug", s->ferr->debug ? json_text(s->ferr->debug) : json_null());
     json_object_set_new(j, "first_error", fe);
   } else {
     json_object_set_new(j, "first_error", json_null());
@@ -819,8 +822,7 @@ static void wait_for_end(run_state *r, const sigset_t *sigs) {
   for (;;) {
     int64_t left = atomic_load(&r->end_ns) - now_ns();
     if (left <= 0) return;
-    struct timespec ts = {.tv_sec = left / 1000000000LL,
-                          .tv_nsec = left % 1000000000LL};
+    struct timespec ts = {.tv_sec = left / 1000000000LL, .tv_nsec = left % 1000000000LL};
     int sig = sigtimedwait(sigs, NULL, &ts);
     if (sig > 0) {
       fprintf(stderr, "loadgen: signal %d, ending the run early\n", sig);
@@ -830,8 +832,8 @@ static void wait_for_end(run_state *r, const sigset_t *sigs) {
   }
 }
 
-static int workers_create(worker *ws, int nw, run_state *r, grpc_channel **ch,
-                          void **reg, int nch) {
+static int workers_create(worker *ws, int nw, run_state *r, grpc_channel **ch, void **reg,
+                          int nch) {
   const options *o = r->opt;
   for (int t = 0; t < nw; t++) {
     worker *w = &ws[t];
@@ -857,10 +859,8 @@ static void workers_destroy(worker *ws, int nw) {
     worker *w = &ws[t];
     if (w->cq) {
       grpc_completion_queue_shutdown(w->cq);
-      while (grpc_completion_queue_next(w->cq,
-                                        gpr_inf_future(GPR_CLOCK_MONOTONIC),
-                                        NULL)
-                 .type != GRPC_QUEUE_SHUTDOWN) {
+      while (grpc_completion_queue_next(w->cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL).type !=
+             GRPC_QUEUE_SHUTDOWN) {
       }
       grpc_completion_queue_destroy(w->cq);
     }
@@ -870,8 +870,7 @@ static void workers_destroy(worker *ws, int nw) {
   }
 }
 
-static int summarize_and_report(const options *o, run_state *r, worker *ws,
-                                int nw) {
+static int summarize_and_report(const options *o, run_state *r, worker *ws, int nw) {
   summary s;
   memset(&s, 0, sizeof s);
   s.lat = malloc(sizeof *s.lat);
@@ -883,8 +882,7 @@ static int summarize_and_report(const options *o, run_state *r, worker *ws,
     s.calls += w->calls;
     s.errors += w->errors;
     for (int i = 0; i < LOADGEN_NUM_CODES; i++) s.by_code[i] += w->by_code[i];
-    if (w->ferr.details && (!s.ferr || w->ferr.at_ns < s.ferr->at_ns))
-      s.ferr = &w->ferr;
+    if (w->ferr.details && (!s.ferr || w->ferr.at_ns < s.ferr->at_ns)) s.ferr = &w->ferr;
   }
   s.ok = s.calls - s.errors;
   int64_t window = atomic_load(&r->end_ns) - r->warm_end_ns;
@@ -913,8 +911,10 @@ static int run(const options *o, const sigset_t *sigs) {
   grpc_channel_credentials_release(creds);
 
   if (channels_wait_ready(ch, nch, o->connect_timeout_s) != 0) {
-    fprintf(stderr, "loadgen: %s: channels not READY within %gs (is the "
-            "server up?)\n", o->target, o->connect_timeout_s);
+    fprintf(stderr,
+            "loadgen: %s: channels not READY within %gs (is the "
+            "server up?)\n",
+            o->target, o->connect_timeout_s);
     goto out;
   }
   if (workers_create(ws, nw, &r, ch, reg, nch) != 0) goto out;

@@ -9,6 +9,7 @@ set -euo pipefail
 PACKAGES=(
   bazel-bootstrap
   clang
+  clang-format
   grpc-proto
   libclang-rt-14-dev
   libcurl4-openssl-dev

@@ -115,9 +115,10 @@ static int open_backends(app *a, char *err) {
             return -1;
         }
         if (rc > 0)
-            log_fields(LOG_WARN, "redis unreachable at start-up; cache runs in-process only and "
-                       "the blackboard is NOT_SERVING until it answers", LOG_F_STR, "error",
-                       rerr, LOG_F_END);
+            log_fields(LOG_WARN,
+                       "redis unreachable at start-up; cache runs in-process only and "
+                       "the blackboard is NOT_SERVING until it answers",
+                       LOG_F_STR, "error", rerr, LOG_F_END);
     }
     return 0;
 }
@@ -232,10 +233,9 @@ static int run(app *a, const sigset_t *signals) {
                a->redis ? "configured" : "none", LOG_F_END);
 
     int sig = 0;
-    while (sigwait(signals, &sig) != 0) {
-    }
-    log_fields(LOG_INFO, "shutting down", LOG_F_STR, "signal", strsignal(sig), LOG_F_INT,
-               "grace_s", (int64_t)a->cfg.shutdown_grace_s, LOG_F_END);
+    while (sigwait(signals, &sig) != 0) {}
+    log_fields(LOG_INFO, "shutting down", LOG_F_STR, "signal", strsignal(sig), LOG_F_INT, "grace_s",
+               (int64_t)a->cfg.shutdown_grace_s, LOG_F_END);
     health_shutdown(a->health);
     rpc_server_shutdown(a->srv, a->cfg.shutdown_grace_s * 1000);
     log_msg(LOG_INFO, "memoryd stopped");

@@ -13,10 +13,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "service/core/b64url.h"
 #include "service/auth/jwk_private.h"
 #include "service/auth/jwks.h"
 #include "service/auth/jwt.h"
+#include "service/core/b64url.h"
 
 #define MAX_NS 64
 

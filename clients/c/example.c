@@ -47,7 +47,8 @@ int main(int argc, char **argv) {
     mdc_client_free(c);
     return 1;
   }
-  const Grpc__Health__V1__HealthCheckResponse *h = (const Grpc__Health__V1__HealthCheckResponse *)resp;
+  const Grpc__Health__V1__HealthCheckResponse *h =
+      (const Grpc__Health__V1__HealthCheckResponse *)resp;
   const ProtobufCEnumValue *v = protobuf_c_enum_descriptor_get_value(
       &grpc__health__v1__health_check_response__serving_status__descriptor, h->status);
   printf("health: %s\n", v ? v->name : "?");
@@ -105,9 +106,9 @@ int main(int argc, char **argv) {
   }
   Memory__V1__GetEntityRequest req = MEMORY__V1__GET_ENTITY_REQUEST__INIT;
   req.id = "example-entity";
-  rc = mdc_call_unary(c, "/memory.v1.GlobalMemory/GetEntity", &req.base,
-                      &memory__v1__get_entity_response__descriptor, DEADLINE_MS, &code, &msg,
-                      &resp);
+  rc =
+      mdc_call_unary(c, "/memory.v1.GlobalMemory/GetEntity", &req.base,
+                     &memory__v1__get_entity_response__descriptor, DEADLINE_MS, &code, &msg, &resp);
   if (rc != 0) {
     fprintf(stderr, "GetEntity: %s: %s\n", mdc_strerror(rc), msg ? msg : "");
     exit_code = 1;

@@ -115,10 +115,10 @@ int mdc_call_unary(mdc_client *c, const char *method, const ProtobufCMessage *re
   grpc_slice_unref(req_slice);
 
   grpc_completion_queue *cq = grpc_completion_queue_create_for_pluck(NULL);
-  gpr_timespec deadline =
-      deadline_ms > 0 ? gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
-                                     gpr_time_from_millis(deadline_ms, GPR_TIMESPAN))
-                      : gpr_inf_future(GPR_CLOCK_MONOTONIC);
+  gpr_timespec deadline = deadline_ms > 0
+                              ? gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+                                             gpr_time_from_millis(deadline_ms, GPR_TIMESPAN))
+                              : gpr_inf_future(GPR_CLOCK_MONOTONIC);
   /* The method slice only has to live through grpc_channel_create_call. */
   grpc_slice method_slice = grpc_slice_from_copied_string(method);
   grpc_call *call = grpc_channel_create_call(c->channel, NULL, GRPC_PROPAGATE_DEFAULTS, cq,
@@ -218,21 +218,39 @@ int mdc_call_unary(mdc_client *c, const char *method, const ProtobufCMessage *re
 
 const char *mdc_strerror(int rc) {
   switch (rc) {
-    case MDC_OK: return "ok";
-    case MDC_ERR_ARG: return "bad argument";
-    case MDC_ERR_NOMEM: return "out of memory";
-    case MDC_ERR_CALL: return "gRPC could not run the call";
-    case MDC_ERR_DECODE: return "response did not decode";
-    default: return "unknown mdc error";
+    case MDC_OK:
+      return "ok";
+    case MDC_ERR_ARG:
+      return "bad argument";
+    case MDC_ERR_NOMEM:
+      return "out of memory";
+    case MDC_ERR_CALL:
+      return "gRPC could not run the call";
+    case MDC_ERR_DECODE:
+      return "response did not decode";
+    default:
+      return "unknown mdc error";
   }
 }
 
 const char *mdc_status_name(grpc_status_code code) {
-  static const char *const names[] = {
-      "OK",       "CANCELLED",       "UNKNOWN",       "INVALID_ARGUMENT", "DEADLINE_EXCEEDED",
-      "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED",
-      "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL",
-      "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"};
+  static const char *const names[] = {"OK",
+                                      "CANCELLED",
+                                      "UNKNOWN",
+                                      "INVALID_ARGUMENT",
+                                      "DEADLINE_EXCEEDED",
+                                      "NOT_FOUND",
+                                      "ALREADY_EXISTS",
+                                      "PERMISSION_DENIED",
+                                      "RESOURCE_EXHAUSTED",
+                                      "FAILED_PRECONDITION",
+                                      "ABORTED",
+                                      "OUT_OF_RANGE",
+                                      "UNIMPLEMENTED",
+                                      "INTERNAL",
+                                      "UNAVAILABLE",
+                                      "DATA_LOSS",
+                                      "UNAUTHENTICATED"};
   if ((int)code >= 0 && (size_t)code < sizeof names / sizeof names[0]) return names[code];
   return "UNKNOWN_CODE";
 }

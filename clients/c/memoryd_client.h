@@ -44,11 +44,12 @@ extern "C" {
  * could do the call, not how the server answered (that is the gRPC status
  * code, an out-parameter). */
 #define MDC_OK 0
-#define MDC_ERR_ARG (-1)    /* NULL or malformed argument; nothing was sent */
-#define MDC_ERR_NOMEM (-2)  /* out of memory */
-#define MDC_ERR_CALL (-3)   /* the gRPC core refused to start the call */
-#define MDC_ERR_DECODE (-4) /* status OK, but the response is missing or is
-                               not a message of the given descriptor */
+#define MDC_ERR_ARG (-1)   /* NULL or malformed argument; nothing was sent */
+#define MDC_ERR_NOMEM (-2) /* out of memory */
+#define MDC_ERR_CALL (-3)  /* the gRPC core refused to start the call */
+#define MDC_ERR_DECODE                                 \
+  (-4) /* status OK, but the response is missing or is \
+          not a message of the given descriptor */
 
 typedef struct mdc_client mdc_client;
 

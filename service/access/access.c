@@ -13,7 +13,7 @@
 #include "service/core/log.h"
 #include "service/pb/pbtime.h"
 
-#define MAX_CHAIN 16   /* ancestors a token may have (the anc claim bound) */
+#define MAX_CHAIN 16 /* ancestors a token may have (the anc claim bound) */
 #define MAX_SCOPE_LEN 128
 #define MAX_REASON 1024
 
@@ -110,13 +110,13 @@ static grpc_status_code build_child(rpc_call *call, const principal *parent,
         return GRPC_STATUS_INVALID_ARGUMENT;
     }
     if (req->n_scopes > JWT_MAX_SCOPES || req->n_namespaces > JWT_MAX_NS) {
-        rpc_call_set_error(call, "at most %d scopes and %d namespaces", JWT_MAX_SCOPES,
-                           JWT_MAX_NS);
+        rpc_call_set_error(call, "at most %d scopes and %d namespaces", JWT_MAX_SCOPES, JWT_MAX_NS);
         return GRPC_STATUS_INVALID_ARGUMENT;
     }
     for (size_t i = 0; i < req->n_scopes; i++) {
         if (!scope_valid(req->scopes[i])) {
-            rpc_call_set_error(call, "scopes[%zu]: \"%.128s\" is not a scope (expected e.g. "
+            rpc_call_set_error(call,
+                               "scopes[%zu]: \"%.128s\" is not a scope (expected e.g. "
                                "`entries:read`, `episodic:write:all`, `cache:*`, `admin`)",
                                i, req->scopes[i]);
             return GRPC_STATUS_INVALID_ARGUMENT;
@@ -126,8 +126,8 @@ static grpc_status_code build_child(rpc_call *call, const principal *parent,
     for (size_t i = 0; i < req->n_namespaces; i++) {
         const char *g = req->namespaces[i];
         if (nsglob_check_pattern(g, strlen(g), why, sizeof why) != 0) {
-            rpc_call_set_error(call, "namespaces[%zu]: \"%.200s\" is not a namespace glob: %s",
-                               i, g, why);
+            rpc_call_set_error(call, "namespaces[%zu]: \"%.200s\" is not a namespace glob: %s", i,
+                               g, why);
             return GRPC_STATUS_INVALID_ARGUMENT;
         }
     }
@@ -163,8 +163,8 @@ static grpc_status_code build_child(rpc_call *call, const principal *parent,
         exp = now_s + (us + 999999) / 1000000;
     }
     if (pc->nanc + 1 > MAX_CHAIN) {
-        rpc_call_set_error(call, "the token is already %zu attenuations deep; at most %d",
-                           pc->nanc, MAX_CHAIN);
+        rpc_call_set_error(call, "the token is already %zu attenuations deep; at most %d", pc->nanc,
+                           MAX_CHAIN);
         return GRPC_STATUS_FAILED_PRECONDITION;
     }
 
@@ -181,8 +181,10 @@ static grpc_status_code build_child(rpc_call *call, const principal *parent,
         for (size_t j = 0; j < pc->nns && !covered; j++)
             covered = nsglob_covers(pc->ns[j], req->namespaces[i]);
         if (!covered) {
-            rpc_call_set_error(call, "namespace glob `%s` reaches namespaces the calling token's "
-                               "ns claim does not", req->namespaces[i]);
+            rpc_call_set_error(call,
+                               "namespace glob `%s` reaches namespaces the calling token's "
+                               "ns claim does not",
+                               req->namespaces[i]);
             return GRPC_STATUS_PERMISSION_DENIED;
         }
     }
@@ -236,7 +238,7 @@ static RPC_UNARY_HANDLER(attenuate, access_ctx, Memory__V1__AccessAttenuateReque
     EVP_PKEY *key = authn_signing_key(ctx->auth, &kid);
     if (!key) {
         rpc_call_set_error(call, "this memoryd has no signing key (--signing-key), so it cannot "
-                           "mint tokens");
+                                 "mint tokens");
         return GRPC_STATUS_FAILED_PRECONDITION;
     }
     char jti[37];
@@ -273,8 +275,8 @@ static RPC_UNARY_HANDLER(attenuate, access_ctx, Memory__V1__AccessAttenuateReque
         return GRPC_STATUS_RESOURCE_EXHAUSTED;
     }
     audit_add_target(call, child.jti);
-    log_fields(LOG_INFO, "token attenuated", LOG_F_STR, "parent", principal_jti(parent),
-               LOG_F_STR, "jti", jti, LOG_F_STR, "principal", principal_sub(parent), LOG_F_END);
+    log_fields(LOG_INFO, "token attenuated", LOG_F_STR, "parent", principal_jti(parent), LOG_F_STR,
+               "jti", jti, LOG_F_STR, "principal", principal_sub(parent), LOG_F_END);
     return GRPC_STATUS_OK;
 }
 
@@ -306,15 +308,17 @@ static RPC_UNARY_HANDLER(revoke, access_ctx, Memory__V1__AccessRevokeRequest,
         int rc = access_store_descends(ctx->pg, deadline, req->token_id, principal_jti(p),
                                        principal_tenant(p), &mine, err, sizeof err);
         if (rc == STATUS_OK && !mine && principal_has(p, "admin"))
-            rc = access_store_other_tenant(ctx->pg, deadline, req->token_id,
-                                           principal_tenant(p), &foreign, err, sizeof err);
+            rc = access_store_other_tenant(ctx->pg, deadline, req->token_id, principal_tenant(p),
+                                           &foreign, err, sizeof err);
         if (rc != STATUS_OK) {
             rpc_call_set_error(call, "cannot check the token's ancestry (PostgreSQL): %s", err);
             return rpc_status_of(rc);
         }
         if (!mine && foreign) {
-            rpc_call_set_error(call, "token %s is neither the calling token nor attenuated from "
-                               "it; revoking other tokens needs scope `admin`", req->token_id);
+            rpc_call_set_error(call,
+                               "token %s is neither the calling token nor attenuated from "
+                               "it; revoking other tokens needs scope `admin`",
+                               req->token_id);
             return GRPC_STATUS_PERMISSION_DENIED;
         }
     }
@@ -357,8 +361,7 @@ static const rpc_method methods[] = {
      .response = &memory__v1__access_who_am_iresponse__descriptor,
      .scope = "", /* any valid token */
      .unary = who_am_i},
-    RPC_METHOD_UNARY(SVC, "Attenuate", memory__v1__access_attenuate, "access:attenuate",
-                     attenuate),
+    RPC_METHOD_UNARY(SVC, "Attenuate", memory__v1__access_attenuate, "access:attenuate", attenuate),
     RPC_METHOD_UNARY(SVC, "Revoke", memory__v1__access_revoke, "", revoke),
 };
 

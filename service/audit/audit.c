@@ -47,7 +47,7 @@ struct audit {
     int flush_waiters;    /* audit_flush callers: cut the linger short */
     int stopping, writer_exited;
     int64_t flush_deadline_ms;
-    PGcancel *cancel;     /* the writer's in-flight statement, for audit_free */
+    PGcancel *cancel;          /* the writer's in-flight statement, for audit_free */
     int64_t last_drop_warn_ms; /* qlock */
     int64_t last_fail_log_ms;  /* writer thread only */
     pthread_t writer;
@@ -62,7 +62,6 @@ typedef struct audit_note {
     int in_tx;     /* audit_write_in_tx inserted a row */
     int committed; /* ...and the handler's COMMIT succeeded */
 } audit_note;
-
 
 static int64_t mono_us(void) {
     struct timespec ts;
@@ -274,8 +273,7 @@ static void backoff_sleep(audit *a, int ms) {
  * written. Rows PostgreSQL refuses are logged and counted as failed (a
  * refused batch is retried row by row so one bad row does not sink its
  * neighbours). *gave_up is set when audit_free's flush time ran out. */
-static size_t write_batch(audit *a, audit_rec **batch, size_t n, int64_t *outage_ms,
-                          int *gave_up) {
+static size_t write_batch(audit *a, audit_rec **batch, size_t n, int64_t *outage_ms, int *gave_up) {
     int backoff = BACKOFF_MIN_MS;
     int64_t last_log = 0;
     for (;;) {
@@ -356,8 +354,7 @@ static void *writer_main(void *arg) {
         if (a->o.linger_ms > 0 && a->count < max && !a->stopping && !a->flush_waiters) {
             int64_t until = rpc_now_ms() + a->o.linger_ms;
             a->writer_lingering = 1;
-            while (a->count < max && !a->stopping && !a->flush_waiters &&
-                   rpc_now_ms() < until) {
+            while (a->count < max && !a->stopping && !a->flush_waiters && rpc_now_ms() < until) {
                 struct timespec ts = mono_abs(until);
                 pthread_cond_timedwait(&a->qwake, &a->qlock, &ts);
             }

@@ -28,9 +28,9 @@ typedef struct audit audit;
 
 /* Zero fields take the default shown. */
 typedef struct audit_options {
-    size_t queue_capacity;  /* records waiting for the writer (65536); beyond: dropped */
-    size_t batch_max;       /* rows per COPY (512) */
-    int flush_timeout_ms;   /* how long audit_free waits for the queue to drain (5000) */
+    size_t queue_capacity; /* records waiting for the writer (65536); beyond: dropped */
+    size_t batch_max;      /* rows per COPY (512) */
+    int flush_timeout_ms;  /* how long audit_free waits for the queue to drain (5000) */
     /* Group commit: after the first record arrives the writer waits up to
      * this long (or until batch_max records are queued) before writing, so
      * a busy server writes hundreds of rows per COPY instead of one per

@@ -8,9 +8,9 @@
 #include <libpq-fe.h>
 
 #include "memory/v1/audit.pb-c.h"
-#include "service/core/status.h"
 #include "service/auth/principal.h"
 #include "service/core/arena.h"
+#include "service/core/status.h"
 
 #define AUDIT_SCOPE "audit:read"
 #define AUDIT_CHANNEL "memoryd_audit"
@@ -19,14 +19,14 @@
 #define AUDIT_MAX_NAME_BYTES 256 /* filter.principal, filter.method */
 
 /* The columns every read selects, in the order audit_codec_row decodes. */
-#define AUDIT_COLUMNS                                                                     \
-    "id, time, tenant, principal, token_id, method, target_ids, status_code, duration_us," \
+#define AUDIT_COLUMNS                                                                              \
+    "id, time, tenant, principal, token_id, method, target_ids, status_code, duration_us,"         \
     " request_id"
 
 /* One finished call waiting for the writer: a single malloc, the strings
  * and the targets array live behind the struct (free() it once). */
 typedef struct audit_rec {
-    int64_t time_us;     /* Unix microseconds */
+    int64_t time_us; /* Unix microseconds */
     int64_t duration_us;
     int32_t status;
     const char *tenant, *principal, *token_id, *method, *request_id;
@@ -77,7 +77,7 @@ size_t audit_codec_utf8_clean(const char *s, size_t max, char *out);
 void audit_codec_array_literal(audit_buf *b, const char *const *v, size_t n);
 /* Appends one COPY text-format line for r (the AUDIT_COPY_COLUMNS order). */
 void audit_codec_copy_row(audit_buf *b, const audit_rec *r);
-#define AUDIT_COPY_COLUMNS \
+#define AUDIT_COPY_COLUMNS                                                                         \
     "time, tenant, principal, token_id, method, target_ids, status_code, duration_us, request_id"
 /* "YYYY-MM-DD HH:MM:SS.uuuuuu+00" for Unix microseconds; out has 40 bytes. */
 void audit_codec_time(int64_t unix_us, char out[40]);

@@ -34,8 +34,7 @@ static int take_row(arena *ar, const PGresult *r, int i, Memory__V1__AuditRecord
     row.token_id = dup_or_empty(ar, row.token_id);
     row.method = dup_or_empty(ar, row.method);
     row.request_id = dup_or_empty(ar, row.request_id);
-    if (!row.tenant || !row.principal || !row.token_id || !row.method || !row.request_id)
-        return -1;
+    if (!row.tenant || !row.principal || !row.token_id || !row.method || !row.request_id) return -1;
     audit_codec_record(&row, rec, ts, d, idbuf);
     *out = rec;
     *time_us = row.time_us;
@@ -73,8 +72,7 @@ static void list_sql(const list_args *a, pgq_sql *b, pgq_params *q) {
         int p_time = pgq_ts(q, a->after_time_us);
         pgq_sql_add(b, " AND (time, id) < ($%d, $%d)", p_time, pgq_int8(q, a->after_id));
     }
-    pgq_sql_add(b, " ORDER BY time DESC, id DESC LIMIT $%d",
-                pgq_int8(q, (int64_t)a->limit + 1));
+    pgq_sql_add(b, " ORDER BY time DESC, id DESC LIMIT $%d", pgq_int8(q, (int64_t)a->limit + 1));
 }
 
 static int list(pgq_session *ss, void *arg) {
@@ -139,8 +137,8 @@ RPC_UNARY_HANDLER(audit_list_handler, audit_service, Memory__V1__AuditListReques
         return tier_page_refuse(call, &pg);
     la.f = &f;
     la.tr = &tr;
-    int rc = pgq_run(a->pg, "audit", rpc_call_deadline_ms(call), MAX_STATEMENT_MS, err,
-                     sizeof err, list, &la);
+    int rc = pgq_run(a->pg, "audit", rpc_call_deadline_ms(call), MAX_STATEMENT_MS, err, sizeof err,
+                     list, &la);
     if (rc != STATUS_OK) return rpc_call_fail(call, rc, err);
     if (la.more) {
         const char *next[2] = {arena_printf(ar, "%lld", (long long)la.last_time_us),

@@ -5,16 +5,15 @@
  * catch-up, and the live checks of open streams once a second. */
 #include <errno.h>
 #include <poll.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "service/audit/audit_service_internal.h"
 #include "service/core/log.h"
-
 
 static int64_t now_ms(void) { return rpc_now_ms(); }
 
@@ -61,8 +60,8 @@ static int fetch(audit_watch *w, const char *sql, int nparams, const char *const
         PQclear(r);
         if (PQstatus(w->conn) != CONNECTION_OK) drop_conn(w, why);
         else if (!stopping(w)) /* (audit_watch_stop cancels a running fetch) */
-            log_fields(LOG_ERROR, "audit watch cannot read announced rows", LOG_F_STR, "error",
-                       why, LOG_F_END);
+            log_fields(LOG_ERROR, "audit watch cannot read announced rows", LOG_F_STR, "error", why,
+                       LOG_F_END);
         return -1;
     }
     int rows = PQntuples(r);
@@ -245,13 +244,14 @@ static void catch_up(audit_watch *w) {
     snprintf(limit, sizeof limit, "%d", CATCHUP_MAX);
     const char *v[2] = {after, limit};
     int64_t last = w->max_seen;
-    int rows = fetch(w,
-                     "SELECT " AUDIT_COLUMNS " FROM audit_log WHERE id > $1 ORDER BY id LIMIT $2",
-                     2, v, seq, 0, &last, 1);
+    int rows =
+        fetch(w, "SELECT " AUDIT_COLUMNS " FROM audit_log WHERE id > $1 ORDER BY id LIMIT $2", 2, v,
+              seq, 0, &last, 1);
     if (rows == CATCHUP_MAX)
-        log_fields(LOG_WARN, "audit watch: more records than it catches up were written while "
-                   "it was disconnected; some were not streamed", LOG_F_INT, "caught_up",
-                   (int64_t)rows, LOG_F_END);
+        log_fields(LOG_WARN,
+                   "audit watch: more records than it catches up were written while "
+                   "it was disconnected; some were not streamed",
+                   LOG_F_INT, "caught_up", (int64_t)rows, LOG_F_END);
     if (last > w->max_seen) w->max_seen = last;
 }
 
@@ -285,8 +285,8 @@ void *audit_listener_main(void *arg) {
                 int64_t now = now_ms();
                 if (!last_err_log || now - last_err_log >= 30000) {
                     last_err_log = now;
-                    log_fields(LOG_WARN, "audit watch cannot LISTEN; retrying", LOG_F_STR,
-                               "error", err, LOG_F_END);
+                    log_fields(LOG_WARN, "audit watch cannot LISTEN; retrying", LOG_F_STR, "error",
+                               err, LOG_F_END);
                 }
                 sleep_unless_stopped(w, backoff);
                 backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;
@@ -330,4 +330,3 @@ void *audit_listener_main(void *arg) {
     if (w->conn) close_conn(w);
     return NULL;
 }
-

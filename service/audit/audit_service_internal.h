@@ -27,10 +27,9 @@ void audit_watch_stop(audit_service *a);
 grpc_status_code audit_watch_handler(rpc_call *call, const ProtobufCMessage *req, void *arg);
 size_t audit_watch_count(audit_service *a);
 
-
 /* ---- audit_watch.c and audit_listener.c: Audit.Watch ---- */
 
-#define LISTEN_WAIT_MS 5000  /* how long a new Watch waits for LISTEN to be up */
+#define LISTEN_WAIT_MS 5000 /* how long a new Watch waits for LISTEN to be up */
 #define POLL_MS 250
 #define LIVE_CHECK_MS 1000
 #define FETCH_CHUNK 1000
@@ -64,15 +63,14 @@ struct audit_watch {
 
     /* Listener thread only. */
     PGconn *conn;
-    PGcancel *cancel; /* for conn; guarded by lock (audit_watch_stop uses it) */
+    PGcancel *cancel;          /* for conn; guarded by lock (audit_watch_stop uses it) */
     const char **keys, **vals; /* connection parameters, copied from a pooled connection */
     char *kv_strs;
-    int64_t max_seen;  /* highest audit_log id announced or caught up */
-    int64_t *recent;   /* ids delivered by the last catch-up (sorted) */
+    int64_t max_seen; /* highest audit_log id announced or caught up */
+    int64_t *recent;  /* ids delivered by the last catch-up (sorted) */
     size_t nrecent;
-    arena *scratch;    /* target arrays of fetched rows */
+    arena *scratch; /* target arrays of fetched rows */
 };
-
 
 /* audit_watch.c: hands row (of notification seq) to every stream it
  * matches; ends streams whose token died. Listener thread only. */

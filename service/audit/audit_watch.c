@@ -31,16 +31,15 @@
  * List the gap). */
 #include <errno.h>
 #include <poll.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "service/audit/audit_service_internal.h"
 #include "service/core/log.h"
-
 
 static int64_t now_ms(void) { return rpc_now_ms(); }
 
@@ -62,8 +61,7 @@ static watcher *watcher_new(const principal *p, const audit_filter *f) {
     watcher *wt = calloc(1, sizeof *wt);
     if (!wt) return NULL;
     const char *src[4] = {f->principal, f->method, f->service_prefix, f->target};
-    const char **dst[4] = {&wt->f.principal, &wt->f.method, &wt->f.service_prefix,
-                           &wt->f.target};
+    const char **dst[4] = {&wt->f.principal, &wt->f.method, &wt->f.service_prefix, &wt->f.target};
     size_t size = 1;
     for (int i = 0; i < 4; i++) size += src[i] ? strlen(src[i]) + 1 : 0;
     if (!(wt->strs = malloc(size))) {
@@ -134,8 +132,7 @@ grpc_status_code audit_watch_handler(rpc_call *call, const ProtobufCMessage *msg
                                  err, sizeof err);
     if (frc != 0) {
         rpc_call_set_error(call, "%s", err);
-        return frc == STATUS_EDENIED ? GRPC_STATUS_PERMISSION_DENIED
-                                         : GRPC_STATUS_INVALID_ARGUMENT;
+        return frc == STATUS_EDENIED ? GRPC_STATUS_PERMISSION_DENIED : GRPC_STATUS_INVALID_ARGUMENT;
     }
     watcher *wt = watcher_new(p, &f);
     if (!wt) {
@@ -316,4 +313,3 @@ void audit_watch_stop(audit_service *a) {
     arena_free(w->scratch);
     free(w);
 }
-

@@ -70,7 +70,8 @@ int authn_create(const authn_options *o, pg_pool *pg, authn **out, char *err, si
             goto fail;
         }
         if (!jwks_find(a->keys, a->signing_kid)) {
-            snprintf(err, errlen, "--signing-key: its kid \"%s\" is not in the --jwks file %s, "
+            snprintf(err, errlen,
+                     "--signing-key: its kid \"%s\" is not in the --jwks file %s, "
                      "so tokens memoryd mints would not verify; add its public key there",
                      a->signing_kid, a->jwks_path);
             goto fail;
@@ -82,8 +83,8 @@ int authn_create(const authn_options *o, pg_pool *pg, authn **out, char *err, si
     }
     log_fields(LOG_INFO, "token keys loaded", LOG_F_STR, "jwks", a->jwks_path, LOG_F_INT, "keys",
                (int64_t)jwks_count(a->keys), LOG_F_INT, "skipped", (int64_t)jwks_skipped(a->keys),
-               LOG_F_STR, "signing_kid", a->signing_kid ? a->signing_kid : "", LOG_F_INT,
-               "revoked", (int64_t)revocation_count(a->revoked), LOG_F_END);
+               LOG_F_STR, "signing_kid", a->signing_kid ? a->signing_kid : "", LOG_F_INT, "revoked",
+               (int64_t)revocation_count(a->revoked), LOG_F_END);
     *out = a;
     return 0;
 fail:
@@ -119,11 +120,13 @@ static int maybe_reload_keys(authn *a, int64_t now_s) {
             jwks_free(a->keys);
             a->keys = fresh;
             reloaded = 1;
-            log_fields(LOG_INFO, "token keys reloaded", LOG_F_STR, "jwks", a->jwks_path,
-                       LOG_F_INT, "keys", (int64_t)jwks_count(fresh), LOG_F_END);
+            log_fields(LOG_INFO, "token keys reloaded", LOG_F_STR, "jwks", a->jwks_path, LOG_F_INT,
+                       "keys", (int64_t)jwks_count(fresh), LOG_F_END);
         } else {
-            log_fields(LOG_WARN, "token keys file changed but cannot be used; keeping the old "
-                       "keys", LOG_F_STR, "error", why, LOG_F_END);
+            log_fields(LOG_WARN,
+                       "token keys file changed but cannot be used; keeping the old "
+                       "keys",
+                       LOG_F_STR, "error", why, LOG_F_END);
         }
         a->keys_mtime = mt;
     }
@@ -206,7 +209,8 @@ grpc_status_code authn_interceptor(rpc_call *call, void *arg) {
     size_t vlen = 0;
     const char *value = rpc_call_metadata_view(call, "authorization", &vlen);
     if (!value) {
-        rpc_call_set_error(call, "missing capability token: send request metadata "
+        rpc_call_set_error(call,
+                           "missing capability token: send request metadata "
                            "`authorization: Bearer <jwt>`%s%s%s",
                            needed[0] ? " (" : "", needed[0] ? needed : "",
                            needed[0] ? " is needed)" : "");

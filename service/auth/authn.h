@@ -8,12 +8,12 @@
  * token that lacks what the method needs. */
 #ifndef MEMORYD_AUTH_AUTHN_H
 #define MEMORYD_AUTH_AUTHN_H
-#include <stddef.h>
-#include <stdint.h>
-#include <grpc/status.h>
 #include "service/auth/principal.h"
 #include "service/rpc/rpc.h"
 #include "service/store/pg_pool.h"
+#include <grpc/status.h>
+#include <stddef.h>
+#include <stdint.h>
 
 typedef struct authn authn;
 

@@ -104,8 +104,7 @@ out:
     return rc;
 }
 
-int jwk_private_load_file(const char *path, EVP_PKEY **key, char **kid, char *err,
-                          size_t errlen) {
+int jwk_private_load_file(const char *path, EVP_PKEY **key, char **kid, char *err, size_t errlen) {
     *key = NULL;
     *kid = NULL;
     FILE *f = fopen(path, "rb");
@@ -115,8 +114,10 @@ int jwk_private_load_file(const char *path, EVP_PKEY **key, char **kid, char *er
     }
     struct stat st;
     if (fstat(fileno(f), &st) != 0 || (st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
-        set_err(err, errlen, "%s holds a signing key but is readable by group or others "
-                "(chmod 600 %s)", path, path);
+        set_err(err, errlen,
+                "%s holds a signing key but is readable by group or others "
+                "(chmod 600 %s)",
+                path, path);
         fclose(f);
         return -1;
     }
@@ -125,8 +126,7 @@ int jwk_private_load_file(const char *path, EVP_PKEY **key, char **kid, char *er
     int too_big = buf && n == MAX_FILE;
     fclose(f);
     if (!buf || too_big) {
-        set_err(err, errlen, too_big ? "%s: larger than a key file can be" : "out of memory",
-                path);
+        set_err(err, errlen, too_big ? "%s: larger than a key file can be" : "out of memory", path);
         free(buf);
         return -1;
     }

@@ -23,7 +23,6 @@ int jwk_private_parse(const char *json, size_t len, EVP_PKEY **key, char **kid, 
 
 /* Reads path and calls jwk_private_parse; same contract. A file readable
  * by group or others is refused: it holds a signing key. */
-int jwk_private_load_file(const char *path, EVP_PKEY **key, char **kid, char *err,
-                          size_t errlen);
+int jwk_private_load_file(const char *path, EVP_PKEY **key, char **kid, char *err, size_t errlen);
 
 #endif

@@ -50,8 +50,8 @@ static int check_optional(json_t *key, const char *name, const char *want, size_
     json_t *v = json_object_get(key, name);
     if (v == NULL) return 0;
     if (!json_is_string(v) || strcmp(json_string_value(v), want) != 0) {
-        set_err(err, errlen, "jwks: keys[%zu] (kid \"%s\"): \"%s\" must be \"%s\"", idx, kid,
-                name, want);
+        set_err(err, errlen, "jwks: keys[%zu] (kid \"%s\"): \"%s\" must be \"%s\"", idx, kid, name,
+                want);
         return -1;
     }
     return 0;
@@ -235,8 +235,8 @@ int jwks_render_public(EVP_PKEY *key, const char *kid, char **json) {
         return -1;
     char x[64];
     b64url_encode(raw, rawlen, x);
-    json_t *obj = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "kty", "OKP", "crv", "Ed25519",
-                            "kid", kid, "x", x, "alg", "EdDSA", "use", "sig");
+    json_t *obj = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "kty", "OKP", "crv", "Ed25519", "kid",
+                            kid, "x", x, "alg", "EdDSA", "use", "sig");
     if (obj == NULL) return -1;
     *json = json_dumps(obj, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(obj);

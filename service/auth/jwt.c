@@ -138,8 +138,8 @@ static int take_string(json_t *pl, const char *name, int required, char **dst, c
     return JWT_OK;
 }
 
-static int take_time(json_t *pl, const char *name, int required, int64_t *dst, int *has,
-                     char *err, size_t errlen) {
+static int take_time(json_t *pl, const char *name, int required, int64_t *dst, int *has, char *err,
+                     size_t errlen) {
     json_t *v = json_object_get(pl, name);
     if (v == NULL) {
         if (!required) return JWT_OK;
@@ -172,8 +172,8 @@ static int take_label(json_t *pl, const char *name, jwt_label *dst, int *present
             }
         }
     }
-    set_err(err, errlen,
-            "jwt: claim \"%s\" must be one of PUBLIC, INTERNAL, CONFIDENTIAL, SECRET", name);
+    set_err(err, errlen, "jwt: claim \"%s\" must be one of PUBLIC, INTERNAL, CONFIDENTIAL, SECRET",
+            name);
     return JWT_ECLAIM;
 }
 
@@ -194,8 +194,7 @@ static int take_scopes(json_t *pl, jwt_claims *c, char *err, size_t errlen) {
     size_t n = 1;
     for (const char *p = s; *p; p++) n += (*p == ' ');
     if (n > JWT_MAX_SCOPES) {
-        set_err(err, errlen, "jwt: claim \"scope\" has %zu scopes, at most %d", n,
-                JWT_MAX_SCOPES);
+        set_err(err, errlen, "jwt: claim \"scope\" has %zu scopes, at most %d", n, JWT_MAX_SCOPES);
         return JWT_ECLAIM;
     }
     c->scopes = calloc(n, sizeof *c->scopes);
@@ -313,15 +312,17 @@ static int take_claims(json_t *pl, int64_t now_s, int skew_s, jwt_claims *c, cha
     if ((rc = take_label(pl, "clr", &c->clr, &has_clr, err, errlen)) != JWT_OK) return rc;
     if (!has_clr) c->clr = c->lvl;
     if (c->lvl > c->clr) {
-        set_err(err, errlen, "jwt: lvl (%d) above clr (%d): a token may not write above what it "
-                "reads", (int)c->lvl, (int)c->clr);
+        set_err(err, errlen,
+                "jwt: lvl (%d) above clr (%d): a token may not write above what it "
+                "reads",
+                (int)c->lvl, (int)c->clr);
         return JWT_ECLAIM;
     }
 
     /* Time last: a structurally bad token should say so even when old. */
     if (now_s - skew_s >= c->exp) {
-        set_err(err, errlen, "jwt: token expired at %lld (now %lld, skew %d s)",
-                (long long)c->exp, (long long)now_s, skew_s);
+        set_err(err, errlen, "jwt: token expired at %lld (now %lld, skew %d s)", (long long)c->exp,
+                (long long)now_s, skew_s);
         return JWT_EEXPIRED;
     }
     if (c->has_nbf && now_s + skew_s < c->nbf) {
@@ -332,8 +333,8 @@ static int take_claims(json_t *pl, int64_t now_s, int skew_s, jwt_claims *c, cha
     return JWT_OK;
 }
 
-static int verify_sig(EVP_PKEY *key, const char *signed_part, size_t signed_len,
-                      const char *sig64, size_t sig64_len, char *err, size_t errlen) {
+static int verify_sig(EVP_PKEY *key, const char *signed_part, size_t signed_len, const char *sig64,
+                      size_t sig64_len, char *err, size_t errlen) {
     unsigned char sig[ED25519_SIGLEN + 3];
     size_t siglen = 0;
     /* 86 characters is the only unpadded encoding of 64 bytes. */
@@ -347,9 +348,9 @@ static int verify_sig(EVP_PKEY *key, const char *signed_part, size_t signed_len,
         set_err(err, errlen, "jwt: out of memory");
         return JWT_ENOMEM;
     }
-    int ok = EVP_DigestVerifyInit(ctx, NULL, NULL, NULL, key) == 1 &&
-             EVP_DigestVerify(ctx, sig, siglen, (const unsigned char *)signed_part,
-                              signed_len) == 1;
+    int ok =
+        EVP_DigestVerifyInit(ctx, NULL, NULL, NULL, key) == 1 &&
+        EVP_DigestVerify(ctx, sig, siglen, (const unsigned char *)signed_part, signed_len) == 1;
     EVP_MD_CTX_free(ctx);
     if (!ok) {
         set_err(err, errlen, "jwt: signature does not verify");
@@ -423,8 +424,8 @@ done:
     return rc;
 }
 
-int jwt_sign(EVP_PKEY *priv, const char *kid, const char *payload_json, char **out_token,
-             char *err, size_t errlen) {
+int jwt_sign(EVP_PKEY *priv, const char *kid, const char *payload_json, char **out_token, char *err,
+             size_t errlen) {
     *out_token = NULL;
     if (priv == NULL || kid == NULL || payload_json == NULL ||
         EVP_PKEY_get_id(priv) != EVP_PKEY_ED25519) {
@@ -502,9 +503,9 @@ void jwt_new_id(char out[37]) {
     if (RAND_bytes(b, sizeof b) != 1) abort(); /* no entropy: never mint guessable ids */
     b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
     b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
-    snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-             b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12],
-             b[13], b[14], b[15]);
+    snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+             b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+             b[14], b[15]);
 }
 
 int jwt_claims_render(const jwt_claims *c, char **json) {

@@ -23,7 +23,7 @@
 #define JWT_ENOTYET (-6)    /* now + skew < nbf */
 #define JWT_ECLAIM (-7)     /* required claim missing, or a claim invalid */
 #define JWT_ENOMEM (-8)
-#define JWT_EARG (-9)       /* jwt_sign: bad key or payload */
+#define JWT_EARG (-9) /* jwt_sign: bad key or payload */
 
 #define JWT_MAX_TOKEN 8192 /* bytes; bounds every allocation verify makes */
 #define JWT_MAX_SCOPES 64
@@ -94,8 +94,8 @@ void jwt_claims_free(jwt_claims *c);
  * Does not check claims: tests need to mint invalid ones. On JWT_OK,
  * *out_token is a malloc'd NUL-terminated token owned by the caller
  * (free()); on error it is NULL and err says why. */
-int jwt_sign(EVP_PKEY *priv, const char *kid, const char *payload_json, char **out_token,
-             char *err, size_t errlen);
+int jwt_sign(EVP_PKEY *priv, const char *kid, const char *payload_json, char **out_token, char *err,
+             size_t errlen);
 
 /* Renders c as the payload JSON jwt_verify accepts (iss and parent only
  * when set, scope space-joined, labels by name, nbf/iat when has_*). On 0

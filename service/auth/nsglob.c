@@ -42,8 +42,8 @@ static int star_match(const char *p, size_t pn, const char *s, size_t sn) {
 }
 
 static int ns_char(unsigned char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '_' || c == '.' || c == '-';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '.' || c == '-';
 }
 
 static int check_segments(const char *s, size_t len, int allow_star, char *why, size_t whylen) {
@@ -74,9 +74,7 @@ static int check_segments(const char *s, size_t len, int allow_star, char *why, 
             if (c >= 0x20 && c < 0x7f)
                 set_why(why, whylen, "%s: character '%c' is not allowed in segment %d", what, c,
                         seg);
-            else
-                set_why(why, whylen, "%s: byte 0x%02x is not allowed in segment %d", what, c,
-                        seg);
+            else set_why(why, whylen, "%s: byte 0x%02x is not allowed in segment %d", what, c, seg);
             return -1;
         }
         seglen++;

@@ -10,9 +10,9 @@
 #define MEMORYD_AUTH_NSGLOB_H
 #include <stddef.h>
 
-#define NSGLOB_SEGMENT_MAX 64                                /* bytes per segment, `*` included */
-#define NSGLOB_NAMESPACE_MAX (3 * NSGLOB_SEGMENT_MAX + 2)    /* bytes per namespace or pattern */
-#define NSGLOB_KEY_MAX 512                                   /* bytes per key or key pattern */
+#define NSGLOB_SEGMENT_MAX 64                             /* bytes per segment, `*` included */
+#define NSGLOB_NAMESPACE_MAX (3 * NSGLOB_SEGMENT_MAX + 2) /* bytes per namespace or pattern */
+#define NSGLOB_KEY_MAX 512                                /* bytes per key or key pattern */
 
 /* ---- validation ----
  * What counts as valid:

@@ -81,7 +81,8 @@ static int split_scope(const char *s, scope_parts *out) {
 principal_breadth principal_scope(const principal *p, const char *needed) {
     if (!needed[0]) return PRINCIPAL_OWN;
     scope_parts want;
-    if (!split_scope(needed, &want)) return principal_has(p, needed) ? PRINCIPAL_OWN : PRINCIPAL_DENY;
+    if (!split_scope(needed, &want))
+        return principal_has(p, needed) ? PRINCIPAL_OWN : PRINCIPAL_DENY;
     principal_breadth best = PRINCIPAL_DENY;
     for (size_t i = 0; i < p->claims->nscopes && best != PRINCIPAL_ALL; i++) {
         scope_parts have;
@@ -93,8 +94,7 @@ principal_breadth principal_scope(const principal *p, const char *needed) {
             b = PRINCIPAL_ALL; /* `<tier>:*` */
         else if (have.op_len == want.op_len && memcmp(have.op, want.op, want.op_len) == 0)
             b = have.breadth;
-        else
-            continue;
+        else continue;
         if (b > best) best = b;
     }
     /* A method that needs the `:all` breadth is not satisfied by `:own`. */

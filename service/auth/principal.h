@@ -12,8 +12,8 @@
  * scopes. */
 #ifndef MEMORYD_AUTH_PRINCIPAL_H
 #define MEMORYD_AUTH_PRINCIPAL_H
-#include <stddef.h>
 #include "service/auth/jwt.h"
+#include <stddef.h>
 
 typedef struct principal principal;
 

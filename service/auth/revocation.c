@@ -98,8 +98,7 @@ static int refresh_in(pgq_session *ss, void *arg) {
         return rc;
     pgq_sql ids = {0};
     pgq_sql_add(&ids, "SELECT jti FROM revoked_tokens");
-    if ((rc = pgq_pipeline(ss, "reading revoked_tokens", NULL, &ids, NULL, 1, &res)) !=
-        STATUS_OK)
+    if ((rc = pgq_pipeline(ss, "reading revoked_tokens", NULL, &ids, NULL, 1, &res)) != STATUS_OK)
         return rc;
     rc = install_rows(r, res, ss->err, ss->errlen);
     PQclear(res);
@@ -112,8 +111,8 @@ static int refresh_in(pgq_session *ss, void *arg) {
 /* Returns 0, or -1 with err. */
 static int refresh(revocation *r, int force, char *err, size_t errlen) {
     refresh_args a = {r, force};
-    return pgq_run(r->pg, "revocation", pgq_now_ms() + REFRESH_TIMEOUT_MS, REFRESH_TIMEOUT_MS,
-                   err, errlen, refresh_in, &a) == STATUS_OK
+    return pgq_run(r->pg, "revocation", pgq_now_ms() + REFRESH_TIMEOUT_MS, REFRESH_TIMEOUT_MS, err,
+                   errlen, refresh_in, &a) == STATUS_OK
                ? 0
                : -1;
 }
@@ -137,7 +136,8 @@ static void *poll_main(void *arg) {
         char err[256];
         if (refresh(r, 0, err, sizeof err) != 0) {
             if (!failing)
-                log_fields(LOG_WARN, "cannot refresh revoked tokens; revocations made on other "
+                log_fields(LOG_WARN,
+                           "cannot refresh revoked tokens; revocations made on other "
                            "replicas are not seen until PostgreSQL answers",
                            LOG_F_STR, "error", err, LOG_F_END);
             failing = 1;

@@ -6,9 +6,9 @@
  * through this replica applies locally at once. */
 #ifndef MEMORYD_AUTH_REVOCATION_H
 #define MEMORYD_AUTH_REVOCATION_H
+#include "service/store/pg_pool.h"
 #include <stddef.h>
 #include <stdint.h>
-#include "service/store/pg_pool.h"
 
 typedef struct revocation revocation;
 

@@ -10,7 +10,7 @@
 #define BUCKETS_PER_SHARD 1024 /* power of two */
 
 typedef struct entry {
-    struct entry *next;       /* bucket chain */
+    struct entry *next;          /* bucket chain */
     struct entry *older, *newer; /* insertion order, for eviction */
     uint64_t hash;
     size_t len;
@@ -56,7 +56,8 @@ static uint64_t token_hash(uint64_t seed, const char *s, size_t n) {
 token_cache *token_cache_create(size_t max) {
     token_cache *tc = calloc(1, sizeof *tc);
     if (!tc) return NULL;
-    if (RAND_bytes((unsigned char *)&tc->seed, sizeof tc->seed) != 1) tc->seed = (uint64_t)(uintptr_t)tc;
+    if (RAND_bytes((unsigned char *)&tc->seed, sizeof tc->seed) != 1)
+        tc->seed = (uint64_t)(uintptr_t)tc;
     tc->per_shard_max = max / SHARDS ? max / SHARDS : 1;
     for (int i = 0; i < SHARDS; i++) pthread_mutex_init(&tc->shards[i].lock, NULL);
     return tc;

@@ -5,9 +5,9 @@
  * lock; bounded, evicting the oldest insertion of a shard when full. */
 #ifndef MEMORYD_AUTH_TOKEN_CACHE_H
 #define MEMORYD_AUTH_TOKEN_CACHE_H
+#include "service/auth/principal.h"
 #include <stddef.h>
 #include <stdint.h>
-#include "service/auth/principal.h"
 
 typedef struct token_cache token_cache;
 

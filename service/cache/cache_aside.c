@@ -130,8 +130,7 @@ int cache_aside_get(cache_aside *ca, const char *key, size_t klen, int64_t deadl
     atomic_fetch_add(&ca->loads, 1);
     cache_item *it = NULL;
     int rc = load(arg, &it);
-    if (rc == STATUS_OK && use_l1 && l1_usable(ca))
-        cache_l1_put(ca->l1, key, klen, it, mark);
+    if (rc == STATUS_OK && use_l1 && l1_usable(ca)) cache_l1_put(ca->l1, key, klen, it, mark);
 
     pthread_mutex_lock(&ca->lock);
     f->done = 1;

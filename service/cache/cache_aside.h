@@ -15,9 +15,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "service/core/status.h"
 #include "service/cache/cache_l1.h"
 #include "service/cache/cache_sub.h"
+#include "service/core/status.h"
 
 typedef struct cache_aside cache_aside;
 

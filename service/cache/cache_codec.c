@@ -19,8 +19,8 @@ static char *join(arena *a, const char *head, size_t hlen, const char *tail, siz
 char *cache_key_slot(arena *a, const char *tenant, const char *owner, const char *key,
                      size_t keylen, size_t *len) {
     char head[1200];
-    int n = owner ? snprintf(head, sizeof head, "memoryd:c:%zu:%s:o%zu:%s:", strlen(tenant),
-                             tenant, strlen(owner), owner)
+    int n = owner ? snprintf(head, sizeof head, "memoryd:c:%zu:%s:o%zu:%s:", strlen(tenant), tenant,
+                             strlen(owner), owner)
                   : snprintf(head, sizeof head, "memoryd:c:%zu:%s:s:", strlen(tenant), tenant);
     if (n < 0 || (size_t)n >= sizeof head) return NULL;
     return join(a, head, (size_t)n, key, keylen, len);

@@ -12,12 +12,12 @@
 #include <stdint.h>
 
 typedef struct cache_item {
-    int refs;            /* private: changed atomically by cache_item_ref / unref */
-    int absent;          /* 1: the slot is known to be empty; no value */
-    int label;           /* memory.v1.Label of the value */
-    int64_t created_ms;  /* Unix ms the value was written */
-    int64_t expire_ms;   /* Unix ms it expires */
-    const char *owner;   /* NUL-terminated, inside the item */
+    int refs;           /* private: changed atomically by cache_item_ref / unref */
+    int absent;         /* 1: the slot is known to be empty; no value */
+    int label;          /* memory.v1.Label of the value */
+    int64_t created_ms; /* Unix ms the value was written */
+    int64_t expire_ms;  /* Unix ms it expires */
+    const char *owner;  /* NUL-terminated, inside the item */
     const uint8_t *value;
     size_t value_len;
     /* owner and value bytes follow */

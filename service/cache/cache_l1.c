@@ -14,7 +14,7 @@
 #define ENTRY_OVERHEAD 64        /* what a bound counts per entry beyond key + item */
 
 typedef struct entry {
-    struct entry *next;          /* bucket chain */
+    struct entry *next;                /* bucket chain */
     struct entry *prev_lru, *next_lru; /* most recently used first */
     uint64_t hash;
     int64_t expire_mono_ms;

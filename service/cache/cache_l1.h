@@ -22,9 +22,9 @@
 typedef struct cache_l1 cache_l1;
 
 typedef struct cache_l1_options {
-    size_t max_entries; /* 0: L1 disabled (every get misses, puts are dropped) */
-    size_t max_bytes;   /* 0: no byte bound */
-    int ttl_ms;         /* longest an entry is kept, > 0 */
+    size_t max_entries;     /* 0: L1 disabled (every get misses, puts are dropped) */
+    size_t max_bytes;       /* 0: no byte bound */
+    int ttl_ms;             /* longest an entry is kept, > 0 */
     const clock_src *clock; /* NULL: the system's clocks (tests move their own) */
 } cache_l1_options;
 

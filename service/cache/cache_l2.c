@@ -95,9 +95,9 @@ int cache_l2_mget(cache_l2 *l2, const char *const *keys, const size_t *klens, si
     return STATUS_OK;
 }
 
-static int script(cache_l2 *l2, const char *body, const char *key, size_t klen,
-                  const char **args, const size_t *alens, int nargs, int64_t deadline_ms,
-                  long long *result, char *err, size_t errlen) {
+static int script(cache_l2 *l2, const char *body, const char *key, size_t klen, const char **args,
+                  const size_t *alens, int nargs, int64_t deadline_ms, long long *result, char *err,
+                  size_t errlen) {
     char *msg = malloc(CACHE_INVAL_BYTES(klen));
     if (!msg) return snprintf(err, errlen, "out of memory"), STATUS_EUNAVAILABLE;
     const char *argv[12] = {"EVAL", body, "1", key};
@@ -131,8 +131,8 @@ int cache_l2_set(cache_l2 *l2, const char *key, size_t klen, const uint8_t *blob
     return n == 1 ? STATUS_OK : STATUS_EDENIED;
 }
 
-int cache_l2_delete(cache_l2 *l2, const char *key, size_t klen, int max_label,
-                    int64_t deadline_ms, char *err, size_t errlen) {
+int cache_l2_delete(cache_l2 *l2, const char *key, size_t klen, int max_label, int64_t deadline_ms,
+                    char *err, size_t errlen) {
     char label[8];
     snprintf(label, sizeof label, "%d", max_label);
     const char *args[] = {label};

@@ -10,8 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "service/core/status.h"
 #include "service/cache/cache_item.h"
+#include "service/core/status.h"
 #include "service/store/redis_pool.h"
 
 /* Results: STATUS_OK; STATUS_EDENIED (the stored entry is labelled above
@@ -36,8 +36,8 @@ int cache_l2_set(cache_l2 *l2, const char *key, size_t klen, const uint8_t *blob
                  int64_t ttl_ms, int max_label, int64_t deadline_ms, char *err, size_t errlen);
 /* Deletes key (OK), ABSENT when nothing was there, DENIED as for set; the
  * invalidation is published unless DENIED. */
-int cache_l2_delete(cache_l2 *l2, const char *key, size_t klen, int max_label,
-                    int64_t deadline_ms, char *err, size_t errlen);
+int cache_l2_delete(cache_l2 *l2, const char *key, size_t klen, int max_label, int64_t deadline_ms,
+                    char *err, size_t errlen);
 /* Publishes the invalidation of key alone (for records cached from another
  * store, e.g. entities, whose writes do not go through Redis). */
 int cache_l2_publish(cache_l2 *l2, const char *key, size_t klen, int64_t deadline_ms, char *err,

@@ -53,8 +53,8 @@ static int load_item(void *arg, cache_item **out) {
     uint8_t *buf = arena_alloc(l->a, n ? n : 1);
     if (!buf) return STATUS_ENOMEM;
     protobuf_c_message_pack(rec.msg, buf);
-    *out = cache_item_create(rec.owner, strlen(rec.owner), buf, n, rec.label,
-                             rec.update_us / 1000, wall_ms() + RECORD_TTL_MS);
+    *out = cache_item_create(rec.owner, strlen(rec.owner), buf, n, rec.label, rec.update_us / 1000,
+                             wall_ms() + RECORD_TTL_MS);
     return *out ? STATUS_OK : STATUS_ENOMEM;
 }
 
@@ -75,8 +75,8 @@ int cache_records_get(cache_records *r, const principal *p, principal_breadth br
         cache_item_unref(it);
         return STATUS_ENOTFOUND;
     }
-    *out = protobuf_c_message_unpack(r->desc, arena_protobuf_allocator(a), it->value_len,
-                                     it->value);
+    *out =
+        protobuf_c_message_unpack(r->desc, arena_protobuf_allocator(a), it->value_len, it->value);
     cache_item_unref(it);
     return *out ? STATUS_OK : STATUS_ENOMEM;
 }
@@ -95,9 +95,10 @@ void cache_records_changed(cache_records *r, arena *a, const char *tenant, const
     cache_aside_invalidate(r->ca, key, klen);
     char err[256] = "";
     if (r->l2 && cache_l2_publish(r->l2, key, klen, deadline_ms, err, sizeof err) != STATUS_OK)
-        log_fields(LOG_WARN, "record invalidation not announced; other replicas drop their L1 "
-                   "when their subscription recovers", LOG_F_STR, "id", id, LOG_F_STR,
-                   "reason", err, LOG_F_END);
+        log_fields(LOG_WARN,
+                   "record invalidation not announced; other replicas drop their L1 "
+                   "when their subscription recovers",
+                   LOG_F_STR, "id", id, LOG_F_STR, "reason", err, LOG_F_END);
 }
 
 uint64_t cache_records_loads(cache_records *r) { return cache_aside_loads(r->ca); }

@@ -13,12 +13,12 @@
 #include "service/cache/cache_codec.h"
 #include "service/cache/cache_records.h"
 #include "service/cache/cache_sub.h"
-#include "service/privacy/pii_policy.h"
-#include "service/tier/tier_check.h"
-#include "service/tier/tier_meta.h"
 #include "service/core/log.h"
 #include "service/core/text.h"
 #include "service/pb/pbtime.h"
+#include "service/privacy/pii_policy.h"
+#include "service/tier/tier_check.h"
+#include "service/tier/tier_meta.h"
 
 #define KEY_MAX 512
 #define VALUE_MAX (1024 * 1024)
@@ -33,8 +33,8 @@
  * offers GlobalMemory. */
 typedef struct cache_service {
     cache_l1 *l1;
-    cache_l2 *l2;      /* NULL: no Redis configured */
-    cache_sub *sub;    /* with l2 */
+    cache_l2 *l2;       /* NULL: no Redis configured */
+    cache_sub *sub;     /* with l2 */
     cache_aside *aside; /* with --cache-entities */
     cache_records *entities;
     pii_policy pii;
@@ -51,7 +51,8 @@ static grpc_status_code check_key(rpc_call *call, const char *field, const char 
     if (n == 0) return rpc_call_invalid(call, "%s: required (1 to %d bytes)", field, KEY_MAX);
     if (n > KEY_MAX) return rpc_call_invalid(call, "%s: %zu bytes; at most %d", field, n, KEY_MAX);
     if (text_name_chars(key) < 0)
-        return rpc_call_invalid(call, "%s: \"%s\" is not valid UTF-8 or contains a control character",
+        return rpc_call_invalid(call,
+                                "%s: \"%s\" is not valid UTF-8 or contains a control character",
                                 field, text_quote(rpc_call_arena(call), key));
     return GRPC_STATUS_OK;
 }
@@ -65,8 +66,8 @@ typedef struct {
 
 static int make_slots(arena *a, const principal *p, const char *key, slots *s) {
     s->key = key;
-    s->own = cache_key_slot(a, principal_tenant(p), principal_sub(p), key, strlen(key),
-                            &s->own_len);
+    s->own =
+        cache_key_slot(a, principal_tenant(p), principal_sub(p), key, strlen(key), &s->own_len);
     s->shared = cache_key_slot(a, principal_tenant(p), NULL, key, strlen(key), &s->shared_len);
     return s->own && s->shared ? 0 : -1;
 }
@@ -247,7 +248,7 @@ static Memory__V1__CacheItem *render_item(arena *a, const principal *p, const lo
 /* ------------------------------------------------------------ handlers */
 
 static RPC_UNARY_HANDLER(do_get, cache_service, Memory__V1__CacheGetRequest,
-                  Memory__V1__CacheGetResponse) {
+                         Memory__V1__CacheGetResponse) {
     RPC_CHECK(check_key(call, "key", req->key));
     const principal *p = authn_principal(call);
     arena *a = rpc_call_arena(call);
@@ -261,7 +262,7 @@ static RPC_UNARY_HANDLER(do_get, cache_service, Memory__V1__CacheGetRequest,
 }
 
 static RPC_UNARY_HANDLER(do_multi_get, cache_service, Memory__V1__CacheMultiGetRequest,
-                  Memory__V1__CacheMultiGetResponse) {
+                         Memory__V1__CacheMultiGetResponse) {
     if (req->n_keys == 0) return rpc_call_invalid(call, "keys: required (1 to %d keys)", KEYS_MAX);
     if (req->n_keys > KEYS_MAX)
         return rpc_call_invalid(call, "keys: %zu keys; at most %d", req->n_keys, KEYS_MAX);
@@ -308,13 +309,15 @@ static grpc_status_code value_pii(rpc_call *call, const cache_service *svc, cons
 }
 
 static grpc_status_code denied(rpc_call *call, const char *key) {
-    rpc_call_set_error(call, "key \"%s\" holds an entry labelled above your clearance; it may "
-                       "not be modified", text_quote(rpc_call_arena(call), key));
+    rpc_call_set_error(call,
+                       "key \"%s\" holds an entry labelled above your clearance; it may "
+                       "not be modified",
+                       text_quote(rpc_call_arena(call), key));
     return GRPC_STATUS_PERMISSION_DENIED;
 }
 
 static RPC_UNARY_HANDLER(do_set, cache_service, Memory__V1__CacheSetRequest,
-                  Memory__V1__CacheSetResponse) {
+                         Memory__V1__CacheSetResponse) {
     RPC_CHECK(check_key(call, "key", req->key));
     if (req->value.len > VALUE_MAX)
         return rpc_call_invalid(call, "value: %zu bytes; at most %d", req->value.len, VALUE_MAX);
@@ -340,9 +343,9 @@ static RPC_UNARY_HANDLER(do_set, cache_service, Memory__V1__CacheSetRequest,
     write_slot(p, &s, &k, &klen);
     audit_add_target(call, arena_printf(a, "cache:%s", req->key));
     int64_t now = wall_ms(), ttl_ms = ttl_us / 1000;
-    cache_item *it = cache_item_create(principal_sub(p), strlen(principal_sub(p)), value.data,
-                                       value.len, principal_stamp_label(p, req->label, 0), now,
-                                       now + ttl_ms);
+    cache_item *it =
+        cache_item_create(principal_sub(p), strlen(principal_sub(p)), value.data, value.len,
+                          principal_stamp_label(p, req->label, 0), now, now + ttl_ms);
     if (!it) return rpc_call_oom(call);
     uint64_t mark = cache_l1_mark(svc->l1, k, klen);
     int rc = STATUS_EUNAVAILABLE;
@@ -375,7 +378,7 @@ static RPC_UNARY_HANDLER(do_set, cache_service, Memory__V1__CacheSetRequest,
 }
 
 static RPC_UNARY_HANDLER(do_delete, cache_service, Memory__V1__CacheDeleteKeyRequest,
-                  Memory__V1__CacheDeleteKeyResponse) {
+                         Memory__V1__CacheDeleteKeyResponse) {
     RPC_CHECK(check_key(call, "key", req->key));
     const principal *p = authn_principal(call);
     arena *a = rpc_call_arena(call);
@@ -423,8 +426,8 @@ static void cache_free(void *state) {
         cache_l1_get_stats(svc->l1, &st);
         log_fields(LOG_INFO, "cache L1 totals", LOG_F_INT, "hits", (int64_t)st.hits, LOG_F_INT,
                    "misses", (int64_t)st.misses, LOG_F_INT, "evictions", (int64_t)st.evictions,
-                   LOG_F_INT, "expirations", (int64_t)st.expirations, LOG_F_INT,
-                   "invalidations", (int64_t)st.invalidations, LOG_F_END);
+                   LOG_F_INT, "expirations", (int64_t)st.expirations, LOG_F_INT, "invalidations",
+                   (int64_t)st.invalidations, LOG_F_END);
     }
     cache_l1_free(svc->l1);
     free(svc);
@@ -462,8 +465,8 @@ static int cache_open(tier_env *env, void **state, char *err, size_t errlen) {
      * entity cache bypasses L1. A Redis that is down does not hold us up. */
     if (svc->sub) cache_sub_wait_live(svc->sub, rpc_now_ms() + 2000);
     env->entity_cache = svc->entities;
-    log_fields(LOG_INFO, "cache tier", LOG_F_STR, "replica", replica, LOG_F_INT,
-               "l1_max_entries", (int64_t)c->cache_l1_max_entries, LOG_F_INT, "l1_max_bytes",
+    log_fields(LOG_INFO, "cache tier", LOG_F_STR, "replica", replica, LOG_F_INT, "l1_max_entries",
+               (int64_t)c->cache_l1_max_entries, LOG_F_INT, "l1_max_bytes",
                (int64_t)c->cache_l1_max_bytes, LOG_F_STR, "l2", svc->l2 ? "redis" : "none",
                LOG_F_STR, "entities", svc->entities ? "cached" : "not cached", LOG_F_END);
     *state = svc;

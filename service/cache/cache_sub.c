@@ -51,8 +51,7 @@ static int nap(cache_sub *s, int ms) {
     struct timespec ts;
     abs_time(mono_ms() + ms, &ts);
     pthread_mutex_lock(&s->lock);
-    while (!s->stop && pthread_cond_timedwait(&s->cond, &s->lock, &ts) == 0) {
-    }
+    while (!s->stop && pthread_cond_timedwait(&s->cond, &s->lock, &ts) == 0) {}
     int stop = s->stop;
     pthread_mutex_unlock(&s->lock);
     return stop;
@@ -109,8 +108,10 @@ static void *sub_main(void *arg) {
         if (!ok) {
             if (c) redisFree(c);
             if (!warned)
-                log_fields(LOG_WARN, "cache invalidations not heard; L1 is not shared-safe until "
-                           "Redis is back", LOG_F_STR, "reason", err, LOG_F_END);
+                log_fields(LOG_WARN,
+                           "cache invalidations not heard; L1 is not shared-safe until "
+                           "Redis is back",
+                           LOG_F_STR, "reason", err, LOG_F_END);
             warned = 1;
             if (nap(s, backoff)) break;
             backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;
@@ -177,8 +178,7 @@ int cache_sub_wait_live(cache_sub *s, int64_t deadline_ms) {
     abs_time(deadline_ms, &ts);
     pthread_mutex_lock(&s->lock);
     while (!atomic_load(&s->live) && !s->stop &&
-           pthread_cond_timedwait(&s->cond, &s->lock, &ts) == 0) {
-    }
+           pthread_cond_timedwait(&s->cond, &s->lock, &ts) == 0) {}
     int live = atomic_load(&s->live);
     pthread_mutex_unlock(&s->lock);
     return live ? 0 : -1;

@@ -27,7 +27,10 @@ struct arena {
 };
 
 static void *pb_alloc(void *ctx, size_t size) { return arena_alloc((arena *)ctx, size); }
-static void pb_free(void *ctx, void *ptr) { (void)ctx; (void)ptr; }
+static void pb_free(void *ctx, void *ptr) {
+    (void)ctx;
+    (void)ptr;
+}
 
 static void init_state(arena *a) {
     a->first.next = NULL;

@@ -6,8 +6,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-static const char ALPHABET[] =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+static const char ALPHABET[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
 /* -1 for every byte outside the URL alphabet, including '=' and NUL. */
 static int sextet(unsigned char c) {
@@ -19,9 +18,7 @@ static int sextet(unsigned char c) {
     return -1;
 }
 
-size_t b64url_encoded_len(size_t n) {
-    return (n / 3) * 4 + (n % 3 == 0 ? 0 : n % 3 + 1);
-}
+size_t b64url_encoded_len(size_t n) { return (n / 3) * 4 + (n % 3 == 0 ? 0 : n % 3 + 1); }
 
 size_t b64url_decoded_max(size_t n) { return (n / 4) * 3 + 2; }
 

@@ -40,8 +40,8 @@ static const opt_def options[] = {
      "PostgreSQL connection URI, e.g. postgresql://user@127.0.0.1:5432/memoryd (required)"},
     {"pg-pool-size", "MEMORYD_PG_POOL_SIZE", OPT_INT, OFF(pg_pool_size), "8", 1, 256, 0,
      "PostgreSQL connections kept open"},
-    {"pg-connect-timeout", "MEMORYD_PG_CONNECT_TIMEOUT", OPT_INT, OFF(pg_connect_timeout_s), "5",
-     1, 300, 0, "seconds allowed for one PostgreSQL connection attempt"},
+    {"pg-connect-timeout", "MEMORYD_PG_CONNECT_TIMEOUT", OPT_INT, OFF(pg_connect_timeout_s), "5", 1,
+     300, 0, "seconds allowed for one PostgreSQL connection attempt"},
     {"redis-url", "MEMORYD_REDIS_URL", OPT_STR, OFF(redis_url), "", 0, 0, 1,
      "Redis URL redis://host:port[/db]; empty = in-process cache only, no blackboard"},
     {"qdrant-url", "MEMORYD_QDRANT_URL", OPT_STR, OFF(qdrant_url), "", 0, 0, 0,
@@ -90,14 +90,17 @@ static const opt_def options[] = {
     {"pii-policy", "MEMORYD_PII_POLICY", OPT_STR, OFF(pii_policy), "reject", 0, 0, 0,
      "what a write holding PII gets without the pii:write scope: reject (INVALID_ARGUMENT "
      "naming the kinds) | redact (stored with [REDACTED:<kind>] markers)"},
-    {"traverse-max-depth", "MEMORYD_TRAVERSE_MAX_DEPTH", OPT_INT, OFF(traverse_max_depth), "10",
-     1, 10, 0, "deepest GlobalMemory.Traverse a caller may ask for (max_depth above it is "
+    {"traverse-max-depth", "MEMORYD_TRAVERSE_MAX_DEPTH", OPT_INT, OFF(traverse_max_depth), "10", 1,
+     10, 0,
+     "deepest GlobalMemory.Traverse a caller may ask for (max_depth above it is "
      "INVALID_ARGUMENT)"},
     {"cache-l1-max-entries", "MEMORYD_CACHE_L1_MAX_ENTRIES", OPT_INT, OFF(cache_l1_max_entries),
-     "1000", 0, 10000000, 0, "entries the in-process cache (L1) keeps; 0 turns L1 off (every "
+     "1000", 0, 10000000, 0,
+     "entries the in-process cache (L1) keeps; 0 turns L1 off (every "
      "Cache lookup goes to Redis)"},
     {"cache-l1-max-bytes", "MEMORYD_CACHE_L1_MAX_BYTES", OPT_INT, OFF(cache_l1_max_bytes),
-     "67108864", 4096, 2147483647, 0, "bytes the in-process cache keeps (keys, values and "
+     "67108864", 4096, 2147483647, 0,
+     "bytes the in-process cache keeps (keys, values and "
      "bookkeeping); least recently used entries go first"},
     {"cache-l1-ttl-ms", "MEMORYD_CACHE_L1_TTL_MS", OPT_INT, OFF(cache_l1_ttl_ms), "60000", 100,
      3600000, 0, "longest an entry stays in the in-process cache (never past its own TTL)"},
@@ -124,8 +127,8 @@ static int parse_bool(const char *s, int *out) {
 }
 
 /* Stores value into the option's field; on error writes why into err. */
-static int set_value(config *c, const opt_def *o, const char *value, const char *source,
-                     char *err, size_t errlen) {
+static int set_value(config *c, const opt_def *o, const char *value, const char *source, char *err,
+                     size_t errlen) {
     switch (o->type) {
     case OPT_STR: {
         char *copy = strdup(value);
@@ -200,8 +203,10 @@ static int parse_argv(config *c, int argc, char **argv, FILE *out, char *err, si
             return CONFIG_EXIT_OK;
         }
         if (strncmp(arg, "--", 2) != 0) {
-            snprintf(err, errlen, "unexpected argument \"%s\" (flags look like --name=value; "
-                     "see --help)", arg);
+            snprintf(err, errlen,
+                     "unexpected argument \"%s\" (flags look like --name=value; "
+                     "see --help)",
+                     arg);
             return -1;
         }
         const char *name = arg + 2;
@@ -237,46 +242,54 @@ static int parse_argv(config *c, int argc, char **argv, FILE *out, char *err, si
 static int validate(const config *c, char *err, size_t errlen) {
     log_level lvl;
     if (log_level_parse(c->log_level, &lvl) != 0) {
-        snprintf(err, errlen, "--log-level (MEMORYD_LOG_LEVEL) must be debug, info, warn or "
-                 "error, got \"%s\"", c->log_level);
+        snprintf(err, errlen,
+                 "--log-level (MEMORYD_LOG_LEVEL) must be debug, info, warn or "
+                 "error, got \"%s\"",
+                 c->log_level);
         return -1;
     }
     if (c->listen[0] == '\0' || !strchr(c->listen, ':')) {
-        snprintf(err, errlen, "--listen (MEMORYD_LISTEN) must be host:port, got \"%s\"",
-                 c->listen);
+        snprintf(err, errlen, "--listen (MEMORYD_LISTEN) must be host:port, got \"%s\"", c->listen);
         return -1;
     }
     if (c->pg_url[0] == '\0') {
-        snprintf(err, errlen, "no PostgreSQL configured: set --pg-url or MEMORYD_PG_URL "
+        snprintf(err, errlen,
+                 "no PostgreSQL configured: set --pg-url or MEMORYD_PG_URL "
                  "(make run starts a private one)");
         return -1;
     }
     if (strcmp(c->pii_policy, "reject") != 0 && strcmp(c->pii_policy, "redact") != 0) {
-        snprintf(err, errlen, "--pii-policy (MEMORYD_PII_POLICY) must be reject or redact, got "
-                 "\"%s\"", c->pii_policy);
+        snprintf(err, errlen,
+                 "--pii-policy (MEMORYD_PII_POLICY) must be reject or redact, got "
+                 "\"%s\"",
+                 c->pii_policy);
         return -1;
     }
     if (c->qdrant_url[0] && strncmp(c->qdrant_url, "http://", 7) != 0 &&
         strncmp(c->qdrant_url, "https://", 8) != 0) {
-        snprintf(err, errlen, "--qdrant-url (MEMORYD_QDRANT_URL) must start with http:// or "
+        snprintf(err, errlen,
+                 "--qdrant-url (MEMORYD_QDRANT_URL) must start with http:// or "
                  "https:// (Qdrant's REST port, 6333 by default)");
         return -1;
     }
-    if (c->qdrant_collection_prefix[0] && strspn(c->qdrant_collection_prefix,
-                                                 "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                                 "0123456789_-") !=
-                                              strlen(c->qdrant_collection_prefix)) {
-        snprintf(err, errlen, "--qdrant-collection-prefix (MEMORYD_QDRANT_COLLECTION_PREFIX) may "
+    if (c->qdrant_collection_prefix[0] &&
+        strspn(c->qdrant_collection_prefix,
+               "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+               "0123456789_-") != strlen(c->qdrant_collection_prefix)) {
+        snprintf(err, errlen,
+                 "--qdrant-collection-prefix (MEMORYD_QDRANT_COLLECTION_PREFIX) may "
                  "hold only A-Z, a-z, 0-9, '_' and '-'");
         return -1;
     }
     if (c->jwks[0] == '\0') {
-        snprintf(err, errlen, "no token keys configured: set --jwks or MEMORYD_JWKS to a JWKS "
+        snprintf(err, errlen,
+                 "no token keys configured: set --jwks or MEMORYD_JWKS to a JWKS "
                  "file (`memoryd token keygen` creates one; make run does it for you)");
         return -1;
     }
     if ((c->tls_cert[0] == '\0') != (c->tls_key[0] == '\0')) {
-        snprintf(err, errlen, "--tls-cert and --tls-key (MEMORYD_TLS_CERT, MEMORYD_TLS_KEY) "
+        snprintf(err, errlen,
+                 "--tls-cert and --tls-key (MEMORYD_TLS_CERT, MEMORYD_TLS_KEY) "
                  "must be given together");
         return -1;
     }
@@ -316,8 +329,8 @@ void config_log(const config *c) {
             const char *v = *(char *const *)((const char *)c + o->offset);
             /* URLs may embed passwords: say only whether a secret is set. */
             const char *shown = o->secret ? (*v ? "(set)" : "(empty)") : v;
-            log_fields(LOG_DEBUG, "config", LOG_F_STR, "flag", o->flag, LOG_F_STR, "value",
-                       shown, LOG_F_END);
+            log_fields(LOG_DEBUG, "config", LOG_F_STR, "flag", o->flag, LOG_F_STR, "value", shown,
+                       LOG_F_END);
         } else {
             int v = *(const int *)((const char *)c + o->offset);
             log_fields(LOG_DEBUG, "config", LOG_F_STR, "flag", o->flag, LOG_F_INT, "value",

@@ -9,39 +9,39 @@
 #include <stdio.h>
 
 typedef struct config {
-    char *listen;             /* host:port for the gRPC listener */
-    int workers;              /* completion-queue threads; 0 = number of cores */
-    char *pg_url;             /* libpq connection URI (required) */
-    int pg_pool_size;         /* libpq connections kept open */
-    int pg_connect_timeout_s; /* per connection attempt */
-    char *redis_url;          /* redis://host:port[/db]; empty = L1 cache only */
-    char *qdrant_url;         /* http(s)://host:port; empty = embedded index */
-    char *qdrant_api_key;     /* sent as the api-key header */
-    int qdrant_timeout_ms;    /* one Qdrant request at most (calls without deadline) */
+    char *listen;                   /* host:port for the gRPC listener */
+    int workers;                    /* completion-queue threads; 0 = number of cores */
+    char *pg_url;                   /* libpq connection URI (required) */
+    int pg_pool_size;               /* libpq connections kept open */
+    int pg_connect_timeout_s;       /* per connection attempt */
+    char *redis_url;                /* redis://host:port[/db]; empty = L1 cache only */
+    char *qdrant_url;               /* http(s)://host:port; empty = embedded index */
+    char *qdrant_api_key;           /* sent as the api-key header */
+    int qdrant_timeout_ms;          /* one Qdrant request at most (calls without deadline) */
     char *qdrant_collection_prefix; /* of the Qdrant collections memoryd creates */
-    char *tls_cert;           /* PEM certificate chain; empty = plaintext */
-    char *tls_key;            /* PEM private key for tls_cert */
-    char *log_level;          /* debug | info | warn | error */
-    int max_message_bytes;    /* largest request/response accepted */
-    int keepalive_time_s;     /* server pings an idle connection this often */
-    int keepalive_timeout_s;  /* and drops it when the ping is not answered */
-    int shutdown_grace_s;     /* in-flight calls get this long on SIGTERM */
-    int health_interval_ms;   /* how often backends are probed */
-    int reflection;           /* serve grpc.reflection v1 + v1alpha */
-    int migrate;              /* apply schema migrations at start-up */
-    char *jwks;               /* token verification keys (JWKS file) */
-    char *signing_key;        /* private JWK for minted tokens; empty = none */
-    char *token_issuer;       /* iss of minted tokens */
-    int token_skew_s;         /* clock skew allowed on exp/nbf */
-    int token_cache_size;     /* verified tokens cached */
-    int revocation_poll_ms;   /* revocation set refresh period */
-    int open_health;          /* health + reflection without a token */
-    char *pii_policy;         /* reject | redact */
-    int traverse_max_depth;   /* GlobalMemory.Traverse max_depth ceiling (1..10) */
-    int cache_l1_max_entries; /* in-process cache entries; 0 = no L1 */
-    int cache_l1_max_bytes;   /* in-process cache byte bound */
-    int cache_l1_ttl_ms;      /* longest an L1 entry lives */
-    int cache_entities;       /* GetEntity through the cache-aside L1 */
+    char *tls_cert;                 /* PEM certificate chain; empty = plaintext */
+    char *tls_key;                  /* PEM private key for tls_cert */
+    char *log_level;                /* debug | info | warn | error */
+    int max_message_bytes;          /* largest request/response accepted */
+    int keepalive_time_s;           /* server pings an idle connection this often */
+    int keepalive_timeout_s;        /* and drops it when the ping is not answered */
+    int shutdown_grace_s;           /* in-flight calls get this long on SIGTERM */
+    int health_interval_ms;         /* how often backends are probed */
+    int reflection;                 /* serve grpc.reflection v1 + v1alpha */
+    int migrate;                    /* apply schema migrations at start-up */
+    char *jwks;                     /* token verification keys (JWKS file) */
+    char *signing_key;              /* private JWK for minted tokens; empty = none */
+    char *token_issuer;             /* iss of minted tokens */
+    int token_skew_s;               /* clock skew allowed on exp/nbf */
+    int token_cache_size;           /* verified tokens cached */
+    int revocation_poll_ms;         /* revocation set refresh period */
+    int open_health;                /* health + reflection without a token */
+    char *pii_policy;               /* reject | redact */
+    int traverse_max_depth;         /* GlobalMemory.Traverse max_depth ceiling (1..10) */
+    int cache_l1_max_entries;       /* in-process cache entries; 0 = no L1 */
+    int cache_l1_max_bytes;         /* in-process cache byte bound */
+    int cache_l1_ttl_ms;            /* longest an L1 entry lives */
+    int cache_entities;             /* GetEntity through the cache-aside L1 */
 } config;
 
 /* Outcome of config_load besides 0 (= run the service). */

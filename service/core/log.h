@@ -38,8 +38,7 @@ const char *log_level_name(log_level level);
 void log_set_fd(int fd);
 
 /* A message formatted printf-style, without extra fields. */
-void log_msg(log_level level, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+void log_msg(log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* A message plus fields: log_fields(LOG_INFO, "listening",
  *     LOG_F_STR, "addr", addr, LOG_F_INT, "workers", (int64_t)n, LOG_F_END); */

@@ -79,4 +79,3 @@ const char *text_quote(arena *a, const char *s) {
     *w = '\0';
     return out;
 }
-

@@ -90,8 +90,10 @@ RPC_UNARY_HANDLER(entries_do_search, entries_service, Memory__V1__EntriesSearchR
     tier_time_range tr;
     RPC_CHECK(entries_check_ns_pattern(call, "namespace_pattern", &in.ns_pattern));
     RPC_CHECK(tier_check_text(call, "term", req->term, TERM_MAX_CHARS));
-    RPC_CHECK(tier_check_tags(call, "tags", req->tags, req->n_tags, ENTRIES_TAGS_MAX, ENTRIES_TAG_MAX_CHARS, (const char ***)&in.tags, &in.ntags));
-    RPC_CHECK(tier_check_name(call, "content_type", req->content_type, ENTRIES_CONTENT_TYPE_MAX, 0));
+    RPC_CHECK(tier_check_tags(call, "tags", req->tags, req->n_tags, ENTRIES_TAGS_MAX,
+                              ENTRIES_TAG_MAX_CHARS, (const char ***)&in.tags, &in.ntags));
+    RPC_CHECK(
+        tier_check_name(call, "content_type", req->content_type, ENTRIES_CONTENT_TYPE_MAX, 0));
     RPC_CHECK(tier_check_name(call, "created_by", req->created_by, CREATED_BY_MAX, 0));
     RPC_CHECK(tier_check_time_range(call, "time_range", req->time_range, &tr));
     if (req->limit < 0 || req->limit > TIER_PAGE_MAX)

@@ -43,8 +43,8 @@ static grpc_status_code check_expiry(rpc_call *call, const Memory__V1__EntriesWr
 /* The PII policy over what a Write stores: key (it names the entry),
  * value, tags and metadata. */
 static grpc_status_code write_pii(rpc_call *call, const entries_service *svc,
-                                  const Memory__V1__EntriesWriteRequest *req,
-                                  entries_write_in *in, const Google__Protobuf__Struct **meta) {
+                                  const Memory__V1__EntriesWriteRequest *req, entries_write_in *in,
+                                  const Google__Protobuf__Struct **meta) {
     arena *a = rpc_call_arena(call);
     const char *key = req->key, *value = (const char *)req->value.data;
     size_t value_len = req->value.len;
@@ -53,7 +53,7 @@ static grpc_status_code write_pii(rpc_call *call, const entries_service *svc,
         PII_BYTES("value", &value, &value_len),
     };
     size_t n = 2;
-    char (*paths)[24] = arena_alloc(a, (in->ntags ? in->ntags : 1) * sizeof *paths);
+    char(*paths)[24] = arena_alloc(a, (in->ntags ? in->ntags : 1) * sizeof *paths);
     const char **tags = arena_alloc(a, (in->ntags ? in->ntags : 1) * sizeof *tags);
     if (!paths || !tags) return rpc_call_oom(call);
     for (size_t i = 0; i < in->ntags; i++) {
@@ -82,8 +82,10 @@ RPC_UNARY_HANDLER(entries_do_write, entries_service, Memory__V1__EntriesWriteReq
     entries_write_in in = {0};
     RPC_CHECK(entries_check_address(call, req->namespace_, req->key));
     RPC_CHECK(check_value(call, "value", req->value.len));
-    RPC_CHECK(tier_check_name(call, "content_type", req->content_type, ENTRIES_CONTENT_TYPE_MAX, 0));
-    RPC_CHECK(tier_check_tags(call, "tags", req->tags, req->n_tags, ENTRIES_TAGS_MAX, ENTRIES_TAG_MAX_CHARS, (const char ***)&in.tags, &in.ntags));
+    RPC_CHECK(
+        tier_check_name(call, "content_type", req->content_type, ENTRIES_CONTENT_TYPE_MAX, 0));
+    RPC_CHECK(tier_check_tags(call, "tags", req->tags, req->n_tags, ENTRIES_TAGS_MAX,
+                              ENTRIES_TAG_MAX_CHARS, (const char ***)&in.tags, &in.ntags));
     RPC_CHECK(tier_check_label(call, "label", (int)req->label));
     RPC_CHECK(check_expiry(call, req, &in));
     if (req->precondition_case ==
@@ -144,8 +146,8 @@ static int edit_pii(edit_ctx *e, const uint8_t *v, size_t n, entries_edit_out *o
                     size_t errlen) {
     const char *value = (const char *)v;
     pii_field f[] = {PII_BYTES("value", &value, &n)};
-    int rc = pii_policy_apply(e->a, e->mode, f, 1, (const char ***)&out->pii_kinds, &out->npii,
-                              err, errlen);
+    int rc = pii_policy_apply(e->a, e->mode, f, 1, (const char ***)&out->pii_kinds, &out->npii, err,
+                              errlen);
     if (rc != STATUS_OK) return rc;
     out->changed = 1;
     out->value = (const uint8_t *)value;
@@ -230,7 +232,10 @@ RPC_UNARY_HANDLER(entries_do_append, entries_service, Memory__V1__EntriesAppendR
     edit_ctx e = {0};
     e.append = &req->value;
     entries_record rec;
-    RPC_CHECK(modify(call, svc, req->namespace_, req->key, req->precondition_case == MEMORY__V1__ENTRIES_APPEND_REQUEST__PRECONDITION_EXPECTED_VERSION, req->expected_version, edit_append, &e, &rec));
+    RPC_CHECK(modify(call, svc, req->namespace_, req->key,
+                     req->precondition_case ==
+                         MEMORY__V1__ENTRIES_APPEND_REQUEST__PRECONDITION_EXPECTED_VERSION,
+                     req->expected_version, edit_append, &e, &rec));
     if (!(resp->meta = tier_meta_render(rpc_call_arena(call), &rec.meta)))
         return rpc_call_oom(call);
     resp->size_bytes = rec.size_bytes;
@@ -253,7 +258,10 @@ RPC_UNARY_HANDLER(entries_do_replace, entries_service, Memory__V1__EntriesReplac
     e.replacement = &req->replacement;
     e.max_replacements = req->max_replacements;
     entries_record rec;
-    RPC_CHECK(modify(call, svc, req->namespace_, req->key, req->precondition_case == MEMORY__V1__ENTRIES_REPLACE_REQUEST__PRECONDITION_EXPECTED_VERSION, req->expected_version, edit_replace, &e, &rec));
+    RPC_CHECK(modify(call, svc, req->namespace_, req->key,
+                     req->precondition_case ==
+                         MEMORY__V1__ENTRIES_REPLACE_REQUEST__PRECONDITION_EXPECTED_VERSION,
+                     req->expected_version, edit_replace, &e, &rec));
     if (!(resp->meta = tier_meta_render(rpc_call_arena(call), &rec.meta)))
         return rpc_call_oom(call);
     resp->replacement_count = e.count;

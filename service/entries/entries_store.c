@@ -72,8 +72,8 @@ static int decode_value(tier_ctx *c, const PGresult *r, int row, int compressed,
     const char *vp = PQgetvalue(r, row, ECOL_VALUE);
     size_t vlen = (size_t)PQgetlength(r, row, ECOL_VALUE);
     if (rec->size_bytes < 0 || rec->size_bytes > ENTRIES_VALUE_MAX)
-        return tier_fail(c, STATUS_EINTERNAL, "entries row %s/%s has size %lld", rec->ns,
-                         rec->key, (long long)rec->size_bytes);
+        return tier_fail(c, STATUS_EINTERNAL, "entries row %s/%s has size %lld", rec->ns, rec->key,
+                         (long long)rec->size_bytes);
     size_t size = (size_t)rec->size_bytes;
     uint8_t *buf = arena_alloc(c->ar, size ? size : 1);
     if (!buf) return tier_fail(c, STATUS_ENOMEM, "out of memory");
@@ -83,8 +83,8 @@ static int decode_value(tier_ctx *c, const PGresult *r, int row, int compressed,
         if (fsz != size || ZSTD_isError(got) || got != size) {
             log_fields(LOG_ERROR, "entries: stored value does not decompress", LOG_F_STR,
                        "namespace", rec->ns, LOG_F_STR, "key", rec->key, LOG_F_END);
-            return tier_fail(c, STATUS_EINTERNAL, "the stored value of %s/%s is corrupt",
-                             rec->ns, rec->key);
+            return tier_fail(c, STATUS_EINTERNAL, "the stored value of %s/%s is corrupt", rec->ns,
+                             rec->key);
         }
     } else {
         if (vlen != size)
@@ -121,8 +121,8 @@ int entries_decode_row(tier_ctx *c, const PGresult *r, int row, int with_value,
         pgq_col_text_array(ar, r, row, ECOL_TAGS, &rec->tags, &rec->ntags) != 0 ||
         pgq_col_text_array(ar, r, row, ECOL_PII, &m->pii_kinds, &m->npii) != 0 ||
         PQgetlength(r, row, ECOL_COMPRESSED) != 1)
-        return tier_fail(c, STATUS_EINTERNAL, "entries row %s/%s has an unreadable column",
-                         rec->ns, rec->key);
+        return tier_fail(c, STATUS_EINTERNAL, "entries row %s/%s has an unreadable column", rec->ns,
+                         rec->key);
     int compressed = PQgetvalue(r, row, ECOL_COMPRESSED)[0] != 0;
     m->label = (int)label;
     if (!PQgetisnull(r, row, ECOL_EXPIRES)) {
@@ -146,8 +146,8 @@ int entries_decode_rows(tier_ctx *c, const PGresult *r, int with_value, int max,
         entries_record *e = &recs[i];
         int rc = entries_decode_row(c, r, i, with_value, e);
         if (rc == STATUS_OK)
-            rc = tier_check_row(c, &e->meta, principal_ns_allows(c->p, e->ns), "entry %s/%s",
-                                e->ns, e->key);
+            rc = tier_check_row(c, &e->meta, principal_ns_allows(c->p, e->ns), "entry %s/%s", e->ns,
+                                e->key);
         if (rc != STATUS_OK) return rc;
     }
     *out = recs;

@@ -103,8 +103,8 @@ typedef struct entries_list_in {
     const char *ns_pattern;  /* validated nsglob pattern */
     const char *key_pattern; /* validated key pattern (`*` = any run) */
     int with_values;
-    int limit;               /* 1..1000 */
-    const char *after_ns;    /* keyset cursor; NULL = from the start */
+    int limit;            /* 1..1000 */
+    const char *after_ns; /* keyset cursor; NULL = from the start */
     const char *after_key;
 } entries_list_in;
 
@@ -118,17 +118,17 @@ int entries_store_list(entries_store *s, tier_ctx *c, const entries_list_in *in,
 /* ---- Search ---- */
 
 typedef struct entries_search_in {
-    const char *ns_pattern;   /* validated nsglob pattern */
-    const char *term;         /* "" = any; matched case-insensitively and literally */
-    const char *const *tags;  /* every one required */
+    const char *ns_pattern;  /* validated nsglob pattern */
+    const char *term;        /* "" = any; matched case-insensitively and literally */
+    const char *const *tags; /* every one required */
     size_t ntags;
     const char *content_type; /* "" = any */
     const char *created_by;   /* "" = any */
     int has_start;            /* update_time >= start */
     int64_t start_us;
-    int has_end;              /* update_time < end */
+    int has_end; /* update_time < end */
     int64_t end_us;
-    int limit;                /* 1..1000 */
+    int limit; /* 1..1000 */
     int with_values;
 } entries_search_in;
 
@@ -147,8 +147,8 @@ int entries_store_delete(entries_store *s, tier_ctx *c, const char *ns, const ch
 
 /* What an edit makes of the current value. */
 typedef struct entries_edit_out {
-    int changed;             /* 0: nothing is written, the version stays */
-    const uint8_t *value;    /* the new value (arena or static), when changed */
+    int changed;          /* 0: nothing is written, the version stays */
+    const uint8_t *value; /* the new value (arena or static), when changed */
     size_t value_len;
     const char *const *pii_kinds; /* kinds to add to the record's pii_kinds */
     size_t npii;
@@ -158,8 +158,8 @@ typedef struct entries_edit_out {
  * the row locked). Returns STATUS_OK, or a code (STATUS_ETOOBIG,
  * STATUS_EINVALID for PII refused, ...) with err set, which the store
  * passes back unchanged. */
-typedef int (*entries_edit_fn)(void *arg, const uint8_t *value, size_t len,
-                               entries_edit_out *out, char *err, size_t errlen);
+typedef int (*entries_edit_fn)(void *arg, const uint8_t *value, size_t len, entries_edit_out *out,
+                               char *err, size_t errlen);
 
 typedef struct entries_modify_in {
     const char *ns;
@@ -183,8 +183,7 @@ int entries_store_modify(entries_store *s, tier_ctx *c, const entries_modify_in 
 
 /* Deletes the expired entries of the caller's tenant, every owner, inside
  * the token's ns globs and ns_pattern. */
-int entries_store_purge(entries_store *s, tier_ctx *c, const char *ns_pattern,
-                        int64_t *purged);
+int entries_store_purge(entries_store *s, tier_ctx *c, const char *ns_pattern, int64_t *purged);
 
 /* ---- Stats ---- */
 
@@ -198,7 +197,6 @@ typedef struct entries_stats {
 
 /* Aggregates over the visible, unexpired entries inside the token's ns
  * globs and ns_pattern. */
-int entries_store_stats(entries_store *s, tier_ctx *c, const char *ns_pattern,
-                        entries_stats *out);
+int entries_store_stats(entries_store *s, tier_ctx *c, const char *ns_pattern, entries_stats *out);
 
 #endif

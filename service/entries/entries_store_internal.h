@@ -16,8 +16,8 @@ struct entries_store {
 };
 
 /* The columns every row-returning query selects, in this order. */
-#define ENTRIES_COLS                                                                         \
-    "tenant, namespace, key, owner, label, content_type, metadata, tags, pii_kinds,"        \
+#define ENTRIES_COLS                                                                               \
+    "tenant, namespace, key, owner, label, content_type, metadata, tags, pii_kinds,"               \
     " size_bytes, version, created_at, updated_at, expires_at, compressed"
 enum {
     ECOL_TENANT,

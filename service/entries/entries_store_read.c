@@ -61,8 +61,7 @@ static void select_head(pgq_sql *b, pgq_params *q, const entries_store *s, int w
                     " FROM (SELECT " ENTRIES_COLS ", value, sum(size_bytes) OVER (ORDER BY %s"
                     " ROWS UNBOUNDED PRECEDING) AS run FROM entries WHERE ",
                     pgq_int8(q, (int64_t)s->o.max_response_bytes), order);
-    else
-        pgq_sql_add(b, "SELECT " ENTRIES_COLS " FROM entries WHERE ");
+    else pgq_sql_add(b, "SELECT " ENTRIES_COLS " FROM entries WHERE ");
 }
 
 typedef struct {
@@ -218,16 +217,14 @@ static int stats(pgq_session *ss, tier_ctx *c, void *arg) {
     entries_stats *o = a->out;
     if (PQntuples(r) != 1 || pgq_col_int(r, 0, 0, &o->entry_count) != 0 ||
         pgq_col_int(r, 0, 1, &o->namespace_count) != 0 ||
-        pgq_col_int(r, 0, 2, &o->value_bytes) != 0 ||
-        pgq_col_int(r, 0, 3, &o->stored_bytes) != 0 ||
+        pgq_col_int(r, 0, 2, &o->value_bytes) != 0 || pgq_col_int(r, 0, 3, &o->stored_bytes) != 0 ||
         pgq_col_int(r, 0, 4, &o->compressed_count) != 0)
         rc = tier_fail(c, STATUS_EINTERNAL, "unexpected stats result");
     PQclear(r);
     return rc;
 }
 
-int entries_store_stats(entries_store *s, tier_ctx *c, const char *ns_pattern,
-                        entries_stats *out) {
+int entries_store_stats(entries_store *s, tier_ctx *c, const char *ns_pattern, entries_stats *out) {
     memset(out, 0, sizeof *out);
     stats_args a = {ns_pattern, out};
     return entries_run(s, c, stats, &a);

@@ -93,8 +93,8 @@ static void write_sql(pgq_sql *b, pgq_params *q, const tier_ctx *c, const write_
                     "INSERT INTO entries (tenant, namespace, key, %s) VALUES ($%d, $%d, $%d, $%d,"
                     " $%d, $%d, $%d, $%d, $%d, $%d::jsonb, $%d, $%d, %s, 1, now(), now(), %s)"
                     " ON CONFLICT (tenant, namespace, key) DO NOTHING RETURNING " ENTRIES_COLS,
-                    WRITE_COLS, p_tenant, p_ns, p_key, p_owner, p_label, p_value, p_comp,
-                    p_size, p_ctype, p_meta, p_tags, p_pii, search_sql, exp_sql);
+                    WRITE_COLS, p_tenant, p_ns, p_key, p_owner, p_label, p_value, p_comp, p_size,
+                    p_ctype, p_meta, p_tags, p_pii, search_sql, exp_sql);
         return;
     }
     char owner_sql[16];
@@ -150,8 +150,8 @@ int entries_store_write(entries_store *s, tier_ctx *c, const entries_write_in *i
     w.in = in;
     w.out = out;
     w.created = created;
-    int rc = entries_compress(s, c, in->value, in->value_len, &w.stored, &w.stored_len,
-                              &w.compressed);
+    int rc =
+        entries_compress(s, c, in->value, in->value_len, &w.stored, &w.stored_len, &w.compressed);
     if (rc != STATUS_OK) return rc;
     w.id = arena_printf(c->ar, "%s/%s", in->ns, in->key);
     w.search_text = entries_search_source(c->ar, in->key, in->value, in->value_len);
@@ -184,8 +184,7 @@ static int delete_entry(pgq_session *ss, tier_ctx *c, void *arg) {
     pgq_params q = {0};
     pgq_sql b = {0};
     pgq_sql_add(&b, "DELETE FROM entries WHERE tenant = $%d AND namespace = $%d AND key = $%d",
-                pgq_text(&q, principal_tenant(c->p)), pgq_text(&q, a->ns),
-                pgq_text(&q, a->key));
+                pgq_text(&q, principal_tenant(c->p)), pgq_text(&q, a->ns), pgq_text(&q, a->key));
     PGresult *r;
     if ((rc = pgq_exec_ok(ss, &b, &q, "delete", &r)) != STATUS_OK) return rc;
     PQclear(r);
@@ -233,8 +232,7 @@ static int modify_entry(pgq_session *ss, tier_ctx *c, void *arg) {
     pgq_sql_add(&b,
                 "SELECT " ENTRIES_COLS ", value, (expires_at IS NULL OR expires_at > now())"
                 " FROM entries WHERE tenant = $%d AND namespace = $%d AND key = $%d FOR UPDATE",
-                pgq_text(&q, principal_tenant(c->p)), pgq_text(&q, in->ns),
-                pgq_text(&q, in->key));
+                pgq_text(&q, principal_tenant(c->p)), pgq_text(&q, in->ns), pgq_text(&q, in->key));
     PGresult *r;
     int rc = pgq_pipeline(ss, "row lock", "BEGIN", &b, &q, 0, &r);
     if (rc != STATUS_OK) return rc;
@@ -268,8 +266,8 @@ static int modify_entry(pgq_session *ss, tier_ctx *c, void *arg) {
     const uint8_t *stored;
     size_t stored_len, nk = 0;
     int compressed;
-    if ((rc = entries_compress(a->s, c, e.value, e.value_len, &stored, &stored_len,
-                               &compressed)) != STATUS_OK)
+    if ((rc = entries_compress(a->s, c, e.value, e.value_len, &stored, &stored_len, &compressed)) !=
+        STATUS_OK)
         return rc;
     const char **kinds = merge_kinds(c->ar, &cur, &e, &nk);
     const char *kinds_lit = kinds ? pgq_array_literal(c->ar, kinds, nk) : NULL;
@@ -289,8 +287,7 @@ static int modify_entry(pgq_session *ss, tier_ctx *c, void *arg) {
                 " version = version + 1, updated_at = now()"
                 " WHERE tenant = $%d AND namespace = $%d AND key = $%d RETURNING " ENTRIES_COLS,
                 p_label, p_value, p_comp, p_size, p_search, p_pii,
-                pgq_text(&u, principal_tenant(c->p)), pgq_text(&u, in->ns),
-                pgq_text(&u, in->key));
+                pgq_text(&u, principal_tenant(c->p)), pgq_text(&u, in->ns), pgq_text(&u, in->key));
     if ((rc = pgq_exec_ok(ss, &ub, &u, "update", &r)) != STATUS_OK) return rc;
     rc = PQntuples(r) == 1 ? entries_decode_row(c, r, 0, 0, a->out)
                            : tier_fail(c, STATUS_EINTERNAL, "update of %s changed no row", a->id);
@@ -324,8 +321,7 @@ static int purge(pgq_session *ss, tier_ctx *c, void *arg) {
     pgq_sql_add(&b,
                 "DELETE FROM entries WHERE tenant = $%d AND expires_at <= now()"
                 " AND namespace LIKE ANY($%d) AND namespace LIKE $%d",
-                pgq_text(&q, principal_tenant(c->p)), pgq_text_array(&q, globs),
-                pgq_text(&q, nsl));
+                pgq_text(&q, principal_tenant(c->p)), pgq_text_array(&q, globs), pgq_text(&q, nsl));
     PGresult *r;
     int rc = pgq_pipeline(ss, "purge", "BEGIN", &b, &q, 0, &r);
     if (rc != STATUS_OK) return rc;
@@ -334,8 +330,7 @@ static int purge(pgq_session *ss, tier_ctx *c, void *arg) {
     return tier_sql_commit(ss, c);
 }
 
-int entries_store_purge(entries_store *s, tier_ctx *c, const char *ns_pattern,
-                        int64_t *purged) {
+int entries_store_purge(entries_store *s, tier_ctx *c, const char *ns_pattern, int64_t *purged) {
     *purged = 0;
     purge_args a = {ns_pattern, purged};
     return entries_run(s, c, purge, &a);

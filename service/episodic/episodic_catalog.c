@@ -47,16 +47,14 @@ static int create_fn(pgq_session *ss, void *arg) {
                 "INSERT INTO episodic_collections AS c (tenant, name, dims, distance, owner, "
                 "created_at) VALUES ($%d, $%d, $%d, $%d, $%d, now()) "
                 "ON CONFLICT (tenant, name) DO NOTHING RETURNING " COLS,
-                pgq_text(&q, principal_tenant(c->p)), pgq_text(&q, a->name),
-                pgq_int4(&q, a->dims), pgq_int4(&q, a->distance),
-                pgq_text(&q, principal_sub(c->p)));
+                pgq_text(&q, principal_tenant(c->p)), pgq_text(&q, a->name), pgq_int4(&q, a->dims),
+                pgq_int4(&q, a->distance), pgq_text(&q, principal_sub(c->p)));
     PGresult *r;
     int rc = pgq_pipeline(ss, "create collection", "BEGIN", &b, &q, 0, &r);
     if (rc != STATUS_OK) return rc;
     if (PQntuples(r) == 0)
         rc = tier_fail(c, STATUS_EEXISTS, "collection %s already exists", a->name);
-    else
-        rc = decode(c, r, 0, a->out);
+    else rc = decode(c, r, 0, a->out);
     PQclear(r);
     if (rc == STATUS_OK && a->hook) rc = a->hook(c, a->out, a->arg);
     if (rc == STATUS_OK) rc = pgq_commit(ss, NULL, NULL, NULL);
@@ -67,15 +65,15 @@ static int get_fn(pgq_session *ss, void *arg) {
     call *a = arg;
     pgq_params q = {0};
     pgq_sql b = {0};
-    pgq_sql_add(&b, "SELECT " COLS " FROM episodic_collections c WHERE c.tenant = $%d AND c.name = $%d",
+    pgq_sql_add(&b,
+                "SELECT " COLS " FROM episodic_collections c WHERE c.tenant = $%d AND c.name = $%d",
                 pgq_text(&q, principal_tenant(a->c->p)), pgq_text(&q, a->name));
     PGresult *r;
     int rc = pgq_pipeline(ss, "get collection", NULL, &b, &q, 1, &r);
     if (rc != STATUS_OK) return rc;
     if (PQntuples(r) == 0)
         rc = tier_fail(a->c, STATUS_ENOTFOUND, "collection %s not found", a->name);
-    else
-        rc = decode(a->c, r, 0, a->out);
+    else rc = decode(a->c, r, 0, a->out);
     PQclear(r);
     return rc;
 }
@@ -113,10 +111,8 @@ static int delete_fn(pgq_session *ss, void *arg) {
     int rc = pgq_pipeline(ss, "delete collection", "BEGIN", &b, &q, 0, &r);
     if (rc != STATUS_OK) return rc;
     vs_collection col;
-    if (PQntuples(r) == 0)
-        rc = tier_fail(c, STATUS_ENOTFOUND, "collection %s not found", a->name);
-    else
-        rc = decode(c, r, 0, &col);
+    if (PQntuples(r) == 0) rc = tier_fail(c, STATUS_ENOTFOUND, "collection %s not found", a->name);
+    else rc = decode(c, r, 0, &col);
     PQclear(r);
     if (rc == STATUS_OK && a->hook) rc = a->hook(c, &col, a->arg);
     if (rc == STATUS_OK) rc = pgq_commit(ss, NULL, NULL, NULL);
@@ -131,8 +127,13 @@ static int run_on(pg_pool *pg, call *a, pgq_fn fn) {
 
 int ecat_create(pg_pool *pg, tier_ctx *c, const char *name, int dims, int distance, ecat_hook hook,
                 void *arg, vs_collection *out) {
-    call a = {.c = c, .name = name, .dims = dims, .distance = distance, .hook = hook,
-              .arg = arg, .out = out};
+    call a = {.c = c,
+              .name = name,
+              .dims = dims,
+              .distance = distance,
+              .hook = hook,
+              .arg = arg,
+              .out = out};
     return run_on(pg, &a, create_fn);
 }
 

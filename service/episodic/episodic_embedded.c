@@ -124,11 +124,10 @@ ecoll *emb_acquire(embedded *e, const tier_ctx *c, const vs_collection *col) {
 
 /* ------------------------------------------------------------ SQL helpers */
 
-
 /* Runs one statement: inside the session's open transaction when in_tx,
  * else alone in one round trip. */
-int emb_query(pgq_session *ss, int in_tx, const char *what, const pgq_sql *b,
-                 const pgq_params *q, PGresult **out) {
+int emb_query(pgq_session *ss, int in_tx, const char *what, const pgq_sql *b, const pgq_params *q,
+              PGresult **out) {
     return in_tx ? pgq_exec_ok(ss, b, q, what, out) : pgq_pipeline(ss, what, NULL, b, q, 1, out);
 }
 
@@ -156,8 +155,8 @@ static int decode_row(tier_ctx *c, arena *a, const PGresult *r, int i, int dims,
         return tier_fail(c, STATUS_EINTERNAL, "episodic_points: bad pid");
     if (PQgetisnull(r, i, 4)) return STATUS_OK; /* tombstone */
     if (PQgetlength(r, i, 4) != dims * (int)sizeof(float))
-        return tier_fail(c, STATUS_EINTERNAL, "episodic_points %s: vector of %d bytes, want %d", pid,
-                       PQgetlength(r, i, 4), dims * (int)sizeof(float));
+        return tier_fail(c, STATUS_EINTERNAL, "episodic_points %s: vector of %d bytes, want %d",
+                         pid, PQgetlength(r, i, 4), dims * (int)sizeof(float));
     float *v = arena_alloc(a, (size_t)dims * sizeof(float));
     if (!v) return tier_fail(c, STATUS_ENOMEM, "out of memory");
     memcpy(v, PQgetvalue(r, i, 4), (size_t)dims * sizeof(float));
@@ -177,7 +176,8 @@ static int decode_row(tier_ctx *c, arena *a, const PGresult *r, int i, int dims,
         if (!json_is_object(out->payload)) {
             json_decref(out->payload);
             out->payload = NULL;
-            return tier_fail(c, STATUS_EINTERNAL, "episodic_points %s: payload is not an object", pid);
+            return tier_fail(c, STATUS_EINTERNAL, "episodic_points %s: payload is not an object",
+                             pid);
         }
     }
     return STATUS_OK;
@@ -195,8 +195,7 @@ int emb_sync_index(pgq_session *ss, tier_ctx *c, ecoll *ec, int in_tx) {
     int rc = emb_query(ss, in_tx, "collection seq", &b, &q, &r);
     int64_t seq = 0;
     if (rc == STATUS_OK) {
-        if (PQntuples(r) == 0)
-            rc = tier_fail(c, STATUS_ENOTFOUND, "the collection was deleted");
+        if (PQntuples(r) == 0) rc = tier_fail(c, STATUS_ENOTFOUND, "the collection was deleted");
         else if (pgq_col_int(r, 0, 0, &seq) != 0)
             rc = tier_fail(c, STATUS_EINTERNAL, "unexpected episodic_collections.seq");
         PQclear(r);
@@ -223,8 +222,7 @@ int emb_sync_index(pgq_session *ss, tier_ctx *c, ecoll *ec, int in_tx) {
         if (after_pid[0])
             pgq_sql_add(&pb, "seq >= $%d AND (seq, pid) > ($%d, $%d)", s, s,
                         pgq_text(&pq, after_pid));
-        else
-            pgq_sql_add(&pb, "seq > $%d", s);
+        else pgq_sql_add(&pb, "seq > $%d", s);
         pgq_sql_add(&pb, " ORDER BY seq, pid LIMIT %d", SYNC_PAGE);
         rc = emb_query(ss, in_tx, "catch up points", &pb, &pq, &r);
         if (rc != STATUS_OK) {
@@ -247,8 +245,7 @@ int emb_sync_index(pgq_session *ss, tier_ctx *c, ecoll *ec, int in_tx) {
         if (rc == STATUS_OK) {
             pthread_rwlock_wrlock(&ec->rw);
             for (int i = 0; i < rows && rc == STATUS_OK; i++) {
-                if (!batch[i].vector)
-                    eidx_remove(ec->x, &batch[i].id);
+                if (!batch[i].vector) eidx_remove(ec->x, &batch[i].id);
                 else if (eidx_put(ec->x, &batch[i].id, batch[i].vector, batch[i].payload,
                                   &batch[i].meta) != 0)
                     rc = tier_fail(c, STATUS_ENOMEM, "out of memory loading the collection");
@@ -270,8 +267,8 @@ static int sync_fn(pgq_session *ss, void *arg) {
 
 int emb_run(op *o, pgq_fn fn) {
     o->c->err[0] = '\0';
-    return pgq_run(o->e->pg, TIER, o->c->deadline_ms, MAX_STATEMENT_MS, o->c->err,
-                   sizeof o->c->err, fn, o);
+    return pgq_run(o->e->pg, TIER, o->c->deadline_ms, MAX_STATEMENT_MS, o->c->err, sizeof o->c->err,
+                   fn, o);
 }
 
 /* The collection's state, brought up to date. On STATUS_OK the caller
@@ -323,7 +320,6 @@ static int copy_point(tier_ctx *c, const eidx *x, size_t slot, int with_payload,
     return STATUS_OK;
 }
 
-
 int emb_accept(const eidx *x, size_t slot, void *arg) {
     const emb_accept_args *a = arg;
     const tier_meta *m = eidx_meta(x, slot);
@@ -350,7 +346,8 @@ static int emb_search(vstore *vs, tier_ctx *c, const vs_collection *col, const v
     }
     emb_accept_args aa = {c, s->filter, 0};
     pthread_rwlock_rdlock(&ec->rw);
-    long got = eidx_search(ec->x, s->vector, k, s->has_threshold, s->threshold, emb_accept, &aa, hits);
+    long got =
+        eidx_search(ec->x, s->vector, k, s->has_threshold, s->threshold, emb_accept, &aa, hits);
     if (got < 0) rc = tier_fail(c, STATUS_ENOMEM, "out of memory");
     size_t first = (size_t)s->offset, count = got > (long)first ? (size_t)got - first : 0;
     vs_hit *res = count ? arena_zalloc(c->ar, count * sizeof *res) : NULL;
@@ -488,4 +485,3 @@ int episodic_embedded_open(pg_pool *pg, vstore **out) {
     *out = &e->base;
     return 0;
 }
-

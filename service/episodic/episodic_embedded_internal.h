@@ -31,7 +31,6 @@ typedef struct embedded {
     ecoll *buckets[EMB_BUCKETS];
 } embedded;
 
-
 /* One operation's arguments, handed through pgq_run. */
 typedef struct op {
     embedded *e;
@@ -58,8 +57,8 @@ int emb_sync_index(pgq_session *ss, tier_ctx *c, ecoll *ec, int in_tx);
 int emb_run(op *o, pgq_fn fn);
 /* One statement: inside the session's open transaction when in_tx, else
  * alone in one round trip. */
-int emb_query(pgq_session *ss, int in_tx, const char *what, const pgq_sql *b,
-              const pgq_params *q, PGresult **out);
+int emb_query(pgq_session *ss, int in_tx, const char *what, const pgq_sql *b, const pgq_params *q,
+              PGresult **out);
 const char *emb_pid_text(arena *a, const vs_id *id);
 /* Drops name's state from this replica (the collection is gone). */
 void emb_forget(embedded *e, const tier_ctx *c, const char *name);
@@ -74,8 +73,7 @@ typedef struct emb_accept_args {
 int emb_accept(const eidx *x, size_t slot, void *arg);
 
 /* episodic_embedded_write.c: the write operations of vstore_ops. */
-int emb_upsert(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_point_in *pts,
-               size_t n);
+int emb_upsert(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_point_in *pts, size_t n);
 int emb_delete_ids(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_id *ids, size_t n,
                    int64_t *deleted);
 int emb_delete_filter(vstore *vs, tier_ctx *c, const vs_collection *col,

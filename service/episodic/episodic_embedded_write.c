@@ -8,7 +8,6 @@
 #include "service/episodic/episodic_embedded_internal.h"
 #include "service/episodic/episodic_filter.h"
 
-
 /* Existing points among pids: (pid, owner, label, version, created_at). */
 static int load_existing(pgq_session *ss, op *o, const char *pids_literal, PGresult **out) {
     pgq_params q = {0};
@@ -94,16 +93,16 @@ static int upsert_fn(pgq_session *ss, void *arg) {
         json_t *pii = json_array();
         for (size_t k = 0; pii && k < pt->npii; k++)
             json_array_append_new(pii, json_string(pt->pii_kinds[k]));
-        json_t *row = json_pack("{s:I, s:s, s:s, s:i, s:O, s:o, s:I, s:I}", "i", (json_int_t)i,
-                                "pid", pid, "owner", stamped.owner, "label", stamped.label,
-                                "payload", pt->payload, "pii", pii, "version",
-                                (json_int_t)stamped.version, "created_us",
-                                (json_int_t)stamped.create_us);
+        json_t *row = json_pack(
+            "{s:I, s:s, s:s, s:i, s:O, s:o, s:I, s:I}", "i", (json_int_t)i, "pid", pid, "owner",
+            stamped.owner, "label", stamped.label, "payload", pt->payload, "pii", pii, "version",
+            (json_int_t)stamped.version, "created_us", (json_int_t)stamped.create_us);
         if (!row || json_array_append_new(rows, row) != 0)
             rc = tier_fail(c, STATUS_ENOMEM, "out of memory");
     }
     PQclear(r);
-    char *rows_text = rc == STATUS_OK ? json_dumps(rows, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
+    char *rows_text =
+        rc == STATUS_OK ? json_dumps(rows, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
     if (rc == STATUS_OK && !rows_text) rc = tier_fail(c, STATUS_ENOMEM, "out of memory");
     if (rc == STATUS_OK) {
         pgq_params q = {0};
@@ -111,19 +110,20 @@ static int upsert_fn(pgq_session *ss, void *arg) {
         int cid = pgq_int8(&q, o->col->cid), s = pgq_int8(&q, seq);
         int v = pgq_bytes(&q, vecs, o->n * vbytes), vb = pgq_int4(&q, (int32_t)vbytes);
         int ts = pgq_ts(&q, now), js = pgq_jsonb(&q, rows_text);
-        pgq_sql_add(&b,
-                    "INSERT INTO episodic_points AS p (cid, pid, seq, owner, label, vector, "
-                    "payload, pii_kinds, version, created_at, updated_at) "
-                    "SELECT $%d, r.pid, $%d, r.owner, r.label, substring($%d FROM r.i * $%d + 1 "
-                    "FOR $%d), r.payload, ARRAY(SELECT jsonb_array_elements_text(r.pii)), "
-                    "r.version, 'epoch'::timestamptz + r.created_us * interval '1 microsecond', $%d "
-                    "FROM jsonb_to_recordset($%d) AS r(i int, pid text, owner text, label int, "
-                    "payload jsonb, pii jsonb, version bigint, created_us bigint) "
-                    "ON CONFLICT (cid, pid) DO UPDATE SET seq = EXCLUDED.seq, owner = "
-                    "EXCLUDED.owner, label = EXCLUDED.label, vector = EXCLUDED.vector, payload = "
-                    "EXCLUDED.payload, pii_kinds = EXCLUDED.pii_kinds, version = EXCLUDED.version, "
-                    "created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at",
-                    cid, s, v, vb, vb, ts, js);
+        pgq_sql_add(
+            &b,
+            "INSERT INTO episodic_points AS p (cid, pid, seq, owner, label, vector, "
+            "payload, pii_kinds, version, created_at, updated_at) "
+            "SELECT $%d, r.pid, $%d, r.owner, r.label, substring($%d FROM r.i * $%d + 1 "
+            "FOR $%d), r.payload, ARRAY(SELECT jsonb_array_elements_text(r.pii)), "
+            "r.version, 'epoch'::timestamptz + r.created_us * interval '1 microsecond', $%d "
+            "FROM jsonb_to_recordset($%d) AS r(i int, pid text, owner text, label int, "
+            "payload jsonb, pii jsonb, version bigint, created_us bigint) "
+            "ON CONFLICT (cid, pid) DO UPDATE SET seq = EXCLUDED.seq, owner = "
+            "EXCLUDED.owner, label = EXCLUDED.label, vector = EXCLUDED.vector, payload = "
+            "EXCLUDED.payload, pii_kinds = EXCLUDED.pii_kinds, version = EXCLUDED.version, "
+            "created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at",
+            cid, s, v, vb, vb, ts, js);
         rc = emb_query(ss, 1, "upsert points", &b, &q, &r);
         if (rc == STATUS_OK) PQclear(r);
     }
@@ -135,7 +135,7 @@ static int upsert_fn(pgq_session *ss, void *arg) {
 }
 
 int emb_upsert(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_point_in *pts,
-                      size_t n) {
+               size_t n) {
     op o = {.e = (embedded *)vs, .c = c, .col = col, .pts = pts, .n = n};
     return emb_run(&o, upsert_fn);
 }
@@ -185,8 +185,8 @@ static int delete_ids_fn(pgq_session *ss, void *arg) {
     return pgq_commit(ss, NULL, NULL, NULL);
 }
 
-int emb_delete_ids(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_id *ids,
-                          size_t n, int64_t *deleted) {
+int emb_delete_ids(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_id *ids, size_t n,
+                   int64_t *deleted) {
     op o = {.e = (embedded *)vs, .c = c, .col = col, .ids = ids, .n = n};
     int rc = emb_run(&o, delete_ids_fn);
     *deleted = rc == STATUS_OK ? o.deleted : 0;
@@ -242,7 +242,7 @@ static int delete_filter_fn(pgq_session *ss, void *arg) {
 }
 
 int emb_delete_filter(vstore *vs, tier_ctx *c, const vs_collection *col,
-                             const Memory__V1__Filter *filter, int64_t *deleted) {
+                      const Memory__V1__Filter *filter, int64_t *deleted) {
     embedded *e = (embedded *)vs;
     *deleted = 0;
     ecoll *ec = emb_acquire(e, c, col);
@@ -254,4 +254,3 @@ int emb_delete_filter(vstore *vs, tier_ctx *c, const vs_collection *col,
     if (rc == STATUS_OK) *deleted = o.deleted;
     return rc;
 }
-

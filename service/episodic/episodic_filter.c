@@ -98,10 +98,8 @@ static void resolve(json_t *cur, const segment *seg, int i, int nseg, values *ou
         size_t k;
         json_t *e;
         json_array_foreach(next, k, e) {
-            if (i + 1 == nseg)
-                values_add(out, e);
-            else
-                resolve(e, seg, i + 1, nseg, out);
+            if (i + 1 == nseg) values_add(out, e);
+            else resolve(e, seg, i + 1, nseg, out);
         }
     } else if (i + 1 < nseg) {
         resolve(next, seg, i + 1, nseg, out);
@@ -145,8 +143,7 @@ static int scalar_eq(const json_t *payload_value, const Google__Protobuf__Value 
     case GOOGLE__PROTOBUF__VALUE__KIND_NUMBER_VALUE:
         return json_is_integer(payload_value) &&
                (double)json_integer_value(payload_value) == v->number_value;
-    default:
-        return 0;
+    default: return 0;
     }
 }
 
@@ -166,8 +163,7 @@ static int in_range(const json_t *pv, const Memory__V1__Range *r) {
     case MEMORY__V1__RANGE__LOWER_GTE:
         if (!(x >= r->gte)) return 0;
         break;
-    default:
-        break;
+    default: break;
     }
     switch (r->upper_case) {
     case MEMORY__V1__RANGE__UPPER_LT:
@@ -176,8 +172,7 @@ static int in_range(const json_t *pv, const Memory__V1__Range *r) {
     case MEMORY__V1__RANGE__UPPER_LTE:
         if (!(x <= r->lte)) return 0;
         break;
-    default:
-        break;
+    default: break;
     }
     return 1;
 }
@@ -185,16 +180,12 @@ static int in_range(const json_t *pv, const Memory__V1__Range *r) {
 /* One tested value (not an array, or an element of one) against fc. */
 static int value_passes(const Memory__V1__FieldCondition *fc, const json_t *v) {
     switch (fc->condition_case) {
-    case MEMORY__V1__FIELD_CONDITION__CONDITION_MATCH_VALUE:
-        return scalar_eq(v, fc->match_value);
-    case MEMORY__V1__FIELD_CONDITION__CONDITION_MATCH_ANY:
-        return in_list(v, fc->match_any);
+    case MEMORY__V1__FIELD_CONDITION__CONDITION_MATCH_VALUE: return scalar_eq(v, fc->match_value);
+    case MEMORY__V1__FIELD_CONDITION__CONDITION_MATCH_ANY: return in_list(v, fc->match_any);
     case MEMORY__V1__FIELD_CONDITION__CONDITION_MATCH_EXCEPT:
         return !json_is_null(v) && !in_list(v, fc->match_except);
-    case MEMORY__V1__FIELD_CONDITION__CONDITION_RANGE:
-        return in_range(v, fc->range);
-    default:
-        return 0;
+    case MEMORY__V1__FIELD_CONDITION__CONDITION_RANGE: return in_range(v, fc->range);
+    default: return 0;
     }
 }
 
@@ -237,16 +228,11 @@ static int has_id(const Memory__V1__HasIdCondition *h, const vs_id *id) {
 
 static int condition_match(const Memory__V1__Condition *c, const vs_id *id, json_t *payload) {
     switch (c->condition_case) {
-    case MEMORY__V1__CONDITION__CONDITION_FIELD:
-        return field_match(c->field, payload);
-    case MEMORY__V1__CONDITION__CONDITION_IS_EMPTY:
-        return is_empty(c->is_empty->key, payload);
-    case MEMORY__V1__CONDITION__CONDITION_HAS_ID:
-        return has_id(c->has_id, id);
-    case MEMORY__V1__CONDITION__CONDITION_FILTER:
-        return efilter_match(c->filter, id, payload);
-    default:
-        return 0;
+    case MEMORY__V1__CONDITION__CONDITION_FIELD: return field_match(c->field, payload);
+    case MEMORY__V1__CONDITION__CONDITION_IS_EMPTY: return is_empty(c->is_empty->key, payload);
+    case MEMORY__V1__CONDITION__CONDITION_HAS_ID: return has_id(c->has_id, id);
+    case MEMORY__V1__CONDITION__CONDITION_FILTER: return efilter_match(c->filter, id, payload);
+    default: return 0;
     }
 }
 
@@ -271,10 +257,8 @@ int efilter_point_id(const Memory__V1__PointId *pid, vs_id *out) {
         memset(out, 0, sizeof *out);
         out->num = pid->num;
         return 0;
-    case MEMORY__V1__POINT_ID__KIND_UUID:
-        return vs_uuid_parse(pid->uuid, out);
-    default:
-        return -1;
+    case MEMORY__V1__POINT_ID__KIND_UUID: return vs_uuid_parse(pid->uuid, out);
+    default: return -1;
     }
 }
 
@@ -323,15 +307,13 @@ static int check_scalar(check *ck, const Google__Protobuf__Value *v) {
     if (!v) return fail(ck, "a value is required");
     switch (v->kind_case) {
     case GOOGLE__PROTOBUF__VALUE__KIND_STRING_VALUE:
-    case GOOGLE__PROTOBUF__VALUE__KIND_BOOL_VALUE:
-        return 0;
+    case GOOGLE__PROTOBUF__VALUE__KIND_BOOL_VALUE: return 0;
     case GOOGLE__PROTOBUF__VALUE__KIND_NUMBER_VALUE:
         if (!isfinite(v->number_value) || floor(v->number_value) != v->number_value ||
             fabs(v->number_value) > MAX_EXACT_INT)
             return fail(ck, "numbers in a match must be integers with |n| <= 2^53");
         return 0;
-    default:
-        return fail(ck, "must be a string, a bool or an integer");
+    default: return fail(ck, "must be a string, a bool or an integer");
     }
 }
 
@@ -389,8 +371,7 @@ static int check_condition(check *ck, const Memory__V1__Condition *c, int depth)
                 return fail(ck, "bounds must be finite numbers");
             break;
         }
-        default:
-            return fail(ck, "set one of match_value, match_any, match_except, range");
+        default: return fail(ck, "set one of match_value, match_any, match_except, range");
         }
         pop(ck, o);
         return 0;
@@ -422,8 +403,7 @@ static int check_condition(check *ck, const Memory__V1__Condition *c, int depth)
         if (check_filter(ck, c->filter, depth + 1) != 0) return -1;
         pop(ck, o);
         return 0;
-    default:
-        return fail(ck, "set one of field, is_empty, has_id, filter");
+    default: return fail(ck, "set one of field, is_empty, has_id, filter");
     }
 }
 

@@ -55,8 +55,8 @@ static inline float sqdist(const float *restrict a, const float *restrict b, int
     return s;
 }
 
-__attribute__((target_clones("arch=haswell", "default"))) void eidx_score_block(
-    int distance, const float *q, const float *base, size_t n, int dims, float *out) {
+__attribute__((target_clones("arch=haswell", "default"))) void
+eidx_score_block(int distance, const float *q, const float *base, size_t n, int dims, float *out) {
     if (distance == VS_EUCLID) {
         for (size_t i = 0; i < n; i++) out[i] = sqdist(q, base + i * (size_t)dims, dims);
     } else {
@@ -183,9 +183,7 @@ size_t eidx_bytes(const eidx *x) {
 }
 
 const vs_id *eidx_id(const eidx *x, size_t slot) { return &x->ids[slot]; }
-const float *eidx_vector(const eidx *x, size_t slot) {
-    return x->vecs + slot * (size_t)x->dims;
-}
+const float *eidx_vector(const eidx *x, size_t slot) { return x->vecs + slot * (size_t)x->dims; }
 json_t *eidx_payload(const eidx *x, size_t slot) { return x->payloads[slot]; }
 const tier_meta *eidx_meta(const eidx *x, size_t slot) { return &x->metas[slot]; }
 

@@ -42,8 +42,7 @@ int qdrant_ready(qdrant *q, tier_ctx *c, qj_version *v) {
     if (rc == STATUS_EAUTH || rc == STATUS_ENOMEM ||
         (rc == STATUS_ETIMEOUT && c->deadline_ms != INT64_MAX && mono_ms() >= c->deadline_ms))
         tier_fail(c, rc, "%s", why);
-    else if (strncmp(why, "qdrant at ", 10) == 0)
-        rc = tier_fail(c, STATUS_EUNAVAILABLE, "%s", why);
+    else if (strncmp(why, "qdrant at ", 10) == 0) rc = tier_fail(c, STATUS_EUNAVAILABLE, "%s", why);
     else
         rc = tier_fail(c, STATUS_EUNAVAILABLE, "qdrant at %s unreachable: %s",
                        qdrant_http_url(q->http), why);
@@ -85,7 +84,7 @@ int qdrant_qname(qdrant *q, tier_ctx *c, const char *name, char *out) {
     if (!name_ok(name, VS_NAME_MAX) || !name[0] ||
         episodic_qdrant_collection_name(q->prefix, principal_tenant(c->p), name, out) != 0)
         return tier_fail(c, STATUS_EINVALID, "collection name is not 1..%d of [A-Za-z0-9_-]",
-                       VS_NAME_MAX);
+                         VS_NAME_MAX);
     return STATUS_OK;
 }
 
@@ -102,9 +101,9 @@ int qdrant_missing(tier_ctx *c, const char *qn, const char *name) {
     char said[sizeof c->err];
     memcpy(said, c->err, sizeof said); /* Qdrant's own answer */
     tier_fail(c, STATUS_ENOTFOUND,
-            "qdrant has no collection %s for collection %s of memoryd's catalog (created "
-            "outside memoryd's catalog, or dropped in qdrant?): %.200s",
-            qn, name, said);
+              "qdrant has no collection %s for collection %s of memoryd's catalog (created "
+              "outside memoryd's catalog, or dropped in qdrant?): %.200s",
+              qn, name, said);
     log_fields(LOG_ERROR, "qdrant collection missing", LOG_F_STR, "collection", qn, LOG_F_END);
     return STATUS_ENOTFOUND;
 }
@@ -114,7 +113,8 @@ int qdrant_missing(tier_ctx *c, const char *qn, const char *name) {
 int qdrant_points_call(qdrant *q, tier_ctx *c, const char *op, const char *qn, const char *name,
                        const char *method, const char *path, const char *body, size_t blen,
                        qdrant_resp *r) {
-    int rc = qdrant_http_call(q->http, method, path, body, blen, c->deadline_ms, r, c->err, sizeof c->err);
+    int rc = qdrant_http_call(q->http, method, path, body, blen, c->deadline_ms, r, c->err,
+                              sizeof c->err);
     if (rc == STATUS_ENOTFOUND) return qdrant_missing(c, qn, name);
     return qdrant_logged(op, rc, c->err);
 }
@@ -145,8 +145,8 @@ static int adopt(qdrant *q, tier_ctx *c, const vs_collection *col, const char *q
     if (rc == STATUS_OK) {
         static const char count_all[] = "{\"exact\":true}";
         snprintf(path, sizeof path, "/collections/%s/points/count", qn);
-        rc = qdrant_http_call(q->http, "POST", path, count_all, sizeof count_all - 1, c->deadline_ms, &r, why,
-                  sizeof why);
+        rc = qdrant_http_call(q->http, "POST", path, count_all, sizeof count_all - 1,
+                              c->deadline_ms, &r, why, sizeof why);
         if (rc == STATUS_OK) {
             rc = qj_parse_count(r.body, r.len, &n, why, sizeof why);
             qdrant_resp_free(&r);
@@ -155,10 +155,10 @@ static int adopt(qdrant *q, tier_ctx *c, const vs_collection *col, const char *q
     if (rc != STATUS_OK) return qdrant_logged("create", tier_fail(c, rc, "%s", why), c->err);
     if (dims != col->dims || dist != col->distance || n != 0)
         return tier_fail(c, STATUS_EEXISTS,
-                       "qdrant already has a collection %s that memoryd's catalog does not list "
-                       "(%d dims, %s, %" PRId64 " points); remove it in qdrant to create %s",
-                       qn, dims, qj_distance_name(dist) ? qj_distance_name(dist) : "?", n,
-                       col->name);
+                         "qdrant already has a collection %s that memoryd's catalog does not list "
+                         "(%d dims, %s, %" PRId64 " points); remove it in qdrant to create %s",
+                         qn, dims, qj_distance_name(dist) ? qj_distance_name(dist) : "?", n,
+                         col->name);
     log_fields(LOG_WARN, "qdrant collection left from a failed create taken over", LOG_F_STR,
                "collection", qn, LOG_F_END);
     return STATUS_OK;
@@ -192,7 +192,8 @@ static int create_hook(tier_ctx *c, const vs_collection *col, void *arg) {
     if (rc != STATUS_OK) return rc;
     snprintf(path, sizeof path, "/collections/%s", qn);
     qdrant_resp r;
-    rc = qdrant_http_call(q->http, "PUT", path, body, blen, c->deadline_ms, &r, c->err, sizeof c->err);
+    rc = qdrant_http_call(q->http, "PUT", path, body, blen, c->deadline_ms, &r, c->err,
+                          sizeof c->err);
     free(body);
     if (rc == STATUS_EEXISTS) {
         rc = adopt(q, c, col, qn);
@@ -201,7 +202,8 @@ static int create_hook(tier_ctx *c, const vs_collection *col, void *arg) {
         rc = qj_parse_bool(r.body, r.len, &created, c->err, sizeof c->err);
         qdrant_resp_free(&r);
         if (rc == STATUS_OK && !created)
-            rc = tier_fail(c, STATUS_EINTERNAL, "qdrant answered false to creating collection %s", qn);
+            rc = tier_fail(c, STATUS_EINTERNAL, "qdrant answered false to creating collection %s",
+                           qn);
     }
     if (rc != STATUS_OK) return qdrant_logged("create", rc, c->err);
 
@@ -211,7 +213,8 @@ static int create_hook(tier_ctx *c, const vs_collection *col, void *arg) {
     for (int i = 0; i < 2 && rc == STATUS_OK; i++) {
         rc = qj_payload_index(fields[i], i == 0, &h->version, &body, &blen, c->err, sizeof c->err);
         if (rc != STATUS_OK) break;
-        rc = qdrant_http_call(q->http, "PUT", path, body, blen, c->deadline_ms, &r, c->err, sizeof c->err);
+        rc = qdrant_http_call(q->http, "PUT", path, body, blen, c->deadline_ms, &r, c->err,
+                              sizeof c->err);
         free(body);
         if (rc == STATUS_OK) {
             rc = qj_parse_update(r.body, r.len, c->err, sizeof c->err);
@@ -322,4 +325,3 @@ int episodic_qdrant_open(pg_pool *pg, const qdrant_options *o, vstore **out, cha
     *out = &q->base;
     return 0;
 }
-

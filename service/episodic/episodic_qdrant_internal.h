@@ -17,7 +17,6 @@ typedef struct qdrant {
     qdrant_http *http;
 } qdrant;
 
-
 /* Logs failures that are ours or the backend's (not the caller's). */
 int qdrant_logged(const char *op, int rc, const char *err);
 /* The server's version, detecting it first if no call has reached Qdrant
@@ -33,10 +32,9 @@ int qdrant_points_call(qdrant *q, tier_ctx *c, const char *op, const char *qn, c
                        qdrant_resp *r);
 
 /* episodic_qdrant_points.c: the point operations of vstore_ops. */
-int q_upsert(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_point_in *pts,
-             size_t n);
-int q_search(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_search *s,
-             vs_hit **out, size_t *n);
+int q_upsert(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_point_in *pts, size_t n);
+int q_search(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_search *s, vs_hit **out,
+             size_t *n);
 int q_get(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_id *ids, size_t n,
           int with_payload, int with_vector, vs_point **out, size_t *nout);
 int q_delete_ids(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_id *ids, size_t n,

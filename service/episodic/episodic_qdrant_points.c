@@ -14,7 +14,6 @@
 #define QDRANT_SCROLL_PAGE 256                /* points per page in delete_filter */
 #define QDRANT_BODY_TARGET ((size_t)16 << 20) /* upsert bodies are kept below this */
 
-
 static qj_scope read_scope(const tier_ctx *c) {
     qj_scope s = {
         .tenant = principal_tenant(c->p),
@@ -58,8 +57,7 @@ static int existing(qdrant *q, tier_ctx *c, const char *qn, const vs_collection 
     return STATUS_OK;
 }
 
-int q_upsert(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_point_in *pts,
-                    size_t n) {
+int q_upsert(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_point_in *pts, size_t n) {
     qdrant *q = (qdrant *)vs;
     qj_version v;
     char qn[EPISODIC_QDRANT_NAME_MAX], path[QDRANT_PATH_MAX];
@@ -130,8 +128,8 @@ static int cmp_hit_id(const void *a, const void *b) {
     return vs_id_cmp(&((const vs_hit *)a)->point.id, &((const vs_hit *)b)->point.id);
 }
 
-int q_search(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_search *s,
-                    vs_hit **out, size_t *n) {
+int q_search(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_search *s, vs_hit **out,
+             size_t *n) {
     qdrant *q = (qdrant *)vs;
     qj_version v;
     char qn[EPISODIC_QDRANT_NAME_MAX], path[QDRANT_PATH_MAX];
@@ -195,7 +193,7 @@ int q_search(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_search 
 }
 
 int q_get(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_id *ids, size_t n,
-                 int with_payload, int with_vector, vs_point **out, size_t *nout) {
+          int with_payload, int with_vector, vs_point **out, size_t *nout) {
     qdrant *q = (qdrant *)vs;
     qj_version v;
     char qn[EPISODIC_QDRANT_NAME_MAX], path[QDRANT_PATH_MAX];
@@ -275,7 +273,7 @@ static int delete_by_ids(qdrant *q, tier_ctx *c, const char *qn, const vs_collec
 }
 
 int q_delete_ids(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_id *ids, size_t n,
-                        int64_t *deleted) {
+                 int64_t *deleted) {
     qdrant *q = (qdrant *)vs;
     qj_version v;
     char qn[EPISODIC_QDRANT_NAME_MAX];
@@ -306,7 +304,7 @@ int q_delete_ids(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_id 
 }
 
 int q_delete_filter(vstore *vs, tier_ctx *c, const vs_collection *col,
-                           const Memory__V1__Filter *filter, int64_t *deleted) {
+                    const Memory__V1__Filter *filter, int64_t *deleted) {
     qdrant *q = (qdrant *)vs;
     qj_version v;
     char qn[EPISODIC_QDRANT_NAME_MAX], path[QDRANT_PATH_MAX];
@@ -375,7 +373,8 @@ int q_delete_filter(vstore *vs, tier_ctx *c, const vs_collection *col,
         if (!has_next) break;
         if (has_offset && vs_id_cmp(&next, &offset) == 0) {
             rc = qdrant_logged("delete_filter",
-                        tier_fail(c, STATUS_EINTERNAL, "qdrant's scroll does not advance"), c->err);
+                               tier_fail(c, STATUS_EINTERNAL, "qdrant's scroll does not advance"),
+                               c->err);
             break;
         }
         offset = next;
@@ -387,8 +386,8 @@ int q_delete_filter(vstore *vs, tier_ctx *c, const vs_collection *col,
     return rc;
 }
 
-int q_count(vstore *vs, tier_ctx *c, const vs_collection *col,
-                   const Memory__V1__Filter *filter, int exact, int64_t *count) {
+int q_count(vstore *vs, tier_ctx *c, const vs_collection *col, const Memory__V1__Filter *filter,
+            int exact, int64_t *count) {
     qdrant *q = (qdrant *)vs;
     qj_version v;
     char qn[EPISODIC_QDRANT_NAME_MAX], path[QDRANT_PATH_MAX];

@@ -14,12 +14,12 @@
 #include "service/episodic/episodic_filter.h"
 #include "service/episodic/episodic_index.h"
 #include "service/episodic/episodic_qdrant.h"
+#include "service/pb/pbjson.h"
+#include "service/pb/pbtime.h"
 #include "service/privacy/pii_policy.h"
 #include "service/tier/tier_call.h"
 #include "service/tier/tier_check.h"
 #include "service/tier/tier_page.h"
-#include "service/pb/pbjson.h"
-#include "service/pb/pbtime.h"
 
 #define POINTS_MAX 1000
 #define IDS_MAX 1000
@@ -68,8 +68,8 @@ static grpc_status_code check_name(rpc_call *call, const char *field, const char
 static grpc_status_code check_vector(rpc_call *call, const char *field, const float *v, size_t n,
                                      const vs_collection *col, const float **out) {
     if (n != (size_t)col->dims)
-        return rpc_call_invalid(call, "%s: %zu components; collection %s has %d dimensions",
-                                field, n, col->name, col->dims);
+        return rpc_call_invalid(call, "%s: %zu components; collection %s has %d dimensions", field,
+                                n, col->name, col->dims);
     for (size_t i = 0; i < n; i++)
         if (!isfinite(v[i]))
             return rpc_call_invalid(call, "%s[%zu]: %s is not a finite number", field, i,
@@ -82,13 +82,14 @@ static grpc_status_code check_vector(rpc_call *call, const char *field, const fl
     return GRPC_STATUS_OK;
 }
 
-static grpc_status_code check_id(rpc_call *call, const char *field,
-                                 const Memory__V1__PointId *pid, vs_id *out) {
+static grpc_status_code check_id(rpc_call *call, const char *field, const Memory__V1__PointId *pid,
+                                 vs_id *out) {
     if (!pid || pid->kind_case == MEMORY__V1__POINT_ID__KIND__NOT_SET)
         return rpc_call_invalid(call, "%s: required (num or uuid)", field);
     if (efilter_point_id(pid, out) != 0)
-        return rpc_call_invalid(call, "%s: \"%s\" is not a UUID "
-                                      "(xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)",
+        return rpc_call_invalid(call,
+                                "%s: \"%s\" is not a UUID "
+                                "(xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)",
                                 field, pid->uuid);
     return GRPC_STATUS_OK;
 }
@@ -148,13 +149,11 @@ static Memory__V1__RecordMeta *render_meta(arena *a, const principal *p, const t
     return tier_meta_render(a, &m);
 }
 
-static Memory__V1__Point *render_point(arena *a, const principal *p, const vs_point *pt,
-                                       int dims) {
+static Memory__V1__Point *render_point(arena *a, const principal *p, const vs_point *pt, int dims) {
     Memory__V1__Point *m = arena_alloc(a, sizeof *m);
     if (!m) return NULL;
     memory__v1__point__init(m);
-    if (!(m->id = render_id(a, &pt->id)) || !(m->meta = render_meta(a, p, &pt->meta)))
-        return NULL;
+    if (!(m->id = render_id(a, &pt->id)) || !(m->meta = render_meta(a, p, &pt->meta))) return NULL;
     if (pt->vector) {
         m->n_vector = (size_t)dims;
         m->vector = (float *)pt->vector;
@@ -171,27 +170,32 @@ static Memory__V1__Collection *render_collection(arena *a, const principal *p,
     m->name = (char *)col->name;
     m->dims = col->dims;
     m->distance = (Memory__V1__Distance)col->distance;
-    tier_meta meta = {.owner = col->owner, .label = MEMORY__V1__LABEL__LABEL_PUBLIC,
-                      .version = 1, .create_us = col->created_us, .update_us = col->created_us};
+    tier_meta meta = {.owner = col->owner,
+                      .label = MEMORY__V1__LABEL__LABEL_PUBLIC,
+                      .version = 1,
+                      .create_us = col->created_us,
+                      .update_us = col->created_us};
     if (!(m->meta = render_meta(a, p, &meta))) return NULL;
     return m;
 }
 
 /* ------------------------------------------------------------ collections */
 
-static RPC_UNARY_HANDLER(do_create_collection, episodic_service, Memory__V1__CreateCollectionRequest,
-                  Memory__V1__CreateCollectionResponse) {
+static RPC_UNARY_HANDLER(do_create_collection, episodic_service,
+                         Memory__V1__CreateCollectionRequest,
+                         Memory__V1__CreateCollectionResponse) {
     RPC_CHECK(check_name(call, "name", req->name));
     if (req->dims < 1 || req->dims > VS_MAX_DIMS)
         return rpc_call_invalid(call, "dims: %d; must be 1 to %d", req->dims, VS_MAX_DIMS);
     if (req->distance < VS_COSINE || req->distance > VS_EUCLID)
-        return rpc_call_invalid(call, "distance: %d; set DISTANCE_COSINE, DISTANCE_DOT or "
-                                      "DISTANCE_EUCLID", (int)req->distance);
+        return rpc_call_invalid(call,
+                                "distance: %d; set DISTANCE_COSINE, DISTANCE_DOT or "
+                                "DISTANCE_EUCLID",
+                                (int)req->distance);
     tier_ctx c;
     init_ctx(&c, call);
     vs_collection col;
-    int rc = vstore_create_collection(svc->vs, &c, req->name, req->dims,
-                                             (int)req->distance, &col);
+    int rc = vstore_create_collection(svc->vs, &c, req->name, req->dims, (int)req->distance, &col);
     if (rc != STATUS_OK) return vs_status(call, rc, &c);
     tier_target(call, "collection:%s", req->name);
     if (!(resp->collection = render_collection(c.ar, c.p, &col))) return rpc_call_oom(call);
@@ -199,7 +203,7 @@ static RPC_UNARY_HANDLER(do_create_collection, episodic_service, Memory__V1__Cre
 }
 
 static RPC_UNARY_HANDLER(do_get_collection, episodic_service, Memory__V1__GetCollectionRequest,
-                  Memory__V1__GetCollectionResponse) {
+                         Memory__V1__GetCollectionResponse) {
     RPC_CHECK(check_name(call, "name", req->name));
     tier_ctx c;
     init_ctx(&c, call);
@@ -211,7 +215,7 @@ static RPC_UNARY_HANDLER(do_get_collection, episodic_service, Memory__V1__GetCol
 }
 
 static RPC_UNARY_HANDLER(do_list_collections, episodic_service, Memory__V1__ListCollectionsRequest,
-                  Memory__V1__ListCollectionsResponse) {
+                         Memory__V1__ListCollectionsResponse) {
     int size, resumed;
     tier_page pg;
     const char *after = NULL;
@@ -223,8 +227,8 @@ static RPC_UNARY_HANDLER(do_list_collections, episodic_service, Memory__V1__List
     vs_collection *cols;
     size_t n;
     /* One more than the page: whether a next page exists. */
-    int rc = vstore_list_collections(svc->vs, &c, resumed ? after : NULL, (size_t)size + 1,
-                                     &cols, &n);
+    int rc =
+        vstore_list_collections(svc->vs, &c, resumed ? after : NULL, (size_t)size + 1, &cols, &n);
     if (rc != STATUS_OK) return vs_status(call, rc, &c);
     size_t shown = n > (size_t)size ? (size_t)size : n;
     resp->collections = arena_alloc(c.ar, (shown ? shown : 1) * sizeof *resp->collections);
@@ -241,8 +245,9 @@ static RPC_UNARY_HANDLER(do_list_collections, episodic_service, Memory__V1__List
     return GRPC_STATUS_OK;
 }
 
-static RPC_UNARY_HANDLER(do_delete_collection, episodic_service, Memory__V1__DeleteCollectionRequest,
-                  Memory__V1__DeleteCollectionResponse) {
+static RPC_UNARY_HANDLER(do_delete_collection, episodic_service,
+                         Memory__V1__DeleteCollectionRequest,
+                         Memory__V1__DeleteCollectionResponse) {
     RPC_CHECK(check_name(call, "name", req->name));
     tier_ctx c;
     init_ctx(&c, call);
@@ -261,9 +266,9 @@ static grpc_status_code payload_pii(rpc_call *call, const episodic_service *svc,
                                     size_t *nkinds) {
     pii_field f[] = {PII_STRUCT(path, st)};
     char why[512];
-    int rc = pii_policy_apply(rpc_call_arena(call),
-                              pii_policy_mode(svc->pii, authn_principal(call)), f, 1, kinds,
-                              nkinds, why, sizeof why);
+    int rc =
+        pii_policy_apply(rpc_call_arena(call), pii_policy_mode(svc->pii, authn_principal(call)), f,
+                         1, kinds, nkinds, why, sizeof why);
     if (rc == STATUS_EINVALID) return rpc_call_invalid(call, "%s", why);
     return rc == STATUS_OK ? GRPC_STATUS_OK : rpc_call_oom(call);
 }
@@ -275,7 +280,7 @@ static void release_inputs(vs_point_in *in, size_t n) {
 }
 
 static RPC_UNARY_HANDLER(do_upsert, episodic_service, Memory__V1__EpisodicMemoryUpsertRequest,
-                  Memory__V1__EpisodicMemoryUpsertResponse) {
+                         Memory__V1__EpisodicMemoryUpsertResponse) {
     arena *a = rpc_call_arena(call);
     if (req->n_points == 0 || req->n_points > POINTS_MAX)
         return rpc_call_invalid(call, "points: %zu points; give 1 to %d", req->n_points,
@@ -344,10 +349,10 @@ static RPC_UNARY_HANDLER(do_upsert, episodic_service, Memory__V1__EpisodicMemory
 /* ------------------------------------------------------------ reads */
 
 static RPC_UNARY_HANDLER(do_search, episodic_service, Memory__V1__EpisodicMemorySearchRequest,
-                  Memory__V1__EpisodicMemorySearchResponse) {
+                         Memory__V1__EpisodicMemorySearchResponse) {
     if (req->limit < 0 || req->limit > LIMIT_MAX)
-        return rpc_call_invalid(call, "limit: %d; must be 1 to %d (0: %d)", req->limit,
-                                LIMIT_MAX, LIMIT_DEFAULT);
+        return rpc_call_invalid(call, "limit: %d; must be 1 to %d (0: %d)", req->limit, LIMIT_MAX,
+                                LIMIT_DEFAULT);
     if (req->offset < 0 || req->offset > OFFSET_MAX)
         return rpc_call_invalid(call, "offset: %d; must be 0 to %d", req->offset, OFFSET_MAX);
     int has_threshold = req->threshold_case ==
@@ -393,7 +398,7 @@ static RPC_UNARY_HANDLER(do_search, episodic_service, Memory__V1__EpisodicMemory
 }
 
 static RPC_UNARY_HANDLER(do_get_points, episodic_service, Memory__V1__GetPointsRequest,
-                  Memory__V1__GetPointsResponse) {
+                         Memory__V1__GetPointsResponse) {
     vs_id *ids;
     RPC_CHECK(check_ids(call, "ids", req->ids, req->n_ids, &ids));
     tier_ctx c;
@@ -401,8 +406,8 @@ static RPC_UNARY_HANDLER(do_get_points, episodic_service, Memory__V1__GetPointsR
     RPC_CHECK(collection_of(call, svc, req->collection, &c, &col));
     vs_point *pts;
     size_t n;
-    int rc = vstore_get(svc->vs, &c, &col, ids, req->n_ids, req->with_payload,
-                               req->with_vector, &pts, &n);
+    int rc = vstore_get(svc->vs, &c, &col, ids, req->n_ids, req->with_payload, req->with_vector,
+                        &pts, &n);
     if (rc != STATUS_OK) return vs_status(call, rc, &c);
     resp->points = arena_alloc(c.ar, (n ? n : 1) * sizeof *resp->points);
     grpc_status_code st = resp->points ? GRPC_STATUS_OK : rpc_call_oom(call);
@@ -419,7 +424,7 @@ static RPC_UNARY_HANDLER(do_get_points, episodic_service, Memory__V1__GetPointsR
 }
 
 static RPC_UNARY_HANDLER(do_delete_points, episodic_service, Memory__V1__DeletePointsRequest,
-                  Memory__V1__DeletePointsResponse) {
+                         Memory__V1__DeletePointsResponse) {
     grpc_status_code st;
     vs_id *ids = NULL;
     size_t nids = 0;
@@ -431,8 +436,7 @@ static RPC_UNARY_HANDLER(do_delete_points, episodic_service, Memory__V1__DeleteP
     case MEMORY__V1__DELETE_POINTS_REQUEST__SELECTOR_FILTER:
         st = check_filter(call, "filter", req->filter);
         break;
-    default:
-        st = rpc_call_invalid(call, "selector: set ids or filter");
+    default: st = rpc_call_invalid(call, "selector: set ids or filter");
     }
     if (st != GRPC_STATUS_OK) return st;
     tier_ctx c;
@@ -449,7 +453,7 @@ static RPC_UNARY_HANDLER(do_delete_points, episodic_service, Memory__V1__DeleteP
 }
 
 static RPC_UNARY_HANDLER(do_count, episodic_service, Memory__V1__EpisodicMemoryCountRequest,
-                  Memory__V1__EpisodicMemoryCountResponse) {
+                         Memory__V1__EpisodicMemoryCountResponse) {
     RPC_CHECK(check_filter(call, "filter", req->filter));
     tier_ctx c;
     vs_collection col;
@@ -509,17 +513,15 @@ static const rpc_method methods[] = {
                      do_get_collection),
     RPC_METHOD_UNARY(SVC, "ListCollections", memory__v1__list_collections, "episodic:read",
                      do_list_collections),
-    RPC_METHOD_UNARY(SVC, "DeleteCollection", memory__v1__delete_collection,
-                     "episodic:write:all", do_delete_collection),
+    RPC_METHOD_UNARY(SVC, "DeleteCollection", memory__v1__delete_collection, "episodic:write:all",
+                     do_delete_collection),
     RPC_METHOD_UNARY(SVC, "Upsert", memory__v1__episodic_memory_upsert, "episodic:write",
                      do_upsert),
-    RPC_METHOD_UNARY(SVC, "Search", memory__v1__episodic_memory_search, "episodic:read",
-                     do_search),
+    RPC_METHOD_UNARY(SVC, "Search", memory__v1__episodic_memory_search, "episodic:read", do_search),
     RPC_METHOD_UNARY(SVC, "GetPoints", memory__v1__get_points, "episodic:read", do_get_points),
     RPC_METHOD_UNARY(SVC, "DeletePoints", memory__v1__delete_points, "episodic:write",
                      do_delete_points),
-    RPC_METHOD_UNARY(SVC, "Count", memory__v1__episodic_memory_count, "episodic:read",
-                     do_count),
+    RPC_METHOD_UNARY(SVC, "Count", memory__v1__episodic_memory_count, "episodic:read", do_count),
 };
 
 /* The catalog is in PostgreSQL; points in PostgreSQL too, or in Qdrant. */

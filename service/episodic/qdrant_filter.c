@@ -6,7 +6,6 @@
 
 #include "service/episodic/qdrant_json_internal.h"
 
-
 static int cmp_id(const void *a, const void *b) { return vs_id_cmp(a, b); }
 
 /* has_id lists are sets (the spec marks them uniqueItems): sorted and
@@ -64,20 +63,18 @@ static void w_match_value(wbuf *b, const Google__Protobuf__Value *v, const char 
     case GOOGLE__PROTOBUF__VALUE__KIND_STRING_VALUE:
         qj_w_str(b, v->string_value ? v->string_value : "", "match value");
         return;
-    case GOOGLE__PROTOBUF__VALUE__KIND_BOOL_VALUE:
-        qj_w_bool(b, v->bool_value);
-        return;
+    case GOOGLE__PROTOBUF__VALUE__KIND_BOOL_VALUE: qj_w_bool(b, v->bool_value); return;
     case GOOGLE__PROTOBUF__VALUE__KIND_NUMBER_VALUE:
         if (!integral(v->number_value)) {
-            qj_w_fail(b, STATUS_EINVALID, "filter key %.64s: Qdrant matches only integers, not %g", key,
-                   v->number_value);
+            qj_w_fail(b, STATUS_EINVALID, "filter key %.64s: Qdrant matches only integers, not %g",
+                      key, v->number_value);
             return;
         }
         qj_w_fmt(b, "%lld", (long long)v->number_value);
         return;
     default:
         qj_w_fail(b, STATUS_EINVALID,
-               "filter key %.64s: a match value must be a string, a bool or an integer", key);
+                  "filter key %.64s: a match value must be a string, a bool or an integer", key);
     }
 }
 
@@ -101,8 +98,8 @@ static void w_match_list(wbuf *b, const Google__Protobuf__ListValue *l, const ch
         int k = list_kind(l->values[i]);
         if (k < 0 || (kind && k != kind)) {
             qj_w_fail(b, STATUS_EINVALID,
-                   "filter key %.64s: Qdrant's match %s takes only strings or only integers", key,
-                   op);
+                      "filter key %.64s: Qdrant's match %s takes only strings or only integers",
+                      key, op);
             return;
         }
         kind = k;
@@ -196,9 +193,7 @@ static void w_condition(wbuf *b, const Memory__V1__Condition *c, int depth) {
         return;
     }
     switch (c->condition_case) {
-    case MEMORY__V1__CONDITION__CONDITION_FIELD:
-        w_field(b, c->field);
-        return;
+    case MEMORY__V1__CONDITION__CONDITION_FIELD: w_field(b, c->field); return;
     case MEMORY__V1__CONDITION__CONDITION_IS_EMPTY:
         qj_w_lit(b, "{\"is_empty\":{\"key\":");
         w_key(b, c->is_empty ? c->is_empty->key : NULL);
@@ -213,8 +208,7 @@ static void w_condition(wbuf *b, const Memory__V1__Condition *c, int depth) {
         }
         for (size_t i = 0; i < n && !b->rc; i++) {
             const Memory__V1__PointId *p = c->has_id->ids[i];
-            if (p && p->kind_case == MEMORY__V1__POINT_ID__KIND_NUM)
-                ids[i].num = p->num;
+            if (p && p->kind_case == MEMORY__V1__POINT_ID__KIND_NUM) ids[i].num = p->num;
             else if (!p || p->kind_case != MEMORY__V1__POINT_ID__KIND_UUID || !p->uuid ||
                      vs_uuid_parse(p->uuid, &ids[i]) != 0)
                 qj_w_fail(b, STATUS_EINVALID, "has_id: id %zu is neither an integer nor a UUID", i);
@@ -229,8 +223,7 @@ static void w_condition(wbuf *b, const Memory__V1__Condition *c, int depth) {
         /* A Filter is itself a Qdrant condition: (a AND b) OR (c AND d). */
         w_filter(b, c->filter, depth + 1);
         return;
-    default:
-        qj_w_fail(b, STATUS_EINVALID, "a filter condition has nothing set");
+    default: qj_w_fail(b, STATUS_EINVALID, "a filter condition has nothing set");
     }
 }
 
@@ -289,7 +282,6 @@ void qj_w_scoped_filter(wbuf *b, const qj_scope *s, const Memory__V1__Filter *f)
     qj_w_lit(b, "]}");
 }
 
-
 int qj_filter(const qj_scope *s, const Memory__V1__Filter *f, char **out, size_t *len, char *err,
               size_t errlen) {
     wbuf b;
@@ -297,4 +289,3 @@ int qj_filter(const qj_scope *s, const Memory__V1__Filter *f, char **out, size_t
     qj_w_scoped_filter(&b, s, f);
     return qj_w_finish(&b, out, len);
 }
-

@@ -41,7 +41,6 @@ void qdrant_resp_free(qdrant_resp *r) {
     memset(r, 0, sizeof *r);
 }
 
-
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static CURLcode curl_init_rc = CURLE_OK;
 /* curl_global_init is not thread-safe in every libcurl build. */
@@ -99,14 +98,15 @@ static size_t on_data(char *p, size_t size, size_t nmemb, void *arg) {
  * deadline or a curl timeout STATUS_ETIMEOUT, connection errors
  * STATUS_EUNAVAILABLE, an oversize answer STATUS_EINTERNAL. timeout_ms bounds this
  * exchange besides the deadline. */
-static int exchange(qdrant_http *q, const char *method, const char *path, const char *body, size_t blen,
-                int64_t deadline_ms, long timeout_ms, qdrant_resp *r, char *err, size_t errlen) {
+static int exchange(qdrant_http *q, const char *method, const char *path, const char *body,
+                    size_t blen, int64_t deadline_ms, long timeout_ms, qdrant_resp *r, char *err,
+                    size_t errlen) {
     memset(r, 0, sizeof *r);
     if (deadline_ms != INT64_MAX) {
         int64_t left = deadline_ms - mono_ms();
         if (left <= 0)
-            return qj_fail(err, errlen, STATUS_ETIMEOUT, "deadline passed before calling qdrant (%s %s)",
-                        method, path);
+            return qj_fail(err, errlen, STATUS_ETIMEOUT,
+                           "deadline passed before calling qdrant (%s %s)", method, path);
         if (left < timeout_ms) timeout_ms = (long)left;
     }
     long connect_ms = q->connect_timeout_ms < timeout_ms ? q->connect_timeout_ms : timeout_ms;
@@ -138,14 +138,14 @@ static int exchange(qdrant_http *q, const char *method, const char *path, const 
         bad |= curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)blen) != CURLE_OK;
         bad |= curl_easy_setopt(h, CURLOPT_POSTFIELDS, body) != CURLE_OK;
     }
-    if (strcmp(method, "GET") == 0)
-        bad |= curl_easy_setopt(h, CURLOPT_HTTPGET, 1L) != CURLE_OK;
+    if (strcmp(method, "GET") == 0) bad |= curl_easy_setopt(h, CURLOPT_HTTPGET, 1L) != CURLE_OK;
     else if (strcmp(method, "POST") != 0)
         bad |= curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method) != CURLE_OK;
     if (bad) {
         handle_give(q, h, 1);
         free(url);
-        return qj_fail(err, errlen, STATUS_EINTERNAL, "libcurl refused an option for %s %s", method, path);
+        return qj_fail(err, errlen, STATUS_EINTERNAL, "libcurl refused an option for %s %s", method,
+                       path);
     }
 
     CURLcode cc = curl_easy_perform(h);
@@ -157,15 +157,16 @@ static int exchange(qdrant_http *q, const char *method, const char *path, const 
     const char *why = cerr[0] ? cerr : curl_easy_strerror(cc);
     int rc;
     if (r->too_big)
-        rc = qj_fail(err, errlen, STATUS_EINTERNAL, "qdrant's answer to %s %s exceeds %zu MiB", method,
-                  path, QDRANT_MAX_RESPONSE >> 20);
+        rc = qj_fail(err, errlen, STATUS_EINTERNAL, "qdrant's answer to %s %s exceeds %zu MiB",
+                     method, path, QDRANT_MAX_RESPONSE >> 20);
     else if (cc == CURLE_OPERATION_TIMEDOUT)
-        rc = qj_fail(err, errlen, STATUS_ETIMEOUT, "qdrant did not answer %s %s within %ld ms", method,
-                  path, timeout_ms);
+        rc = qj_fail(err, errlen, STATUS_ETIMEOUT, "qdrant did not answer %s %s within %ld ms",
+                     method, path, timeout_ms);
     else if (cc == CURLE_OUT_OF_MEMORY || cc == CURLE_WRITE_ERROR)
         rc = qj_fail(err, errlen, STATUS_ENOMEM, "out of memory reading qdrant's answer");
     else
-        rc = qj_fail(err, errlen, STATUS_EUNAVAILABLE, "qdrant at %s unreachable: %s", q->shown_url, why);
+        rc = qj_fail(err, errlen, STATUS_EUNAVAILABLE, "qdrant at %s unreachable: %s", q->shown_url,
+                     why);
     qdrant_resp_free(r);
     return rc;
 }
@@ -176,21 +177,24 @@ static int http_error(const qdrant_resp *r, const char *method, const char *path
     char text[320];
     qj_error_text(r->body, r->len, text, sizeof text);
     long st = r->status;
-    if (st == 404) return qj_fail(err, errlen, STATUS_ENOTFOUND, "qdrant: not found (HTTP 404): %s", text);
+    if (st == 404)
+        return qj_fail(err, errlen, STATUS_ENOTFOUND, "qdrant: not found (HTTP 404): %s", text);
     if (st == 409)
         return qj_fail(err, errlen, STATUS_EEXISTS, "qdrant: already exists (HTTP 409): %s", text);
     if (st == 400 || st == 413 || st == 422)
-        return qj_fail(err, errlen, STATUS_EINVALID, "qdrant refused %s %s (HTTP %ld): %s", method, path,
-                    st, text);
+        return qj_fail(err, errlen, STATUS_EINVALID, "qdrant refused %s %s (HTTP %ld): %s", method,
+                       path, st, text);
     if (st == 401 || st == 403)
-        return qj_fail(err, errlen, STATUS_EAUTH, "qdrant refused the API key (HTTP %ld): %s", st, text);
+        return qj_fail(err, errlen, STATUS_EAUTH, "qdrant refused the API key (HTTP %ld): %s", st,
+                       text);
     if (st == 408)
-        return qj_fail(err, errlen, STATUS_ETIMEOUT, "qdrant timed out on %s %s (HTTP 408): %s", method,
-                    path, text);
+        return qj_fail(err, errlen, STATUS_ETIMEOUT, "qdrant timed out on %s %s (HTTP 408): %s",
+                       method, path, text);
     if (st == 429 || (st >= 500 && st <= 599))
-        return qj_fail(err, errlen, STATUS_EUNAVAILABLE, "qdrant is unavailable (HTTP %ld): %s", st, text);
-    return qj_fail(err, errlen, STATUS_EINTERNAL, "unexpected HTTP %ld from qdrant for %s %s: %s", st,
-                method, path, text);
+        return qj_fail(err, errlen, STATUS_EUNAVAILABLE, "qdrant is unavailable (HTTP %ld): %s", st,
+                       text);
+    return qj_fail(err, errlen, STATUS_EINTERNAL, "unexpected HTTP %ld from qdrant for %s %s: %s",
+                   st, method, path, text);
 }
 
 int qdrant_http_call(qdrant_http *q, const char *method, const char *path, const char *body,
@@ -311,8 +315,8 @@ oom:
     return NULL;
 }
 
-int qdrant_http_create(const char *url, const char *api_key, int timeout_ms,
-                       int connect_timeout_ms, qdrant_http **out, char *err, size_t errlen) {
+int qdrant_http_create(const char *url, const char *api_key, int timeout_ms, int connect_timeout_ms,
+                       qdrant_http **out, char *err, size_t errlen) {
     pthread_once(&curl_once, curl_init);
     if (curl_init_rc != CURLE_OK)
         return qj_fail(err, errlen, STATUS_EINTERNAL, "libcurl: %s",

@@ -28,8 +28,8 @@ void qdrant_resp_free(qdrant_resp *r);
  * and api_key (NULL or "": none; never logged). timeout_ms bounds an
  * exchange of a call without deadline, connect_timeout_ms a connect.
  * STATUS_OK with *out (qdrant_http_free), or a code with err. */
-int qdrant_http_create(const char *url, const char *api_key, int timeout_ms,
-                       int connect_timeout_ms, qdrant_http **out, char *err, size_t errlen);
+int qdrant_http_create(const char *url, const char *api_key, int timeout_ms, int connect_timeout_ms,
+                       qdrant_http **out, char *err, size_t errlen);
 void qdrant_http_free(qdrant_http *h); /* accepts NULL */
 
 /* The URL as logs and messages show it (credentials masked). */

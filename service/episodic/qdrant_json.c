@@ -21,14 +21,10 @@ int qj_version_at_least(const qj_version *v, int major, int minor) {
 
 const char *qj_distance_name(int distance) {
     switch (distance) {
-    case VS_COSINE:
-        return "Cosine";
-    case VS_DOT:
-        return "Dot";
-    case VS_EUCLID:
-        return "Euclid";
-    default:
-        return NULL;
+    case VS_COSINE: return "Cosine";
+    case VS_DOT: return "Dot";
+    case VS_EUCLID: return "Euclid";
+    default: return NULL;
     }
 }
 
@@ -45,12 +41,10 @@ int qj_create_collection(int dims, int distance, char **out, size_t *len, char *
     wbuf b;
     qj_w_init(&b, err, errlen);
     const char *d = qj_distance_name(distance);
-    if (!d)
-        qj_w_fail(&b, STATUS_EINVALID, "unknown distance %d", distance);
+    if (!d) qj_w_fail(&b, STATUS_EINVALID, "unknown distance %d", distance);
     else if (dims < 1 || dims > VS_MAX_DIMS)
         qj_w_fail(&b, STATUS_EINVALID, "dims %d out of 1..%d", dims, VS_MAX_DIMS);
-    else
-        qj_w_fmt(&b, "{\"vectors\":{\"size\":%d,\"distance\":\"%s\"}}", dims, d);
+    else qj_w_fmt(&b, "{\"vectors\":{\"size\":%d,\"distance\":\"%s\"}}", dims, d);
     return qj_w_finish(&b, out, len);
 }
 
@@ -64,8 +58,7 @@ int qj_payload_index(const char *field, int tenant_index, const qj_version *v, c
      * older servers reject the parameterised schema. */
     if (tenant_index && v && qj_version_at_least(v, 1, 11))
         qj_w_lit(&b, ",\"field_schema\":{\"type\":\"keyword\",\"is_tenant\":true}}");
-    else
-        qj_w_lit(&b, ",\"field_schema\":\"keyword\"}");
+    else qj_w_lit(&b, ",\"field_schema\":\"keyword\"}");
     return qj_w_finish(&b, out, len);
 }
 
@@ -89,9 +82,9 @@ static void w_meta(wbuf *b, const char *tenant, const tier_meta *m, const char *
     qj_w_lit(b, ",\"owner\":");
     qj_w_str(b, m->owner ? m->owner : "", "owner");
     qj_w_fmt(b,
-          ",\"label\":%d,\"version\":%" PRId64 ",\"created_us\":%" PRId64 ",\"updated_us\":%" PRId64
-          ",\"pii_kinds\":[",
-          m->label, m->version, m->create_us, m->update_us);
+             ",\"label\":%d,\"version\":%" PRId64 ",\"created_us\":%" PRId64
+             ",\"updated_us\":%" PRId64 ",\"pii_kinds\":[",
+             m->label, m->version, m->create_us, m->update_us);
     for (size_t i = 0; i < npii; i++) {
         if (i) qj_w_lit(b, ",");
         qj_w_str(b, pii[i] ? pii[i] : "", "pii kind");
@@ -99,12 +92,13 @@ static void w_meta(wbuf *b, const char *tenant, const tier_meta *m, const char *
     qj_w_lit(b, "]}");
 }
 
-int qj_upsert(const char *tenant, int dims, const vs_point_in *pts, const tier_meta *metas, size_t n,
-              char **out, size_t *len, char *err, size_t errlen) {
+int qj_upsert(const char *tenant, int dims, const vs_point_in *pts, const tier_meta *metas,
+              size_t n, char **out, size_t *len, char *err, size_t errlen) {
     wbuf b;
     qj_w_init(&b, err, errlen);
     if (!tenant || !tenant[0]) qj_w_fail(&b, STATUS_EINVALID, "upsert needs a tenant");
-    if (dims < 1 || dims > VS_MAX_DIMS) qj_w_fail(&b, STATUS_EINVALID, "dims %d out of range", dims);
+    if (dims < 1 || dims > VS_MAX_DIMS)
+        qj_w_fail(&b, STATUS_EINVALID, "dims %d out of range", dims);
     qj_w_lit(&b, "{\"points\":[");
     for (size_t i = 0; i < n && !b.rc; i++) {
         const vs_point_in *p = &pts[i];
@@ -116,10 +110,8 @@ int qj_upsert(const char *tenant, int dims, const vs_point_in *pts, const tier_m
         qj_w_lit(&b, ",\"payload\":{\"payload\":");
         if (p->payload && !json_is_object(p->payload))
             qj_w_fail(&b, STATUS_EINVALID, "a point payload must be a JSON object");
-        if (p->payload)
-            qj_w_json(&b, p->payload, "point payload");
-        else
-            qj_w_lit(&b, "{}");
+        if (p->payload) qj_w_json(&b, p->payload, "point payload");
+        else qj_w_lit(&b, "{}");
         qj_w_lit(&b, ",\"memoryd\":");
         w_meta(&b, tenant, &metas[i], p->pii_kinds, p->npii);
         qj_w_lit(&b, "}}");
@@ -155,7 +147,8 @@ int qj_query(const qj_scope *s, const vs_search *q, int dims, int legacy_search,
              size_t *len, char *err, size_t errlen) {
     wbuf b;
     qj_w_init(&b, err, errlen);
-    if (dims < 1 || dims > VS_MAX_DIMS) qj_w_fail(&b, STATUS_EINVALID, "dims %d out of range", dims);
+    if (dims < 1 || dims > VS_MAX_DIMS)
+        qj_w_fail(&b, STATUS_EINVALID, "dims %d out of range", dims);
     if (q->limit < 1) qj_w_fail(&b, STATUS_EINVALID, "limit %d is below 1", q->limit);
     if (q->offset < 0) qj_w_fail(&b, STATUS_EINVALID, "offset %d is negative", q->offset);
     qj_w_lit(&b, legacy_search ? "{\"vector\":" : "{\"query\":");
@@ -215,4 +208,3 @@ int qj_delete(const vs_id *ids, size_t n, char **out, size_t *len, char *err, si
     qj_w_lit(&b, "}");
     return qj_w_finish(&b, out, len);
 }
-

@@ -106,8 +106,8 @@ int qj_payload_index(const char *field, int tenant_index, const qj_version *v, c
 /* PUT /collections/{name}/points: {"points":[{"id","vector","payload"}]},
  * each payload in the layout above with metas[i] (stamped by vs_stamp) and
  * pts[i].pii_kinds. Vectors must have dims finite components. */
-int qj_upsert(const char *tenant, int dims, const vs_point_in *pts, const tier_meta *metas, size_t n,
-              char **out, size_t *len, char *err, size_t errlen);
+int qj_upsert(const char *tenant, int dims, const vs_point_in *pts, const tier_meta *metas,
+              size_t n, char **out, size_t *len, char *err, size_t errlen);
 
 /* POST /collections/{name}/points (retrieve):
  * {"ids":[...],"with_payload":...,"with_vector":bool}. */

@@ -73,7 +73,7 @@ static int scan(const char *s, size_t n, bigint **out, size_t *nout, char *err, 
             if (depth >= QJ_MAX_DEPTH) {
                 free(list);
                 return qj_fail(err, errlen, STATUS_EINTERNAL,
-                            "qdrant's answer nests deeper than %d levels", QJ_MAX_DEPTH);
+                               "qdrant's answer nests deeper than %d levels", QJ_MAX_DEPTH);
             }
             int opens_payload = after_colon && key_payload && kind[depth] == '{';
             kind[++depth] = (unsigned char)c;
@@ -105,7 +105,7 @@ static int scan(const char *s, size_t n, bigint **out, size_t *nout, char *err, 
                     if (!nl) {
                         free(list);
                         return qj_fail(err, errlen, STATUS_ENOMEM,
-                                    "out of memory reading qdrant's answer");
+                                       "out of memory reading qdrant's answer");
                     }
                     list = nl;
                     cap = ncap;
@@ -152,8 +152,7 @@ int qj_load(const char *body, size_t len, json_t **out, char *err, size_t errlen
             if (big[i].as_string) copy[w++] = '"';
             memcpy(copy + w, body + big[i].off, big[i].len);
             w += big[i].len;
-            if (big[i].as_string)
-                copy[w++] = '"';
+            if (big[i].as_string) copy[w++] = '"';
             else {
                 copy[w++] = '.';
                 copy[w++] = '0';
@@ -173,8 +172,8 @@ int qj_load(const char *body, size_t len, json_t **out, char *err, size_t errlen
     if (!j) {
         char text_err[sizeof jerr.text];
         qj_error_text(jerr.text, strnlen(jerr.text, sizeof jerr.text), text_err, sizeof text_err);
-        return qj_fail(err, errlen, STATUS_EINTERNAL, "qdrant's answer is not JSON: %s (at byte %d)",
-                    text_err, jerr.position);
+        return qj_fail(err, errlen, STATUS_EINTERNAL,
+                       "qdrant's answer is not JSON: %s (at byte %d)", text_err, jerr.position);
     }
     *out = j;
     return STATUS_OK;
@@ -294,8 +293,8 @@ int qj_parse_version(const char *body, size_t len, qj_version *v, char *err, siz
         char text[64];
         sanitize(s, strlen(s), text, sizeof text);
         json_decref(j);
-        return qj_fail(err, errlen, STATUS_EINTERNAL, "qdrant's version \"%s\" is not major.minor.patch",
-                    text);
+        return qj_fail(err, errlen, STATUS_EINTERNAL,
+                       "qdrant's version \"%s\" is not major.minor.patch", text);
     }
     json_decref(j);
     *v = x;
@@ -322,18 +321,18 @@ int qj_parse_collection(const char *body, size_t len, int *dims, int *distance, 
     int64_t size = 0;
     if (!json_is_object(vec))
         rc = qj_fail(err, errlen, STATUS_EINTERNAL,
-                  "qdrant's collection info has no config.params.vectors");
+                     "qdrant's collection info has no config.params.vectors");
     else if (!json_object_get(vec, "size"))
         rc = qj_fail(err, errlen, STATUS_EINTERNAL,
-                  "the qdrant collection has named vectors (not one memoryd made)");
+                     "the qdrant collection has named vectors (not one memoryd made)");
     else if (qj_int_member(vec, "size", 1, VS_MAX_DIMS, &size) != 0)
-        rc = qj_fail(err, errlen, STATUS_EINTERNAL, "the qdrant collection's vector size is not 1..%d",
-                  VS_MAX_DIMS);
+        rc = qj_fail(err, errlen, STATUS_EINTERNAL,
+                     "the qdrant collection's vector size is not 1..%d", VS_MAX_DIMS);
     else {
         int d = qj_distance_parse(json_string_value(json_object_get(vec, "distance")));
         if (!d)
             rc = qj_fail(err, errlen, STATUS_EINTERNAL,
-                      "the qdrant collection's distance is not Cosine, Dot or Euclid");
+                         "the qdrant collection's distance is not Cosine, Dot or Euclid");
         else {
             *dims = (int)size;
             *distance = d;
@@ -349,8 +348,7 @@ int qj_parse_bool(const char *body, size_t len, int *value, char *err, size_t er
     if (rc != STATUS_OK) return rc;
     if (!json_is_boolean(r))
         rc = qj_fail(err, errlen, STATUS_EINTERNAL, "qdrant's result is not a boolean");
-    else
-        *value = json_is_true(r);
+    else *value = json_is_true(r);
     json_decref(r);
     return rc;
 }
@@ -364,7 +362,7 @@ int qj_parse_update(const char *body, size_t len, char *err, size_t errlen) {
         rc = qj_fail(err, errlen, STATUS_EINTERNAL, "qdrant's update result has no status");
     else if (strcmp(st, "wait_timeout") == 0)
         rc = qj_fail(err, errlen, STATUS_ETIMEOUT,
-                  "qdrant took the change but did not apply it within its wait timeout");
+                     "qdrant took the change but did not apply it within its wait timeout");
     else if (strcmp(st, "completed") != 0 && strcmp(st, "acknowledged") != 0)
         rc = qj_fail(err, errlen, STATUS_EINTERNAL, "qdrant's update status is not completed");
     json_decref(r);
@@ -380,4 +378,3 @@ int qj_parse_count(const char *body, size_t len, int64_t *count, char *err, size
     json_decref(r);
     return rc;
 }
-

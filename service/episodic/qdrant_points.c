@@ -8,7 +8,6 @@
 
 #include "service/episodic/qdrant_json_internal.h"
 
-
 int qj_parse_id(const json_t *j, vs_id *out) {
     memset(out, 0, sizeof *out);
     if (json_is_integer(j)) {
@@ -54,11 +53,12 @@ int qj_parse_meta(const json_t *payload, const char *tenant, arena *a, tier_meta
         return qj_fail(err, errlen, STATUS_EINTERNAL, "memoryd.version is not a positive integer");
     if (qj_int_member(m, "created_us", 0, INT64_MAX, &created) != 0 ||
         qj_int_member(m, "updated_us", 0, INT64_MAX, &updated) != 0)
-        return qj_fail(err, errlen, STATUS_EINTERNAL, "memoryd.created_us/updated_us are not times");
+        return qj_fail(err, errlen, STATUS_EINTERNAL,
+                       "memoryd.created_us/updated_us are not times");
     json_t *pk = json_object_get(m, "pii_kinds");
     if (!json_is_array(pk) || json_array_size(pk) > QJ_MAX_PII)
-        return qj_fail(err, errlen, STATUS_EINTERNAL, "memoryd.pii_kinds is not a list of at most %d",
-                    QJ_MAX_PII);
+        return qj_fail(err, errlen, STATUS_EINTERNAL,
+                       "memoryd.pii_kinds is not a list of at most %d", QJ_MAX_PII);
     size_t npii = json_array_size(pk);
     const char **pii = NULL;
     if (npii) {
@@ -69,7 +69,8 @@ int qj_parse_meta(const json_t *payload, const char *tenant, arena *a, tier_meta
         json_t *x = json_array_get(pk, i);
         size_t n = json_string_length(x);
         if (!json_is_string(x) || n == 0 || n > QJ_MAX_PII_LEN || strlen(json_string_value(x)) != n)
-            return qj_fail(err, errlen, STATUS_EINTERNAL, "memoryd.pii_kinds[%zu] is not a kind", i);
+            return qj_fail(err, errlen, STATUS_EINTERNAL, "memoryd.pii_kinds[%zu] is not a kind",
+                           i);
         if (!(pii[i] = arena_strdup(a, json_string_value(x))))
             return qj_fail(err, errlen, STATUS_ENOMEM, "out of memory");
     }
@@ -99,35 +100,38 @@ static int to_float(const json_t *x, float *out) {
 static int parse_point(const json_t *pj, const qj_read *r, arena *a, vs_point *out, char *err,
                        size_t errlen) {
     memset(out, 0, sizeof *out);
-    if (!json_is_object(pj)) return qj_fail(err, errlen, STATUS_EINTERNAL, "a point is not an object");
+    if (!json_is_object(pj))
+        return qj_fail(err, errlen, STATUS_EINTERNAL, "a point is not an object");
     if (qj_parse_id(json_object_get(pj, "id"), &out->id) != 0)
         return qj_fail(err, errlen, STATUS_EINTERNAL, "a point has no valid id");
     char idt[37], why[256];
     vs_id_text(&out->id, idt);
     json_t *payload = json_object_get(pj, "payload");
     int rc = qj_parse_meta(payload, r->tenant, a, &out->meta, why, sizeof why);
-    if (rc != STATUS_OK) return qj_fail(err, errlen, rc, "qdrant point %s is corrupt: %s", idt, why);
+    if (rc != STATUS_OK)
+        return qj_fail(err, errlen, rc, "qdrant point %s is corrupt: %s", idt, why);
     if (r->with_vector) {
         json_t *v = json_object_get(pj, "vector");
         if (!json_is_array(v))
-            return qj_fail(err, errlen, STATUS_EINTERNAL, "qdrant point %s has no (unnamed) vector", idt);
+            return qj_fail(err, errlen, STATUS_EINTERNAL, "qdrant point %s has no (unnamed) vector",
+                           idt);
         if (r->dims < 1 || r->dims > VS_MAX_DIMS || json_array_size(v) != (size_t)r->dims)
             return qj_fail(err, errlen, STATUS_EINTERNAL,
-                        "qdrant point %s has %zu vector components, not %d", idt,
-                        json_array_size(v), r->dims);
+                           "qdrant point %s has %zu vector components, not %d", idt,
+                           json_array_size(v), r->dims);
         float *f = arena_alloc(a, (size_t)r->dims * sizeof *f);
         if (!f) return qj_fail(err, errlen, STATUS_ENOMEM, "out of memory");
         for (int i = 0; i < r->dims; i++)
             if (to_float(json_array_get(v, (size_t)i), &f[i]) != 0)
                 return qj_fail(err, errlen, STATUS_EINTERNAL,
-                            "qdrant point %s: vector component %d is not a float", idt, i);
+                               "qdrant point %s: vector component %d is not a float", idt, i);
         out->vector = f;
     }
     if (r->with_payload) {
         json_t *user = json_object_get(payload, "payload");
         if (!json_is_object(user))
-            return qj_fail(err, errlen, STATUS_EINTERNAL, "qdrant point %s is corrupt: no payload object",
-                        idt);
+            return qj_fail(err, errlen, STATUS_EINTERNAL,
+                           "qdrant point %s is corrupt: no payload object", idt);
         out->payload = json_incref(user);
     }
     return STATUS_OK;
@@ -144,7 +148,7 @@ int qj_parse_hits(const char *body, size_t len, const qj_read *r, int legacy_sea
     if (!json_is_array(pts)) {
         json_decref(res);
         return qj_fail(err, errlen, STATUS_EINTERNAL, "qdrant's %s result has no list of points",
-                    legacy_search ? "search" : "query");
+                       legacy_search ? "search" : "query");
     }
     size_t cnt = json_array_size(pts);
     vs_hit *hits = cnt ? arena_zalloc(a, cnt * sizeof *hits) : NULL;
@@ -187,7 +191,7 @@ int qj_parse_records(const char *body, size_t len, const qj_read *r, int scroll,
     if (!json_is_array(pts)) {
         json_decref(res);
         return qj_fail(err, errlen, STATUS_EINTERNAL, "qdrant's %s result has no list of points",
-                    scroll ? "scroll" : "retrieve");
+                       scroll ? "scroll" : "retrieve");
     }
     vs_id nx;
     int hn = 0;
@@ -197,7 +201,7 @@ int qj_parse_records(const char *body, size_t len, const qj_read *r, int scroll,
             if (qj_parse_id(o, &nx) != 0) {
                 json_decref(res);
                 return qj_fail(err, errlen, STATUS_EINTERNAL,
-                            "qdrant's next_page_offset is not a point id");
+                               "qdrant's next_page_offset is not a point id");
             }
             hn = 1;
         }
@@ -224,4 +228,3 @@ int qj_parse_records(const char *body, size_t len, const qj_read *r, int scroll,
     if (has_next) *has_next = hn;
     return STATUS_OK;
 }
-

@@ -78,12 +78,9 @@ void qj_w_str(wbuf *b, const char *s, const char *what) {
         if (c >= 0x20 && c != '"' && c != '\\') continue;
         qj_w_mem(b, s + run, i - run);
         run = i + 1;
-        if (c == '"')
-            qj_w_lit(b, "\\\"");
-        else if (c == '\\')
-            qj_w_lit(b, "\\\\");
-        else
-            qj_w_fmt(b, "\\u%04x", c);
+        if (c == '"') qj_w_lit(b, "\\\"");
+        else if (c == '\\') qj_w_lit(b, "\\\\");
+        else qj_w_fmt(b, "\\u%04x", c);
     }
     qj_w_mem(b, s + run, n - run);
     qj_w_mem(b, "\"", 1);
@@ -112,10 +109,8 @@ void qj_w_f64(wbuf *b, double v, const char *what) { qj_w_number(b, "%.17g", v, 
 
 /* Ids above INT64_MAX are why this is text: PRIu64 writes all 64 bits. */
 void qj_w_id(wbuf *b, const vs_id *id) {
-    if (id->uuid[0])
-        qj_w_str(b, id->uuid, "point id");
-    else
-        qj_w_fmt(b, "%" PRIu64, id->num);
+    if (id->uuid[0]) qj_w_str(b, id->uuid, "point id");
+    else qj_w_fmt(b, "%" PRIu64, id->num);
 }
 
 void qj_w_bool(wbuf *b, int v) { qj_w_lit(b, v ? "true" : "false"); }
@@ -154,4 +149,3 @@ void qj_w_init(wbuf *b, char *err, size_t errlen) {
     b->errlen = errlen;
     if (err && errlen) err[0] = '\0';
 }
-

@@ -18,10 +18,8 @@ int vs_id_cmp(const vs_id *a, const vs_id *b) {
 }
 
 const char *vs_id_text(const vs_id *id, char *buf) {
-    if (id->uuid[0])
-        memcpy(buf, id->uuid, sizeof id->uuid);
-    else
-        snprintf(buf, 37, "%llu", (unsigned long long)id->num);
+    if (id->uuid[0]) memcpy(buf, id->uuid, sizeof id->uuid);
+    else snprintf(buf, 37, "%llu", (unsigned long long)id->num);
     return buf;
 }
 
@@ -96,8 +94,8 @@ int vstore_get(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_id *i
     return vs->ops->get(vs, c, col, ids, n, with_payload, with_vector, out, nout);
 }
 
-int vstore_delete_ids(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_id *ids,
-                      size_t n, int64_t *deleted) {
+int vstore_delete_ids(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_id *ids, size_t n,
+                      int64_t *deleted) {
     return vs->ops->delete_ids(vs, c, col, ids, n, deleted);
 }
 

@@ -101,9 +101,9 @@ typedef struct vs_point_in {
 } vs_point_in;
 
 typedef struct vs_search {
-    const float *vector; /* dims components (normalized for COSINE) */
-    int limit;           /* 1..1000 */
-    int offset;          /* 0..10000 */
+    const float *vector;              /* dims components (normalized for COSINE) */
+    int limit;                        /* 1..1000 */
+    int offset;                       /* 0..10000 */
     const Memory__V1__Filter *filter; /* validated; NULL = none */
     int has_threshold;
     float threshold; /* score >= t (COSINE, DOT), distance <= t (EUCLID) */
@@ -138,8 +138,8 @@ typedef struct vstore_ops {
                int with_payload, int with_vector, vs_point **out, size_t *nout);
     /* Deletes the listed ids that exist; STATUS_EDENIED (nothing deleted) when
      * one of them may not be modified by the caller. */
-    int (*delete_ids)(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_id *ids,
-                      size_t n, int64_t *deleted);
+    int (*delete_ids)(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_id *ids, size_t n,
+                      int64_t *deleted);
     /* Deletes every point visible to the caller that matches filter (NULL:
      * all visible points) and that the caller may modify. */
     int (*delete_filter)(vstore *vs, tier_ctx *c, const vs_collection *col,
@@ -175,8 +175,8 @@ int vstore_search(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_se
                   vs_hit **out, size_t *n);
 int vstore_get(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_id *ids, size_t n,
                int with_payload, int with_vector, vs_point **out, size_t *nout);
-int vstore_delete_ids(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_id *ids,
-                      size_t n, int64_t *deleted);
+int vstore_delete_ids(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_id *ids, size_t n,
+                      int64_t *deleted);
 int vstore_delete_filter(vstore *vs, tier_ctx *c, const vs_collection *col,
                          const Memory__V1__Filter *filter, int64_t *deleted);
 int vstore_count(vstore *vs, tier_ctx *c, const vs_collection *col,

@@ -54,8 +54,8 @@ static int put_entity(pgq_session *ss, tier_ctx *c, void *arg) {
                         " properties, pii_kinds, version, created_at, updated_at)"
                         " VALUES ($%d, $%d, $%d, $%d, $%d, $%d, $%d, $%d, 1, now(), now())"
                         " ON CONFLICT (tenant, id) DO NOTHING RETURNING " GLOBAL_E_COLS,
-                        p_tenant, p_id, pgq_text(&q, principal_sub(c->p)), p_label, p_type,
-                        p_name, p_props, p_pii);
+                        p_tenant, p_id, pgq_text(&q, principal_sub(c->p)), p_label, p_type, p_name,
+                        p_props, p_pii);
         else
             pgq_sql_add(&b,
                         "UPDATE entities AS e SET label = $%d, entity_type = $%d, name = $%d,"
@@ -77,12 +77,11 @@ static int put_entity(pgq_session *ss, tier_ctx *c, void *arg) {
         *a->created = !lr.exists;
         return tier_sql_commit(ss, c);
     }
-    return tier_fail(c, STATUS_ECONFLICT, "entity %s is being created concurrently; retry",
-                     in->id);
+    return tier_fail(c, STATUS_ECONFLICT, "entity %s is being created concurrently; retry", in->id);
 }
 
-int global_put_entity(global_store *s, tier_ctx *c, const global_entity_in *in,
-                      global_entity *out, int *created) {
+int global_put_entity(global_store *s, tier_ctx *c, const global_entity_in *in, global_entity *out,
+                      int *created) {
     put_entity_args a = {in, out, created};
     return global_run(s, c, put_entity, &a);
 }
@@ -123,8 +122,7 @@ static int load_entity(pgq_session *ss, tier_ctx *c, void *arg) {
     get_entity_args *a = arg;
     pgq_params q = {0};
     pgq_sql b = {0};
-    pgq_sql_add(&b,
-                "SELECT " GLOBAL_E_COLS " FROM entities e WHERE e.tenant = $%d AND e.id = $%d",
+    pgq_sql_add(&b, "SELECT " GLOBAL_E_COLS " FROM entities e WHERE e.tenant = $%d AND e.id = $%d",
                 pgq_text(&q, principal_tenant(c->p)), pgq_text(&q, a->id));
     PGresult *r;
     int rc = pgq_pipeline(ss, "load entity", NULL, &b, &q, 1, &r);
@@ -206,8 +204,7 @@ static void add_cursor(pgq_sql *b, pgq_params *q, const global_query_in *in, con
     switch (in->order) {
     case GLOBAL_ORDER_ID: pgq_sql_add(b, " AND e.id %s $%d", cmp, p_id); break;
     case GLOBAL_ORDER_NAME:
-        pgq_sql_add(b, " AND (e.name, e.id) %s ($%d, $%d)", cmp, pgq_text(q, in->after_key),
-                    p_id);
+        pgq_sql_add(b, " AND (e.name, e.id) %s ($%d, $%d)", cmp, pgq_text(q, in->after_key), p_id);
         break;
     case GLOBAL_ORDER_CREATE_TIME:
     case GLOBAL_ORDER_UPDATE_TIME:
@@ -216,8 +213,8 @@ static void add_cursor(pgq_sql *b, pgq_params *q, const global_query_in *in, con
                     pgq_ts(q, strtoll(in->after_key, NULL, 10)), p_id);
         break;
     case GLOBAL_ORDER_RELEVANCE:
-        pgq_sql_add(b, " AND (%s, e.id) %s ($%d::real, $%d)", key, cmp,
-                    pgq_text(q, in->after_key), p_id);
+        pgq_sql_add(b, " AND (%s, e.id) %s ($%d::real, $%d)", key, cmp, pgq_text(q, in->after_key),
+                    p_id);
         break;
     }
 }
@@ -259,8 +256,7 @@ static int query_entities(pgq_session *ss, tier_ctx *c, void *arg) {
     pgq_sql_add(&b, "SELECT " GLOBAL_E_COLS ", %s FROM entities e WHERE ", key);
     tier_sql_read_diode(&b, &q, c, "e");
     if (in->type[0]) pgq_sql_add(&b, " AND e.entity_type = $%d", pgq_text(&q, in->type));
-    if (in->text_query[0])
-        pgq_sql_add(&b, " AND e.search @@ websearch_to_tsquery('simple', $1)");
+    if (in->text_query[0]) pgq_sql_add(&b, " AND e.search @@ websearch_to_tsquery('simple', $1)");
     for (size_t i = 0; i < in->npreds; i++) {
         int rc = global_pred_sql(&b, &q, c->ar, i, &in->preds[i], c->err, sizeof c->err);
         if (rc == -2) return tier_fail(c, STATUS_ENOMEM, "out of memory");

@@ -33,8 +33,7 @@ static int check_ends(pgq_session *ss, tier_ctx *c, const char *src, const char 
     pgq_sql b = {0};
     pgq_sql_add(&b, "SELECT e.id FROM entities e WHERE ");
     tier_sql_read_diode(&b, &q, c, "e");
-    pgq_sql_add(&b, " AND e.id IN ($%d, $%d) FOR KEY SHARE", pgq_text(&q, src),
-                pgq_text(&q, dst));
+    pgq_sql_add(&b, " AND e.id IN ($%d, $%d) FOR KEY SHARE", pgq_text(&q, src), pgq_text(&q, dst));
     PGresult *r;
     int rc = pgq_exec_ok(ss, &b, &q, "endpoint check", &r);
     if (rc != STATUS_OK) return rc;
@@ -91,16 +90,15 @@ static int put_rel(pgq_session *ss, tier_ctx *c, void *arg) {
         int rc = tier_sql_lock(ss, c, &lb, &lq, race == 0, &lr, NULL);
         if (rc != STATUS_OK ||
             (lr.exists && (rc = tier_may_modify(c, &lr, "relationship", name)) != STATUS_OK) ||
-            (rc = tier_check_version(c, &lr, in->has_expected, in->expected_version,
-                                     "relationship", name)) != STATUS_OK ||
+            (rc = tier_check_version(c, &lr, in->has_expected, in->expected_version, "relationship",
+                                     name)) != STATUS_OK ||
             (race == 0 && (rc = check_ends(ss, c, in->source_id, in->target_id)) != STATUS_OK))
             return rc;
         int label = principal_stamp_label(c->p, in->label, lr.exists ? lr.label : 0);
         pgq_params q = {0};
         pgq_sql b = {0};
         write_rel_sql(&b, &q, c, in, lr.exists, label, pii);
-        if (b.overflow)
-            return tier_fail(c, STATUS_EINTERNAL, "relationship write query too long");
+        if (b.overflow) return tier_fail(c, STATUS_EINTERNAL, "relationship write query too long");
         PGresult *r = pgq_exec(ss, &b, &q);
         if (PQresultStatus(r) != PGRES_TUPLES_OK) {
             /* An end deleted under us despite the key-share lock cannot
@@ -207,15 +205,13 @@ int global_sql_traverse(const tier_ctx *c, const global_traverse_in *in, pgq_sql
      * once more than limit entities are known. The OFFSET 0 fences keep
      * the planner from evaluating the level's subquery twice and from
      * hash-joining the result against the whole entities table. */
-    pgq_sql_add(b,
-                "WITH RECURSIVE walk(depth, frontier, visited) AS ("
-                " SELECT 0, ARRAY[e.id], ARRAY[e.id] FROM entities e WHERE ");
+    pgq_sql_add(b, "WITH RECURSIVE walk(depth, frontier, visited) AS ("
+                   " SELECT 0, ARRAY[e.id], ARRAY[e.id] FROM entities e WHERE ");
     tier_sql_read_diode(b, q, c, "e");
     pgq_sql_add(b, " AND e.id = $%d", pgq_text(q, in->start_id));
-    pgq_sql_add(b,
-                " UNION ALL"
-                " SELECT w.depth + 1, nxt.ids, w.visited || nxt.ids FROM walk w,"
-                " LATERAL (SELECT ARRAY(SELECT DISTINCT nb.id FROM (");
+    pgq_sql_add(b, " UNION ALL"
+                   " SELECT w.depth + 1, nxt.ids, w.visited || nxt.ids FROM walk w,"
+                   " LATERAL (SELECT ARRAY(SELECT DISTINCT nb.id FROM (");
     if (in->dir == GLOBAL_DIR_OUT || in->dir == GLOBAL_DIR_BOTH)
         add_neighbours(b, q, c, "source_id", "target_id", p_types);
     if (in->dir == GLOBAL_DIR_BOTH) pgq_sql_add(b, " UNION ALL ");
@@ -263,8 +259,7 @@ static int walk_nodes(tier_ctx *c, const PGresult *r, const global_traverse_in *
     out->nodes = arena_alloc(c->ar, (size_t)take * sizeof *out->nodes);
     out->depths = arena_alloc(c->ar, (size_t)take * sizeof *out->depths);
     *ids = arena_alloc(c->ar, (size_t)take * sizeof **ids);
-    if (!out->nodes || !out->depths || !*ids)
-        return tier_fail(c, STATUS_ENOMEM, "out of memory");
+    if (!out->nodes || !out->depths || !*ids) return tier_fail(c, STATUS_ENOMEM, "out of memory");
     for (int i = 0; i < take; i++) {
         int64_t depth;
         int rc = global_decode_entity(c, r, i, &out->nodes[i]);
@@ -307,8 +302,8 @@ static int traverse(pgq_session *ss, tier_ctx *c, void *arg) {
     if (global_sql_traverse(c, a->in, &b, &q) != 0)
         return tier_fail(c, STATUS_ENOMEM, "out of memory");
     PGresult *r;
-    int rc = pgq_pipeline(ss, "traverse", "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", &b,
-                          &q, 0, &r);
+    int rc = pgq_pipeline(ss, "traverse", "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", &b, &q,
+                          0, &r);
     if (rc != STATUS_OK) return rc;
     const char **ids = NULL;
     rc = walk_nodes(c, r, a->in, a->out, &ids);
@@ -320,8 +315,7 @@ static int traverse(pgq_session *ss, tier_ctx *c, void *arg) {
     pgq_sql eb = {0};
     if (global_sql_traverse_edges(c, a->in, ids, a->out->nnodes, &eb, &eq) != 0)
         return tier_fail(c, STATUS_ENOMEM, "out of memory");
-    if ((rc = pgq_pipeline(ss, "traverse edges", NULL, &eb, &eq, 1, &r)) != STATUS_OK)
-        return rc;
+    if ((rc = pgq_pipeline(ss, "traverse edges", NULL, &eb, &eq, 1, &r)) != STATUS_OK) return rc;
     rc = walk_edges(c, r, a->max_response_bytes, a->out);
     PQclear(r);
     return rc;

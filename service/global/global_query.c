@@ -108,9 +108,10 @@ int global_pred_sql(pgq_sql *b, pgq_params *q, arena *a, size_t index, const glo
     snprintf(at, sizeof at, "predicates[%zu]", index);
     const char *name = op_name(p->op);
     if (!name)
-        return bad(why, whylen, "%s.op: %s is not a comparison (EQ, NE, LT, LE, GT, GE, "
-                   "CONTAINS or EXISTS)", at,
-                   p->op == 0 ? "PREDICATE_OP_UNSPECIFIED" : "an unknown value");
+        return bad(why, whylen,
+                   "%s.op: %s is not a comparison (EQ, NE, LT, LE, GT, GE, "
+                   "CONTAINS or EXISTS)",
+                   at, p->op == 0 ? "PREDICATE_OP_UNSPECIFIED" : "an unknown value");
     int exists = p->op == MEMORY__V1__PREDICATE_OP__PREDICATE_OP_EXISTS;
     if (!exists && (p->kind == GLOBAL_KIND_NONE || !p->value_json))
         return bad(why, whylen, "%s.value: required for %s", at, name);

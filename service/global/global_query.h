@@ -47,10 +47,10 @@ typedef struct global_pred {
     const char *value_json;
 } global_pred;
 
-/* Splits path (valid UTF-8: the service checks) into segments; on 0 *pg_path is the PostgreSQL text[]
- * literal for `#>` in arena a, and *nested (may be NULL) is the JSON
- * object {"a":{"b":<value_json>}} for a containment prefilter, NULL when
- * a segment is numeric (it may index an array). Returns -1 with why
+/* Splits path (valid UTF-8: the service checks) into segments; on 0 *pg_path is the PostgreSQL
+ * text[] literal for `#>` in arena a, and *nested (may be NULL) is the JSON object
+ * {"a":{"b":<value_json>}} for a containment prefilter, NULL when a segment is numeric (it may
+ * index an array). Returns -1 with why
  * ("path: ...") on a bad path, -2 when out of memory. */
 int global_path_parse(arena *a, const char *path, const char *value_json, const char **pg_path,
                       const char **nested, char *why, size_t whylen);

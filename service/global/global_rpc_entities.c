@@ -33,8 +33,7 @@ RPC_UNARY_HANDLER(global_do_put_entity, global_service, Memory__V1__PutEntityReq
     RPC_CHECK(tier_check_name(call, "type", req->type, GLOBAL_TYPE_MAX, 1));
     RPC_CHECK(tier_check_text(call, "name", req->name, NAME_MAX_CHARS));
     RPC_CHECK(tier_check_label(call, "label", (int)req->label));
-    if (req->precondition_case ==
-        MEMORY__V1__PUT_ENTITY_REQUEST__PRECONDITION_EXPECTED_VERSION) {
+    if (req->precondition_case == MEMORY__V1__PUT_ENTITY_REQUEST__PRECONDITION_EXPECTED_VERSION) {
         RPC_CHECK(tier_check_expected(call, req->expected_version, TIER_EXPECT_CREATE_OK));
         in.has_expected = 1;
         in.expected_version = req->expected_version;
@@ -53,8 +52,7 @@ RPC_UNARY_HANDLER(global_do_put_entity, global_service, Memory__V1__PutEntityReq
     int rc = global_put_entity(svc->store, &c, &in, &e, &created);
     if (rc != STATUS_OK) return tier_status(call, rc, &c);
     entity_changed(svc, call, &c, in.id);
-    if (!(resp->entity = global_render_entity(rpc_call_arena(call), &e)))
-        return rpc_call_oom(call);
+    if (!(resp->entity = global_render_entity(rpc_call_arena(call), &e))) return rpc_call_oom(call);
     resp->created = created;
     return GRPC_STATUS_OK;
 }
@@ -108,10 +106,11 @@ RPC_UNARY_HANDLER(global_do_get_entity, global_service, Memory__V1__GetEntityReq
 RPC_UNARY_HANDLER(global_do_delete_entity, global_service, Memory__V1__DeleteEntityRequest,
                   Memory__V1__DeleteEntityResponse) {
     const char *id = req->id;
-    int has_expected = req->precondition_case ==
-                       MEMORY__V1__DELETE_ENTITY_REQUEST__PRECONDITION_EXPECTED_VERSION;
+    int has_expected =
+        req->precondition_case == MEMORY__V1__DELETE_ENTITY_REQUEST__PRECONDITION_EXPECTED_VERSION;
     RPC_CHECK(tier_check_id(call, "id", &id, 0));
-    if (has_expected) RPC_CHECK(tier_check_expected(call, req->expected_version, TIER_EXPECT_VERSION));
+    if (has_expected)
+        RPC_CHECK(tier_check_expected(call, req->expected_version, TIER_EXPECT_VERSION));
     tier_target(call, "entity:%s", id);
     tier_ctx c;
     global_ctx(svc, call, 1, &c);

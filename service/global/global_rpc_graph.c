@@ -41,7 +41,8 @@ RPC_UNARY_HANDLER(global_do_put_rel, global_service, Memory__V1__PutRelationship
     const Google__Protobuf__Struct *props = req->properties;
     pii_field f[] = {PII_STRUCT("properties", &props)};
     RPC_CHECK(global_pii(call, svc, "type", &in.type, f, 1, &in.pii_kinds, &in.npii));
-    RPC_CHECK(tier_check_struct(call, "properties", props, REL_PROPERTIES_MAX, &in.properties_json));
+    RPC_CHECK(
+        tier_check_struct(call, "properties", props, REL_PROPERTIES_MAX, &in.properties_json));
     in.label = (int)req->label;
     rel_target(call, in.source_id, in.type, in.target_id);
     tier_ctx c;
@@ -62,12 +63,13 @@ RPC_UNARY_HANDLER(global_do_delete_rel, global_service, Memory__V1__DeleteRelati
     int has_expected = req->precondition_case ==
                        MEMORY__V1__DELETE_RELATIONSHIP_REQUEST__PRECONDITION_EXPECTED_VERSION;
     RPC_CHECK(check_rel_key(call, &src, req->type, &dst));
-    if (has_expected) RPC_CHECK(tier_check_expected(call, req->expected_version, TIER_EXPECT_VERSION));
+    if (has_expected)
+        RPC_CHECK(tier_check_expected(call, req->expected_version, TIER_EXPECT_VERSION));
     rel_target(call, src, req->type, dst);
     tier_ctx c;
     global_ctx(svc, call, 1, &c);
-    int rc = global_delete_rel(svc->store, &c, src, req->type, dst, has_expected,
-                               req->expected_version);
+    int rc =
+        global_delete_rel(svc->store, &c, src, req->type, dst, has_expected, req->expected_version);
     return tier_status(call, rc, &c);
 }
 

@@ -58,11 +58,13 @@ RPC_UNARY_HANDLER(global_do_record_task, global_service, Memory__V1__RecordTaskR
     global_task_in in = {0};
     RPC_CHECK(task_in(call, req, &in));
     const Google__Protobuf__Struct *prov = req->provenance, *result = req->result;
-    pii_field f[] = {PII_TEXT("description", &in.description),
-                     PII_STRUCT("provenance", &prov), PII_STRUCT("result", &result)};
+    pii_field f[] = {PII_TEXT("description", &in.description), PII_STRUCT("provenance", &prov),
+                     PII_STRUCT("result", &result)};
     RPC_CHECK(global_pii(call, svc, "id", &in.id, f, 3, &in.pii_kinds, &in.npii));
-    if (prov) RPC_CHECK(tier_check_struct(call, "provenance", prov, TASK_JSON_MAX, &in.provenance_json));
-    if (result) RPC_CHECK(tier_check_struct(call, "result", result, TASK_JSON_MAX, &in.result_json));
+    if (prov)
+        RPC_CHECK(tier_check_struct(call, "provenance", prov, TASK_JSON_MAX, &in.provenance_json));
+    if (result)
+        RPC_CHECK(tier_check_struct(call, "result", result, TASK_JSON_MAX, &in.result_json));
     tier_target(call, "task:%s", in.id);
     tier_ctx c;
     global_ctx(svc, call, 1, &c);
@@ -80,8 +82,7 @@ RPC_UNARY_HANDLER(global_do_list_tasks, global_service, Memory__V1__ListTasksReq
     arena *a = rpc_call_arena(call);
     global_list_tasks_in in = {0};
     if (req->status < 0 || req->status > MEMORY__V1__TASK_STATUS__TASK_STATUS_CANCELLED)
-        return rpc_call_invalid(call, "status: %d is not a memory.v1.TaskStatus",
-                                (int)req->status);
+        return rpc_call_invalid(call, "status: %d is not a memory.v1.TaskStatus", (int)req->status);
     in.status = (int)req->status;
     in.type = req->type;
     tier_time_range tr;

@@ -24,9 +24,9 @@ grpc_status_code global_pii(rpc_call *call, const global_service *svc, const cha
     all[0] = (pii_field)PII_NAME(id_path, id);
     memcpy(all + 1, f, n * sizeof *f);
     char why[512];
-    int rc = pii_policy_apply(rpc_call_arena(call),
-                              pii_policy_mode(svc->pii, authn_principal(call)), all, n + 1,
-                              (const char ***)kinds, nkinds, why, sizeof why);
+    int rc =
+        pii_policy_apply(rpc_call_arena(call), pii_policy_mode(svc->pii, authn_principal(call)),
+                         all, n + 1, (const char ***)kinds, nkinds, why, sizeof why);
     if (rc == STATUS_EINVALID) return rpc_call_invalid(call, "%s", why);
     return rc == STATUS_OK ? GRPC_STATUS_OK : rpc_call_oom(call);
 }
@@ -114,21 +114,19 @@ static void global_free(void *state) {
 static const rpc_method methods[] = {
     RPC_METHOD_UNARY(SVC, "PutEntity", memory__v1__put_entity, "global:write",
                      global_do_put_entity),
-    RPC_METHOD_UNARY(SVC, "GetEntity", memory__v1__get_entity, "global:read",
-                     global_do_get_entity),
+    RPC_METHOD_UNARY(SVC, "GetEntity", memory__v1__get_entity, "global:read", global_do_get_entity),
     RPC_METHOD_UNARY(SVC, "DeleteEntity", memory__v1__delete_entity, "global:write",
                      global_do_delete_entity),
     RPC_METHOD_UNARY(SVC, "QueryEntities", memory__v1__query_entities, "global:read",
                      global_do_query_entities),
     RPC_METHOD_UNARY(SVC, "PutRelationship", memory__v1__put_relationship, "global:write",
                      global_do_put_rel),
-    RPC_METHOD_UNARY(SVC, "DeleteRelationship", memory__v1__delete_relationship,
-                     "global:write", global_do_delete_rel),
+    RPC_METHOD_UNARY(SVC, "DeleteRelationship", memory__v1__delete_relationship, "global:write",
+                     global_do_delete_rel),
     RPC_METHOD_UNARY(SVC, "Traverse", memory__v1__traverse, "global:read", global_do_traverse),
     RPC_METHOD_UNARY(SVC, "RecordTask", memory__v1__record_task, "global:write",
                      global_do_record_task),
-    RPC_METHOD_UNARY(SVC, "ListTasks", memory__v1__list_tasks, "global:read",
-                     global_do_list_tasks),
+    RPC_METHOD_UNARY(SVC, "ListTasks", memory__v1__list_tasks, "global:read", global_do_list_tasks),
 };
 
 static const tier_service services[] = {{SVC, HEALTH_NEEDS_PG}};

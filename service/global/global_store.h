@@ -49,7 +49,7 @@ typedef struct global_task {
     const char *id;
     const char *type;
     const char *description;
-    int status; /* memory.v1.TaskStatus */
+    int status;                  /* memory.v1.TaskStatus */
     const char *provenance_json; /* NULL = never given */
     const char *result_json;     /* NULL = never given */
     const char **entity_ids;
@@ -89,8 +89,8 @@ typedef struct global_entity_in {
  * STATUS_EDENIED when it exists and belongs to another owner without
  * `global:write:all` or is labelled above clr; STATUS_ECONFLICT on a
  * version mismatch. */
-int global_put_entity(global_store *s, tier_ctx *c, const global_entity_in *in,
-                      global_entity *out, int *created);
+int global_put_entity(global_store *s, tier_ctx *c, const global_entity_in *in, global_entity *out,
+                      int *created);
 /* STATUS_ENOTFOUND when absent or hidden. */
 int global_get_entity(global_store *s, tier_ctx *c, const char *id, global_entity *out);
 /* The entity of the caller's tenant whatever its owner and label: for a
@@ -190,8 +190,7 @@ int global_traverse(global_store *s, tier_ctx *c, const global_traverse_in *in,
  * directly through libpq. Strings are borrowed by q; c->ar holds array
  * literals. Return 0, or -1 when out of memory. */
 void global_sql_get_entity(const tier_ctx *c, const char *id, pgq_sql *b, pgq_params *q);
-int global_sql_traverse(const tier_ctx *c, const global_traverse_in *in, pgq_sql *b,
-                        pgq_params *q);
+int global_sql_traverse(const tier_ctx *c, const global_traverse_in *in, pgq_sql *b, pgq_params *q);
 int global_sql_traverse_edges(const tier_ctx *c, const global_traverse_in *in,
                               const char *const *ids, size_t n, pgq_sql *b, pgq_params *q);
 
@@ -217,8 +216,8 @@ typedef struct global_task_in {
 
 /* Creates or replaces the task (start_time kept unless given).
  * STATUS_EINVALID when end would precede start; EDENIED as for entities. */
-int global_record_task(global_store *s, tier_ctx *c, const global_task_in *in,
-                       global_task *out, int *created);
+int global_record_task(global_store *s, tier_ctx *c, const global_task_in *in, global_task *out,
+                       int *created);
 
 typedef struct global_list_tasks_in {
     int status;       /* 0 = any */
@@ -236,6 +235,5 @@ typedef struct global_list_tasks_in {
 /* Visible tasks, newest start_time first, ties by id. */
 int global_list_tasks(global_store *s, tier_ctx *c, const global_list_tasks_in *in,
                       global_task **out, size_t *n, int *more);
-
 
 #endif

@@ -17,18 +17,18 @@ struct global_store {
 };
 
 /* Entity columns every entity query selects (alias e), in this order. */
-#define GLOBAL_E_COLS                                                                        \
-    "e.tenant, e.id, e.owner, e.label, e.entity_type, e.name, e.properties, e.pii_kinds,"   \
+#define GLOBAL_E_COLS                                                                              \
+    "e.tenant, e.id, e.owner, e.label, e.entity_type, e.name, e.properties, e.pii_kinds,"          \
     " e.version, e.created_at, e.updated_at"
 #define GLOBAL_E_NCOLS 11
 /* Relationship columns (alias r). */
-#define GLOBAL_R_COLS                                                                        \
-    "r.tenant, r.source_id, r.rel_type, r.target_id, r.owner, r.label, r.properties,"       \
+#define GLOBAL_R_COLS                                                                              \
+    "r.tenant, r.source_id, r.rel_type, r.target_id, r.owner, r.label, r.properties,"              \
     " r.pii_kinds, r.version, r.created_at, r.updated_at"
 /* Task columns (alias t). */
-#define GLOBAL_T_COLS                                                                        \
-    "t.tenant, t.id, t.owner, t.label, t.task_type, t.description, t.status, t.provenance,"  \
-    " t.result, t.entity_ids, t.pii_kinds, t.start_time, t.end_time, t.version,"             \
+#define GLOBAL_T_COLS                                                                              \
+    "t.tenant, t.id, t.owner, t.label, t.task_type, t.description, t.status, t.provenance,"        \
+    " t.result, t.entity_ids, t.pii_kinds, t.start_time, t.end_time, t.version,"                   \
     " t.created_at, t.updated_at"
 
 /* Runs fn in a session of the store (tier_sql_run). */

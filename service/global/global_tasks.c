@@ -10,17 +10,16 @@ typedef struct {
     int *created;
 } record_task_args;
 
-static void write_task_sql(pgq_sql *b, pgq_params *q, const tier_ctx *c,
-                           const global_task_in *in, int exists, int label, const char *pii,
-                           const char *ents) {
+static void write_task_sql(pgq_sql *b, pgq_params *q, const tier_ctx *c, const global_task_in *in,
+                           int exists, int label, const char *pii, const char *ents) {
     int p_tenant = pgq_text(q, principal_tenant(c->p));
     int p_id = pgq_text(q, in->id);
     int p_label = pgq_int4(q, label);
     int p_type = pgq_text(q, in->type);
     int p_desc = pgq_text(q, in->description);
     int p_status = pgq_int4(q, in->status);
-    int p_prov = in->provenance_json ? pgq_jsonb(q, in->provenance_json)
-                                     : pgq_null(q, PGQ_OID_JSONB);
+    int p_prov =
+        in->provenance_json ? pgq_jsonb(q, in->provenance_json) : pgq_null(q, PGQ_OID_JSONB);
     int p_result = in->result_json ? pgq_jsonb(q, in->result_json) : pgq_null(q, PGQ_OID_JSONB);
     int p_ents = pgq_text_array(q, ents);
     int p_pii = pgq_text_array(q, pii);
@@ -90,12 +89,11 @@ static int record_task(pgq_session *ss, tier_ctx *c, void *arg) {
         *a->created = !lr.exists;
         return tier_sql_commit(ss, c);
     }
-    return tier_fail(c, STATUS_ECONFLICT, "task %s is being created concurrently; retry",
-                     in->id);
+    return tier_fail(c, STATUS_ECONFLICT, "task %s is being created concurrently; retry", in->id);
 }
 
-int global_record_task(global_store *s, tier_ctx *c, const global_task_in *in,
-                       global_task *out, int *created) {
+int global_record_task(global_store *s, tier_ctx *c, const global_task_in *in, global_task *out,
+                       int *created) {
     record_task_args a = {in, out, created};
     return global_run(s, c, record_task, &a);
 }
@@ -120,8 +118,8 @@ static int list_tasks(pgq_session *ss, tier_ctx *c, void *arg) {
     if (in->has_end) pgq_sql_add(&b, " AND t.start_time < $%d", pgq_ts(&q, in->end_us));
     if (in->has_after) {
         int p_ts = pgq_ts(&q, in->after_start_us);
-        pgq_sql_add(&b, " AND (t.start_time < $%d OR (t.start_time = $%d AND t.id > $%d))",
-                    p_ts, p_ts, pgq_text(&q, in->after_id));
+        pgq_sql_add(&b, " AND (t.start_time < $%d OR (t.start_time = $%d AND t.id > $%d))", p_ts,
+                    p_ts, pgq_text(&q, in->after_id));
     }
     pgq_sql_add(&b, " ORDER BY t.start_time DESC, t.id LIMIT $%d",
                 pgq_int8(&q, (int64_t)in->limit + 1));

@@ -9,7 +9,7 @@
 #include "service/rpc/rpc.h"
 
 typedef enum {
-    HEALTH_UNKNOWN = 0,     /* as grpc.health.v1 SERVICE_UNKNOWN for watchers */
+    HEALTH_UNKNOWN = 0, /* as grpc.health.v1 SERVICE_UNKNOWN for watchers */
     HEALTH_SERVING = 1,
     HEALTH_NOT_SERVING = 2,
 } health_status;

@@ -48,9 +48,10 @@ static void probe_once(health_probe *p) {
         if ((d->needs & HEALTH_NEEDS_PROBE) && d->probe) {
             probe_up = d->probe(d->probe_arg) == 0;
             if (probe_up != p->probe_up[i] && p->probe_up[i] != -1)
-                log_fields(probe_up ? LOG_INFO : LOG_WARN, probe_up ? "backend is back" : "backend is down",
-                           LOG_F_STR, "backend", d->backend ? d->backend : "?", LOG_F_STR,
-                           "service", d->service, LOG_F_END);
+                log_fields(probe_up ? LOG_INFO : LOG_WARN,
+                           probe_up ? "backend is back" : "backend is down", LOG_F_STR, "backend",
+                           d->backend ? d->backend : "?", LOG_F_STR, "service", d->service,
+                           LOG_F_END);
             p->probe_up[i] = probe_up;
         }
         int ok = (!(d->needs & HEALTH_NEEDS_PG) || pg_up) &&
@@ -78,8 +79,8 @@ static void *probe_main(void *arg) {
     return NULL;
 }
 
-int health_probe_start(health *h, pg_pool *pg, redis_pool *redis, const health_dep *deps,
-                       size_t n, int interval_ms, health_probe **out) {
+int health_probe_start(health *h, pg_pool *pg, redis_pool *redis, const health_dep *deps, size_t n,
+                       int interval_ms, health_probe **out) {
     size_t nb = sizeof builtin / sizeof builtin[0];
     health_probe *p = calloc(1, sizeof *p);
     if (!p || !(p->deps = calloc(nb + n, sizeof *p->deps)) ||

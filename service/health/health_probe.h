@@ -18,9 +18,9 @@
 
 /* One service's dependencies. */
 typedef struct health_dep {
-    const char *service;    /* "memory.v1.Entries" (borrowed; outlives the probe) */
-    unsigned needs;         /* HEALTH_NEEDS_* */
-    const char *backend;    /* with HEALTH_NEEDS_PROBE: its name in logs ("qdrant") */
+    const char *service;     /* "memory.v1.Entries" (borrowed; outlives the probe) */
+    unsigned needs;          /* HEALTH_NEEDS_* */
+    const char *backend;     /* with HEALTH_NEEDS_PROBE: its name in logs ("qdrant") */
     int (*probe)(void *arg); /* with HEALTH_NEEDS_PROBE: 0 when the backend answers */
     void *probe_arg;
 } health_dep;
@@ -31,8 +31,8 @@ typedef struct health_probe health_probe;
  * every interval_ms on its own thread. redis may be NULL (not configured:
  * services needing it are NOT_SERVING). deps[0..n) is copied; the pools,
  * probe arguments and h must outlive the probe. Returns 0 or -1. */
-int health_probe_start(health *h, pg_pool *pg, redis_pool *redis, const health_dep *deps,
-                       size_t n, int interval_ms, health_probe **out);
+int health_probe_start(health *h, pg_pool *pg, redis_pool *redis, const health_dep *deps, size_t n,
+                       int interval_ms, health_probe **out);
 /* Stops and joins the thread; accepts NULL. */
 void health_probe_stop(health_probe *p);
 

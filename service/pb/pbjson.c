@@ -46,13 +46,13 @@ static json_t *from_struct(walk *w, const Google__Protobuf__Struct *s);
 static json_t *from_value(walk *w, const Google__Protobuf__Value *v) {
     if (!v) return bad(w, "value is missing");
     switch (v->kind_case) {
-    case GOOGLE__PROTOBUF__VALUE__KIND_NULL_VALUE:
-        return json_null();
+    case GOOGLE__PROTOBUF__VALUE__KIND_NULL_VALUE: return json_null();
     case GOOGLE__PROTOBUF__VALUE__KIND_NUMBER_VALUE:
         if (!isfinite(v->number_value)) return bad(w, "NaN and infinities are not valid JSON");
         /* Whole numbers print as integers ("3", not "3.0"): what people
          * wrote, and what jsonb shows to SQL. -0 keeps its sign as a real. */
-        if (v->number_value == trunc(v->number_value) && fabs(v->number_value) < 9007199254740992.0 &&
+        if (v->number_value == trunc(v->number_value) &&
+            fabs(v->number_value) < 9007199254740992.0 &&
             !(v->number_value == 0 && signbit(v->number_value)))
             return json_integer((json_int_t)v->number_value);
         return json_real(v->number_value);
@@ -60,10 +60,8 @@ static json_t *from_value(walk *w, const Google__Protobuf__Value *v) {
         json_t *j = json_string(v->string_value ? v->string_value : "");
         return j ? j : bad(w, "string is not valid UTF-8");
     }
-    case GOOGLE__PROTOBUF__VALUE__KIND_BOOL_VALUE:
-        return json_boolean(v->bool_value);
-    case GOOGLE__PROTOBUF__VALUE__KIND_STRUCT_VALUE:
-        return from_struct(w, v->struct_value);
+    case GOOGLE__PROTOBUF__VALUE__KIND_BOOL_VALUE: return json_boolean(v->bool_value);
+    case GOOGLE__PROTOBUF__VALUE__KIND_STRUCT_VALUE: return from_struct(w, v->struct_value);
     case GOOGLE__PROTOBUF__VALUE__KIND_LIST_VALUE: {
         json_t *arr = json_array();
         if (!arr) return bad(w, "out of memory");
@@ -80,8 +78,7 @@ static json_t *from_value(walk *w, const Google__Protobuf__Value *v) {
         }
         return arr;
     }
-    default:
-        return bad(w, "value has no kind set");
+    default: return bad(w, "value has no kind set");
     }
 }
 
@@ -137,8 +134,8 @@ int pbjson_from_struct(const Google__Protobuf__Struct *s, const char *prefix, ch
     return render(s, NULL, prefix, out, len, err, errlen);
 }
 
-int pbjson_from_value(const Google__Protobuf__Value *v, const char *prefix, char **out,
-                      size_t *len, char *err, size_t errlen) {
+int pbjson_from_value(const Google__Protobuf__Value *v, const char *prefix, char **out, size_t *len,
+                      char *err, size_t errlen) {
     if (!v) {
         snprintf(err, errlen, "%s: required", prefix);
         *out = NULL;
@@ -194,8 +191,7 @@ static Google__Protobuf__Value *to_value(arena *a, json_t *j) {
         v->list_value = l;
         break;
     }
-    default:
-        return NULL;
+    default: return NULL;
     }
     return v;
 }

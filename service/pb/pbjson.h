@@ -19,12 +19,12 @@
  * Returns 0, or -1 with err naming the offending path below prefix (e.g.
  * "metadata.a.b[2]: NaN is not valid JSON") and *out NULL. */
 int pbjson_from_struct(const Google__Protobuf__Struct *s, const char *prefix, char **out,
-                             size_t *len, char *err, size_t errlen);
+                       size_t *len, char *err, size_t errlen);
 
 /* The same for one Value (any kind: "1", "\"x\"", "[...]", "null"). A
  * NULL v is an error naming prefix as required. */
-int pbjson_from_value(const Google__Protobuf__Value *v, const char *prefix, char **out,
-                      size_t *len, char *err, size_t errlen);
+int pbjson_from_value(const Google__Protobuf__Value *v, const char *prefix, char **out, size_t *len,
+                      char *err, size_t errlen);
 
 /* The same as a jansson object (s NULL: {}), a new reference owned by the
  * caller; NULL with err as above. */

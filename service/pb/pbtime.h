@@ -4,10 +4,10 @@
  * call's arena. */
 #ifndef MEMORYD_PB_PBTIME_H
 #define MEMORYD_PB_PBTIME_H
-#include <stdint.h>
 #include "google/protobuf/duration.pb-c.h"
 #include "google/protobuf/timestamp.pb-c.h"
 #include "service/core/arena.h"
+#include <stdint.h>
 
 /* A Timestamp for Unix time us (microseconds) in arena a; NULL on OOM. */
 Google__Protobuf__Timestamp *pbtime_timestamp(arena *a, int64_t unix_us);

@@ -5,8 +5,8 @@
 #include <string.h>
 
 static const char *const kind_names[PII_KIND_COUNT] = {
-    "email", "phone", "payment_card", "national_id", "iban", "api_key", "private_key",
-    "bearer_token",
+    "email", "phone",   "payment_card", "national_id",
+    "iban",  "api_key", "private_key",  "bearer_token",
 };
 
 const char *pii_kind_name(unsigned kind) {
@@ -125,12 +125,12 @@ static size_t match_api_key(const text *t, size_t i) {
     if ((starts(t, i, "AKIA") || starts(t, i, "ASIA")) &&
         run(t, i + 4, is_upper_or_digit, 17) == 16)
         return 20;
-    if (starts(t, i, "gh") && (at(t, i + 2) == 'p' || at(t, i + 2) == 'o' || at(t, i + 2) == 'u' ||
-                               at(t, i + 2) == 's' || at(t, i + 2) == 'r') &&
+    if (starts(t, i, "gh") &&
+        (at(t, i + 2) == 'p' || at(t, i + 2) == 'o' || at(t, i + 2) == 'u' || at(t, i + 2) == 's' ||
+         at(t, i + 2) == 'r') &&
         at(t, i + 3) == '_' && (k = run(t, i + 4, is_alnum, 256)) >= 36)
         return 4 + k;
-    if (starts(t, i, "github_pat_") && (k = run(t, i + 11, is_b64url, 256)) >= 22)
-        return 11 + k;
+    if (starts(t, i, "github_pat_") && (k = run(t, i + 11, is_b64url, 256)) >= 22) return 11 + k;
     if (starts(t, i, "xox") && strchr("abprs", at(t, i + 3)) && at(t, i + 3) &&
         at(t, i + 4) == '-' && (k = run(t, i + 5, is_b64url, 256)) >= 10)
         return 5 + k;
@@ -187,13 +187,13 @@ static int card_prefix_ok(const char *d, size_t n) {
     int two = (d[0] - '0') * 10 + (d[1] - '0');
     int four = two * 100 + (d[2] - '0') * 10 + (d[3] - '0');
     int three = four / 10;
-    if (d[0] == '4') return n == 13 || n == 16 || n == 19;             /* Visa */
-    if ((two >= 51 && two <= 55) || (four >= 2221 && four <= 2720)) return n == 16; /* MC */
-    if (two == 34 || two == 37) return n == 15;                         /* Amex */
+    if (d[0] == '4') return n == 13 || n == 16 || n == 19;                           /* Visa */
+    if ((two >= 51 && two <= 55) || (four >= 2221 && four <= 2720)) return n == 16;  /* MC */
+    if (two == 34 || two == 37) return n == 15;                                      /* Amex */
     if (four == 6011 || two == 65 || (three >= 644 && three <= 649)) return n >= 16; /* Discover */
-    if (two == 35) return n >= 16;                                      /* JCB */
-    if (two == 30 || two == 36 || two == 38) return n >= 14;            /* Diners */
-    if (two == 62) return n >= 16;                                      /* UnionPay */
+    if (two == 35) return n >= 16;                                                   /* JCB */
+    if (two == 30 || two == 36 || two == 38) return n >= 14;                         /* Diners */
+    if (two == 62) return n >= 16;                                                   /* UnionPay */
     return 0;
 }
 
@@ -262,8 +262,7 @@ static size_t match_phone(const text *t, size_t i) {
     }
     /* North American: (ddd) ddd-dddd | ddd-ddd-dddd | ddd.ddd.dddd */
     if (at(t, i) == '(') {
-        if (run(t, i + 1, is_digit, 4) != 3 || at(t, i + 4) != ')')
-            return 0;
+        if (run(t, i + 1, is_digit, 4) != 3 || at(t, i + 4) != ')') return 0;
         j = i + 5;
         if (at(t, j) == ' ') j++;
     } else {
@@ -290,14 +289,13 @@ typedef struct {
 
 /* Total IBAN lengths of the SEPA countries and other common ones. */
 static const iban_country iban_lengths[] = {
-    {"AD", 24}, {"AE", 23}, {"AT", 20}, {"BA", 20}, {"BE", 16}, {"BG", 22}, {"BH", 22},
-    {"BR", 29}, {"CH", 21}, {"CY", 28}, {"CZ", 24}, {"DE", 22}, {"DK", 18}, {"EE", 20},
-    {"ES", 24}, {"FI", 18}, {"FO", 18}, {"FR", 27}, {"GB", 22}, {"GI", 23}, {"GL", 18},
-    {"GR", 27}, {"HR", 21}, {"HU", 28}, {"IE", 22}, {"IL", 23}, {"IS", 26}, {"IT", 27},
-    {"JO", 30}, {"KW", 30}, {"KZ", 20}, {"LB", 28}, {"LI", 21}, {"LT", 20}, {"LU", 20},
-    {"LV", 21}, {"MC", 27}, {"MD", 24}, {"ME", 22}, {"MK", 19}, {"MT", 31}, {"MU", 30},
-    {"NL", 18}, {"NO", 15}, {"PK", 24}, {"PL", 28}, {"PT", 25}, {"QA", 29}, {"RO", 24},
-    {"RS", 22}, {"SA", 24}, {"SE", 24}, {"SI", 19}, {"SK", 24}, {"SM", 27}, {"TN", 24},
+    {"AD", 24}, {"AE", 23}, {"AT", 20}, {"BA", 20}, {"BE", 16}, {"BG", 22}, {"BH", 22}, {"BR", 29},
+    {"CH", 21}, {"CY", 28}, {"CZ", 24}, {"DE", 22}, {"DK", 18}, {"EE", 20}, {"ES", 24}, {"FI", 18},
+    {"FO", 18}, {"FR", 27}, {"GB", 22}, {"GI", 23}, {"GL", 18}, {"GR", 27}, {"HR", 21}, {"HU", 28},
+    {"IE", 22}, {"IL", 23}, {"IS", 26}, {"IT", 27}, {"JO", 30}, {"KW", 30}, {"KZ", 20}, {"LB", 28},
+    {"LI", 21}, {"LT", 20}, {"LU", 20}, {"LV", 21}, {"MC", 27}, {"MD", 24}, {"ME", 22}, {"MK", 19},
+    {"MT", 31}, {"MU", 30}, {"NL", 18}, {"NO", 15}, {"PK", 24}, {"PL", 28}, {"PT", 25}, {"QA", 29},
+    {"RO", 24}, {"RS", 22}, {"SA", 24}, {"SE", 24}, {"SI", 19}, {"SK", 24}, {"SM", 27}, {"TN", 24},
     {"TR", 26}, {"UA", 29}, {"VA", 22}, {"VG", 24}, {"XK", 20},
 };
 
@@ -349,10 +347,14 @@ static const struct {
 } detectors[] = {
     /* Most specific first: a JWT's payload is not an API key, an IBAN's
      * digits are not a card. */
-    {PII_PRIVATE_KEY, match_private_key}, {PII_BEARER_TOKEN, match_bearer},
-    {PII_BEARER_TOKEN, match_jwt},        {PII_API_KEY, match_api_key},
-    {PII_EMAIL, match_email},             {PII_IBAN, match_iban},
-    {PII_PAYMENT_CARD, match_card},       {PII_NATIONAL_ID, match_ssn},
+    {PII_PRIVATE_KEY, match_private_key},
+    {PII_BEARER_TOKEN, match_bearer},
+    {PII_BEARER_TOKEN, match_jwt},
+    {PII_API_KEY, match_api_key},
+    {PII_EMAIL, match_email},
+    {PII_IBAN, match_iban},
+    {PII_PAYMENT_CARD, match_card},
+    {PII_NATIONAL_ID, match_ssn},
     {PII_PHONE, match_phone},
 };
 

@@ -67,7 +67,8 @@ int pii_policy_apply(arena *a, pii_mode mode, pii_field *f, size_t n, const char
             pii_findings_format(&found, list, sizeof list);
             snprintf(why, whylen,
                      "PII found (%s); %s names the record and cannot be redacted, nothing was "
-                     "written", list, f[i].path);
+                     "written",
+                     list, f[i].path);
             return STATUS_EINVALID;
         }
     }

@@ -27,8 +27,8 @@ void pii_scan_field(pii_findings *f, const char *path, const char *s, size_t n) 
 static int scan_value(pii_findings *f, char *path, size_t plen, const Google__Protobuf__Value *v,
                       int depth);
 
-static int scan_struct(pii_findings *f, char *path, size_t plen,
-                       const Google__Protobuf__Struct *st, int depth) {
+static int scan_struct(pii_findings *f, char *path, size_t plen, const Google__Protobuf__Struct *st,
+                       int depth) {
     if (depth > PII_MAX_DEPTH) return -1;
     for (size_t i = 0; st && i < st->n_fields; i++) {
         const Google__Protobuf__Struct__FieldsEntry *e = st->fields[i];
@@ -74,8 +74,7 @@ static int scan_value(pii_findings *f, char *path, size_t plen, const Google__Pr
             path[plen] = '\0';
         }
         return 0;
-    default:
-        return 0;
+    default: return 0;
     }
 }
 
@@ -93,8 +92,8 @@ void pii_findings_format(const pii_findings *f, char *out, size_t outlen) {
         const char *names[PII_KIND_COUNT];
         size_t nn = pii_kind_names(f->at[i].kinds, names, PII_KIND_COUNT);
         for (size_t k = 0; k < nn && used < outlen; k++)
-            used += (size_t)snprintf(out + used, outlen - used, "%s%s", (i || k) ? ", " : "",
-                                     names[k]);
+            used +=
+                (size_t)snprintf(out + used, outlen - used, "%s%s", (i || k) ? ", " : "", names[k]);
         if (used < outlen)
             used += (size_t)snprintf(out + used, outlen - used, " at %s", f->at[i].path);
     }
@@ -151,8 +150,7 @@ static int redact_value(arena *a, Google__Protobuf__Value *v, int depth) {
         for (size_t i = 0; v->list_value && i < v->list_value->n_values; i++)
             if (redact_value(a, v->list_value->values[i], depth + 1) != 0) return -1;
         return 0;
-    default:
-        return 0;
+    default: return 0;
     }
 }
 

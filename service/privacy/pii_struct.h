@@ -5,18 +5,18 @@
  * and RecordMeta.pii_kinds, and redacting in place. No I/O. */
 #ifndef MEMORYD_PRIVACY_PII_STRUCT_H
 #define MEMORYD_PRIVACY_PII_STRUCT_H
-#include <stddef.h>
 #include "google/protobuf/struct.pb-c.h"
 #include "service/core/arena.h"
+#include <stddef.h>
 
 #define PII_MAX_DEPTH 64    /* Struct nesting walked; deeper is an error */
 #define PII_MAX_FINDINGS 16 /* locations kept for the message */
 #define PII_PATH_MAX 160
 
 typedef struct pii_findings {
-    unsigned kinds;   /* OR of every kind found */
-    size_t total;     /* locations with PII (may exceed PII_MAX_FINDINGS) */
-    size_t n;         /* locations kept */
+    unsigned kinds; /* OR of every kind found */
+    size_t total;   /* locations with PII (may exceed PII_MAX_FINDINGS) */
+    size_t n;       /* locations kept */
     struct {
         unsigned kinds;
         char path[PII_PATH_MAX];

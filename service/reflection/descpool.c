@@ -60,8 +60,8 @@ static int add_enum(descpool *p, const char *scope, const Google__Protobuf__Enum
     return 0;
 }
 
-static int add_message(descpool *p, const char *scope,
-                       const Google__Protobuf__DescriptorProto *m, int file) {
+static int add_message(descpool *p, const char *scope, const Google__Protobuf__DescriptorProto *m,
+                       int file) {
     if (!m->name || add_symbol(p, scope, m->name, file, 1) != 0) return -1;
     const char *full = p->symbols[p->nsymbols - 1].name;
     for (size_t i = 0; i < m->n_field; i++)

@@ -17,7 +17,8 @@ static void set_error(arena *a, refl_response *resp, grpc_status_code code, cons
     grpc__reflection__v1__error_response__init(e);
     e->error_code = code;
     e->error_message = arena_printf(a, "%s \"%s\" not found", what, name);
-    resp->message_response_case = GRPC__REFLECTION__V1__SERVER_REFLECTION_RESPONSE__MESSAGE_RESPONSE_ERROR_RESPONSE;
+    resp->message_response_case =
+        GRPC__REFLECTION__V1__SERVER_REFLECTION_RESPONSE__MESSAGE_RESPONSE_ERROR_RESPONSE;
     resp->error_response = e;
 }
 
@@ -37,7 +38,8 @@ static void set_files(arena *a, const descpool *pool, refl_response *resp, int f
         fr->file_descriptor_proto[i].data = (uint8_t *)data;
         fr->file_descriptor_proto[i].len = len;
     }
-    resp->message_response_case = GRPC__REFLECTION__V1__SERVER_REFLECTION_RESPONSE__MESSAGE_RESPONSE_FILE_DESCRIPTOR_RESPONSE;
+    resp->message_response_case =
+        GRPC__REFLECTION__V1__SERVER_REFLECTION_RESPONSE__MESSAGE_RESPONSE_FILE_DESCRIPTOR_RESPONSE;
     resp->file_descriptor_response = fr;
 }
 
@@ -52,7 +54,8 @@ static void set_services(arena *a, const descpool *pool, refl_response *resp) {
         grpc__reflection__v1__service_response__init(ls->service[i]);
         ls->service[i]->name = (char *)descpool_service_name(pool, i);
     }
-    resp->message_response_case = GRPC__REFLECTION__V1__SERVER_REFLECTION_RESPONSE__MESSAGE_RESPONSE_LIST_SERVICES_RESPONSE;
+    resp->message_response_case =
+        GRPC__REFLECTION__V1__SERVER_REFLECTION_RESPONSE__MESSAGE_RESPONSE_LIST_SERVICES_RESPONSE;
     resp->list_services_response = ls;
 }
 
@@ -95,7 +98,8 @@ static grpc_status_code on_request(rpc_call *call, const ProtobufCMessage *req_m
         Grpc__Reflection__V1__ExtensionNumberResponse *en = arena_alloc(a, sizeof *en);
         grpc__reflection__v1__extension_number_response__init(en);
         en->base_type_name = (char *)type;
-        resp->message_response_case = GRPC__REFLECTION__V1__SERVER_REFLECTION_RESPONSE__MESSAGE_RESPONSE_ALL_EXTENSION_NUMBERS_RESPONSE;
+        resp->message_response_case =
+            GRPC__REFLECTION__V1__SERVER_REFLECTION_RESPONSE__MESSAGE_RESPONSE_ALL_EXTENSION_NUMBERS_RESPONSE;
         resp->all_extension_numbers_response = en;
         break;
     }
@@ -107,7 +111,8 @@ static grpc_status_code on_request(rpc_call *call, const ProtobufCMessage *req_m
         grpc__reflection__v1__error_response__init(e);
         e->error_code = GRPC_STATUS_INVALID_ARGUMENT;
         e->error_message = "the request names no reflection operation";
-        resp->message_response_case = GRPC__REFLECTION__V1__SERVER_REFLECTION_RESPONSE__MESSAGE_RESPONSE_ERROR_RESPONSE;
+        resp->message_response_case =
+            GRPC__REFLECTION__V1__SERVER_REFLECTION_RESPONSE__MESSAGE_RESPONSE_ERROR_RESPONSE;
         resp->error_response = e;
     }
     }
@@ -136,7 +141,9 @@ int reflection_register(rpc_server *srv, const descpool *pool) {
 const char *reflection_describe_unknown(const char *path, void *arg) {
     static _Thread_local char text[600];
     if (!descpool_has_method_path(arg, path)) return NULL;
-    snprintf(text, sizeof text, "%s is part of the memoryd API but not implemented in this "
-             "build yet", path + 1);
+    snprintf(text, sizeof text,
+             "%s is part of the memoryd API but not implemented in this "
+             "build yet",
+             path + 1);
     return text;
 }

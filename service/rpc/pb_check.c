@@ -50,7 +50,8 @@ static int scan(const ProtobufCMessageDescriptor *desc, const uint8_t *p, size_t
              * one in the handler. Refuse instead of aliasing. */
             if (fd && fd->type == PROTOBUF_C_TYPE_STRING && memchr(p + off, 0, (size_t)v))
                 return *why = "a string field holds a NUL byte (use a bytes field for binary "
-                              "data)", -1;
+                              "data)",
+                       -1;
             if (fd && fd->type == PROTOBUF_C_TYPE_MESSAGE) {
                 if (depth + 1 > max_depth) return *why = "messages nest too deep", -1;
                 if (scan(fd->descriptor, p + off, (size_t)v, depth + 1, max_depth, why) != 0)
@@ -66,8 +67,8 @@ static int scan(const ProtobufCMessageDescriptor *desc, const uint8_t *p, size_t
     return 0;
 }
 
-int pb_check(const ProtobufCMessageDescriptor *desc, const uint8_t *data, size_t len,
-             int max_depth, const char **why) {
+int pb_check(const ProtobufCMessageDescriptor *desc, const uint8_t *data, size_t len, int max_depth,
+             const char **why) {
     *why = "";
     return scan(desc, data, len, 0, max_depth, why);
 }

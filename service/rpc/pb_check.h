@@ -21,11 +21,11 @@
 #define PB_CHECK_MAX_DEPTH 100
 
 /* Returns 0 when data (a desc message) nests at most max_depth messages
- * deep, every tag is well-formed and no string field holds a NUL byte; otherwise -1 with a static reason in
- * *why. Bytes protobuf-c would reject for other reasons may pass: the
- * scan only guards what protobuf-c gets wrong. */
-int pb_check(const ProtobufCMessageDescriptor *desc, const uint8_t *data, size_t len,
-             int max_depth, const char **why);
+ * deep, every tag is well-formed and no string field holds a NUL byte; otherwise -1 with a static
+ * reason in *why. Bytes protobuf-c would reject for other reasons may pass: the scan only guards
+ * what protobuf-c gets wrong. */
+int pb_check(const ProtobufCMessageDescriptor *desc, const uint8_t *data, size_t len, int max_depth,
+             const char **why);
 
 /* Reads a base-128 varint of at most 10 bytes from p; returns the bytes
  * used, or 0 when it is truncated or too long. */

@@ -55,7 +55,7 @@ typedef grpc_status_code (*rpc_bidi_fn)(rpc_call *call, const ProtobufCMessage *
 /* One entry of the method table. The runtime copies the struct; the strings
  * and descriptors must outlive the server (use static storage). */
 typedef struct rpc_method {
-    const char *path;  /* "/package.Service/Method" */
+    const char *path; /* "/package.Service/Method" */
     rpc_kind kind;
     const ProtobufCMessageDescriptor *request;
     const ProtobufCMessageDescriptor *response;
@@ -81,12 +81,12 @@ typedef void (*rpc_observer_fn)(rpc_call *call, grpc_status_code status, const c
 typedef const char *(*rpc_unknown_fn)(const char *path, void *arg);
 
 typedef struct rpc_server_options {
-    const char *listen;        /* host:port; port 0 picks a free port */
-    int workers;               /* completion-queue threads; <= 0: one per core */
-    int max_message_bytes;     /* receive and send limit */
+    const char *listen;    /* host:port; port 0 picks a free port */
+    int workers;           /* completion-queue threads; <= 0: one per core */
+    int max_message_bytes; /* receive and send limit */
     int keepalive_time_ms;
     int keepalive_timeout_ms;
-    const char *tls_cert_pem;  /* PEM contents (not paths); NULL = plaintext */
+    const char *tls_cert_pem; /* PEM contents (not paths); NULL = plaintext */
     const char *tls_key_pem;
 } rpc_server_options;
 
@@ -107,25 +107,24 @@ int rpc_server_add_method(rpc_server *srv, const rpc_method *m);
  * do_get has the rpc_unary_fn signature, for the method table; prefix
  * `static` for a handler private to its file. RPC_UNARY_FN(do_get);
  * declares one defined elsewhere. */
-#define RPC_UNARY_FN(fn)                                                                     \
-    grpc_status_code fn(rpc_call *call, const ProtobufCMessage *req, ProtobufCMessage *resp, \
+#define RPC_UNARY_FN(fn)                                                                           \
+    grpc_status_code fn(rpc_call *call, const ProtobufCMessage *req, ProtobufCMessage *resp,       \
                         void *arg)
-#define RPC_UNARY_HANDLER(fn, State, Req, Resp)                                              \
-    RPC_UNARY_FN(fn);                                                                        \
-    static grpc_status_code fn##_typed(rpc_call *call, State *svc, const Req *req,          \
-                                       Resp *resp) __attribute__((unused));                 \
-    RPC_UNARY_FN(fn) { return fn##_typed(call, arg, (const Req *)req, (Resp *)resp); }       \
-    static grpc_status_code fn##_typed(rpc_call *call __attribute__((unused)),              \
-                                       State *svc __attribute__((unused)),                  \
-                                       const Req *req __attribute__((unused)),              \
-                                       Resp *resp __attribute__((unused)))
+#define RPC_UNARY_HANDLER(fn, State, Req, Resp)                                                    \
+    RPC_UNARY_FN(fn);                                                                              \
+    static grpc_status_code fn##_typed(rpc_call *call, State *svc, const Req *req, Resp *resp)     \
+        __attribute__((unused));                                                                   \
+    RPC_UNARY_FN(fn) { return fn##_typed(call, arg, (const Req *)req, (Resp *)resp); }             \
+    static grpc_status_code fn##_typed(                                                            \
+        rpc_call *call __attribute__((unused)), State *svc __attribute__((unused)),                \
+        const Req *req __attribute__((unused)), Resp *resp __attribute__((unused)))
 
 /* Returns from a handler with the status of a check that failed:
  * RPC_CHECK(tier_check_label(call, "label", req->label)); */
-#define RPC_CHECK(expr)                                                                      \
-    do {                                                                                     \
-        grpc_status_code rpc_check_ = (expr);                                                \
-        if (rpc_check_ != GRPC_STATUS_OK) return rpc_check_;                                 \
+#define RPC_CHECK(expr)                                                                            \
+    do {                                                                                           \
+        grpc_status_code rpc_check_ = (expr);                                                      \
+        if (rpc_check_ != GRPC_STATUS_OK) return rpc_check_;                                       \
     } while (0)
 
 /* Method-table entries for rpc_server_add_methods, for methods whose
@@ -139,17 +138,16 @@ int rpc_server_add_method(rpc_server *srv, const rpc_method *m);
  *         RPC_METHOD_UNARY("memory.v1.Cache", "Get", memory__v1__cache_get, "cache:read",
  *                          do_get),
  *     }; */
-#define RPC_METHOD_UNARY(svc, name, messages, scope_, fn)                                    \
-    {                                                                                       \
-        .path = "/" svc "/" name, .kind = RPC_UNARY,                                        \
-        .request = &messages##_request__descriptor,                                         \
-        .response = &messages##_response__descriptor, .scope = (scope_), .unary = (fn)      \
+#define RPC_METHOD_UNARY(svc, name, messages, scope_, fn)                                          \
+    {                                                                                              \
+        .path = "/" svc "/" name, .kind = RPC_UNARY, .request = &messages##_request__descriptor,   \
+        .response = &messages##_response__descriptor, .scope = (scope_), .unary = (fn)             \
     }
-#define RPC_METHOD_SERVER_STREAM(svc, name, messages, scope_, fn)                            \
-    {                                                                                       \
-        .path = "/" svc "/" name, .kind = RPC_SERVER_STREAM,                                \
-        .request = &messages##_request__descriptor,                                         \
-        .response = &messages##_response__descriptor, .scope = (scope_), .stream = (fn)     \
+#define RPC_METHOD_SERVER_STREAM(svc, name, messages, scope_, fn)                                  \
+    {                                                                                              \
+        .path = "/" svc "/" name, .kind = RPC_SERVER_STREAM,                                       \
+        .request = &messages##_request__descriptor, .response = &messages##_response__descriptor,  \
+        .scope = (scope_), .stream = (fn)                                                          \
     }
 
 /* Registers methods[0..n), each with arg as its handler argument (the

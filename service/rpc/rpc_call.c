@@ -18,10 +18,22 @@
 #include "service/rpc/rpc_internal.h"
 
 static const char *const status_names[] = {
-    "OK",           "CANCELLED",      "UNKNOWN",           "INVALID_ARGUMENT",
-    "DEADLINE_EXCEEDED", "NOT_FOUND", "ALREADY_EXISTS",   "PERMISSION_DENIED",
-    "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE",
-    "UNIMPLEMENTED", "INTERNAL",      "UNAVAILABLE",       "DATA_LOSS",
+    "OK",
+    "CANCELLED",
+    "UNKNOWN",
+    "INVALID_ARGUMENT",
+    "DEADLINE_EXCEEDED",
+    "NOT_FOUND",
+    "ALREADY_EXISTS",
+    "PERMISSION_DENIED",
+    "RESOURCE_EXHAUSTED",
+    "FAILED_PRECONDITION",
+    "ABORTED",
+    "OUT_OF_RANGE",
+    "UNIMPLEMENTED",
+    "INTERNAL",
+    "UNAVAILABLE",
+    "DATA_LOSS",
     "UNAUTHENTICATED",
 };
 
@@ -135,7 +147,8 @@ static int request_id_is_sane(const grpc_slice *v) {
 static void take_client_request_id(rpc_call *c) {
     for (size_t i = 0; i < c->md.count; i++) {
         const grpc_slice *k = &c->md.metadata[i].key;
-        if (GRPC_SLICE_LENGTH(*k) == 12 && memcmp(GRPC_SLICE_START_PTR(*k), "x-request-id", 12) == 0 &&
+        if (GRPC_SLICE_LENGTH(*k) == 12 &&
+            memcmp(GRPC_SLICE_START_PTR(*k), "x-request-id", 12) == 0 &&
             request_id_is_sane(&c->md.metadata[i].value)) {
             size_t n = GRPC_SLICE_LENGTH(c->md.metadata[i].value);
             memcpy(c->request_id, GRPC_SLICE_START_PTR(c->md.metadata[i].value), n);
@@ -169,14 +182,15 @@ static void generate_request_id(rpc_call *c) {
 /* Decodes bb as a desc message into the arena; NULL (with the reason in
  * *why) when the bytes are malformed or fail the pb_check guard. */
 const ProtobufCMessage *rpc_call_decode(arena *a, const ProtobufCMessageDescriptor *desc,
-                                      grpc_byte_buffer *bb, const char **why) {
+                                        grpc_byte_buffer *bb, const char **why) {
     grpc_byte_buffer_reader reader;
     *why = "malformed protobuf";
     if (!grpc_byte_buffer_reader_init(&reader, bb)) return NULL;
     grpc_slice s = grpc_byte_buffer_reader_readall(&reader);
     grpc_byte_buffer_reader_destroy(&reader);
     ProtobufCMessage *msg = NULL;
-    if (pb_check(desc, GRPC_SLICE_START_PTR(s), GRPC_SLICE_LENGTH(s), PB_CHECK_MAX_DEPTH, why) == 0) {
+    if (pb_check(desc, GRPC_SLICE_START_PTR(s), GRPC_SLICE_LENGTH(s), PB_CHECK_MAX_DEPTH, why) ==
+        0) {
         *why = "malformed protobuf";
         msg = protobuf_c_message_unpack(desc, arena_protobuf_allocator(a), GRPC_SLICE_LENGTH(s),
                                         GRPC_SLICE_START_PTR(s));
@@ -253,8 +267,7 @@ void rpc_call_start_batch(rpc_call *c, const grpc_op *ops, size_t n, rpc_tag *ta
 }
 
 /* Fills the status op; details and trailer live in the call until it dies. */
-void rpc_call_status_op(rpc_call *c, grpc_op *op, grpc_status_code status,
-                           const char *message) {
+void rpc_call_status_op(rpc_call *c, grpc_op *op, grpc_status_code status, const char *message) {
     /* The id goes back when the client chose it or the call failed (so the
      * caller can quote it against our logs); a fresh random value on every
      * successful call would only churn the HPACK table. */
@@ -355,8 +368,8 @@ static void run_unary(rpc_call *c, grpc_byte_buffer *payload) {
 /* ---- dispatch ---- */
 
 static void run_unknown(rpc_call *c) {
-    const char *known = c->srv->unknown_fn ? c->srv->unknown_fn(c->path, c->srv->unknown_arg)
-                                           : NULL;
+    const char *known =
+        c->srv->unknown_fn ? c->srv->unknown_fn(c->path, c->srv->unknown_arg) : NULL;
     if (known) rpc_call_set_error(c, "%s", known);
     else rpc_call_set_error(c, "unknown method %s", c->path);
     unary_finish(c, GRPC_STATUS_UNIMPLEMENTED, NULL);

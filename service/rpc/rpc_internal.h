@@ -56,7 +56,7 @@ struct rpc_server {
     /* rpc_call objects alive: the queue may only shut down at zero, or a
      * handler still running would start a batch on a dead queue. */
     atomic_int live_calls;
-    arena_pool *arenas; /* recycled per-call arenas */
+    arena_pool *arenas;         /* recycled per-call arenas */
     int64_t gpr_mono_offset_ms; /* CLOCK_MONOTONIC ms minus gpr's monotonic ms */
     size_t max_message_bytes;   /* the send limit the channel args set */
     rpc_tag shutdown_tag;
@@ -85,8 +85,8 @@ struct rpc_call {
     const ProtobufCMessage *request;
     char request_id[REQUEST_ID_MAX + 1];
     int client_request_id; /* request_id came from the client */
-    char *peer;          /* gpr_malloc'd, lazily */
-    char *error_message; /* in the arena (handler thread) */
+    char *peer;            /* gpr_malloc'd, lazily */
+    char *error_message;   /* in the arena (handler thread) */
     void *principal;
     void (*principal_release)(void *);
     void *audit; /* the audit module's per-call note (arena memory) */
@@ -111,7 +111,7 @@ struct rpc_call {
     char *final_message; /* malloc'd: finish may come from any thread */
     void (*on_cancel)(rpc_call *, void *);
     void *on_cancel_arg;
-    arena *msg_arena;             /* bidi: per-message requests and responses */
+    arena *msg_arena;              /* bidi: per-message requests and responses */
     grpc_byte_buffer *recv_buffer; /* bidi: RECV_MESSAGE target */
 };
 

@@ -65,8 +65,7 @@ static int post_method_slot(method_slot *s) {
     if (atomic_load(&s->srv->shutting_down)) return -1;
     grpc_call_error e = grpc_server_request_registered_call(
         s->srv->server, s->entry->registered, &s->call, &s->deadline, &s->md,
-        s->entry->m.kind == RPC_BIDI_STREAM ? NULL : &s->payload, s->srv->cq, s->srv->cq,
-        &s->tag);
+        s->entry->m.kind == RPC_BIDI_STREAM ? NULL : &s->payload, s->srv->cq, s->srv->cq, &s->tag);
     if (e != GRPC_CALL_OK) {
         if (!atomic_load(&s->srv->shutting_down))
             log_fields(LOG_ERROR, "request_registered_call failed", LOG_F_STR, "method",
@@ -137,8 +136,7 @@ static void *worker_main(void *arg) {
 
 static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
 
-int rpc_server_create(const rpc_server_options *opts, rpc_server **out, char *err,
-                      size_t errlen) {
+int rpc_server_create(const rpc_server_options *opts, rpc_server **out, char *err, size_t errlen) {
     rpc_server *srv = calloc(1, sizeof *srv);
     if (!srv) return snprintf(err, errlen, "out of memory"), -1;
     srv->opts = *opts;
@@ -162,9 +160,11 @@ int rpc_server_create(const rpc_server_options *opts, rpc_server **out, char *er
     grpc_arg args[] = {
         {GRPC_ARG_INTEGER, GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, {.integer = max_msg}},
         {GRPC_ARG_INTEGER, GRPC_ARG_MAX_SEND_MESSAGE_LENGTH, {.integer = max_msg}},
-        {GRPC_ARG_INTEGER, GRPC_ARG_KEEPALIVE_TIME_MS,
+        {GRPC_ARG_INTEGER,
+         GRPC_ARG_KEEPALIVE_TIME_MS,
          {.integer = opts->keepalive_time_ms > 0 ? opts->keepalive_time_ms : 60000}},
-        {GRPC_ARG_INTEGER, GRPC_ARG_KEEPALIVE_TIMEOUT_MS,
+        {GRPC_ARG_INTEGER,
+         GRPC_ARG_KEEPALIVE_TIMEOUT_MS,
          {.integer = opts->keepalive_timeout_ms > 0 ? opts->keepalive_timeout_ms : 20000}},
         {GRPC_ARG_INTEGER, GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, {.integer = 1}},
         /* Without this a second memoryd would silently share the port. */
@@ -184,8 +184,7 @@ int rpc_server_create(const rpc_server_options *opts, rpc_server **out, char *er
 }
 
 int rpc_server_add_method(rpc_server *srv, const rpc_method *m) {
-    if (atomic_load(&srv->started) || !m->path || m->path[0] != '/' || !m->request ||
-        !m->response)
+    if (atomic_load(&srv->started) || !m->path || m->path[0] != '/' || !m->request || !m->response)
         return -1;
     if ((m->kind == RPC_UNARY && !m->unary) || (m->kind == RPC_SERVER_STREAM && !m->stream) ||
         (m->kind == RPC_BIDI_STREAM && !m->bidi))
@@ -203,11 +202,11 @@ int rpc_server_add_method(rpc_server *srv, const rpc_method *m) {
     e->m = *m;
     /* Streams that read several messages must not have the first one read
      * for them; unary and server-streaming get it with the call. */
-    e->registered = grpc_server_register_method(
-        srv->server, m->path, NULL,
-        m->kind == RPC_BIDI_STREAM ? GRPC_SRM_PAYLOAD_NONE
-                                   : GRPC_SRM_PAYLOAD_READ_INITIAL_BYTE_BUFFER,
-        0);
+    e->registered = grpc_server_register_method(srv->server, m->path, NULL,
+                                                m->kind == RPC_BIDI_STREAM
+                                                    ? GRPC_SRM_PAYLOAD_NONE
+                                                    : GRPC_SRM_PAYLOAD_READ_INITIAL_BYTE_BUFFER,
+                                                0);
     if (!e->registered) return -1;
     srv->nmethods++;
     return 0;
@@ -218,8 +217,7 @@ int rpc_server_add_methods(rpc_server *srv, const rpc_method *methods, size_t n,
         rpc_method m = methods[i];
         m.arg = arg;
         if (rpc_server_add_method(srv, &m) != 0) {
-            log_fields(LOG_ERROR, "cannot register method", LOG_F_STR, "path", m.path,
-                       LOG_F_END);
+            log_fields(LOG_ERROR, "cannot register method", LOG_F_STR, "path", m.path, LOG_F_END);
             return -1;
         }
     }
@@ -363,9 +361,8 @@ void rpc_server_shutdown(rpc_server *srv, int grace_ms) {
         int live = atomic_load(&srv->live_calls);
         if (live > 0 && rpc_now_ms() < deadline) continue;
         if (live > 0)
-            log_fields(LOG_INFO, "grace period over: cancelling open calls", LOG_F_INT,
-                       "grace_ms", (int64_t)grace_ms, LOG_F_INT, "calls", (int64_t)live,
-                       LOG_F_END);
+            log_fields(LOG_INFO, "grace period over: cancelling open calls", LOG_F_INT, "grace_ms",
+                       (int64_t)grace_ms, LOG_F_INT, "calls", (int64_t)live, LOG_F_END);
         grpc_server_cancel_all_calls(srv->server);
         forced = 1;
     }
@@ -397,9 +394,8 @@ void rpc_server_free(rpc_server *srv) {
         grpc_server_shutdown_and_notify(srv->server, srv->cq, &srv->shutdown_tag);
         grpc_server_destroy(srv->server);
         grpc_completion_queue_shutdown(srv->cq);
-        while (grpc_completion_queue_next(srv->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL)
-                   .type != GRPC_QUEUE_SHUTDOWN) {
-        }
+        while (grpc_completion_queue_next(srv->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL).type !=
+               GRPC_QUEUE_SHUTDOWN) {}
     }
     if (srv->cq) grpc_completion_queue_destroy(srv->cq);
     free(srv->threads);

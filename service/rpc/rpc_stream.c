@@ -8,7 +8,6 @@
 
 #include "service/rpc/rpc_internal.h"
 
-
 static void stream_status_done(rpc_tag *tag, int ok) {
     (void)ok;
     rpc_call_unref(RPC_CONTAINER_OF(tag, rpc_call, final_tag));

@@ -42,8 +42,7 @@ instance *instance_start(pg_pool *pg, const char *listen) {
     instance *inst = NULL;
     if (PQresultStatus(r) == PGRES_TUPLES_OK && (inst = calloc(1, sizeof *inst))) {
         snprintf(inst->id, sizeof inst->id, "%s", PQgetvalue(r, 0, 0));
-        log_fields(LOG_INFO, "instance registered", LOG_F_STR, "instance_id", inst->id,
-                   LOG_F_END);
+        log_fields(LOG_INFO, "instance registered", LOG_F_STR, "instance_id", inst->id, LOG_F_END);
     } else {
         log_fields(LOG_WARN, "cannot record the instance", LOG_F_STR, "error",
                    PQresultErrorMessage(r), LOG_F_END);

@@ -48,9 +48,9 @@ static int apply_one(PGconn *conn, const pg_migration *m, char *err, size_t errl
     char v[16];
     snprintf(v, sizeof v, "%d", m->version);
     const char *params[] = {v, m->name};
-    PGresult *r = PQexecParams(conn,
-                               "INSERT INTO schema_migrations (version, name) VALUES ($1::int, $2)",
-                               2, NULL, params, NULL, NULL, 0);
+    PGresult *r =
+        PQexecParams(conn, "INSERT INTO schema_migrations (version, name) VALUES ($1::int, $2)", 2,
+                     NULL, params, NULL, NULL, 0);
     int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
     if (!ok) snprintf(why, sizeof why, "%s", PQresultErrorMessage(r));
     PQclear(r);

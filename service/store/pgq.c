@@ -59,9 +59,7 @@ static void put_be64(unsigned char *b, uint64_t v) {
 
 int pgq_text(pgq_params *q, const char *s) { return add(q, PGQ_OID_TEXT, s, 0, 0); }
 int pgq_jsonb(pgq_params *q, const char *json) { return add(q, PGQ_OID_JSONB, json, 0, 0); }
-int pgq_text_array(pgq_params *q, const char *lit) {
-    return add(q, PGQ_OID_TEXT_ARRAY, lit, 0, 0);
-}
+int pgq_text_array(pgq_params *q, const char *lit) { return add(q, PGQ_OID_TEXT_ARRAY, lit, 0, 0); }
 int pgq_bytes(pgq_params *q, const void *p, size_t n) {
     return add(q, PGQ_OID_BYTEA, p ? (const char *)p : "", (int)n, 1);
 }
@@ -268,7 +266,8 @@ int pgq_begin(pgq_session *ss, pg_pool *pool, const char *tier, int64_t deadline
     ss->conn = pg_pool_acquire(pool, deadline_ms, why, sizeof why);
     if (!ss->conn) {
         if (deadline_ms != INT64_MAX && pgq_now_ms() >= deadline_ms)
-            return pgq_fail(ss, STATUS_ETIMEOUT, "the call's deadline passed waiting for PostgreSQL");
+            return pgq_fail(ss, STATUS_ETIMEOUT,
+                            "the call's deadline passed waiting for PostgreSQL");
         return pgq_fail(ss, STATUS_EUNAVAILABLE, "%s", why);
     }
     return STATUS_OK;
@@ -296,8 +295,8 @@ int pgq_pg_fail(pgq_session *ss, const PGresult *res, const char *what) {
     snprintf(ss->sqlstate, sizeof ss->sqlstate, "%s", state ? state : "");
     const char *msg = res ? PQresultErrorMessage(res) : "";
     if (!msg || !*msg) msg = PQerrorMessage(ss->conn);
-    int conn_bad = PQstatus(ss->conn) != CONNECTION_OK || !state ||
-                   strncmp(state, "08", 2) == 0 || strncmp(state, "57P", 3) == 0;
+    int conn_bad = PQstatus(ss->conn) != CONNECTION_OK || !state || strncmp(state, "08", 2) == 0 ||
+                   strncmp(state, "57P", 3) == 0;
     if (conn_bad) ss->broken = 1;
     int len = (int)strcspn(msg, "\n");
     if (state && strcmp(state, "57014") == 0)
@@ -309,8 +308,8 @@ int pgq_pg_fail(pgq_session *ss, const PGresult *res, const char *what) {
                LOG_F_STR, "during", what, LOG_F_STR, "sqlstate", state ? state : "", LOG_F_STR,
                "error", msg, LOG_F_INT, "broken", (int64_t)conn_bad, LOG_F_END);
     if (conn_bad)
-        return pgq_fail(ss, STATUS_EUNAVAILABLE, "PostgreSQL connection lost during %s: %.*s",
-                        what, len, msg);
+        return pgq_fail(ss, STATUS_EUNAVAILABLE, "PostgreSQL connection lost during %s: %.*s", what,
+                        len, msg);
     return pgq_fail(ss, STATUS_EUNAVAILABLE, "PostgreSQL failed during %s: %.*s", what, len, msg);
 }
 
@@ -338,8 +337,8 @@ static PGresult *exec_sql(pgq_session *ss, const char *sql, const pgq_params *q)
     PGresult *r;
     if (p.state < 0) {
         plan_done(&p, 0);
-        return PQexecParams(ss->conn, sql, q ? q->n : 0, q ? q->types : NULL,
-                            q ? q->vals : NULL, q ? q->lens : NULL, q ? q->fmts : NULL, 1);
+        return PQexecParams(ss->conn, sql, q ? q->n : 0, q ? q->types : NULL, q ? q->vals : NULL,
+                            q ? q->lens : NULL, q ? q->fmts : NULL, 1);
     }
     if (p.state == 1) {
         plan_done(&p, 0);
@@ -472,8 +471,8 @@ int pgq_pipeline(pgq_session *ss, const char *what, const char *begin, const pgq
     return rc;
 }
 
-int pgq_commit(pgq_session *ss, pgq_before_commit_fn before_commit,
-               void (*after_commit)(void *), void *hook_arg) {
+int pgq_commit(pgq_session *ss, pgq_before_commit_fn before_commit, void (*after_commit)(void *),
+               void *hook_arg) {
     /* The caller has given up (or is about to): rather than commit a change
      * it will be told failed, roll back. Statements each had the remaining
      * time as their timeout, so the whole transaction may run past it. */
@@ -539,8 +538,8 @@ int pgq_copy_in(pgq_session *ss, const char *what, const char *copy_sql, const c
     return pgq_commit(ss, NULL, NULL, NULL);
 }
 
-int pgq_run(pg_pool *pool, const char *tier, int64_t deadline_ms, int max_statement_ms,
-            char *err, size_t errlen, pgq_fn fn, void *arg) {
+int pgq_run(pg_pool *pool, const char *tier, int64_t deadline_ms, int max_statement_ms, char *err,
+            size_t errlen, pgq_fn fn, void *arg) {
     int rc = STATUS_EUNAVAILABLE;
     for (int attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
         pgq_session ss;

@@ -19,10 +19,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "service/core/status.h"
 #include "service/core/arena.h"
+#include "service/core/status.h"
 #include "service/store/pg_pool.h"
-
 
 /* PostgreSQL type oids used for parameters. */
 #define PGQ_OID_BOOL 16
@@ -55,7 +54,7 @@ typedef struct pgq_params {
  * PGQ_MAX_PARAMS parameters is a programming error (queries have bounded
  * shapes) and aborts. */
 int pgq_text(pgq_params *q, const char *s);
-int pgq_jsonb(pgq_params *q, const char *json); /* sent as text, typed jsonb */
+int pgq_jsonb(pgq_params *q, const char *json);         /* sent as text, typed jsonb */
 int pgq_text_array(pgq_params *q, const char *literal); /* from pgq_array_literal */
 int pgq_bytes(pgq_params *q, const void *p, size_t n);
 int pgq_int8(pgq_params *q, int64_t v);
@@ -103,8 +102,7 @@ int pgq_begin(pgq_session *ss, pg_pool *pool, const char *tier, int64_t deadline
 void pgq_end(pgq_session *ss);
 
 /* Formats err and returns code. */
-int pgq_fail(pgq_session *ss, int code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+int pgq_fail(pgq_session *ss, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Classifies a failed result (res may be NULL: no answer), marks the
  * connection broken when it is, logs, fills err: STATUS_ETIMEOUT for a
  * statement cancelled at the deadline, else STATUS_EUNAVAILABLE. */
@@ -140,8 +138,8 @@ int pgq_pipeline(pgq_session *ss, const char *what, const char *begin, const pgq
  * statements in the session; non-zero aborts with STATUS_EUNAVAILABLE),
  * COMMIT, then after_commit (may be NULL). */
 typedef int (*pgq_before_commit_fn)(pgq_session *ss, void *arg, char *err, size_t errlen);
-int pgq_commit(pgq_session *ss, pgq_before_commit_fn before_commit,
-               void (*after_commit)(void *), void *hook_arg);
+int pgq_commit(pgq_session *ss, pgq_before_commit_fn before_commit, void (*after_commit)(void *),
+               void *hook_arg);
 
 /* Bulk load in one transaction: BEGIN, the statement timeout, copy_sql
  * ("COPY t (cols) FROM STDIN"), data[0..len) in COPY text format, COMMIT.
@@ -153,8 +151,8 @@ int pgq_copy_in(pgq_session *ss, const char *what, const char *copy_sql, const c
 /* Runs fn in a session, again on a fresh connection (up to 3 tries) when a
  * pooled connection turned out dead before anything was committed. */
 typedef int (*pgq_fn)(pgq_session *ss, void *arg);
-int pgq_run(pg_pool *pool, const char *tier, int64_t deadline_ms, int max_statement_ms,
-            char *err, size_t errlen, pgq_fn fn, void *arg);
+int pgq_run(pg_pool *pool, const char *tier, int64_t deadline_ms, int max_statement_ms, char *err,
+            size_t errlen, pgq_fn fn, void *arg);
 
 /* ---- decoding binary results ---- */
 
@@ -167,8 +165,7 @@ const char *pgq_col_str(arena *a, const PGresult *r, int row, int col);
 /* jsonb's binary form is a version byte and the text: the text, or NULL. */
 const char *pgq_col_jsonb(arena *a, const PGresult *r, int row, int col);
 /* A one-dimensional text[] (no NULL elements) into the arena. */
-int pgq_col_text_array(arena *a, const PGresult *r, int row, int col, const char ***out,
-                       size_t *n);
+int pgq_col_text_array(arena *a, const PGresult *r, int row, int col, const char ***out, size_t *n);
 
 int64_t pgq_now_ms(void); /* CLOCK_MONOTONIC */
 

@@ -7,9 +7,9 @@
 
 typedef struct redis_url {
     char host[256];
-    int port;          /* default 6379 */
+    int port;           /* default 6379 */
     char password[256]; /* empty: no AUTH */
-    int db;            /* default 0 */
+    int db;             /* default 0 */
 } redis_url;
 
 /* Returns 0, or -1 with what is wrong in err. */

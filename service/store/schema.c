@@ -66,7 +66,8 @@ const pg_migration memoryd_migrations[] = {
      "  RETURN NULL;"
      " END $$;"
      "CREATE TRIGGER audit_log_announce AFTER INSERT ON audit_log"
-     " REFERENCING NEW TABLE AS inserted FOR EACH STATEMENT EXECUTE FUNCTION audit_log_announce();"},
+     " REFERENCING NEW TABLE AS inserted FOR EACH STATEMENT EXECUTE FUNCTION "
+     "audit_log_announce();"},
     {4, "entries",
      /* Namespaced key-value entries. value holds the bytes as written, or
       * their zstd frame when compressed; search_text is the key and (when

@@ -26,12 +26,12 @@
 struct cache_records;
 
 typedef struct tier_env {
-    const config *cfg;  /* every flag (core/config.h) */
-    pg_pool *pg;        /* PostgreSQL: always there */
-    redis_pool *redis;  /* NULL: no Redis configured */
-    authn *auth;        /* tokens, revocations */
-    audit *audit;       /* the audit trail */
-    pii_policy pii;     /* --pii-policy, for every write path */
+    const config *cfg; /* every flag (core/config.h) */
+    pg_pool *pg;       /* PostgreSQL: always there */
+    redis_pool *redis; /* NULL: no Redis configured */
+    authn *auth;       /* tokens, revocations */
+    audit *audit;      /* the audit trail */
+    pii_policy pii;    /* --pii-policy, for every write path */
     /* The most a List/Query answer may encode to, below the message limit
      * with room for the framing around the values. */
     size_t max_response_bytes;
@@ -67,8 +67,8 @@ typedef struct tier {
 #define TIER_COUNT(array) (sizeof(array) / sizeof((array)[0]))
 /* A descriptor's tables: `const tier x = {.name = "x", TIER_TABLES(services,
  * methods), .open = ..., .free = ...};` */
-#define TIER_TABLES(services_, methods_)                                                     \
-    .services = (services_), .nservices = TIER_COUNT(services_), .methods = (methods_),       \
+#define TIER_TABLES(services_, methods_)                                                           \
+    .services = (services_), .nservices = TIER_COUNT(services_), .methods = (methods_),            \
     .nmethods = TIER_COUNT(methods_)
 
 /* A tier's zeroed state of size bytes for its open; NULL with "out of

@@ -7,8 +7,7 @@
 #include "service/auth/authn.h"
 
 void tier_ctx_init(tier_ctx *c, rpc_call *call, const char *tier, audit *write_audit) {
-    tier_ctx_make(c, tier, authn_principal(call), rpc_call_deadline_ms(call),
-                  rpc_call_arena(call));
+    tier_ctx_make(c, tier, authn_principal(call), rpc_call_deadline_ms(call), rpc_call_arena(call));
     if (write_audit) {
         c->before_commit = audit_hook_before_commit;
         c->after_commit = audit_hook_after_commit;

@@ -33,8 +33,7 @@ grpc_status_code tier_check_name(rpc_call *call, const char *field, const char *
                                  int required) {
     long n = text_name_chars(s);
     if (n < 0)
-        return rpc_call_invalid(call, "%s: not valid UTF-8 or contains a control character",
-                                field);
+        return rpc_call_invalid(call, "%s: not valid UTF-8 or contains a control character", field);
     if (n == 0 && required)
         return rpc_call_invalid(call, "%s: required (1 to %ld characters)", field, max);
     if (n > max) return rpc_call_invalid(call, "%s: %ld characters; at most %ld", field, n, max);
@@ -56,12 +55,12 @@ grpc_status_code tier_check_label(rpc_call *call, const char *field, int label) 
 
 grpc_status_code tier_check_expected(rpc_call *call, int64_t v, tier_expect kind) {
     if (kind == TIER_EXPECT_ANY && v < 0)
-        return rpc_call_invalid(call, "expected_version: %lld; must not be negative",
-                                (long long)v);
+        return rpc_call_invalid(call, "expected_version: %lld; must not be negative", (long long)v);
     if (kind == TIER_EXPECT_CREATE_OK && v < 0)
         return rpc_call_invalid(call,
                                 "expected_version: %lld; must be 0 (must not exist) or a "
-                                "version >= 1", (long long)v);
+                                "version >= 1",
+                                (long long)v);
     if (kind == TIER_EXPECT_VERSION && v < 1)
         return rpc_call_invalid(call, "expected_version: %lld; must be a version >= 1",
                                 (long long)v);
@@ -86,8 +85,7 @@ grpc_status_code tier_check_tags(rpc_call *call, const char *field, char *const 
         for (size_t j = 0; j < k && !dup; j++) dup = strcmp(v[j], tags[i]) == 0;
         if (!dup) v[k++] = tags[i];
     }
-    if (k > max)
-        return rpc_call_invalid(call, "%s: %zu distinct tags; at most %zu", field, k, max);
+    if (k > max) return rpc_call_invalid(call, "%s: %zu distinct tags; at most %zu", field, k, max);
     *out = v;
     *nout = k;
     return GRPC_STATUS_OK;
@@ -119,8 +117,10 @@ grpc_status_code tier_check_time_range(rpc_call *call, const char *field,
         out->has_end = 1;
     }
     if (out->has_start && out->has_end && out->start_us >= out->end_us)
-        return rpc_call_invalid(call, "%s: start_time must be before end_time (the range is "
-                                "[start_time, end_time))", field);
+        return rpc_call_invalid(call,
+                                "%s: start_time must be before end_time (the range is "
+                                "[start_time, end_time))",
+                                field);
     return GRPC_STATUS_OK;
 }
 

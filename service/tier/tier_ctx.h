@@ -20,16 +20,15 @@
 /* Runs inside a write's transaction just before COMMIT (pgq_commit's
  * before_commit; the session's statements may run in it). */
 struct pgq_session;
-typedef int (*tier_before_commit_fn)(struct pgq_session *ss, void *arg, char *err,
-                                     size_t errlen);
+typedef int (*tier_before_commit_fn)(struct pgq_session *ss, void *arg, char *err, size_t errlen);
 
 typedef struct tier_ctx {
-    const char *tier;               /* "entries", "global", "episodic": scopes, logs */
-    const principal *p;             /* the caller (borrowed) */
-    principal_breadth read_breadth; /* of "<tier>:read" */
+    const char *tier;                /* "entries", "global", "episodic": scopes, logs */
+    const principal *p;              /* the caller (borrowed) */
+    principal_breadth read_breadth;  /* of "<tier>:read" */
     principal_breadth write_breadth; /* of "<tier>:write" */
-    int64_t deadline_ms;            /* CLOCK_MONOTONIC ms; INT64_MAX = none */
-    arena *ar;                      /* where results are allocated */
+    int64_t deadline_ms;             /* CLOCK_MONOTONIC ms; INT64_MAX = none */
+    arena *ar;                       /* where results are allocated */
     /* Around a write's COMMIT (the audit row goes in before it, so data and
      * audit commit together; pgq_commit): may be NULL. */
     tier_before_commit_fn before_commit;

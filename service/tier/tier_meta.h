@@ -13,12 +13,12 @@
 
 typedef struct tier_meta {
     const char *tenant;
-    const char *owner;     /* principal that wrote the record */
-    int label;             /* memory.v1.Label, 1..4 */
-    int64_t version;       /* 1 on create, +1 on every change; 0 = not versioned */
-    int64_t create_us;     /* Unix microseconds */
+    const char *owner; /* principal that wrote the record */
+    int label;         /* memory.v1.Label, 1..4 */
+    int64_t version;   /* 1 on create, +1 on every change; 0 = not versioned */
+    int64_t create_us; /* Unix microseconds */
     int64_t update_us;
-    int has_expire;        /* records that expire (entries, cache) */
+    int has_expire; /* records that expire (entries, cache) */
     int64_t expire_us;
     const char **pii_kinds; /* what the record holds, when written with pii:write */
     size_t npii;

@@ -9,8 +9,7 @@
 #include "service/pb/page_token.h"
 
 grpc_status_code tier_page_size(rpc_call *call, int32_t asked, int *out) {
-    if (asked < 0)
-        return rpc_call_invalid(call, "page_size: %d; must not be negative", (int)asked);
+    if (asked < 0) return rpc_call_invalid(call, "page_size: %d; must not be negative", (int)asked);
     *out = asked == 0 ? TIER_PAGE_DEFAULT : asked > TIER_PAGE_MAX ? TIER_PAGE_MAX : (int)asked;
     return GRPC_STATUS_OK;
 }
@@ -58,8 +57,8 @@ grpc_status_code tier_page_open(rpc_call *call, const tier_page *pg, const char 
                                 const char **fields, size_t n, int nonempty, int *present) {
     *present = token && token[0];
     if (!*present) return GRPC_STATUS_OK;
-    int ok = page_token_decode(rpc_call_arena(call), pg->domain, pg->bind, 3, token, fields, n) ==
-             0;
+    int ok =
+        page_token_decode(rpc_call_arena(call), pg->domain, pg->bind, 3, token, fields, n) == 0;
     for (size_t i = 0; ok && nonempty && i < n; i++) ok = fields[i][0] != '\0';
     return ok ? GRPC_STATUS_OK : tier_page_refuse(call, pg);
 }
@@ -68,7 +67,8 @@ grpc_status_code tier_page_refuse(rpc_call *call, const tier_page *pg) {
     const char *method = strrchr(pg->domain, '/');
     return rpc_call_invalid(call,
                             "page_token: not a next_page_token of a previous %s call by this "
-                            "caller with these filters", method ? method + 1 : pg->domain);
+                            "caller with these filters",
+                            method ? method + 1 : pg->domain);
 }
 
 char *tier_page_seal(rpc_call *call, const tier_page *pg, const char *const *fields, size_t n) {

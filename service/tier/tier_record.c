@@ -15,7 +15,8 @@ int tier_may_modify(tier_ctx *c, const tier_row *row, const char *what, const ch
     if (row->label > (int)principal_clr(c->p))
         return tier_fail(c, STATUS_EDENIED,
                          "%s %s is labelled above the token's read ceiling and cannot be "
-                         "modified by it", what, id);
+                         "modified by it",
+                         what, id);
     if (strcmp(row->owner, principal_sub(c->p)) != 0 && c->write_breadth != PRINCIPAL_ALL)
         return tier_fail(c, STATUS_EDENIED,
                          "%s %s belongs to another principal; modifying it needs %s:write:all",
@@ -29,8 +30,8 @@ int tier_check_version(tier_ctx *c, const tier_row *row, int has_expected, int64
     int64_t current = row->exists ? row->version : 0;
     if (current == expected) return STATUS_OK;
     if (current == 0)
-        return tier_fail(c, STATUS_ECONFLICT, "%s %s does not exist (expected_version %lld)",
-                         what, id, (long long)expected);
+        return tier_fail(c, STATUS_ECONFLICT, "%s %s does not exist (expected_version %lld)", what,
+                         id, (long long)expected);
     if (expected == 0)
         return tier_fail(c, STATUS_ECONFLICT, "%s %s already exists (version %lld)", what, id,
                          (long long)current);
@@ -39,8 +40,7 @@ int tier_check_version(tier_ctx *c, const tier_row *row, int has_expected, int64
 }
 
 int tier_check_row(tier_ctx *c, const tier_meta *m, int allowed, const char *fmt, ...) {
-    if (allowed &&
-        principal_may_read(c->p, c->read_breadth, m->tenant, m->owner, m->label))
+    if (allowed && principal_may_read(c->p, c->read_breadth, m->tenant, m->owner, m->label))
         return STATUS_OK;
     char record[300];
     va_list ap;

@@ -17,8 +17,8 @@ static int run_one(pgq_session *ss, void *arg) {
 int tier_sql_run(pg_pool *pg, tier_ctx *c, int max_statement_ms, tier_sql_fn fn, void *arg) {
     run_args r = {c, fn, arg};
     c->err[0] = '\0';
-    return pgq_run(pg, c->tier, c->deadline_ms, max_statement_ms, c->err, sizeof c->err,
-                   run_one, &r);
+    return pgq_run(pg, c->tier, c->deadline_ms, max_statement_ms, c->err, sizeof c->err, run_one,
+                   &r);
 }
 
 int tier_sql_commit(pgq_session *ss, tier_ctx *c) {
@@ -34,8 +34,8 @@ void tier_sql_read_diode(pgq_sql *b, pgq_params *q, const tier_ctx *c, const cha
         pgq_sql_add(b, " AND %s%sowner = $%d", a, dot, pgq_text(q, principal_sub(c->p)));
 }
 
-int tier_sql_lock(pgq_session *ss, tier_ctx *c, const pgq_sql *sql, const pgq_params *q,
-                  int begin, tier_row *row, PGresult **res) {
+int tier_sql_lock(pgq_session *ss, tier_ctx *c, const pgq_sql *sql, const pgq_params *q, int begin,
+                  tier_row *row, PGresult **res) {
     memset(row, 0, sizeof *row);
     if (res) *res = NULL;
     PGresult *r;
@@ -57,4 +57,3 @@ int tier_sql_lock(pgq_session *ss, tier_ctx *c, const pgq_sql *sql, const pgq_pa
     else PQclear(r);
     return STATUS_OK;
 }
-

@@ -33,7 +33,7 @@ void tier_sql_read_diode(pgq_sql *b, pgq_params *q, const tier_ctx *c, const cha
  * begin: the transaction starts with it, in the same round trip; else it
  * runs in the session's open transaction. res may be NULL; otherwise it
  * gets the result (for the extra columns), which the caller PQclears. */
-int tier_sql_lock(pgq_session *ss, tier_ctx *c, const pgq_sql *sql, const pgq_params *q,
-                  int begin, tier_row *row, PGresult **res);
+int tier_sql_lock(pgq_session *ss, tier_ctx *c, const pgq_sql *sql, const pgq_params *q, int begin,
+                  tier_row *row, PGresult **res);
 
 #endif

@@ -42,8 +42,8 @@ struct Reply {
 
 void Call(mdc_client* c, const char* method, const ProtobufCMessage* req,
           const ProtobufCMessageDescriptor* resp_desc, Reply* r, int deadline_ms = kDeadlineMs) {
-  r->rc = mdc_call_unary(c, method, req, resp_desc, deadline_ms, &r->code, &r->message,
-                         &r->response);
+  r->rc =
+      mdc_call_unary(c, method, req, resp_desc, deadline_ms, &r->code, &r->message, &r->response);
 }
 
 // Health.Check(service) through mdc: the serving status, or minus the gRPC
@@ -222,8 +222,8 @@ TEST_F(CClientTest, BadArgumentsAreRejected) {
   ProtobufCMessage* resp;
   EXPECT_EQ(MDC_ERR_ARG, mdc_call_unary(nullptr, kCheck, &req.base, d, 100, &code, &msg, &resp));
   EXPECT_EQ(MDC_ERR_ARG, mdc_call_unary(client_, nullptr, &req.base, d, 100, &code, &msg, &resp));
-  EXPECT_EQ(MDC_ERR_ARG, mdc_call_unary(client_, "grpc.health.v1.Health/Check", &req.base, d,
-                                        100, &code, &msg, &resp));  // no leading '/'
+  EXPECT_EQ(MDC_ERR_ARG, mdc_call_unary(client_, "grpc.health.v1.Health/Check", &req.base, d, 100,
+                                        &code, &msg, &resp));  // no leading '/'
   EXPECT_EQ(MDC_ERR_ARG, mdc_call_unary(client_, kCheck, nullptr, d, 100, &code, &msg, &resp));
   EXPECT_EQ(MDC_ERR_ARG,
             mdc_call_unary(client_, kCheck, &req.base, nullptr, 100, &code, &msg, &resp));
@@ -283,8 +283,8 @@ TEST(CClient, ClosedPortIsUnavailableWithinTheDeadline) {
   Reply r;
   auto start = std::chrono::steady_clock::now();
   Call(c, kCheck, &req.base, &grpc__health__v1__health_check_response__descriptor, &r, 3000);
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                std::chrono::steady_clock::now() - start)
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                                  start)
                 .count();
   EXPECT_EQ(0, r.rc) << r.text();
   EXPECT_EQ(GRPC_STATUS_UNAVAILABLE, r.code) << mdc_status_name(r.code) << ": " << r.text();

@@ -2,8 +2,8 @@
 // //clients/cpp:memory_cc (and //protos:health_cc) reach every service,
 // statuses and messages come through, a capability token gets an entity
 // written and read back, and the example behaves as its README says.
-#include <gtest/gtest.h>
 #include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
 
 #include <chrono>
 #include <functional>
@@ -165,8 +165,7 @@ TEST_F(CppClientTest, EveryServiceStubReachesItsService) {
        grpc::StatusCode::UNIMPLEMENTED},
       {"memory.v1.Router/Query", Unary<Router>(&Router::Stub::Query),
        grpc::StatusCode::UNIMPLEMENTED},
-      {"memory.v1.Audit/List", Unary<Audit>(&Audit::Stub::List),
-       grpc::StatusCode::UNAUTHENTICATED},
+      {"memory.v1.Audit/List", Unary<Audit>(&Audit::Stub::List), grpc::StatusCode::UNAUTHENTICATED},
       {"memory.v1.Access/WhoAmI", Unary<Access>(&Access::Stub::WhoAmI),
        grpc::StatusCode::UNAUTHENTICATED},
       {"memory.v1.Privacy/Forget", Unary<Privacy>(&Privacy::Stub::Forget),

@@ -11,36 +11,36 @@
 #include "tests/fuzz/fuzz_target.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    /* Exact-size copies: reads past the end are ASan reports. */
-    uint8_t *b = malloc(size ? size : 1);
-    if (!b) return 0;
-    if (size) memcpy(b, data, size);
+  /* Exact-size copies: reads past the end are ASan reports. */
+  uint8_t *b = malloc(size ? size : 1);
+  if (!b) return 0;
+  if (size) memcpy(b, data, size);
 
-    cache_item *it = cache_blob_decode(b, size);
-    if (it) {
-        FUZZ_CHECK(!it->absent);
-        FUZZ_CHECK(it->label >= 0 && it->label <= 255);
-        FUZZ_CHECK(strlen(it->owner) + it->value_len + CACHE_HEADER_BYTES == size);
-        arena *a = arena_create();
-        size_t n = 0;
-        uint8_t *again = a ? cache_blob_encode(a, it, &n) : NULL;
-        if (again) {
-            FUZZ_CHECK(n == size);
-            FUZZ_CHECK(memcmp(again, b, size) == 0);
-        }
-        arena_free(a);
-        cache_item_unref(it);
+  cache_item *it = cache_blob_decode(b, size);
+  if (it) {
+    FUZZ_CHECK(!it->absent);
+    FUZZ_CHECK(it->label >= 0 && it->label <= 255);
+    FUZZ_CHECK(strlen(it->owner) + it->value_len + CACHE_HEADER_BYTES == size);
+    arena *a = arena_create();
+    size_t n = 0;
+    uint8_t *again = a ? cache_blob_encode(a, it, &n) : NULL;
+    if (again) {
+      FUZZ_CHECK(n == size);
+      FUZZ_CHECK(memcmp(again, b, size) == 0);
     }
+    arena_free(a);
+    cache_item_unref(it);
+  }
 
-    const char *key = NULL;
-    size_t klen = 0;
-    int rc = cache_inval_decode((const char *)b, size, "0123456789abcdef", &key, &klen);
-    FUZZ_CHECK(rc >= -1 && rc <= 1);
-    if (rc >= 0) {
-        FUZZ_CHECK(klen > 0);
-        FUZZ_CHECK(key == (const char *)b + CACHE_REPLICA_ID_LEN + 1);
-        FUZZ_CHECK(key + klen == (const char *)b + size);
-    }
-    free(b);
-    return 0;
+  const char *key = NULL;
+  size_t klen = 0;
+  int rc = cache_inval_decode((const char *)b, size, "0123456789abcdef", &key, &klen);
+  FUZZ_CHECK(rc >= -1 && rc <= 1);
+  if (rc >= 0) {
+    FUZZ_CHECK(klen > 0);
+    FUZZ_CHECK(key == (const char *)b + CACHE_REPLICA_ID_LEN + 1);
+    FUZZ_CHECK(key + klen == (const char *)b + size);
+  }
+  free(b);
+  return 0;
 }

@@ -15,14 +15,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* Crash on a failed invariant even with -DNDEBUG: assert() would vanish
  * there and the target would silently stop checking. */
-#define FUZZ_CHECK(cond)                                                                      \
-    do {                                                                                      \
-        if (!(cond)) fuzz_check_failed(#cond, __FILE__, __LINE__);                           \
-    } while (0)
+#define FUZZ_CHECK(cond)                                       \
+  do {                                                         \
+    if (!(cond)) fuzz_check_failed(#cond, __FILE__, __LINE__); \
+  } while (0)
 
 static inline _Noreturn void fuzz_check_failed(const char *what, const char *file, int line) {
-    fprintf(stderr, "%s:%d: fuzz invariant failed: %s\n", file, line, what);
-    abort();
+  fprintf(stderr, "%s:%d: fuzz invariant failed: %s\n", file, line, what);
+  abort();
 }
 
 #endif

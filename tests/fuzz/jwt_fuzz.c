@@ -16,58 +16,56 @@ static jwks *keys;
 static EVP_PKEY *priv;
 
 static void setup(void) {
-    if (keys) return;
-    char *pub = NULL, *doc = NULL;
-    if (jwks_generate_ed25519(&priv) != 0 || jwks_render_public(priv, "fuzz", &pub) != 0) abort();
-    size_t n = strlen(pub) + 16;
-    doc = malloc(n);
-    snprintf(doc, n, "{\"keys\":[%s]}", pub);
-    char err[256];
-    if (jwks_parse(doc, strlen(doc), &keys, err, sizeof err) != 0) abort();
-    free(pub);
-    free(doc);
+  if (keys) return;
+  char *pub = NULL, *doc = NULL;
+  if (jwks_generate_ed25519(&priv) != 0 || jwks_render_public(priv, "fuzz", &pub) != 0) abort();
+  size_t n = strlen(pub) + 16;
+  doc = malloc(n);
+  snprintf(doc, n, "{\"keys\":[%s]}", pub);
+  char err[256];
+  if (jwks_parse(doc, strlen(doc), &keys, err, sizeof err) != 0) abort();
+  free(pub);
+  free(doc);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    setup();
-    char err[512];
-    jwt_claims *claims = NULL;
-    const char *nl = memchr(data, '\n', size);
-    if (nl) {
-        /* A signed token around fuzzed claims. */
-        size_t plen = (size_t)(nl - (const char *)data);
-        char *payload = malloc(plen + 1);
-        memcpy(payload, data, plen);
-        payload[plen] = '\0';
-        char *token = NULL;
-        if (jwt_sign(priv, "fuzz", payload, &token, err, sizeof err) == JWT_OK) {
-            int rc = jwt_verify(keys, token, strlen(token), 1700000000, 60, &claims, err,
-                                sizeof err);
-            if (rc == JWT_OK) {
-                FUZZ_CHECK(claims && claims->sub && claims->sub[0] && claims->tenant &&
-                           claims->jti && claims->nscopes >= 1);
-                FUZZ_CHECK(claims->lvl >= JWT_LABEL_PUBLIC && claims->lvl <= claims->clr &&
-                           claims->clr <= JWT_LABEL_SECRET);
-                FUZZ_CHECK(!claims->nanc || (claims->parent &&
-                                             strcmp(claims->parent,
-                                                    claims->anc[claims->nanc - 1]) == 0));
-                char *again = NULL;
-                FUZZ_CHECK(jwt_claims_render(claims, &again) == 0);
-                free(again);
-            } else {
-                FUZZ_CHECK(claims == NULL && err[0]);
-            }
-            jwt_claims_free(claims);
-            claims = NULL;
-            free(token);
-        }
-        free(payload);
-        return 0;
+  setup();
+  char err[512];
+  jwt_claims *claims = NULL;
+  const char *nl = memchr(data, '\n', size);
+  if (nl) {
+    /* A signed token around fuzzed claims. */
+    size_t plen = (size_t)(nl - (const char *)data);
+    char *payload = malloc(plen + 1);
+    memcpy(payload, data, plen);
+    payload[plen] = '\0';
+    char *token = NULL;
+    if (jwt_sign(priv, "fuzz", payload, &token, err, sizeof err) == JWT_OK) {
+      int rc = jwt_verify(keys, token, strlen(token), 1700000000, 60, &claims, err, sizeof err);
+      if (rc == JWT_OK) {
+        FUZZ_CHECK(claims && claims->sub && claims->sub[0] && claims->tenant && claims->jti &&
+                   claims->nscopes >= 1);
+        FUZZ_CHECK(claims->lvl >= JWT_LABEL_PUBLIC && claims->lvl <= claims->clr &&
+                   claims->clr <= JWT_LABEL_SECRET);
+        FUZZ_CHECK(!claims->nanc ||
+                   (claims->parent && strcmp(claims->parent, claims->anc[claims->nanc - 1]) == 0));
+        char *again = NULL;
+        FUZZ_CHECK(jwt_claims_render(claims, &again) == 0);
+        free(again);
+      } else {
+        FUZZ_CHECK(claims == NULL && err[0]);
+      }
+      jwt_claims_free(claims);
+      claims = NULL;
+      free(token);
     }
-    err[0] = '\0';
-    int rc = jwt_verify(keys, (const char *)data, size, 1700000000, 60, &claims, err, sizeof err);
-    /* Without our private key nothing can verify. */
-    FUZZ_CHECK(rc != JWT_OK);
-    FUZZ_CHECK(claims == NULL && err[0] != '\0');
+    free(payload);
     return 0;
+  }
+  err[0] = '\0';
+  int rc = jwt_verify(keys, (const char *)data, size, 1700000000, 60, &claims, err, sizeof err);
+  /* Without our private key nothing can verify. */
+  FUZZ_CHECK(rc != JWT_OK);
+  FUZZ_CHECK(claims == NULL && err[0] != '\0');
+  return 0;
 }

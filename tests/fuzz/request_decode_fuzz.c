@@ -49,55 +49,55 @@ static size_t n_types;
 
 /* Distinct method input types, in service/method order. */
 static void collect_types(void) {
-    for (size_t s = 0; s < sizeof services / sizeof services[0]; s++) {
-        for (unsigned m = 0; m < services[s]->n_methods; m++) {
-            const ProtobufCMessageDescriptor *in = services[s]->methods[m].input;
-            size_t k = 0;
-            while (k < n_types && types[k] != in) k++;
-            if (k < n_types) continue;
-            if (n_types == MAX_TYPES) abort();
-            types[n_types++] = in;
-        }
+  for (size_t s = 0; s < sizeof services / sizeof services[0]; s++) {
+    for (unsigned m = 0; m < services[s]->n_methods; m++) {
+      const ProtobufCMessageDescriptor *in = services[s]->methods[m].input;
+      size_t k = 0;
+      while (k < n_types && types[k] != in) k++;
+      if (k < n_types) continue;
+      if (n_types == MAX_TYPES) abort();
+      types[n_types++] = in;
     }
+  }
 }
 
 static void decode_one(arena *a, const ProtobufCMessageDescriptor *desc, const uint8_t *data,
                        size_t size) {
-    arena_reset(a); /* the server reuses pooled arenas the same way */
-    /* What the guard refuses never reaches protobuf-c in the server. */
-    const char *why;
-    if (pb_check(desc, data, size, PB_CHECK_MAX_DEPTH, &why) != 0) return;
-    ProtobufCMessage *m = protobuf_c_message_unpack(desc, arena_protobuf_allocator(a), size, data);
-    ProtobufCMessage *h = protobuf_c_message_unpack(desc, NULL, size, data);
-    FUZZ_CHECK((m == NULL) == (h == NULL));
-    if (h) {
-        FUZZ_CHECK(protobuf_c_message_check(h));
-        protobuf_c_message_free_unpacked(h, NULL);
-    }
-    if (!m) return;
-    FUZZ_CHECK(m->descriptor == desc);
+  arena_reset(a); /* the server reuses pooled arenas the same way */
+  /* What the guard refuses never reaches protobuf-c in the server. */
+  const char *why;
+  if (pb_check(desc, data, size, PB_CHECK_MAX_DEPTH, &why) != 0) return;
+  ProtobufCMessage *m = protobuf_c_message_unpack(desc, arena_protobuf_allocator(a), size, data);
+  ProtobufCMessage *h = protobuf_c_message_unpack(desc, NULL, size, data);
+  FUZZ_CHECK((m == NULL) == (h == NULL));
+  if (h) {
+    FUZZ_CHECK(protobuf_c_message_check(h));
+    protobuf_c_message_free_unpacked(h, NULL);
+  }
+  if (!m) return;
+  FUZZ_CHECK(m->descriptor == desc);
 
-    /* Exact-size buffer: ASan flags pack writing past its own estimate. */
-    size_t n = protobuf_c_message_get_packed_size(m);
-    uint8_t *buf = malloc(n ? n : 1);
-    if (!buf) abort();
-    FUZZ_CHECK(protobuf_c_message_pack(m, buf) == n);
-    /* Handlers may echo decoded sub-messages (a Struct, say) into replies
-     * or storage; what we accepted must encode to bytes we accept again
-     * (protobuf-c alone breaks this for an over-long field number 0, which
-     * pb_check refuses: see README.md, "Regression seeds"). */
-    ProtobufCMessage *again = protobuf_c_message_unpack(desc, arena_protobuf_allocator(a), n, buf);
-    FUZZ_CHECK(again != NULL);
-    FUZZ_CHECK(protobuf_c_message_get_packed_size(again) == n);
-    free(buf);
+  /* Exact-size buffer: ASan flags pack writing past its own estimate. */
+  size_t n = protobuf_c_message_get_packed_size(m);
+  uint8_t *buf = malloc(n ? n : 1);
+  if (!buf) abort();
+  FUZZ_CHECK(protobuf_c_message_pack(m, buf) == n);
+  /* Handlers may echo decoded sub-messages (a Struct, say) into replies
+   * or storage; what we accepted must encode to bytes we accept again
+   * (protobuf-c alone breaks this for an over-long field number 0, which
+   * pb_check refuses: see README.md, "Regression seeds"). */
+  ProtobufCMessage *again = protobuf_c_message_unpack(desc, arena_protobuf_allocator(a), n, buf);
+  FUZZ_CHECK(again != NULL);
+  FUZZ_CHECK(protobuf_c_message_get_packed_size(again) == n);
+  free(buf);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    static arena *a;
-    if (!a) {
-        collect_types();
-        if (!(a = arena_create())) abort();
-    }
-    for (size_t i = 0; i < n_types; i++) decode_one(a, types[i], data, size);
-    return 0;
+  static arena *a;
+  if (!a) {
+    collect_types();
+    if (!(a = arena_create())) abort();
+  }
+  for (size_t i = 0; i < n_types; i++) decode_one(a, types[i], data, size);
+  return 0;
 }

@@ -3,9 +3,9 @@
 // through an in-process rpc_server over loopback gRPC. A test interceptor
 // stands in for authn: it builds the caller's principal from x-test-*
 // metadata, so tests choose principal, tenant, scopes and token expiry.
-#include <gtest/gtest.h>
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
 #include <libpq-fe.h>
 #include <unistd.h>
 
@@ -326,8 +326,7 @@ ListResult List(const std::shared_ptr<grpc::Channel>& ch, const Who& who, const 
 }
 
 // Every record List returns for who and args, following page tokens.
-std::vector<Rec> ListAll(const std::shared_ptr<grpc::Channel>& ch, const Who& who,
-                         ListArgs a) {
+std::vector<Rec> ListAll(const std::shared_ptr<grpc::Channel>& ch, const Who& who, ListArgs a) {
   std::vector<Rec> all;
   for (int page = 0; page < 100; page++) {
     auto r = List(ch, who, a);
@@ -396,8 +395,8 @@ class Watch {
     std::string s;
     if (in_.Dump(&slices).ok())
       for (const auto& sl : slices) s.append(reinterpret_cast<const char*>(sl.begin()), sl.size());
-    auto* m = memory__v1__audit_watch_response__unpack(
-        nullptr, s.size(), reinterpret_cast<const uint8_t*>(s.data()));
+    auto* m = memory__v1__audit_watch_response__unpack(nullptr, s.size(),
+                                                       reinterpret_cast<const uint8_t*>(s.data()));
     if (!m || !m->record) return false;
     *out = FromPb(m->record);
     memory__v1__audit_watch_response__free_unpacked(m, nullptr);
@@ -484,9 +483,8 @@ class AuditTest : public ::testing::Test {
     PGresult* r = PQexec(conn_, sql.c_str());
     EXPECT_TRUE(PQresultStatus(r) == PGRES_TUPLES_OK || PQresultStatus(r) == PGRES_COMMAND_OK)
         << sql << ": " << PQresultErrorMessage(r);
-    std::string v = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) > 0
-                        ? PQgetvalue(r, 0, 0)
-                        : "";
+    std::string v =
+        PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) > 0 ? PQgetvalue(r, 0, 0) : "";
     PQclear(r);
     return v;
   }
@@ -584,7 +582,7 @@ TEST_F(AuditTest, GeneratedRequestIdIsRecordedWhenTheClientSendsNone) {
 }
 
 TEST_F(AuditTest, TargetIdsAreCleanedAndBounded) {
-  std::string bad = "k\xff\xfe-1";  // invalid UTF-8
+  std::string bad = "k\xff\xfe-1";                 // invalid UTF-8
   std::string tricky = "a\"b\\c;d}{e\tf\ng NULL";  // no ',': Touch splits on it
   std::string long_id(5000, 'x');
   ASSERT_TRUE(
@@ -594,7 +592,10 @@ TEST_F(AuditTest, TargetIdsAreCleanedAndBounded) {
   auto r = List(node_.ch, kAlice, {"", "/test.Memory/Touch", "", ""});
   ASSERT_EQ(1u, r.recs.size());
   ASSERT_EQ(3u, r.recs[0].targets.size());
-  EXPECT_EQ("k?" "?-1", r.recs[0].targets[0]);  // (no trigraph)
+  EXPECT_EQ(
+      "k?"
+      "?-1",
+      r.recs[0].targets[0]);  // (no trigraph)
   EXPECT_EQ(tricky, r.recs[0].targets[1]);
   EXPECT_EQ(std::string(1024, 'x'), r.recs[0].targets[2]);
 }
@@ -689,8 +690,8 @@ TEST_F(AuditTest, ListFiltersByMethodServiceAndTarget) {
     EXPECT_NE(std::string::npos, r.message.find("filter.method")) << r.message;
   }
   // Injection strings in values are just values.
-  EXPECT_TRUE(List(node_.ch, kAuditor, {"' OR ''='", "", "'); DROP TABLE audit_log; --", ""})
-                  .recs.empty());
+  EXPECT_TRUE(
+      List(node_.ch, kAuditor, {"' OR ''='", "", "'); DROP TABLE audit_log; --", ""}).recs.empty());
   EXPECT_EQ(1, atoi(Sql("SELECT count(*) FROM pg_tables WHERE tablename = 'audit_log'").c_str()));
 }
 
@@ -730,8 +731,11 @@ TEST_F(AuditTest, PaginationNeitherRepeatsNorSkipsWhileRowsAreInserted) {
       node_.Call("/test.Memory/Touch", "concurrent", kAlice);
       std::string t = "2024-01-01 00:00:" + std::to_string(10 + i % 30) + ".5+00";
       PQclear(PQexec(c, ("INSERT INTO audit_log (time, tenant, principal, method, status_code,"
-                         " duration_us, request_id) VALUES ('" + t + "', 't1', 'alice',"
-                         " '/test.Memory/Touch', 0, 1, 'late-" + std::to_string(i) + "')")
+                         " duration_us, request_id) VALUES ('" +
+                         t +
+                         "', 't1', 'alice',"
+                         " '/test.Memory/Touch', 0, 1, 'late-" +
+                         std::to_string(i) + "')")
                             .c_str()));
     }
     PQfinish(c);
@@ -852,8 +856,8 @@ TEST_F(AuditTest, AuditFreeGivesUpAfterItsFlushTimeout) {
   for (int i = 0; i < 5; i++) ASSERT_TRUE(n->Call("/test.Other/Ping", "", kBob).ok());
   auto start = std::chrono::steady_clock::now();
   n->Stop();  // the writer sits in a lock wait: cancelled
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                std::chrono::steady_clock::now() - start)
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                                  start)
                 .count();
   PQclear(PQexec(locker, "COMMIT"));
   PQfinish(locker);
@@ -1026,14 +1030,15 @@ class AuditOutageTest : public AuditTest {
   void CutOff(bool cut) {
     PGconn* admin = PQconnectdb(getenv("MEMORYD_TEST_PG_URL"));
     ASSERT_EQ(CONNECTION_OK, PQstatus(admin));
-    std::string sql = "ALTER DATABASE " + db_.name() + " ALLOW_CONNECTIONS " +
-                      (cut ? "false" : "true");
+    std::string sql =
+        "ALTER DATABASE " + db_.name() + " ALLOW_CONNECTIONS " + (cut ? "false" : "true");
     PGresult* r = PQexec(admin, sql.c_str());
     ASSERT_EQ(PGRES_COMMAND_OK, PQresultStatus(r)) << PQresultErrorMessage(r);
     PQclear(r);
     if (cut) {
       PQclear(PQexec(admin, ("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE "
-                             "datname = '" + db_.name() + "'")
+                             "datname = '" +
+                             db_.name() + "'")
                                 .c_str()));
     }
     PQfinish(admin);
@@ -1070,8 +1075,8 @@ TEST_F(AuditOutageTest, ListIsUnavailableAndTheWriterAndWatchCatchUpAfterwards) 
 
 TEST_F(AuditTest, WriterThroughput) {
   if (!getenv("MEMORYD_AUDIT_BENCH")) GTEST_SKIP() << "set MEMORYD_AUDIT_BENCH=1 to measure";
-  const int kRows = atoi(getenv("MEMORYD_AUDIT_BENCH")) > 1 ? atoi(getenv("MEMORYD_AUDIT_BENCH"))
-                                                            : 50000;
+  const int kRows =
+      atoi(getenv("MEMORYD_AUDIT_BENCH")) > 1 ? atoi(getenv("MEMORYD_AUDIT_BENCH")) : 50000;
   // Records pile up behind a table lock, then the writer drains them alone.
   PGconn* locker = PQconnectdb(db_.url().c_str());
   PQclear(PQexec(locker, "BEGIN; LOCK TABLE audit_log IN ACCESS EXCLUSIVE MODE"));

@@ -228,9 +228,12 @@ TEST_F(EntriesTest, ConcurrentCreatesWithExpectedVersionZeroHaveOneWinner) {
       w.set_expected_version(0);
       EntriesWriteResponse out;
       grpc::Status st = Call(kWrite, w, &out);
-      if (st.ok()) ok++;
-      else if (st.error_code() == Code::ABORTED) aborted++;
-      else other++;
+      if (st.ok())
+        ok++;
+      else if (st.error_code() == Code::ABORTED)
+        aborted++;
+      else
+        other++;
     });
   for (auto& t : ts) t.join();
   EXPECT_EQ(1, ok.load());

@@ -24,13 +24,13 @@
 
 extern "C" {
 #include "service/audit/audit.h"
-#include "service/core/arena.h"
 #include "service/auth/principal.h"
+#include "service/core/arena.h"
 #include "service/entries/entries_service.h"
 #include "service/rpc/rpc.h"
-#include "service/tier/tier.h"
 #include "service/store/pg_migrate.h"
 #include "service/store/pg_pool.h"
+#include "service/tier/tier.h"
 }
 
 namespace entries_testing {
@@ -78,12 +78,30 @@ struct Who {
   int clr = 4;  // SECRET
   int lvl = 1;  // PUBLIC
 
-  Who& Sub(const std::string& s) { sub = s; return *this; }
-  Who& Tenant(const std::string& t) { tenant = t; return *this; }
-  Who& Scope(const std::string& s) { scope = s; return *this; }
-  Who& Ns(std::vector<std::string> v) { ns = std::move(v); return *this; }
-  Who& Clr(int c) { clr = c; return *this; }
-  Who& Lvl(int l) { lvl = l; return *this; }
+  Who& Sub(const std::string& s) {
+    sub = s;
+    return *this;
+  }
+  Who& Tenant(const std::string& t) {
+    tenant = t;
+    return *this;
+  }
+  Who& Scope(const std::string& s) {
+    scope = s;
+    return *this;
+  }
+  Who& Ns(std::vector<std::string> v) {
+    ns = std::move(v);
+    return *this;
+  }
+  Who& Clr(int c) {
+    clr = c;
+    return *this;
+  }
+  Who& Lvl(int l) {
+    lvl = l;
+    return *this;
+  }
 
   std::string Json() const {
     json_t* j = json_object();
@@ -153,7 +171,6 @@ inline grpc_status_code TestAuth(rpc_call* call, void*) {
   rpc_call_set_principal(call, p, principal_release);
   return GRPC_STATUS_OK;
 }
-
 
 // ---- fixture ----
 
@@ -231,8 +248,7 @@ class EntriesTest : public ::testing::Test {
   template <typename Resp>
   grpc::Status Call(const char* method, const google::protobuf::Message& req, Resp* out,
                     const Who& who = Who()) {
-    auto r = Unary(ch_, method, req.SerializeAsString(), 20000,
-                   {{"x-test-principal", who.Json()}});
+    auto r = Unary(ch_, method, req.SerializeAsString(), 20000, {{"x-test-principal", who.Json()}});
     if (r.status.ok() && out) {
       EXPECT_TRUE(out->ParseFromString(r.body));
     }
@@ -254,8 +270,8 @@ class EntriesTest : public ::testing::Test {
     EXPECT_TRUE(st.ok()) << w.namespace_() << "/" << w.key() << ": " << st.error_message();
     return resp;
   }
-  EntriesWriteResponse Put(const std::string& ns, const std::string& key,
-                           const std::string& value, const Who& who = Who()) {
+  EntriesWriteResponse Put(const std::string& ns, const std::string& key, const std::string& value,
+                           const Who& who = Who()) {
     return MustWrite(W(ns, key, value), who);
   }
 
@@ -312,9 +328,8 @@ class EntriesTest : public ::testing::Test {
 
   int64_t Count(const std::string& sql) {
     PGresult* r = PQexec(conn_, sql.c_str());
-    int64_t n = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1
-                    ? atoll(PQgetvalue(r, 0, 0))
-                    : -1;
+    int64_t n =
+        PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 ? atoll(PQgetvalue(r, 0, 0)) : -1;
     if (n < 0) {
       ADD_FAILURE() << sql << ": " << PQresultErrorMessage(r);
     }
@@ -326,8 +341,7 @@ class EntriesTest : public ::testing::Test {
   void ExpectInvalid(const char* method, const google::protobuf::Message& req,
                      const std::string& field, const Who& who = Who()) {
     EntriesWriteResponse ignored;
-    auto r = Unary(ch_, method, req.SerializeAsString(), 20000,
-                   {{"x-test-principal", who.Json()}});
+    auto r = Unary(ch_, method, req.SerializeAsString(), 20000, {{"x-test-principal", who.Json()}});
     EXPECT_EQ(Code::INVALID_ARGUMENT, r.status.error_code())
         << method << " " << field << ": " << r.status.error_message();
     EXPECT_NE(std::string::npos, r.status.error_message().find(field))
@@ -347,7 +361,6 @@ inline std::vector<std::string> Sorted(std::vector<std::string> v) {
   std::sort(v.begin(), v.end());
   return v;
 }
-
 
 }  // namespace entries_testing
 

@@ -21,8 +21,9 @@ std::vector<PiiCase> PiiCases() {
       {"national_id", "ssn 123-45-6789 on file"},
       {"iban", "pay to DE89 3704 0044 0532 0130 00 now"},
       {"api_key", "key sk_live_4eC39HqLyjWDarjtT1zdp7dc here"},
-      {"private_key", "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n"
-                      "-----END PRIVATE KEY-----\n"},
+      {"private_key",
+       "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n"
+       "-----END PRIVATE KEY-----\n"},
       {"bearer_token", "Authorization: Bearer abcdefghijklmnopqrstuvwxyz0123"},
   };
 }
@@ -155,9 +156,9 @@ TEST_F(EntriesTest, AppendAddsBytesAndKeepsEverythingElse) {
   a.set_value("x");
   EXPECT_EQ(Code::NOT_FOUND, Call(kAppend, a, &ar).error_code());
   a.set_key("log");
-  EXPECT_EQ(Code::PERMISSION_DENIED, Call(kAppend, a, &ar, Who().Sub("bob").Scope(
-                                                               "entries:read:all entries:write"))
-                                         .error_code());
+  EXPECT_EQ(
+      Code::PERMISSION_DENIED,
+      Call(kAppend, a, &ar, Who().Sub("bob").Scope("entries:read:all entries:write")).error_code());
   a.set_namespace_("bad");
   ExpectInvalid(kAppend, a, "namespace");
   ASSERT_TRUE(Read("ap:x:y", "log", &rr).ok());

@@ -69,8 +69,8 @@ TEST_F(EntriesTest, SearchFiltersByTagsContentTypeCreatorAndTime) {
 // ---- injection strings ----
 
 TEST_F(EntriesTest, InjectionStringsAreStoredAndMatchedLiterally) {
-  const std::vector<std::string> keys = {"'; DROP TABLE entries; --", "%", "_", "\\", "a%b",
-                                         "a_b", "axb", "plain"};
+  const std::vector<std::string> keys = {
+      "'; DROP TABLE entries; --", "%", "_", "\\", "a%b", "a_b", "axb", "plain"};
   for (const auto& k : keys) Put("inj:x:y", k, "value " + k);
   for (const auto& k : keys) {
     EntriesReadResponse rr;

@@ -204,14 +204,15 @@ TEST_F(EntriesTest, WriteRejectsEveryBadFieldNamingItAndStoresNothing) {
   }
   {
     auto w = W("a:b:c", "k", "v");
-    (*w.mutable_metadata()->mutable_fields())["x"].mutable_list_value()->add_values()
+    (*w.mutable_metadata()->mutable_fields())["x"]
+        .mutable_list_value()
+        ->add_values()
         ->set_number_value(std::nan(""));
     bad(w, "metadata.x[0]");
   }
   {
     auto w = W("a:b:c", "k", "v");
-    (*w.mutable_metadata()->mutable_fields())["blob"].set_string_value(
-        std::string(70 * 1024, 'm'));
+    (*w.mutable_metadata()->mutable_fields())["blob"].set_string_value(std::string(70 * 1024, 'm'));
     bad(w, "metadata");
   }
   EXPECT_EQ(0, RowCount());
@@ -303,12 +304,12 @@ TEST_F(EntriesTest, ListSearchStatsRejectBadFields) {
 TEST_F(EntriesTest, ScopesAreCheckedPerMethod) {
   Who reader = Who().Scope("entries:read");
   EntriesWriteResponse ignored;
-  EXPECT_EQ(Code::PERMISSION_DENIED, Call(kWrite, W("a:b:c", "k", "v"), &ignored, reader)
-                                         .error_code());
+  EXPECT_EQ(Code::PERMISSION_DENIED,
+            Call(kWrite, W("a:b:c", "k", "v"), &ignored, reader).error_code());
   EXPECT_EQ(0, RowCount());
   EntriesReadResponse rr;
-  EXPECT_EQ(Code::PERMISSION_DENIED, Read("a:b:c", "k", &rr, Who().Scope("entries:write"))
-                                         .error_code());
+  EXPECT_EQ(Code::PERMISSION_DENIED,
+            Read("a:b:c", "k", &rr, Who().Scope("entries:write")).error_code());
 }
 
 }  // namespace

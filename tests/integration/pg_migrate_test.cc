@@ -32,8 +32,8 @@ class MigrateTest : public ::testing::Test {
 TEST_F(MigrateTest, AppliesEveryMigrationOnAnEmptyDatabase) {
   int applied = -1;
   char err[512] = "";
-  ASSERT_EQ(0, pg_migrate(conn_, memoryd_migrations, memoryd_migrations_count, &applied, err,
-                          sizeof err))
+  ASSERT_EQ(
+      0, pg_migrate(conn_, memoryd_migrations, memoryd_migrations_count, &applied, err, sizeof err))
       << err;
   EXPECT_EQ(static_cast<int>(memoryd_migrations_count), applied);
   EXPECT_EQ(memoryd_migrations[memoryd_migrations_count - 1].version,
@@ -45,11 +45,11 @@ TEST_F(MigrateTest, AppliesEveryMigrationOnAnEmptyDatabase) {
 TEST_F(MigrateTest, SecondRunAppliesNothingAndSucceeds) {
   int applied = -1;
   char err[512] = "";
-  ASSERT_EQ(0, pg_migrate(conn_, memoryd_migrations, memoryd_migrations_count, &applied, err,
-                          sizeof err))
+  ASSERT_EQ(
+      0, pg_migrate(conn_, memoryd_migrations, memoryd_migrations_count, &applied, err, sizeof err))
       << err;
-  ASSERT_EQ(0, pg_migrate(conn_, memoryd_migrations, memoryd_migrations_count, &applied, err,
-                          sizeof err))
+  ASSERT_EQ(
+      0, pg_migrate(conn_, memoryd_migrations, memoryd_migrations_count, &applied, err, sizeof err))
       << err;
   EXPECT_EQ(0, applied);
   EXPECT_EQ(static_cast<int>(memoryd_migrations_count),

@@ -49,9 +49,9 @@ class PgqTest : public ::testing::Test {
     pgq_session ss;
     EXPECT_EQ(STATUS_OK, pgq_begin(&ss, pool_, "test", INT64_MAX, 30000, err_, sizeof err_));
     const char* vals[1] = {text.c_str()};
-    PGresult* r = PQexecParams(ss.conn,
-                               "SELECT count(*) FROM pg_prepared_statements WHERE statement = $1",
-                               1, nullptr, vals, nullptr, nullptr, 0);
+    PGresult* r =
+        PQexecParams(ss.conn, "SELECT count(*) FROM pg_prepared_statements WHERE statement = $1", 1,
+                     nullptr, vals, nullptr, nullptr, 0);
     int n = PQresultStatus(r) == PGRES_TUPLES_OK ? atoi(PQgetvalue(r, 0, 0)) : -1;
     PQclear(r);
     pgq_end(&ss);

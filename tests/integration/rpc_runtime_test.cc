@@ -33,8 +33,7 @@ std::atomic<int> g_slow_saw_deadline{0};
 std::atomic<int64_t> g_slow_remaining_ms{-1};
 std::atomic<int> g_cancelled{0};
 
-grpc_status_code Slow(rpc_call* call, const ProtobufCMessage* req, ProtobufCMessage* resp,
-                      void*) {
+grpc_status_code Slow(rpc_call* call, const ProtobufCMessage* req, ProtobufCMessage* resp, void*) {
   auto* r = reinterpret_cast<const Grpc__Health__V1__HealthCheckRequest*>(req);
   if (rpc_call_deadline_ms(call) != INT64_MAX) g_slow_saw_deadline = 1;
   g_slow_remaining_ms = rpc_call_remaining_ms(call);
@@ -296,9 +295,10 @@ TEST_F(RuntimeTest, OversizeResponseIsResourceExhaustedNamingTheLimit) {
   EXPECT_EQ(1000000u, got.service().size());
   auto big = Unary(ch_, "/test.T/Mirror", Req("1100:" + std::string(1000, 'a')));
   EXPECT_EQ(grpc::StatusCode::RESOURCE_EXHAUSTED, big.status.error_code());
-  EXPECT_EQ("/test.T/Mirror: the response would be 1100004 bytes, over the 1048576-byte message "
-            "limit (--max-message-bytes); ask for fewer results or leave vectors and payloads out",
-            big.status.error_message());
+  EXPECT_EQ(
+      "/test.T/Mirror: the response would be 1100004 bytes, over the 1048576-byte message "
+      "limit (--max-message-bytes); ask for fewer results or leave vectors and payloads out",
+      big.status.error_message());
   // The server is fine afterwards.
   auto again = Unary(ch_, "/test.T/Mirror", Req("2:ab"));
   ASSERT_TRUE(again.status.ok()) << again.status.error_message();

@@ -8,9 +8,9 @@
 #include <chrono>
 #include <thread>
 
+#include "grpc/health/v1/health.pb.h"
 #include "memory/v1/access.pb.h"
 #include "memory/v1/audit.pb.h"
-#include "grpc/health/v1/health.pb.h"
 #include "tests/testing/grpc_client.h"
 #include "tests/testing/memoryd_process.h"
 #include "tests/testing/pg_testdb.h"
@@ -58,8 +58,7 @@ class AuthTest : public ::testing::Test {
 
   void ExpectUnauthenticated(const std::string& token, const std::string& why_part) {
     Result r = WhoAmI(token);
-    EXPECT_EQ(grpc::StatusCode::UNAUTHENTICATED, r.status.error_code())
-        << r.status.error_message();
+    EXPECT_EQ(grpc::StatusCode::UNAUTHENTICATED, r.status.error_code()) << r.status.error_message();
     EXPECT_NE(std::string::npos, r.status.error_message().find(why_part))
         << "message: " << r.status.error_message();
   }
@@ -195,8 +194,8 @@ TEST_F(AuthTest, HealthIsOpenByDefaultAndClosedOnRequest) {
   EXPECT_EQ(grpc::StatusCode::UNAUTHENTICATED, Unary(ch, kCheck, "").status.error_code());
   TestClaims c;
   c.scope = "entries:read";
-  Result r = Unary(ch, kCheck, "", 5000,
-                   {{"authorization", TestKeys::Bearer(closed->keys()->Mint(c))}});
+  Result r =
+      Unary(ch, kCheck, "", 5000, {{"authorization", TestKeys::Bearer(closed->keys()->Mint(c))}});
   EXPECT_TRUE(r.status.ok()) << r.status.error_message();
 }
 
@@ -351,8 +350,9 @@ TEST_F(AuthTest, RevocationOnOneReplicaReachesAnother) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   EXPECT_EQ(grpc::StatusCode::UNAUTHENTICATED, code);
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                std::chrono::steady_clock::now() - start).count();
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                                  start)
+                .count();
   RecordProperty("revocation_propagation_ms", static_cast<int>(ms));
 }
 

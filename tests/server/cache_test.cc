@@ -30,8 +30,8 @@ using Clock = std::chrono::steady_clock;
 
 // Tenants unique to this run: the shared Redis outlives test runs.
 std::string Tenant(const std::string& name) {
-  static const std::string run = std::to_string(getpid()) + "-" +
-                                 std::to_string(Clock::now().time_since_epoch().count());
+  static const std::string run =
+      std::to_string(getpid()) + "-" + std::to_string(Clock::now().time_since_epoch().count());
   return name + "-" + run;
 }
 
@@ -50,10 +50,9 @@ class CacheTest : public ::testing::Test {
   // A memoryd on redis_url (the shared Redis by default). Every replica
   // trusts the first one's keys, so one token works on all.
   Replica Launch(std::vector<std::string> extra = {}, std::string redis_url = "") {
-    std::vector<std::string> args = {"--pg-url=" + db_.url(), "--shutdown-grace=1",
-                                     "--health-interval-ms=100",
-                                     "--redis-url=" + (redis_url.empty() ? TestRedisUrl()
-                                                                         : redis_url)};
+    std::vector<std::string> args = {
+        "--pg-url=" + db_.url(), "--shutdown-grace=1", "--health-interval-ms=100",
+        "--redis-url=" + (redis_url.empty() ? TestRedisUrl() : redis_url)};
     if (keys_) {
       args.push_back("--jwks=" + keys_->jwks_path());
     }
@@ -372,9 +371,10 @@ TEST_F(CacheTest, TwoReplicasNeverServeAStaleL1PastThePropagationDelay) {
     delays_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
   }
   std::sort(delays_ms.begin(), delays_ms.end());
-  printf("invalidation propagation (write on A returned -> B answers the new state), 20 keys: "
-         "median %.2f ms, max %.2f ms (includes a Get round trip)\n",
-         delays_ms[delays_ms.size() / 2], delays_ms.back());
+  printf(
+      "invalidation propagation (write on A returned -> B answers the new state), 20 keys: "
+      "median %.2f ms, max %.2f ms (includes a Get round trip)\n",
+      delays_ms[delays_ms.size() / 2], delays_ms.back());
   EXPECT_LT(delays_ms.back(), 500.0);
 }
 

@@ -147,7 +147,8 @@ TEST_F(DiodeTest, TenantANeverSeesTenantB) {
   Up();
   std::string a = Token("tenant-a", "alice", "entries:read:all entries:write");
   std::string b = Token("tenant-b", "bob", "entries:read:all entries:write");
-  for (int i = 0; i < 5; i++) MustWrite(b, "shared:kb:doc", "b-" + std::to_string(i), "secret plans");
+  for (int i = 0; i < 5; i++)
+    MustWrite(b, "shared:kb:doc", "b-" + std::to_string(i), "secret plans");
   MustWrite(a, "shared:kb:doc", "a-0", "our plans");
   EXPECT_EQ(grpc::StatusCode::NOT_FOUND, Read(a, "shared:kb:doc", "b-0").status.error_code());
   EXPECT_EQ(std::set<std::string>{"shared:kb:doc/a-0"}, ListAll(a));

@@ -16,8 +16,8 @@
 
 #include "google/protobuf/util/json_util.h"
 #include "google/protobuf/util/message_differencer.h"
-#include "memory/v1/episodic_memory.pb.h"
 #include "grpc/health/v1/health.pb.h"
+#include "memory/v1/episodic_memory.pb.h"
 #include "tests/testing/grpc_client.h"
 #include "tests/testing/memoryd_process.h"
 #include "tests/testing/pg_testdb.h"
@@ -122,8 +122,8 @@ class EpisodicTest : public ::testing::Test {
 
   Result Call(const std::string& method, const google::protobuf::Message& req,
               const std::string& token, const Replica* r = nullptr) {
-    return Unary((r ? r : &a_)->ch, "/memory.v1.EpisodicMemory/" + method,
-                 req.SerializeAsString(), 10000, {{"authorization", TestKeys::Bearer(token)}});
+    return Unary((r ? r : &a_)->ch, "/memory.v1.EpisodicMemory/" + method, req.SerializeAsString(),
+                 10000, {{"authorization", TestKeys::Bearer(token)}});
   }
 
   template <typename Resp>
@@ -255,8 +255,7 @@ TEST_F(EpisodicTest, CollectionsAreCreatedListedPagedAndDeleted) {
 
   // Another caller cannot reuse the token; another tenant sees nothing.
   std::string bob = Token("t1", "bob", "episodic:read");
-  EXPECT_EQ(StatusCode::INVALID_ARGUMENT,
-            Call("ListCollections", list, bob).status.error_code());
+  EXPECT_EQ(StatusCode::INVALID_ARGUMENT, Call("ListCollections", list, bob).status.error_code());
   std::string eve = Token("t2", "eve", "episodic:read episodic:write:all");
   EXPECT_EQ(0, Must<ListCollectionsResponse>("ListCollections", ListCollectionsRequest(), eve)
                    .collections_size());
@@ -307,8 +306,7 @@ TEST_F(EpisodicTest, CollectionRequestsAreValidated) {
   for (const auto& c : cases) {
     Result r = Create(alice_, c.name, c.dims, c.d);
     EXPECT_EQ(StatusCode::INVALID_ARGUMENT, r.status.error_code()) << c.name;
-    EXPECT_NE(std::string::npos, r.status.error_message().find(c.want))
-        << r.status.error_message();
+    EXPECT_NE(std::string::npos, r.status.error_message().find(c.want)) << r.status.error_message();
   }
   EXPECT_EQ(0, Must<ListCollectionsResponse>("ListCollections", ListCollectionsRequest(), alice_)
                    .collections_size());
@@ -475,31 +473,26 @@ TEST_F(EpisodicFilterTest, IsEmptyHasIdAndNestedPaths) {
   // Missing, null or [] are empty.
   EXPECT_EQ((S{"2", "3", "4", u_}), M(R"({"must":[{"isEmpty":{"key":"tags"}}]})"));
   EXPECT_EQ((S{"4", u_}), M(R"({"must":[{"isEmpty":{"key":"color"}}]})"));
-  EXPECT_EQ((S{"2", u_}),
-            M(R"({"must":[{"hasId":{"ids":[{"num":2},{"num":99},)"
-              R"({"uuid":"5C56C793-69F3-4FBF-87E6-C4BF54C28C26"}]}}]})"));
+  EXPECT_EQ((S{"2", u_}), M(R"({"must":[{"hasId":{"ids":[{"num":2},{"num":99},)"
+                            R"({"uuid":"5C56C793-69F3-4FBF-87E6-C4BF54C28C26"}]}}]})"));
   EXPECT_EQ((S{"3"}), M(R"({"must":[{"field":{"key":"city.name","matchValue":"Oslo"}}]})"));
-  EXPECT_EQ((S{"3"}),
-            M(R"({"must":[{"field":{"key":"people[].name","matchValue":"bo"}}]})"));
+  EXPECT_EQ((S{"3"}), M(R"({"must":[{"field":{"key":"people[].name","matchValue":"bo"}}]})"));
   EXPECT_EQ((S{"3"}), M(R"({"must":[{"field":{"key":"people[].age","range":{"lt":18}}}]})"));
   // Without [] a path does not step into an array of objects.
   EXPECT_EQ((S{}), M(R"({"must":[{"field":{"key":"people.name","matchValue":"bo"}}]})"));
 }
 
 TEST_F(EpisodicFilterTest, MustShouldMustNotAndNestedFilters) {
-  EXPECT_EQ((S{"1", "2"}),
-            M(R"({"should":[{"field":{"key":"n","matchValue":1}},)"
-              R"({"field":{"key":"ok","matchValue":false}}]})"));
-  EXPECT_EQ((S{"2", "4", u_}),
-            M(R"({"mustNot":[{"field":{"key":"color","matchValue":"red"}}]})"));
+  EXPECT_EQ((S{"1", "2"}), M(R"({"should":[{"field":{"key":"n","matchValue":1}},)"
+                             R"({"field":{"key":"ok","matchValue":false}}]})"));
+  EXPECT_EQ((S{"2", "4", u_}), M(R"({"mustNot":[{"field":{"key":"color","matchValue":"red"}}]})"));
   // (red AND n=7) OR (blue)
   EXPECT_EQ((S{"2", "3"}),
             M(R"({"should":[{"filter":{"must":[{"field":{"key":"color","matchValue":"red"}},)"
               R"({"field":{"key":"n","matchValue":7}}]}},)"
               R"({"filter":{"must":[{"field":{"key":"color","matchValue":"blue"}}]}}]})"));
-  EXPECT_EQ((S{"1"}),
-            M(R"({"must":[{"field":{"key":"color","matchValue":"red"}}],)"
-              R"("mustNot":[{"field":{"key":"n","range":{"gt":5}}}]})"));
+  EXPECT_EQ((S{"1"}), M(R"({"must":[{"field":{"key":"color","matchValue":"red"}}],)"
+                        R"("mustNot":[{"field":{"key":"n","range":{"gt":5}}}]})"));
   EXPECT_EQ((S{"1", "2", "3", "4", u_}), M("{}"));
 }
 
@@ -551,8 +544,9 @@ TEST_F(EpisodicFilterTest, BadFiltersAreRefusedNamingTheField) {
 
 TEST_F(EpisodicTest, GetPointsKeepsTheAskedOrderAndLeavesOutMissingIds) {
   MustCreate(alice_, "g", 2, DISTANCE_EUCLID);
-  MustUpsert(alice_, "g", {P(Num(1), {1, 2}, R"({"a":1})"), P(Num(2), {3, 4}),
-                           P(Uuid("5c56c793-69f3-4fbf-87e6-c4bf54c28c26"), {5, 6})});
+  MustUpsert(alice_, "g",
+             {P(Num(1), {1, 2}, R"({"a":1})"), P(Num(2), {3, 4}),
+              P(Uuid("5c56c793-69f3-4fbf-87e6-c4bf54c28c26"), {5, 6})});
   GetPointsRequest req;
   req.set_collection("g");
   *req.add_ids() = Uuid("5C56C793-69F3-4FBF-87E6-C4BF54C28C26");
@@ -682,7 +676,8 @@ TEST_F(EpisodicTest, WritesAreStampedUpAndNeverOverwriteWhatTheCallerCannotModif
 
 TEST_F(EpisodicTest, PiiInPayloadsIsRefusedUnlessTheTokenMayWriteIt) {
   MustCreate(alice_, "pii", 1, DISTANCE_DOT);
-  Result r = Upsert(alice_, "pii", {P(Num(1), {1}), P(Num(2), {1}, R"({"who":"ann@example.com"})")});
+  Result r =
+      Upsert(alice_, "pii", {P(Num(1), {1}), P(Num(2), {1}, R"({"who":"ann@example.com"})")});
   EXPECT_EQ(StatusCode::INVALID_ARGUMENT, r.status.error_code());
   EXPECT_NE(std::string::npos, r.status.error_message().find("email at points[1].payload.who"))
       << r.status.error_message();
@@ -777,8 +772,8 @@ TEST_F(EpisodicTest, AWriteOnOneReplicaIsSeenByTheOthersNextRead) {
   DeleteCollectionRequest dc;
   dc.set_name("r");
   ASSERT_TRUE(Call("DeleteCollection", dc, alice_).status.ok());
-  EXPECT_EQ(StatusCode::NOT_FOUND, Call("Search", SearchReq("r", {1, 0}), alice_, &b)
-                                       .status.error_code());
+  EXPECT_EQ(StatusCode::NOT_FOUND,
+            Call("Search", SearchReq("r", {1, 0}), alice_, &b).status.error_code());
   MustCreate(alice_, "r", 2, DISTANCE_DOT);
   EXPECT_EQ(0, Count(alice_, "r", "", &b));
 }
@@ -797,8 +792,8 @@ TEST_F(EpisodicTest, ManyPointsLoadAndSearchAcrossCatchUpPages) {
   }
   Replica b = Launch();
   EXPECT_EQ(5000, Count(alice_, "big", "", &b));
-  EXPECT_EQ(500, Count(alice_, "big", R"({"must":[{"field":{"key":"bucket","matchValue":3}}]})",
-                       &b));
+  EXPECT_EQ(500,
+            Count(alice_, "big", R"({"must":[{"field":{"key":"bucket","matchValue":3}}]})", &b));
   auto ids = SearchIds(alice_, SearchReq("big", std::vector<float>(8, 4321.2f), 3), &b);
   EXPECT_EQ((std::vector<std::string>{"4321", "4322", "4320"}), ids);
 }
@@ -862,13 +857,14 @@ TEST_F(EpisodicQdrantTest, EachQdrantErrorClassMapsToAStatusThatSaysWhy) {
 }
 
 TEST_F(EpisodicQdrantTest, ASlowQdrantEndsTheCallAtItsDeadline) {
-  ASSERT_EQ(std::string::npos,
-            qdrant_.Fault(R"({"path_regex":"/points/(query|search)$","delay_ms":3000})")
-                .find("ERROR"));
+  ASSERT_EQ(
+      std::string::npos,
+      qdrant_.Fault(R"({"path_regex":"/points/(query|search)$","delay_ms":3000})").find("ERROR"));
   auto t0 = std::chrono::steady_clock::now();
   Result r = SearchWithin(800);
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                std::chrono::steady_clock::now() - t0).count();
+  auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+          .count();
   EXPECT_EQ(StatusCode::DEADLINE_EXCEEDED, r.status.error_code()) << r.status.error_message();
   EXPECT_LT(ms, 2500);
 }
@@ -879,11 +875,13 @@ TEST_F(EpisodicQdrantTest, ALeftoverQdrantCollectionIsTakenOverOnlyWhenItFits) {
   size_t at = log.find("/collections/memoryd_");
   ASSERT_NE(std::string::npos, at) << log;
   std::string prefix = log.substr(at + 13, log.find("_q", at) + 1 - (at + 13));
-  ASSERT_EQ(std::string::npos, qdrant_.Send("PUT", "/collections/" + prefix + "odd",
-                                            R"({"vectors":{"size":3,"distance":"Dot"}})")
+  ASSERT_EQ(std::string::npos, qdrant_
+                                   .Send("PUT", "/collections/" + prefix + "odd",
+                                         R"({"vectors":{"size":3,"distance":"Dot"}})")
                                    .find("ERROR"));
-  ASSERT_EQ(std::string::npos, qdrant_.Send("PUT", "/collections/" + prefix + "fits",
-                                            R"({"vectors":{"size":2,"distance":"Dot"}})")
+  ASSERT_EQ(std::string::npos, qdrant_
+                                   .Send("PUT", "/collections/" + prefix + "fits",
+                                         R"({"vectors":{"size":2,"distance":"Dot"}})")
                                    .find("ERROR"));
   // Another shape: refused, and the catalog keeps nothing.
   Result r = Create(alice_, "odd", 2, DISTANCE_DOT);
@@ -962,7 +960,8 @@ TEST_F(EpisodicQdrantTest, AServerOlderThan110IsSearchedThroughPointsSearch) {
   Replica r = Launch({"--qdrant-url=" + old.url()});  // the later flag wins
   ASSERT_TRUE(Create(alice_, "old", 1, DISTANCE_DOT, &r).status.ok());
   MustUpsert(alice_, "old", {P(Num(1), {1}), P(Num(2), {2}), P(Num(3), {3})}, &r);
-  EXPECT_EQ((std::vector<std::string>{"3", "2", "1"}), SearchIds(alice_, SearchReq("old", {1}), &r));
+  EXPECT_EQ((std::vector<std::string>{"3", "2", "1"}),
+            SearchIds(alice_, SearchReq("old", {1}), &r));
   std::string log = old.Requests();
   EXPECT_NE(std::string::npos, log.find("/points/search")) << log;
   EXPECT_EQ(std::string::npos, log.find("/points/query")) << log;
@@ -979,7 +978,8 @@ TEST_F(EpisodicQdrantTest, TheApiKeyIsSentAndARefusedKeyIsReported) {
   MustUpsert(alice_, "k", {P(Num(1), {1})}, &good);
   Result r = Call("Search", SearchReq("k", {1}), alice_, &bad);
   EXPECT_EQ(StatusCode::UNAVAILABLE, r.status.error_code());
-  EXPECT_NE(std::string::npos, r.status.error_message().find("API key")) << r.status.error_message();
+  EXPECT_NE(std::string::npos, r.status.error_message().find("API key"))
+      << r.status.error_message();
   EXPECT_EQ(std::string::npos, r.status.error_message().find("wrong"))
       << "the key itself must never be echoed: " << r.status.error_message();
   EXPECT_EQ("[]", CleanViolations(locked));

@@ -231,20 +231,24 @@ TEST_F(GlobalTest, PutReplaceGetWithVersionsAndExactProperties) {
   EXPECT_EQ("t1", created.entity().meta().tenant());
   EXPECT_EQ(LABEL_PUBLIC, created.entity().meta().label());
 
-  GetEntityResponse got = Must<GetEntityResponse>("GetEntity", [] {
-    GetEntityRequest g;
-    g.set_id("ada");
-    return g;
-  }(), alice_);
+  GetEntityResponse got = Must<GetEntityResponse>(
+      "GetEntity",
+      [] {
+        GetEntityRequest g;
+        g.set_id("ada");
+        return g;
+      }(),
+      alice_);
   EXPECT_EQ("Ada Lovelace", got.entity().name());
   EXPECT_EQ("person", got.entity().type());
   // Bit-for-bit: Struct equality compares doubles exactly.
   std::string a, b;
   google::protobuf::util::MessageToJsonString(Json(props), &a);
   google::protobuf::util::MessageToJsonString(got.entity().properties(), &b);
-  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(Json(props),
-                                                                 got.entity().properties()))
-      << a << "\n" << b;
+  EXPECT_TRUE(
+      google::protobuf::util::MessageDifferencer::Equals(Json(props), got.entity().properties()))
+      << a << "\n"
+      << b;
   EXPECT_EQ(0.1, got.entity().properties().fields().at("n").number_value());
   EXPECT_EQ(1e300, got.entity().properties().fields().at("big").number_value());
   EXPECT_EQ(123456789012345.0, got.entity().properties().fields().at("int").number_value());
@@ -289,7 +293,11 @@ TEST_F(GlobalTest, BadInputIsInvalidArgumentNamingTheFieldAndChangesNothing) {
   Up();
   ExpectInvalid(Put(alice_, "a", "", "n"), "type: required");
   ExpectInvalid(Put(alice_, std::string(257, 'x'), "t", "n"), "id: 257 characters");
-  ExpectInvalid(Put(alice_, "a\x01" "b", "t", "n"), "id:");
+  ExpectInvalid(Put(alice_,
+                    "a\x01"
+                    "b",
+                    "t", "n"),
+                "id:");
   ExpectInvalid(Put(alice_, "a", std::string(129, 't'), "n"), "type: 129 characters");
   ExpectInvalid(Put(alice_, "a", "t", std::string(1025, 'n')), "name: 1025 characters");
   ExpectInvalid(Put(alice_, "a", "t", "n", "{}", static_cast<Label>(9)), "label: 9");
@@ -408,7 +416,8 @@ TEST_F(GlobalTest, FullTextHitsMissesAndRelevance) {
   Up();
   MustPut(alice_, "engine", "m", "Analytical Engine", R"({"by":"Charles Babbage"})");
   MustPut(alice_, "diff", "m", "Difference Engine", R"({"note":"never finished"})");
-  MustPut(alice_, "notes", "d", "Notes", R"({"text":"the analytical engine weaves algebraic patterns","n":42})");
+  MustPut(alice_, "notes", "d", "Notes",
+          R"({"text":"the analytical engine weaves algebraic patterns","n":42})");
   MustPut(alice_, "ada", "p", "Ada", R"({"about":{"deep":["poetical science"]}})");
   auto text = [&](const std::string& q) {
     QueryEntitiesRequest r;
@@ -455,8 +464,8 @@ TEST_F(GlobalTest, OrderingsAndPagesNeitherRepeatNorSkip) {
   req.set_order_by(ENTITY_ORDER_BY_NAME);
   V by_name = QueryIds(alice_, req);
   ASSERT_EQ(23u, by_name.size());
-  EXPECT_EQ("e00", by_name[0]);   // n00
-  EXPECT_EQ("e10", by_name[1]);   // n01 = (10*7)%23
+  EXPECT_EQ("e00", by_name[0]);  // n00
+  EXPECT_EQ("e10", by_name[1]);  // n01 = (10*7)%23
   for (auto order : {ENTITY_ORDER_BY_CREATE_TIME, ENTITY_ORDER_BY_UPDATE_TIME}) {
     req.set_order_by(order);
     V v = QueryIds(alice_, req);
@@ -481,8 +490,7 @@ TEST_F(GlobalTest, OrderingsAndPagesNeitherRepeatNorSkip) {
   ExpectInvalid(Call("QueryEntities", other, alice_), "page_token");
   QueryEntitiesRequest next = first;
   next.set_page_token(p1.next_page_token());
-  ExpectInvalid(Call("QueryEntities", next, Token("t1", "bob", "global:read:all")),
-                "page_token");
+  ExpectInvalid(Call("QueryEntities", next, Token("t1", "bob", "global:read:all")), "page_token");
   EXPECT_TRUE(Call("QueryEntities", next, alice_).status.ok());
 }
 
@@ -707,8 +715,16 @@ TEST_F(GlobalTest, TasksAreRecordedUpdatedAndListedNewestFirst) {
   EXPECT_EQ(1100, u.task().end_time().seconds());
   EXPECT_EQ(2, u.task().meta().version());
   EXPECT_EQ(0.5, u.task().result().fields().at("score").number_value());
-  EXPECT_EQ("search", u.task().provenance().fields().at("sources").list_value().values(1)
-                          .struct_value().fields().at("tool").string_value());
+  EXPECT_EQ("search", u.task()
+                          .provenance()
+                          .fields()
+                          .at("sources")
+                          .list_value()
+                          .values(1)
+                          .struct_value()
+                          .fields()
+                          .at("tool")
+                          .string_value());
   // An end before the kept start is refused.
   t.mutable_end_time()->set_seconds(900);
   ExpectInvalid(Call("RecordTask", t, alice_), "end_time");
@@ -754,8 +770,13 @@ TEST_F(GlobalTest, TasksAreRecordedUpdatedAndListedNewestFirst) {
 
 TEST_F(GlobalTest, InjectionStringsAreStoredLiterally) {
   Up();
-  const std::string evil[] = {"'; DROP TABLE entities; --", "\\' OR 1=1 --", "%_*?[]{}",
-                              "a\\b\"c", "$1 $$ $2", "${x}`whoami`", "ünïcödé ☃ 🚀"};
+  const std::string evil[] = {"'; DROP TABLE entities; --",
+                              "\\' OR 1=1 --",
+                              "%_*?[]{}",
+                              "a\\b\"c",
+                              "$1 $$ $2",
+                              "${x}`whoami`",
+                              "ünïcödé ☃ 🚀"};
   for (size_t i = 0; i < 7; i++) {
     const std::string& s = evil[i];
     std::string id = s + "#" + std::to_string(i);
@@ -848,11 +869,14 @@ TEST_F(GlobalTest, TenantOwnerAndLabelIsolationOnEveryReadPath) {
   EXPECT_EQ(V({}), tasks(eve));
   // eve's own "pub" is another record.
   MustPut(eve, "pub", "k", "eve's");
-  GetEntityResponse mine = Must<GetEntityResponse>("GetEntity", [] {
-    GetEntityRequest g;
-    g.set_id("pub");
-    return g;
-  }(), alice_);
+  GetEntityResponse mine = Must<GetEntityResponse>(
+      "GetEntity",
+      [] {
+        GetEntityRequest g;
+        g.set_id("pub");
+        return g;
+      }(),
+      alice_);
   EXPECT_EQ("public one", mine.entity().name());
 
   // Another owner: only with :all.
@@ -868,8 +892,8 @@ TEST_F(GlobalTest, TenantOwnerAndLabelIsolationOnEveryReadPath) {
   EXPECT_EQ(V({"task-pub"}), tasks(internal));
   EXPECT_EQ(V({"pub@0"}), Walk(internal, "pub", EDGE_DIRECTION_BOTH, 3));
   TraverseResponse full;
-  EXPECT_EQ(V({"pub@0", "conf@1", "pub2@1"}), Walk(alice_, "pub", EDGE_DIRECTION_OUT, 2, 0, {},
-                                                   &full));
+  EXPECT_EQ(V({"pub@0", "conf@1", "pub2@1"}),
+            Walk(alice_, "pub", EDGE_DIRECTION_OUT, 2, 0, {}, &full));
   EXPECT_EQ(2, full.edges_size());
   // A relationship to an entity the caller cannot see cannot be made.
   std::string internal_writer = Token("t1", "carol", "global:read:all global:write", "INTERNAL");

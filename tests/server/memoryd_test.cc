@@ -2,13 +2,12 @@
 // unknown and unimplemented methods, bad input, start-up errors and
 // graceful shutdown.
 #include <gtest/gtest.h>
+#include <libpq-fe.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <thread>
-
-#include <libpq-fe.h>
 
 #include "grpc/health/v1/health.pb.h"
 #include "tests/testing/grpc_client.h"
@@ -86,8 +85,8 @@ bool AdminExec(const std::string& sql) {
 }
 
 // Polls Health.Check(service) until it reports want or timeout_ms passes.
-bool WaitForHealth(const std::shared_ptr<grpc::Channel>& ch, const std::string& service,
-                   int want, int timeout_ms) {
+bool WaitForHealth(const std::shared_ptr<grpc::Channel>& ch, const std::string& service, int want,
+                   int timeout_ms) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   while (std::chrono::steady_clock::now() < deadline) {
     if (HealthStatus(ch, service) == want) return true;
@@ -181,9 +180,11 @@ TEST_F(MemorydTest, SigtermDrainsWatchStreamsAndExitsZero) {
 // Writes a self-signed certificate for "localhost" into dir with the
 // openssl command line tool; returns false if it could not.
 bool MakeCert(const std::string& dir) {
-  std::string cmd = "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
-                    "-days 1 -subj /CN=localhost -addext subjectAltName=DNS:localhost "
-                    "-keyout " + dir + "/key.pem -out " + dir + "/cert.pem 2>/dev/null";
+  std::string cmd =
+      "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
+      "-days 1 -subj /CN=localhost -addext subjectAltName=DNS:localhost "
+      "-keyout " +
+      dir + "/key.pem -out " + dir + "/cert.pem 2>/dev/null";
   return system(cmd.c_str()) == 0;
 }
 
@@ -237,18 +238,19 @@ TEST_F(MemorydTest, PortInUseIsAClearStartupError) {
   auto first = Launch();
   MemorydProcess second({"--pg-url=" + db_.url()});
   // Start() uses port 0; ask for the first one's port explicitly instead.
-  MemorydProcess clash({"--pg-url=" + db_.url(),
-                        "--listen=127.0.0.1:" + std::to_string(first->port())});
+  MemorydProcess clash(
+      {"--pg-url=" + db_.url(), "--listen=127.0.0.1:" + std::to_string(first->port())});
   EXPECT_FALSE(clash.Start(10000));
   EXPECT_NE(0, clash.Wait(10000));
-  EXPECT_NE(std::string::npos, clash.Log().find("cannot listen on 127.0.0.1:" +
-                                                std::to_string(first->port())))
+  EXPECT_NE(std::string::npos,
+            clash.Log().find("cannot listen on 127.0.0.1:" + std::to_string(first->port())))
       << clash.Log();
 }
 
 TEST_F(MemorydTest, UnreachablePostgresIsAClearStartupError) {
-  MemorydProcess m({"--pg-url=postgresql://memoryd@127.0.0.1:" + std::to_string(ClosedPort()) +
-                    "/memoryd", "--pg-connect-timeout=2"});
+  MemorydProcess m(
+      {"--pg-url=postgresql://memoryd@127.0.0.1:" + std::to_string(ClosedPort()) + "/memoryd",
+       "--pg-connect-timeout=2"});
   EXPECT_FALSE(m.Start(10000));
   EXPECT_EQ(1, m.Wait(10000));
   EXPECT_NE(std::string::npos, m.Log().find("PostgreSQL unavailable")) << m.Log();

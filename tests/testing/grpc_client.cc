@@ -59,8 +59,7 @@ Result Unary(const std::shared_ptr<grpc::Channel>& ch, const std::string& method
   return r;
 }
 
-Stream::Stream(const std::shared_ptr<grpc::Channel>& ch, const std::string& method,
-               int timeout_ms)
+Stream::Stream(const std::shared_ptr<grpc::Channel>& ch, const std::string& method, int timeout_ms)
     : stub_(ch) {
   ctx_.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(timeout_ms));
   call_ = stub_.PrepareCall(&ctx_, method, &cq_);

@@ -18,8 +18,8 @@ std::shared_ptr<grpc::Channel> Connect(int port);
 
 struct Result {
   grpc::Status status;
-  std::string body;                                 // response bytes when OK
-  std::multimap<std::string, std::string> trailers; // trailing metadata
+  std::string body;                                  // response bytes when OK
+  std::multimap<std::string, std::string> trailers;  // trailing metadata
   std::chrono::milliseconds elapsed{0};
 };
 

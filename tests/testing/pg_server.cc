@@ -1,8 +1,6 @@
 // pg_server: see pg_server.h.
 #include "tests/testing/pg_server.h"
 
-#include "tests/testing/ports.h"
-
 #include <dirent.h>
 #include <netinet/in.h>
 #include <pwd.h>
@@ -15,6 +13,8 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+
+#include "tests/testing/ports.h"
 
 namespace {
 
@@ -61,13 +61,13 @@ PgServer::PgServer() {
     }
   }
   port_ = FreePort();
-  if (!Run({bin_ + "/initdb", "-D", data_, "-U", "postgres", "-A", "trust", "--no-sync",
-            "-E", "UTF8", "--locale=C"},
+  if (!Run({bin_ + "/initdb", "-D", data_, "-U", "postgres", "-A", "trust", "--no-sync", "-E",
+            "UTF8", "--locale=C"},
            "initdb"))
     return;
   std::ofstream conf(data_ + "/postgresql.conf", std::ios::app);
-  conf << "listen_addresses = '127.0.0.1'\nport = " << port_
-       << "\nunix_socket_directories = '" << dir_ << "'\nfsync = off\n"
+  conf << "listen_addresses = '127.0.0.1'\nport = " << port_ << "\nunix_socket_directories = '"
+       << dir_ << "'\nfsync = off\n"
        << "synchronous_commit = off\nshared_buffers = 16MB\nmax_connections = 40\n";
   conf.close();
   ok_ = Start();
@@ -96,8 +96,7 @@ bool PgServer::Stop() {
 }
 
 bool PgServer::Start() {
-  if (!Run({bin_ + "/pg_ctl", "-D", data_, "-l", data_ + "/server.log", "-w", "-t", "30",
-            "start"},
+  if (!Run({bin_ + "/pg_ctl", "-D", data_, "-l", data_ + "/server.log", "-w", "-t", "30", "start"},
            "pg_ctl start"))
     return false;
   running_ = true;

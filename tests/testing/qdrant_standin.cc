@@ -52,8 +52,8 @@ bool QdrantStandin::Start(const std::string& version, const std::string& api_key
       execl(kPython, kPython, script.c_str(), p.c_str(), "--host=127.0.0.1", v.c_str(),
             static_cast<char*>(nullptr));
     else
-      execl(kPython, kPython, script.c_str(), p.c_str(), "--host=127.0.0.1", v.c_str(),
-            k.c_str(), static_cast<char*>(nullptr));
+      execl(kPython, kPython, script.c_str(), p.c_str(), "--host=127.0.0.1", v.c_str(), k.c_str(),
+            static_cast<char*>(nullptr));
     _exit(127);
   }
   close(out[1]);
@@ -112,9 +112,10 @@ std::string QdrantStandin::Control(const std::string& method, const std::string&
     close(fd);
     return "ERROR: connect";
   }
-  std::string req = method + " " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n" +
-                    "Content-Type: application/json\r\nContent-Length: " +
-                    std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+  std::string req =
+      method + " " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n" +
+      "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+      "\r\nConnection: close\r\n\r\n" + body;
   if (write(fd, req.data(), req.size()) != static_cast<ssize_t>(req.size())) {
     close(fd);
     return "ERROR: write";

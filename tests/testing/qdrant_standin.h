@@ -23,8 +23,7 @@ class QdrantStandin {
   // it has announced its port. False (see Log()) on failure.
   // port 0 picks a free one; pass port() to come back where it was (state
   // is not kept: a restarted stand-in has no collections).
-  bool Start(const std::string& version = "1.19.0", const std::string& api_key = "",
-             int port = 0);
+  bool Start(const std::string& version = "1.19.0", const std::string& api_key = "", int port = 0);
   void Stop();
 
   int port() const { return port_; }

@@ -1,8 +1,6 @@
 // redis_server: fork/exec of /usr/bin/redis-server; see redis_server.h.
 #include "tests/testing/redis_server.h"
 
-#include "tests/testing/ports.h"
-
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -12,6 +10,8 @@
 #include <chrono>
 #include <cstring>
 #include <thread>
+
+#include "tests/testing/ports.h"
 
 namespace {
 
@@ -59,8 +59,8 @@ bool RedisServer::Start() {
   if (pid_ == 0) {
     // Quiet, in-memory only; the test owns this server alone.
     execl(kBinary, kBinary, "--port", port.c_str(), "--bind", "127.0.0.1", "--save", "",
-          "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning",
-          "--maxmemory-policy", "allkeys-lru", "--dir", "/tmp", static_cast<char*>(nullptr));
+          "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning", "--maxmemory-policy",
+          "allkeys-lru", "--dir", "/tmp", static_cast<char*>(nullptr));
     _exit(127);
   }
   auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);

@@ -12,10 +12,10 @@
 #include <stdexcept>
 
 extern "C" {
-#include "service/core/b64url.h"
 #include "service/auth/jwk_private.h"
 #include "service/auth/jwks.h"
 #include "service/auth/jwt.h"
+#include "service/core/b64url.h"
 }
 
 namespace {
@@ -163,9 +163,8 @@ std::string TestKeys::MintAlgNone(const TestClaims& c) {
 }
 
 std::string TestKeys::MintHs256WithPublicKey(const TestClaims& c) const {
-  std::string signing_input =
-      B64("{\"alg\":\"HS256\",\"typ\":\"JWT\",\"kid\":\"" + kid_ + "\"}") + "." +
-      B64(PayloadJson(c));
+  std::string signing_input = B64("{\"alg\":\"HS256\",\"typ\":\"JWT\",\"kid\":\"" + kid_ + "\"}") +
+                              "." + B64(PayloadJson(c));
   unsigned char mac[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   HMAC(EVP_sha256(), public_x_.data(), static_cast<int>(public_x_.size()),

@@ -1,7 +1,6 @@
 // arena: 16-byte aligned bump allocation across blocks, big allocations in
 // blocks of their own, string helpers, reset, and the protobuf-c allocator.
 #include <gtest/gtest.h>
-
 #include <stdint.h>
 #include <string.h>
 

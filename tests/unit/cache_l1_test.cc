@@ -186,9 +186,12 @@ TEST(CacheL1, ConcurrentUseKeepsTheBounds) {
     ts.emplace_back([&c, t] {
       for (int i = 0; i < 5000; i++) {
         std::string k = "k" + std::to_string((i * 7 + t) % 600);
-        if (i % 3 == 0) c.Put(k, std::string(100 + i % 300, 'v'));
-        else if (i % 11 == 0) cache_l1_delete(c.l1, k.data(), k.size());
-        else c.Get(k);
+        if (i % 3 == 0)
+          c.Put(k, std::string(100 + i % 300, 'v'));
+        else if (i % 11 == 0)
+          cache_l1_delete(c.l1, k.data(), k.size());
+        else
+          c.Get(k);
       }
     });
   for (auto& t : ts) t.join();
@@ -338,8 +341,8 @@ TEST(CacheAside, ALoaderFailureIsItsOwnAndWaitersRetry) {
   std::thread leader([&] {
     cache_item* it = nullptr;
     int from_l1;
-    EXPECT_EQ(-4, cache_aside_get(ca, "k", 1, MonoMs() + 5000, Loader::Load, &failing, &it,
-                                  &from_l1));
+    EXPECT_EQ(-4,
+              cache_aside_get(ca, "k", 1, MonoMs() + 5000, Loader::Load, &failing, &it, &from_l1));
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   cache_item* it = nullptr;

@@ -2,7 +2,6 @@
 // are rejected with a message naming the flag and its variable; --help
 // documents every option.
 #include <gtest/gtest.h>
-
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,8 +113,7 @@ class ConfigTest : public ::testing::Test {
     for (auto& a : args) argv.push_back(&a[0]);
     argv.push_back(nullptr);
     err_[0] = '\0';
-    return config_load(&c_, static_cast<int>(args.size()), argv.data(), out_, err_,
-                       sizeof err_);
+    return config_load(&c_, static_cast<int>(args.size()), argv.data(), out_, err_, sizeof err_);
   }
 
   std::string Err() const { return err_; }
@@ -285,9 +283,8 @@ TEST_F(ConfigTest, OutOfRangeIntegerIsRejectedNamingFlagAndVariable) {
 }
 
 TEST_F(ConfigTest, IntegerBoundsAreInclusive) {
-  ASSERT_EQ(0, Load({kPgFlag, "--workers=1024", "--pg-pool-size=1",
-                     "--max-message-bytes=1024", "--health-interval-ms=50",
-                     "--traverse-max-depth=1"}))
+  ASSERT_EQ(0, Load({kPgFlag, "--workers=1024", "--pg-pool-size=1", "--max-message-bytes=1024",
+                     "--health-interval-ms=50", "--traverse-max-depth=1"}))
       << Err();
   EXPECT_EQ(1, c_.traverse_max_depth);
   EXPECT_EQ(1024, c_.workers);

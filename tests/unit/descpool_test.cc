@@ -2,7 +2,6 @@
 // embedded FileDescriptorSet of the API, against small sets built here with
 // protobuf-c, and against malformed and random bytes.
 #include <gtest/gtest.h>
-
 #include <stdint.h>
 #include <string.h>
 
@@ -62,14 +61,22 @@ class DescpoolTest : public ::testing::Test {
 };
 
 const char* const kFiles[] = {
-    "google/protobuf/struct.proto",      "google/protobuf/timestamp.proto",
-    "google/protobuf/duration.proto",    "memory/v1/common.proto",
-    "memory/v1/global_memory.proto",     "memory/v1/episodic_memory.proto",
-    "memory/v1/cache.proto",             "memory/v1/entries.proto",
-    "memory/v1/blackboard.proto",        "memory/v1/router.proto",
-    "memory/v1/audit.proto",             "memory/v1/access.proto",
-    "memory/v1/privacy.proto",           "grpc/health/v1/health.proto",
-    "grpc/reflection/v1/reflection.proto", "grpc/reflection/v1alpha/reflection.proto",
+    "google/protobuf/struct.proto",
+    "google/protobuf/timestamp.proto",
+    "google/protobuf/duration.proto",
+    "memory/v1/common.proto",
+    "memory/v1/global_memory.proto",
+    "memory/v1/episodic_memory.proto",
+    "memory/v1/cache.proto",
+    "memory/v1/entries.proto",
+    "memory/v1/blackboard.proto",
+    "memory/v1/router.proto",
+    "memory/v1/audit.proto",
+    "memory/v1/access.proto",
+    "memory/v1/privacy.proto",
+    "grpc/health/v1/health.proto",
+    "grpc/reflection/v1/reflection.proto",
+    "grpc/reflection/v1alpha/reflection.proto",
 };
 
 const char* const kServices[] = {
@@ -144,7 +151,8 @@ TEST_F(DescpoolTest, FindsMessageSymbolAndKnowsItIsAMessage) {
   EXPECT_EQ(File("memory/v1/global_memory.proto"),
             descpool_find_symbol(p_, "memory.v1.GetEntityRequest"));
   EXPECT_EQ(File("memory/v1/common.proto"), descpool_find_symbol(p_, "memory.v1.Entity"));
-  EXPECT_EQ(File("google/protobuf/struct.proto"), descpool_find_symbol(p_, "google.protobuf.Struct"));
+  EXPECT_EQ(File("google/protobuf/struct.proto"),
+            descpool_find_symbol(p_, "google.protobuf.Struct"));
   EXPECT_TRUE(descpool_is_message(p_, "memory.v1.GetEntityRequest"));
   EXPECT_TRUE(descpool_is_message(p_, "google.protobuf.Timestamp"));
 }
@@ -474,7 +482,7 @@ TEST(DescpoolMalformedTest, TruncatedSetIsRejectedUnlessCutAtARecordBoundary) {
     cuts.push_back(bounds[i] - 1);  // last byte of a record missing
     cuts.push_back(bounds[i] + 1);  // only the next record's tag
     cuts.push_back(bounds[i] + 2);
-    cuts.push_back(bounds[i]);      // exactly i whole records
+    cuts.push_back(bounds[i]);  // exactly i whole records
   }
   for (size_t n : cuts) {
     // Copy so ASan catches any read past the cut.
@@ -494,8 +502,8 @@ TEST(DescpoolMalformedTest, TruncatedSetIsRejectedUnlessCutAtARecordBoundary) {
 }
 
 TEST(DescpoolMalformedTest, WrongTopLevelTagIsRejected) {
-  for (uint8_t tag : {0x12 /* field 2, LEN */, 0x08 /* field 1, VARINT */,
-                      0x0d /* field 1, I32 */, 0x0b /* field 1, SGROUP */, 0x00}) {
+  for (uint8_t tag : {0x12 /* field 2, LEN */, 0x08 /* field 1, VARINT */, 0x0d /* field 1, I32 */,
+                      0x0b /* field 1, SGROUP */, 0x00}) {
     std::vector<uint8_t> buf(SetData(), SetData() + SetLen());
     buf[0] = tag;
     descpool* p = nullptr;
@@ -517,8 +525,8 @@ TEST(DescpoolMalformedTest, LengthRunningPastTheEndIsRejected) {
   const uint8_t huge[] = {0x0a, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0x00};
   EXPECT_EQ(-1, descpool_create(huge, sizeof huge, &p));
   // A varint length that never terminates.
-  const uint8_t endless[] = {0x0a, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
-                             0x80, 0x80, 0x80};
+  const uint8_t endless[] = {0x0a, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
+                             0x80, 0x80, 0x80, 0x80, 0x80, 0x80};
   EXPECT_EQ(-1, descpool_create(endless, sizeof endless, &p));
   // The length itself cut off.
   const uint8_t cut[] = {0x0a, 0x80};

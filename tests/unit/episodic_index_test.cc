@@ -104,8 +104,7 @@ TEST_P(IndexTest, SearchAgreesWithBruteForceThroughPutsAndRemoves) {
   eidx_free(x);
 }
 
-INSTANTIATE_TEST_SUITE_P(Distances, IndexTest,
-                         ::testing::Values(VS_COSINE, VS_DOT, VS_EUCLID));
+INSTANTIATE_TEST_SUITE_P(Distances, IndexTest, ::testing::Values(VS_COSINE, VS_DOT, VS_EUCLID));
 
 int OnlyEven(const eidx* x, size_t slot, void*) { return eidx_id(x, slot)->num % 2 == 0; }
 

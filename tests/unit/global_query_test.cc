@@ -90,8 +90,8 @@ TEST_F(GlobalQueryTest, TheContainmentPrefilterIsValidJsonOrAbsent) {
 TEST_F(GlobalQueryTest, OperandsAreParametersNeverSqlText) {
   const char* evil = "\"'; DROP TABLE entities; --\"";
   pgq_params q = {};
-  std::string sql = Sql(MEMORY__V1__PREDICATE_OP__PREDICATE_OP_EQ, GLOBAL_KIND_STRING, evil,
-                        "x';--.y", &q);
+  std::string sql =
+      Sql(MEMORY__V1__PREDICATE_OP__PREDICATE_OP_EQ, GLOBAL_KIND_STRING, evil, "x';--.y", &q);
   EXPECT_EQ(std::string::npos, sql.find("DROP")) << sql;
   EXPECT_EQ(std::string::npos, sql.find("x';--")) << sql;
   // path, operand and the prefilter document
@@ -110,7 +110,8 @@ TEST_F(GlobalQueryTest, OrderingsTakeNumbersOrStringsOnly) {
        op <= MEMORY__V1__PREDICATE_OP__PREDICATE_OP_GE; op++) {
     EXPECT_NE(std::string::npos, Sql(op, GLOBAL_KIND_NUMBER, "1").find("::numeric"));
     EXPECT_NE(std::string::npos, Sql(op, GLOBAL_KIND_STRING, "\"m\"").find("COLLATE \"C\""));
-    for (global_kind k : {GLOBAL_KIND_BOOL, GLOBAL_KIND_NULL, GLOBAL_KIND_LIST, GLOBAL_KIND_OBJECT}) {
+    for (global_kind k :
+         {GLOBAL_KIND_BOOL, GLOBAL_KIND_NULL, GLOBAL_KIND_LIST, GLOBAL_KIND_OBJECT}) {
       std::string s = Sql(op, k, "true");
       EXPECT_EQ(0u, s.find("ERR: predicates[3].value:")) << s;
       EXPECT_NE(std::string::npos, s.find("numbers or strings")) << s;
@@ -121,7 +122,7 @@ TEST_F(GlobalQueryTest, OrderingsTakeNumbersOrStringsOnly) {
 TEST_F(GlobalQueryTest, MissingOperatorsAndOperandsAreNamed) {
   std::string s = Sql(MEMORY__V1__PREDICATE_OP__PREDICATE_OP_UNSPECIFIED, GLOBAL_KIND_NUMBER, "1");
   EXPECT_NE(std::string::npos, s.find("predicates[3].op: PREDICATE_OP_UNSPECIFIED")) << s;
-  EXPECT_EQ(0u, Sql(99, GLOBAL_KIND_NUMBER, "1").find("ERR: predicates[3].op")) ;
+  EXPECT_EQ(0u, Sql(99, GLOBAL_KIND_NUMBER, "1").find("ERR: predicates[3].op"));
   s = Sql(MEMORY__V1__PREDICATE_OP__PREDICATE_OP_EQ, GLOBAL_KIND_NONE, nullptr);
   EXPECT_NE(std::string::npos, s.find("predicates[3].value: required for EQ")) << s;
   // EXISTS ignores the operand and reads the path once.

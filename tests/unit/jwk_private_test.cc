@@ -154,7 +154,8 @@ TEST(JwtAnc, MustEndWithTheParent) {
     char err[256];
     ASSERT_EQ(JWT_OK, jwt_sign(k.k, "k1", p, &token, err, sizeof err));
     jwt_claims* out = nullptr;
-    EXPECT_EQ(JWT_ECLAIM, jwt_verify(set, token, strlen(token), 1700000000, 0, &out, err, sizeof err))
+    EXPECT_EQ(JWT_ECLAIM,
+              jwt_verify(set, token, strlen(token), 1700000000, 0, &out, err, sizeof err))
         << p;
     EXPECT_EQ(nullptr, out);
     free(token);

@@ -2,13 +2,11 @@
 // types are skipped and counted, anything ambiguous or malformed is refused
 // with a message naming the problem.
 #include <gtest/gtest.h>
-
+#include <openssl/evp.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <string>
-
-#include <openssl/evp.h>
 
 extern "C" {
 #include "service/auth/jwks.h"
@@ -76,11 +74,12 @@ TEST_F(JwksTest, KnownPublicKeyBytesAreLoadedUnchanged) {
 }
 
 TEST_F(JwksTest, RsaEcAndOtherCurvesAreSkippedAndCounted) {
-  std::string doc = "{\"keys\":["
-                    "{\"kty\":\"RSA\",\"kid\":\"r\",\"n\":\"AQAB\",\"e\":\"AQAB\"},"
-                    "{\"kty\":\"EC\",\"crv\":\"P-256\",\"kid\":\"e\",\"x\":\"AA\",\"y\":\"AA\"},"
-                    "{\"kty\":\"OKP\",\"crv\":\"X25519\",\"kid\":\"x\",\"x\":\"AA\"}," +
-                    Okp("ed", kX1) + "]}";
+  std::string doc =
+      "{\"keys\":["
+      "{\"kty\":\"RSA\",\"kid\":\"r\",\"n\":\"AQAB\",\"e\":\"AQAB\"},"
+      "{\"kty\":\"EC\",\"crv\":\"P-256\",\"kid\":\"e\",\"x\":\"AA\",\"y\":\"AA\"},"
+      "{\"kty\":\"OKP\",\"crv\":\"X25519\",\"kid\":\"x\",\"x\":\"AA\"}," +
+      Okp("ed", kX1) + "]}";
   ASSERT_EQ(0, Parse(doc)) << Err();
   EXPECT_EQ(1u, jwks_count(set_));
   EXPECT_EQ(3u, jwks_skipped(set_));
@@ -90,7 +89,8 @@ TEST_F(JwksTest, RsaEcAndOtherCurvesAreSkippedAndCounted) {
 }
 
 TEST_F(JwksTest, OnlyForeignKeysIsRejectedAsNoUsableKey) {
-  EXPECT_EQ(-1, Parse("{\"keys\":[{\"kty\":\"RSA\",\"kid\":\"r\",\"n\":\"AQAB\",\"e\":\"AQAB\"}]}"));
+  EXPECT_EQ(-1,
+            Parse("{\"keys\":[{\"kty\":\"RSA\",\"kid\":\"r\",\"n\":\"AQAB\",\"e\":\"AQAB\"}]}"));
   EXPECT_NE(std::string::npos, Err().find("no Ed25519 keys")) << Err();
   EXPECT_EQ(nullptr, set_);
 }
@@ -104,7 +104,8 @@ TEST_F(JwksTest, DuplicateKidIsRejected) {
 
 TEST_F(JwksTest, ShortXIsRejected) {
   // 31 bytes.
-  EXPECT_EQ(-1, Parse("{\"keys\":[" + Okp("k", "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHUQ") + "]}"));
+  EXPECT_EQ(-1,
+            Parse("{\"keys\":[" + Okp("k", "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHUQ") + "]}"));
   EXPECT_NE(std::string::npos, Err().find("\"x\" is not base64url of 32 bytes")) << Err();
 }
 

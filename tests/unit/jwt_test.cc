@@ -2,20 +2,18 @@
 // it is built on. Every rejection is checked for its code and for a message
 // that says what was wrong.
 #include <gtest/gtest.h>
-
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <string>
 #include <vector>
 
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
-
 extern "C" {
-#include "service/core/b64url.h"
 #include "service/auth/jwks.h"
 #include "service/auth/jwt.h"
+#include "service/core/b64url.h"
 }
 
 namespace {
@@ -92,10 +90,10 @@ TEST(B64urlTest, LengthOneModFourIsRejected) {
 
 TEST(B64urlTest, NonCanonicalTrailingBitsAreRejected) {
   std::string out;
-  ASSERT_TRUE(Dec("Zg", &out));   // 'g' = 100000: low 4 bits clear
-  EXPECT_FALSE(Dec("Zh", &out));  // 'h' = 100001: would also decode to "f"
-  ASSERT_TRUE(Dec("Zm8", &out));  // '8' = 111100: low 2 bits clear
-  EXPECT_FALSE(Dec("Zm9", &out)); // '9' = 111101: would also decode to "fo"
+  ASSERT_TRUE(Dec("Zg", &out));    // 'g' = 100000: low 4 bits clear
+  EXPECT_FALSE(Dec("Zh", &out));   // 'h' = 100001: would also decode to "f"
+  ASSERT_TRUE(Dec("Zm8", &out));   // '8' = 111100: low 2 bits clear
+  EXPECT_FALSE(Dec("Zm9", &out));  // '9' = 111101: would also decode to "fo"
 }
 
 // ---- jwt ------------------------------------------------------------------
@@ -188,9 +186,9 @@ class JwtTest : public ::testing::Test {
     size_t siglen = sizeof sig;
     EVP_MD_CTX* ctx = EVP_MD_CTX_new();
     EXPECT_EQ(1, EVP_DigestSignInit(ctx, nullptr, nullptr, nullptr, k));
-    EXPECT_EQ(1, EVP_DigestSign(ctx, sig, &siglen,
-                                reinterpret_cast<const unsigned char*>(input.data()),
-                                input.size()));
+    EXPECT_EQ(
+        1, EVP_DigestSign(ctx, sig, &siglen, reinterpret_cast<const unsigned char*>(input.data()),
+                          input.size()));
     EVP_MD_CTX_free(ctx);
     return input + "." + B64(sig, siglen);
   }
@@ -270,13 +268,13 @@ TEST_F(JwtTest, Hs256KeyedWithThePublicKeyIsRejected) {
   unsigned char pub[32];
   size_t publen = sizeof pub;
   ASSERT_EQ(1, EVP_PKEY_get_raw_public_key(key_, pub, &publen));
-  std::string input = B64("{\"alg\":\"HS256\",\"typ\":\"JWT\",\"kid\":\"k1\"}") + "." +
-                      B64(Claims().Json());
+  std::string input =
+      B64("{\"alg\":\"HS256\",\"typ\":\"JWT\",\"kid\":\"k1\"}") + "." + B64(Claims().Json());
   unsigned char mac[EVP_MAX_MD_SIZE];
   unsigned int maclen = 0;
-  ASSERT_NE(nullptr, HMAC(EVP_sha256(), pub, static_cast<int>(publen),
-                          reinterpret_cast<const unsigned char*>(input.data()), input.size(),
-                          mac, &maclen));
+  ASSERT_NE(nullptr,
+            HMAC(EVP_sha256(), pub, static_cast<int>(publen),
+                 reinterpret_cast<const unsigned char*>(input.data()), input.size(), mac, &maclen));
   ASSERT_EQ(32u, maclen);
   EXPECT_EQ(JWT_EHEADER, Verify(input + "." + B64(mac, maclen)));
   EXPECT_TRUE(ErrHas("alg \"HS256\" not accepted")) << err_;
@@ -295,8 +293,8 @@ TEST_F(JwtTest, HeaderWithoutKidIsRejected) {
 }
 
 TEST_F(JwtTest, TypOtherThanJwtIsRejected) {
-  std::string tok = SignRaw("{\"alg\":\"EdDSA\",\"typ\":\"at+jwt\",\"kid\":\"k1\"}",
-                            Claims().Json(), key_);
+  std::string tok =
+      SignRaw("{\"alg\":\"EdDSA\",\"typ\":\"at+jwt\",\"kid\":\"k1\"}", Claims().Json(), key_);
   EXPECT_EQ(JWT_EHEADER, Verify(tok));
   EXPECT_TRUE(ErrHas("typ")) << err_;
 }
@@ -309,8 +307,8 @@ TEST_F(JwtTest, HeaderWithCritIsRejected) {
 }
 
 TEST_F(JwtTest, DuplicateAlgInHeaderIsRejected) {
-  std::string tok = SignRaw("{\"alg\":\"none\",\"alg\":\"EdDSA\",\"kid\":\"k1\"}",
-                            Claims().Json(), key_);
+  std::string tok =
+      SignRaw("{\"alg\":\"none\",\"alg\":\"EdDSA\",\"kid\":\"k1\"}", Claims().Json(), key_);
   EXPECT_EQ(JWT_EMALFORMED, Verify(tok));
   EXPECT_TRUE(ErrHas("header is not valid JSON")) << err_;
 }

@@ -1,15 +1,14 @@
 // log: every line is one JSON object with time/level/msg and the fields;
 // hostile values cannot break or forge lines; levels filter; overlong lines
 // are truncated but stay one line.
+#include <ctype.h>
 #include <gtest/gtest.h>
 #include <jansson.h>
-
-#include <algorithm>
-#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <string>
 #include <thread>
 #include <vector>
@@ -146,8 +145,8 @@ TEST_F(LogTest, EachLevelIsNamedInTheLine) {
 
 TEST_F(LogTest, ControlCharactersAndQuotesInValuesAreEscaped) {
   const std::string hostile = "a\n\"}b\\c\td\r\x01\x1f\x7f{\"level\":\"error\"}";
-  log_fields(LOG_WARN, hostile.c_str(), LOG_F_STR, "peer", hostile.c_str(), LOG_F_STR,
-             "k\"ey\n", "v", LOG_F_END);
+  log_fields(LOG_WARN, hostile.c_str(), LOG_F_STR, "peer", hostile.c_str(), LOG_F_STR, "k\"ey\n",
+             "v", LOG_F_END);
   std::string out = Output();
   ASSERT_FALSE(out.empty());
   EXPECT_EQ(1, std::count(out.begin(), out.end(), '\n')) << out;
@@ -223,8 +222,8 @@ TEST_F(LogTest, LevelParseAcceptsTheFourNames) {
 }
 
 TEST_F(LogTest, LevelParseRejectsOtherNames) {
-  for (const char* bad : {"", "INFO", "Debug", "warning", "err", "trace", "fatal", "info ",
-                          " info", "infox"}) {
+  for (const char* bad :
+       {"", "INFO", "Debug", "warning", "err", "trace", "fatal", "info ", " info", "infox"}) {
     log_level got = LOG_WARN;
     EXPECT_EQ(-1, log_level_parse(bad, &got)) << "'" << bad << "'";
     EXPECT_EQ(LOG_WARN, got) << "output changed for '" << bad << "'";
@@ -315,9 +314,8 @@ TEST_F(LogTest, ConcurrentLinesNeverInterleave) {
     threads.emplace_back([t] {
       std::string pad(100 + t * 50, static_cast<char>('a' + t));
       for (int i = 0; i < kLines; i++)
-        log_fields(LOG_INFO, "concurrent", LOG_F_INT, "thread", static_cast<int64_t>(t),
-                   LOG_F_INT, "i", static_cast<int64_t>(i), LOG_F_STR, "pad", pad.c_str(),
-                   LOG_F_END);
+        log_fields(LOG_INFO, "concurrent", LOG_F_INT, "thread", static_cast<int64_t>(t), LOG_F_INT,
+                   "i", static_cast<int64_t>(i), LOG_F_STR, "pad", pad.c_str(), LOG_F_END);
     });
   }
   for (auto& th : threads) th.join();

@@ -166,8 +166,8 @@ TEST(NsglobKey, RefusesControlCharacters) {
 
 TEST(NsglobKey, RefusesInvalidUtf8) {
   EXPECT_EQ("key: not valid UTF-8 at byte 0", Why(nsglob_check_key, "\xff"));
-  EXPECT_EQ("key: not valid UTF-8 at byte 1", Why(nsglob_check_key, "a\x80"));       // stray
-  EXPECT_EQ("key: not valid UTF-8 at byte 0", Why(nsglob_check_key, "\xc0\xaf"));    // overlong
+  EXPECT_EQ("key: not valid UTF-8 at byte 1", Why(nsglob_check_key, "a\x80"));     // stray
+  EXPECT_EQ("key: not valid UTF-8 at byte 0", Why(nsglob_check_key, "\xc0\xaf"));  // overlong
   EXPECT_EQ("key: not valid UTF-8 at byte 0", Why(nsglob_check_key, "\xe0\x80\xaf"));
   EXPECT_EQ("key: not valid UTF-8 at byte 0", Why(nsglob_check_key, "\xed\xa0\x80"));  // surrogate
   EXPECT_EQ("key: not valid UTF-8 at byte 0", Why(nsglob_check_key, "\xf4\x90\x80\x80"));
@@ -247,9 +247,9 @@ TEST(NsglobKeyMatch, StarSpansAnything) {
   EXPECT_FALSE(nsglob_key_match("a_c", "abc"));
   EXPECT_FALSE(nsglob_key_match("user-*", "user"));
   EXPECT_FALSE(nsglob_key_match("", ""));
-  EXPECT_FALSE(nsglob_key_match("*", "a*b"));        // not a valid key
+  EXPECT_FALSE(nsglob_key_match("*", "a*b"));  // not a valid key
   EXPECT_FALSE(nsglob_key_match("*", "a\nb"));
-  EXPECT_FALSE(nsglob_key_match("a\n*", "a\nb"));   // not a valid pattern
+  EXPECT_FALSE(nsglob_key_match("a\n*", "a\nb"));  // not a valid pattern
 }
 
 // ----------------------------------------------------------------- literals
@@ -291,12 +291,12 @@ TEST(NsglobCovers, Examples) {
   EXPECT_FALSE(nsglob_covers("*b:*:*", "*:*:*"));
   EXPECT_FALSE(nsglob_covers("a*b:*:*", "a*:*:*"));
   EXPECT_FALSE(nsglob_covers("a*b:*:*", "a*b*:*:*"));
-  EXPECT_TRUE(nsglob_covers("*a*a*:*:*", "*aa*:*:*"));  // both need two a's...
+  EXPECT_TRUE(nsglob_covers("*a*a*:*:*", "*aa*:*:*"));   // both need two a's...
   EXPECT_FALSE(nsglob_covers("*aa*:*:*", "*a*a*:*:*"));  // ...but not adjacent ones
   EXPECT_TRUE(nsglob_covers("*a*a*:*:*", "*a*xa*:*:*"));
-  EXPECT_FALSE(nsglob_covers("a:b:c", "a:b:*"));   // inner `*` needs an outer `*`
-  EXPECT_FALSE(nsglob_covers("a:b:?", "a:b:c"));   // invalid outer
-  EXPECT_FALSE(nsglob_covers("*:*:*", "a:b"));     // invalid inner
+  EXPECT_FALSE(nsglob_covers("a:b:c", "a:b:*"));  // inner `*` needs an outer `*`
+  EXPECT_FALSE(nsglob_covers("a:b:?", "a:b:c"));  // invalid outer
+  EXPECT_FALSE(nsglob_covers("*:*:*", "a:b"));    // invalid inner
   EXPECT_FALSE(nsglob_covers("bad", "a:b:c"));
 }
 
@@ -312,16 +312,15 @@ TEST(NsglobCovers, SegmentLimitDoesNotChangeTheVerdict) {
   // inner's language is bounded by 64-byte segments; containment is still
   // decided by the unbounded argument (see nsglob.c).
   std::string a63(63, 'a');
-  EXPECT_TRUE(nsglob_covers(("x:y:" + std::string(62, 'a') + "*").c_str(),
-                            ("x:y:" + a63 + "*").c_str()));
-  EXPECT_FALSE(nsglob_covers(("x:y:" + a63 + "*").c_str(),
-                             ("x:y:" + std::string(62, 'a') + "*").c_str()));
+  EXPECT_TRUE(
+      nsglob_covers(("x:y:" + std::string(62, 'a') + "*").c_str(), ("x:y:" + a63 + "*").c_str()));
+  EXPECT_FALSE(
+      nsglob_covers(("x:y:" + a63 + "*").c_str(), ("x:y:" + std::string(62, 'a') + "*").c_str()));
   // A literal outer using 64 distinct characters still leaves one out.
-  std::string chars =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.";
+  std::string chars = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.";
   ASSERT_EQ(64u, chars.size());
-  EXPECT_FALSE(nsglob_covers(("x:y:" + chars).c_str(),
-                             ("x:y:" + chars.substr(0, 63) + "*").c_str()));
+  EXPECT_FALSE(
+      nsglob_covers(("x:y:" + chars).c_str(), ("x:y:" + chars.substr(0, 63) + "*").c_str()));
 }
 
 // One segment of patterns over {a,b,*} against words over {a,b,c}: `c`
@@ -373,8 +372,7 @@ TEST(NsglobCovers, MatchesBruteForceContainmentOverWholeNamespaces) {
       lang[i][n] = nsglob_match(pats[i].c_str(), nss[n].c_str()) == 1;
   for (size_t o = 0; o < pats.size(); o++)
     for (size_t i = 0; i < pats.size(); i++)
-      EXPECT_EQ((lang[i] & ~lang[o]).none(),
-                nsglob_covers(pats[o].c_str(), pats[i].c_str()) == 1)
+      EXPECT_EQ((lang[i] & ~lang[o]).none(), nsglob_covers(pats[o].c_str(), pats[i].c_str()) == 1)
           << "outer " << pats[o] << " inner " << pats[i];
 }
 
@@ -449,10 +447,10 @@ TEST(NsglobLike, QuotesAndSqlPassThroughAsLiterals) {
 
 TEST(NsglobLike, RefusesASmallBuffer) {
   char out[16];
-  EXPECT_EQ(-1, nsglob_to_like("abcd", 4, out, 4));   // no room for the NUL
+  EXPECT_EQ(-1, nsglob_to_like("abcd", 4, out, 4));  // no room for the NUL
   EXPECT_EQ(4, nsglob_to_like("abcd", 4, out, 5));
   EXPECT_STREQ("abcd", out);
-  EXPECT_EQ(-1, nsglob_to_like("a%", 2, out, 3));     // the escape needs room too
+  EXPECT_EQ(-1, nsglob_to_like("a%", 2, out, 3));  // the escape needs room too
   EXPECT_EQ(3, nsglob_to_like("a%", 2, out, 4));
   EXPECT_STREQ("a\\%", out);
   EXPECT_EQ(-1, nsglob_to_like("", 0, out, 0));

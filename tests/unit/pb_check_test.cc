@@ -94,7 +94,9 @@ TEST(PbCheckTest, GroupsAndReservedWireTypesAreRefused) {
 
 TEST(PbCheckTest, TruncatedInputIsRefused) {
   const char* why;
-  EXPECT_EQ(-1, Check("\x0a\x05""ab", PB_CHECK_MAX_DEPTH, &why));
+  EXPECT_EQ(-1, Check("\x0a\x05"
+                      "ab",
+                      PB_CHECK_MAX_DEPTH, &why));
   EXPECT_STREQ("length runs past the end", why);
   EXPECT_EQ(-1, Check("\x08\xff", PB_CHECK_MAX_DEPTH, &why));
   EXPECT_EQ(-1, Check("\x09\x01\x02", PB_CHECK_MAX_DEPTH, &why));
@@ -122,8 +124,7 @@ TEST(PbCheckTest, NulInAStringFieldIsRefusedAtAnyDepth) {
   EXPECT_EQ(-1, Check(Len(0x0a, "t") + Len(0x1a, Len(0x1a, std::string("x\0", 2))),
                       PB_CHECK_MAX_DEPTH, &why));
   // The same bytes without the NUL pass.
-  EXPECT_EQ(0, Check(Len(0x0a, "t") + Len(0x1a, Len(0x1a, "xy")), PB_CHECK_MAX_DEPTH, &why))
-      << why;
+  EXPECT_EQ(0, Check(Len(0x0a, "t") + Len(0x1a, Len(0x1a, "xy")), PB_CHECK_MAX_DEPTH, &why)) << why;
 }
 
 }  // namespace

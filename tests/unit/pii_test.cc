@@ -8,9 +8,9 @@
 #include <string>
 
 extern "C" {
+#include "service/core/arena.h"
 #include "service/privacy/pii.h"
 #include "service/privacy/pii_struct.h"
-#include "service/core/arena.h"
 }
 
 namespace {
@@ -61,9 +61,9 @@ TEST(PiiPhone, NearMisses) {
   ExpectClean("version 1.2.3.4");
   ExpectClean("123e4567-e89b-12d3-a456-426614174000");
   ExpectClean("order 12345678");
-  ExpectClean("+1234");           // too short
-  ExpectClean("415-555-26710");   // too long
-  ExpectClean("415-555.2671");    // mixed separators
+  ExpectClean("+1234");          // too short
+  ExpectClean("415-555-26710");  // too long
+  ExpectClean("415-555.2671");   // mixed separators
   ExpectClean("10.0.0.1");
 }
 
@@ -75,9 +75,9 @@ TEST(PiiCard, FindsLuhnValidCardsOfKnownIssuers) {
 }
 
 TEST(PiiCard, NearMisses) {
-  ExpectClean("4111111111111112");   // Luhn fails
-  ExpectClean("1234567812345670");   // Luhn ok, no issuer starts with 1
-  ExpectClean("x4111111111111111");  // inside a word
+  ExpectClean("4111111111111112");         // Luhn fails
+  ExpectClean("1234567812345670");         // Luhn ok, no issuer starts with 1
+  ExpectClean("x4111111111111111");        // inside a word
   ExpectClean("41111111111111111111111");  // a longer number
   ExpectClean("order 4111 1111");
 }
@@ -195,7 +195,8 @@ class PiiStructTest : public ::testing::Test {
   void TearDown() override { arena_free(a_); }
 
   Google__Protobuf__Value* Str(const char* s) {
-    auto* v = static_cast<Google__Protobuf__Value*>(arena_zalloc(a_, sizeof(Google__Protobuf__Value)));
+    auto* v =
+        static_cast<Google__Protobuf__Value*>(arena_zalloc(a_, sizeof(Google__Protobuf__Value)));
     google__protobuf__value__init(v);
     v->kind_case = GOOGLE__PROTOBUF__VALUE__KIND_STRING_VALUE;
     v->string_value = arena_strdup(a_, s);
@@ -210,7 +211,8 @@ class PiiStructTest : public ::testing::Test {
         arena_zalloc(a_, items.size() * sizeof(Google__Protobuf__Value*)));
     size_t i = 0;
     for (auto* v : items) l->values[i++] = v;
-    auto* v = static_cast<Google__Protobuf__Value*>(arena_zalloc(a_, sizeof(Google__Protobuf__Value)));
+    auto* v =
+        static_cast<Google__Protobuf__Value*>(arena_zalloc(a_, sizeof(Google__Protobuf__Value)));
     google__protobuf__value__init(v);
     v->kind_case = GOOGLE__PROTOBUF__VALUE__KIND_LIST_VALUE;
     v->list_value = l;
@@ -218,7 +220,8 @@ class PiiStructTest : public ::testing::Test {
   }
   Google__Protobuf__Struct* Obj(
       std::initializer_list<std::pair<const char*, Google__Protobuf__Value*>> fields) {
-    auto* st = static_cast<Google__Protobuf__Struct*>(arena_zalloc(a_, sizeof(Google__Protobuf__Struct)));
+    auto* st =
+        static_cast<Google__Protobuf__Struct*>(arena_zalloc(a_, sizeof(Google__Protobuf__Struct)));
     google__protobuf__struct__init(st);
     st->n_fields = fields.size();
     st->fields = static_cast<Google__Protobuf__Struct__FieldsEntry**>(
@@ -235,7 +238,8 @@ class PiiStructTest : public ::testing::Test {
     return st;
   }
   Google__Protobuf__Value* ObjV(Google__Protobuf__Struct* st) {
-    auto* v = static_cast<Google__Protobuf__Value*>(arena_zalloc(a_, sizeof(Google__Protobuf__Value)));
+    auto* v =
+        static_cast<Google__Protobuf__Value*>(arena_zalloc(a_, sizeof(Google__Protobuf__Value)));
     google__protobuf__value__init(v);
     v->kind_case = GOOGLE__PROTOBUF__VALUE__KIND_STRUCT_VALUE;
     v->struct_value = st;
@@ -293,7 +297,9 @@ TEST_F(PiiStructTest, TooDeepIsAnError) {
 TEST(PiiHostile, LargeAdversarialInputsFinishQuickly) {
   const size_t n = 1 << 20;
   const std::string inputs[] = {
-      std::string(n, '1'), std::string(n, '@'), std::string(n, 'a'),
+      std::string(n, '1'),
+      std::string(n, '@'),
+      std::string(n, 'a'),
       [] {
         std::string s;
         while (s.size() < (1 << 20)) s += "-----BEGIN RSA PRIVATE KEY----- ";
@@ -314,8 +320,9 @@ TEST(PiiHostile, LargeAdversarialInputsFinishQuickly) {
     auto t0 = std::chrono::steady_clock::now();
     Kinds(s);
     Redact(s);
-    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                  std::chrono::steady_clock::now() - t0).count();
+    auto ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+            .count();
     EXPECT_LT(ms, 2000) << "input starting " << s.substr(0, 20);
   }
 }

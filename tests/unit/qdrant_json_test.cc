@@ -32,7 +32,8 @@ namespace {
 json_t* Load(const std::string& text) {
   json_t* j = nullptr;
   char err[256] = "";
-  EXPECT_EQ(STATUS_OK, qj_load(text.data(), text.size(), &j, err, sizeof err)) << err << "\n" << text;
+  EXPECT_EQ(STATUS_OK, qj_load(text.data(), text.size(), &j, err, sizeof err)) << err << "\n"
+                                                                               << text;
   return j;
 }
 
@@ -730,7 +731,8 @@ TEST_F(QdrantJsonTest, EnvelopeRefusesErrorsAndOddShapes) {
   for (const Case& c : cases) {
     json_t* r = nullptr;
     char err[256] = "";
-    EXPECT_EQ(STATUS_EINTERNAL, qj_parse_envelope(c.body.data(), c.body.size(), &r, err, sizeof err))
+    EXPECT_EQ(STATUS_EINTERNAL,
+              qj_parse_envelope(c.body.data(), c.body.size(), &r, err, sizeof err))
         << c.body;
     EXPECT_EQ(nullptr, r);
     EXPECT_EQ(0u, std::string(err).rfind(c.why, 0)) << c.body << " -> " << err;
@@ -885,7 +887,8 @@ TEST_F(QdrantJsonTest, QueryHitsComeBackWithMetadataPayloadAndVector) {
   vs_hit* hits = nullptr;
   size_t n = 0;
   char err[256] = "";
-  ASSERT_EQ(STATUS_OK, qj_parse_hits(body.data(), body.size(), &r, 0, a_, &hits, &n, err, sizeof err))
+  ASSERT_EQ(STATUS_OK,
+            qj_parse_hits(body.data(), body.size(), &r, 0, a_, &hits, &n, err, sizeof err))
       << err;
   ASSERT_EQ(2u, n);
   EXPECT_EQ(18446744073709551615ull, hits[0].point.id.num);
@@ -913,7 +916,8 @@ TEST_F(QdrantJsonTest, LegacySearchHitsAreABareList) {
   vs_hit* hits = nullptr;
   size_t n = 0;
   char err[256] = "";
-  ASSERT_EQ(STATUS_OK, qj_parse_hits(body.data(), body.size(), &r, 1, a_, &hits, &n, err, sizeof err))
+  ASSERT_EQ(STATUS_OK,
+            qj_parse_hits(body.data(), body.size(), &r, 1, a_, &hits, &n, err, sizeof err))
       << err;
   ASSERT_EQ(1u, n);
   EXPECT_EQ(7u, hits[0].point.id.num);
@@ -1008,8 +1012,8 @@ TEST_F(QdrantJsonTest, RetrievedRecordsAreABareList) {
   vs_point* pts = nullptr;
   size_t n = 0;
   char err[256] = "";
-  ASSERT_EQ(STATUS_OK, qj_parse_records(body.data(), body.size(), &r, 0, a_, &pts, &n, nullptr, nullptr,
-                                    err, sizeof err))
+  ASSERT_EQ(STATUS_OK, qj_parse_records(body.data(), body.size(), &r, 0, a_, &pts, &n, nullptr,
+                                        nullptr, err, sizeof err))
       << err;
   ASSERT_EQ(2u, n);
   EXPECT_EQ(1u, pts[0].id.num);
@@ -1038,8 +1042,8 @@ TEST_F(QdrantJsonTest, ScrollGivesTheNextPageOffset) {
     vs_id next = {};
     int has = -1;
     char err[256] = "";
-    ASSERT_EQ(STATUS_OK, qj_parse_records(body.data(), body.size(), &r, 1, a_, &pts, &n, &next, &has,
-                                      err, sizeof err))
+    ASSERT_EQ(STATUS_OK, qj_parse_records(body.data(), body.size(), &r, 1, a_, &pts, &n, &next,
+                                          &has, err, sizeof err))
         << err;
     ASSERT_EQ(1u, n);
     EXPECT_STREQ("v", json_string_value(json_object_get(pts[0].payload, "k")));
@@ -1054,11 +1058,11 @@ TEST_F(QdrantJsonTest, ScrollGivesTheNextPageOffset) {
   size_t n = 0;
   char err[256] = "";
   EXPECT_EQ(STATUS_EINTERNAL, qj_parse_records(bad.data(), bad.size(), &r, 1, a_, &pts, &n, nullptr,
-                                           nullptr, err, sizeof err));
+                                               nullptr, err, sizeof err));
   EXPECT_STREQ("qdrant's next_page_offset is not a point id", err);
   std::string flat = Ok("[]");
-  EXPECT_EQ(STATUS_EINTERNAL, qj_parse_records(flat.data(), flat.size(), &r, 1, a_, &pts, &n, nullptr,
-                                           nullptr, err, sizeof err));
+  EXPECT_EQ(STATUS_EINTERNAL, qj_parse_records(flat.data(), flat.size(), &r, 1, a_, &pts, &n,
+                                               nullptr, nullptr, err, sizeof err));
   EXPECT_STREQ("qdrant's scroll result has no list of points", err);
 }
 
@@ -1105,8 +1109,8 @@ TEST_F(QdrantJsonTest, BigIntegersInsidePayloadsBecomeReals) {
   vs_point* pts = nullptr;
   size_t n = 0;
   char err[256] = "";
-  ASSERT_EQ(STATUS_OK, qj_parse_records(body.data(), body.size(), &r, 0, a_, &pts, &n, nullptr, nullptr,
-                                    err, sizeof err))
+  ASSERT_EQ(STATUS_OK, qj_parse_records(body.data(), body.size(), &r, 0, a_, &pts, &n, nullptr,
+                                        nullptr, err, sizeof err))
       << err;
   ASSERT_EQ(1u, n);
   EXPECT_EQ(18446744073709551615ull, pts[0].id.num);
@@ -1146,7 +1150,8 @@ TEST_F(QdrantJsonTest, EveryTruncationOfAGoodAnswerFailsCleanly) {
     vs_point* pts = nullptr;
     size_t n = 0;
     char err[256] = "";
-    EXPECT_EQ(STATUS_EINTERNAL, qj_parse_hits(b, cut, &r, 0, a_, &hits, &n, err, sizeof err)) << cut;
+    EXPECT_EQ(STATUS_EINTERNAL, qj_parse_hits(b, cut, &r, 0, a_, &hits, &n, err, sizeof err))
+        << cut;
     EXPECT_NE('\0', err[0]);
     EXPECT_EQ(STATUS_EINTERNAL,
               qj_parse_records(b, cut, &r, 1, a_, &pts, &n, nullptr, nullptr, err, sizeof err));
@@ -1155,7 +1160,8 @@ TEST_F(QdrantJsonTest, EveryTruncationOfAGoodAnswerFailsCleanly) {
   vs_hit* hits = nullptr;
   size_t n = 0;
   char err[256] = "";
-  ASSERT_EQ(STATUS_OK, qj_parse_hits(body.data(), body.size(), &r, 0, a_, &hits, &n, err, sizeof err))
+  ASSERT_EQ(STATUS_OK,
+            qj_parse_hits(body.data(), body.size(), &r, 0, a_, &hits, &n, err, sizeof err))
       << err;
   vs_hits_release(hits, n);
 }

@@ -1,7 +1,6 @@
 // redis_url: redis://[[user]:password@]host[:port][/db], strictly; every
 // rejection names what could not be read.
 #include <gtest/gtest.h>
-
 #include <string.h>
 
 #include <string>
