@@ -10,6 +10,7 @@
 #include "service/access/access_store.h"
 #include "service/audit/audit.h"
 #include "service/auth/nsglob.h"
+#include "service/core/clock.h"
 #include "service/core/log.h"
 #include "service/pb/pbtime.h"
 
@@ -243,7 +244,7 @@ static RPC_UNARY_HANDLER(attenuate, access_ctx, Memory__V1__AccessAttenuateReque
     }
     char jti[37];
     jwt_new_id(jti);
-    int64_t now_s = pbtime_now_us() / 1000000;
+    int64_t now_s = clock_wall_us() / 1000000;
     jwt_claims child;
     grpc_status_code st =
         build_child(call, parent, req, now_s, jti, authn_issuer(ctx->auth), &child);
@@ -339,14 +340,10 @@ static RPC_UNARY_HANDLER(revoke, access_ctx, Memory__V1__AccessRevokeRequest,
 /* ---- the tier ---- */
 
 static int access_open(tier_env *env, void **state, char *err, size_t errlen) {
-    access_ctx *ctx = calloc(1, sizeof *ctx);
-    if (!ctx) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
+    access_ctx *ctx = *state = tier_state_new(sizeof *ctx, err, errlen);
+    if (!ctx) return -1;
     ctx->auth = env->auth;
     ctx->pg = env->pg;
-    *state = ctx;
     return 0;
 }
 
@@ -367,12 +364,4 @@ static const rpc_method methods[] = {
 
 static const tier_service services[] = {{SVC, HEALTH_NEEDS_PG}};
 
-const tier access_tier = {
-    .name = "access",
-    .services = services,
-    .nservices = TIER_COUNT(services),
-    .methods = methods,
-    .nmethods = TIER_COUNT(methods),
-    .open = access_open,
-    .free = access_free,
-};
+const tier access_tier = {TIER_FIELDS("access", services, methods, access_open, access_free)};

@@ -12,9 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "service/audit/audit_codec.h"
+#include "service/core/clock.h"
 #include "service/core/log.h"
 
 #define DEFAULT_QUEUE 65536
@@ -62,23 +62,6 @@ typedef struct audit_note {
     int in_tx;     /* audit_write_in_tx inserted a row */
     int committed; /* ...and the handler's COMMIT succeeded */
 } audit_note;
-
-static int64_t mono_us(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-static int64_t wall_us(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-static struct timespec mono_abs(int64_t ms) {
-    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000};
-    return ts;
-}
 
 /* ---- the per-call note ---- */
 
@@ -163,7 +146,7 @@ static audit_rec *rec_build(rpc_call *call, int status, int64_t time_us) {
         s += n + 1;
     }
     r->time_us = time_us;
-    int64_t dur = mono_us() - rpc_call_start_ms(call) * 1000;
+    int64_t dur = clock_mono_us() - rpc_call_start_ms(call) * 1000;
     r->duration_us = dur > 0 ? dur : 0;
     r->status = status;
     return r;
@@ -176,7 +159,7 @@ static void observe(rpc_call *call, grpc_status_code status, const char *message
     if (!m || !m->scope) return; /* unknown, health, reflection */
     const audit_note *note = rpc_call_audit(call);
     if (note && note->committed && status == GRPC_STATUS_OK) return; /* written in its tx */
-    audit_rec *r = rec_build(call, (int)status, wall_us());
+    audit_rec *r = rec_build(call, (int)status, clock_wall_us());
     int warn = 0;
     uint64_t dropped = 0;
     pthread_mutex_lock(&a->qlock);
@@ -225,10 +208,10 @@ static void set_cancel(audit *a, PGcancel *cancel) {
 
 /* One COPY of the batch in a pgq session, cancellable by audit_free. */
 static int copy_batch(audit *a, audit_rec **batch, size_t n, char *err, size_t errlen) {
-    audit_buf b = {0};
+    strbuf b = {0};
     for (size_t i = 0; i < n; i++) audit_codec_copy_row(&b, batch[i]);
     if (b.oom) {
-        audit_buf_free(&b);
+        strbuf_free(&b);
         snprintf(err, errlen, "out of memory");
         return W_RETRY;
     }
@@ -244,7 +227,7 @@ static int copy_batch(audit *a, audit_rec **batch, size_t n, char *err, size_t e
     }
     int w = rc == STATUS_OK ? W_OK : ss.conn ? classify(&ss) : W_RETRY;
     pgq_end(&ss);
-    audit_buf_free(&b);
+    strbuf_free(&b);
     return w;
 }
 
@@ -263,7 +246,7 @@ static void backoff_sleep(audit *a, int ms) {
     for (;;) {
         int64_t end = a->stopping && a->flush_deadline_ms < until ? a->flush_deadline_ms : until;
         if (rpc_now_ms() >= end) break;
-        struct timespec ts = mono_abs(end);
+        struct timespec ts = clock_cond_deadline(end);
         pthread_cond_timedwait(&a->qwake, &a->qlock, &ts);
     }
     pthread_mutex_unlock(&a->qlock);
@@ -355,7 +338,7 @@ static void *writer_main(void *arg) {
             int64_t until = rpc_now_ms() + a->o.linger_ms;
             a->writer_lingering = 1;
             while (a->count < max && !a->stopping && !a->flush_waiters && rpc_now_ms() < until) {
-                struct timespec ts = mono_abs(until);
+                struct timespec ts = clock_cond_deadline(until);
                 pthread_cond_timedwait(&a->qwake, &a->qlock, &ts);
             }
             a->writer_lingering = 0;
@@ -393,8 +376,8 @@ static void *writer_main(void *arg) {
 
 int audit_write_in_tx(pgq_session *ss, rpc_call *call, char *err, size_t errlen) {
     audit_note *note = note_get(call);
-    audit_rec *r = note ? rec_build(call, GRPC_STATUS_OK, wall_us()) : NULL;
-    audit_buf targets = {0};
+    audit_rec *r = note ? rec_build(call, GRPC_STATUS_OK, clock_wall_us()) : NULL;
+    strbuf targets = {0};
     if (r) audit_codec_array_literal(&targets, r->targets, r->ntargets);
     int rc = -1;
     if (!r || targets.oom) {
@@ -424,7 +407,7 @@ int audit_write_in_tx(pgq_session *ss, rpc_call *call, char *err, size_t errlen)
             snprintf(err, errlen, "audit: cannot insert the audit row: %s", ss->err);
         }
     }
-    audit_buf_free(&targets);
+    strbuf_free(&targets);
     free(r);
     return rc;
 }
@@ -441,13 +424,9 @@ int audit_create(pg_pool *pg, const audit_options *o, audit **out, char *err, si
     if (!a->o.batch_max) a->o.batch_max = DEFAULT_BATCH;
     if (a->o.flush_timeout_ms <= 0) a->o.flush_timeout_ms = DEFAULT_FLUSH_MS;
     a->ring = calloc(a->o.queue_capacity, sizeof *a->ring);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_mutex_init(&a->qlock, NULL);
-    pthread_cond_init(&a->qwake, &ca);
-    pthread_cond_init(&a->qdone, &ca);
-    pthread_condattr_destroy(&ca);
+    clock_cond_init(&a->qwake);
+    clock_cond_init(&a->qdone);
     a->last_drop_warn_ms = a->last_fail_log_ms = INT64_MIN / 2;
     if (!a->ring) {
         snprintf(err, errlen, "audit: out of memory (queue of %zu)", a->o.queue_capacity);
@@ -476,14 +455,14 @@ void audit_free(audit *a) {
     a->flush_deadline_ms = rpc_now_ms() + a->o.flush_timeout_ms;
     pthread_cond_broadcast(&a->qwake);
     while (!a->writer_exited) {
-        struct timespec ts = mono_abs(a->flush_deadline_ms);
+        struct timespec ts = clock_cond_deadline(a->flush_deadline_ms);
         if (pthread_cond_timedwait(&a->qdone, &a->qlock, &ts) == ETIMEDOUT) {
             /* The writer may sit in a statement (a lock wait, a dead
              * server): cancel it so the thread can be joined. */
             char buf[256];
             if (a->cancel) PQcancel(a->cancel, buf, sizeof buf);
             pthread_cond_broadcast(&a->qwake);
-            ts = mono_abs(rpc_now_ms() + 100);
+            ts = clock_cond_deadline(rpc_now_ms() + 100);
             pthread_cond_timedwait(&a->qdone, &a->qlock, &ts);
         }
     }
@@ -509,7 +488,7 @@ int audit_flush(audit *a, int64_t deadline_ms) {
     pthread_cond_broadcast(&a->qwake); /* a lingering writer writes now */
     while (a->done_seq < want && !a->writer_exited) {
         if (rpc_now_ms() >= deadline_ms) break;
-        struct timespec ts = mono_abs(deadline_ms);
+        struct timespec ts = clock_cond_deadline(deadline_ms);
         pthread_cond_timedwait(&a->qdone, &a->qlock, &ts);
     }
     int rc = a->done_seq >= want ? 0 : -1;

@@ -10,55 +10,6 @@
 
 #include "service/audit/audit_codec.h"
 
-/* ---- audit_buf ---- */
-
-static int buf_reserve(audit_buf *b, size_t more) {
-    if (b->oom) return -1;
-    if (b->len + more + 1 <= b->cap) return 0;
-    size_t cap = b->cap ? b->cap : 256;
-    while (cap < b->len + more + 1) cap *= 2;
-    char *p = realloc(b->p, cap);
-    if (!p) {
-        b->oom = 1;
-        return -1;
-    }
-    b->p = p;
-    b->cap = cap;
-    return 0;
-}
-
-void audit_buf_put(audit_buf *b, const char *s, size_t n) {
-    if (buf_reserve(b, n) != 0) return;
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-}
-
-void audit_buf_puts(audit_buf *b, const char *s) { audit_buf_put(b, s, strlen(s)); }
-
-void audit_buf_printf(audit_buf *b, const char *fmt, ...) {
-    char tmp[256];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    if (n < 0) return;
-    if ((size_t)n < sizeof tmp) {
-        audit_buf_put(b, tmp, (size_t)n);
-        return;
-    }
-    if (buf_reserve(b, (size_t)n) != 0) return;
-    va_start(ap, fmt);
-    vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    b->len += (size_t)n;
-}
-
-void audit_buf_free(audit_buf *b) {
-    free(b->p);
-    memset(b, 0, sizeof *b);
-}
-
 /* ---- text ---- */
 
 /* Length of the valid UTF-8 sequence at s (at most avail bytes), 0 if the
@@ -104,22 +55,22 @@ size_t audit_codec_utf8_clean(const char *s, size_t max, char *out) {
 }
 
 /* One character of a COPY text-format field (copy) or as is. */
-static void emit(audit_buf *b, char c, int copy) {
+static void emit(strbuf *b, char c, int copy) {
     if (copy) {
         switch (c) {
-        case '\\': audit_buf_put(b, "\\\\", 2); return;
-        case '\n': audit_buf_put(b, "\\n", 2); return;
-        case '\r': audit_buf_put(b, "\\r", 2); return;
-        case '\t': audit_buf_put(b, "\\t", 2); return;
+        case '\\': strbuf_put(b, "\\\\", 2); return;
+        case '\n': strbuf_put(b, "\\n", 2); return;
+        case '\r': strbuf_put(b, "\\r", 2); return;
+        case '\t': strbuf_put(b, "\\t", 2); return;
         default: break;
         }
     }
-    audit_buf_put(b, &c, 1);
+    strbuf_put(b, &c, 1);
 }
 
-static void emit_str(audit_buf *b, const char *s, int copy) {
+static void emit_str(strbuf *b, const char *s, int copy) {
     if (!copy) {
-        audit_buf_puts(b, s);
+        strbuf_puts(b, s);
         return;
     }
     for (; *s; s++) emit(b, *s, 1);
@@ -127,7 +78,7 @@ static void emit_str(audit_buf *b, const char *s, int copy) {
 
 /* Every element is quoted, so none is mistaken for NULL or needs the
  * unquoted-element rules; inside quotes only " and \ are special. */
-static void array_literal(audit_buf *b, const char *const *v, size_t n, int copy) {
+static void array_literal(strbuf *b, const char *const *v, size_t n, int copy) {
     emit(b, '{', copy);
     for (size_t i = 0; i < n; i++) {
         if (i) emit(b, ',', copy);
@@ -141,7 +92,7 @@ static void array_literal(audit_buf *b, const char *const *v, size_t n, int copy
     emit(b, '}', copy);
 }
 
-void audit_codec_array_literal(audit_buf *b, const char *const *v, size_t n) {
+void audit_codec_array_literal(strbuf *b, const char *const *v, size_t n) {
     array_literal(b, v, n, 0);
 }
 
@@ -163,20 +114,20 @@ void audit_codec_time(int64_t unix_us, char out[40]) {
     out[len] = '\0';
 }
 
-void audit_codec_copy_row(audit_buf *b, const audit_rec *r) {
+void audit_codec_copy_row(strbuf *b, const audit_rec *r) {
     char t[40];
     audit_codec_time(r->time_us, t);
-    audit_buf_puts(b, t);
+    strbuf_puts(b, t);
     const char *fields[] = {r->tenant, r->principal, r->token_id, r->method};
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
-        audit_buf_put(b, "\t", 1);
+        strbuf_put(b, "\t", 1);
         emit_str(b, fields[i], 1);
     }
-    audit_buf_put(b, "\t", 1);
+    strbuf_put(b, "\t", 1);
     array_literal(b, r->targets, r->ntargets, 1);
-    audit_buf_printf(b, "\t%d\t%lld\t", (int)r->status, (long long)r->duration_us);
+    strbuf_printf(b, "\t%d\t%lld\t", (int)r->status, (long long)r->duration_us);
     emit_str(b, r->request_id, 1);
-    audit_buf_put(b, "\n", 1);
+    strbuf_put(b, "\n", 1);
 }
 
 /* ---- binary results ---- */

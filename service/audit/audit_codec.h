@@ -11,6 +11,7 @@
 #include "service/auth/principal.h"
 #include "service/core/arena.h"
 #include "service/core/status.h"
+#include "service/core/strbuf.h"
 
 #define AUDIT_SCOPE "audit:read"
 #define AUDIT_CHANNEL "memoryd_audit"
@@ -54,19 +55,7 @@ typedef struct audit_filter {
     const char *target;
 } audit_filter;
 
-/* A growable byte buffer (malloc). oom is sticky: check it once at the end. */
-typedef struct audit_buf {
-    char *p;
-    size_t len, cap;
-    int oom;
-} audit_buf;
-
 /* ---- audit_codec.c: pure helpers, no I/O ---- */
-
-void audit_buf_put(audit_buf *b, const char *s, size_t n);
-void audit_buf_puts(audit_buf *b, const char *s);
-void audit_buf_printf(audit_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void audit_buf_free(audit_buf *b);
 
 /* Copies at most max bytes of s into out (room for max + 1), replacing
  * bytes that are not valid UTF-8 with '?' and never cutting a character
@@ -74,9 +63,9 @@ void audit_buf_free(audit_buf *b);
 size_t audit_codec_utf8_clean(const char *s, size_t max, char *out);
 
 /* Appends a PostgreSQL text[] literal ({"a","b"}) of v[0..n). */
-void audit_codec_array_literal(audit_buf *b, const char *const *v, size_t n);
+void audit_codec_array_literal(strbuf *b, const char *const *v, size_t n);
 /* Appends one COPY text-format line for r (the AUDIT_COPY_COLUMNS order). */
-void audit_codec_copy_row(audit_buf *b, const audit_rec *r);
+void audit_codec_copy_row(strbuf *b, const audit_rec *r);
 #define AUDIT_COPY_COLUMNS                                                                         \
     "time, tenant, principal, token_id, method, target_ids, status_code, duration_us, request_id"
 /* "YYYY-MM-DD HH:MM:SS.uuuuuu+00" for Unix microseconds; out has 40 bytes. */

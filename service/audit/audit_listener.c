@@ -14,13 +14,9 @@
 
 #include "service/audit/audit_service_internal.h"
 #include "service/core/log.h"
+#include "service/core/worker.h"
 
 static int64_t now_ms(void) { return rpc_now_ms(); }
-
-static struct timespec mono_abs(int64_t ms) {
-    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000};
-    return ts;
-}
 
 static void *arena_alloc_cb(void *ctx, size_t n) { return arena_alloc(ctx, n); }
 
@@ -38,7 +34,14 @@ static int recent_has(const audit_watch *w, int64_t id) {
 }
 
 static void close_conn(audit_watch *w);
-static int stopping(audit_watch *w);
+
+/* Set by audit_watch_stop (under the lock, with the fetch cancelled). */
+static int stopping(audit_watch *w) {
+    pthread_mutex_lock(&w->lock);
+    int s = w->stop;
+    pthread_mutex_unlock(&w->lock);
+    return s;
+}
 
 static void drop_conn(audit_watch *w, const char *why) {
     if (!w->conn) return;
@@ -257,28 +260,11 @@ static void catch_up(audit_watch *w) {
 
 /* ---- the thread ---- */
 
-static int stopping(audit_watch *w) {
-    pthread_mutex_lock(&w->lock);
-    int s = w->stop;
-    pthread_mutex_unlock(&w->lock);
-    return s;
-}
-
-static void sleep_unless_stopped(audit_watch *w, int ms) {
-    int64_t until = now_ms() + ms;
-    pthread_mutex_lock(&w->lock);
-    while (!w->stop && now_ms() < until) {
-        struct timespec ts = mono_abs(until);
-        pthread_cond_timedwait(&w->cond, &w->lock, &ts);
-    }
-    pthread_mutex_unlock(&w->lock);
-}
-
-void *audit_listener_main(void *arg) {
+void audit_listener_main(worker *thread, void *arg) {
     audit_watch *w = arg;
     int backoff = BACKOFF_MIN_MS, connected_before = 0;
     int64_t next_live = now_ms() + LIVE_CHECK_MS, last_err_log = 0;
-    while (!stopping(w)) {
+    while (!worker_stopping(thread)) {
         if (!w->conn) {
             char err[512] = "";
             if (connect_listener(w, err, sizeof err) != 0) {
@@ -288,7 +274,7 @@ void *audit_listener_main(void *arg) {
                     log_fields(LOG_WARN, "audit watch cannot LISTEN; retrying", LOG_F_STR, "error",
                                err, LOG_F_END);
                 }
-                sleep_unless_stopped(w, backoff);
+                worker_nap(thread, backoff);
                 backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;
                 if (now_ms() >= next_live) {
                     audit_watch_check_live(w);
@@ -328,5 +314,4 @@ void *audit_listener_main(void *arg) {
         }
     }
     if (w->conn) close_conn(w);
-    return NULL;
 }

@@ -59,9 +59,4 @@ static void audit_close(void *state) { audit_service_free(state); }
 
 static const tier_service services[] = {{SVC, HEALTH_NEEDS_PG}};
 
-const tier audit_tier = {
-    .name = "audit",
-    TIER_TABLES(services, methods),
-    .open = audit_open,
-    .free = audit_close,
-};
+const tier audit_tier = {TIER_FIELDS("audit", services, methods, audit_open, audit_close)};

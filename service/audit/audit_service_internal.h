@@ -58,8 +58,8 @@ struct audit_watch {
     int listening;
     int stop;
     uint64_t seq;
-    pthread_t thread;
-    int wake_fd; /* eventfd: audit_watch_stop interrupts the poll */
+    struct worker *thread; /* the listener */
+    int wake_fd;           /* eventfd: audit_watch_stop interrupts the poll */
 
     /* Listener thread only. */
     PGconn *conn;
@@ -76,7 +76,7 @@ struct audit_watch {
  * matches; ends streams whose token died. Listener thread only. */
 void audit_watch_fan_out(audit_watch *w, const audit_row *row, uint64_t seq);
 void audit_watch_check_live(audit_watch *w);
-/* audit_listener.c: the listener thread (arg: the audit_watch). */
-void *audit_listener_main(void *arg);
+/* audit_listener.c: the listener thread's body (arg: the audit_watch). */
+void audit_listener_main(struct worker *thread, void *arg);
 
 #endif

@@ -39,14 +39,11 @@
 #include <unistd.h>
 
 #include "service/audit/audit_service_internal.h"
+#include "service/core/clock.h"
 #include "service/core/log.h"
+#include "service/core/worker.h"
 
 static int64_t now_ms(void) { return rpc_now_ms(); }
-
-static struct timespec mono_abs(int64_t ms) {
-    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000};
-    return ts;
-}
 
 /* ---- watchers ---- */
 
@@ -144,7 +141,7 @@ grpc_status_code audit_watch_handler(rpc_call *call, const ProtobufCMessage *msg
     grpc_status_code st = GRPC_STATUS_OK;
     pthread_mutex_lock(&w->lock);
     while (!w->listening && !w->stop && now_ms() < until) {
-        struct timespec ts = mono_abs(until);
+        struct timespec ts = clock_cond_deadline(until);
         pthread_cond_timedwait(&w->cond, &w->lock, &ts);
     }
     if (w->stop) {
@@ -254,15 +251,10 @@ int audit_watch_start(audit_service *a, char *err, size_t errlen) {
         free(w);
         return -1;
     }
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_mutex_init(&w->lock, NULL);
-    pthread_cond_init(&w->cond, &ca);
-    pthread_condattr_destroy(&ca);
-    int rc = pthread_create(&w->thread, NULL, audit_listener_main, w);
-    if (rc != 0) {
-        snprintf(err, errlen, "audit: cannot start the listener thread: %s", strerror(rc));
+    clock_cond_init(&w->cond);
+    if (worker_start(audit_listener_main, w, &w->thread) != 0) {
+        snprintf(err, errlen, "audit: cannot start the listener thread (out of memory or threads)");
         pthread_cond_destroy(&w->cond);
         pthread_mutex_destroy(&w->lock);
         close(w->wake_fd);
@@ -274,14 +266,14 @@ int audit_watch_start(audit_service *a, char *err, size_t errlen) {
     return 0;
 }
 
-void audit_watch_stop(audit_service *a) {
-    audit_watch *w = a->watch;
-    if (!w) return;
+/* worker_stop's interrupt: new Watch calls stop waiting for LISTEN, the
+ * listener's poll wakes, and a fetch it sits in (behind a lock on the
+ * table) is cancelled rather than left to its statement_timeout. */
+static void interrupt_listener(void *arg) {
+    audit_watch *w = arg;
     pthread_mutex_lock(&w->lock);
     w->stop = 1;
     pthread_cond_broadcast(&w->cond);
-    /* The thread may sit in a fetch (behind a lock on the table): cancel
-     * it rather than wait for its statement_timeout. */
     char buf[256];
     if (w->cancel) PQcancel(w->cancel, buf, sizeof buf);
     pthread_mutex_unlock(&w->lock);
@@ -289,7 +281,12 @@ void audit_watch_stop(audit_service *a) {
     if (write(w->wake_fd, &one, sizeof one) < 0) {
         /* cannot fail on a fresh eventfd; the poll times out anyway */
     }
-    pthread_join(w->thread, NULL);
+}
+
+void audit_watch_stop(audit_service *a) {
+    audit_watch *w = a->watch;
+    if (!w) return;
+    worker_stop(w->thread, interrupt_listener);
     /* Streams still open (audit_free before the server shut down). */
     pthread_mutex_lock(&w->lock);
     watcher *list = w->list;

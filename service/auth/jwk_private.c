@@ -11,16 +11,10 @@
 #include <sys/stat.h>
 
 #include "service/core/b64url.h"
+#include "service/core/text.h"
 
 #define KEYLEN 32
 #define MAX_FILE (64 * 1024)
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 int jwk_private_render(EVP_PKEY *key, const char *kid, char **json) {
     *json = NULL;
@@ -50,7 +44,7 @@ static int decode_32(json_t *o, const char *name, unsigned char out[KEYLEN], cha
     size_t n = 0;
     if (!json_is_string(v) || json_string_length(v) != 43 ||
         b64url_decode(json_string_value(v), 43, out, &n) != 0 || n != KEYLEN) {
-        set_err(err, errlen, "private JWK: \"%s\" must be base64url of 32 bytes", name);
+        text_errf(err, errlen, "private JWK: \"%s\" must be base64url of 32 bytes", name);
         return -1;
     }
     return 0;
@@ -63,7 +57,7 @@ int jwk_private_parse(const char *json, size_t len, EVP_PKEY **key, char **kid, 
     json_error_t jerr;
     json_t *o = json_loadb(json, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!json_is_object(o)) {
-        set_err(err, errlen, "private JWK: not a JSON object (%s)", o ? "wrong type" : jerr.text);
+        text_errf(err, errlen, "private JWK: not a JSON object (%s)", o ? "wrong type" : jerr.text);
         json_decref(o);
         return -1;
     }
@@ -74,25 +68,25 @@ int jwk_private_parse(const char *json, size_t len, EVP_PKEY **key, char **kid, 
     const char *crv = json_string_value(json_object_get(o, "crv"));
     const char *k = json_string_value(json_object_get(o, "kid"));
     if (!kty || strcmp(kty, "OKP") != 0 || !crv || strcmp(crv, "Ed25519") != 0) {
-        set_err(err, errlen, "private JWK: only kty \"OKP\" with crv \"Ed25519\" is supported");
+        text_errf(err, errlen, "private JWK: only kty \"OKP\" with crv \"Ed25519\" is supported");
         goto out;
     }
     if (!k || !k[0]) {
-        set_err(err, errlen, "private JWK: \"kid\" is missing or empty");
+        text_errf(err, errlen, "private JWK: \"kid\" is missing or empty");
         goto out;
     }
     if (decode_32(o, "x", x, err, errlen) != 0 || decode_32(o, "d", d, err, errlen) != 0) goto out;
     *key = EVP_PKEY_new_raw_private_key(EVP_PKEY_ED25519, NULL, d, KEYLEN);
     if (!*key || EVP_PKEY_get_raw_public_key(*key, derived, &dlen) != 1 || dlen != KEYLEN ||
         memcmp(derived, x, KEYLEN) != 0) {
-        set_err(err, errlen, "private JWK: \"d\" does not belong to public key \"x\"");
+        text_errf(err, errlen, "private JWK: \"d\" does not belong to public key \"x\"");
         EVP_PKEY_free(*key);
         *key = NULL;
         goto out;
     }
     *kid = strdup(k);
     if (!*kid) {
-        set_err(err, errlen, "out of memory");
+        text_errf(err, errlen, "out of memory");
         EVP_PKEY_free(*key);
         *key = NULL;
         goto out;
@@ -109,15 +103,15 @@ int jwk_private_load_file(const char *path, EVP_PKEY **key, char **kid, char *er
     *kid = NULL;
     FILE *f = fopen(path, "rb");
     if (!f) {
-        set_err(err, errlen, "cannot read %s: %s", path, strerror(errno));
+        text_errf(err, errlen, "cannot read %s: %s", path, strerror(errno));
         return -1;
     }
     struct stat st;
     if (fstat(fileno(f), &st) != 0 || (st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
-        set_err(err, errlen,
-                "%s holds a signing key but is readable by group or others "
-                "(chmod 600 %s)",
-                path, path);
+        text_errf(err, errlen,
+                  "%s holds a signing key but is readable by group or others "
+                  "(chmod 600 %s)",
+                  path, path);
         fclose(f);
         return -1;
     }
@@ -126,13 +120,14 @@ int jwk_private_load_file(const char *path, EVP_PKEY **key, char **kid, char *er
     int too_big = buf && n == MAX_FILE;
     fclose(f);
     if (!buf || too_big) {
-        set_err(err, errlen, too_big ? "%s: larger than a key file can be" : "out of memory", path);
+        text_errf(err, errlen, too_big ? "%s: larger than a key file can be" : "out of memory",
+                  path);
         free(buf);
         return -1;
     }
     char why[256];
     int rc = jwk_private_parse(buf, n, key, kid, why, sizeof why);
-    if (rc != 0) set_err(err, errlen, "%s: %s", path, why);
+    if (rc != 0) text_errf(err, errlen, "%s: %s", path, why);
     OPENSSL_cleanse(buf, n);
     free(buf);
     return rc;

@@ -12,6 +12,7 @@
 #include <jansson.h>
 
 #include "service/core/b64url.h"
+#include "service/core/text.h"
 
 #define ED25519_KEYLEN 32
 
@@ -25,14 +26,6 @@ struct jwks {
     size_t nkeys;
     size_t skipped;
 };
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...) {
-    if (err == NULL || errlen == 0) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 void jwks_free(jwks *set) {
     if (set == NULL) return;
@@ -50,8 +43,8 @@ static int check_optional(json_t *key, const char *name, const char *want, size_
     json_t *v = json_object_get(key, name);
     if (v == NULL) return 0;
     if (!json_is_string(v) || strcmp(json_string_value(v), want) != 0) {
-        set_err(err, errlen, "jwks: keys[%zu] (kid \"%s\"): \"%s\" must be \"%s\"", idx, kid, name,
-                want);
+        text_errf(err, errlen, "jwks: keys[%zu] (kid \"%s\"): \"%s\" must be \"%s\"", idx, kid,
+                  name, want);
         return -1;
     }
     return 0;
@@ -61,48 +54,48 @@ static int check_optional(json_t *key, const char *name, const char *want, size_
  * -1 on error. */
 static int add_key(jwks *set, json_t *key, size_t idx, char *err, size_t errlen) {
     if (!json_is_object(key)) {
-        set_err(err, errlen, "jwks: keys[%zu] is not an object", idx);
+        text_errf(err, errlen, "jwks: keys[%zu] is not an object", idx);
         return -1;
     }
     json_t *kty = json_object_get(key, "kty");
     if (!json_is_string(kty)) {
-        set_err(err, errlen, "jwks: keys[%zu] has no string \"kty\"", idx);
+        text_errf(err, errlen, "jwks: keys[%zu] has no string \"kty\"", idx);
         return -1;
     }
     if (strcmp(json_string_value(kty), "OKP") != 0) return 1;
     json_t *crv = json_object_get(key, "crv");
     if (!json_is_string(crv)) {
-        set_err(err, errlen, "jwks: keys[%zu] (OKP) has no string \"crv\"", idx);
+        text_errf(err, errlen, "jwks: keys[%zu] (OKP) has no string \"crv\"", idx);
         return -1;
     }
     if (strcmp(json_string_value(crv), "Ed25519") != 0) return 1; /* X25519, Ed448 */
 
     json_t *kid = json_object_get(key, "kid");
     if (!json_is_string(kid) || json_string_length(kid) == 0) {
-        set_err(err, errlen, "jwks: keys[%zu] (Ed25519) needs a non-empty string \"kid\"", idx);
+        text_errf(err, errlen, "jwks: keys[%zu] (Ed25519) needs a non-empty string \"kid\"", idx);
         return -1;
     }
     const char *kids = json_string_value(kid);
     if (json_string_length(kid) > JWKS_MAX_KID) {
-        set_err(err, errlen, "jwks: keys[%zu]: kid longer than %d bytes", idx, JWKS_MAX_KID);
+        text_errf(err, errlen, "jwks: keys[%zu]: kid longer than %d bytes", idx, JWKS_MAX_KID);
         return -1;
     }
     /* A private key in the verification file means it leaked somewhere it
      * should not be; refuse rather than quietly ignore. */
     if (json_object_get(key, "d") != NULL) {
-        set_err(err, errlen, "jwks: keys[%zu] (kid \"%s\") contains a private part \"d\"", idx,
-                kids);
+        text_errf(err, errlen, "jwks: keys[%zu] (kid \"%s\") contains a private part \"d\"", idx,
+                  kids);
         return -1;
     }
     if (check_optional(key, "alg", "EdDSA", idx, kids, err, errlen) != 0) return -1;
     if (check_optional(key, "use", "sig", idx, kids, err, errlen) != 0) return -1;
     if (jwks_find(set, kids) != NULL) {
-        set_err(err, errlen, "jwks: duplicate kid \"%s\" (keys[%zu])", kids, idx);
+        text_errf(err, errlen, "jwks: duplicate kid \"%s\" (keys[%zu])", kids, idx);
         return -1;
     }
     json_t *x = json_object_get(key, "x");
     if (!json_is_string(x)) {
-        set_err(err, errlen, "jwks: keys[%zu] (kid \"%s\") has no string \"x\"", idx, kids);
+        text_errf(err, errlen, "jwks: keys[%zu] (kid \"%s\") has no string \"x\"", idx, kids);
         return -1;
     }
     unsigned char raw[ED25519_KEYLEN + 3];
@@ -112,13 +105,13 @@ static int add_key(jwks *set, json_t *key, size_t idx, char *err, size_t errlen)
      * first also keeps the decode within raw[]. */
     if (xlen != 43 || b64url_decode(json_string_value(x), xlen, raw, &rawlen) != 0 ||
         rawlen != ED25519_KEYLEN) {
-        set_err(err, errlen, "jwks: keys[%zu] (kid \"%s\"): \"x\" is not base64url of 32 bytes",
-                idx, kids);
+        text_errf(err, errlen, "jwks: keys[%zu] (kid \"%s\"): \"x\" is not base64url of 32 bytes",
+                  idx, kids);
         return -1;
     }
     EVP_PKEY *pkey = EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, NULL, raw, rawlen);
     if (pkey == NULL) {
-        set_err(err, errlen, "jwks: keys[%zu] (kid \"%s\"): OpenSSL rejected the key", idx, kids);
+        text_errf(err, errlen, "jwks: keys[%zu] (kid \"%s\"): OpenSSL rejected the key", idx, kids);
         return -1;
     }
     char *kidcopy = strdup(kids);
@@ -127,7 +120,7 @@ static int add_key(jwks *set, json_t *key, size_t idx, char *err, size_t errlen)
         free(kidcopy);
         if (grown != NULL) set->keys = grown;
         EVP_PKEY_free(pkey);
-        set_err(err, errlen, "jwks: out of memory");
+        text_errf(err, errlen, "jwks: out of memory");
         return -1;
     }
     set->keys = grown;
@@ -142,25 +135,25 @@ int jwks_parse(const char *json, size_t len, jwks **out, char *err, size_t errle
     json_error_t jerr;
     json_t *doc = json_loadb(json, len, JSON_REJECT_DUPLICATES, &jerr);
     if (doc == NULL) {
-        set_err(err, errlen, "jwks: malformed JSON at line %d column %d: %s", jerr.line,
-                jerr.column, jerr.text);
+        text_errf(err, errlen, "jwks: malformed JSON at line %d column %d: %s", jerr.line,
+                  jerr.column, jerr.text);
         return -1;
     }
     int rc = -1;
     jwks *set = NULL;
     json_t *keys = json_object_get(doc, "keys");
     if (!json_is_object(doc) || !json_is_array(keys)) {
-        set_err(err, errlen, "jwks: document must be an object with a \"keys\" array");
+        text_errf(err, errlen, "jwks: document must be an object with a \"keys\" array");
         goto done;
     }
     if (json_array_size(keys) > JWKS_MAX_KEYS) {
-        set_err(err, errlen, "jwks: %zu keys, at most %d allowed", json_array_size(keys),
-                JWKS_MAX_KEYS);
+        text_errf(err, errlen, "jwks: %zu keys, at most %d allowed", json_array_size(keys),
+                  JWKS_MAX_KEYS);
         goto done;
     }
     set = calloc(1, sizeof *set);
     if (set == NULL) {
-        set_err(err, errlen, "jwks: out of memory");
+        text_errf(err, errlen, "jwks: out of memory");
         goto done;
     }
     for (size_t i = 0; i < json_array_size(keys); i++) {
@@ -169,7 +162,7 @@ int jwks_parse(const char *json, size_t len, jwks **out, char *err, size_t errle
         if (r == 1) set->skipped++;
     }
     if (set->nkeys == 0) {
-        set_err(err, errlen, "jwks: no Ed25519 keys (%zu other keys skipped)", set->skipped);
+        text_errf(err, errlen, "jwks: no Ed25519 keys (%zu other keys skipped)", set->skipped);
         goto done;
     }
     *out = set;
@@ -185,13 +178,13 @@ int jwks_load_file(const char *path, jwks **out, char *err, size_t errlen) {
     *out = NULL;
     FILE *f = fopen(path, "rb");
     if (f == NULL) {
-        set_err(err, errlen, "jwks: cannot open %s: %s", path, strerror(errno));
+        text_errf(err, errlen, "jwks: cannot open %s: %s", path, strerror(errno));
         return -1;
     }
     char *buf = malloc(JWKS_MAX_DOC + 1);
     if (buf == NULL) {
         fclose(f);
-        set_err(err, errlen, "jwks: out of memory");
+        text_errf(err, errlen, "jwks: out of memory");
         return -1;
     }
     size_t n = fread(buf, 1, JWKS_MAX_DOC + 1, f);
@@ -199,9 +192,9 @@ int jwks_load_file(const char *path, jwks **out, char *err, size_t errlen) {
     fclose(f);
     int rc = -1;
     if (rerr) {
-        set_err(err, errlen, "jwks: cannot read %s", path);
+        text_errf(err, errlen, "jwks: cannot read %s", path);
     } else if (n > JWKS_MAX_DOC) {
-        set_err(err, errlen, "jwks: %s is larger than %d bytes", path, JWKS_MAX_DOC);
+        text_errf(err, errlen, "jwks: %s is larger than %d bytes", path, JWKS_MAX_DOC);
     } else {
         rc = jwks_parse(buf, n, out, err, errlen);
     }

@@ -13,16 +13,9 @@
 #include <openssl/rand.h>
 
 #include "service/core/b64url.h"
+#include "service/core/text.h"
 
 #define ED25519_SIGLEN 64
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...) {
-    if (err == NULL || errlen == 0) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 const char *jwt_strerror(int code) {
     switch (code) {
@@ -65,7 +58,7 @@ static json_t *decode_json_part(const char *p, size_t n, const char *what, char 
     unsigned char *raw = NULL;
     size_t rawlen = 0;
     if (b64url_decode_alloc(p, n, &raw, &rawlen) != 0) {
-        set_err(err, errlen, "jwt: %s is not valid base64url", what);
+        text_errf(err, errlen, "jwt: %s is not valid base64url", what);
         return NULL;
     }
     json_error_t jerr;
@@ -74,12 +67,12 @@ static json_t *decode_json_part(const char *p, size_t n, const char *what, char 
     json_t *j = json_loadb((const char *)raw, rawlen, JSON_REJECT_DUPLICATES, &jerr);
     free(raw);
     if (j == NULL) {
-        set_err(err, errlen, "jwt: %s is not valid JSON: %s", what, jerr.text);
+        text_errf(err, errlen, "jwt: %s is not valid JSON: %s", what, jerr.text);
         return NULL;
     }
     if (!json_is_object(j)) {
         json_decref(j);
-        set_err(err, errlen, "jwt: %s is not a JSON object", what);
+        text_errf(err, errlen, "jwt: %s is not a JSON object", what);
         return NULL;
     }
     return j;
@@ -89,28 +82,28 @@ static json_t *decode_json_part(const char *p, size_t n, const char *what, char 
 static int check_header(json_t *hdr, const char **kid, char *err, size_t errlen) {
     json_t *alg = json_object_get(hdr, "alg");
     if (!json_is_string(alg)) {
-        set_err(err, errlen, "jwt: header has no string \"alg\"");
+        text_errf(err, errlen, "jwt: header has no string \"alg\"");
         return JWT_EHEADER;
     }
     if (strcmp(json_string_value(alg), "EdDSA") != 0) {
-        set_err(err, errlen, "jwt: alg \"%.32s\" not accepted (only EdDSA)",
-                json_string_value(alg));
+        text_errf(err, errlen, "jwt: alg \"%.32s\" not accepted (only EdDSA)",
+                  json_string_value(alg));
         return JWT_EHEADER;
     }
     json_t *typ = json_object_get(hdr, "typ");
     if (typ != NULL && (!json_is_string(typ) || strcmp(json_string_value(typ), "JWT") != 0)) {
-        set_err(err, errlen, "jwt: header typ must be \"JWT\" when present");
+        text_errf(err, errlen, "jwt: header typ must be \"JWT\" when present");
         return JWT_EHEADER;
     }
     /* RFC 7515 §4.1.11: extensions listed in crit must be understood; we
      * understand none. */
     if (json_object_get(hdr, "crit") != NULL) {
-        set_err(err, errlen, "jwt: header \"crit\" extensions are not supported");
+        text_errf(err, errlen, "jwt: header \"crit\" extensions are not supported");
         return JWT_EHEADER;
     }
     json_t *k = json_object_get(hdr, "kid");
     if (!json_is_string(k) || json_string_length(k) == 0) {
-        set_err(err, errlen, "jwt: header has no non-empty string \"kid\"");
+        text_errf(err, errlen, "jwt: header has no non-empty string \"kid\"");
         return JWT_EHEADER;
     }
     *kid = json_string_value(k);
@@ -123,16 +116,16 @@ static int take_string(json_t *pl, const char *name, int required, char **dst, c
     json_t *v = json_object_get(pl, name);
     if (v == NULL) {
         if (!required) return JWT_OK;
-        set_err(err, errlen, "jwt: missing required claim \"%s\"", name);
+        text_errf(err, errlen, "jwt: missing required claim \"%s\"", name);
         return JWT_ECLAIM;
     }
     if (!json_is_string(v) || json_string_length(v) == 0) {
-        set_err(err, errlen, "jwt: claim \"%s\" must be a non-empty string", name);
+        text_errf(err, errlen, "jwt: claim \"%s\" must be a non-empty string", name);
         return JWT_ECLAIM;
     }
     *dst = strdup(json_string_value(v));
     if (*dst == NULL) {
-        set_err(err, errlen, "jwt: out of memory");
+        text_errf(err, errlen, "jwt: out of memory");
         return JWT_ENOMEM;
     }
     return JWT_OK;
@@ -143,13 +136,13 @@ static int take_time(json_t *pl, const char *name, int required, int64_t *dst, i
     json_t *v = json_object_get(pl, name);
     if (v == NULL) {
         if (!required) return JWT_OK;
-        set_err(err, errlen, "jwt: missing required claim \"%s\"", name);
+        text_errf(err, errlen, "jwt: missing required claim \"%s\"", name);
         return JWT_ECLAIM;
     }
     /* Bounded so later arithmetic with now and skew cannot overflow. */
     if (!json_is_integer(v) || json_integer_value(v) < 0 ||
         json_integer_value(v) > ((json_int_t)1 << 40)) {
-        set_err(err, errlen, "jwt: claim \"%s\" must be a non-negative integer (seconds)", name);
+        text_errf(err, errlen, "jwt: claim \"%s\" must be a non-negative integer (seconds)", name);
         return JWT_ECLAIM;
     }
     *dst = (int64_t)json_integer_value(v);
@@ -172,8 +165,8 @@ static int take_label(json_t *pl, const char *name, jwt_label *dst, int *present
             }
         }
     }
-    set_err(err, errlen, "jwt: claim \"%s\" must be one of PUBLIC, INTERNAL, CONFIDENTIAL, SECRET",
-            name);
+    text_errf(err, errlen,
+              "jwt: claim \"%s\" must be one of PUBLIC, INTERNAL, CONFIDENTIAL, SECRET", name);
     return JWT_ECLAIM;
 }
 
@@ -183,23 +176,24 @@ static int take_label(json_t *pl, const char *name, jwt_label *dst, int *present
 static int take_scopes(json_t *pl, jwt_claims *c, char *err, size_t errlen) {
     json_t *v = json_object_get(pl, "scope");
     if (v == NULL) {
-        set_err(err, errlen, "jwt: missing required claim \"scope\"");
+        text_errf(err, errlen, "jwt: missing required claim \"scope\"");
         return JWT_ECLAIM;
     }
     if (!json_is_string(v) || json_string_length(v) == 0) {
-        set_err(err, errlen, "jwt: claim \"scope\" must be a non-empty string");
+        text_errf(err, errlen, "jwt: claim \"scope\" must be a non-empty string");
         return JWT_ECLAIM;
     }
     const char *s = json_string_value(v);
     size_t n = 1;
     for (const char *p = s; *p; p++) n += (*p == ' ');
     if (n > JWT_MAX_SCOPES) {
-        set_err(err, errlen, "jwt: claim \"scope\" has %zu scopes, at most %d", n, JWT_MAX_SCOPES);
+        text_errf(err, errlen, "jwt: claim \"scope\" has %zu scopes, at most %d", n,
+                  JWT_MAX_SCOPES);
         return JWT_ECLAIM;
     }
     c->scopes = calloc(n, sizeof *c->scopes);
     if (c->scopes == NULL) {
-        set_err(err, errlen, "jwt: out of memory");
+        text_errf(err, errlen, "jwt: out of memory");
         return JWT_ENOMEM;
     }
     const char *start = s;
@@ -207,12 +201,12 @@ static int take_scopes(json_t *pl, jwt_claims *c, char *err, size_t errlen) {
         const char *end = strchr(start, ' ');
         size_t len = end ? (size_t)(end - start) : strlen(start);
         if (len == 0) {
-            set_err(err, errlen, "jwt: claim \"scope\" has an empty scope (stray space)");
+            text_errf(err, errlen, "jwt: claim \"scope\" has an empty scope (stray space)");
             return JWT_ECLAIM;
         }
         c->scopes[c->nscopes] = strndup(start, len);
         if (c->scopes[c->nscopes] == NULL) {
-            set_err(err, errlen, "jwt: out of memory");
+            text_errf(err, errlen, "jwt: out of memory");
             return JWT_ENOMEM;
         }
         c->nscopes++;
@@ -222,70 +216,49 @@ static int take_scopes(json_t *pl, jwt_claims *c, char *err, size_t errlen) {
     return JWT_OK;
 }
 
-static int take_ns(json_t *pl, jwt_claims *c, char *err, size_t errlen) {
-    json_t *v = json_object_get(pl, "ns");
+/* An optional array claim of min..max non-empty strings into *dst (NULL
+ * and *n 0 when absent or empty). */
+static int take_strings(json_t *pl, const char *name, size_t min, size_t max, char ***dst,
+                        size_t *n, char *err, size_t errlen) {
+    json_t *v = json_object_get(pl, name);
     if (v == NULL) return JWT_OK;
     if (!json_is_array(v)) {
-        set_err(err, errlen, "jwt: claim \"ns\" must be an array of strings");
+        text_errf(err, errlen, "jwt: claim \"%s\" must be an array of %zu to %zu strings", name,
+                  min, max);
         return JWT_ECLAIM;
     }
-    size_t n = json_array_size(v);
-    if (n > JWT_MAX_NS) {
-        set_err(err, errlen, "jwt: claim \"ns\" has %zu entries, at most %d", n, JWT_MAX_NS);
+    size_t len = json_array_size(v);
+    if (len < min || len > max) {
+        text_errf(err, errlen, "jwt: claim \"%s\" has %zu entries; %zu to %zu allowed", name, len,
+                  min, max);
         return JWT_ECLAIM;
     }
-    if (n == 0) return JWT_OK;
-    c->ns = calloc(n, sizeof *c->ns);
-    if (c->ns == NULL) {
-        set_err(err, errlen, "jwt: out of memory");
+    if (len == 0) return JWT_OK;
+    if ((*dst = calloc(len, sizeof **dst)) == NULL) {
+        text_errf(err, errlen, "jwt: out of memory");
         return JWT_ENOMEM;
     }
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < len; i++) {
         json_t *e = json_array_get(v, i);
         if (!json_is_string(e) || json_string_length(e) == 0) {
-            set_err(err, errlen, "jwt: claim \"ns\"[%zu] must be a non-empty string", i);
+            text_errf(err, errlen, "jwt: claim \"%s\"[%zu] must be a non-empty string", name, i);
             return JWT_ECLAIM;
         }
-        c->ns[i] = strdup(json_string_value(e));
-        if (c->ns[i] == NULL) {
-            set_err(err, errlen, "jwt: out of memory");
+        if (((*dst)[i] = strdup(json_string_value(e))) == NULL) {
+            text_errf(err, errlen, "jwt: out of memory");
             return JWT_ENOMEM;
         }
-        c->nns++;
+        (*n)++;
     }
     return JWT_OK;
 }
 
-/* "anc": at most JWT_MAX_ANC non-empty ids; the last must be "parent". */
+/* "anc": ancestor token ids, the last of which must be "parent". */
 static int take_anc(json_t *pl, jwt_claims *c, char *err, size_t errlen) {
-    json_t *v = json_object_get(pl, "anc");
-    if (v == NULL) return JWT_OK;
-    size_t n = json_is_array(v) ? json_array_size(v) : 0;
-    if (n == 0 || n > JWT_MAX_ANC) {
-        set_err(err, errlen, "jwt: claim \"anc\" must be an array of 1 to %d token ids",
-                JWT_MAX_ANC);
-        return JWT_ECLAIM;
-    }
-    c->anc = calloc(n, sizeof *c->anc);
-    if (c->anc == NULL) {
-        set_err(err, errlen, "jwt: out of memory");
-        return JWT_ENOMEM;
-    }
-    for (size_t i = 0; i < n; i++) {
-        json_t *e = json_array_get(v, i);
-        if (!json_is_string(e) || json_string_length(e) == 0) {
-            set_err(err, errlen, "jwt: claim \"anc\"[%zu] must be a non-empty string", i);
-            return JWT_ECLAIM;
-        }
-        c->anc[i] = strdup(json_string_value(e));
-        if (c->anc[i] == NULL) {
-            set_err(err, errlen, "jwt: out of memory");
-            return JWT_ENOMEM;
-        }
-        c->nanc++;
-    }
-    if (c->parent == NULL || strcmp(c->parent, c->anc[n - 1]) != 0) {
-        set_err(err, errlen, "jwt: the last element of claim \"anc\" must equal \"parent\"");
+    int rc = take_strings(pl, "anc", 1, JWT_MAX_ANC, &c->anc, &c->nanc, err, errlen);
+    if (rc != JWT_OK || c->nanc == 0) return rc;
+    if (c->parent == NULL || strcmp(c->parent, c->anc[c->nanc - 1]) != 0) {
+        text_errf(err, errlen, "jwt: the last element of claim \"anc\" must equal \"parent\"");
         return JWT_ECLAIM;
     }
     return JWT_OK;
@@ -303,7 +276,8 @@ static int take_claims(json_t *pl, int64_t now_s, int skew_s, jwt_claims *c, cha
     if ((rc = take_time(pl, "nbf", 0, &c->nbf, &c->has_nbf, err, errlen)) != JWT_OK) return rc;
     if ((rc = take_time(pl, "iat", 0, &c->iat, &c->has_iat, err, errlen)) != JWT_OK) return rc;
     if ((rc = take_scopes(pl, c, err, errlen)) != JWT_OK) return rc;
-    if ((rc = take_ns(pl, c, err, errlen)) != JWT_OK) return rc;
+    if ((rc = take_strings(pl, "ns", 0, JWT_MAX_NS, &c->ns, &c->nns, err, errlen)) != JWT_OK)
+        return rc;
     if ((rc = take_anc(pl, c, err, errlen)) != JWT_OK) return rc;
 
     int has_lvl, has_clr;
@@ -312,22 +286,22 @@ static int take_claims(json_t *pl, int64_t now_s, int skew_s, jwt_claims *c, cha
     if ((rc = take_label(pl, "clr", &c->clr, &has_clr, err, errlen)) != JWT_OK) return rc;
     if (!has_clr) c->clr = c->lvl;
     if (c->lvl > c->clr) {
-        set_err(err, errlen,
-                "jwt: lvl (%d) above clr (%d): a token may not write above what it "
-                "reads",
-                (int)c->lvl, (int)c->clr);
+        text_errf(err, errlen,
+                  "jwt: lvl (%d) above clr (%d): a token may not write above what it "
+                  "reads",
+                  (int)c->lvl, (int)c->clr);
         return JWT_ECLAIM;
     }
 
     /* Time last: a structurally bad token should say so even when old. */
     if (now_s - skew_s >= c->exp) {
-        set_err(err, errlen, "jwt: token expired at %lld (now %lld, skew %d s)", (long long)c->exp,
-                (long long)now_s, skew_s);
+        text_errf(err, errlen, "jwt: token expired at %lld (now %lld, skew %d s)",
+                  (long long)c->exp, (long long)now_s, skew_s);
         return JWT_EEXPIRED;
     }
     if (c->has_nbf && now_s + skew_s < c->nbf) {
-        set_err(err, errlen, "jwt: token not valid before %lld (now %lld, skew %d s)",
-                (long long)c->nbf, (long long)now_s, skew_s);
+        text_errf(err, errlen, "jwt: token not valid before %lld (now %lld, skew %d s)",
+                  (long long)c->nbf, (long long)now_s, skew_s);
         return JWT_ENOTYET;
     }
     return JWT_OK;
@@ -340,12 +314,12 @@ static int verify_sig(EVP_PKEY *key, const char *signed_part, size_t signed_len,
     /* 86 characters is the only unpadded encoding of 64 bytes. */
     if (sig64_len != 86 || b64url_decode(sig64, sig64_len, sig, &siglen) != 0 ||
         siglen != ED25519_SIGLEN) {
-        set_err(err, errlen, "jwt: signature is not base64url of 64 bytes");
+        text_errf(err, errlen, "jwt: signature is not base64url of 64 bytes");
         return JWT_ESIG;
     }
     EVP_MD_CTX *ctx = EVP_MD_CTX_new();
     if (ctx == NULL) {
-        set_err(err, errlen, "jwt: out of memory");
+        text_errf(err, errlen, "jwt: out of memory");
         return JWT_ENOMEM;
     }
     int ok =
@@ -353,7 +327,7 @@ static int verify_sig(EVP_PKEY *key, const char *signed_part, size_t signed_len,
         EVP_DigestVerify(ctx, sig, siglen, (const unsigned char *)signed_part, signed_len) == 1;
     EVP_MD_CTX_free(ctx);
     if (!ok) {
-        set_err(err, errlen, "jwt: signature does not verify");
+        text_errf(err, errlen, "jwt: signature does not verify");
         return JWT_ESIG;
     }
     return JWT_OK;
@@ -364,24 +338,24 @@ int jwt_verify(const jwks *keys, const char *token, size_t len, int64_t now_s, i
     *out = NULL;
     if (skew_s < 0) skew_s = 0;
     if (token == NULL || len == 0) {
-        set_err(err, errlen, "jwt: empty token");
+        text_errf(err, errlen, "jwt: empty token");
         return JWT_EMALFORMED;
     }
     if (len > JWT_MAX_TOKEN) {
-        set_err(err, errlen, "jwt: token is %zu bytes, at most %d", len, JWT_MAX_TOKEN);
+        text_errf(err, errlen, "jwt: token is %zu bytes, at most %d", len, JWT_MAX_TOKEN);
         return JWT_EMALFORMED;
     }
     const char *dot1 = memchr(token, '.', len);
     const char *dot2 = dot1 ? memchr(dot1 + 1, '.', len - (size_t)(dot1 + 1 - token)) : NULL;
     if (dot2 == NULL || memchr(dot2 + 1, '.', len - (size_t)(dot2 + 1 - token)) != NULL) {
-        set_err(err, errlen, "jwt: token must have exactly three dot-separated parts");
+        text_errf(err, errlen, "jwt: token must have exactly three dot-separated parts");
         return JWT_EMALFORMED;
     }
     size_t hlen = (size_t)(dot1 - token);
     size_t plen = (size_t)(dot2 - dot1 - 1);
     size_t slen = len - (size_t)(dot2 + 1 - token);
     if (hlen == 0 || plen == 0) {
-        set_err(err, errlen, "jwt: empty header or payload part");
+        text_errf(err, errlen, "jwt: empty header or payload part");
         return JWT_EMALFORMED;
     }
 
@@ -394,7 +368,7 @@ int jwt_verify(const jwks *keys, const char *token, size_t len, int64_t now_s, i
     if (rc != JWT_OK) goto done;
     EVP_PKEY *key = jwks_find(keys, kid);
     if (key == NULL) {
-        set_err(err, errlen, "jwt: unknown kid \"%.64s\"", kid);
+        text_errf(err, errlen, "jwt: unknown kid \"%.64s\"", kid);
         rc = JWT_EKID;
         goto done;
     }
@@ -408,7 +382,7 @@ int jwt_verify(const jwks *keys, const char *token, size_t len, int64_t now_s, i
     }
     c = calloc(1, sizeof *c);
     if (c == NULL) {
-        set_err(err, errlen, "jwt: out of memory");
+        text_errf(err, errlen, "jwt: out of memory");
         rc = JWT_ENOMEM;
         goto done;
     }
@@ -429,7 +403,7 @@ int jwt_sign(EVP_PKEY *priv, const char *kid, const char *payload_json, char **o
     *out_token = NULL;
     if (priv == NULL || kid == NULL || payload_json == NULL ||
         EVP_PKEY_get_id(priv) != EVP_PKEY_ED25519) {
-        set_err(err, errlen, "jwt_sign: need an Ed25519 key, a kid and a payload");
+        text_errf(err, errlen, "jwt_sign: need an Ed25519 key, a kid and a payload");
         return JWT_EARG;
     }
     json_error_t jerr;
@@ -437,14 +411,14 @@ int jwt_sign(EVP_PKEY *priv, const char *kid, const char *payload_json, char **o
     int is_obj = json_is_object(probe);
     json_decref(probe);
     if (!is_obj) {
-        set_err(err, errlen, "jwt_sign: payload is not a JSON object");
+        text_errf(err, errlen, "jwt_sign: payload is not a JSON object");
         return JWT_EARG;
     }
     json_t *hobj = json_pack("{s:s, s:s, s:s}", "alg", "EdDSA", "typ", "JWT", "kid", kid);
     char *hjson = hobj ? json_dumps(hobj, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     json_decref(hobj);
     if (hjson == NULL) {
-        set_err(err, errlen, "jwt_sign: out of memory");
+        text_errf(err, errlen, "jwt_sign: out of memory");
         return JWT_ENOMEM;
     }
     size_t hl = b64url_encoded_len(strlen(hjson));
@@ -454,7 +428,7 @@ int jwt_sign(EVP_PKEY *priv, const char *kid, const char *payload_json, char **o
     EVP_MD_CTX *ctx = EVP_MD_CTX_new();
     int rc = JWT_ENOMEM;
     if (tok == NULL || ctx == NULL) {
-        set_err(err, errlen, "jwt_sign: out of memory");
+        text_errf(err, errlen, "jwt_sign: out of memory");
         goto done;
     }
     b64url_encode((const unsigned char *)hjson, strlen(hjson), tok);
@@ -466,7 +440,7 @@ int jwt_sign(EVP_PKEY *priv, const char *kid, const char *payload_json, char **o
     if (EVP_DigestSignInit(ctx, NULL, NULL, NULL, priv) != 1 ||
         EVP_DigestSign(ctx, sig, &siglen, (const unsigned char *)tok, hl + 1 + pl) != 1 ||
         siglen != ED25519_SIGLEN) {
-        set_err(err, errlen, "jwt_sign: signing failed (is it a private key?)");
+        text_errf(err, errlen, "jwt_sign: signing failed (is it a private key?)");
         rc = JWT_EARG;
         goto done;
     }

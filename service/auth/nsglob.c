@@ -2,20 +2,10 @@
 #include "service/auth/nsglob.h"
 
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-static void set_why(char *why, size_t whylen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void set_why(char *why, size_t whylen, const char *fmt, ...) {
-    if (!why || whylen == 0) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, whylen, fmt, ap);
-    va_end(ap);
-}
+#include "service/core/text.h"
 
 /* Matches one pattern p[0..pn) against s[0..sn), `*` = any run (possibly
  * empty). With `*` as the only metacharacter, resuming after the most
@@ -53,17 +43,17 @@ static int check_segments(const char *s, size_t len, int allow_star, char *why, 
     for (size_t i = 0; i <= len; i++) {
         if (i == len || s[i] == ':') {
             if (seglen == 0) {
-                set_why(why, whylen, "%s: segment %d is empty", what, seg);
+                text_errf(why, whylen, "%s: segment %d is empty", what, seg);
                 return -1;
             }
             if (seglen > NSGLOB_SEGMENT_MAX) {
-                set_why(why, whylen, "%s: segment %d is longer than %d characters", what, seg,
-                        NSGLOB_SEGMENT_MAX);
+                text_errf(why, whylen, "%s: segment %d is longer than %d characters", what, seg,
+                          NSGLOB_SEGMENT_MAX);
                 return -1;
             }
             if (i == len) break;
             if (++seg > 3) {
-                set_why(why, whylen, "%s: more than three `:`-separated segments", what);
+                text_errf(why, whylen, "%s: more than three `:`-separated segments", what);
                 return -1;
             }
             seglen = 0;
@@ -72,17 +62,19 @@ static int check_segments(const char *s, size_t len, int allow_star, char *why, 
         unsigned char c = (unsigned char)s[i];
         if (!ns_char(c) && !(allow_star && c == '*')) {
             if (c >= 0x20 && c < 0x7f)
-                set_why(why, whylen, "%s: character '%c' is not allowed in segment %d", what, c,
-                        seg);
-            else set_why(why, whylen, "%s: byte 0x%02x is not allowed in segment %d", what, c, seg);
+                text_errf(why, whylen, "%s: character '%c' is not allowed in segment %d", what, c,
+                          seg);
+            else
+                text_errf(why, whylen, "%s: byte 0x%02x is not allowed in segment %d", what, c,
+                          seg);
             return -1;
         }
         seglen++;
     }
     if (seg != 3) {
-        set_why(why, whylen,
-                "%s: needs three `:`-separated segments (agent:workflow:node), found %d", what,
-                seg);
+        text_errf(why, whylen,
+                  "%s: needs three `:`-separated segments (agent:workflow:node), found %d", what,
+                  seg);
         return -1;
     }
     return 0;
@@ -128,7 +120,7 @@ static size_t utf8_seq(const unsigned char *s, size_t n, unsigned *cp) {
 static int check_key(const char *s, size_t len, int allow_star, char *why, size_t whylen) {
     const char *what = allow_star ? "key pattern" : "key";
     if (len == 0 || len > NSGLOB_KEY_MAX) {
-        set_why(why, whylen, "%s: must be 1 to %d bytes, got %zu", what, NSGLOB_KEY_MAX, len);
+        text_errf(why, whylen, "%s: must be 1 to %d bytes, got %zu", what, NSGLOB_KEY_MAX, len);
         return -1;
     }
     const unsigned char *u = (const unsigned char *)s;
@@ -136,15 +128,15 @@ static int check_key(const char *s, size_t len, int allow_star, char *why, size_
         unsigned cp;
         size_t n = utf8_seq(u + i, len - i, &cp);
         if (n == 0) {
-            set_why(why, whylen, "%s: not valid UTF-8 at byte %zu", what, i);
+            text_errf(why, whylen, "%s: not valid UTF-8 at byte %zu", what, i);
             return -1;
         }
         if (cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp < 0xa0)) {
-            set_why(why, whylen, "%s: control character U+%04X at byte %zu", what, cp, i);
+            text_errf(why, whylen, "%s: control character U+%04X at byte %zu", what, cp, i);
             return -1;
         }
         if (cp == '*' && !allow_star) {
-            set_why(why, whylen, "%s: `*` is only allowed in patterns (byte %zu)", what, i);
+            text_errf(why, whylen, "%s: `*` is only allowed in patterns (byte %zu)", what, i);
             return -1;
         }
         i += n;

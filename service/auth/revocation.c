@@ -2,15 +2,15 @@
  * revocation.h. */
 #include "service/auth/revocation.h"
 
-#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "service/core/clock.h"
 #include "service/core/log.h"
+#include "service/core/worker.h"
 #include "service/store/pgq.h"
 
 /* Bounds a refresh, and a revocation of a call without a deadline. */
@@ -29,11 +29,7 @@ struct revocation {
     id_set set;
     atomic_size_t count; /* set.n, readable without the lock */
     int64_t seen_count, seen_max_seq;
-    pthread_t thread;
-    int thread_started;
-    pthread_mutex_t stop_lock;
-    pthread_cond_t stop_cond;
-    int stopping;
+    worker *poller; /* NULL without PostgreSQL */
 };
 
 static int cmp_ids(const void *a, const void *b) {
@@ -111,28 +107,16 @@ static int refresh_in(pgq_session *ss, void *arg) {
 /* Returns 0, or -1 with err. */
 static int refresh(revocation *r, int force, char *err, size_t errlen) {
     refresh_args a = {r, force};
-    return pgq_run(r->pg, "revocation", pgq_now_ms() + REFRESH_TIMEOUT_MS, REFRESH_TIMEOUT_MS, err,
-                   errlen, refresh_in, &a) == STATUS_OK
+    return pgq_run(r->pg, "revocation", clock_mono_ms(NULL) + REFRESH_TIMEOUT_MS,
+                   REFRESH_TIMEOUT_MS, err, errlen, refresh_in, &a) == STATUS_OK
                ? 0
                : -1;
 }
 
-static void *poll_main(void *arg) {
+static void poll_main(worker *w, void *arg) {
     revocation *r = arg;
     int failing = 0;
-    pthread_mutex_lock(&r->stop_lock);
-    while (!r->stopping) {
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_sec += r->poll_ms / 1000;
-        until.tv_nsec += (long)(r->poll_ms % 1000) * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
-        pthread_cond_timedwait(&r->stop_cond, &r->stop_lock, &until);
-        if (r->stopping) break;
-        pthread_mutex_unlock(&r->stop_lock);
+    while (!worker_nap(w, r->poll_ms)) {
         char err[256];
         if (refresh(r, 0, err, sizeof err) != 0) {
             if (!failing)
@@ -145,10 +129,7 @@ static void *poll_main(void *arg) {
             log_msg(LOG_INFO, "revoked tokens refreshed again");
             failing = 0;
         }
-        pthread_mutex_lock(&r->stop_lock);
     }
-    pthread_mutex_unlock(&r->stop_lock);
-    return NULL;
 }
 
 int revocation_create(pg_pool *pg, int poll_ms, revocation **out, char *err, size_t errlen) {
@@ -161,8 +142,6 @@ int revocation_create(pg_pool *pg, int poll_ms, revocation **out, char *err, siz
     r->poll_ms = poll_ms > 0 ? poll_ms : 1000;
     r->seen_count = r->seen_max_seq = -1;
     pthread_rwlock_init(&r->lock, NULL);
-    pthread_mutex_init(&r->stop_lock, NULL);
-    pthread_cond_init(&r->stop_cond, NULL);
     atomic_init(&r->count, 0);
     if (pg) {
         char why[256];
@@ -171,12 +150,11 @@ int revocation_create(pg_pool *pg, int poll_ms, revocation **out, char *err, siz
             revocation_free(r);
             return -1;
         }
-        if (pthread_create(&r->thread, NULL, poll_main, r) != 0) {
-            snprintf(err, errlen, "cannot start the revocation thread: %s", strerror(errno));
+        if (worker_start(poll_main, r, &r->poller) != 0) {
+            snprintf(err, errlen, "cannot start the revocation thread (out of memory or threads)");
             revocation_free(r);
             return -1;
         }
-        r->thread_started = 1;
     }
     *out = r;
     return 0;
@@ -184,17 +162,9 @@ int revocation_create(pg_pool *pg, int poll_ms, revocation **out, char *err, siz
 
 void revocation_free(revocation *r) {
     if (!r) return;
-    if (r->thread_started) {
-        pthread_mutex_lock(&r->stop_lock);
-        r->stopping = 1;
-        pthread_cond_signal(&r->stop_cond);
-        pthread_mutex_unlock(&r->stop_lock);
-        pthread_join(r->thread, NULL);
-    }
+    worker_stop(r->poller, NULL);
     set_free(&r->set);
     pthread_rwlock_destroy(&r->lock);
-    pthread_mutex_destroy(&r->stop_lock);
-    pthread_cond_destroy(&r->stop_cond);
     free(r);
 }
 

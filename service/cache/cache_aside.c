@@ -6,7 +6,8 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+
+#include "service/core/clock.h"
 
 #define FLIGHT_BUCKETS 64
 
@@ -36,11 +37,7 @@ cache_aside *cache_aside_create(cache_l1 *l1, cache_sub *sub) {
     ca->l1 = l1;
     ca->sub = sub;
     pthread_mutex_init(&ca->lock, NULL);
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&ca->done, &attr);
-    pthread_condattr_destroy(&attr);
+    clock_cond_init(&ca->done);
     atomic_init(&ca->loads, 0);
     return ca;
 }
@@ -94,7 +91,7 @@ int cache_aside_get(cache_aside *ca, const char *key, size_t klen, int64_t deadl
         if (!f) break;
         /* Someone is loading it: wait for their answer. */
         f->refs++;
-        struct timespec ts = {deadline_ms / 1000, (deadline_ms % 1000) * 1000000};
+        struct timespec ts = clock_cond_deadline(deadline_ms);
         while (!f->done) {
             if (deadline_ms == INT64_MAX) pthread_cond_wait(&ca->done, &ca->lock);
             else if (pthread_cond_timedwait(&ca->done, &ca->lock, &ts) == ETIMEDOUT) break;

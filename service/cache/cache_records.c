@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "service/cache/cache_codec.h"
+#include "service/core/clock.h"
 #include "service/core/log.h"
 
 /* How long a loaded record may stay in L1 (L1's own TTL caps it too). */
@@ -31,12 +32,6 @@ cache_records *cache_records_create(cache_aside *ca, cache_l2 *l2, char kind,
 
 void cache_records_free(cache_records *r) { free(r); }
 
-static int64_t wall_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 typedef struct {
     arena *a;
     cache_records_load_fn load;
@@ -54,7 +49,7 @@ static int load_item(void *arg, cache_item **out) {
     if (!buf) return STATUS_ENOMEM;
     protobuf_c_message_pack(rec.msg, buf);
     *out = cache_item_create(rec.owner, strlen(rec.owner), buf, n, rec.label, rec.update_us / 1000,
-                             wall_ms() + RECORD_TTL_MS);
+                             clock_wall_ms(NULL) + RECORD_TTL_MS);
     return *out ? STATUS_OK : STATUS_ENOMEM;
 }
 

@@ -13,6 +13,7 @@
 #include "service/cache/cache_codec.h"
 #include "service/cache/cache_records.h"
 #include "service/cache/cache_sub.h"
+#include "service/core/clock.h"
 #include "service/core/log.h"
 #include "service/core/text.h"
 #include "service/pb/pbtime.h"
@@ -39,12 +40,6 @@ typedef struct cache_service {
     cache_records *entities;
     pii_policy pii;
 } cache_service;
-
-static int64_t wall_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static grpc_status_code check_key(rpc_call *call, const char *field, const char *key) {
     size_t n = strlen(key);
@@ -73,10 +68,18 @@ static int make_slots(arena *a, const principal *p, const char *key, slots *s) {
 }
 
 /* The slot Set and DeleteKey address: shared for cache:write:all. */
-static void write_slot(const principal *p, const slots *s, const char **k, size_t *klen) {
+/* The slot a Set or DeleteKey of key writes (shared with cache:write:all),
+ * named as the call's audit target. -1 when out of memory. */
+static int write_slot(rpc_call *call, const principal *p, const char *key, const char **k,
+                      size_t *klen) {
+    arena *a = rpc_call_arena(call);
+    slots s;
+    if (make_slots(a, p, key, &s) != 0) return -1;
     int shared = principal_scope(p, "cache:write") == PRINCIPAL_ALL;
-    *k = shared ? s->shared : s->own;
-    *klen = shared ? s->shared_len : s->own_len;
+    *k = shared ? s.shared : s.own;
+    *klen = shared ? s.shared_len : s.own_len;
+    audit_add_target(call, arena_printf(a, "cache:%s", key));
+    return 0;
 }
 
 /* The read diode on what a slot holds (the tenant is in the key). */
@@ -137,7 +140,7 @@ static void promote(const cache_service *svc, const char *key, size_t klen, cach
         cache_l1_put(svc->l1, key, klen, it, mark);
         return;
     }
-    cache_item *absent = cache_item_absent(wall_ms() + ABSENT_MS);
+    cache_item *absent = cache_item_absent(clock_wall_ms(NULL) + ABSENT_MS);
     if (absent) cache_l1_put(svc->l1, key, klen, absent, mark);
     cache_item_unref(absent);
 }
@@ -336,13 +339,10 @@ static RPC_UNARY_HANDLER(do_set, cache_service, Memory__V1__CacheSetRequest,
     RPC_CHECK(value_pii(call, svc, p, &value));
 
     arena *a = rpc_call_arena(call);
-    slots s;
-    if (make_slots(a, p, req->key, &s) != 0) return rpc_call_oom(call);
     const char *k;
     size_t klen;
-    write_slot(p, &s, &k, &klen);
-    audit_add_target(call, arena_printf(a, "cache:%s", req->key));
-    int64_t now = wall_ms(), ttl_ms = ttl_us / 1000;
+    if (write_slot(call, p, req->key, &k, &klen) != 0) return rpc_call_oom(call);
+    int64_t now = clock_wall_ms(NULL), ttl_ms = ttl_us / 1000;
     cache_item *it =
         cache_item_create(principal_sub(p), strlen(principal_sub(p)), value.data, value.len,
                           principal_stamp_label(p, req->label, 0), now, now + ttl_ms);
@@ -381,13 +381,9 @@ static RPC_UNARY_HANDLER(do_delete, cache_service, Memory__V1__CacheDeleteKeyReq
                          Memory__V1__CacheDeleteKeyResponse) {
     RPC_CHECK(check_key(call, "key", req->key));
     const principal *p = authn_principal(call);
-    arena *a = rpc_call_arena(call);
-    slots s;
-    if (make_slots(a, p, req->key, &s) != 0) return rpc_call_oom(call);
     const char *k;
     size_t klen;
-    write_slot(p, &s, &k, &klen);
-    audit_add_target(call, arena_printf(a, "cache:%s", req->key));
+    if (write_slot(call, p, req->key, &k, &klen) != 0) return rpc_call_oom(call);
     int rc = STATUS_EUNAVAILABLE;
     char err[256] = "";
     if (svc->l2) {
@@ -409,8 +405,6 @@ static RPC_UNARY_HANDLER(do_delete, cache_service, Memory__V1__CacheDeleteKeyReq
     resp->deleted = rc == STATUS_OK;
     return GRPC_STATUS_OK;
 }
-
-/* ------------------------------------------------------------ registration */
 
 /* ------------------------------------------------------------ the tier */
 
@@ -438,14 +432,12 @@ static void cache_free(void *state) {
  * random id. */
 static int cache_open(tier_env *env, void **state, char *err, size_t errlen) {
     const config *c = env->cfg;
-    cache_service *svc = calloc(1, sizeof *svc);
+    cache_service *svc = *state = tier_state_new(sizeof *svc, err, errlen);
     unsigned char rnd[CACHE_REPLICA_ID_LEN / 2];
     char replica[CACHE_REPLICA_ID_LEN + 1];
-    if (!svc || RAND_bytes(rnd, sizeof rnd) != 1) {
-        free(svc);
-        snprintf(err, errlen, "out of memory or randomness for the replica id");
-        return -1;
-    }
+    if (!svc) return -1;
+    if (RAND_bytes(rnd, sizeof rnd) != 1)
+        return snprintf(err, errlen, "no randomness for the replica id"), -1;
     for (size_t i = 0; i < sizeof rnd; i++) snprintf(replica + 2 * i, 3, "%02x", rnd[i]);
     svc->pii = env->pii;
     cache_l1_options lo = {(size_t)c->cache_l1_max_entries, (size_t)c->cache_l1_max_bytes,
@@ -453,14 +445,10 @@ static int cache_open(tier_env *env, void **state, char *err, size_t errlen) {
     if (!(svc->l1 = cache_l1_create(&lo)) ||
         (env->redis && (!(svc->l2 = cache_l2_create(env->redis, replica)) ||
                         cache_sub_start(env->redis, svc->l1, replica, &svc->sub) != 0)) ||
-        (c->cache_entities &&
-         (!(svc->aside = cache_aside_create(svc->l1, svc->sub)) ||
-          !(svc->entities = cache_records_create(svc->aside, svc->l2, 'e',
-                                                 &memory__v1__entity__descriptor))))) {
-        cache_free(svc);
-        snprintf(err, errlen, "cannot start the cache (out of memory or threads)");
-        return -1;
-    }
+        (c->cache_entities && (!(svc->aside = cache_aside_create(svc->l1, svc->sub)) ||
+                               !(svc->entities = cache_records_create(
+                                     svc->aside, svc->l2, 'e', &memory__v1__entity__descriptor)))))
+        return snprintf(err, errlen, "cannot start the cache (out of memory or threads)"), -1;
     /* Serve with invalidations heard when Redis is there: until then the
      * entity cache bypasses L1. A Redis that is down does not hold us up. */
     if (svc->sub) cache_sub_wait_live(svc->sub, rpc_now_ms() + 2000);
@@ -469,7 +457,6 @@ static int cache_open(tier_env *env, void **state, char *err, size_t errlen) {
                (int64_t)c->cache_l1_max_entries, LOG_F_INT, "l1_max_bytes",
                (int64_t)c->cache_l1_max_bytes, LOG_F_STR, "l2", svc->l2 ? "redis" : "none",
                LOG_F_STR, "entities", svc->entities ? "cached" : "not cached", LOG_F_END);
-    *state = svc;
     return 0;
 }
 
@@ -497,10 +484,7 @@ static int cache_probe(void *state) {
 }
 
 const tier cache_tier = {
-    .name = "cache",
-    TIER_TABLES(services, methods),
-    .open = cache_open,
-    .free = cache_free,
+    TIER_FIELDS("cache", services, methods, cache_open, cache_free),
     .probe = cache_probe,
-    .probe_backend = "redis invalidations",
+    .probe_backend = "cache invalidation subscription",
 };

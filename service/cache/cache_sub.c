@@ -8,10 +8,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "service/cache/cache_codec.h"
+#include "service/core/clock.h"
 #include "service/core/log.h"
+#include "service/core/worker.h"
 
 #define POLL_MS 200 /* how soon a stop request is noticed */
 #define BACKOFF_MIN_MS 100
@@ -21,41 +22,11 @@ struct cache_sub {
     redis_pool *pool;
     cache_l1 *l1;
     char replica[CACHE_REPLICA_ID_LEN + 1];
-    pthread_t thread;
-    pthread_mutex_t lock;
-    pthread_cond_t cond; /* CLOCK_MONOTONIC; signalled on stop and on going live */
-    int stop;
+    worker *thread;
+    pthread_mutex_t lock; /* with cond: going live, for cache_sub_wait_live */
+    pthread_cond_t cond;  /* CLOCK_MONOTONIC */
     atomic_int live;
 };
-
-static int64_t mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void abs_time(int64_t mono_deadline_ms, struct timespec *ts) {
-    ts->tv_sec = mono_deadline_ms / 1000;
-    ts->tv_nsec = (mono_deadline_ms % 1000) * 1000000;
-}
-
-static int stopping(cache_sub *s) {
-    pthread_mutex_lock(&s->lock);
-    int stop = s->stop;
-    pthread_mutex_unlock(&s->lock);
-    return stop;
-}
-
-/* Sleeps ms unless stopped first; returns the stop flag. */
-static int nap(cache_sub *s, int ms) {
-    struct timespec ts;
-    abs_time(mono_ms() + ms, &ts);
-    pthread_mutex_lock(&s->lock);
-    while (!s->stop && pthread_cond_timedwait(&s->cond, &s->lock, &ts) == 0) {}
-    int stop = s->stop;
-    pthread_mutex_unlock(&s->lock);
-    return stop;
-}
 
 static void set_live(cache_sub *s, int live) {
     pthread_mutex_lock(&s->lock);
@@ -77,7 +48,7 @@ static void handle(cache_sub *s, const redisReply *r) {
 }
 
 /* Reads messages until the connection fails or a stop; 0 on stop. */
-static int listen_until_broken(cache_sub *s, redisContext *c) {
+static int listen_until_broken(worker *w, cache_sub *s, redisContext *c) {
     for (;;) {
         void *reply = NULL;
         while (redisGetReplyFromReader(c, &reply) == REDIS_OK && reply) {
@@ -86,7 +57,7 @@ static int listen_until_broken(cache_sub *s, redisContext *c) {
             reply = NULL;
         }
         if (c->err) return -1;
-        if (stopping(s)) return 0;
+        if (worker_stopping(w)) return 0;
         struct pollfd pfd = {.fd = c->fd, .events = POLLIN};
         int n = poll(&pfd, 1, POLL_MS);
         if (n < 0) continue; /* EINTR */
@@ -94,10 +65,10 @@ static int listen_until_broken(cache_sub *s, redisContext *c) {
     }
 }
 
-static void *sub_main(void *arg) {
+static void sub_main(worker *w, void *arg) {
     cache_sub *s = arg;
     int backoff = BACKOFF_MIN_MS, was_live = 0, warned = 0;
-    while (!stopping(s)) {
+    while (!worker_stopping(w)) {
         char err[256] = "";
         redisContext *c = redis_pool_open(s->pool, err, sizeof err);
         redisReply *r = c ? redisCommand(c, "SUBSCRIBE %s", CACHE_INVALIDATE_CHANNEL) : NULL;
@@ -113,7 +84,7 @@ static void *sub_main(void *arg) {
                            "Redis is back",
                            LOG_F_STR, "reason", err, LOG_F_END);
             warned = 1;
-            if (nap(s, backoff)) break;
+            if (worker_nap(w, backoff)) break;
             backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;
             continue;
         }
@@ -124,7 +95,7 @@ static void *sub_main(void *arg) {
         was_live = 1;
         warned = 0;
         backoff = BACKOFF_MIN_MS;
-        int rc = listen_until_broken(s, c);
+        int rc = listen_until_broken(w, s, c);
         set_live(s, 0);
         if (rc != 0) {
             log_fields(LOG_WARN, "cache invalidation subscription lost", LOG_F_STR, "reason",
@@ -133,7 +104,6 @@ static void *sub_main(void *arg) {
         }
         redisFree(c);
     }
-    return NULL;
 }
 
 int cache_sub_start(redis_pool *pool, cache_l1 *l1, const char *replica, cache_sub **out) {
@@ -142,30 +112,17 @@ int cache_sub_start(redis_pool *pool, cache_l1 *l1, const char *replica, cache_s
     s->pool = pool;
     s->l1 = l1;
     snprintf(s->replica, sizeof s->replica, "%s", replica);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&s->cond, &ca);
-    pthread_condattr_destroy(&ca);
+    clock_cond_init(&s->cond);
     pthread_mutex_init(&s->lock, NULL);
     atomic_init(&s->live, 0);
-    if (pthread_create(&s->thread, NULL, sub_main, s) != 0) {
-        pthread_cond_destroy(&s->cond);
-        pthread_mutex_destroy(&s->lock);
-        free(s);
-        return -1;
-    }
+    if (worker_start(sub_main, s, &s->thread) != 0) return cache_sub_stop(s), -1;
     *out = s;
     return 0;
 }
 
 void cache_sub_stop(cache_sub *s) {
     if (!s) return;
-    pthread_mutex_lock(&s->lock);
-    s->stop = 1;
-    pthread_cond_broadcast(&s->cond);
-    pthread_mutex_unlock(&s->lock);
-    pthread_join(s->thread, NULL);
+    worker_stop(s->thread, NULL);
     pthread_cond_destroy(&s->cond);
     pthread_mutex_destroy(&s->lock);
     free(s);
@@ -174,11 +131,9 @@ void cache_sub_stop(cache_sub *s) {
 int cache_sub_live(const cache_sub *s) { return s && atomic_load(&s->live); }
 
 int cache_sub_wait_live(cache_sub *s, int64_t deadline_ms) {
-    struct timespec ts;
-    abs_time(deadline_ms, &ts);
+    struct timespec ts = clock_cond_deadline(deadline_ms);
     pthread_mutex_lock(&s->lock);
-    while (!atomic_load(&s->live) && !s->stop &&
-           pthread_cond_timedwait(&s->cond, &s->lock, &ts) == 0) {}
+    while (!atomic_load(&s->live) && pthread_cond_timedwait(&s->cond, &s->lock, &ts) == 0) {}
     int live = atomic_load(&s->live);
     pthread_mutex_unlock(&s->lock);
     return live ? 0 : -1;

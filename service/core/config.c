@@ -2,6 +2,7 @@
  * and --help. */
 #include "service/core/config.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stddef.h>
@@ -19,8 +20,7 @@
 typedef enum { OPT_STR, OPT_INT, OPT_BOOL } opt_type;
 
 typedef struct {
-    const char *flag; /* without the leading "--" */
-    const char *env;
+    const char *flag; /* without the leading "--"; MEMORYD_FLAG_NAME is its variable */
     opt_type type;
     size_t offset; /* into struct config */
     const char *def;
@@ -30,88 +30,107 @@ typedef struct {
 } opt_def;
 
 #define OFF(field) offsetof(config, field)
+/* The table's rows: text, a secret (logged as set or not, never shown),
+ * an integer within [min, max], or a boolean. */
+#define OPT_TEXT(flag, field, def, help)                                                           \
+    { flag, OPT_STR, OFF(field), def, 0, 0, 0, help }
+#define OPT_SECRET(flag, field, def, help)                                                         \
+    { flag, OPT_STR, OFF(field), def, 0, 0, 1, help }
+#define OPT_NUMBER(flag, field, def, min, max, help)                                               \
+    { flag, OPT_INT, OFF(field), def, min, max, 0, help }
+#define OPT_SWITCH(flag, field, def, help)                                                         \
+    { flag, OPT_BOOL, OFF(field), def, 0, 0, 0, help }
 
 static const opt_def options[] = {
-    {"listen", "MEMORYD_LISTEN", OPT_STR, OFF(listen), "127.0.0.1:50051", 0, 0, 0,
-     "address to serve gRPC on (host:port; [::]:port or 0.0.0.0:port for all interfaces)"},
-    {"workers", "MEMORYD_WORKERS", OPT_INT, OFF(workers), "0", 0, 1024, 0,
-     "worker threads polling the completion queue; 0 = one per core"},
-    {"pg-url", "MEMORYD_PG_URL", OPT_STR, OFF(pg_url), "", 0, 0, 1,
-     "PostgreSQL connection URI, e.g. postgresql://user@127.0.0.1:5432/memoryd (required)"},
-    {"pg-pool-size", "MEMORYD_PG_POOL_SIZE", OPT_INT, OFF(pg_pool_size), "8", 1, 256, 0,
-     "PostgreSQL connections kept open"},
-    {"pg-connect-timeout", "MEMORYD_PG_CONNECT_TIMEOUT", OPT_INT, OFF(pg_connect_timeout_s), "5", 1,
-     300, 0, "seconds allowed for one PostgreSQL connection attempt"},
-    {"redis-url", "MEMORYD_REDIS_URL", OPT_STR, OFF(redis_url), "", 0, 0, 1,
-     "Redis URL redis://host:port[/db]; empty = in-process cache only, no blackboard"},
-    {"qdrant-url", "MEMORYD_QDRANT_URL", OPT_STR, OFF(qdrant_url), "", 0, 0, 0,
-     "Qdrant REST URL, e.g. http://127.0.0.1:6333; empty = embedded vector index"},
-    {"qdrant-api-key", "MEMORYD_QDRANT_API_KEY", OPT_STR, OFF(qdrant_api_key), "", 0, 0, 1,
-     "API key sent to Qdrant in the api-key header"},
-    {"qdrant-timeout-ms", "MEMORYD_QDRANT_TIMEOUT_MS", OPT_INT, OFF(qdrant_timeout_ms), "10000",
-     100, 600000, 0, "longest one Qdrant request may take when the call has no shorter deadline"},
-    {"qdrant-collection-prefix", "MEMORYD_QDRANT_COLLECTION_PREFIX", OPT_STR,
-     OFF(qdrant_collection_prefix), "memoryd_", 0, 0, 0,
-     "prefix of the Qdrant collections memoryd creates (one per tenant and collection), so "
-     "deployments can share a Qdrant"},
-    {"tls-cert", "MEMORYD_TLS_CERT", OPT_STR, OFF(tls_cert), "", 0, 0, 0,
-     "PEM certificate chain file; with --tls-key serves TLS instead of plaintext"},
-    {"tls-key", "MEMORYD_TLS_KEY", OPT_STR, OFF(tls_key), "", 0, 0, 0,
-     "PEM private key file for --tls-cert"},
-    {"log-level", "MEMORYD_LOG_LEVEL", OPT_STR, OFF(log_level), "info", 0, 0, 0,
-     "debug | info | warn | error; debug also logs every successful call"},
-    {"max-message-bytes", "MEMORYD_MAX_MESSAGE_BYTES", OPT_INT, OFF(max_message_bytes), "4194304",
-     1024, INT_MAX, 0, "largest request or response message in bytes"},
-    {"keepalive-time", "MEMORYD_KEEPALIVE_TIME", OPT_INT, OFF(keepalive_time_s), "60", 1, 86400, 0,
-     "seconds between server keepalive pings on an idle connection"},
-    {"keepalive-timeout", "MEMORYD_KEEPALIVE_TIMEOUT", OPT_INT, OFF(keepalive_timeout_s), "20", 1,
-     3600, 0, "seconds to wait for a keepalive ping answer before closing the connection"},
-    {"shutdown-grace", "MEMORYD_SHUTDOWN_GRACE", OPT_INT, OFF(shutdown_grace_s), "10", 0, 3600, 0,
-     "seconds in-flight calls get to finish on SIGTERM before streams are cancelled"},
-    {"health-interval-ms", "MEMORYD_HEALTH_INTERVAL_MS", OPT_INT, OFF(health_interval_ms), "1000",
-     50, 600000, 0, "milliseconds between backend health probes"},
-    {"reflection", "MEMORYD_REFLECTION", OPT_BOOL, OFF(reflection), "true", 0, 0, 0,
-     "serve gRPC server reflection (v1 and v1alpha) so grpcurl needs no .proto files"},
-    {"migrate", "MEMORYD_MIGRATE", OPT_BOOL, OFF(migrate), "true", 0, 0, 0,
-     "apply PostgreSQL schema migrations at start-up"},
-    {"jwks", "MEMORYD_JWKS", OPT_STR, OFF(jwks), "", 0, 0, 0,
-     "JWKS file with the Ed25519 keys that sign capability tokens (required; "
-     "`memoryd token keygen` creates one)"},
-    {"signing-key", "MEMORYD_SIGNING_KEY", OPT_STR, OFF(signing_key), "", 0, 0, 0,
-     "private JWK memoryd signs Access.Attenuate tokens with; empty = Attenuate unavailable"},
-    {"token-issuer", "MEMORYD_TOKEN_ISSUER", OPT_STR, OFF(token_issuer), "memoryd", 0, 0, 0,
-     "`iss` claim of the tokens memoryd mints"},
-    {"token-skew", "MEMORYD_TOKEN_SKEW", OPT_INT, OFF(token_skew_s), "60", 0, 3600, 0,
-     "seconds of clock difference tolerated on token exp and nbf"},
-    {"token-cache-size", "MEMORYD_TOKEN_CACHE_SIZE", OPT_INT, OFF(token_cache_size), "65536", 16,
-     16777216, 0, "verified tokens kept in memory (each until its exp)"},
-    {"revocation-poll-ms", "MEMORYD_REVOCATION_POLL_MS", OPT_INT, OFF(revocation_poll_ms), "1000",
-     50, 600000, 0, "how often revocations made by other replicas are picked up"},
-    {"pii-policy", "MEMORYD_PII_POLICY", OPT_STR, OFF(pii_policy), "reject", 0, 0, 0,
-     "what a write holding PII gets without the pii:write scope: reject (INVALID_ARGUMENT "
-     "naming the kinds) | redact (stored with [REDACTED:<kind>] markers)"},
-    {"traverse-max-depth", "MEMORYD_TRAVERSE_MAX_DEPTH", OPT_INT, OFF(traverse_max_depth), "10", 1,
-     10, 0,
-     "deepest GlobalMemory.Traverse a caller may ask for (max_depth above it is "
-     "INVALID_ARGUMENT)"},
-    {"cache-l1-max-entries", "MEMORYD_CACHE_L1_MAX_ENTRIES", OPT_INT, OFF(cache_l1_max_entries),
-     "1000", 0, 10000000, 0,
-     "entries the in-process cache (L1) keeps; 0 turns L1 off (every "
-     "Cache lookup goes to Redis)"},
-    {"cache-l1-max-bytes", "MEMORYD_CACHE_L1_MAX_BYTES", OPT_INT, OFF(cache_l1_max_bytes),
-     "67108864", 4096, 2147483647, 0,
-     "bytes the in-process cache keeps (keys, values and "
-     "bookkeeping); least recently used entries go first"},
-    {"cache-l1-ttl-ms", "MEMORYD_CACHE_L1_TTL_MS", OPT_INT, OFF(cache_l1_ttl_ms), "60000", 100,
-     3600000, 0, "longest an entry stays in the in-process cache (never past its own TTL)"},
-    {"cache-entities", "MEMORYD_CACHE_ENTITIES", OPT_BOOL, OFF(cache_entities), "false", 0, 0, 0,
-     "GlobalMemory.GetEntity answers from the in-process cache (single-flight loads, "
-     "invalidated on every replica through Redis pub/sub)"},
-    {"open-health", "MEMORYD_OPEN_HEALTH", OPT_BOOL, OFF(open_health), "true", 0, 0, 0,
-     "health checks and reflection answer without a token (false: any valid token needed)"},
+    OPT_TEXT("listen", listen, "127.0.0.1:50051",
+             "address to serve gRPC on (host:port; [::]:port or 0.0.0.0:port for all interfaces)"),
+    OPT_NUMBER("workers", workers, "0", 0, 1024,
+               "worker threads polling the completion queue; 0 = one per core"),
+    OPT_SECRET(
+        "pg-url", pg_url, "",
+        "PostgreSQL connection URI, e.g. postgresql://user@127.0.0.1:5432/memoryd (required)"),
+    OPT_NUMBER("pg-pool-size", pg_pool_size, "8", 1, 256, "PostgreSQL connections kept open"),
+    OPT_NUMBER("pg-connect-timeout", pg_connect_timeout_s, "5", 1, 300,
+               "seconds allowed for one PostgreSQL connection attempt"),
+    OPT_SECRET("redis-url", redis_url, "",
+               "Redis URL redis://host:port[/db]; empty = in-process cache only, no blackboard"),
+    OPT_TEXT("qdrant-url", qdrant_url, "",
+             "Qdrant REST URL, e.g. http://127.0.0.1:6333; empty = embedded vector index"),
+    OPT_SECRET("qdrant-api-key", qdrant_api_key, "",
+               "API key sent to Qdrant in the api-key header"),
+    OPT_NUMBER("qdrant-timeout-ms", qdrant_timeout_ms, "10000", 100, 600000,
+               "longest one Qdrant request may take when the call has no shorter deadline"),
+    OPT_TEXT("qdrant-collection-prefix", qdrant_collection_prefix, "memoryd_",
+             "prefix of the Qdrant collections memoryd creates (one per tenant and collection), so "
+             "deployments can share a Qdrant"),
+    OPT_TEXT("tls-cert", tls_cert, "",
+             "PEM certificate chain file; with --tls-key serves TLS instead of plaintext"),
+    OPT_TEXT("tls-key", tls_key, "", "PEM private key file for --tls-cert"),
+    OPT_TEXT("log-level", log_level, "info",
+             "debug | info | warn | error; debug also logs every successful call"),
+    OPT_NUMBER("max-message-bytes", max_message_bytes, "4194304", 1024, INT_MAX,
+               "largest request or response message in bytes"),
+    OPT_NUMBER("keepalive-time", keepalive_time_s, "60", 1, 86400,
+               "seconds between server keepalive pings on an idle connection"),
+    OPT_NUMBER("keepalive-timeout", keepalive_timeout_s, "20", 1, 3600,
+               "seconds to wait for a keepalive ping answer before closing the connection"),
+    OPT_NUMBER("shutdown-grace", shutdown_grace_s, "10", 0, 3600,
+               "seconds in-flight calls get to finish on SIGTERM before streams are cancelled"),
+    OPT_NUMBER("health-interval-ms", health_interval_ms, "1000", 50, 600000,
+               "milliseconds between backend health probes"),
+    OPT_SWITCH("reflection", reflection, "true",
+               "serve gRPC server reflection (v1 and v1alpha) so grpcurl needs no .proto files"),
+    OPT_SWITCH("migrate", migrate, "true", "apply PostgreSQL schema migrations at start-up"),
+    OPT_TEXT("jwks", jwks, "",
+             "JWKS file with the Ed25519 keys that sign capability tokens (required; `memoryd "
+             "token keygen` creates one)"),
+    OPT_TEXT(
+        "signing-key", signing_key, "",
+        "private JWK memoryd signs Access.Attenuate tokens with; empty = Attenuate unavailable"),
+    OPT_TEXT("token-issuer", token_issuer, "memoryd", "`iss` claim of the tokens memoryd mints"),
+    OPT_NUMBER("token-skew", token_skew_s, "60", 0, 3600,
+               "seconds of clock difference tolerated on token exp and nbf"),
+    OPT_NUMBER("token-cache-size", token_cache_size, "65536", 16, 16777216,
+               "verified tokens kept in memory (each until its exp)"),
+    OPT_NUMBER("revocation-poll-ms", revocation_poll_ms, "1000", 50, 600000,
+               "how often revocations made by other replicas are picked up"),
+    OPT_TEXT("pii-policy", pii_policy, "reject",
+             "what a write holding PII gets without the pii:write scope: reject (INVALID_ARGUMENT "
+             "naming the kinds) | redact (stored with [REDACTED:<kind>] markers)"),
+    OPT_NUMBER("traverse-max-depth", traverse_max_depth, "10", 1, 10,
+               "deepest GlobalMemory.Traverse a caller may ask for (max_depth above it is "
+               "INVALID_ARGUMENT)"),
+    OPT_NUMBER("cache-l1-max-entries", cache_l1_max_entries, "1000", 0, 10000000,
+               "entries the in-process cache (L1) keeps; 0 turns L1 off (every Cache lookup goes "
+               "to Redis)"),
+    OPT_NUMBER("cache-l1-max-bytes", cache_l1_max_bytes, "67108864", 4096, 2147483647,
+               "bytes the in-process cache keeps (keys, values and bookkeeping); least recently "
+               "used entries go first"),
+    OPT_NUMBER("cache-l1-ttl-ms", cache_l1_ttl_ms, "60000", 100, 3600000,
+               "longest an entry stays in the in-process cache (never past its own TTL)"),
+    OPT_SWITCH("cache-entities", cache_entities, "false",
+               "GlobalMemory.GetEntity answers from the in-process cache (single-flight loads, "
+               "invalidated on every replica through Redis pub/sub)"),
+    OPT_SWITCH(
+        "open-health", open_health, "true",
+        "health checks and reflection answer without a token (false: any valid token needed)"),
 };
 
 #define N_OPTIONS (sizeof options / sizeof options[0])
+
+/* An option's environment variable: MEMORYD_ and the flag in upper case
+ * with '_' for '-' (--pg-url: MEMORYD_PG_URL). */
+typedef struct {
+    char s[64];
+} env_var;
+
+static env_var env_of(const opt_def *o) {
+    env_var v;
+    size_t n = (size_t)snprintf(v.s, sizeof v.s, "MEMORYD_%s", o->flag);
+    for (size_t i = 8; i < n && i < sizeof v.s; i++)
+        v.s[i] = v.s[i] == '-' ? '_' : (char)toupper((unsigned char)v.s[i]);
+    return v;
+}
 
 static char **str_field(config *c, const opt_def *o) { return (char **)((char *)c + o->offset); }
 static int *int_field(config *c, const opt_def *o) { return (int *)((char *)c + o->offset); }
@@ -143,7 +162,7 @@ static int set_value(config *c, const opt_def *o, const char *value, const char 
         long v = strtol(value, &end, 10);
         if (errno || end == value || *end != '\0' || v < o->min || v > o->max) {
             snprintf(err, errlen, "%s: --%s (%s) must be an integer from %ld to %ld, got \"%s\"",
-                     source, o->flag, o->env, o->min, o->max, value);
+                     source, o->flag, env_of(o).s, o->min, o->max, value);
             return -1;
         }
         *int_field(c, o) = (int)v;
@@ -152,7 +171,7 @@ static int set_value(config *c, const opt_def *o, const char *value, const char 
     case OPT_BOOL:
         if (parse_bool(value, int_field(c, o)) != 0) {
             snprintf(err, errlen, "%s: --%s (%s) must be true or false, got \"%s\"", source,
-                     o->flag, o->env, value);
+                     o->flag, env_of(o).s, value);
             return -1;
         }
         return 0;
@@ -176,7 +195,7 @@ void config_print_help(FILE *out, const char *argv0) {
             MEMORYD_VERSION, argv0);
     for (size_t i = 0; i < N_OPTIONS; i++) {
         const opt_def *o = &options[i];
-        fprintf(out, "  --%-20s %-28s default: %s\n      %s\n", o->flag, o->env,
+        fprintf(out, "  --%-20s %-28s default: %s\n      %s\n", o->flag, env_of(o).s,
                 *o->def ? o->def : "(empty)", o->help);
     }
     fprintf(out, "\n  --help                   this text\n  --version                "
@@ -191,17 +210,9 @@ static const opt_def *find_flag(const char *name, size_t len) {
     return NULL;
 }
 
-static int parse_argv(config *c, int argc, char **argv, FILE *out, char *err, size_t errlen) {
+static int parse_argv(config *c, int argc, char **argv, char *err, size_t errlen) {
     for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
-            config_print_help(out, argv[0]);
-            return CONFIG_EXIT_OK;
-        }
-        if (strcmp(arg, "--version") == 0) {
-            fprintf(out, "memoryd %s\n", MEMORYD_VERSION);
-            return CONFIG_EXIT_OK;
-        }
+        const char *arg = argv[i]; /* --help and --version: config_load */
         if (strncmp(arg, "--", 2) != 0) {
             snprintf(err, errlen,
                      "unexpected argument \"%s\" (flags look like --name=value; "
@@ -313,10 +324,10 @@ int config_load(config *c, int argc, char **argv, FILE *out, char *err, size_t e
     for (size_t i = 0; i < N_OPTIONS && rc == 0; i++)
         rc = set_value(c, &options[i], options[i].def, "default", err, errlen);
     for (size_t i = 0; i < N_OPTIONS && rc == 0; i++) {
-        const char *v = getenv(options[i].env);
+        const char *v = getenv(env_of(&options[i]).s);
         if (v) rc = set_value(c, &options[i], v, "environment", err, errlen);
     }
-    if (rc == 0) rc = parse_argv(c, argc, argv, out, err, errlen);
+    if (rc == 0) rc = parse_argv(c, argc, argv, err, errlen);
     if (rc == 0) rc = validate(c, err, errlen);
     if (rc != 0) config_free(c);
     return rc;

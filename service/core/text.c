@@ -79,3 +79,14 @@ const char *text_quote(arena *a, const char *s) {
     *w = '\0';
     return out;
 }
+
+void text_verrf(char *err, size_t errlen, const char *fmt, va_list ap) {
+    if (err && errlen) vsnprintf(err, errlen, fmt, ap);
+}
+
+void text_errf(char *err, size_t errlen, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    text_verrf(err, errlen, fmt, ap);
+    va_end(ap);
+}

@@ -1,9 +1,11 @@
 /* text: checks on the text fields of requests — UTF-8 validity, character
- * counts, control characters — and quoting untrusted text for error
- * messages. Pure functions over bytes. */
+ * counts, control characters — quoting untrusted text for error messages,
+ * and writing an error message into a caller's buffer. Pure functions over
+ * bytes. */
 #ifndef MEMORYD_CORE_TEXT_H
 #define MEMORYD_CORE_TEXT_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -22,5 +24,12 @@ long text_name_chars(const char *s);
 /* s for an error message, in arena a: at most 64 bytes, only printable
  * ASCII (others as \xNN, `"` and `\` too), "..." when cut. "" on OOM. */
 const char *text_quote(arena *a, const char *s);
+
+/* snprintf into an error buffer the caller may not have given (err NULL or
+ * errlen 0: nothing written): the `char *err, size_t errlen` convention of
+ * the parsers. */
+void text_errf(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void text_verrf(char *err, size_t errlen, const char *fmt, va_list ap);
 
 #endif

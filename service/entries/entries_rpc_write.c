@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "service/auth/authn.h"
+#include "service/core/clock.h"
 #include "service/entries/entries_service_internal.h"
 #include "service/pb/pbtime.h"
 #include "service/tier/tier_check.h"
@@ -27,13 +28,13 @@ static grpc_status_code check_expiry(rpc_call *call, const Memory__V1__EntriesWr
                                      entries_write_in *in) {
     if (req->expiration_case == MEMORY__V1__ENTRIES_WRITE_REQUEST__EXPIRATION_EXPIRE_TIME) {
         RPC_CHECK(tier_check_time(call, "expire_time", req->expire_time, &in->expire_us));
-        if (in->expire_us <= pbtime_now_us())
+        if (in->expire_us <= clock_wall_us())
             return rpc_call_invalid(call, "expire_time: must be in the future");
         in->has_expire = 1;
     } else if (req->expiration_case == MEMORY__V1__ENTRIES_WRITE_REQUEST__EXPIRATION_TTL) {
         if (!req->ttl || pbtime_duration_us(req->ttl, &in->ttl_us) != 0 || in->ttl_us <= 0)
             return rpc_call_invalid(call, "ttl: must be a positive duration");
-        if (in->ttl_us > MAX_TIMESTAMP_US - pbtime_now_us())
+        if (in->ttl_us > MAX_TIMESTAMP_US - clock_wall_us())
             return rpc_call_invalid(call, "ttl: would expire after 9999-12-31");
         in->has_ttl = 1;
     }

@@ -104,19 +104,13 @@ Memory__V1__Entry *entries_render(arena *a, const entries_record *r) {
 /* ------------------------------------------------------------ the tier */
 
 static int entries_open(tier_env *env, void **state, char *err, size_t errlen) {
-    entries_service *svc = tier_state_new(sizeof *svc, err, errlen);
+    entries_service *svc = *state = tier_state_new(sizeof *svc, err, errlen);
     if (!svc) return -1;
     svc->aud = env->audit;
     svc->pii = env->pii;
-    svc->max_response_bytes = env->max_response_bytes ? env->max_response_bytes : 3u << 20;
-    entries_store_options so = {0, svc->max_response_bytes, 0};
-    if (entries_store_create(env->pg, &so, &svc->store) != 0) {
-        free(svc);
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    *state = svc;
-    return 0;
+    svc->max_response_bytes = env->max_response_bytes;
+    entries_store_options so = {.max_response_bytes = svc->max_response_bytes};
+    return entries_store_create(env->pg, &so, &svc->store) == 0 ? 0 : tier_oom(err, errlen);
 }
 
 static void entries_free(void *state) {
@@ -144,9 +138,4 @@ static const rpc_method methods[] = {
 
 static const tier_service services[] = {{SVC, HEALTH_NEEDS_PG}};
 
-const tier entries_tier = {
-    .name = "entries",
-    TIER_TABLES(services, methods),
-    .open = entries_open,
-    .free = entries_free,
-};
+const tier entries_tier = {TIER_FIELDS("entries", services, methods, entries_open, entries_free)};

@@ -50,7 +50,9 @@ char *entries_to_like(arena *ar, const char *pat) {
     return out;
 }
 
-const char *entries_ns_globs(arena *ar, const principal *p, int *none) {
+/* The token's ns globs as LIKE patterns in one array literal (NULL: none
+ * usable, *none = 1; or out of memory). */
+static const char *ns_globs(arena *ar, const principal *p, int *none) {
     const jwt_claims *cl = principal_claims(p);
     *none = 0;
     const char **likes = arena_alloc(ar, (cl->nns + 1) * sizeof *likes);
@@ -63,6 +65,17 @@ const char *entries_ns_globs(arena *ar, const principal *p, int *none) {
     }
     *none = n == 0;
     return *none ? NULL : pgq_array_literal(ar, likes, n);
+}
+
+int entries_sql_ns_scope(tier_ctx *c, const char *ns_pattern, pgq_sql *b, pgq_params *q,
+                         int *none) {
+    const char *globs = ns_globs(c->ar, c->p, none);
+    if (*none) return STATUS_OK;
+    const char *nsl = entries_to_like(c->ar, ns_pattern);
+    if (!globs || !nsl) return tier_fail(c, STATUS_ENOMEM, "out of memory");
+    pgq_sql_add(b, " AND namespace LIKE ANY($%d) AND namespace LIKE $%d", pgq_text_array(q, globs),
+                pgq_text(q, nsl));
+    return STATUS_OK;
 }
 
 /* The value column: decompressed when stored compressed, checked against

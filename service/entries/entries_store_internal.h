@@ -56,11 +56,11 @@ int entries_decode_rows(tier_ctx *c, const PGresult *r, int with_value, int max,
 /* A LIKE pattern (escape `\`) for a validated namespace or key pattern:
  * `*` becomes `%`, LIKE's own metacharacters match literally. NULL on OOM. */
 char *entries_to_like(arena *ar, const char *pat);
-/* The token's ns globs as LIKE patterns in one array literal; NULL with
- * *none = 1 when the token may touch no namespace (no claim, or only globs
- * that match nothing, as principal_ns_allows treats them); NULL with
- * *none = 0 when out of memory. */
-const char *entries_ns_globs(arena *ar, const principal *p, int *none);
+/* Appends " AND namespace LIKE ANY(the token's ns globs) AND namespace
+ * LIKE ns_pattern" to a statement. STATUS_OK with *none = 1 when the token
+ * may touch no namespace (no claim, or only globs that match nothing, as
+ * principal_ns_allows treats them): then there is nothing to run. */
+int entries_sql_ns_scope(tier_ctx *c, const char *ns_pattern, pgq_sql *b, pgq_params *q, int *none);
 
 /* The stored form of a value: a zstd frame when over
  * ENTRIES_COMPRESS_OVER bytes. */

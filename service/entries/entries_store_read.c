@@ -75,25 +75,22 @@ typedef struct {
 static int list(pgq_session *ss, tier_ctx *c, void *arg) {
     list_args *a = arg;
     const entries_list_in *in = a->in;
-    int none = 0;
-    const char *globs = entries_ns_globs(c->ar, c->p, &none);
-    if (none) return STATUS_OK; /* the token may touch no namespace */
-    const char *nsl = entries_to_like(c->ar, in->ns_pattern);
     const char *kl = entries_to_like(c->ar, in->key_pattern);
-    if (!globs || !nsl || !kl) return tier_fail(c, STATUS_ENOMEM, "out of memory");
+    if (!kl) return tier_fail(c, STATUS_ENOMEM, "out of memory");
     pgq_params q = {0};
     pgq_sql b = {0};
     select_head(&b, &q, a->s, in->with_values, "namespace, key");
     entries_read_diode(&b, &q, c);
-    pgq_sql_add(&b, " AND namespace LIKE ANY($%d) AND namespace LIKE $%d AND key LIKE $%d",
-                pgq_text_array(&q, globs), pgq_text(&q, nsl), pgq_text(&q, kl));
+    int none, rc = entries_sql_ns_scope(c, in->ns_pattern, &b, &q, &none);
+    if (rc != STATUS_OK || none) return rc;
+    pgq_sql_add(&b, " AND key LIKE $%d", pgq_text(&q, kl));
     if (in->after_ns)
         pgq_sql_add(&b, " AND (namespace, key) > ($%d, $%d)", pgq_text(&q, in->after_ns),
                     pgq_text(&q, in->after_key));
     pgq_sql_add(&b, " ORDER BY namespace, key LIMIT $%d", pgq_int8(&q, (int64_t)in->limit + 1));
     if (in->with_values) pgq_sql_add(&b, ") page ORDER BY namespace, key");
     PGresult *r;
-    int rc = pgq_pipeline(ss, "list", NULL, &b, &q, 1, &r);
+    rc = pgq_pipeline(ss, "list", NULL, &b, &q, 1, &r);
     if (rc != STATUS_OK) return rc;
     int rows = PQntuples(r), take = rows < in->limit ? rows : in->limit;
     if (in->with_values) take = rows_with_values(r, take);
@@ -134,17 +131,12 @@ static char *like_escape(arena *ar, const char *s) {
 static int search(pgq_session *ss, tier_ctx *c, void *arg) {
     search_args *a = arg;
     const entries_search_in *in = a->in;
-    int none = 0;
-    const char *globs = entries_ns_globs(c->ar, c->p, &none);
-    if (none) return STATUS_OK;
-    const char *nsl = entries_to_like(c->ar, in->ns_pattern);
-    if (!globs || !nsl) return tier_fail(c, STATUS_ENOMEM, "out of memory");
     pgq_params q = {0};
     pgq_sql b = {0};
     select_head(&b, &q, a->s, in->with_values, "updated_at DESC, namespace, key");
     entries_read_diode(&b, &q, c);
-    pgq_sql_add(&b, " AND namespace LIKE ANY($%d) AND namespace LIKE $%d",
-                pgq_text_array(&q, globs), pgq_text(&q, nsl));
+    int none, rc = entries_sql_ns_scope(c, in->ns_pattern, &b, &q, &none);
+    if (rc != STATUS_OK || none) return rc;
     if (in->term[0]) {
         const char *t = like_escape(c->ar, in->term);
         if (!t) return tier_fail(c, STATUS_ENOMEM, "out of memory");
@@ -171,7 +163,7 @@ static int search(pgq_session *ss, tier_ctx *c, void *arg) {
                 pgq_int8(&q, (int64_t)in->limit));
     if (in->with_values) pgq_sql_add(&b, ") page ORDER BY updated_at DESC, namespace, key");
     PGresult *r;
-    int rc = pgq_pipeline(ss, "search", NULL, &b, &q, 1, &r);
+    rc = pgq_pipeline(ss, "search", NULL, &b, &q, 1, &r);
     if (rc != STATUS_OK) return rc;
     int take = PQntuples(r);
     if (in->with_values) take = rows_with_values(r, take);
@@ -197,11 +189,6 @@ typedef struct {
 
 static int stats(pgq_session *ss, tier_ctx *c, void *arg) {
     stats_args *a = arg;
-    int none = 0;
-    const char *globs = entries_ns_globs(c->ar, c->p, &none);
-    if (none) return STATUS_OK;
-    const char *nsl = entries_to_like(c->ar, a->ns_pattern);
-    if (!globs || !nsl) return tier_fail(c, STATUS_ENOMEM, "out of memory");
     pgq_params q = {0};
     pgq_sql b = {0};
     pgq_sql_add(&b,
@@ -209,10 +196,10 @@ static int stats(pgq_session *ss, tier_ctx *c, void *arg) {
                 " coalesce(sum(octet_length(value)), 0)::int8,"
                 " count(*) FILTER (WHERE compressed) FROM entries WHERE ");
     entries_read_diode(&b, &q, c);
-    pgq_sql_add(&b, " AND namespace LIKE ANY($%d) AND namespace LIKE $%d",
-                pgq_text_array(&q, globs), pgq_text(&q, nsl));
+    int none, rc = entries_sql_ns_scope(c, a->ns_pattern, &b, &q, &none);
+    if (rc != STATUS_OK || none) return rc;
     PGresult *r;
-    int rc = pgq_pipeline(ss, "stats", NULL, &b, &q, 1, &r);
+    rc = pgq_pipeline(ss, "stats", NULL, &b, &q, 1, &r);
     if (rc != STATUS_OK) return rc;
     entries_stats *o = a->out;
     if (PQntuples(r) != 1 || pgq_col_int(r, 0, 0, &o->entry_count) != 0 ||

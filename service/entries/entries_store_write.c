@@ -311,19 +311,14 @@ typedef struct {
 
 static int purge(pgq_session *ss, tier_ctx *c, void *arg) {
     purge_args *a = arg;
-    int none = 0;
-    const char *globs = entries_ns_globs(c->ar, c->p, &none);
-    if (none) return STATUS_OK;
-    const char *nsl = entries_to_like(c->ar, a->ns_pattern);
-    if (!globs || !nsl) return tier_fail(c, STATUS_ENOMEM, "out of memory");
     pgq_params q = {0};
     pgq_sql b = {0};
-    pgq_sql_add(&b,
-                "DELETE FROM entries WHERE tenant = $%d AND expires_at <= now()"
-                " AND namespace LIKE ANY($%d) AND namespace LIKE $%d",
-                pgq_text(&q, principal_tenant(c->p)), pgq_text_array(&q, globs), pgq_text(&q, nsl));
+    pgq_sql_add(&b, "DELETE FROM entries WHERE tenant = $%d AND expires_at <= now()",
+                pgq_text(&q, principal_tenant(c->p)));
+    int none, rc = entries_sql_ns_scope(c, a->ns_pattern, &b, &q, &none);
+    if (rc != STATUS_OK || none) return rc;
     PGresult *r;
-    int rc = pgq_pipeline(ss, "purge", "BEGIN", &b, &q, 0, &r);
+    rc = pgq_pipeline(ss, "purge", "BEGIN", &b, &q, 0, &r);
     if (rc != STATUS_OK) return rc;
     *a->purged = atoll(PQcmdTuples(r));
     PQclear(r);

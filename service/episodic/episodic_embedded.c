@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "service/core/clock.h"
 #include "service/core/log.h"
 #include "service/episodic/episodic_catalog.h"
 #include "service/episodic/episodic_embedded_internal.h"
@@ -445,7 +446,7 @@ static int emb_delete_collection(vstore *vs, tier_ctx *c, const char *name) {
 }
 
 static int emb_probe(vstore *vs) {
-    return pg_pool_ping(((embedded *)vs)->pg, pgq_now_ms() + 1000) == 0 ? 0 : -1;
+    return pg_pool_ping(((embedded *)vs)->pg, clock_mono_ms(NULL) + 1000) == 0 ? 0 : -1;
 }
 
 static void emb_free(vstore *vs) {

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "service/core/clock.h"
 #include "service/episodic/episodic_embedded_internal.h"
 #include "service/episodic/episodic_filter.h"
 
@@ -59,7 +60,7 @@ static const char *pid_literal(tier_ctx *c, const vs_id *ids, size_t n) {
 static int upsert_fn(pgq_session *ss, void *arg) {
     op *o = arg;
     tier_ctx *c = o->c;
-    int64_t seq, now = vs_now_us();
+    int64_t seq, now = clock_wall_us();
     int rc = bump_seq(ss, o, 0, &seq);
     if (rc != STATUS_OK) return rc;
 
@@ -144,7 +145,7 @@ int emb_upsert(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_point
 static int tombstone(pgq_session *ss, op *o, int64_t seq, const char *pids, int64_t *deleted) {
     pgq_params q = {0};
     pgq_sql b = {0};
-    int s = pgq_int8(&q, seq), ts = pgq_ts(&q, vs_now_us());
+    int s = pgq_int8(&q, seq), ts = pgq_ts(&q, clock_wall_us());
     pgq_sql_add(&b,
                 "UPDATE episodic_points SET vector = NULL, payload = NULL, seq = $%d, "
                 "updated_at = $%d WHERE cid = $%d AND pid = ANY($%d) AND vector IS NOT NULL",

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "service/core/clock.h"
 #include "service/core/log.h"
 #include "service/episodic/episodic_qdrant_internal.h"
 
@@ -74,7 +75,7 @@ int q_upsert(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_point_i
     if (rc != STATUS_OK) return rc;
 
     /* The write diode decides every point before anything is written. */
-    int64_t now = vs_now_us();
+    int64_t now = clock_wall_us();
     for (size_t i = 0; i < n; i++) {
         const vs_point *e = find_point(old, nold, &pts[i].id);
         rc = vs_stamp(c, &pts[i].id, e ? &e->meta : NULL, pts[i].label, now, &metas[i]);
@@ -287,7 +288,7 @@ int q_delete_ids(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_id 
     if (rc != STATUS_OK || nold == 0) return rc;
     /* vs_stamp is the write diode: a point the caller may not modify may
      * not be deleted either, and then nothing is. */
-    int64_t now = vs_now_us();
+    int64_t now = clock_wall_us();
     vs_id *del = arena_alloc(c->ar, nold * sizeof *del);
     if (!del) return tier_fail(c, STATUS_ENOMEM, "out of memory");
     size_t nd = 0;
@@ -324,7 +325,7 @@ int q_delete_filter(vstore *vs, tier_ctx *c, const vs_collection *col,
     if (!pa) return tier_fail(c, STATUS_ENOMEM, "out of memory");
     vs_id offset;
     int has_offset = 0;
-    int64_t total = 0, now = vs_now_us();
+    int64_t total = 0, now = clock_wall_us();
     for (;; arena_reset(pa)) {
         char *body = NULL;
         size_t blen = 0;

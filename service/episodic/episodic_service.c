@@ -462,13 +462,11 @@ static RPC_UNARY_HANDLER(do_count, episodic_service, Memory__V1__EpisodicMemoryC
     return vs_status(call, rc, &c);
 }
 
-/* ------------------------------------------------------------ registration */
-
 /* ------------------------------------------------------------ the tier */
 
 static int episodic_open(tier_env *env, void **state, char *err, size_t errlen) {
     const config *c = env->cfg;
-    episodic_service *svc = tier_state_new(sizeof *svc, err, errlen);
+    episodic_service *svc = *state = tier_state_new(sizeof *svc, err, errlen);
     if (!svc) return -1;
     svc->pii = env->pii;
     svc->remote = c && c->qdrant_url && c->qdrant_url[0];
@@ -477,18 +475,12 @@ static int episodic_open(tier_env *env, void **state, char *err, size_t errlen) 
                              .api_key = c->qdrant_api_key,
                              .collection_prefix = c->qdrant_collection_prefix,
                              .timeout_ms = c->qdrant_timeout_ms};
-        if (episodic_qdrant_open(env->pg, &qo, &svc->vs, err, errlen) != 0) {
-            free(svc);
-            return -1;
-        }
+        if (episodic_qdrant_open(env->pg, &qo, &svc->vs, err, errlen) != 0) return -1;
     } else if (episodic_embedded_open(env->pg, &svc->vs) != 0) {
-        free(svc);
-        snprintf(err, errlen, "out of memory");
-        return -1;
+        return tier_oom(err, errlen);
     }
     log_fields(LOG_INFO, "episodic memory serving", LOG_F_STR, "backend", vstore_name(svc->vs),
                LOG_F_END);
-    *state = svc;
     return 0;
 }
 
@@ -528,10 +520,7 @@ static const rpc_method methods[] = {
 static const tier_service services[] = {{SVC, HEALTH_NEEDS_PG | HEALTH_NEEDS_PROBE}};
 
 const tier episodic_tier = {
-    .name = "episodic",
-    TIER_TABLES(services, methods),
-    .open = episodic_open,
-    .free = episodic_free,
+    TIER_FIELDS("episodic", services, methods, episodic_open, episodic_free),
     .probe = episodic_probe,
     .probe_backend = "qdrant",
 };

@@ -12,6 +12,16 @@ static void w_with_payload(wbuf *b, int payload) {
     qj_w_lit(b, payload == QJ_PAYLOAD_ALL ? "true" : "{\"include\":[\"memoryd\"]}");
 }
 
+/* The end of a request that reads points: what of them to return. */
+static int finish_read(wbuf *b, int payload, int with_vector, char **out, size_t *len) {
+    qj_w_lit(b, ",\"with_payload\":");
+    w_with_payload(b, payload);
+    qj_w_lit(b, ",\"with_vector\":");
+    qj_w_bool(b, with_vector);
+    qj_w_lit(b, "}");
+    return qj_w_finish(b, out, len);
+}
+
 /* ------------------------------------------------------------------ */
 /* public builders                                                      */
 
@@ -135,12 +145,7 @@ int qj_retrieve(const vs_id *ids, size_t n, int payload, int with_vector, char *
     qj_w_init(&b, err, errlen);
     qj_w_lit(&b, "{\"ids\":");
     w_id_list(&b, ids, n);
-    qj_w_lit(&b, ",\"with_payload\":");
-    w_with_payload(&b, payload);
-    qj_w_lit(&b, ",\"with_vector\":");
-    qj_w_bool(&b, with_vector);
-    qj_w_lit(&b, "}");
-    return qj_w_finish(&b, out, len);
+    return finish_read(&b, payload, with_vector, out, len);
 }
 
 int qj_query(const qj_scope *s, const vs_search *q, int dims, int legacy_search, char **out,
@@ -160,12 +165,8 @@ int qj_query(const qj_scope *s, const vs_search *q, int dims, int legacy_search,
         qj_w_lit(&b, ",\"score_threshold\":");
         qj_w_f32(&b, q->threshold, "score threshold");
     }
-    qj_w_lit(&b, ",\"with_payload\":");
-    w_with_payload(&b, q->with_payload ? QJ_PAYLOAD_ALL : QJ_PAYLOAD_META);
-    qj_w_lit(&b, ",\"with_vector\":");
-    qj_w_bool(&b, q->with_vector);
-    qj_w_lit(&b, "}");
-    return qj_w_finish(&b, out, len);
+    return finish_read(&b, q->with_payload ? QJ_PAYLOAD_ALL : QJ_PAYLOAD_META, q->with_vector, out,
+                       len);
 }
 
 int qj_scroll(const qj_scope *s, const Memory__V1__Filter *f, int limit, const vs_id *offset,
@@ -180,12 +181,7 @@ int qj_scroll(const qj_scope *s, const Memory__V1__Filter *f, int limit, const v
         qj_w_lit(&b, ",\"offset\":");
         qj_w_id(&b, offset);
     }
-    qj_w_lit(&b, ",\"with_payload\":");
-    w_with_payload(&b, payload);
-    qj_w_lit(&b, ",\"with_vector\":");
-    qj_w_bool(&b, with_vector);
-    qj_w_lit(&b, "}");
-    return qj_w_finish(&b, out, len);
+    return finish_read(&b, payload, with_vector, out, len);
 }
 
 int qj_count(const qj_scope *s, const Memory__V1__Filter *f, int exact, char **out, size_t *len,

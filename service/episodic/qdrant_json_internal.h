@@ -8,14 +8,14 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "service/core/strbuf.h"
 #include "service/episodic/qdrant_json.h"
 
 /* A body being written. The first failure sticks (STATUS_EINVALID for
  * input Qdrant cannot take, STATUS_ENOMEM) with its reason in err; later
  * writes are no-ops, so a builder checks once, at qj_w_finish. */
 typedef struct wbuf {
-    char *p;
-    size_t len, cap;
+    strbuf text;
     int rc; /* first failure: STATUS_EINVALID or STATUS_ENOMEM; later writes are no-ops */
     char *err;
     size_t errlen;

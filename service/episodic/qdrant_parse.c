@@ -17,12 +17,10 @@
 /* loading answers                                                      */
 
 int qj_fail(char *err, size_t errlen, int code, const char *fmt, ...) {
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    text_verrf(err, errlen, fmt, ap);
+    va_end(ap);
     return code;
 }
 

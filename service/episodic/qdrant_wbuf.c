@@ -12,55 +12,33 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "service/core/strbuf.h"
 #include "service/core/text.h"
 #include "service/episodic/qdrant_json_internal.h"
 
 void qj_w_fail(wbuf *b, int rc, const char *fmt, ...) {
     if (b->rc) return;
     b->rc = rc;
-    if (b->err && b->errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(b->err, b->errlen, fmt, ap);
-        va_end(ap);
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    text_verrf(b->err, b->errlen, fmt, ap);
+    va_end(ap);
 }
 
 void qj_w_mem(wbuf *b, const char *s, size_t n) {
-    if (b->rc) return;
-    if (n >= SIZE_MAX / 2 - b->len) {
-        qj_w_fail(b, STATUS_ENOMEM, "request body too large");
-        return;
-    }
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->len + n + 1) cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p) {
-            qj_w_fail(b, STATUS_ENOMEM, "out of memory building a qdrant request");
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
+    if (!b->rc && strbuf_put(&b->text, s, n) != 0)
+        qj_w_fail(b, STATUS_ENOMEM, "out of memory building a qdrant request");
 }
 
 void qj_w_lit(wbuf *b, const char *s) { qj_w_mem(b, s, strlen(s)); }
 
+/* Numbers and escapes only: short, so a failure is memory. */
 void qj_w_fmt(wbuf *b, const char *fmt, ...) {
-    char tmp[256];
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    if (!b->rc && strbuf_vprintf(&b->text, fmt, ap) != 0)
+        qj_w_fail(b, STATUS_ENOMEM, "out of memory building a qdrant request");
     va_end(ap);
-    if (n < 0 || (size_t)n >= sizeof tmp) {
-        qj_w_fail(b, STATUS_EINVALID, "number does not format");
-        return;
-    }
-    qj_w_mem(b, tmp, (size_t)n);
 }
 
 /* A JSON string literal. what names the value in the error message. */
@@ -131,15 +109,14 @@ void qj_w_json(wbuf *b, const json_t *j, const char *what) {
 }
 
 int qj_w_finish(wbuf *b, char **out, size_t *len) {
-    if (!b->rc && !b->p) qj_w_mem(b, "", 0);
     if (b->rc) {
-        free(b->p);
+        strbuf_free(&b->text);
         *out = NULL;
         if (len) *len = 0;
         return b->rc;
     }
-    *out = b->p;
-    if (len) *len = b->len;
+    if (!(*out = strbuf_take(&b->text, len)))
+        return qj_w_fail(b, STATUS_ENOMEM, "out of memory building a qdrant request"), b->rc;
     return STATUS_OK;
 }
 

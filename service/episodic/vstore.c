@@ -148,9 +148,3 @@ void vs_hits_release(vs_hit *hits, size_t n) {
         hits[i].point.payload = NULL;
     }
 }
-
-int64_t vs_now_us(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}

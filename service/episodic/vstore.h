@@ -193,6 +193,4 @@ int vs_stamp(tier_ctx *c, const vs_id *id, const tier_meta *existing, int reques
 void vs_points_release(vs_point *pts, size_t n);
 void vs_hits_release(vs_hit *hits, size_t n);
 
-int64_t vs_now_us(void); /* CLOCK_REALTIME */
-
 #endif

@@ -85,22 +85,16 @@ Memory__V1__Task *global_render_task(arena *a, const global_task *t) {
 /* ------------------------------------------------------------ the tier */
 
 static int global_open(tier_env *env, void **state, char *err, size_t errlen) {
-    global_service *svc = tier_state_new(sizeof *svc, err, errlen);
+    global_service *svc = *state = tier_state_new(sizeof *svc, err, errlen);
     if (!svc) return -1;
     svc->aud = env->audit;
     svc->pii = env->pii;
     svc->max_depth = env->cfg ? env->cfg->traverse_max_depth : 10;
     if (svc->max_depth <= 0 || svc->max_depth > 10) svc->max_depth = 10;
-    svc->max_response_bytes = env->max_response_bytes ? env->max_response_bytes : 3u << 20;
+    svc->max_response_bytes = env->max_response_bytes;
     svc->entities = env->entity_cache;
-    global_store_options so = {0, svc->max_response_bytes};
-    if (global_store_create(env->pg, &so, &svc->store) != 0) {
-        free(svc);
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    *state = svc;
-    return 0;
+    global_store_options so = {.max_response_bytes = svc->max_response_bytes};
+    return global_store_create(env->pg, &so, &svc->store) == 0 ? 0 : tier_oom(err, errlen);
 }
 
 static void global_free(void *state) {
@@ -131,9 +125,4 @@ static const rpc_method methods[] = {
 
 static const tier_service services[] = {{SVC, HEALTH_NEEDS_PG}};
 
-const tier global_tier = {
-    .name = "global",
-    TIER_TABLES(services, methods),
-    .open = global_open,
-    .free = global_free,
-};
+const tier global_tier = {TIER_FIELDS("global", services, methods, global_open, global_free)};

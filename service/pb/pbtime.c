@@ -45,9 +45,3 @@ int pbtime_duration_us(const Google__Protobuf__Duration *d, int64_t *us) {
     *us = d->seconds * 1000000 + d->nanos / 1000;
     return 0;
 }
-
-int64_t pbtime_now_us(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}

@@ -19,7 +19,5 @@ Google__Protobuf__Duration *pbtime_duration(arena *a, int64_t us);
 /* d -> microseconds. Returns 0, or -1 when nanos and seconds disagree in
  * sign, |nanos| > 999999999 or the value overflows. */
 int pbtime_duration_us(const Google__Protobuf__Duration *d, int64_t *us);
-/* Wall clock now, Unix microseconds. */
-int64_t pbtime_now_us(void);
 
 #endif

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "service/core/clock.h"
 #include "service/core/log.h"
 #include "service/rpc/pb_check.h"
 #include "service/rpc/rpc_internal.h"
@@ -42,11 +43,7 @@ const char *rpc_status_name(grpc_status_code code) {
     return "UNKNOWN";
 }
 
-int64_t rpc_now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+int64_t rpc_now_ms(void) { return clock_mono_ms(NULL); }
 
 /* ---- accessors ---- */
 
@@ -107,22 +104,24 @@ const char *rpc_call_peer(rpc_call *c) {
     return c->peer ? c->peer : "unknown";
 }
 
+static void set_error(rpc_call *c, const char *fmt, va_list ap) {
+    char buf[1024];
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    c->error_message = arena_strdup(c->arena, buf);
+}
+
 void rpc_call_set_error(rpc_call *c, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    char buf[1024];
-    vsnprintf(buf, sizeof buf, fmt, ap);
+    set_error(c, fmt, ap);
     va_end(ap);
-    c->error_message = arena_strdup(c->arena, buf);
 }
 
 grpc_status_code rpc_call_invalid(rpc_call *c, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    char buf[1024];
-    vsnprintf(buf, sizeof buf, fmt, ap);
+    set_error(c, fmt, ap);
     va_end(ap);
-    c->error_message = arena_strdup(c->arena, buf);
     return GRPC_STATUS_INVALID_ARGUMENT;
 }
 

@@ -1,14 +1,15 @@
 /* rpc_server: server lifecycle, worker threads and the request slots that
  * keep grpc_server_request_(registered_)call posted. */
+#include <errno.h>
 #include <grpc/grpc_security.h>
 #include <grpc/support/alloc.h>
 #include <grpc/support/time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "service/core/clock.h"
 #include "service/core/log.h"
 #include "service/rpc/rpc_internal.h"
 
@@ -147,7 +148,7 @@ int rpc_server_create(const rpc_server_options *opts, rpc_server **out, char *er
     srv->nthreads = opts->workers > 0 ? opts->workers : (cores > 0 ? (int)cores : 2);
     srv->prepost = srv->nthreads * 2 < 8 ? 8 : srv->nthreads * 2;
     pthread_mutex_init(&srv->lock, NULL);
-    pthread_cond_init(&srv->cond, NULL);
+    clock_cond_init(&srv->cond);
     srv->shutdown_tag.done = shutdown_done;
     /* Enough idle arenas for the calls a busy server has in flight. */
     srv->arenas = arena_pool_create(1024);
@@ -333,15 +334,8 @@ static int wait_notified(rpc_server *srv, int64_t deadline_ms) {
             pthread_cond_wait(&srv->cond, &srv->lock);
             continue;
         }
-        int64_t left = deadline_ms - rpc_now_ms();
-        if (left <= 0) break;
-        int64_t step = left < 50 ? left : 50; /* cond uses CLOCK_REALTIME: wait in short steps */
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += step * 1000000;
-        ts.tv_sec += ts.tv_nsec / 1000000000;
-        ts.tv_nsec %= 1000000000;
-        pthread_cond_timedwait(&srv->cond, &srv->lock, &ts);
+        struct timespec until = clock_cond_deadline(deadline_ms);
+        if (pthread_cond_timedwait(&srv->cond, &srv->lock, &until) == ETIMEDOUT) break;
     }
     int done = srv->shutdown_notified;
     pthread_mutex_unlock(&srv->lock);

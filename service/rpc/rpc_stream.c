@@ -145,11 +145,9 @@ static void close_done(rpc_tag *tag, int ok) {
 }
 
 static void post_close(rpc_call *c) {
-    grpc_op op;
-    memset(&op, 0, sizeof op);
-    op.op = GRPC_OP_RECV_CLOSE_ON_SERVER;
-    op.data.recv_close_on_server.cancelled = &c->cancelled_flag;
-    rpc_call_ref(c);
+    grpc_op op = {.op = GRPC_OP_RECV_CLOSE_ON_SERVER,
+                  .data.recv_close_on_server.cancelled = &c->cancelled_flag};
+    rpc_call_ref(c); /* dropped by the close tag */
     rpc_call_start_batch(c, &op, 1, &c->close_tag);
 }
 
@@ -216,11 +214,8 @@ static void bidi_recv_done(rpc_tag *tag, int ok) {
 }
 
 static void bidi_post_recv(rpc_call *c) {
-    grpc_op op;
-    memset(&op, 0, sizeof op);
-    op.op = GRPC_OP_RECV_MESSAGE;
-    op.data.recv_message.recv_message = &c->recv_buffer;
-    rpc_call_ref(c);
+    grpc_op op = {.op = GRPC_OP_RECV_MESSAGE, .data.recv_message.recv_message = &c->recv_buffer};
+    rpc_call_ref(c); /* dropped by bidi_recv_done */
     rpc_call_start_batch(c, &op, 1, &c->recv_tag);
 }
 

@@ -5,8 +5,8 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
+#include "service/core/clock.h"
 #include "service/core/log.h"
 
 #define BACKOFF_MIN_MS 100
@@ -29,12 +29,6 @@ struct conn_pool {
     slot slots[]; /* size entries */
 };
 
-static int64_t now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 conn_pool *conn_pool_create(int size, const conn_pool_ops *ops, void *ctx) {
     conn_pool *p = calloc(1, sizeof *p + (size_t)size * sizeof(slot));
     if (!p) return NULL;
@@ -43,7 +37,11 @@ conn_pool *conn_pool_create(int size, const conn_pool_ops *ops, void *ctx) {
     p->size = size;
     p->backoff_ms = BACKOFF_MIN_MS;
     pthread_mutex_init(&p->lock, NULL);
-    pthread_cond_init(&p->freed, NULL);
+    if (clock_cond_init(&p->freed) != 0) {
+        pthread_mutex_destroy(&p->lock);
+        free(p);
+        return NULL;
+    }
     return p;
 }
 
@@ -67,7 +65,7 @@ static void note_connect_locked(conn_pool *p, int ok, const char *err) {
         p->next_attempt_ms = 0;
         return;
     }
-    p->next_attempt_ms = now_ms() + p->backoff_ms;
+    p->next_attempt_ms = clock_mono_ms(NULL) + p->backoff_ms;
     p->backoff_ms = p->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : p->backoff_ms * 2;
     if (!p->down_logged) {
         p->down_logged = 1;
@@ -87,15 +85,11 @@ int conn_pool_prime(conn_pool *p, char *err, size_t errlen) {
 
 /* Sleeps on the condition until deadline_ms, at most a second at a time. */
 static void wait_locked(conn_pool *p, int64_t deadline_ms) {
-    int64_t left = deadline_ms == INT64_MAX ? 1000 : deadline_ms - now_ms();
+    int64_t left = deadline_ms == INT64_MAX ? 1000 : deadline_ms - clock_mono_ms(NULL);
     if (left <= 0) return;
     if (left > 1000) left = 1000;
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_nsec += (long)left * 1000000;
-    ts.tv_sec += ts.tv_nsec / 1000000000;
-    ts.tv_nsec %= 1000000000;
-    pthread_cond_timedwait(&p->freed, &p->lock, &ts);
+    struct timespec until = clock_cond_deadline(clock_mono_ms(NULL) + left);
+    pthread_cond_timedwait(&p->freed, &p->lock, &until);
 }
 
 void *conn_pool_acquire(conn_pool *p, int64_t deadline_ms, char *err, size_t errlen) {
@@ -113,7 +107,7 @@ void *conn_pool_acquire(conn_pool *p, int64_t deadline_ms, char *err, size_t err
             return p->slots[idle].conn;
         }
         if (empty >= 0) {
-            if (now_ms() < p->next_attempt_ms) {
+            if (clock_mono_ms(NULL) < p->next_attempt_ms) {
                 pthread_mutex_unlock(&p->lock);
                 snprintf(err, errlen, "%s unavailable (reconnecting)", p->ops->backend);
                 return NULL;
@@ -131,7 +125,7 @@ void *conn_pool_acquire(conn_pool *p, int64_t deadline_ms, char *err, size_t err
             pthread_mutex_unlock(&p->lock);
             return c;
         }
-        if (now_ms() >= deadline_ms) {
+        if (clock_mono_ms(NULL) >= deadline_ms) {
             pthread_mutex_unlock(&p->lock);
             snprintf(err, errlen, "no %s connection free before the deadline", p->ops->backend);
             return NULL;

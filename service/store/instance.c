@@ -4,9 +4,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "service/core/clock.h"
 #include "service/core/log.h"
 
 #ifndef MEMORYD_VERSION
@@ -18,11 +18,7 @@ struct instance {
 };
 
 /* Bounded so a hung Postgres cannot stall start-up or shutdown. */
-static int64_t soon(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + 3000;
-}
+static int64_t soon(void) { return clock_mono_ms(NULL) + 3000; }
 
 instance *instance_start(pg_pool *pg, const char *listen) {
     char err[256], host[256] = "unknown", pid[16];

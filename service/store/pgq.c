@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "service/core/clock.h"
 #include "service/core/log.h"
 
 #define PG_EPOCH_US 946684800000000LL /* 2000-01-01 in Unix microseconds */
@@ -24,12 +25,6 @@
 #define STMT_CACHE_MAX 256 /* statements per connection; beyond, unnamed ones */
 
 /* ------------------------------------------------------------ utils */
-
-int64_t pgq_now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 int pgq_fail(pgq_session *ss, int code, const char *fmt, ...) {
     va_list ap;
@@ -257,7 +252,7 @@ int pgq_begin(pgq_session *ss, pg_pool *pool, const char *tier, int64_t deadline
     if (deadline_ms == INT64_MAX) {
         ms = max_statement_ms > 0 ? max_statement_ms : 30000;
     } else {
-        ms = deadline_ms - pgq_now_ms();
+        ms = deadline_ms - clock_mono_ms(NULL);
         if (ms <= 0) return pgq_fail(ss, STATUS_ETIMEOUT, "the call's deadline passed");
         if (ms > INT32_MAX) ms = INT32_MAX;
     }
@@ -265,7 +260,7 @@ int pgq_begin(pgq_session *ss, pg_pool *pool, const char *tier, int64_t deadline
     char why[256];
     ss->conn = pg_pool_acquire(pool, deadline_ms, why, sizeof why);
     if (!ss->conn) {
-        if (deadline_ms != INT64_MAX && pgq_now_ms() >= deadline_ms)
+        if (deadline_ms != INT64_MAX && clock_mono_ms(NULL) >= deadline_ms)
             return pgq_fail(ss, STATUS_ETIMEOUT,
                             "the call's deadline passed waiting for PostgreSQL");
         return pgq_fail(ss, STATUS_EUNAVAILABLE, "%s", why);
@@ -476,7 +471,7 @@ int pgq_commit(pgq_session *ss, pgq_before_commit_fn before_commit, void (*after
     /* The caller has given up (or is about to): rather than commit a change
      * it will be told failed, roll back. Statements each had the remaining
      * time as their timeout, so the whole transaction may run past it. */
-    if (ss->deadline_ms != INT64_MAX && pgq_now_ms() >= ss->deadline_ms)
+    if (ss->deadline_ms != INT64_MAX && clock_mono_ms(NULL) >= ss->deadline_ms)
         return pgq_fail(ss, STATUS_ETIMEOUT,
                         "the call's deadline passed before the change could commit; nothing "
                         "was changed");

@@ -167,6 +167,4 @@ const char *pgq_col_jsonb(arena *a, const PGresult *r, int row, int col);
 /* A one-dimensional text[] (no NULL elements) into the arena. */
 int pgq_col_text_array(arena *a, const PGresult *r, int row, int col, const char ***out, size_t *n);
 
-int64_t pgq_now_ms(void); /* CLOCK_MONOTONIC */
-
 #endif

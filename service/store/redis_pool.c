@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "service/core/clock.h"
 #include "service/store/conn_pool.h"
 #include "service/store/redis_url.h"
 
@@ -88,12 +89,6 @@ void redis_pool_free(redis_pool *p) {
     free(p);
 }
 
-static int64_t mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 redisContext *redis_pool_acquire(redis_pool *p, int64_t deadline_ms, char *err, size_t errlen) {
     redisContext *c = conn_pool_acquire(p->pool, deadline_ms, err, errlen);
     if (!c) return NULL;
@@ -101,7 +96,7 @@ redisContext *redis_pool_acquire(redis_pool *p, int64_t deadline_ms, char *err, 
      * than the pool's own timeout: a call never blocks past its deadline. */
     struct timeval tv = p->timeout;
     if (deadline_ms != INT64_MAX) {
-        int64_t left = deadline_ms - mono_ms();
+        int64_t left = deadline_ms - clock_mono_ms(NULL);
         if (left < 1) left = 1;
         if (left < (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000) {
             tv.tv_sec = left / 1000;

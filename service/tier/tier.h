@@ -33,7 +33,8 @@ typedef struct tier_env {
     audit *audit;      /* the audit trail */
     pii_policy pii;    /* --pii-policy, for every write path */
     /* The most a List/Query answer may encode to, below the message limit
-     * with room for the framing around the values. */
+     * with room for the framing around the values (0 before tier_set_open:
+     * TIER_DEFAULT_RESPONSE_BYTES). */
     size_t max_response_bytes;
     /* Offered by the cache tier when --cache-entities is on (NULL
      * otherwise): GlobalMemory.GetEntity's cache-aside (cache_records.h). */
@@ -54,9 +55,11 @@ typedef struct tier {
     const rpc_method *methods; /* registered with the tier's state as handler arg */
     size_t nmethods;
     /* Opens the tier's state in env (and may fill env's offers). 0, or -1
-     * with the reason in err and nothing left to free. */
+     * with the reason in err; a state it stored in *state before failing
+     * is then freed with free. */
     int (*open)(tier_env *env, void **state, char *err, size_t errlen);
-    /* Frees the state after the server is gone; accepts NULL. */
+    /* Frees the state after the server is gone; accepts NULL and a state
+     * whose open failed half way. */
     void (*free)(void *state);
     /* For services needing HEALTH_NEEDS_PROBE: a backend only this tier
      * knows (Qdrant): 0 when it answers. NULL: no such backend. */
@@ -65,15 +68,21 @@ typedef struct tier {
 } tier;
 
 #define TIER_COUNT(array) (sizeof(array) / sizeof((array)[0]))
-/* A descriptor's tables: `const tier x = {.name = "x", TIER_TABLES(services,
- * methods), .open = ..., .free = ...};` */
-#define TIER_TABLES(services_, methods_)                                                           \
-    .services = (services_), .nservices = TIER_COUNT(services_), .methods = (methods_),            \
-    .nmethods = TIER_COUNT(methods_)
+/* A descriptor: `const tier x_tier = {TIER_FIELDS("x", services, methods,
+ * x_open, x_free)};`, then .probe and .probe_backend if it has a backend
+ * of its own. */
+#define TIER_FIELDS(name_, services_, methods_, open_, free_)                                      \
+    .name = (name_), .services = (services_), .nservices = TIER_COUNT(services_),                  \
+    .methods = (methods_), .nmethods = TIER_COUNT(methods_), .open = (open_), .free = (free_)
 
 /* A tier's zeroed state of size bytes for its open; NULL with "out of
  * memory" in err. */
 void *tier_state_new(size_t size, char *err, size_t errlen);
+/* For an open that fails for want of memory: "out of memory" in err; -1. */
+int tier_oom(char *err, size_t errlen);
+
+/* The most a List/Query answer may encode to when env does not say. */
+#define TIER_DEFAULT_RESPONSE_BYTES ((size_t)3 << 20)
 
 /* ---- the table main.c walks ---- */
 

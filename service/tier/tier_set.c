@@ -12,9 +12,14 @@ struct tier_set {
     size_t n; /* opened */
 };
 
+int tier_oom(char *err, size_t errlen) {
+    snprintf(err, errlen, "out of memory");
+    return -1;
+}
+
 void *tier_state_new(size_t size, char *err, size_t errlen) {
     void *state = calloc(1, size);
-    if (!state) snprintf(err, errlen, "out of memory");
+    if (!state) tier_oom(err, errlen);
     return state;
 }
 
@@ -35,15 +40,16 @@ int tier_set_open(const tier *const *tiers, size_t n, tier_env *env, rpc_server 
         return -1;
     }
     s->tiers = tiers;
+    if (!env->max_response_bytes) env->max_response_bytes = TIER_DEFAULT_RESPONSE_BYTES;
     for (size_t i = 0; i < n; i++) {
         const tier *t = tiers[i];
         char why[400] = "";
+        s->n = i + 1; /* freed from here on, whatever open left in states[i] */
         if (t->open && t->open(env, &s->states[i], why, sizeof why) != 0) {
             snprintf(err, errlen, "the %s tier: %s", t->name, why[0] ? why : "cannot start");
             tier_set_free(s);
             return -1;
         }
-        s->n = i + 1;
         if (rpc_server_add_methods(srv, t->methods, t->nmethods, s->states[i]) != 0) {
             snprintf(err, errlen, "the %s tier: cannot register its methods", t->name);
             tier_set_free(s);

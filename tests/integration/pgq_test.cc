@@ -10,6 +10,7 @@
 #include <string>
 
 extern "C" {
+#include "service/core/clock.h"
 #include "service/store/pg_pool.h"
 #include "service/store/pgq.h"
 }
@@ -17,7 +18,7 @@ extern "C" {
 
 namespace {
 
-int64_t NowMs() { return pgq_now_ms(); }
+int64_t NowMs() { return clock_mono_ms(nullptr); }
 
 class PgqTest : public ::testing::Test {
  protected:
