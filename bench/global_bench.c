@@ -78,12 +78,13 @@ static principal *bench_principal(void) {
   return principal_create(c);
 }
 
-static PGresult *exec_q(PGconn *conn, const char *name, const pgq_params *q) {
+static PGresult *exec_q(PGconn *conn, const char *name, const pgq_sql *b) {
+  const pgq_params *q = &b->params;
   return PQexecPrepared(conn, name, q->n, q->vals, q->lens, q->fmts, 1);
 }
 
-static int prepare(PGconn *conn, const char *name, const pgq_sql *b, const pgq_params *q) {
-  PGresult *r = PQprepare(conn, name, b->buf, q->n, q->types);
+static int prepare(PGconn *conn, const char *name, const pgq_sql *b) {
+  PGresult *r = PQprepare(conn, name, b->buf, b->params.n, b->params.types);
   int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
   if (!ok) fprintf(stderr, "global_bench: prepare %s: %s", name, PQerrorMessage(conn));
   PQclear(r);
@@ -94,33 +95,32 @@ static int prepare(PGconn *conn, const char *name, const pgq_sql *b, const pgq_p
 static int one_call(PGconn *conn, worker *w, int *prepared, arena *a) {
   global_traverse_in tin = {"e0", NULL, 0, GLOBAL_DIR_OUT, 2, 100};
   pgq_sql b = {0};
-  pgq_params q = {0};
   tier_ctx c; /* the caller, as the tier sees it */
   tier_ctx_make(&c, "global", w->p, INT64_MAX, a);
   if (!w->o->traverse && w->o->tx) {
     /* As memoryd sends it: the statement timeout and the query
      * in one pipelined round trip (one implicit transaction). */
-    global_sql_get_entity(&c, "e0", &b, &q);
+    global_sql_get_entity(&c, "e0", &b);
     pgq_session ss = {.conn = conn, .tier = "bench", .err = w->err, .errlen = sizeof w->err};
     snprintf(ss.timeout, sizeof ss.timeout, "10000");
     PGresult *r = NULL;
-    int rc = pgq_pipeline(&ss, "get", NULL, &b, &q, 1, &r);
+    int rc = pgq_pipeline(&ss, "get", NULL, &b, 1, &r);
     int ok = rc == STATUS_OK && PQntuples(r) == 1;
     PQclear(r);
     return ok ? 0 : -1;
   }
   if (!w->o->traverse) {
-    global_sql_get_entity(&c, "e0", &b, &q);
-    if (!*prepared && prepare(conn, "get", &b, &q) != 0) return -1;
+    global_sql_get_entity(&c, "e0", &b);
+    if (!*prepared && prepare(conn, "get", &b) != 0) return -1;
     *prepared = 1;
-    PGresult *r = exec_q(conn, "get", &q);
+    PGresult *r = exec_q(conn, "get", &b);
     int ok = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1;
     PQclear(r);
     return ok ? 0 : -1;
   }
-  if (global_sql_traverse(&c, &tin, &b, &q) != 0) return -1;
-  if (!*prepared && prepare(conn, "walk", &b, &q) != 0) return -1;
-  PGresult *r = exec_q(conn, "walk", &q);
+  if (global_sql_traverse(&c, &tin, &b) != 0) return -1;
+  if (!*prepared && prepare(conn, "walk", &b) != 0) return -1;
+  PGresult *r = exec_q(conn, "walk", &b);
   if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) < 1) {
     PQclear(r);
     return -1;
@@ -131,11 +131,10 @@ static int one_call(PGconn *conn, worker *w, int *prepared, arena *a) {
     ids[i] = arena_strndup(a, PQgetvalue(r, (int)i, 1), (size_t)PQgetlength(r, (int)i, 1));
   PQclear(r);
   pgq_sql eb = {0};
-  pgq_params eq = {0};
-  if (!ids || global_sql_traverse_edges(&c, &tin, ids, n, &eb, &eq) != 0) return -1;
-  if (!*prepared && prepare(conn, "edges", &eb, &eq) != 0) return -1;
+  if (!ids || global_sql_traverse_edges(&c, &tin, ids, n, &eb) != 0) return -1;
+  if (!*prepared && prepare(conn, "edges", &eb) != 0) return -1;
   *prepared = 1;
-  r = exec_q(conn, "edges", &eq);
+  r = exec_q(conn, "edges", &eb);
   int ok = PQresultStatus(r) == PGRES_TUPLES_OK;
   PQclear(r);
   return ok ? 0 : -1;

@@ -16,19 +16,18 @@ static int record(pgq_session *ss, void *arg) {
     const jwt_claims *m = a->minted;
     const char *anc = pgq_array_literal(a->ar, (const char *const *)m->anc, m->nanc);
     if (!anc) return pgq_fail(ss, STATUS_ENOMEM, "out of memory");
-    pgq_params q = {0};
     pgq_sql b = {0};
-    int p_jti = pgq_text(&q, m->jti);
-    int p_parent = pgq_text(&q, m->parent);
-    int p_anc = pgq_text_array(&q, anc);
-    int p_tenant = pgq_text(&q, m->tenant);
-    int p_sub = pgq_text(&q, m->sub);
+    int p_jti = pgq_text(&b, m->jti);
+    int p_parent = pgq_text(&b, m->parent);
+    int p_anc = pgq_text_array(&b, anc);
+    int p_tenant = pgq_text(&b, m->tenant);
+    int p_sub = pgq_text(&b, m->sub);
     pgq_sql_add(&b,
                 "INSERT INTO issued_tokens (jti, parent_jti, ancestors, tenant, principal,"
                 " expires_at) VALUES ($%d, $%d, $%d, $%d, $%d, $%d)",
-                p_jti, p_parent, p_anc, p_tenant, p_sub, pgq_ts(&q, m->exp * 1000000));
+                p_jti, p_parent, p_anc, p_tenant, p_sub, pgq_ts(&b, m->exp * 1000000));
     PGresult *r;
-    int rc = pgq_pipeline(ss, "record the token", NULL, &b, &q, 1, &r);
+    int rc = pgq_pipeline(ss, "record the token", NULL, &b, 1, &r);
     PQclear(r);
     return rc;
 }
@@ -47,14 +46,13 @@ int access_store_record(pg_pool *pg, int64_t deadline_ms, const jwt_claims *mint
 typedef struct {
     const char *what;
     pgq_sql b;
-    pgq_params q;
     int *yes;
 } exists_args;
 
 static int exists(pgq_session *ss, void *arg) {
     exists_args *a = arg;
     PGresult *r;
-    int rc = pgq_pipeline(ss, a->what, NULL, &a->b, &a->q, 1, &r);
+    int rc = pgq_pipeline(ss, a->what, NULL, &a->b, 1, &r);
     if (rc == STATUS_OK) *a->yes = PQntuples(r) > 0;
     PQclear(r);
     return rc;
@@ -68,7 +66,7 @@ int access_store_descends(pg_pool *pg, int64_t deadline_ms, const char *target,
     pgq_sql_add(&a.b,
                 "SELECT 1 FROM issued_tokens WHERE jti = $%d AND tenant = $%d"
                 " AND $%d = ANY(ancestors)",
-                pgq_text(&a.q, target), pgq_text(&a.q, tenant), pgq_text(&a.q, ancestor));
+                pgq_text(&a.b, target), pgq_text(&a.b, tenant), pgq_text(&a.b, ancestor));
     return pgq_run(pg, TIER, deadline_ms, MAX_STATEMENT_MS, err, errlen, exists, &a);
 }
 
@@ -77,6 +75,6 @@ int access_store_other_tenant(pg_pool *pg, int64_t deadline_ms, const char *targ
     exists_args a = {.what = "token tenant", .yes = yes};
     *yes = 0;
     pgq_sql_add(&a.b, "SELECT 1 FROM issued_tokens WHERE jti = $%d AND tenant <> $%d",
-                pgq_text(&a.q, target), pgq_text(&a.q, tenant));
+                pgq_text(&a.b, target), pgq_text(&a.b, tenant));
     return pgq_run(pg, TIER, deadline_ms, MAX_STATEMENT_MS, err, errlen, exists, &a);
 }

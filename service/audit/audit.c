@@ -383,23 +383,22 @@ int audit_write_in_tx(pgq_session *ss, rpc_call *call, char *err, size_t errlen)
     if (!r || targets.oom) {
         snprintf(err, errlen, "audit: out of memory");
     } else {
-        pgq_params q = {0};
         pgq_sql b = {0};
-        int p_time = pgq_ts(&q, r->time_us);
-        int p_tenant = pgq_text(&q, r->tenant);
-        int p_principal = pgq_text(&q, r->principal);
-        int p_token = pgq_text(&q, r->token_id);
-        int p_method = pgq_text(&q, r->method);
-        int p_targets = pgq_text_array(&q, targets.p);
-        int p_status = pgq_int4(&q, r->status);
-        int p_duration = pgq_int8(&q, r->duration_us);
+        int p_time = pgq_ts(&b, r->time_us);
+        int p_tenant = pgq_text(&b, r->tenant);
+        int p_principal = pgq_text(&b, r->principal);
+        int p_token = pgq_text(&b, r->token_id);
+        int p_method = pgq_text(&b, r->method);
+        int p_targets = pgq_text_array(&b, targets.p);
+        int p_status = pgq_int4(&b, r->status);
+        int p_duration = pgq_int8(&b, r->duration_us);
         pgq_sql_add(&b,
                     "INSERT INTO audit_log (" AUDIT_COPY_COLUMNS ") VALUES ($%d, $%d, $%d, $%d,"
                     " $%d, $%d, $%d, $%d, $%d)",
                     p_time, p_tenant, p_principal, p_token, p_method, p_targets, p_status,
-                    p_duration, pgq_text(&q, r->request_id));
+                    p_duration, pgq_text(&b, r->request_id));
         PGresult *res;
-        if (pgq_exec_ok(ss, &b, &q, "the audit row", &res) == STATUS_OK) {
+        if (pgq_exec_ok(ss, &b, "the audit row", &res) == STATUS_OK) {
             rc = 0;
             note->in_tx = 1;
             PQclear(res);

@@ -57,31 +57,30 @@ typedef struct {
     int64_t last_time_us, last_id;
 } list_args;
 
-static void list_sql(const list_args *a, pgq_sql *b, pgq_params *q) {
+static void list_sql(const list_args *a, pgq_sql *b) {
     pgq_sql_add(b, "SELECT " AUDIT_COLUMNS " FROM audit_log WHERE tenant = $%d",
-                pgq_text(q, principal_tenant(a->p)));
+                pgq_text(b, principal_tenant(a->p)));
     const audit_filter *f = a->f;
-    if (f->principal) pgq_sql_add(b, " AND principal = $%d", pgq_text(q, f->principal));
-    if (f->method) pgq_sql_add(b, " AND method = $%d", pgq_text(q, f->method));
+    if (f->principal) pgq_sql_add(b, " AND principal = $%d", pgq_text(b, f->principal));
+    if (f->method) pgq_sql_add(b, " AND method = $%d", pgq_text(b, f->method));
     if (f->service_prefix)
-        pgq_sql_add(b, " AND starts_with(method, $%d)", pgq_text(q, f->service_prefix));
-    if (f->target) pgq_sql_add(b, " AND target_ids @> ARRAY[$%d]", pgq_text(q, f->target));
-    if (a->tr->has_start) pgq_sql_add(b, " AND time >= $%d", pgq_ts(q, a->tr->start_us));
-    if (a->tr->has_end) pgq_sql_add(b, " AND time < $%d", pgq_ts(q, a->tr->end_us));
+        pgq_sql_add(b, " AND starts_with(method, $%d)", pgq_text(b, f->service_prefix));
+    if (f->target) pgq_sql_add(b, " AND target_ids @> ARRAY[$%d]", pgq_text(b, f->target));
+    if (a->tr->has_start) pgq_sql_add(b, " AND time >= $%d", pgq_ts(b, a->tr->start_us));
+    if (a->tr->has_end) pgq_sql_add(b, " AND time < $%d", pgq_ts(b, a->tr->end_us));
     if (a->resumed) {
-        int p_time = pgq_ts(q, a->after_time_us);
-        pgq_sql_add(b, " AND (time, id) < ($%d, $%d)", p_time, pgq_int8(q, a->after_id));
+        int p_time = pgq_ts(b, a->after_time_us);
+        pgq_sql_add(b, " AND (time, id) < ($%d, $%d)", p_time, pgq_int8(b, a->after_id));
     }
-    pgq_sql_add(b, " ORDER BY time DESC, id DESC LIMIT $%d", pgq_int8(q, (int64_t)a->limit + 1));
+    pgq_sql_add(b, " ORDER BY time DESC, id DESC LIMIT $%d", pgq_int8(b, (int64_t)a->limit + 1));
 }
 
 static int list(pgq_session *ss, void *arg) {
     list_args *a = arg;
-    pgq_params q = {0};
     pgq_sql b = {0};
-    list_sql(a, &b, &q);
+    list_sql(a, &b);
     PGresult *r;
-    int rc = pgq_pipeline(ss, "list the audit trail", "BEGIN READ ONLY", &b, &q, 1, &r);
+    int rc = pgq_pipeline(ss, "list the audit trail", "BEGIN READ ONLY", &b, 1, &r);
     if (rc != STATUS_OK) return rc;
     int rows = PQntuples(r);
     int n = rows > a->limit ? a->limit : rows;

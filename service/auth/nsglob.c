@@ -10,14 +10,15 @@
 /* Matches one pattern p[0..pn) against s[0..sn), `*` = any run (possibly
  * empty). With `*` as the only metacharacter, resuming after the most
  * recent `*` is enough: an earlier `*` could only take less, which the
- * later one can make up for. O(pn * sn) worst case. */
-static int star_match(const char *p, size_t pn, const char *s, size_t sn) {
+ * later one can make up for. O(pn * sn) worst case. opaque_stars: a `*`
+ * of s is a symbol only a `*` of p can consume (segment_covers). */
+static int star_match(const char *p, size_t pn, const char *s, size_t sn, int opaque_stars) {
     size_t pi = 0, si = 0, star = (size_t)-1, mark = 0;
     while (si < sn) {
         if (pi < pn && p[pi] == '*') {
             star = pi++;
             mark = si;
-        } else if (pi < pn && p[pi] == s[si]) {
+        } else if (pi < pn && p[pi] == s[si] && !(opaque_stars && s[si] == '*')) {
             pi++;
             si++;
         } else if (star != (size_t)-1) {
@@ -181,7 +182,7 @@ int nsglob_match(const char *glob, const char *ns) {
     for (int i = 0; i < 3; i++) {
         size_t gn, nn;
         const char *g = segment(glob, i, &gn), *n = segment(ns, i, &nn);
-        if (!star_match(g, gn, n, nn)) return 0;
+        if (!star_match(g, gn, n, nn, 0)) return 0;
     }
     return 1;
 }
@@ -189,7 +190,7 @@ int nsglob_match(const char *glob, const char *ns) {
 int nsglob_key_match(const char *pattern, const char *key) {
     size_t pn = strlen(pattern), kn = strlen(key);
     if (!nsglob_valid_key_pattern(pattern, pn) || !nsglob_valid_key(key, kn)) return 0;
-    return star_match(pattern, pn, key, kn);
+    return star_match(pattern, pn, key, kn, 0);
 }
 
 /* Does outer segment pattern o[0..on) match inner segment pattern
@@ -210,23 +211,7 @@ int nsglob_key_match(const char *pattern, const char *key) {
  * So the segment length limit never changes the verdict, and neither does
  * the alphabet as long as it has a character outer does not use. */
 static int segment_covers(const char *o, size_t on, const char *in, size_t inn) {
-    size_t oi = 0, ii = 0, star = (size_t)-1, mark = 0;
-    while (ii < inn) {
-        if (oi < on && o[oi] == '*') {
-            star = oi++;
-            mark = ii;
-        } else if (oi < on && o[oi] == in[ii] && in[ii] != '*') {
-            oi++;
-            ii++;
-        } else if (star != (size_t)-1) {
-            oi = star + 1;
-            ii = ++mark;
-        } else {
-            return 0;
-        }
-    }
-    while (oi < on && o[oi] == '*') oi++;
-    return oi == on;
+    return star_match(o, on, in, inn, 1);
 }
 
 /* Namespaces are the product of their three segment languages, none of

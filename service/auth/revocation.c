@@ -83,7 +83,7 @@ static int refresh_in(pgq_session *ss, void *arg) {
     pgq_sql b = {0};
     pgq_sql_add(&b, "SELECT count(*), coalesce(max(seq), 0)::int8 FROM revoked_tokens");
     PGresult *res;
-    int rc = pgq_pipeline(ss, "reading revoked_tokens", NULL, &b, NULL, 1, &res);
+    int rc = pgq_pipeline(ss, "reading revoked_tokens", NULL, &b, 1, &res);
     if (rc != STATUS_OK) return rc;
     int64_t cnt = 0, max_seq = 0;
     if (PQntuples(res) != 1 || pgq_col_int(res, 0, 0, &cnt) != 0 ||
@@ -94,7 +94,7 @@ static int refresh_in(pgq_session *ss, void *arg) {
         return rc;
     pgq_sql ids = {0};
     pgq_sql_add(&ids, "SELECT jti FROM revoked_tokens");
-    if ((rc = pgq_pipeline(ss, "reading revoked_tokens", NULL, &ids, NULL, 1, &res)) != STATUS_OK)
+    if ((rc = pgq_pipeline(ss, "reading revoked_tokens", NULL, &ids, 1, &res)) != STATUS_OK)
         return rc;
     rc = install_rows(r, res, ss->err, ss->errlen);
     PQclear(res);
@@ -206,18 +206,17 @@ typedef struct {
  * revocation's row when the id was already revoked. */
 static int store(pgq_session *ss, void *arg) {
     store_args *a = arg;
-    pgq_params q = {0};
     pgq_sql b = {0};
-    int p_jti = pgq_text(&q, a->jti);
-    int p_by = pgq_text(&q, a->by);
-    int p_tenant = pgq_text(&q, a->tenant);
+    int p_jti = pgq_text(&b, a->jti);
+    int p_by = pgq_text(&b, a->by);
+    int p_tenant = pgq_text(&b, a->tenant);
     pgq_sql_add(&b,
                 "INSERT INTO revoked_tokens (jti, revoked_by, tenant, reason)"
                 " VALUES ($%d, $%d, $%d, $%d) ON CONFLICT (jti) DO UPDATE SET jti = EXCLUDED.jti"
                 " RETURNING extract(epoch FROM revoked_at)::int8",
-                p_jti, p_by, p_tenant, pgq_text(&q, a->reason));
+                p_jti, p_by, p_tenant, pgq_text(&b, a->reason));
     PGresult *res;
-    int rc = pgq_pipeline(ss, "storing the revocation", NULL, &b, &q, 1, &res);
+    int rc = pgq_pipeline(ss, "storing the revocation", NULL, &b, 1, &res);
     if (rc != STATUS_OK) return rc;
     if (PQntuples(res) != 1 || pgq_col_int(res, 0, 0, a->revoked_at_s) != 0)
         rc = pgq_fail(ss, STATUS_EINTERNAL, "unexpected answer storing the revocation");

@@ -188,10 +188,9 @@ void log_vfields(log_level level, const char *msg, va_list ap) {
 }
 
 void log_fields(log_level level, const char *msg, ...) {
-    if (!log_enabled(level)) return;
     va_list ap;
     va_start(ap, msg);
-    emit(level, msg, &ap);
+    log_vfields(level, msg, ap);
     va_end(ap);
 }
 

@@ -38,8 +38,8 @@ int entries_run(entries_store *s, tier_ctx *c, tier_sql_fn fn, void *arg) {
     return tier_sql_run(s->pg, c, s->o.max_statement_ms, fn, arg);
 }
 
-void entries_read_diode(pgq_sql *b, pgq_params *q, const tier_ctx *c) {
-    tier_sql_read_diode(b, q, c, NULL);
+void entries_read_diode(pgq_sql *b, const tier_ctx *c) {
+    tier_sql_read_diode(b, c, NULL);
     pgq_sql_add(b, " AND (expires_at IS NULL OR expires_at > now())");
 }
 
@@ -67,14 +67,13 @@ static const char *ns_globs(arena *ar, const principal *p, int *none) {
     return *none ? NULL : pgq_array_literal(ar, likes, n);
 }
 
-int entries_sql_ns_scope(tier_ctx *c, const char *ns_pattern, pgq_sql *b, pgq_params *q,
-                         int *none) {
+int entries_sql_ns_scope(tier_ctx *c, const char *ns_pattern, pgq_sql *b, int *none) {
     const char *globs = ns_globs(c->ar, c->p, none);
     if (*none) return STATUS_OK;
     const char *nsl = entries_to_like(c->ar, ns_pattern);
     if (!globs || !nsl) return tier_fail(c, STATUS_ENOMEM, "out of memory");
-    pgq_sql_add(b, " AND namespace LIKE ANY($%d) AND namespace LIKE $%d", pgq_text_array(q, globs),
-                pgq_text(q, nsl));
+    pgq_sql_add(b, " AND namespace LIKE ANY($%d) AND namespace LIKE $%d", pgq_text_array(b, globs),
+                pgq_text(b, nsl));
     return STATUS_OK;
 }
 

@@ -43,7 +43,7 @@ int entries_run(entries_store *s, tier_ctx *c, tier_sql_fn fn, void *arg);
 
 /* The read diode for entries (tier_sql_read_diode, and not expired) as a
  * WHERE fragment without a leading AND. */
-void entries_read_diode(pgq_sql *b, pgq_params *q, const tier_ctx *c);
+void entries_read_diode(pgq_sql *b, const tier_ctx *c);
 
 /* Fills rec from row; with_value: column ECOL_VALUE exists (NULL there =
  * value not sent, e.g. over the byte budget). No read filter. */
@@ -60,7 +60,7 @@ char *entries_to_like(arena *ar, const char *pat);
  * LIKE ns_pattern" to a statement. STATUS_OK with *none = 1 when the token
  * may touch no namespace (no claim, or only globs that match nothing, as
  * principal_ns_allows treats them): then there is nothing to run. */
-int entries_sql_ns_scope(tier_ctx *c, const char *ns_pattern, pgq_sql *b, pgq_params *q, int *none);
+int entries_sql_ns_scope(tier_ctx *c, const char *ns_pattern, pgq_sql *b, int *none);
 
 /* The stored form of a value: a zstd frame when over
  * ENTRIES_COMPRESS_OVER bytes. */

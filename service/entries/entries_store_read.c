@@ -13,14 +13,13 @@ typedef struct {
 
 static int read_one(pgq_session *ss, tier_ctx *c, void *arg) {
     read_args *a = arg;
-    pgq_params q = {0};
     pgq_sql b = {0};
     pgq_sql_add(&b, "SELECT " ENTRIES_COLS ", value FROM entries WHERE ");
-    entries_read_diode(&b, &q, c);
-    pgq_sql_add(&b, " AND namespace = $%d AND key = $%d", pgq_text(&q, a->ns),
-                pgq_text(&q, a->key));
+    entries_read_diode(&b, c);
+    pgq_sql_add(&b, " AND namespace = $%d AND key = $%d", pgq_text(&b, a->ns),
+                pgq_text(&b, a->key));
     PGresult *r;
-    int rc = pgq_pipeline(ss, "read", NULL, &b, &q, 1, &r);
+    int rc = pgq_pipeline(ss, "read", NULL, &b, 1, &r);
     if (rc != STATUS_OK) return rc;
     if (PQntuples(r) == 0) {
         PQclear(r);
@@ -53,14 +52,13 @@ static int rows_with_values(const PGresult *r, int take) {
 
 /* The SELECT head of List and Search: with values, the rows are numbered
  * by a running sum of sizes in the order `order` (budget check above). */
-static void select_head(pgq_sql *b, pgq_params *q, const entries_store *s, int with_values,
-                        const char *order) {
+static void select_head(pgq_sql *b, const entries_store *s, int with_values, const char *order) {
     if (with_values)
         pgq_sql_add(b,
                     "SELECT " ENTRIES_COLS ", CASE WHEN run - size_bytes < $%d THEN value END"
                     " FROM (SELECT " ENTRIES_COLS ", value, sum(size_bytes) OVER (ORDER BY %s"
                     " ROWS UNBOUNDED PRECEDING) AS run FROM entries WHERE ",
-                    pgq_int8(q, (int64_t)s->o.max_response_bytes), order);
+                    pgq_int8(b, (int64_t)s->o.max_response_bytes), order);
     else pgq_sql_add(b, "SELECT " ENTRIES_COLS " FROM entries WHERE ");
 }
 
@@ -77,20 +75,19 @@ static int list(pgq_session *ss, tier_ctx *c, void *arg) {
     const entries_list_in *in = a->in;
     const char *kl = entries_to_like(c->ar, in->key_pattern);
     if (!kl) return tier_fail(c, STATUS_ENOMEM, "out of memory");
-    pgq_params q = {0};
     pgq_sql b = {0};
-    select_head(&b, &q, a->s, in->with_values, "namespace, key");
-    entries_read_diode(&b, &q, c);
-    int none, rc = entries_sql_ns_scope(c, in->ns_pattern, &b, &q, &none);
+    select_head(&b, a->s, in->with_values, "namespace, key");
+    entries_read_diode(&b, c);
+    int none, rc = entries_sql_ns_scope(c, in->ns_pattern, &b, &none);
     if (rc != STATUS_OK || none) return rc;
-    pgq_sql_add(&b, " AND key LIKE $%d", pgq_text(&q, kl));
+    pgq_sql_add(&b, " AND key LIKE $%d", pgq_text(&b, kl));
     if (in->after_ns)
-        pgq_sql_add(&b, " AND (namespace, key) > ($%d, $%d)", pgq_text(&q, in->after_ns),
-                    pgq_text(&q, in->after_key));
-    pgq_sql_add(&b, " ORDER BY namespace, key LIMIT $%d", pgq_int8(&q, (int64_t)in->limit + 1));
+        pgq_sql_add(&b, " AND (namespace, key) > ($%d, $%d)", pgq_text(&b, in->after_ns),
+                    pgq_text(&b, in->after_key));
+    pgq_sql_add(&b, " ORDER BY namespace, key LIMIT $%d", pgq_int8(&b, (int64_t)in->limit + 1));
     if (in->with_values) pgq_sql_add(&b, ") page ORDER BY namespace, key");
     PGresult *r;
-    rc = pgq_pipeline(ss, "list", NULL, &b, &q, 1, &r);
+    rc = pgq_pipeline(ss, "list", NULL, &b, 1, &r);
     if (rc != STATUS_OK) return rc;
     int rows = PQntuples(r), take = rows < in->limit ? rows : in->limit;
     if (in->with_values) take = rows_with_values(r, take);
@@ -131,11 +128,10 @@ static char *like_escape(arena *ar, const char *s) {
 static int search(pgq_session *ss, tier_ctx *c, void *arg) {
     search_args *a = arg;
     const entries_search_in *in = a->in;
-    pgq_params q = {0};
     pgq_sql b = {0};
-    select_head(&b, &q, a->s, in->with_values, "updated_at DESC, namespace, key");
-    entries_read_diode(&b, &q, c);
-    int none, rc = entries_sql_ns_scope(c, in->ns_pattern, &b, &q, &none);
+    select_head(&b, a->s, in->with_values, "updated_at DESC, namespace, key");
+    entries_read_diode(&b, c);
+    int none, rc = entries_sql_ns_scope(c, in->ns_pattern, &b, &none);
     if (rc != STATUS_OK || none) return rc;
     if (in->term[0]) {
         const char *t = like_escape(c->ar, in->term);
@@ -147,23 +143,23 @@ static int search(pgq_session *ss, tier_ctx *c, void *arg) {
         pgq_sql_add(&b,
                     " AND search_text LIKE ('%%' || lower($%d COLLATE \"und-x-icu\") || '%%')"
                     " COLLATE \"default\"",
-                    pgq_text(&q, t));
+                    pgq_text(&b, t));
     }
     if (in->ntags) {
         const char *tl = pgq_array_literal(c->ar, in->tags, in->ntags);
         if (!tl) return tier_fail(c, STATUS_ENOMEM, "out of memory");
-        pgq_sql_add(&b, " AND tags @> $%d", pgq_text_array(&q, tl));
+        pgq_sql_add(&b, " AND tags @> $%d", pgq_text_array(&b, tl));
     }
     if (in->content_type[0])
-        pgq_sql_add(&b, " AND content_type = $%d", pgq_text(&q, in->content_type));
-    if (in->created_by[0]) pgq_sql_add(&b, " AND owner = $%d", pgq_text(&q, in->created_by));
-    if (in->has_start) pgq_sql_add(&b, " AND updated_at >= $%d", pgq_ts(&q, in->start_us));
-    if (in->has_end) pgq_sql_add(&b, " AND updated_at < $%d", pgq_ts(&q, in->end_us));
+        pgq_sql_add(&b, " AND content_type = $%d", pgq_text(&b, in->content_type));
+    if (in->created_by[0]) pgq_sql_add(&b, " AND owner = $%d", pgq_text(&b, in->created_by));
+    if (in->has_start) pgq_sql_add(&b, " AND updated_at >= $%d", pgq_ts(&b, in->start_us));
+    if (in->has_end) pgq_sql_add(&b, " AND updated_at < $%d", pgq_ts(&b, in->end_us));
     pgq_sql_add(&b, " ORDER BY updated_at DESC, namespace, key LIMIT $%d",
-                pgq_int8(&q, (int64_t)in->limit));
+                pgq_int8(&b, (int64_t)in->limit));
     if (in->with_values) pgq_sql_add(&b, ") page ORDER BY updated_at DESC, namespace, key");
     PGresult *r;
-    rc = pgq_pipeline(ss, "search", NULL, &b, &q, 1, &r);
+    rc = pgq_pipeline(ss, "search", NULL, &b, 1, &r);
     if (rc != STATUS_OK) return rc;
     int take = PQntuples(r);
     if (in->with_values) take = rows_with_values(r, take);
@@ -189,17 +185,16 @@ typedef struct {
 
 static int stats(pgq_session *ss, tier_ctx *c, void *arg) {
     stats_args *a = arg;
-    pgq_params q = {0};
     pgq_sql b = {0};
     pgq_sql_add(&b,
                 "SELECT count(*), count(DISTINCT namespace), coalesce(sum(size_bytes), 0)::int8,"
                 " coalesce(sum(octet_length(value)), 0)::int8,"
                 " count(*) FILTER (WHERE compressed) FROM entries WHERE ");
-    entries_read_diode(&b, &q, c);
-    int none, rc = entries_sql_ns_scope(c, a->ns_pattern, &b, &q, &none);
+    entries_read_diode(&b, c);
+    int none, rc = entries_sql_ns_scope(c, a->ns_pattern, &b, &none);
     if (rc != STATUS_OK || none) return rc;
     PGresult *r;
-    rc = pgq_pipeline(ss, "stats", NULL, &b, &q, 1, &r);
+    rc = pgq_pipeline(ss, "stats", NULL, &b, 1, &r);
     if (rc != STATUS_OK) return rc;
     entries_stats *o = a->out;
     if (PQntuples(r) != 1 || pgq_col_int(r, 0, 0, &o->entry_count) != 0 ||

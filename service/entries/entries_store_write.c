@@ -16,14 +16,13 @@
  * the transaction starts with the lock, in the same round trip. */
 static int lock_entry(pgq_session *ss, tier_ctx *c, const char *ns, const char *key, int begin,
                       tier_row *row, int *live) {
-    pgq_params q = {0};
     pgq_sql b = {0};
     pgq_sql_add(&b,
                 "SELECT owner, label, version, (expires_at IS NULL OR expires_at > now())"
                 " FROM entries WHERE tenant = $%d AND namespace = $%d AND key = $%d FOR UPDATE",
-                pgq_text(&q, principal_tenant(c->p)), pgq_text(&q, ns), pgq_text(&q, key));
+                pgq_text(&b, principal_tenant(c->p)), pgq_text(&b, ns), pgq_text(&b, key));
     PGresult *r;
-    int rc = tier_sql_lock(ss, c, &b, &q, begin, row, &r);
+    int rc = tier_sql_lock(ss, c, &b, begin, row, &r);
     if (rc != STATUS_OK) return rc;
     *live = 0;
     if (row->exists) {
@@ -65,24 +64,24 @@ static const char WRITE_COLS[] =
 /* The INSERT of a new entry or the UPDATE that replaces an existing row
  * (live: keeps owner, create time and counts the version on; expired: a
  * new entry in the old row). */
-static void write_sql(pgq_sql *b, pgq_params *q, const tier_ctx *c, const write_plan *w,
-                      const tier_row *row, int live, int label) {
+static void write_sql(pgq_sql *b, const tier_ctx *c, const write_plan *w, const tier_row *row,
+                      int live, int label) {
     const entries_write_in *in = w->in;
-    int p_tenant = pgq_text(q, principal_tenant(c->p));
-    int p_ns = pgq_text(q, in->ns);
-    int p_key = pgq_text(q, in->key);
-    int p_owner = pgq_text(q, principal_sub(c->p));
-    int p_label = pgq_int4(q, label);
-    int p_value = pgq_bytes(q, w->stored, w->stored_len);
-    int p_comp = pgq_bool(q, w->compressed);
-    int p_size = pgq_int8(q, (int64_t)in->value_len);
-    int p_ctype = pgq_text(q, in->content_type);
-    int p_meta = pgq_text(q, in->metadata_json ? in->metadata_json : "{}");
-    int p_tags = pgq_text_array(q, w->tags_lit);
-    int p_pii = pgq_text_array(q, w->pii_lit);
-    int p_search = pgq_text(q, w->search_text);
-    int p_abs = in->has_expire ? pgq_ts(q, in->expire_us) : pgq_null(q, PGQ_OID_TIMESTAMPTZ);
-    int p_ttl = in->has_ttl ? pgq_int8(q, in->ttl_us) : pgq_null(q, PGQ_OID_INT8);
+    int p_tenant = pgq_text(b, principal_tenant(c->p));
+    int p_ns = pgq_text(b, in->ns);
+    int p_key = pgq_text(b, in->key);
+    int p_owner = pgq_text(b, principal_sub(c->p));
+    int p_label = pgq_int4(b, label);
+    int p_value = pgq_bytes(b, w->stored, w->stored_len);
+    int p_comp = pgq_bool(b, w->compressed);
+    int p_size = pgq_int8(b, (int64_t)in->value_len);
+    int p_ctype = pgq_text(b, in->content_type);
+    int p_meta = pgq_text(b, in->metadata_json ? in->metadata_json : "{}");
+    int p_tags = pgq_text_array(b, w->tags_lit);
+    int p_pii = pgq_text_array(b, w->pii_lit);
+    int p_search = pgq_text(b, w->search_text);
+    int p_abs = in->has_expire ? pgq_ts(b, in->expire_us) : pgq_null(b, PGQ_OID_TIMESTAMPTZ);
+    int p_ttl = in->has_ttl ? pgq_int8(b, in->ttl_us) : pgq_null(b, PGQ_OID_INT8);
     /* The expiry: COALESCE($abs, now() + $ttl µs), NULL when both are. */
     char exp_sql[96], search_sql[64];
     snprintf(exp_sql, sizeof exp_sql, "COALESCE($%d, now() + $%d * interval '1 microsecond')",
@@ -124,11 +123,10 @@ static int write_entry(pgq_session *ss, tier_ctx *c, void *arg) {
                                      w->id)) != STATUS_OK)
             return rc;
         int label = principal_stamp_label(c->p, in->label, live ? row.label : 0);
-        pgq_params q = {0};
         pgq_sql b = {0};
-        write_sql(&b, &q, c, w, &row, live, label);
+        write_sql(&b, c, w, &row, live, label);
         PGresult *r;
-        if ((rc = pgq_exec_ok(ss, &b, &q, "write", &r)) != STATUS_OK) return rc;
+        if ((rc = pgq_exec_ok(ss, &b, "write", &r)) != STATUS_OK) return rc;
         if (PQntuples(r) == 0) {
             /* Lost a create race: the other transaction has committed its
              * row (ON CONFLICT waited for it); lock and re-evaluate. */
@@ -181,12 +179,11 @@ static int delete_entry(pgq_session *ss, tier_ctx *c, void *arg) {
         (rc = tier_check_version(c, &row, a->has_expected, a->expected, "entry", a->id)) !=
             STATUS_OK)
         return rc;
-    pgq_params q = {0};
     pgq_sql b = {0};
     pgq_sql_add(&b, "DELETE FROM entries WHERE tenant = $%d AND namespace = $%d AND key = $%d",
-                pgq_text(&q, principal_tenant(c->p)), pgq_text(&q, a->ns), pgq_text(&q, a->key));
+                pgq_text(&b, principal_tenant(c->p)), pgq_text(&b, a->ns), pgq_text(&b, a->key));
     PGresult *r;
-    if ((rc = pgq_exec_ok(ss, &b, &q, "delete", &r)) != STATUS_OK) return rc;
+    if ((rc = pgq_exec_ok(ss, &b, "delete", &r)) != STATUS_OK) return rc;
     PQclear(r);
     return tier_sql_commit(ss, c);
 }
@@ -227,14 +224,13 @@ static const char **merge_kinds(arena *ar, const entries_record *cur, const entr
 static int modify_entry(pgq_session *ss, tier_ctx *c, void *arg) {
     modify_args *a = arg;
     const entries_modify_in *in = a->in;
-    pgq_params q = {0};
     pgq_sql b = {0};
     pgq_sql_add(&b,
                 "SELECT " ENTRIES_COLS ", value, (expires_at IS NULL OR expires_at > now())"
                 " FROM entries WHERE tenant = $%d AND namespace = $%d AND key = $%d FOR UPDATE",
-                pgq_text(&q, principal_tenant(c->p)), pgq_text(&q, in->ns), pgq_text(&q, in->key));
+                pgq_text(&b, principal_tenant(c->p)), pgq_text(&b, in->ns), pgq_text(&b, in->key));
     PGresult *r;
-    int rc = pgq_pipeline(ss, "row lock", "BEGIN", &b, &q, 0, &r);
+    int rc = pgq_pipeline(ss, "row lock", "BEGIN", &b, 0, &r);
     if (rc != STATUS_OK) return rc;
     entries_record cur;
     int live = 0;
@@ -273,22 +269,22 @@ static int modify_entry(pgq_session *ss, tier_ctx *c, void *arg) {
     const char *kinds_lit = kinds ? pgq_array_literal(c->ar, kinds, nk) : NULL;
     const char *search = entries_search_source(c->ar, in->key, e.value, e.value_len);
     if (!kinds_lit || !search) return tier_fail(c, STATUS_ENOMEM, "out of memory");
-    pgq_params u = {0};
     pgq_sql ub = {0};
-    int p_label = pgq_int4(&u, principal_stamp_label(c->p, 0, cur.meta.label));
-    int p_value = pgq_bytes(&u, stored, stored_len);
-    int p_comp = pgq_bool(&u, compressed);
-    int p_size = pgq_int8(&u, (int64_t)e.value_len);
-    int p_search = pgq_text(&u, search);
-    int p_pii = pgq_text_array(&u, kinds_lit);
+    int p_label = pgq_int4(&ub, principal_stamp_label(c->p, 0, cur.meta.label));
+    int p_value = pgq_bytes(&ub, stored, stored_len);
+    int p_comp = pgq_bool(&ub, compressed);
+    int p_size = pgq_int8(&ub, (int64_t)e.value_len);
+    int p_search = pgq_text(&ub, search);
+    int p_pii = pgq_text_array(&ub, kinds_lit);
     pgq_sql_add(&ub,
                 "UPDATE entries SET label = $%d, value = $%d, compressed = $%d, size_bytes = $%d,"
                 " search_text = lower($%d COLLATE \"und-x-icu\"), pii_kinds = $%d,"
                 " version = version + 1, updated_at = now()"
                 " WHERE tenant = $%d AND namespace = $%d AND key = $%d RETURNING " ENTRIES_COLS,
                 p_label, p_value, p_comp, p_size, p_search, p_pii,
-                pgq_text(&u, principal_tenant(c->p)), pgq_text(&u, in->ns), pgq_text(&u, in->key));
-    if ((rc = pgq_exec_ok(ss, &ub, &u, "update", &r)) != STATUS_OK) return rc;
+                pgq_text(&ub, principal_tenant(c->p)), pgq_text(&ub, in->ns),
+                pgq_text(&ub, in->key));
+    if ((rc = pgq_exec_ok(ss, &ub, "update", &r)) != STATUS_OK) return rc;
     rc = PQntuples(r) == 1 ? entries_decode_row(c, r, 0, 0, a->out)
                            : tier_fail(c, STATUS_EINTERNAL, "update of %s changed no row", a->id);
     PQclear(r);
@@ -311,14 +307,13 @@ typedef struct {
 
 static int purge(pgq_session *ss, tier_ctx *c, void *arg) {
     purge_args *a = arg;
-    pgq_params q = {0};
     pgq_sql b = {0};
     pgq_sql_add(&b, "DELETE FROM entries WHERE tenant = $%d AND expires_at <= now()",
-                pgq_text(&q, principal_tenant(c->p)));
-    int none, rc = entries_sql_ns_scope(c, a->ns_pattern, &b, &q, &none);
+                pgq_text(&b, principal_tenant(c->p)));
+    int none, rc = entries_sql_ns_scope(c, a->ns_pattern, &b, &none);
     if (rc != STATUS_OK || none) return rc;
     PGresult *r;
-    rc = pgq_pipeline(ss, "purge", "BEGIN", &b, &q, 0, &r);
+    rc = pgq_pipeline(ss, "purge", "BEGIN", &b, 0, &r);
     if (rc != STATUS_OK) return rc;
     *a->purged = atoll(PQcmdTuples(r));
     PQclear(r);

@@ -41,16 +41,15 @@ static int decode(tier_ctx *c, const PGresult *r, int row, vs_collection *out) {
 static int create_fn(pgq_session *ss, void *arg) {
     call *a = arg;
     tier_ctx *c = a->c;
-    pgq_params q = {0};
     pgq_sql b = {0};
     pgq_sql_add(&b,
                 "INSERT INTO episodic_collections AS c (tenant, name, dims, distance, owner, "
                 "created_at) VALUES ($%d, $%d, $%d, $%d, $%d, now()) "
                 "ON CONFLICT (tenant, name) DO NOTHING RETURNING " COLS,
-                pgq_text(&q, principal_tenant(c->p)), pgq_text(&q, a->name), pgq_int4(&q, a->dims),
-                pgq_int4(&q, a->distance), pgq_text(&q, principal_sub(c->p)));
+                pgq_text(&b, principal_tenant(c->p)), pgq_text(&b, a->name), pgq_int4(&b, a->dims),
+                pgq_int4(&b, a->distance), pgq_text(&b, principal_sub(c->p)));
     PGresult *r;
-    int rc = pgq_pipeline(ss, "create collection", "BEGIN", &b, &q, 0, &r);
+    int rc = pgq_pipeline(ss, "create collection", "BEGIN", &b, 0, &r);
     if (rc != STATUS_OK) return rc;
     if (PQntuples(r) == 0)
         rc = tier_fail(c, STATUS_EEXISTS, "collection %s already exists", a->name);
@@ -63,13 +62,12 @@ static int create_fn(pgq_session *ss, void *arg) {
 
 static int get_fn(pgq_session *ss, void *arg) {
     call *a = arg;
-    pgq_params q = {0};
     pgq_sql b = {0};
     pgq_sql_add(&b,
                 "SELECT " COLS " FROM episodic_collections c WHERE c.tenant = $%d AND c.name = $%d",
-                pgq_text(&q, principal_tenant(a->c->p)), pgq_text(&q, a->name));
+                pgq_text(&b, principal_tenant(a->c->p)), pgq_text(&b, a->name));
     PGresult *r;
-    int rc = pgq_pipeline(ss, "get collection", NULL, &b, &q, 1, &r);
+    int rc = pgq_pipeline(ss, "get collection", NULL, &b, 1, &r);
     if (rc != STATUS_OK) return rc;
     if (PQntuples(r) == 0)
         rc = tier_fail(a->c, STATUS_ENOTFOUND, "collection %s not found", a->name);
@@ -80,14 +78,13 @@ static int get_fn(pgq_session *ss, void *arg) {
 
 static int list_fn(pgq_session *ss, void *arg) {
     call *a = arg;
-    pgq_params q = {0};
     pgq_sql b = {0};
     pgq_sql_add(&b, "SELECT " COLS " FROM episodic_collections c WHERE c.tenant = $%d",
-                pgq_text(&q, principal_tenant(a->c->p)));
-    if (a->after) pgq_sql_add(&b, " AND c.name > $%d", pgq_text(&q, a->after));
-    pgq_sql_add(&b, " ORDER BY c.name LIMIT $%d", pgq_int8(&q, (int64_t)a->limit));
+                pgq_text(&b, principal_tenant(a->c->p)));
+    if (a->after) pgq_sql_add(&b, " AND c.name > $%d", pgq_text(&b, a->after));
+    pgq_sql_add(&b, " ORDER BY c.name LIMIT $%d", pgq_int8(&b, (int64_t)a->limit));
     PGresult *r;
-    int rc = pgq_pipeline(ss, "list collections", NULL, &b, &q, 1, &r);
+    int rc = pgq_pipeline(ss, "list collections", NULL, &b, 1, &r);
     if (rc != STATUS_OK) return rc;
     int rows = PQntuples(r);
     *a->list = rows ? arena_alloc(a->c->ar, (size_t)rows * sizeof **a->list) : NULL;
@@ -101,14 +98,13 @@ static int list_fn(pgq_session *ss, void *arg) {
 static int delete_fn(pgq_session *ss, void *arg) {
     call *a = arg;
     tier_ctx *c = a->c;
-    pgq_params q = {0};
     pgq_sql b = {0};
     pgq_sql_add(&b,
                 "DELETE FROM episodic_collections c WHERE c.tenant = $%d AND c.name = $%d "
                 "RETURNING " COLS,
-                pgq_text(&q, principal_tenant(c->p)), pgq_text(&q, a->name));
+                pgq_text(&b, principal_tenant(c->p)), pgq_text(&b, a->name));
     PGresult *r;
-    int rc = pgq_pipeline(ss, "delete collection", "BEGIN", &b, &q, 0, &r);
+    int rc = pgq_pipeline(ss, "delete collection", "BEGIN", &b, 0, &r);
     if (rc != STATUS_OK) return rc;
     vs_collection col;
     if (PQntuples(r) == 0) rc = tier_fail(c, STATUS_ENOTFOUND, "collection %s not found", a->name);

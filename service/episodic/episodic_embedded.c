@@ -127,9 +127,8 @@ ecoll *emb_acquire(embedded *e, const tier_ctx *c, const vs_collection *col) {
 
 /* Runs one statement: inside the session's open transaction when in_tx,
  * else alone in one round trip. */
-int emb_query(pgq_session *ss, int in_tx, const char *what, const pgq_sql *b, const pgq_params *q,
-              PGresult **out) {
-    return in_tx ? pgq_exec_ok(ss, b, q, what, out) : pgq_pipeline(ss, what, NULL, b, q, 1, out);
+int emb_query(pgq_session *ss, int in_tx, const char *what, const pgq_sql *b, PGresult **out) {
+    return in_tx ? pgq_exec_ok(ss, b, what, out) : pgq_pipeline(ss, what, NULL, b, 1, out);
 }
 
 const char *emb_pid_text(arena *a, const vs_id *id) {
@@ -189,11 +188,10 @@ static int decode_row(tier_ctx *c, arena *a, const PGresult *r, int i, int dims,
  * exactly the committed state. STATUS_ENOTFOUND when the collection is gone. */
 int emb_sync_index(pgq_session *ss, tier_ctx *c, ecoll *ec, int in_tx) {
     pthread_mutex_lock(&ec->sync_mu);
-    pgq_params q = {0};
     pgq_sql b = {0};
-    pgq_sql_add(&b, "SELECT seq FROM episodic_collections WHERE cid = $%d", pgq_int8(&q, ec->cid));
+    pgq_sql_add(&b, "SELECT seq FROM episodic_collections WHERE cid = $%d", pgq_int8(&b, ec->cid));
     PGresult *r;
-    int rc = emb_query(ss, in_tx, "collection seq", &b, &q, &r);
+    int rc = emb_query(ss, in_tx, "collection seq", &b, &r);
     int64_t seq = 0;
     if (rc == STATUS_OK) {
         if (PQntuples(r) == 0) rc = tier_fail(c, STATUS_ENOTFOUND, "the collection was deleted");
@@ -212,20 +210,19 @@ int emb_sync_index(pgq_session *ss, tier_ctx *c, ecoll *ec, int in_tx) {
             rc = tier_fail(c, STATUS_ENOMEM, "out of memory");
             break;
         }
-        pgq_params pq = {0};
         pgq_sql pb = {0};
-        int cid = pgq_int8(&pq, ec->cid);
-        int s = pgq_int8(&pq, after_seq);
+        int cid = pgq_int8(&pb, ec->cid);
+        int s = pgq_int8(&pb, after_seq);
         pgq_sql_add(&pb,
                     "SELECT pid, seq, owner, label, vector, payload, pii_kinds, version, "
                     "created_at, updated_at FROM episodic_points WHERE cid = $%d AND ",
                     cid);
         if (after_pid[0])
             pgq_sql_add(&pb, "seq >= $%d AND (seq, pid) > ($%d, $%d)", s, s,
-                        pgq_text(&pq, after_pid));
+                        pgq_text(&pb, after_pid));
         else pgq_sql_add(&pb, "seq > $%d", s);
         pgq_sql_add(&pb, " ORDER BY seq, pid LIMIT %d", SYNC_PAGE);
-        rc = emb_query(ss, in_tx, "catch up points", &pb, &pq, &r);
+        rc = emb_query(ss, in_tx, "catch up points", &pb, &r);
         if (rc != STATUS_OK) {
             arena_free(a);
             break;

@@ -57,8 +57,7 @@ int emb_sync_index(pgq_session *ss, tier_ctx *c, ecoll *ec, int in_tx);
 int emb_run(op *o, pgq_fn fn);
 /* One statement: inside the session's open transaction when in_tx, else
  * alone in one round trip. */
-int emb_query(pgq_session *ss, int in_tx, const char *what, const pgq_sql *b, const pgq_params *q,
-              PGresult **out);
+int emb_query(pgq_session *ss, int in_tx, const char *what, const pgq_sql *b, PGresult **out);
 const char *emb_pid_text(arena *a, const vs_id *id);
 /* Drops name's state from this replica (the collection is gone). */
 void emb_forget(embedded *e, const tier_ctx *c, const char *name);

@@ -5,19 +5,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "service/core/array.h"
 #include "service/core/clock.h"
 #include "service/episodic/episodic_embedded_internal.h"
 #include "service/episodic/episodic_filter.h"
 
 /* Existing points among pids: (pid, owner, label, version, created_at). */
 static int load_existing(pgq_session *ss, op *o, const char *pids_literal, PGresult **out) {
-    pgq_params q = {0};
     pgq_sql b = {0};
     pgq_sql_add(&b,
                 "SELECT pid, owner, label, version, created_at FROM episodic_points "
                 "WHERE cid = $%d AND pid = ANY($%d) AND vector IS NOT NULL",
-                pgq_int8(&q, o->col->cid), pgq_text_array(&q, pids_literal));
-    return emb_query(ss, 1, "existing points", &b, &q, out);
+                pgq_int8(&b, o->col->cid), pgq_text_array(&b, pids_literal));
+    return emb_query(ss, 1, "existing points", &b, out);
 }
 
 static int decode_existing(tier_ctx *c, const PGresult *r, int i, tier_meta *m) {
@@ -33,13 +33,12 @@ static int decode_existing(tier_ctx *c, const PGresult *r, int i, tier_meta *m) 
 
 /* Locks the collection row and bumps its seq: the stamp of this write. */
 static int bump_seq(pgq_session *ss, op *o, int in_tx, int64_t *seq) {
-    pgq_params q = {0};
     pgq_sql b = {0};
     pgq_sql_add(&b, "UPDATE episodic_collections SET seq = seq + 1 WHERE cid = $%d RETURNING seq",
-                pgq_int8(&q, o->col->cid));
+                pgq_int8(&b, o->col->cid));
     PGresult *r;
-    int rc = in_tx ? emb_query(ss, 1, "bump seq", &b, &q, &r)
-                   : pgq_pipeline(ss, "bump seq", "BEGIN", &b, &q, 0, &r);
+    int rc = in_tx ? emb_query(ss, 1, "bump seq", &b, &r)
+                   : pgq_pipeline(ss, "bump seq", "BEGIN", &b, 0, &r);
     if (rc != STATUS_OK) return rc;
     if (PQntuples(r) == 0)
         rc = tier_fail(o->c, STATUS_ENOTFOUND, "collection %s was deleted", o->col->name);
@@ -106,11 +105,10 @@ static int upsert_fn(pgq_session *ss, void *arg) {
         rc == STATUS_OK ? json_dumps(rows, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
     if (rc == STATUS_OK && !rows_text) rc = tier_fail(c, STATUS_ENOMEM, "out of memory");
     if (rc == STATUS_OK) {
-        pgq_params q = {0};
         pgq_sql b = {0};
-        int cid = pgq_int8(&q, o->col->cid), s = pgq_int8(&q, seq);
-        int v = pgq_bytes(&q, vecs, o->n * vbytes), vb = pgq_int4(&q, (int32_t)vbytes);
-        int ts = pgq_ts(&q, now), js = pgq_jsonb(&q, rows_text);
+        int cid = pgq_int8(&b, o->col->cid), s = pgq_int8(&b, seq);
+        int v = pgq_bytes(&b, vecs, o->n * vbytes), vb = pgq_int4(&b, (int32_t)vbytes);
+        int ts = pgq_ts(&b, now), js = pgq_jsonb(&b, rows_text);
         pgq_sql_add(
             &b,
             "INSERT INTO episodic_points AS p (cid, pid, seq, owner, label, vector, "
@@ -125,7 +123,7 @@ static int upsert_fn(pgq_session *ss, void *arg) {
             "EXCLUDED.payload, pii_kinds = EXCLUDED.pii_kinds, version = EXCLUDED.version, "
             "created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at",
             cid, s, v, vb, vb, ts, js);
-        rc = emb_query(ss, 1, "upsert points", &b, &q, &r);
+        rc = emb_query(ss, 1, "upsert points", &b, &r);
         if (rc == STATUS_OK) PQclear(r);
     }
     free(rows_text);
@@ -143,15 +141,14 @@ int emb_upsert(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_point
 
 /* Tombstones pids (a text[] literal) with seq; *deleted = rows changed. */
 static int tombstone(pgq_session *ss, op *o, int64_t seq, const char *pids, int64_t *deleted) {
-    pgq_params q = {0};
     pgq_sql b = {0};
-    int s = pgq_int8(&q, seq), ts = pgq_ts(&q, clock_wall_us());
+    int s = pgq_int8(&b, seq), ts = pgq_ts(&b, clock_wall_us());
     pgq_sql_add(&b,
                 "UPDATE episodic_points SET vector = NULL, payload = NULL, seq = $%d, "
                 "updated_at = $%d WHERE cid = $%d AND pid = ANY($%d) AND vector IS NOT NULL",
-                s, ts, pgq_int8(&q, o->col->cid), pgq_text_array(&q, pids));
+                s, ts, pgq_int8(&b, o->col->cid), pgq_text_array(&b, pids));
     PGresult *r;
-    int rc = emb_query(ss, 1, "delete points", &b, &q, &r);
+    int rc = emb_query(ss, 1, "delete points", &b, &r);
     if (rc != STATUS_OK) return rc;
     *deleted = strtoll(PQcmdTuples(r), NULL, 10);
     PQclear(r);
@@ -200,12 +197,11 @@ static int delete_filter_fn(pgq_session *ss, void *arg) {
     o->deleted = 0;
     /* Lock the collection first, so the index caught up below is exactly
      * the committed state the filter is evaluated on. */
-    pgq_params q = {0};
     pgq_sql b = {0};
     pgq_sql_add(&b, "SELECT seq FROM episodic_collections WHERE cid = $%d FOR UPDATE",
-                pgq_int8(&q, o->col->cid));
+                pgq_int8(&b, o->col->cid));
     PGresult *r;
-    int rc = pgq_pipeline(ss, "lock collection", "BEGIN", &b, &q, 0, &r);
+    int rc = pgq_pipeline(ss, "lock collection", "BEGIN", &b, 0, &r);
     if (rc != STATUS_OK) return rc;
     int gone = PQntuples(r) == 0;
     PQclear(r);
@@ -219,15 +215,12 @@ static int delete_filter_fn(pgq_session *ss, void *arg) {
     pthread_rwlock_rdlock(&o->ec->rw);
     for (size_t s = 0, total = eidx_count(o->ec->x); rc == STATUS_OK && s < total; s++) {
         if (!emb_accept(o->ec->x, s, &aa)) continue;
-        if (n == cap) {
-            const char **grown = realloc(pids, 2 * cap * sizeof *pids);
-            if (!grown) {
-                rc = tier_fail(c, STATUS_ENOMEM, "out of memory");
-                break;
-            }
-            pids = grown;
-            cap *= 2;
+        const char **grown = array_grow(pids, &cap, n + 1, sizeof *pids, 64);
+        if (!grown) {
+            rc = tier_fail(c, STATUS_ENOMEM, "out of memory");
+            break;
         }
+        pids = grown;
         if (!(pids[n++] = emb_pid_text(c->ar, eidx_id(o->ec->x, s))))
             rc = tier_fail(c, STATUS_ENOMEM, "out of memory");
     }

@@ -90,9 +90,11 @@ int qdrant_qname(qdrant *q, tier_ctx *c, const char *name, char *out) {
 
 /* What every point operation starts with: the server's version known (it
  * picks the endpoints) and the collection's Qdrant name in qn. */
-int qdrant_ready_collection(qdrant *q, tier_ctx *c, const char *name, qj_version *v, char *qn) {
-    int rc = qdrant_ready(q, c, v);
-    return rc == STATUS_OK ? qdrant_qname(q, c, name, qn) : rc;
+int qdrant_target(vstore *vs, tier_ctx *c, const char *name, qtarget *t) {
+    t->q = (qdrant *)vs;
+    t->name = name;
+    int rc = qdrant_ready(t->q, c, &t->v);
+    return rc == STATUS_OK ? qdrant_qname(t->q, c, name, t->qn) : rc;
 }
 
 /* The catalog has the collection, Qdrant does not: an inconsistency an
@@ -110,12 +112,13 @@ int qdrant_missing(tier_ctx *c, const char *qn, const char *name) {
 
 /* call() for an operation on a collection's points: a 404 means the
  * Qdrant collection is missing. */
-int qdrant_points_call(qdrant *q, tier_ctx *c, const char *op, const char *qn, const char *name,
-                       const char *method, const char *path, const char *body, size_t blen,
-                       qdrant_resp *r) {
-    int rc = qdrant_http_call(q->http, method, path, body, blen, c->deadline_ms, r, c->err,
+int qdrant_points_call(const qtarget *t, tier_ctx *c, const char *op, const char *method,
+                       const char *suffix, const char *body, size_t blen, qdrant_resp *r) {
+    char path[QDRANT_PATH_MAX];
+    snprintf(path, sizeof path, "/collections/%s/points%s", t->qn, suffix);
+    int rc = qdrant_http_call(t->q->http, method, path, body, blen, c->deadline_ms, r, c->err,
                               sizeof c->err);
-    if (rc == STATUS_ENOTFOUND) return qdrant_missing(c, qn, name);
+    if (rc == STATUS_ENOTFOUND) return qdrant_missing(c, t->qn, t->name);
     return qdrant_logged(op, rc, c->err);
 }
 

@@ -22,14 +22,22 @@ int qdrant_logged(const char *op, int rc, const char *err);
 /* The server's version, detecting it first if no call has reached Qdrant
  * yet (it was down at open); failures as the call's code in c->err. */
 int qdrant_ready(qdrant *q, tier_ctx *c, qj_version *v);
-/* The Qdrant collection of name in the caller's tenant into qn
- * (EPISODIC_QDRANT_NAME_MAX), after qdrant_ready. */
-int qdrant_ready_collection(qdrant *q, tier_ctx *c, const char *name, qj_version *v, char *qn);
-/* qdrant_http_call for an operation on a collection's points: a 404 means
- * the Qdrant collection is gone (STATUS_ENOTFOUND naming name). */
-int qdrant_points_call(qdrant *q, tier_ctx *c, const char *op, const char *qn, const char *name,
-                       const char *method, const char *path, const char *body, size_t blen,
-                       qdrant_resp *r);
+/* What a point operation works on: the server, its version (it picks the
+ * endpoints), the collection's name in memoryd's catalog and its Qdrant
+ * name in the caller's tenant. */
+typedef struct qtarget {
+    qdrant *q;
+    qj_version v;
+    const char *name;
+    char qn[EPISODIC_QDRANT_NAME_MAX];
+} qtarget;
+/* Fills t for collection name of vs (after qdrant_ready). */
+int qdrant_target(vstore *vs, tier_ctx *c, const char *name, qtarget *t);
+/* qdrant_http_call for an operation op on t's points, at
+ * /collections/<qn>/points<suffix> (suffix "", "/scroll", "?wait=true"...):
+ * a 404 means the Qdrant collection is gone (STATUS_ENOTFOUND naming it). */
+int qdrant_points_call(const qtarget *t, tier_ctx *c, const char *op, const char *method,
+                       const char *suffix, const char *body, size_t blen, qdrant_resp *r);
 
 /* episodic_qdrant_points.c: the point operations of vstore_ops. */
 int q_upsert(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_point_in *pts, size_t n);

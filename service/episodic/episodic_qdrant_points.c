@@ -37,16 +37,14 @@ static const vs_point *find_point(const vs_point *sorted, size_t n, const vs_id 
 /* The stored metadata of those of ids that exist (payload "memoryd" only),
  * sorted by id, in c->ar. Any point of another tenant in the answer is
  * STATUS_EINTERNAL (the parser checks memoryd.tenant). */
-static int existing(qdrant *q, tier_ctx *c, const char *qn, const vs_collection *col,
-                    const vs_id *ids, size_t n, vs_point **out, size_t *nout) {
-    char path[QDRANT_PATH_MAX];
+static int existing(const qtarget *t, tier_ctx *c, const vs_collection *col, const vs_id *ids,
+                    size_t n, vs_point **out, size_t *nout) {
     char *body = NULL;
     size_t blen = 0;
     int rc = qj_retrieve(ids, n, QJ_PAYLOAD_META, 0, &body, &blen, c->err, sizeof c->err);
     if (rc != STATUS_OK) return rc;
-    snprintf(path, sizeof path, "/collections/%s/points", qn);
     qdrant_resp r;
-    rc = qdrant_points_call(q, c, "retrieve", qn, col->name, "POST", path, body, blen, &r);
+    rc = qdrant_points_call(t, c, "retrieve", "POST", "", body, blen, &r);
     free(body);
     if (rc != STATUS_OK) return rc;
     qj_read rd = {.tenant = principal_tenant(c->p), .dims = col->dims};
@@ -59,10 +57,8 @@ static int existing(qdrant *q, tier_ctx *c, const char *qn, const vs_collection 
 }
 
 int q_upsert(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_point_in *pts, size_t n) {
-    qdrant *q = (qdrant *)vs;
-    qj_version v;
-    char qn[EPISODIC_QDRANT_NAME_MAX], path[QDRANT_PATH_MAX];
-    int rc = qdrant_ready_collection(q, c, col->name, &v, qn);
+    qtarget t;
+    int rc = qdrant_target(vs, c, col->name, &t);
     if (rc != STATUS_OK || n == 0) return rc;
 
     vs_id *ids = arena_alloc(c->ar, n * sizeof *ids);
@@ -71,7 +67,7 @@ int q_upsert(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_point_i
     for (size_t i = 0; i < n; i++) ids[i] = pts[i].id;
     vs_point *old = NULL;
     size_t nold = 0;
-    rc = existing(q, c, qn, col, ids, n, &old, &nold);
+    rc = existing(&t, c, col, ids, n, &old, &nold);
     if (rc != STATUS_OK) return rc;
 
     /* The write diode decides every point before anything is written. */
@@ -88,7 +84,6 @@ int q_upsert(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_point_i
      * of JSON, far over Qdrant's request limit (32 MiB by default). A batch
      * whose body comes out too big is halved until it fits (one point is at
      * most ~1.5 MB: 65536 components and a 64 KiB payload). */
-    snprintf(path, sizeof path, "/collections/%s/points?wait=true", qn);
     for (size_t at = 0, m = n; at < n && rc == STATUS_OK; at += m) {
         char *body = NULL;
         size_t blen = 0;
@@ -102,7 +97,7 @@ int q_upsert(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_point_i
         }
         if (rc != STATUS_OK) break;
         qdrant_resp r;
-        rc = qdrant_points_call(q, c, "upsert", qn, col->name, "PUT", path, body, blen, &r);
+        rc = qdrant_points_call(&t, c, "upsert", "PUT", "?wait=true", body, blen, &r);
         free(body);
         if (rc != STATUS_OK) break;
         rc = qdrant_logged("upsert", qj_parse_update(r.body, r.len, c->err, sizeof c->err), c->err);
@@ -131,17 +126,15 @@ static int cmp_hit_id(const void *a, const void *b) {
 
 int q_search(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_search *s, vs_hit **out,
              size_t *n) {
-    qdrant *q = (qdrant *)vs;
-    qj_version v;
-    char qn[EPISODIC_QDRANT_NAME_MAX], path[QDRANT_PATH_MAX];
+    qtarget t;
     *out = NULL;
     *n = 0;
-    int rc = qdrant_ready_collection(q, c, col->name, &v, qn);
+    int rc = qdrant_target(vs, c, col->name, &t);
     if (rc != STATUS_OK) return rc;
 
     /* /points/query arrived in 1.10; /points/search is gone from 1.19's
      * spec. */
-    int legacy = !qj_version_at_least(&v, 1, 10);
+    int legacy = !qj_version_at_least(&t.v, 1, 10);
     qj_scope scope = read_scope(c);
     char *body = NULL;
     size_t blen = 0;
@@ -153,9 +146,8 @@ int q_search(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_search 
         sq.threshold = nextafterf(s->threshold, col->distance == VS_EUCLID ? INFINITY : -INFINITY);
     rc = qj_query(&scope, &sq, col->dims, legacy, &body, &blen, c->err, sizeof c->err);
     if (rc != STATUS_OK) return rc;
-    snprintf(path, sizeof path, "/collections/%s/points/%s", qn, legacy ? "search" : "query");
     qdrant_resp r;
-    rc = qdrant_points_call(q, c, "search", qn, col->name, "POST", path, body, blen, &r);
+    rc = qdrant_points_call(&t, c, "search", "POST", legacy ? "/search" : "/query", body, blen, &r);
     free(body);
     if (rc != STATUS_OK) return rc;
     qj_read rd = {.tenant = scope.tenant,
@@ -195,12 +187,10 @@ int q_search(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_search 
 
 int q_get(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_id *ids, size_t n,
           int with_payload, int with_vector, vs_point **out, size_t *nout) {
-    qdrant *q = (qdrant *)vs;
-    qj_version v;
-    char qn[EPISODIC_QDRANT_NAME_MAX], path[QDRANT_PATH_MAX];
+    qtarget t;
     *out = NULL;
     *nout = 0;
-    int rc = qdrant_ready_collection(q, c, col->name, &v, qn);
+    int rc = qdrant_target(vs, c, col->name, &t);
     if (rc != STATUS_OK || n == 0) return rc;
     if (n > 100000) return tier_fail(c, STATUS_EINVALID, "too many ids (%zu)", n);
 
@@ -213,9 +203,8 @@ int q_get(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_id *ids, s
     rc = qj_scroll(&scope, NULL, (int)n, NULL, with_payload ? QJ_PAYLOAD_ALL : QJ_PAYLOAD_META,
                    with_vector, &body, &blen, c->err, sizeof c->err);
     if (rc != STATUS_OK) return rc;
-    snprintf(path, sizeof path, "/collections/%s/points/scroll", qn);
     qdrant_resp r;
-    rc = qdrant_points_call(q, c, "get", qn, col->name, "POST", path, body, blen, &r);
+    rc = qdrant_points_call(&t, c, "get", "POST", "/scroll", body, blen, &r);
     free(body);
     if (rc != STATUS_OK) return rc;
     qj_read rd = {.tenant = scope.tenant,
@@ -256,16 +245,13 @@ int q_get(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_id *ids, s
     return STATUS_OK;
 }
 
-static int delete_by_ids(qdrant *q, tier_ctx *c, const char *qn, const vs_collection *col,
-                         const vs_id *ids, size_t n) {
-    char path[QDRANT_PATH_MAX];
+static int delete_by_ids(const qtarget *t, tier_ctx *c, const vs_id *ids, size_t n) {
     char *body = NULL;
     size_t blen = 0;
     int rc = qj_delete(ids, n, &body, &blen, c->err, sizeof c->err);
     if (rc != STATUS_OK) return rc;
-    snprintf(path, sizeof path, "/collections/%s/points/delete?wait=true", qn);
     qdrant_resp r;
-    rc = qdrant_points_call(q, c, "delete", qn, col->name, "POST", path, body, blen, &r);
+    rc = qdrant_points_call(t, c, "delete", "POST", "/delete?wait=true", body, blen, &r);
     free(body);
     if (rc != STATUS_OK) return rc;
     rc = qj_parse_update(r.body, r.len, c->err, sizeof c->err);
@@ -275,16 +261,14 @@ static int delete_by_ids(qdrant *q, tier_ctx *c, const char *qn, const vs_collec
 
 int q_delete_ids(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_id *ids, size_t n,
                  int64_t *deleted) {
-    qdrant *q = (qdrant *)vs;
-    qj_version v;
-    char qn[EPISODIC_QDRANT_NAME_MAX];
+    qtarget t;
     *deleted = 0;
-    int rc = qdrant_ready_collection(q, c, col->name, &v, qn);
+    int rc = qdrant_target(vs, c, col->name, &t);
     if (rc != STATUS_OK || n == 0) return rc;
 
     vs_point *old = NULL;
     size_t nold = 0;
-    rc = existing(q, c, qn, col, ids, n, &old, &nold);
+    rc = existing(&t, c, col, ids, n, &old, &nold);
     if (rc != STATUS_OK || nold == 0) return rc;
     /* vs_stamp is the write diode: a point the caller may not modify may
      * not be deleted either, and then nothing is. */
@@ -299,18 +283,16 @@ int q_delete_ids(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_id 
         if (rc != STATUS_OK) return rc;
         del[nd++] = old[i].id;
     }
-    rc = delete_by_ids(q, c, qn, col, del, nd);
+    rc = delete_by_ids(&t, c, del, nd);
     if (rc == STATUS_OK) *deleted = (int64_t)nd;
     return rc;
 }
 
 int q_delete_filter(vstore *vs, tier_ctx *c, const vs_collection *col,
                     const Memory__V1__Filter *filter, int64_t *deleted) {
-    qdrant *q = (qdrant *)vs;
-    qj_version v;
-    char qn[EPISODIC_QDRANT_NAME_MAX], path[QDRANT_PATH_MAX];
+    qtarget t;
     *deleted = 0;
-    int rc = qdrant_ready_collection(q, c, col->name, &v, qn);
+    int rc = qdrant_target(vs, c, col->name, &t);
     if (rc != STATUS_OK) return rc;
 
     /* Visible to the caller and, without the :all write breadth, owned by
@@ -318,7 +300,6 @@ int q_delete_filter(vstore *vs, tier_ctx *c, const vs_collection *col,
     qj_scope scope = read_scope(c);
     if (c->write_breadth != PRINCIPAL_ALL) scope.owner = principal_sub(c->p);
     qj_read rd = {.tenant = scope.tenant, .dims = col->dims};
-    snprintf(path, sizeof path, "/collections/%s/points/scroll", qn);
     /* Pages are transient: their own arena, reset per page, so deleting a
      * million points does not grow the call's arena by a million. */
     arena *pa = arena_create();
@@ -333,7 +314,7 @@ int q_delete_filter(vstore *vs, tier_ctx *c, const vs_collection *col,
                        QJ_PAYLOAD_META, 0, &body, &blen, c->err, sizeof c->err);
         if (rc != STATUS_OK) break;
         qdrant_resp r;
-        rc = qdrant_points_call(q, c, "delete_filter", qn, col->name, "POST", path, body, blen, &r);
+        rc = qdrant_points_call(&t, c, "delete_filter", "POST", "/scroll", body, blen, &r);
         free(body);
         if (rc != STATUS_OK) break;
         vs_point *page = NULL;
@@ -367,7 +348,7 @@ int q_delete_filter(vstore *vs, tier_ctx *c, const vs_collection *col,
             del[nd++] = page[i].id;
         }
         if (nd) {
-            rc = delete_by_ids(q, c, qn, col, del, nd);
+            rc = delete_by_ids(&t, c, del, nd);
             if (rc != STATUS_OK) break;
             total += (int64_t)nd;
         }
@@ -389,20 +370,17 @@ int q_delete_filter(vstore *vs, tier_ctx *c, const vs_collection *col,
 
 int q_count(vstore *vs, tier_ctx *c, const vs_collection *col, const Memory__V1__Filter *filter,
             int exact, int64_t *count) {
-    qdrant *q = (qdrant *)vs;
-    qj_version v;
-    char qn[EPISODIC_QDRANT_NAME_MAX], path[QDRANT_PATH_MAX];
+    qtarget t;
     *count = 0;
-    int rc = qdrant_ready_collection(q, c, col->name, &v, qn);
+    int rc = qdrant_target(vs, c, col->name, &t);
     if (rc != STATUS_OK) return rc;
     qj_scope scope = read_scope(c);
     char *body = NULL;
     size_t blen = 0;
     rc = qj_count(&scope, filter, exact, &body, &blen, c->err, sizeof c->err);
     if (rc != STATUS_OK) return rc;
-    snprintf(path, sizeof path, "/collections/%s/points/count", qn);
     qdrant_resp r;
-    rc = qdrant_points_call(q, c, "count", qn, col->name, "POST", path, body, blen, &r);
+    rc = qdrant_points_call(&t, c, "count", "POST", "/count", body, blen, &r);
     free(body);
     if (rc != STATUS_OK) return rc;
     rc = qj_parse_count(r.body, r.len, count, c->err, sizeof c->err);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "service/core/array.h"
 #include "service/core/text.h"
 #include "service/episodic/qdrant_json_internal.h"
 
@@ -97,17 +98,13 @@ static int scan(const char *s, size_t n, bigint **out, size_t *nout, char *err, 
             int integer = nd > 0 && k == nd && (d[0] != '0' || nd == 1);
             if (integer &&
                 digits_cmp(d, nd, neg ? "9223372036854775808" : "9223372036854775807") > 0) {
-                if (count == cap) {
-                    size_t ncap = cap ? cap * 2 : 8;
-                    bigint *nl = realloc(list, ncap * sizeof *nl);
-                    if (!nl) {
-                        free(list);
-                        return qj_fail(err, errlen, STATUS_ENOMEM,
-                                       "out of memory reading qdrant's answer");
-                    }
-                    list = nl;
-                    cap = ncap;
+                bigint *grown = array_grow(list, &cap, count + 1, sizeof *grown, 8);
+                if (!grown) {
+                    free(list);
+                    return qj_fail(err, errlen, STATUS_ENOMEM,
+                                   "out of memory reading qdrant's answer");
                 }
+                list = grown;
                 list[count].off = i;
                 list[count].len = j - i;
                 list[count].as_string =
@@ -309,70 +306,84 @@ int qj_int_member(const json_t *o, const char *key, int64_t lo, int64_t hi, int6
     return 0;
 }
 
-int qj_parse_collection(const char *body, size_t len, int *dims, int *distance, char *err,
-                        size_t errlen) {
+/* The envelope's result, handed to fn (which fills out); freed after. */
+static int parse_result(const char *body, size_t len,
+                        int (*fn)(json_t *r, void *out, char *err, size_t errlen), void *out,
+                        char *err, size_t errlen) {
     json_t *r = NULL;
     int rc = qj_parse_envelope(body, len, &r, err, errlen);
-    if (rc != STATUS_OK) return rc;
+    if (rc == STATUS_OK) rc = fn(r, out, err, errlen);
+    json_decref(r);
+    return rc;
+}
+
+typedef struct {
+    int *dims, *distance;
+} collection_out;
+
+static int collection_result(json_t *r, void *arg, char *err, size_t errlen) {
+    collection_out *o = arg;
     json_t *vec =
         json_object_get(json_object_get(json_object_get(r, "config"), "params"), "vectors");
     int64_t size = 0;
     if (!json_is_object(vec))
-        rc = qj_fail(err, errlen, STATUS_EINTERNAL,
-                     "qdrant's collection info has no config.params.vectors");
-    else if (!json_object_get(vec, "size"))
-        rc = qj_fail(err, errlen, STATUS_EINTERNAL,
-                     "the qdrant collection has named vectors (not one memoryd made)");
-    else if (qj_int_member(vec, "size", 1, VS_MAX_DIMS, &size) != 0)
-        rc = qj_fail(err, errlen, STATUS_EINTERNAL,
-                     "the qdrant collection's vector size is not 1..%d", VS_MAX_DIMS);
-    else {
-        int d = qj_distance_parse(json_string_value(json_object_get(vec, "distance")));
-        if (!d)
-            rc = qj_fail(err, errlen, STATUS_EINTERNAL,
-                         "the qdrant collection's distance is not Cosine, Dot or Euclid");
-        else {
-            *dims = (int)size;
-            *distance = d;
-        }
-    }
-    json_decref(r);
-    return rc;
+        return qj_fail(err, errlen, STATUS_EINTERNAL,
+                       "qdrant's collection info has no config.params.vectors");
+    if (!json_object_get(vec, "size"))
+        return qj_fail(err, errlen, STATUS_EINTERNAL,
+                       "the qdrant collection has named vectors (not one memoryd made)");
+    if (qj_int_member(vec, "size", 1, VS_MAX_DIMS, &size) != 0)
+        return qj_fail(err, errlen, STATUS_EINTERNAL,
+                       "the qdrant collection's vector size is not 1..%d", VS_MAX_DIMS);
+    int d = qj_distance_parse(json_string_value(json_object_get(vec, "distance")));
+    if (!d)
+        return qj_fail(err, errlen, STATUS_EINTERNAL,
+                       "the qdrant collection's distance is not Cosine, Dot or Euclid");
+    *o->dims = (int)size;
+    *o->distance = d;
+    return STATUS_OK;
+}
+
+int qj_parse_collection(const char *body, size_t len, int *dims, int *distance, char *err,
+                        size_t errlen) {
+    collection_out o = {dims, distance};
+    return parse_result(body, len, collection_result, &o, err, errlen);
+}
+
+static int bool_result(json_t *r, void *value, char *err, size_t errlen) {
+    if (!json_is_boolean(r))
+        return qj_fail(err, errlen, STATUS_EINTERNAL, "qdrant's result is not a boolean");
+    *(int *)value = json_is_true(r);
+    return STATUS_OK;
 }
 
 int qj_parse_bool(const char *body, size_t len, int *value, char *err, size_t errlen) {
-    json_t *r = NULL;
-    int rc = qj_parse_envelope(body, len, &r, err, errlen);
-    if (rc != STATUS_OK) return rc;
-    if (!json_is_boolean(r))
-        rc = qj_fail(err, errlen, STATUS_EINTERNAL, "qdrant's result is not a boolean");
-    else *value = json_is_true(r);
-    json_decref(r);
-    return rc;
+    return parse_result(body, len, bool_result, value, err, errlen);
+}
+
+static int update_result(json_t *r, void *unused, char *err, size_t errlen) {
+    (void)unused;
+    const char *st = json_string_value(json_object_get(r, "status"));
+    if (!json_is_object(r) || !st)
+        return qj_fail(err, errlen, STATUS_EINTERNAL, "qdrant's update result has no status");
+    if (strcmp(st, "wait_timeout") == 0)
+        return qj_fail(err, errlen, STATUS_ETIMEOUT,
+                       "qdrant took the change but did not apply it within its wait timeout");
+    if (strcmp(st, "completed") != 0 && strcmp(st, "acknowledged") != 0)
+        return qj_fail(err, errlen, STATUS_EINTERNAL, "qdrant's update status is not completed");
+    return STATUS_OK;
 }
 
 int qj_parse_update(const char *body, size_t len, char *err, size_t errlen) {
-    json_t *r = NULL;
-    int rc = qj_parse_envelope(body, len, &r, err, errlen);
-    if (rc != STATUS_OK) return rc;
-    const char *st = json_string_value(json_object_get(r, "status"));
-    if (!json_is_object(r) || !st)
-        rc = qj_fail(err, errlen, STATUS_EINTERNAL, "qdrant's update result has no status");
-    else if (strcmp(st, "wait_timeout") == 0)
-        rc = qj_fail(err, errlen, STATUS_ETIMEOUT,
-                     "qdrant took the change but did not apply it within its wait timeout");
-    else if (strcmp(st, "completed") != 0 && strcmp(st, "acknowledged") != 0)
-        rc = qj_fail(err, errlen, STATUS_EINTERNAL, "qdrant's update status is not completed");
-    json_decref(r);
-    return rc;
+    return parse_result(body, len, update_result, NULL, err, errlen);
+}
+
+static int count_result(json_t *r, void *count, char *err, size_t errlen) {
+    if (!json_is_object(r) || qj_int_member(r, "count", 0, INT64_MAX, count) != 0)
+        return qj_fail(err, errlen, STATUS_EINTERNAL, "qdrant's count result has no count");
+    return STATUS_OK;
 }
 
 int qj_parse_count(const char *body, size_t len, int64_t *count, char *err, size_t errlen) {
-    json_t *r = NULL;
-    int rc = qj_parse_envelope(body, len, &r, err, errlen);
-    if (rc != STATUS_OK) return rc;
-    if (!json_is_object(r) || qj_int_member(r, "count", 0, INT64_MAX, count) != 0)
-        rc = qj_fail(err, errlen, STATUS_EINTERNAL, "qdrant's count result has no count");
-    json_decref(r);
-    return rc;
+    return parse_result(body, len, count_result, count, err, errlen);
 }

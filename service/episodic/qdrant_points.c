@@ -137,6 +137,20 @@ static int parse_point(const json_t *pj, const qj_read *r, arena *a, vs_point *o
     return STATUS_OK;
 }
 
+/* res's list of points (res itself when key is NULL; what names the
+ * request in errors) and zeroed room in a for as many items of elem bytes. */
+static int points_of(json_t *res, const char *key, const char *what, arena *a, size_t elem,
+                     json_t **pts, void **room, char *err, size_t errlen) {
+    *pts = key ? json_object_get(res, key) : res;
+    if (!json_is_array(*pts))
+        return qj_fail(err, errlen, STATUS_EINTERNAL, "qdrant's %s result has no list of points",
+                       what);
+    size_t cnt = json_array_size(*pts);
+    *room = cnt ? arena_zalloc(a, cnt * elem) : NULL;
+    if (cnt && !*room) return qj_fail(err, errlen, STATUS_ENOMEM, "out of memory");
+    return STATUS_OK;
+}
+
 int qj_parse_hits(const char *body, size_t len, const qj_read *r, int legacy_search, arena *a,
                   vs_hit **out, size_t *n, char *err, size_t errlen) {
     *out = NULL;
@@ -144,19 +158,16 @@ int qj_parse_hits(const char *body, size_t len, const qj_read *r, int legacy_sea
     json_t *res = NULL;
     int rc = qj_parse_envelope(body, len, &res, err, errlen);
     if (rc != STATUS_OK) return rc;
-    json_t *pts = legacy_search ? res : json_object_get(res, "points");
-    if (!json_is_array(pts)) {
+    json_t *pts;
+    void *room;
+    rc = points_of(res, legacy_search ? NULL : "points", legacy_search ? "search" : "query", a,
+                   sizeof(vs_hit), &pts, &room, err, errlen);
+    if (rc != STATUS_OK) {
         json_decref(res);
-        return qj_fail(err, errlen, STATUS_EINTERNAL, "qdrant's %s result has no list of points",
-                       legacy_search ? "search" : "query");
+        return rc;
     }
-    size_t cnt = json_array_size(pts);
-    vs_hit *hits = cnt ? arena_zalloc(a, cnt * sizeof *hits) : NULL;
-    if (cnt && !hits) {
-        json_decref(res);
-        return qj_fail(err, errlen, STATUS_ENOMEM, "out of memory");
-    }
-    size_t i = 0;
+    vs_hit *hits = room;
+    size_t cnt = json_array_size(pts), i = 0;
     for (; i < cnt; i++) {
         json_t *pj = json_array_get(pts, i);
         rc = parse_point(pj, r, a, &hits[i].point, err, errlen);
@@ -187,11 +198,13 @@ int qj_parse_records(const char *body, size_t len, const qj_read *r, int scroll,
     json_t *res = NULL;
     int rc = qj_parse_envelope(body, len, &res, err, errlen);
     if (rc != STATUS_OK) return rc;
-    json_t *pts = scroll ? json_object_get(res, "points") : res;
-    if (!json_is_array(pts)) {
+    json_t *pts;
+    void *room;
+    rc = points_of(res, scroll ? "points" : NULL, scroll ? "scroll" : "retrieve", a,
+                   sizeof(vs_point), &pts, &room, err, errlen);
+    if (rc != STATUS_OK) {
         json_decref(res);
-        return qj_fail(err, errlen, STATUS_EINTERNAL, "qdrant's %s result has no list of points",
-                       scroll ? "scroll" : "retrieve");
+        return rc;
     }
     vs_id nx;
     int hn = 0;
@@ -206,13 +219,8 @@ int qj_parse_records(const char *body, size_t len, const qj_read *r, int scroll,
             hn = 1;
         }
     }
-    size_t cnt = json_array_size(pts);
-    vs_point *p = cnt ? arena_zalloc(a, cnt * sizeof *p) : NULL;
-    if (cnt && !p) {
-        json_decref(res);
-        return qj_fail(err, errlen, STATUS_ENOMEM, "out of memory");
-    }
-    size_t i = 0;
+    vs_point *p = room;
+    size_t cnt = json_array_size(pts), i = 0;
     for (; i < cnt; i++) {
         rc = parse_point(json_array_get(pts, i), r, a, &p[i], err, errlen);
         if (rc != STATUS_OK) break;

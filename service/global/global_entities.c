@@ -15,11 +15,11 @@ typedef struct {
     int *created;
 } put_entity_args;
 
-static void lock_entity_sql(pgq_sql *b, pgq_params *q, const tier_ctx *c, const char *id) {
+static void lock_entity_sql(pgq_sql *b, const tier_ctx *c, const char *id) {
     pgq_sql_add(b,
                 "SELECT owner, label, version FROM entities WHERE tenant = $%d AND id = $%d"
                 " FOR UPDATE",
-                pgq_text(q, principal_tenant(c->p)), pgq_text(q, id));
+                pgq_text(b, principal_tenant(c->p)), pgq_text(b, id));
 }
 
 static int put_entity(pgq_session *ss, tier_ctx *c, void *arg) {
@@ -28,33 +28,31 @@ static int put_entity(pgq_session *ss, tier_ctx *c, void *arg) {
     const char *pii = pgq_array_literal(c->ar, in->pii_kinds, in->npii);
     if (!pii) return tier_fail(c, STATUS_ENOMEM, "out of memory");
     for (int race = 0; race < GLOBAL_MAX_CREATE_RACES; race++) {
-        pgq_params lq = {0};
         pgq_sql lb = {0};
-        lock_entity_sql(&lb, &lq, c, in->id);
+        lock_entity_sql(&lb, c, in->id);
         tier_row lr;
-        int rc = tier_sql_lock(ss, c, &lb, &lq, race == 0, &lr, NULL);
+        int rc = tier_sql_lock(ss, c, &lb, race == 0, &lr, NULL);
         if (rc != STATUS_OK ||
             (lr.exists && (rc = tier_may_modify(c, &lr, "entity", in->id)) != STATUS_OK) ||
             (rc = tier_check_version(c, &lr, in->has_expected, in->expected_version, "entity",
                                      in->id)) != STATUS_OK)
             return rc;
         int label = principal_stamp_label(c->p, in->label, lr.exists ? lr.label : 0);
-        pgq_params q = {0};
         pgq_sql b = {0};
-        int p_tenant = pgq_text(&q, principal_tenant(c->p));
-        int p_id = pgq_text(&q, in->id);
-        int p_label = pgq_int4(&q, label);
-        int p_type = pgq_text(&q, in->type);
-        int p_name = pgq_text(&q, in->name);
-        int p_props = pgq_jsonb(&q, in->properties_json);
-        int p_pii = pgq_text_array(&q, pii);
+        int p_tenant = pgq_text(&b, principal_tenant(c->p));
+        int p_id = pgq_text(&b, in->id);
+        int p_label = pgq_int4(&b, label);
+        int p_type = pgq_text(&b, in->type);
+        int p_name = pgq_text(&b, in->name);
+        int p_props = pgq_jsonb(&b, in->properties_json);
+        int p_pii = pgq_text_array(&b, pii);
         if (!lr.exists)
             pgq_sql_add(&b,
                         "INSERT INTO entities AS e (tenant, id, owner, label, entity_type, name,"
                         " properties, pii_kinds, version, created_at, updated_at)"
                         " VALUES ($%d, $%d, $%d, $%d, $%d, $%d, $%d, $%d, 1, now(), now())"
                         " ON CONFLICT (tenant, id) DO NOTHING RETURNING " GLOBAL_E_COLS,
-                        p_tenant, p_id, pgq_text(&q, principal_sub(c->p)), p_label, p_type, p_name,
+                        p_tenant, p_id, pgq_text(&b, principal_sub(c->p)), p_label, p_type, p_name,
                         p_props, p_pii);
         else
             pgq_sql_add(&b,
@@ -64,7 +62,7 @@ static int put_entity(pgq_session *ss, tier_ctx *c, void *arg) {
                         " RETURNING " GLOBAL_E_COLS,
                         p_label, p_type, p_name, p_props, p_pii, p_tenant, p_id);
         PGresult *r;
-        if ((rc = pgq_exec_ok(ss, &b, &q, "entity write", &r)) != STATUS_OK) return rc;
+        if ((rc = pgq_exec_ok(ss, &b, "entity write", &r)) != STATUS_OK) return rc;
         if (PQntuples(r) == 0) {
             /* Lost a create race: the other transaction committed its row
              * (ON CONFLICT waited for it); lock and re-evaluate. */
@@ -93,19 +91,18 @@ typedef struct {
     global_entity *out;
 } get_entity_args;
 
-void global_sql_get_entity(const tier_ctx *c, const char *id, pgq_sql *b, pgq_params *q) {
+void global_sql_get_entity(const tier_ctx *c, const char *id, pgq_sql *b) {
     pgq_sql_add(b, "SELECT " GLOBAL_E_COLS " FROM entities e WHERE ");
-    tier_sql_read_diode(b, q, c, "e");
-    pgq_sql_add(b, " AND e.id = $%d", pgq_text(q, id));
+    tier_sql_read_diode(b, c, "e");
+    pgq_sql_add(b, " AND e.id = $%d", pgq_text(b, id));
 }
 
 static int get_entity(pgq_session *ss, tier_ctx *c, void *arg) {
     get_entity_args *a = arg;
-    pgq_params q = {0};
     pgq_sql b = {0};
-    global_sql_get_entity(c, a->id, &b, &q);
+    global_sql_get_entity(c, a->id, &b);
     PGresult *r;
-    int rc = pgq_pipeline(ss, "get entity", NULL, &b, &q, 1, &r);
+    int rc = pgq_pipeline(ss, "get entity", NULL, &b, 1, &r);
     if (rc != STATUS_OK) return rc;
     if (PQntuples(r) == 0) rc = tier_fail(c, STATUS_ENOTFOUND, "entity %s not found", a->id);
     else rc = global_decode_entity(c, r, 0, a->out);
@@ -120,12 +117,11 @@ int global_get_entity(global_store *s, tier_ctx *c, const char *id, global_entit
 
 static int load_entity(pgq_session *ss, tier_ctx *c, void *arg) {
     get_entity_args *a = arg;
-    pgq_params q = {0};
     pgq_sql b = {0};
     pgq_sql_add(&b, "SELECT " GLOBAL_E_COLS " FROM entities e WHERE e.tenant = $%d AND e.id = $%d",
-                pgq_text(&q, principal_tenant(c->p)), pgq_text(&q, a->id));
+                pgq_text(&b, principal_tenant(c->p)), pgq_text(&b, a->id));
     PGresult *r;
-    int rc = pgq_pipeline(ss, "load entity", NULL, &b, &q, 1, &r);
+    int rc = pgq_pipeline(ss, "load entity", NULL, &b, 1, &r);
     if (rc != STATUS_OK) return rc;
     if (PQntuples(r) == 0) rc = tier_fail(c, STATUS_ENOTFOUND, "entity %s not found", a->id);
     else rc = global_decode_entity_row(c, r, 0, a->out);
@@ -148,11 +144,10 @@ typedef struct {
 
 static int delete_entity(pgq_session *ss, tier_ctx *c, void *arg) {
     delete_entity_args *a = arg;
-    pgq_params q = {0};
     pgq_sql b = {0};
-    lock_entity_sql(&b, &q, c, a->id);
+    lock_entity_sql(&b, c, a->id);
     tier_row lr;
-    int rc = tier_sql_lock(ss, c, &b, &q, 1, &lr, NULL);
+    int rc = tier_sql_lock(ss, c, &b, 1, &lr, NULL);
     if (rc != STATUS_OK) return rc;
     if (!lr.exists) return tier_fail(c, STATUS_ENOTFOUND, "entity %s not found", a->id);
     if ((rc = tier_may_modify(c, &lr, "entity", a->id)) != STATUS_OK ||
@@ -160,12 +155,11 @@ static int delete_entity(pgq_session *ss, tier_ctx *c, void *arg) {
             STATUS_OK)
         return rc;
     /* Relationships touching it go with it (ON DELETE CASCADE). */
-    pgq_params dq = {0};
     pgq_sql d = {0};
     pgq_sql_add(&d, "DELETE FROM entities WHERE tenant = $%d AND id = $%d",
-                pgq_text(&dq, principal_tenant(c->p)), pgq_text(&dq, a->id));
+                pgq_text(&d, principal_tenant(c->p)), pgq_text(&d, a->id));
     PGresult *r;
-    if ((rc = pgq_exec_ok(ss, &d, &dq, "entity delete", &r)) != STATUS_OK) return rc;
+    if ((rc = pgq_exec_ok(ss, &d, "entity delete", &r)) != STATUS_OK) return rc;
     PQclear(r);
     return tier_sql_commit(ss, c);
 }
@@ -198,22 +192,22 @@ static const char *order_expr(global_order o) {
 }
 
 /* Keyset condition: after the previous page's last entity. */
-static void add_cursor(pgq_sql *b, pgq_params *q, const global_query_in *in, const char *key) {
+static void add_cursor(pgq_sql *b, const global_query_in *in, const char *key) {
     const char *cmp = in->descending ? "<" : ">";
-    int p_id = pgq_text(q, in->after_id);
+    int p_id = pgq_text(b, in->after_id);
     switch (in->order) {
     case GLOBAL_ORDER_ID: pgq_sql_add(b, " AND e.id %s $%d", cmp, p_id); break;
     case GLOBAL_ORDER_NAME:
-        pgq_sql_add(b, " AND (e.name, e.id) %s ($%d, $%d)", cmp, pgq_text(q, in->after_key), p_id);
+        pgq_sql_add(b, " AND (e.name, e.id) %s ($%d, $%d)", cmp, pgq_text(b, in->after_key), p_id);
         break;
     case GLOBAL_ORDER_CREATE_TIME:
     case GLOBAL_ORDER_UPDATE_TIME:
         /* Sent as a binary timestamptz: exact to the microsecond. */
         pgq_sql_add(b, " AND (%s, e.id) %s ($%d, $%d)", key, cmp,
-                    pgq_ts(q, strtoll(in->after_key, NULL, 10)), p_id);
+                    pgq_ts(b, strtoll(in->after_key, NULL, 10)), p_id);
         break;
     case GLOBAL_ORDER_RELEVANCE:
-        pgq_sql_add(b, " AND (%s, e.id) %s ($%d::real, $%d)", key, cmp, pgq_text(q, in->after_key),
+        pgq_sql_add(b, " AND (%s, e.id) %s ($%d::real, $%d)", key, cmp, pgq_text(b, in->after_key),
                     p_id);
         break;
     }
@@ -248,27 +242,26 @@ static int sort_key(tier_ctx *c, const PGresult *r, int i, global_order order,
 static int query_entities(pgq_session *ss, tier_ctx *c, void *arg) {
     query_args *a = arg;
     const global_query_in *in = a->in;
-    pgq_params q = {0};
     pgq_sql b = {0};
     /* $1 is always the text query (used by the match and the rank). */
-    pgq_text(&q, in->text_query);
+    pgq_text(&b, in->text_query);
     const char *key = order_expr(in->order);
     pgq_sql_add(&b, "SELECT " GLOBAL_E_COLS ", %s FROM entities e WHERE ", key);
-    tier_sql_read_diode(&b, &q, c, "e");
-    if (in->type[0]) pgq_sql_add(&b, " AND e.entity_type = $%d", pgq_text(&q, in->type));
+    tier_sql_read_diode(&b, c, "e");
+    if (in->type[0]) pgq_sql_add(&b, " AND e.entity_type = $%d", pgq_text(&b, in->type));
     if (in->text_query[0]) pgq_sql_add(&b, " AND e.search @@ websearch_to_tsquery('simple', $1)");
     for (size_t i = 0; i < in->npreds; i++) {
-        int rc = global_pred_sql(&b, &q, c->ar, i, &in->preds[i], c->err, sizeof c->err);
+        int rc = global_pred_sql(&b, c->ar, i, &in->preds[i], c->err, sizeof c->err);
         if (rc == -2) return tier_fail(c, STATUS_ENOMEM, "out of memory");
         if (rc != 0) return STATUS_EINVALID;
     }
-    if (in->after_id) add_cursor(&b, &q, in, key);
+    if (in->after_id) add_cursor(&b, in, key);
     const char *dir = in->descending ? "DESC" : "ASC";
     pgq_sql_add(&b, " ORDER BY %s %s", key, dir);
     if (in->order != GLOBAL_ORDER_ID) pgq_sql_add(&b, ", e.id %s", dir);
-    pgq_sql_add(&b, " LIMIT $%d", pgq_int8(&q, (int64_t)in->limit + 1));
+    pgq_sql_add(&b, " LIMIT $%d", pgq_int8(&b, (int64_t)in->limit + 1));
     PGresult *r;
-    int rc = pgq_pipeline(ss, "query entities", NULL, &b, &q, 1, &r);
+    int rc = pgq_pipeline(ss, "query entities", NULL, &b, 1, &r);
     if (rc != STATUS_OK) return rc;
     int rows = PQntuples(r), take = rows < in->limit ? rows : in->limit;
     global_entity *v = arena_alloc(c->ar, ((size_t)take + 1) * sizeof *v);

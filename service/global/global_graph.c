@@ -6,13 +6,13 @@
 
 /* ------------------------------------------------------------ relationships */
 
-static void lock_rel_sql(pgq_sql *b, pgq_params *q, const tier_ctx *c, const char *src,
-                         const char *type, const char *dst) {
+static void lock_rel_sql(pgq_sql *b, const tier_ctx *c, const char *src, const char *type,
+                         const char *dst) {
     pgq_sql_add(b,
                 "SELECT owner, label, version FROM relationships WHERE tenant = $%d"
                 " AND source_id = $%d AND rel_type = $%d AND target_id = $%d FOR UPDATE",
-                pgq_text(q, principal_tenant(c->p)), pgq_text(q, src), pgq_text(q, type),
-                pgq_text(q, dst));
+                pgq_text(b, principal_tenant(c->p)), pgq_text(b, src), pgq_text(b, type),
+                pgq_text(b, dst));
 }
 
 static const char *rel_name(arena *a, const char *src, const char *type, const char *dst) {
@@ -29,13 +29,12 @@ typedef struct {
 /* Both ends visible to the caller, locked against a concurrent delete
  * (FOR KEY SHARE) until the relationship is written. */
 static int check_ends(pgq_session *ss, tier_ctx *c, const char *src, const char *dst) {
-    pgq_params q = {0};
     pgq_sql b = {0};
     pgq_sql_add(&b, "SELECT e.id FROM entities e WHERE ");
-    tier_sql_read_diode(&b, &q, c, "e");
-    pgq_sql_add(&b, " AND e.id IN ($%d, $%d) FOR KEY SHARE", pgq_text(&q, src), pgq_text(&q, dst));
+    tier_sql_read_diode(&b, c, "e");
+    pgq_sql_add(&b, " AND e.id IN ($%d, $%d) FOR KEY SHARE", pgq_text(&b, src), pgq_text(&b, dst));
     PGresult *r;
-    int rc = pgq_exec_ok(ss, &b, &q, "endpoint check", &r);
+    int rc = pgq_exec_ok(ss, &b, "endpoint check", &r);
     if (rc != STATUS_OK) return rc;
     int have_src = 0, have_dst = 0;
     for (int i = 0; i < PQntuples(r); i++) {
@@ -49,15 +48,15 @@ static int check_ends(pgq_session *ss, tier_ctx *c, const char *src, const char 
     return STATUS_OK;
 }
 
-static void write_rel_sql(pgq_sql *b, pgq_params *q, const tier_ctx *c, const global_rel_in *in,
-                          int exists, int label, const char *pii) {
-    int p_tenant = pgq_text(q, principal_tenant(c->p));
-    int p_src = pgq_text(q, in->source_id);
-    int p_type = pgq_text(q, in->type);
-    int p_dst = pgq_text(q, in->target_id);
-    int p_label = pgq_int4(q, label);
-    int p_props = pgq_jsonb(q, in->properties_json);
-    int p_pii = pgq_text_array(q, pii);
+static void write_rel_sql(pgq_sql *b, const tier_ctx *c, const global_rel_in *in, int exists,
+                          int label, const char *pii) {
+    int p_tenant = pgq_text(b, principal_tenant(c->p));
+    int p_src = pgq_text(b, in->source_id);
+    int p_type = pgq_text(b, in->type);
+    int p_dst = pgq_text(b, in->target_id);
+    int p_label = pgq_int4(b, label);
+    int p_props = pgq_jsonb(b, in->properties_json);
+    int p_pii = pgq_text_array(b, pii);
     if (!exists)
         pgq_sql_add(b,
                     "INSERT INTO relationships AS r (tenant, source_id, rel_type, target_id,"
@@ -65,7 +64,7 @@ static void write_rel_sql(pgq_sql *b, pgq_params *q, const tier_ctx *c, const gl
                     " VALUES ($%d, $%d, $%d, $%d, $%d, $%d, $%d, $%d, 1, now(), now())"
                     " ON CONFLICT (tenant, source_id, rel_type, target_id) DO NOTHING"
                     " RETURNING " GLOBAL_R_COLS,
-                    p_tenant, p_src, p_type, p_dst, pgq_text(q, principal_sub(c->p)), p_label,
+                    p_tenant, p_src, p_type, p_dst, pgq_text(b, principal_sub(c->p)), p_label,
                     p_props, p_pii);
     else
         pgq_sql_add(b,
@@ -83,11 +82,10 @@ static int put_rel(pgq_session *ss, tier_ctx *c, void *arg) {
     const char *pii = pgq_array_literal(c->ar, in->pii_kinds, in->npii);
     if (!pii) return tier_fail(c, STATUS_ENOMEM, "out of memory");
     for (int race = 0; race < GLOBAL_MAX_CREATE_RACES; race++) {
-        pgq_params lq = {0};
         pgq_sql lb = {0};
-        lock_rel_sql(&lb, &lq, c, in->source_id, in->type, in->target_id);
+        lock_rel_sql(&lb, c, in->source_id, in->type, in->target_id);
         tier_row lr;
-        int rc = tier_sql_lock(ss, c, &lb, &lq, race == 0, &lr, NULL);
+        int rc = tier_sql_lock(ss, c, &lb, race == 0, &lr, NULL);
         if (rc != STATUS_OK ||
             (lr.exists && (rc = tier_may_modify(c, &lr, "relationship", name)) != STATUS_OK) ||
             (rc = tier_check_version(c, &lr, in->has_expected, in->expected_version, "relationship",
@@ -95,11 +93,10 @@ static int put_rel(pgq_session *ss, tier_ctx *c, void *arg) {
             (race == 0 && (rc = check_ends(ss, c, in->source_id, in->target_id)) != STATUS_OK))
             return rc;
         int label = principal_stamp_label(c->p, in->label, lr.exists ? lr.label : 0);
-        pgq_params q = {0};
         pgq_sql b = {0};
-        write_rel_sql(&b, &q, c, in, lr.exists, label, pii);
+        write_rel_sql(&b, c, in, lr.exists, label, pii);
         if (b.overflow) return tier_fail(c, STATUS_EINTERNAL, "relationship write query too long");
-        PGresult *r = pgq_exec(ss, &b, &q);
+        PGresult *r = pgq_exec(ss, &b);
         if (PQresultStatus(r) != PGRES_TUPLES_OK) {
             /* An end deleted under us despite the key-share lock cannot
              * happen; a foreign-key violation would still say which. */
@@ -137,28 +134,26 @@ typedef struct {
 static int delete_rel(pgq_session *ss, tier_ctx *c, void *arg) {
     delete_rel_args *a = arg;
     const char *name = rel_name(c->ar, a->src, a->type, a->dst);
-    pgq_params q = {0};
     pgq_sql b = {0};
-    lock_rel_sql(&b, &q, c, a->src, a->type, a->dst);
+    lock_rel_sql(&b, c, a->src, a->type, a->dst);
     tier_row lr;
-    int rc = tier_sql_lock(ss, c, &b, &q, 1, &lr, NULL);
+    int rc = tier_sql_lock(ss, c, &b, 1, &lr, NULL);
     if (rc != STATUS_OK) return rc;
     if (!lr.exists) return tier_fail(c, STATUS_ENOTFOUND, "relationship %s not found", name);
     if ((rc = tier_may_modify(c, &lr, "relationship", name)) != STATUS_OK ||
         (rc = tier_check_version(c, &lr, a->has_expected, a->expected, "relationship", name)) !=
             STATUS_OK)
         return rc;
-    pgq_params dq = {0};
     pgq_sql d = {0};
-    int p_tenant = pgq_text(&dq, principal_tenant(c->p));
-    int p_src = pgq_text(&dq, a->src);
-    int p_type = pgq_text(&dq, a->type);
+    int p_tenant = pgq_text(&d, principal_tenant(c->p));
+    int p_src = pgq_text(&d, a->src);
+    int p_type = pgq_text(&d, a->type);
     pgq_sql_add(&d,
                 "DELETE FROM relationships WHERE tenant = $%d AND source_id = $%d"
                 " AND rel_type = $%d AND target_id = $%d",
-                p_tenant, p_src, p_type, pgq_text(&dq, a->dst));
+                p_tenant, p_src, p_type, pgq_text(&d, a->dst));
     PGresult *r;
-    if ((rc = pgq_exec_ok(ss, &d, &dq, "relationship delete", &r)) != STATUS_OK) return rc;
+    if ((rc = pgq_exec_ok(ss, &d, "relationship delete", &r)) != STATUS_OK) return rc;
     PQclear(r);
     return tier_sql_commit(ss, c);
 }
@@ -179,24 +174,23 @@ typedef struct {
 
 /* One direction's neighbours of the frontier w.frontier as rows (nid),
  * through relationships the caller may see. */
-static void add_neighbours(pgq_sql *b, pgq_params *q, const tier_ctx *c, const char *from,
-                           const char *to, int p_types) {
+static void add_neighbours(pgq_sql *b, const tier_ctx *c, const char *from, const char *to,
+                           int p_types) {
     pgq_sql_add(b, "SELECT r.%s AS nid FROM relationships r WHERE ", to);
-    tier_sql_read_diode(b, q, c, "r");
+    tier_sql_read_diode(b, c, "r");
     pgq_sql_add(b, " AND r.%s = ANY(w.frontier)", from);
     if (p_types) pgq_sql_add(b, " AND r.rel_type = ANY($%d)", p_types);
 }
 
-int global_sql_traverse(const tier_ctx *c, const global_traverse_in *in, pgq_sql *b,
-                        pgq_params *q) {
+int global_sql_traverse(const tier_ctx *c, const global_traverse_in *in, pgq_sql *b) {
     int p_types = 0;
     if (in->ntypes) {
         const char *lit = pgq_array_literal(c->ar, in->types, in->ntypes);
         if (!lit) return -1;
-        p_types = pgq_text_array(q, lit);
+        p_types = pgq_text_array(b, lit);
     }
-    int p_max = pgq_int4(q, in->max_depth);
-    int p_lim = pgq_int4(q, in->limit);
+    int p_max = pgq_int4(b, in->max_depth);
+    int p_lim = pgq_int4(b, in->limit);
     /* Each row of `walk` is one BFS level: its depth, its entities
      * (frontier) and every entity seen so far (visited). The next level is
      * the visible neighbours of the frontier not yet visited, at most
@@ -207,18 +201,18 @@ int global_sql_traverse(const tier_ctx *c, const global_traverse_in *in, pgq_sql
      * hash-joining the result against the whole entities table. */
     pgq_sql_add(b, "WITH RECURSIVE walk(depth, frontier, visited) AS ("
                    " SELECT 0, ARRAY[e.id], ARRAY[e.id] FROM entities e WHERE ");
-    tier_sql_read_diode(b, q, c, "e");
-    pgq_sql_add(b, " AND e.id = $%d", pgq_text(q, in->start_id));
+    tier_sql_read_diode(b, c, "e");
+    pgq_sql_add(b, " AND e.id = $%d", pgq_text(b, in->start_id));
     pgq_sql_add(b, " UNION ALL"
                    " SELECT w.depth + 1, nxt.ids, w.visited || nxt.ids FROM walk w,"
                    " LATERAL (SELECT ARRAY(SELECT DISTINCT nb.id FROM (");
     if (in->dir == GLOBAL_DIR_OUT || in->dir == GLOBAL_DIR_BOTH)
-        add_neighbours(b, q, c, "source_id", "target_id", p_types);
+        add_neighbours(b, c, "source_id", "target_id", p_types);
     if (in->dir == GLOBAL_DIR_BOTH) pgq_sql_add(b, " UNION ALL ");
     if (in->dir == GLOBAL_DIR_IN || in->dir == GLOBAL_DIR_BOTH)
-        add_neighbours(b, q, c, "target_id", "source_id", p_types);
+        add_neighbours(b, c, "target_id", "source_id", p_types);
     pgq_sql_add(b, ") n JOIN entities nb ON nb.id = n.nid AND ");
-    tier_sql_read_diode(b, q, c, "nb");
+    tier_sql_read_diode(b, c, "nb");
     pgq_sql_add(b,
                 " WHERE NOT nb.id = ANY(w.visited) ORDER BY nb.id LIMIT $%d + 1) AS ids"
                 " OFFSET 0) nxt"
@@ -227,23 +221,23 @@ int global_sql_traverse(const tier_ctx *c, const global_traverse_in *in, pgq_sql
                 " SELECT " GLOBAL_E_COLS ", x.depth FROM (SELECT depth, unnest(frontier) AS id"
                 " FROM walk) x, LATERAL (SELECT * FROM entities e WHERE e.tenant = $%d"
                 " AND e.id = x.id OFFSET 0) e ORDER BY x.depth, x.id LIMIT $%d + 1",
-                p_lim, p_max, p_lim, pgq_text(q, principal_tenant(c->p)), p_lim);
+                p_lim, p_max, p_lim, pgq_text(b, principal_tenant(c->p)), p_lim);
     return 0;
 }
 
 int global_sql_traverse_edges(const tier_ctx *c, const global_traverse_in *in,
-                              const char *const *ids, size_t n, pgq_sql *b, pgq_params *q) {
+                              const char *const *ids, size_t n, pgq_sql *b) {
     const char *lit = pgq_array_literal(c->ar, ids, n);
     if (!lit) return -1;
-    int p_ids = pgq_text_array(q, lit);
+    int p_ids = pgq_text_array(b, lit);
     pgq_sql_add(b, "SELECT " GLOBAL_R_COLS ", octet_length(r.properties::text)"
                    " FROM relationships r WHERE ");
-    tier_sql_read_diode(b, q, c, "r");
+    tier_sql_read_diode(b, c, "r");
     pgq_sql_add(b, " AND r.source_id = ANY($%d) AND r.target_id = ANY($%d)", p_ids, p_ids);
     if (in->ntypes) {
         const char *types = pgq_array_literal(c->ar, in->types, in->ntypes);
         if (!types) return -1;
-        pgq_sql_add(b, " AND r.rel_type = ANY($%d)", pgq_text_array(q, types));
+        pgq_sql_add(b, " AND r.rel_type = ANY($%d)", pgq_text_array(b, types));
     }
     pgq_sql_add(b, " ORDER BY r.source_id, r.rel_type, r.target_id");
     return 0;
@@ -297,13 +291,11 @@ static int walk_edges(tier_ctx *c, const PGresult *r, size_t budget, global_trav
 
 static int traverse(pgq_session *ss, tier_ctx *c, void *arg) {
     traverse_args *a = arg;
-    pgq_params q = {0};
     pgq_sql b = {0};
-    if (global_sql_traverse(c, a->in, &b, &q) != 0)
-        return tier_fail(c, STATUS_ENOMEM, "out of memory");
+    if (global_sql_traverse(c, a->in, &b) != 0) return tier_fail(c, STATUS_ENOMEM, "out of memory");
     PGresult *r;
-    int rc = pgq_pipeline(ss, "traverse", "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", &b, &q,
-                          0, &r);
+    int rc =
+        pgq_pipeline(ss, "traverse", "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", &b, 0, &r);
     if (rc != STATUS_OK) return rc;
     const char **ids = NULL;
     rc = walk_nodes(c, r, a->in, a->out, &ids);
@@ -311,11 +303,10 @@ static int traverse(pgq_session *ss, tier_ctx *c, void *arg) {
     if (rc != STATUS_OK) return rc;
     /* The edges among the returned entities, in the same snapshot, and
      * the COMMIT of the read-only snapshot: one round trip. */
-    pgq_params eq = {0};
     pgq_sql eb = {0};
-    if (global_sql_traverse_edges(c, a->in, ids, a->out->nnodes, &eb, &eq) != 0)
+    if (global_sql_traverse_edges(c, a->in, ids, a->out->nnodes, &eb) != 0)
         return tier_fail(c, STATUS_ENOMEM, "out of memory");
-    if ((rc = pgq_pipeline(ss, "traverse edges", NULL, &eb, &eq, 1, &r)) != STATUS_OK) return rc;
+    if ((rc = pgq_pipeline(ss, "traverse edges", NULL, &eb, 1, &r)) != STATUS_OK) return rc;
     rc = walk_edges(c, r, a->max_response_bytes, a->out);
     PQclear(r);
     return rc;

@@ -102,8 +102,8 @@ static const char *op_name(int op) {
     }
 }
 
-int global_pred_sql(pgq_sql *b, pgq_params *q, arena *a, size_t index, const global_pred *p,
-                    char *why, size_t whylen) {
+int global_pred_sql(pgq_sql *b, arena *a, size_t index, const global_pred *p, char *why,
+                    size_t whylen) {
     char at[32];
     snprintf(at, sizeof at, "predicates[%zu]", index);
     const char *name = op_name(p->op);
@@ -126,16 +126,16 @@ int global_pred_sql(pgq_sql *b, pgq_params *q, arena *a, size_t index, const glo
                                pwhy, sizeof pwhy);
     if (rc == -2) return -2;
     if (rc != 0) return bad(why, whylen, "%s.%s", at, pwhy);
-    int pp = pgq_text_array(q, pg_path);
+    int pp = pgq_text_array(b, pg_path);
 #define X "(properties #> $%d)"
     if (exists) {
         pgq_sql_add(b, " AND " X " IS NOT NULL", pp);
         return 0;
     }
-    int pv = pgq_jsonb(q, p->value_json);
+    int pv = pgq_jsonb(b, p->value_json);
     switch (p->op) {
     case MEMORY__V1__PREDICATE_OP__PREDICATE_OP_EQ:
-        if (nested) pgq_sql_add(b, " AND properties @> $%d", pgq_jsonb(q, nested));
+        if (nested) pgq_sql_add(b, " AND properties @> $%d", pgq_jsonb(b, nested));
         pgq_sql_add(b, " AND " X " = $%d", pp, pv);
         break;
     case MEMORY__V1__PREDICATE_OP__PREDICATE_OP_NE:

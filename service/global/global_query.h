@@ -58,7 +58,7 @@ int global_path_parse(arena *a, const char *path, const char *value_json, const 
 /* Appends " AND <predicate>" to b, parameters to q. Returns 0, -1 with why
  * (op/value mismatch, bad path; why names the predicate's index as
  * "predicates[i]") or -2 when out of memory. */
-int global_pred_sql(pgq_sql *b, pgq_params *q, arena *a, size_t index, const global_pred *p,
-                    char *why, size_t whylen);
+int global_pred_sql(pgq_sql *b, arena *a, size_t index, const global_pred *p, char *why,
+                    size_t whylen);
 
 #endif

@@ -189,10 +189,10 @@ int global_traverse(global_store *s, tier_ctx *c, const global_traverse_in *in,
  * any I/O: the store runs them, and the benchmark runs the very same SQL
  * directly through libpq. Strings are borrowed by q; c->ar holds array
  * literals. Return 0, or -1 when out of memory. */
-void global_sql_get_entity(const tier_ctx *c, const char *id, pgq_sql *b, pgq_params *q);
-int global_sql_traverse(const tier_ctx *c, const global_traverse_in *in, pgq_sql *b, pgq_params *q);
+void global_sql_get_entity(const tier_ctx *c, const char *id, pgq_sql *b);
+int global_sql_traverse(const tier_ctx *c, const global_traverse_in *in, pgq_sql *b);
 int global_sql_traverse_edges(const tier_ctx *c, const global_traverse_in *in,
-                              const char *const *ids, size_t n, pgq_sql *b, pgq_params *q);
+                              const char *const *ids, size_t n, pgq_sql *b);
 
 /* ---- tasks ---- */
 

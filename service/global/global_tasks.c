@@ -10,21 +10,21 @@ typedef struct {
     int *created;
 } record_task_args;
 
-static void write_task_sql(pgq_sql *b, pgq_params *q, const tier_ctx *c, const global_task_in *in,
-                           int exists, int label, const char *pii, const char *ents) {
-    int p_tenant = pgq_text(q, principal_tenant(c->p));
-    int p_id = pgq_text(q, in->id);
-    int p_label = pgq_int4(q, label);
-    int p_type = pgq_text(q, in->type);
-    int p_desc = pgq_text(q, in->description);
-    int p_status = pgq_int4(q, in->status);
+static void write_task_sql(pgq_sql *b, const tier_ctx *c, const global_task_in *in, int exists,
+                           int label, const char *pii, const char *ents) {
+    int p_tenant = pgq_text(b, principal_tenant(c->p));
+    int p_id = pgq_text(b, in->id);
+    int p_label = pgq_int4(b, label);
+    int p_type = pgq_text(b, in->type);
+    int p_desc = pgq_text(b, in->description);
+    int p_status = pgq_int4(b, in->status);
     int p_prov =
-        in->provenance_json ? pgq_jsonb(q, in->provenance_json) : pgq_null(q, PGQ_OID_JSONB);
-    int p_result = in->result_json ? pgq_jsonb(q, in->result_json) : pgq_null(q, PGQ_OID_JSONB);
-    int p_ents = pgq_text_array(q, ents);
-    int p_pii = pgq_text_array(q, pii);
-    int p_start = in->has_start ? pgq_ts(q, in->start_us) : pgq_null(q, PGQ_OID_TIMESTAMPTZ);
-    int p_end = in->has_end ? pgq_ts(q, in->end_us) : pgq_null(q, PGQ_OID_TIMESTAMPTZ);
+        in->provenance_json ? pgq_jsonb(b, in->provenance_json) : pgq_null(b, PGQ_OID_JSONB);
+    int p_result = in->result_json ? pgq_jsonb(b, in->result_json) : pgq_null(b, PGQ_OID_JSONB);
+    int p_ents = pgq_text_array(b, ents);
+    int p_pii = pgq_text_array(b, pii);
+    int p_start = in->has_start ? pgq_ts(b, in->start_us) : pgq_null(b, PGQ_OID_TIMESTAMPTZ);
+    int p_end = in->has_end ? pgq_ts(b, in->end_us) : pgq_null(b, PGQ_OID_TIMESTAMPTZ);
     if (!exists)
         pgq_sql_add(b,
                     "INSERT INTO tasks AS t (tenant, id, owner, label, task_type,"
@@ -33,7 +33,7 @@ static void write_task_sql(pgq_sql *b, pgq_params *q, const tier_ctx *c, const g
                     " VALUES ($%d, $%d, $%d, $%d, $%d, $%d, $%d, $%d, $%d, $%d, $%d,"
                     " COALESCE($%d, now()), $%d, 1, now(), now())"
                     " ON CONFLICT (tenant, id) DO NOTHING RETURNING " GLOBAL_T_COLS,
-                    p_tenant, p_id, pgq_text(q, principal_sub(c->p)), p_label, p_type, p_desc,
+                    p_tenant, p_id, pgq_text(b, principal_sub(c->p)), p_label, p_type, p_desc,
                     p_status, p_prov, p_result, p_ents, p_pii, p_start, p_end);
     else
         pgq_sql_add(b,
@@ -53,15 +53,14 @@ static int record_task(pgq_session *ss, tier_ctx *c, void *arg) {
     const char *ents = pgq_array_literal(c->ar, in->entity_ids, in->nentity_ids);
     if (!pii || !ents) return tier_fail(c, STATUS_ENOMEM, "out of memory");
     for (int race = 0; race < GLOBAL_MAX_CREATE_RACES; race++) {
-        pgq_params lq = {0};
         pgq_sql lb = {0};
         pgq_sql_add(&lb,
                     "SELECT owner, label, version, start_time FROM tasks WHERE tenant = $%d"
                     " AND id = $%d FOR UPDATE",
-                    pgq_text(&lq, principal_tenant(c->p)), pgq_text(&lq, in->id));
+                    pgq_text(&lb, principal_tenant(c->p)), pgq_text(&lb, in->id));
         tier_row lr;
         PGresult *r;
-        int rc = tier_sql_lock(ss, c, &lb, &lq, race == 0, &lr, &r);
+        int rc = tier_sql_lock(ss, c, &lb, race == 0, &lr, &r);
         if (rc != STATUS_OK) return rc;
         int64_t start_us = 0;
         if (lr.exists && pgq_col_ts(r, 0, 3, &start_us) != 0)
@@ -73,10 +72,9 @@ static int record_task(pgq_session *ss, tier_ctx *c, void *arg) {
         if (in->has_end && lr.exists && !in->has_start && in->end_us < start_us)
             return tier_fail(c, STATUS_EINVALID, "end_time: before the task's recorded start_time");
         int label = principal_stamp_label(c->p, in->label, lr.exists ? lr.label : 0);
-        pgq_params q = {0};
         pgq_sql b = {0};
-        write_task_sql(&b, &q, c, in, lr.exists, label, pii, ents);
-        if ((rc = pgq_exec_ok(ss, &b, &q, "task write", &r)) != STATUS_OK) return rc;
+        write_task_sql(&b, c, in, lr.exists, label, pii, ents);
+        if ((rc = pgq_exec_ok(ss, &b, "task write", &r)) != STATUS_OK) return rc;
         if (PQntuples(r) == 0) {
             PQclear(r);
             continue;
@@ -108,23 +106,22 @@ typedef struct {
 static int list_tasks(pgq_session *ss, tier_ctx *c, void *arg) {
     list_tasks_args *a = arg;
     const global_list_tasks_in *in = a->in;
-    pgq_params q = {0};
     pgq_sql b = {0};
     pgq_sql_add(&b, "SELECT " GLOBAL_T_COLS " FROM tasks t WHERE ");
-    tier_sql_read_diode(&b, &q, c, "t");
-    if (in->status) pgq_sql_add(&b, " AND t.status = $%d", pgq_int4(&q, in->status));
-    if (in->type[0]) pgq_sql_add(&b, " AND t.task_type = $%d", pgq_text(&q, in->type));
-    if (in->has_start) pgq_sql_add(&b, " AND t.start_time >= $%d", pgq_ts(&q, in->start_us));
-    if (in->has_end) pgq_sql_add(&b, " AND t.start_time < $%d", pgq_ts(&q, in->end_us));
+    tier_sql_read_diode(&b, c, "t");
+    if (in->status) pgq_sql_add(&b, " AND t.status = $%d", pgq_int4(&b, in->status));
+    if (in->type[0]) pgq_sql_add(&b, " AND t.task_type = $%d", pgq_text(&b, in->type));
+    if (in->has_start) pgq_sql_add(&b, " AND t.start_time >= $%d", pgq_ts(&b, in->start_us));
+    if (in->has_end) pgq_sql_add(&b, " AND t.start_time < $%d", pgq_ts(&b, in->end_us));
     if (in->has_after) {
-        int p_ts = pgq_ts(&q, in->after_start_us);
+        int p_ts = pgq_ts(&b, in->after_start_us);
         pgq_sql_add(&b, " AND (t.start_time < $%d OR (t.start_time = $%d AND t.id > $%d))", p_ts,
-                    p_ts, pgq_text(&q, in->after_id));
+                    p_ts, pgq_text(&b, in->after_id));
     }
     pgq_sql_add(&b, " ORDER BY t.start_time DESC, t.id LIMIT $%d",
-                pgq_int8(&q, (int64_t)in->limit + 1));
+                pgq_int8(&b, (int64_t)in->limit + 1));
     PGresult *r;
-    int rc = pgq_pipeline(ss, "list tasks", NULL, &b, &q, 1, &r);
+    int rc = pgq_pipeline(ss, "list tasks", NULL, &b, 1, &r);
     if (rc != STATUS_OK) return rc;
     int rows = PQntuples(r), take = rows < in->limit ? rows : in->limit;
     global_task *v = arena_alloc(c->ar, ((size_t)take + 1) * sizeof *v);

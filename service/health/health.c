@@ -196,23 +196,12 @@ static grpc_status_code watch(rpc_call *call, const ProtobufCMessage *req_msg, v
     return RPC_PENDING;
 }
 
+#define SVC "grpc.health.v1.Health"
+static const rpc_method methods[] = {
+    RPC_METHOD_UNARY(SVC, "Check", grpc__health__v1__health_check, NULL, check),
+    RPC_METHOD_SERVER_STREAM(SVC, "Watch", grpc__health__v1__health_check, NULL, watch),
+};
+
 int health_register(rpc_server *srv, health *h) {
-    const rpc_method check_m = {
-        .path = "/grpc.health.v1.Health/Check",
-        .kind = RPC_UNARY,
-        .request = &grpc__health__v1__health_check_request__descriptor,
-        .response = &grpc__health__v1__health_check_response__descriptor,
-        .unary = check,
-        .arg = h,
-    };
-    const rpc_method watch_m = {
-        .path = "/grpc.health.v1.Health/Watch",
-        .kind = RPC_SERVER_STREAM,
-        .request = &grpc__health__v1__health_check_request__descriptor,
-        .response = &grpc__health__v1__health_check_response__descriptor,
-        .stream = watch,
-        .arg = h,
-    };
-    if (rpc_server_add_method(srv, &check_m) != 0) return -1;
-    return rpc_server_add_method(srv, &watch_m);
+    return rpc_server_add_methods(srv, methods, sizeof methods / sizeof methods[0], h);
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "google/protobuf/descriptor.pb-c.h"
+#include "service/core/array.h"
 #include "service/rpc/pb_check.h"
 
 typedef struct {
@@ -35,13 +36,9 @@ struct descpool {
 };
 
 static int add_symbol(descpool *p, const char *prefix, const char *name, int file, int is_msg) {
-    if (p->nsymbols == p->cap_symbols) {
-        size_t cap = p->cap_symbols ? p->cap_symbols * 2 : 256;
-        dp_symbol *s = realloc(p->symbols, cap * sizeof *s);
-        if (!s) return -1;
-        p->symbols = s;
-        p->cap_symbols = cap;
-    }
+    dp_symbol *s = array_grow(p->symbols, &p->cap_symbols, p->nsymbols + 1, sizeof *s, 256);
+    if (!s) return -1;
+    p->symbols = s;
     size_t n = strlen(prefix) + strlen(name) + 2;
     char *full = malloc(n);
     if (!full) return -1;

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "service/core/array.h"
 #include "service/core/clock.h"
 #include "service/core/log.h"
 #include "service/rpc/rpc_internal.h"
@@ -192,13 +193,10 @@ int rpc_server_add_method(rpc_server *srv, const rpc_method *m) {
         return -1;
     for (size_t i = 0; i < srv->nmethods; i++)
         if (strcmp(srv->methods[i].m.path, m->path) == 0) return -1;
-    if (srv->nmethods == srv->cap_methods) {
-        size_t cap = srv->cap_methods ? srv->cap_methods * 2 : 32;
-        rpc_method_entry *p = realloc(srv->methods, cap * sizeof *p);
-        if (!p) return -1;
-        srv->methods = p;
-        srv->cap_methods = cap;
-    }
+    rpc_method_entry *grown =
+        array_grow(srv->methods, &srv->cap_methods, srv->nmethods + 1, sizeof *grown, 32);
+    if (!grown) return -1;
+    srv->methods = grown;
     rpc_method_entry *e = &srv->methods[srv->nmethods];
     e->m = *m;
     /* Streams that read several messages must not have the first one read

@@ -13,17 +13,21 @@ static void stream_status_done(rpc_tag *tag, int ok) {
     rpc_call_unref(RPC_CONTAINER_OF(tag, rpc_call, final_tag));
 }
 
+/* Caller holds c->lock. The stream's first batch sends the initial
+ * metadata: puts that op in ops[0] then and returns how many ops it used. */
+static size_t initial_metadata_op(rpc_call *c, grpc_op *ops) {
+    if (c->initial_md_sent) return 0;
+    c->initial_md_sent = 1;
+    ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
+    return 1;
+}
+
 /* Caller holds c->lock. Starts the status batch when nothing is in flight. */
 static void maybe_send_status_locked(rpc_call *c) {
     if (!c->finish_requested || c->status_sent || c->send_in_flight || c->queue_head) return;
     c->status_sent = 1;
-    grpc_op ops[2];
-    size_t n = 0;
-    memset(ops, 0, sizeof ops);
-    if (!c->initial_md_sent) {
-        c->initial_md_sent = 1;
-        ops[n++].op = GRPC_OP_SEND_INITIAL_METADATA;
-    }
+    grpc_op ops[2] = {{0}};
+    size_t n = initial_metadata_op(c, ops);
     rpc_call_status_op(c, &ops[n++], c->final_status, c->final_message);
     c->final_tag.done = stream_status_done;
     rpc_call_ref(c);
@@ -39,13 +43,8 @@ static void pump_sends_locked(rpc_call *c) {
     c->sending = it->bb;
     free(it);
     c->send_in_flight = 1;
-    grpc_op ops[2];
-    size_t n = 0;
-    memset(ops, 0, sizeof ops);
-    if (!c->initial_md_sent) {
-        c->initial_md_sent = 1;
-        ops[n++].op = GRPC_OP_SEND_INITIAL_METADATA;
-    }
+    grpc_op ops[2] = {{0}};
+    size_t n = initial_metadata_op(c, ops);
     ops[n].op = GRPC_OP_SEND_MESSAGE;
     ops[n++].data.send_message.send_message = c->sending;
     rpc_call_ref(c);

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "service/core/array.h"
 #include "service/core/clock.h"
 #include "service/core/log.h"
 
@@ -52,30 +53,32 @@ static void put_be64(unsigned char *b, uint64_t v) {
     }
 }
 
-int pgq_text(pgq_params *q, const char *s) { return add(q, PGQ_OID_TEXT, s, 0, 0); }
-int pgq_jsonb(pgq_params *q, const char *json) { return add(q, PGQ_OID_JSONB, json, 0, 0); }
-int pgq_text_array(pgq_params *q, const char *lit) { return add(q, PGQ_OID_TEXT_ARRAY, lit, 0, 0); }
-int pgq_bytes(pgq_params *q, const void *p, size_t n) {
-    return add(q, PGQ_OID_BYTEA, p ? (const char *)p : "", (int)n, 1);
+int pgq_text(pgq_sql *b, const char *s) { return add(&b->params, PGQ_OID_TEXT, s, 0, 0); }
+int pgq_jsonb(pgq_sql *b, const char *json) { return add(&b->params, PGQ_OID_JSONB, json, 0, 0); }
+int pgq_text_array(pgq_sql *b, const char *lit) {
+    return add(&b->params, PGQ_OID_TEXT_ARRAY, lit, 0, 0);
 }
-int pgq_int8(pgq_params *q, int64_t v) {
-    put_be64(q->bin[q->n], (uint64_t)v);
-    return add(q, PGQ_OID_INT8, (const char *)q->bin[q->n], 8, 1);
+int pgq_bytes(pgq_sql *b, const void *p, size_t n) {
+    return add(&b->params, PGQ_OID_BYTEA, p ? (const char *)p : "", (int)n, 1);
 }
-int pgq_int4(pgq_params *q, int32_t v) {
+int pgq_int8(pgq_sql *b, int64_t v) {
+    put_be64(b->params.bin[b->params.n], (uint64_t)v);
+    return add(&b->params, PGQ_OID_INT8, (const char *)b->params.bin[b->params.n], 8, 1);
+}
+int pgq_int4(pgq_sql *b, int32_t v) {
     uint32_t be = htonl((uint32_t)v);
-    memcpy(q->bin[q->n], &be, 4);
-    return add(q, PGQ_OID_INT4, (const char *)q->bin[q->n], 4, 1);
+    memcpy(b->params.bin[b->params.n], &be, 4);
+    return add(&b->params, PGQ_OID_INT4, (const char *)b->params.bin[b->params.n], 4, 1);
 }
-int pgq_bool(pgq_params *q, int v) {
-    q->bin[q->n][0] = v ? 1 : 0;
-    return add(q, PGQ_OID_BOOL, (const char *)q->bin[q->n], 1, 1);
+int pgq_bool(pgq_sql *b, int v) {
+    b->params.bin[b->params.n][0] = v ? 1 : 0;
+    return add(&b->params, PGQ_OID_BOOL, (const char *)b->params.bin[b->params.n], 1, 1);
 }
-int pgq_ts(pgq_params *q, int64_t unix_us) {
-    put_be64(q->bin[q->n], (uint64_t)(unix_us - PG_EPOCH_US));
-    return add(q, PGQ_OID_TIMESTAMPTZ, (const char *)q->bin[q->n], 8, 1);
+int pgq_ts(pgq_sql *b, int64_t unix_us) {
+    put_be64(b->params.bin[b->params.n], (uint64_t)(unix_us - PG_EPOCH_US));
+    return add(&b->params, PGQ_OID_TIMESTAMPTZ, (const char *)b->params.bin[b->params.n], 8, 1);
 }
-int pgq_null(pgq_params *q, Oid type) { return add(q, type, NULL, 0, 0); }
+int pgq_null(pgq_sql *b, Oid type) { return add(&b->params, type, NULL, 0, 0); }
 
 char *pgq_array_literal(arena *ar, const char *const *strs, size_t n) {
     size_t cap = 3;
@@ -191,13 +194,9 @@ static int cache_find(const stmt_cache *c, const stmt_key *k) {
 
 /* Takes ownership of k->key. */
 static void cache_add(stmt_cache *c, stmt_key *k) {
-    if (c->n == c->cap) {
-        size_t cap = c->cap ? c->cap * 2 : 16;
-        stmt *v = realloc(c->v, cap * sizeof *v);
-        if (!v) return;
-        c->v = v;
-        c->cap = cap;
-    }
+    stmt *v = array_grow(c->v, &c->cap, c->n + 1, sizeof *v, 16);
+    if (!v) return;
+    c->v = v;
     c->v[c->n++] = (stmt){k->hash, k->key, k->len};
     k->key = NULL;
 }
@@ -366,20 +365,15 @@ static PGresult *exec_sql(pgq_session *ss, const char *sql, const pgq_params *q)
     return r;
 }
 
-PGresult *pgq_exec(pgq_session *ss, const pgq_sql *sql, const pgq_params *q) {
+PGresult *pgq_exec(pgq_session *ss, const pgq_sql *sql) {
     if (sql->overflow) return NULL;
-    return exec_sql(ss, sql->buf, q);
+    return exec_sql(ss, sql->buf, &sql->params);
 }
 
-PGresult *pgq_exec_text(pgq_session *ss, const char *sql, const pgq_params *q) {
-    return exec_sql(ss, sql, q);
-}
-
-int pgq_exec_ok(pgq_session *ss, const pgq_sql *sql, const pgq_params *q, const char *what,
-                PGresult **out) {
+int pgq_exec_ok(pgq_session *ss, const pgq_sql *sql, const char *what, PGresult **out) {
     *out = NULL;
     if (sql->overflow) return pgq_fail(ss, STATUS_EINTERNAL, "%s query too long", what);
-    PGresult *r = pgq_exec(ss, sql, q);
+    PGresult *r = pgq_exec(ss, sql);
     ExecStatusType st = PQresultStatus(r);
     if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) {
         int rc = pgq_pg_fail(ss, r, what);
@@ -393,7 +387,8 @@ int pgq_exec_ok(pgq_session *ss, const pgq_sql *sql, const pgq_params *q, const 
 #define TIMEOUT_SQL "SELECT set_config('statement_timeout', $1, true)"
 
 int pgq_pipeline(pgq_session *ss, const char *what, const char *begin, const pgq_sql *sql,
-                 const pgq_params *q, int commit, PGresult **res) {
+                 int commit, PGresult **res) {
+    const pgq_params *q = &sql->params;
     *res = NULL;
     if (sql->overflow) {
         log_fields(LOG_ERROR, "query text too long", LOG_F_STR, "tier", ss->tier, LOG_F_STR,
@@ -402,7 +397,7 @@ int pgq_pipeline(pgq_session *ss, const char *what, const char *begin, const pgq
     }
     PGconn *conn = ss->conn;
     pgq_params tq = {0};
-    pgq_text(&tq, ss->timeout);
+    add(&tq, PGQ_OID_TEXT, ss->timeout, 0, 0);
     plan tp, p;
     plan_make(ss, TIMEOUT_SQL, &tq, &tp);
     plan_make(ss, sql->buf, q, &p);
@@ -498,7 +493,7 @@ int pgq_copy_in(pgq_session *ss, const char *what, const char *copy_sql, const c
                 size_t len) {
     PGconn *conn = ss->conn;
     pgq_params tq = {0};
-    pgq_text(&tq, ss->timeout);
+    add(&tq, PGQ_OID_TEXT, ss->timeout, 0, 0);
     PGresult *r = PQexec(conn, "BEGIN");
     int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
     PQclear(r);

@@ -36,7 +36,8 @@
 
 #define PGQ_MAX_PARAMS 64
 
-/* ---- parameters: each adder returns the parameter's $number ---- */
+/* ---- a statement: SQL text built from fixed fragments (values never
+ * enter it) and its parameters ---- */
 
 typedef struct pgq_params {
     int n;
@@ -47,36 +48,35 @@ typedef struct pgq_params {
     unsigned char bin[PGQ_MAX_PARAMS][8];
 } pgq_params;
 
-/* Numbers are handed out in call order, and C leaves the order in which
+typedef struct pgq_sql {
+    char buf[8192];
+    size_t len;
+    int overflow; /* reported as STATUS_EINTERNAL when the statement is run */
+    pgq_params params;
+} pgq_sql;
+
+void pgq_sql_add(pgq_sql *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Parameters: each adder returns the parameter's $number for the text.
+ * Numbers are handed out in call order, and C leaves the order in which
  * one call's arguments are evaluated unspecified: always put the returned
  * numbers in the SQL, never assume "$1". Strings are borrowed until the
- * statement has run. More than
- * PGQ_MAX_PARAMS parameters is a programming error (queries have bounded
- * shapes) and aborts. */
-int pgq_text(pgq_params *q, const char *s);
-int pgq_jsonb(pgq_params *q, const char *json);         /* sent as text, typed jsonb */
-int pgq_text_array(pgq_params *q, const char *literal); /* from pgq_array_literal */
-int pgq_bytes(pgq_params *q, const void *p, size_t n);
-int pgq_int8(pgq_params *q, int64_t v);
-int pgq_int4(pgq_params *q, int32_t v);
-int pgq_bool(pgq_params *q, int v);
-int pgq_ts(pgq_params *q, int64_t unix_us);
-int pgq_null(pgq_params *q, Oid type);
+ * statement has run. More than PGQ_MAX_PARAMS parameters is a programming
+ * error (queries have bounded shapes) and aborts. */
+int pgq_text(pgq_sql *b, const char *s);
+int pgq_jsonb(pgq_sql *b, const char *json);         /* sent as text, typed jsonb */
+int pgq_text_array(pgq_sql *b, const char *literal); /* from pgq_array_literal */
+int pgq_bytes(pgq_sql *b, const void *p, size_t n);
+int pgq_int8(pgq_sql *b, int64_t v);
+int pgq_int4(pgq_sql *b, int32_t v);
+int pgq_bool(pgq_sql *b, int v);
+int pgq_ts(pgq_sql *b, int64_t unix_us);
+int pgq_null(pgq_sql *b, Oid type);
 
 /* A PostgreSQL array literal {"a","b"} in the arena: every element quoted
  * with `"` and `\` escaped, so any text is carried as is. NULL when out of
  * memory. */
 char *pgq_array_literal(arena *a, const char *const *strs, size_t n);
-
-/* ---- SQL text built from fixed fragments (values never enter it) ---- */
-
-typedef struct pgq_sql {
-    char buf[8192];
-    size_t len;
-    int overflow; /* reported as STATUS_EINTERNAL when the statement is run */
-} pgq_sql;
-
-void pgq_sql_add(pgq_sql *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* ---- sessions ---- */
 
@@ -112,14 +112,11 @@ int pgq_sqlstate_is(const PGresult *res, const char *state);
 
 /* Runs one statement inside the session's open transaction (prepared on
  * first use on this connection). Returns libpq's result (check it). */
-PGresult *pgq_exec(pgq_session *ss, const pgq_sql *sql, const pgq_params *q);
-/* The same for fixed SQL text. */
-PGresult *pgq_exec_text(pgq_session *ss, const char *sql, const pgq_params *q);
+PGresult *pgq_exec(pgq_session *ss, const pgq_sql *sql);
 /* pgq_exec that classifies failure: STATUS_OK with *out (TUPLES_OK or
  * COMMAND_OK, owned by the caller), or a STATUS_E* code (as pgq_pg_fail)
  * naming what in the message. */
-int pgq_exec_ok(pgq_session *ss, const pgq_sql *sql, const pgq_params *q, const char *what,
-                PGresult **out);
+int pgq_exec_ok(pgq_session *ss, const pgq_sql *sql, const char *what, PGresult **out);
 
 /* One round trip: `begin` ("BEGIN", "BEGIN ISOLATION LEVEL REPEATABLE
  * READ READ ONLY"...), the statement timeout, sql, and with commit a
@@ -131,7 +128,7 @@ int pgq_exec_ok(pgq_session *ss, const pgq_sql *sql, const pgq_params *q, const 
  * trip (the last statement of a multi-statement read). On STATUS_OK *res is
  * sql's result (TUPLES_OK or COMMAND_OK), owned by the caller. */
 int pgq_pipeline(pgq_session *ss, const char *what, const char *begin, const pgq_sql *sql,
-                 const pgq_params *q, int commit, PGresult **res);
+                 int commit, PGresult **res);
 
 /* Commits the session's transaction: STATUS_ETIMEOUT (rolled back) when the
  * deadline has passed; runs before_commit (may be NULL; it may run

@@ -25,22 +25,22 @@ int tier_sql_commit(pgq_session *ss, tier_ctx *c) {
     return pgq_commit(ss, c->before_commit, c->after_commit, c->hook_arg);
 }
 
-void tier_sql_read_diode(pgq_sql *b, pgq_params *q, const tier_ctx *c, const char *alias) {
+void tier_sql_read_diode(pgq_sql *b, const tier_ctx *c, const char *alias) {
     const char *a = alias ? alias : "", *dot = alias ? "." : "";
     pgq_sql_add(b, "%s%stenant = $%d AND %s%slabel <= $%d", a, dot,
-                pgq_text(q, principal_tenant(c->p)), a, dot,
-                pgq_int4(q, (int32_t)principal_clr(c->p)));
+                pgq_text(b, principal_tenant(c->p)), a, dot,
+                pgq_int4(b, (int32_t)principal_clr(c->p)));
     if (c->read_breadth != PRINCIPAL_ALL)
-        pgq_sql_add(b, " AND %s%sowner = $%d", a, dot, pgq_text(q, principal_sub(c->p)));
+        pgq_sql_add(b, " AND %s%sowner = $%d", a, dot, pgq_text(b, principal_sub(c->p)));
 }
 
-int tier_sql_lock(pgq_session *ss, tier_ctx *c, const pgq_sql *sql, const pgq_params *q, int begin,
-                  tier_row *row, PGresult **res) {
+int tier_sql_lock(pgq_session *ss, tier_ctx *c, const pgq_sql *sql, int begin, tier_row *row,
+                  PGresult **res) {
     memset(row, 0, sizeof *row);
     if (res) *res = NULL;
     PGresult *r;
-    int rc = begin ? pgq_pipeline(ss, "row lock", "BEGIN", sql, q, 0, &r)
-                   : pgq_exec_ok(ss, sql, q, "row lock", &r);
+    int rc = begin ? pgq_pipeline(ss, "row lock", "BEGIN", sql, 0, &r)
+                   : pgq_exec_ok(ss, sql, "row lock", &r);
     if (rc != STATUS_OK) return rc;
     if (PQntuples(r) > 0) {
         int64_t label;

@@ -26,14 +26,14 @@ int tier_sql_commit(pgq_session *ss, tier_ctx *c);
 /* The read diode as a WHERE fragment (no leading AND) on the table alias
  * (NULL: none): the caller's tenant, labels up to clr, and its own records
  * unless it reads with breadth :all. Values go in as parameters. */
-void tier_sql_read_diode(pgq_sql *b, pgq_params *q, const tier_ctx *c, const char *alias);
+void tier_sql_read_diode(pgq_sql *b, const tier_ctx *c, const char *alias);
 
 /* Runs a row-lock statement (SELECT owner, label, version[, more] ...
  * FOR UPDATE) and decodes its first row into *row (exists = 0 when none).
  * begin: the transaction starts with it, in the same round trip; else it
  * runs in the session's open transaction. res may be NULL; otherwise it
  * gets the result (for the extra columns), which the caller PQclears. */
-int tier_sql_lock(pgq_session *ss, tier_ctx *c, const pgq_sql *sql, const pgq_params *q, int begin,
-                  tier_row *row, PGresult **res);
+int tier_sql_lock(pgq_session *ss, tier_ctx *c, const pgq_sql *sql, int begin, tier_row *row,
+                  PGresult **res);
 
 #endif

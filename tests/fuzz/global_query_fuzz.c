@@ -93,10 +93,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
   global_pred p = {path, data[0] % 10, (global_kind)(data[1] % 7), value};
   pgq_sql b = {0};
-  pgq_params q = {0};
-  int rc = global_pred_sql(&b, &q, a, 0, &p, why, sizeof why);
+  int rc = global_pred_sql(&b, a, 0, &p, why, sizeof why);
   if (rc == 0 && !b.overflow) {
-    check_placeholders(b.buf, q.n);
+    check_placeholders(b.buf, b.params.n);
     /* The text depends on the op, the operand's kind and whether a
      * segment is numeric, never on the path's or operand's content:
      * a canonical path and operand give the same SQL. */
@@ -107,10 +106,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     global_pred c = {numeric ? "0" : "x", p.op, p.kind, "1"};
     pgq_sql cb = {0};
-    pgq_params cq = {0};
-    FUZZ_CHECK(global_pred_sql(&cb, &cq, a, 0, &c, why, sizeof why) == 0);
+    FUZZ_CHECK(global_pred_sql(&cb, a, 0, &c, why, sizeof why) == 0);
     FUZZ_CHECK(strcmp(cb.buf, b.buf) == 0);
-    FUZZ_CHECK(cq.n == q.n);
+    FUZZ_CHECK(cb.params.n == b.params.n);
   } else if (rc == -1) {
     FUZZ_CHECK(strncmp(why, "predicates[0].", 14) == 0);
   }

@@ -7,6 +7,7 @@
 #include <libpq-fe.h>
 
 #include <chrono>
+#include <functional>
 #include <string>
 
 extern "C" {
@@ -29,15 +30,18 @@ class PgqTest : public ::testing::Test {
   }
   void TearDown() override { pg_pool_free(pool_); }
 
-  // Runs sql (one statement) as a read: pipeline, no explicit transaction.
-  int Read(const std::string& sql, pgq_params* q, int64_t deadline_ms, std::string* first) {
+  // Runs sql (one statement, its parameters added by bind) as a read:
+  // pipeline, no explicit transaction.
+  int Read(const std::string& sql, const std::function<void(pgq_sql*)>& bind, int64_t deadline_ms,
+           std::string* first) {
     pgq_session ss;
     int rc = pgq_begin(&ss, pool_, "test", deadline_ms, 30000, err_, sizeof err_);
     if (rc != STATUS_OK) return rc;
     pgq_sql b = {};
     pgq_sql_add(&b, "%s", sql.c_str());
+    if (bind) bind(&b);
     PGresult* r = nullptr;
-    rc = pgq_pipeline(&ss, "test", nullptr, &b, q, 1, &r);
+    rc = pgq_pipeline(&ss, "test", nullptr, &b, 1, &r);
     if (rc == STATUS_OK && first && PQntuples(r) > 0)
       first->assign(PQgetvalue(r, 0, 0), PQgetlength(r, 0, 0));
     PQclear(r);
@@ -65,16 +69,15 @@ class PgqTest : public ::testing::Test {
 };
 
 TEST_F(PgqTest, AReadWithoutATransactionIsCancelledAtTheDeadline) {
-  pgq_params q = {};
   auto t0 = std::chrono::steady_clock::now();
-  EXPECT_EQ(STATUS_ETIMEOUT, Read("SELECT pg_sleep(5)", &q, NowMs() + 200, nullptr)) << err_;
+  EXPECT_EQ(STATUS_ETIMEOUT, Read("SELECT pg_sleep(5)", nullptr, NowMs() + 200, nullptr)) << err_;
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
   EXPECT_NE(nullptr, strstr(err_, "deadline")) << err_;
   // The connection is usable afterwards and the timeout did not stick to
   // the session (SET LOCAL semantics): a 300 ms sleep without a deadline
   // completes.
   std::string got;
-  EXPECT_EQ(STATUS_OK, Read("SELECT pg_sleep(0.3)::text", &q, INT64_MAX, &got)) << err_;
+  EXPECT_EQ(STATUS_OK, Read("SELECT pg_sleep(0.3)::text", nullptr, INT64_MAX, &got)) << err_;
 }
 
 TEST_F(PgqTest, TheTimeoutCoversExplicitTransactionsToo) {
@@ -82,9 +85,8 @@ TEST_F(PgqTest, TheTimeoutCoversExplicitTransactionsToo) {
   ASSERT_EQ(STATUS_OK, pgq_begin(&ss, pool_, "test", NowMs() + 200, 30000, err_, sizeof err_));
   pgq_sql b = {};
   pgq_sql_add(&b, "SELECT pg_sleep(5)");
-  pgq_params q = {};
   PGresult* r = nullptr;
-  EXPECT_EQ(STATUS_ETIMEOUT, pgq_pipeline(&ss, "test", "BEGIN", &b, &q, 0, &r));
+  EXPECT_EQ(STATUS_ETIMEOUT, pgq_pipeline(&ss, "test", "BEGIN", &b, 0, &r));
   PQclear(r);
   pgq_end(&ss);
 }
@@ -92,10 +94,10 @@ TEST_F(PgqTest, TheTimeoutCoversExplicitTransactionsToo) {
 TEST_F(PgqTest, AStatementIsPreparedOnceAndThenExecutedByName) {
   const std::string sql = "SELECT $1::text || '-pgq-test'";
   for (int i = 0; i < 3; i++) {
-    pgq_params q = {};
-    pgq_text(&q, "x");
     std::string got;
-    ASSERT_EQ(STATUS_OK, Read(sql, &q, INT64_MAX, &got)) << err_;
+    ASSERT_EQ(STATUS_OK, Read(
+                             sql, [](pgq_sql* b) { pgq_text(b, "x"); }, INT64_MAX, &got))
+        << err_;
     EXPECT_EQ("x-pgq-test", got);
   }
   EXPECT_EQ(1, PreparedCount(sql));
@@ -104,24 +106,22 @@ TEST_F(PgqTest, AStatementIsPreparedOnceAndThenExecutedByName) {
 TEST_F(PgqTest, TheSameTextWithOtherParameterTypesIsAnotherStatement) {
   const std::string sql = "SELECT pg_typeof($1)::text";
   std::string got;
-  pgq_params t = {};
-  pgq_text(&t, "5");
-  ASSERT_EQ(STATUS_OK, Read(sql, &t, INT64_MAX, &got)) << err_;
+  auto as_text = [](pgq_sql* b) { pgq_text(b, "5"); };
+  auto as_int8 = [](pgq_sql* b) { pgq_int8(b, 5); };
+  ASSERT_EQ(STATUS_OK, Read(sql, as_text, INT64_MAX, &got)) << err_;
   EXPECT_EQ("text", got);
-  pgq_params i = {};
-  pgq_int8(&i, 5);
-  ASSERT_EQ(STATUS_OK, Read(sql, &i, INT64_MAX, &got)) << err_;
+  ASSERT_EQ(STATUS_OK, Read(sql, as_int8, INT64_MAX, &got)) << err_;
   EXPECT_EQ("bigint", got);
-  ASSERT_EQ(STATUS_OK, Read(sql, &t, INT64_MAX, &got)) << err_;
+  ASSERT_EQ(STATUS_OK, Read(sql, as_text, INT64_MAX, &got)) << err_;
   EXPECT_EQ("text", got);
 }
 
 TEST_F(PgqTest, AKilledConnectionIsReplacedAndItsStatementsPreparedAgain) {
   const std::string sql = "SELECT $1::text || '-again'";
-  pgq_params q = {};
-  pgq_text(&q, "a");
   std::string got;
-  ASSERT_EQ(STATUS_OK, Read(sql, &q, INT64_MAX, &got)) << err_;
+  ASSERT_EQ(STATUS_OK, Read(
+                           sql, [](pgq_sql* b) { pgq_text(b, "a"); }, INT64_MAX, &got))
+      << err_;
   // Kill the pooled connection's backend from another session.
   pgq_session ss;
   ASSERT_EQ(STATUS_OK, pgq_begin(&ss, pool_, "test", INT64_MAX, 30000, err_, sizeof err_));
@@ -138,12 +138,11 @@ TEST_F(PgqTest, AKilledConnectionIsReplacedAndItsStatementsPreparedAgain) {
   } arg{&sql, ""};
   auto fn = [](pgq_session* s, void* a) -> int {
     Arg* x = static_cast<Arg*>(a);
-    pgq_params p = {};
-    pgq_text(&p, "b");
     pgq_sql b = {};
     pgq_sql_add(&b, "%s", x->sql->c_str());
+    pgq_text(&b, "b");
     PGresult* r = nullptr;
-    int rc = pgq_pipeline(s, "test", nullptr, &b, &p, 1, &r);
+    int rc = pgq_pipeline(s, "test", nullptr, &b, 1, &r);
     if (rc == STATUS_OK) x->got.assign(PQgetvalue(r, 0, 0));
     PQclear(r);
     return rc;

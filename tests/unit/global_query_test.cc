@@ -35,12 +35,12 @@ class GlobalQueryTest : public ::testing::Test {
   // Compiles one predicate; returns the SQL or "ERR: why".
   std::string Sql(int op, global_kind kind, const char* value, const char* path = "a.b",
                   pgq_params* q = nullptr) {
-    pgq_params local = {};
     pgq_sql b = {};
     global_pred p = {path, op, kind, value};
     char why[256] = "";
-    int rc = global_pred_sql(&b, q ? q : &local, a_, 3, &p, why, sizeof why);
+    int rc = global_pred_sql(&b, a_, 3, &p, why, sizeof why);
     if (rc != 0) return std::string("ERR: ") + why;
+    if (q) *q = b.params;
     return b.buf;
   }
 
