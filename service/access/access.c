@@ -24,9 +24,8 @@ typedef struct {
 } access_ctx;
 
 static Memory__V1__TokenClaims *render_claims(arena *ar, const jwt_claims *c) {
-    Memory__V1__TokenClaims *out = arena_alloc(ar, sizeof *out);
+    Memory__V1__TokenClaims *out = arena_message(ar, &memory__v1__token_claims__descriptor);
     if (!out) return NULL;
-    memory__v1__token_claims__init(out);
     out->issuer = c->iss ? c->iss : "";
     out->principal = c->sub;
     out->tenant = c->tenant;

@@ -110,25 +110,15 @@ RPC_UNARY_HANDLER(audit_list_handler, audit_service, Memory__V1__AuditListReques
                   Memory__V1__AuditListResponse) {
     audit_service *a = svc;
     arena *ar = rpc_call_arena(call);
-    const principal *p = rpc_call_principal(call);
-    if (!p) {
-        rpc_call_set_error(call, "audit: Audit.List needs a verified token");
-        return GRPC_STATUS_UNAUTHENTICATED;
-    }
-    principal_breadth breadth = principal_scope(p, AUDIT_SCOPE);
-    if (breadth == PRINCIPAL_DENY) {
-        rpc_call_set_error(call, "audit: Audit.List needs the audit:read scope");
-        return GRPC_STATUS_PERMISSION_DENIED;
-    }
-    list_args la = {.p = p, .ar = ar, .resp = resp};
+    const principal *p;
     audit_filter f;
+    RPC_CHECK(audit_caller_filter(call, "Audit.List", req->filter, &p, &f));
+    list_args la = {.p = p, .ar = ar, .resp = resp};
     tier_time_range tr;
     tier_page pg;
     const char *cur[2];
     char err[512];
     RPC_CHECK(tier_page_size(call, req->page_size, &la.limit));
-    int frc = audit_codec_filter(req->filter, principal_sub(p), breadth, ar, &f, err, sizeof err);
-    if (frc != STATUS_OK) return rpc_call_fail(call, frc, err);
     RPC_CHECK(tier_check_time_range(call, "time_range", req->time_range, &tr));
     RPC_CHECK(tier_page_bind(call, p, &req->base, &pg));
     RPC_CHECK(tier_page_open(call, &pg, req->page_token, cur, 2, 1, &la.resumed));

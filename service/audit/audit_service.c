@@ -31,6 +31,25 @@ void audit_service_free(audit_service *s) {
 
 size_t audit_service_watchers(audit_service *s) { return audit_watch_count(s); }
 
+grpc_status_code audit_caller_filter(rpc_call *call, const char *what,
+                                     const Memory__V1__AuditFilter *in, const principal **p,
+                                     audit_filter *f) {
+    *p = rpc_call_principal(call);
+    if (!*p) {
+        rpc_call_set_error(call, "audit: %s needs a verified token", what);
+        return GRPC_STATUS_UNAUTHENTICATED;
+    }
+    principal_breadth breadth = principal_scope(*p, AUDIT_SCOPE);
+    if (breadth == PRINCIPAL_DENY) {
+        rpc_call_set_error(call, "audit: %s needs the audit:read scope", what);
+        return GRPC_STATUS_PERMISSION_DENIED;
+    }
+    char err[512];
+    int rc = audit_codec_filter(in, principal_sub(*p), breadth, rpc_call_arena(call), f, err,
+                                sizeof err);
+    return rc == STATUS_OK ? GRPC_STATUS_OK : rpc_call_fail(call, rc, err);
+}
+
 #define SVC "memory.v1.Audit"
 static const rpc_method methods[] = {
     RPC_METHOD_UNARY(SVC, "List", memory__v1__audit_list, AUDIT_SCOPE, audit_list_handler),

@@ -17,6 +17,13 @@ struct audit_service {
     audit_watch *watch;
 };
 
+/* The caller of an Audit method (what: "Audit.List") and the filter it
+ * asked for, narrowed to its own records without the :all breadth:
+ * UNAUTHENTICATED, PERMISSION_DENIED or INVALID_ARGUMENT otherwise. */
+grpc_status_code audit_caller_filter(rpc_call *call, const char *what,
+                                     const Memory__V1__AuditFilter *in, const principal **p,
+                                     audit_filter *f);
+
 RPC_UNARY_FN(audit_list_handler);
 
 /* ---- audit_watch.c ---- */

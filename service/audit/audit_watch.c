@@ -113,24 +113,9 @@ grpc_status_code audit_watch_handler(rpc_call *call, const ProtobufCMessage *msg
     audit_service *a = arg;
     audit_watch *w = a->watch;
     const Memory__V1__AuditWatchRequest *req = (const Memory__V1__AuditWatchRequest *)msg;
-    const principal *p = rpc_call_principal(call);
-    if (!p) {
-        rpc_call_set_error(call, "audit: Audit.Watch needs a verified token");
-        return GRPC_STATUS_UNAUTHENTICATED;
-    }
-    principal_breadth breadth = principal_scope(p, AUDIT_SCOPE);
-    if (breadth == PRINCIPAL_DENY) {
-        rpc_call_set_error(call, "audit: Audit.Watch needs the audit:read scope");
-        return GRPC_STATUS_PERMISSION_DENIED;
-    }
+    const principal *p;
     audit_filter f;
-    char err[256];
-    int frc = audit_codec_filter(req->filter, principal_sub(p), breadth, rpc_call_arena(call), &f,
-                                 err, sizeof err);
-    if (frc != 0) {
-        rpc_call_set_error(call, "%s", err);
-        return frc == STATUS_EDENIED ? GRPC_STATUS_PERMISSION_DENIED : GRPC_STATUS_INVALID_ARGUMENT;
-    }
+    RPC_CHECK(audit_caller_filter(call, "Audit.Watch", req->filter, &p, &f));
     watcher *wt = watcher_new(p, &f);
     if (!wt) {
         rpc_call_set_error(call, "out of memory");

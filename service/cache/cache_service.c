@@ -233,9 +233,8 @@ static Memory__V1__RecordMeta *render_meta(arena *a, const principal *p, const c
 }
 
 static Memory__V1__CacheItem *render_item(arena *a, const principal *p, const lookup *k) {
-    Memory__V1__CacheItem *ci = arena_alloc(a, sizeof *ci);
+    Memory__V1__CacheItem *ci = arena_message(a, &memory__v1__cache_item__descriptor);
     if (!ci) return NULL;
-    memory__v1__cache_item__init(ci);
     ci->key = (char *)k->s.key;
     ci->lookup = (Memory__V1__CacheLookup)k->lookup;
     if (k->found) {

@@ -137,3 +137,9 @@ char *arena_printf(arena *a, const char *fmt, ...) {
 ProtobufCAllocator *arena_protobuf_allocator(arena *a) { return &a->pb; }
 
 size_t arena_used(const arena *a) { return a->total; }
+
+void *arena_message(arena *a, const ProtobufCMessageDescriptor *desc) {
+    ProtobufCMessage *m = arena_alloc(a, desc->sizeof_message);
+    if (m) desc->message_init(m);
+    return m;
+}

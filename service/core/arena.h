@@ -31,6 +31,9 @@ char *arena_printf(arena *a, const char *fmt, ...) __attribute__((format(printf,
 /* A protobuf-c allocator drawing from the arena (free is a no-op), for
  * protobuf_c_message_unpack. The struct is owned by the arena. */
 ProtobufCAllocator *arena_protobuf_allocator(arena *a);
+/* A message of desc's type in the arena, initialized (its defaults);
+ * NULL when out of memory. */
+void *arena_message(arena *a, const ProtobufCMessageDescriptor *desc);
 
 /* Bytes handed out so far (for limits and tests). */
 size_t arena_used(const arena *a);

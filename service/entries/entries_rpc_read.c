@@ -14,14 +14,17 @@ RPC_UNARY_HANDLER(entries_do_read, entries_service, Memory__V1__EntriesReadReque
     const principal *p = authn_principal(call);
     RPC_CHECK(entries_check_address(call, req->namespace_, req->key));
     RPC_CHECK(entries_check_ns_allowed(call, p, req->namespace_));
-    tier_ctx c;
-    entries_ctx(svc, call, 0, &c);
+    tier_ctx c = entries_ctx(svc, call, 0);
     entries_record rec;
-    int rc = entries_store_read(svc->store, &c, req->namespace_, req->key, &rec);
-    if (rc != STATUS_OK) return tier_status(call, rc, &c);
+    TIER_CHECK(call, &c, entries_store_read(&svc->store, &c, req->namespace_, req->key, &rec));
     entries_target(call, rec.ns, rec.key);
     if (!(resp->entry = entries_render(rpc_call_arena(call), &rec))) return rpc_call_oom(call);
     return GRPC_STATUS_OK;
+}
+
+static ProtobufCMessage *render_one(arena *a, const void *rec) {
+    Memory__V1__Entry *e = entries_render(a, rec);
+    return e ? &e->base : NULL;
 }
 
 /* Renders entries while the answer stays within the byte budget (the
@@ -29,21 +32,11 @@ RPC_UNARY_HANDLER(entries_do_read, entries_service, Memory__V1__EntriesReadReque
 static grpc_status_code render_entries(rpc_call *call, const entries_service *svc,
                                        const entries_record *recs, size_t n,
                                        Memory__V1__Entry ***out, size_t *nout, int *cut) {
-    arena *a = rpc_call_arena(call);
-    Memory__V1__Entry **v = arena_alloc(a, (n ? n : 1) * sizeof *v);
-    if (!v) return rpc_call_oom(call);
-    size_t used = 0, i = 0;
-    *cut = 0;
-    for (; i < n; i++) {
-        if (!(v[i] = entries_render(a, &recs[i]))) return rpc_call_oom(call);
-        if (!tier_page_fits(&used, &v[i]->base, i, svc->max_response_bytes)) {
-            *cut = 1;
-            break;
-        }
-        entries_target(call, recs[i].ns, recs[i].key);
-    }
-    *out = v;
-    *nout = i;
+    tier_page_items it = {recs, n, sizeof *recs, render_one};
+    ProtobufCMessage **msgs;
+    RPC_CHECK(tier_page_fill(call, &it, svc->max_response_bytes, &msgs, nout, cut));
+    *out = (Memory__V1__Entry **)msgs;
+    for (size_t i = 0; i < *nout; i++) entries_target(call, recs[i].ns, recs[i].key);
     return GRPC_STATUS_OK;
 }
 
@@ -58,21 +51,13 @@ RPC_UNARY_HANDLER(entries_do_list, entries_service, Memory__V1__EntriesListReque
     RPC_CHECK(tier_page_size(call, req->page_size, &in.limit));
     in.with_values = req->with_values;
     tier_page pg;
-    const char *cursor[2];
-    int resumed;
     RPC_CHECK(tier_page_bind(call, p, &req->base, &pg));
-    RPC_CHECK(tier_page_open(call, &pg, req->page_token, cursor, 2, 1, &resumed));
-    if (resumed) {
-        in.after_ns = cursor[0];
-        in.after_key = cursor[1];
-    }
-    tier_ctx c;
-    entries_ctx(svc, call, 0, &c);
+    RPC_CHECK(tier_page_resume(call, &pg, req->page_token, &in.after_ns, &in.after_key, 1));
+    tier_ctx c = entries_ctx(svc, call, 0);
     entries_record *recs;
     size_t n;
     int more, cut;
-    int rc = entries_store_list(svc->store, &c, &in, &recs, &n, &more);
-    if (rc != STATUS_OK) return tier_status(call, rc, &c);
+    TIER_CHECK(call, &c, entries_store_list(&svc->store, &c, &in, &recs, &n, &more));
     RPC_CHECK(render_entries(call, svc, recs, n, &resp->entries, &resp->n_entries, &cut));
     size_t last = resp->n_entries;
     if ((more || cut) && last > 0) {
@@ -108,12 +93,10 @@ RPC_UNARY_HANDLER(entries_do_search, entries_service, Memory__V1__EntriesSearchR
     in.end_us = tr.end_us;
     in.limit = req->limit ? req->limit : TIER_PAGE_DEFAULT;
     in.with_values = req->with_values;
-    tier_ctx c;
-    entries_ctx(svc, call, 0, &c);
+    tier_ctx c = entries_ctx(svc, call, 0);
     entries_record *recs;
     size_t n;
-    int rc = entries_store_search(svc->store, &c, &in, &recs, &n);
-    if (rc != STATUS_OK) return tier_status(call, rc, &c);
+    TIER_CHECK(call, &c, entries_store_search(&svc->store, &c, &in, &recs, &n));
     int cut;
     return render_entries(call, svc, recs, n, &resp->entries, &resp->n_entries, &cut);
 }
@@ -122,11 +105,9 @@ RPC_UNARY_HANDLER(entries_do_stats, entries_service, Memory__V1__EntriesStatsReq
                   Memory__V1__EntriesStatsResponse) {
     const char *pat = req->namespace_pattern;
     RPC_CHECK(entries_check_ns_pattern(call, "namespace_pattern", &pat));
-    tier_ctx c;
-    entries_ctx(svc, call, 0, &c);
+    tier_ctx c = entries_ctx(svc, call, 0);
     entries_stats s;
-    int rc = entries_store_stats(svc->store, &c, pat, &s);
-    if (rc != STATUS_OK) return tier_status(call, rc, &c);
+    TIER_CHECK(call, &c, entries_store_stats(&svc->store, &c, pat, &s));
     resp->entry_count = s.entry_count;
     resp->namespace_count = s.namespace_count;
     resp->value_bytes = s.value_bytes;

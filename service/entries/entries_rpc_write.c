@@ -104,12 +104,10 @@ RPC_UNARY_HANDLER(entries_do_write, entries_service, Memory__V1__EntriesWriteReq
     RPC_CHECK(write_pii(call, svc, req, &in, &meta));
     RPC_CHECK(tier_check_struct(call, "metadata", meta, METADATA_MAX, &in.metadata_json));
     entries_target(call, in.ns, in.key);
-    tier_ctx c;
-    entries_ctx(svc, call, 1, &c);
+    tier_ctx c = entries_ctx(svc, call, 1);
     entries_record rec;
     int created = 0;
-    int rc = entries_store_write(svc->store, &c, &in, &rec, &created);
-    if (rc != STATUS_OK) return tier_status(call, rc, &c);
+    TIER_CHECK(call, &c, entries_store_write(&svc->store, &c, &in, &rec, &created));
     if (!(resp->meta = tier_meta_render(rpc_call_arena(call), &rec.meta)))
         return rpc_call_oom(call);
     resp->created = created;
@@ -124,9 +122,8 @@ RPC_UNARY_HANDLER(entries_do_delete, entries_service, Memory__V1__EntriesDeleteE
     if (has_expected) RPC_CHECK(tier_check_expected(call, req->expected_version, TIER_EXPECT_ANY));
     RPC_CHECK(entries_check_ns_allowed(call, authn_principal(call), req->namespace_));
     entries_target(call, req->namespace_, req->key);
-    tier_ctx c;
-    entries_ctx(svc, call, 1, &c);
-    int rc = entries_store_delete(svc->store, &c, req->namespace_, req->key, has_expected,
+    tier_ctx c = entries_ctx(svc, call, 1);
+    int rc = entries_store_delete(&svc->store, &c, req->namespace_, req->key, has_expected,
                                   req->expected_version);
     return tier_status(call, rc, &c);
 }
@@ -221,9 +218,8 @@ static grpc_status_code modify(rpc_call *call, entries_service *svc, const char 
     e->a = rpc_call_arena(call);
     e->mode = pii_policy_mode(svc->pii, p);
     entries_modify_in in = {ns, key, has_expected, expected, edit, e};
-    tier_ctx c;
-    entries_ctx(svc, call, 1, &c);
-    return tier_status(call, entries_store_modify(svc->store, &c, &in, rec), &c);
+    tier_ctx c = entries_ctx(svc, call, 1);
+    return tier_status(call, entries_store_modify(&svc->store, &c, &in, rec), &c);
 }
 
 RPC_UNARY_HANDLER(entries_do_append, entries_service, Memory__V1__EntriesAppendRequest,
@@ -273,11 +269,9 @@ RPC_UNARY_HANDLER(entries_do_purge, entries_service, Memory__V1__EntriesPurgeExp
                   Memory__V1__EntriesPurgeExpiredResponse) {
     const char *pat = req->namespace_pattern;
     RPC_CHECK(entries_check_ns_pattern(call, "namespace_pattern", &pat));
-    tier_ctx c;
-    entries_ctx(svc, call, 1, &c);
+    tier_ctx c = entries_ctx(svc, call, 1);
     int64_t n = 0;
-    int rc = entries_store_purge(svc->store, &c, pat, &n);
-    if (rc != STATUS_OK) return tier_status(call, rc, &c);
+    TIER_CHECK(call, &c, entries_store_purge(&svc->store, &c, pat, &n));
     resp->purged_count = n;
     return GRPC_STATUS_OK;
 }

@@ -13,8 +13,8 @@
 #include "service/entries/entries_service_internal.h"
 #include "service/pb/pbjson.h"
 
-void entries_ctx(const entries_service *svc, rpc_call *call, int audited, tier_ctx *c) {
-    tier_ctx_init(c, call, "entries", audited ? svc->aud : NULL);
+tier_ctx entries_ctx(const entries_service *svc, rpc_call *call, int audited) {
+    return tier_ctx_for(call, "entries", audited ? svc->aud : NULL);
 }
 
 /* ------------------------------------------------------------ checks */
@@ -82,9 +82,8 @@ void entries_target(rpc_call *call, const char *ns, const char *key) {
 }
 
 Memory__V1__Entry *entries_render(arena *a, const entries_record *r) {
-    Memory__V1__Entry *e = arena_alloc(a, sizeof *e);
+    Memory__V1__Entry *e = arena_message(a, &memory__v1__entry__descriptor);
     if (!e) return NULL;
-    memory__v1__entry__init(e);
     e->namespace_ = (char *)r->ns;
     e->key = (char *)r->key;
     if (r->has_value) {
@@ -109,15 +108,8 @@ static int entries_open(tier_env *env, void **state, char *err, size_t errlen) {
     svc->aud = env->audit;
     svc->pii = env->pii;
     svc->max_response_bytes = env->max_response_bytes;
-    entries_store_options so = {.max_response_bytes = svc->max_response_bytes};
-    return entries_store_create(env->pg, &so, &svc->store) == 0 ? 0 : tier_oom(err, errlen);
-}
-
-static void entries_free(void *state) {
-    entries_service *svc = state;
-    if (!svc) return;
-    entries_store_free(svc->store);
-    free(svc);
+    svc->store = tier_store_on(env->pg, svc->max_response_bytes);
+    return 0;
 }
 
 #define SVC "memory.v1.Entries"
@@ -138,4 +130,4 @@ static const rpc_method methods[] = {
 
 static const tier_service services[] = {{SVC, HEALTH_NEEDS_PG}};
 
-const tier entries_tier = {TIER_FIELDS("entries", services, methods, entries_open, entries_free)};
+const tier entries_tier = {TIER_FIELDS("entries", services, methods, entries_open, free)};

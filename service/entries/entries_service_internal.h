@@ -17,12 +17,12 @@ typedef struct entries_service {
     audit *aud;
     pii_policy pii;
     size_t max_response_bytes; /* encoded size of a List/Search answer */
-    entries_store *store;
+    entries_store store;
 } entries_service;
 
 /* The context for a call (tier "entries"); with audited, the write's audit
  * row commits with it. */
-void entries_ctx(const entries_service *svc, rpc_call *call, int audited, tier_ctx *c);
+tier_ctx entries_ctx(const entries_service *svc, rpc_call *call, int audited);
 
 /* Request checks naming the field. An empty namespace pattern becomes
  * "*:*:*", an empty key pattern "*". */

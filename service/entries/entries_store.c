@@ -16,26 +16,8 @@
 #include "service/core/text.h"
 #include "service/entries/entries_store_internal.h"
 
-int entries_store_create(pg_pool *pg, const entries_store_options *o, entries_store **out) {
-    entries_store *s = calloc(1, sizeof *s);
-    if (!s) return -1;
-    s->pg = pg;
-    s->o.max_statement_ms = 30000;
-    s->o.max_response_bytes = 4u << 20;
-    s->o.zstd_level = 3;
-    if (o) {
-        if (o->max_statement_ms > 0) s->o.max_statement_ms = o->max_statement_ms;
-        if (o->max_response_bytes > 0) s->o.max_response_bytes = o->max_response_bytes;
-        if (o->zstd_level != 0) s->o.zstd_level = o->zstd_level;
-    }
-    *out = s;
-    return 0;
-}
-
-void entries_store_free(entries_store *s) { free(s); }
-
 int entries_run(entries_store *s, tier_ctx *c, tier_sql_fn fn, void *arg) {
-    return tier_sql_run(s->pg, c, s->o.max_statement_ms, fn, arg);
+    return tier_store_run(s, c, fn, arg);
 }
 
 void entries_read_diode(pgq_sql *b, const tier_ctx *c) {
@@ -167,8 +149,8 @@ int entries_decode_rows(tier_ctx *c, const PGresult *r, int with_value, int max,
     return STATUS_OK;
 }
 
-int entries_compress(entries_store *s, tier_ctx *c, const uint8_t *v, size_t n,
-                     const uint8_t **stored, size_t *stored_len, int *compressed) {
+int entries_compress(tier_ctx *c, const uint8_t *v, size_t n, const uint8_t **stored,
+                     size_t *stored_len, int *compressed) {
     *stored = v;
     *stored_len = n;
     *compressed = 0;
@@ -176,7 +158,7 @@ int entries_compress(entries_store *s, tier_ctx *c, const uint8_t *v, size_t n,
     size_t cap = ZSTD_compressBound(n);
     uint8_t *buf = arena_alloc(c->ar, cap);
     if (!buf) return tier_fail(c, STATUS_ENOMEM, "out of memory");
-    size_t got = ZSTD_compress(buf, cap, v, n, s->o.zstd_level);
+    size_t got = ZSTD_compress(buf, cap, v, n, ENTRIES_ZSTD_LEVEL);
     if (ZSTD_isError(got))
         return tier_fail(c, STATUS_EINTERNAL, "zstd: %s", ZSTD_getErrorName(got));
     *stored = buf;

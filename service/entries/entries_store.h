@@ -22,11 +22,13 @@
 #include "service/store/pg_pool.h"
 #include "service/tier/tier_ctx.h"
 #include "service/tier/tier_meta.h"
+#include "service/tier/tier_sql.h"
 
 #define ENTRIES_VALUE_MAX (1024 * 1024) /* bytes */
 #define ENTRIES_COMPRESS_OVER 1024      /* values longer than this are stored zstd-compressed */
 
-typedef struct entries_store entries_store;
+/* A tier_store (tier_sql.h): the pool and the answer budget. */
+typedef tier_store entries_store;
 
 /* One stored entry as the store returns it. Strings are NUL-terminated;
  * metadata_json is the jsonb text ("{}" when empty). */
@@ -44,17 +46,10 @@ typedef struct entries_record {
     size_t value_len;
 } entries_record;
 
-typedef struct entries_store_options {
-    int max_statement_ms;      /* statement_timeout when the call has no deadline */
-    size_t max_response_bytes; /* value bytes per List/Search answer (at least one entry) */
-    int zstd_level;            /* compression level for values over 1 KiB */
-} entries_store_options;
-
-/* pg is borrowed and must outlive the store. o may be NULL (defaults:
- * 30000 ms, 4 MiB, level 3). Returns 0 or -1 (out of memory). *out is
- * freed with entries_store_free. */
-int entries_store_create(pg_pool *pg, const entries_store_options *o, entries_store **out);
-void entries_store_free(entries_store *s); /* accepts NULL */
+/* The store's max_response_bytes bounds the value bytes of a List/Search
+ * answer (which has at least one entry). Values over 1 KiB are stored as
+ * zstd frames of level ENTRIES_ZSTD_LEVEL. */
+#define ENTRIES_ZSTD_LEVEL 3
 
 /* ---- Write ---- */
 

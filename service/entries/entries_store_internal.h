@@ -10,11 +10,6 @@
 #include "service/store/pgq.h"
 #include "service/tier/tier_sql.h"
 
-struct entries_store {
-    pg_pool *pg;
-    entries_store_options o;
-};
-
 /* The columns every row-returning query selects, in this order. */
 #define ENTRIES_COLS                                                                               \
     "tenant, namespace, key, owner, label, content_type, metadata, tags, pii_kinds,"               \
@@ -64,8 +59,8 @@ int entries_sql_ns_scope(tier_ctx *c, const char *ns_pattern, pgq_sql *b, int *n
 
 /* The stored form of a value: a zstd frame when over
  * ENTRIES_COMPRESS_OVER bytes. */
-int entries_compress(entries_store *s, tier_ctx *c, const uint8_t *v, size_t n,
-                     const uint8_t **stored, size_t *stored_len, int *compressed);
+int entries_compress(tier_ctx *c, const uint8_t *v, size_t n, const uint8_t **stored,
+                     size_t *stored_len, int *compressed);
 /* The text Search matches (lowered in SQL): the key, and the value when it
  * is UTF-8 text PostgreSQL can hold (no NUL). NULL on OOM. */
 const char *entries_search_source(arena *ar, const char *key, const uint8_t *v, size_t vlen);

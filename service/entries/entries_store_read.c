@@ -58,7 +58,7 @@ static void select_head(pgq_sql *b, const entries_store *s, int with_values, con
                     "SELECT " ENTRIES_COLS ", CASE WHEN run - size_bytes < $%d THEN value END"
                     " FROM (SELECT " ENTRIES_COLS ", value, sum(size_bytes) OVER (ORDER BY %s"
                     " ROWS UNBOUNDED PRECEDING) AS run FROM entries WHERE ",
-                    pgq_int8(b, (int64_t)s->o.max_response_bytes), order);
+                    pgq_int8(b, (int64_t)s->max_response_bytes), order);
     else pgq_sql_add(b, "SELECT " ENTRIES_COLS " FROM entries WHERE ");
 }
 

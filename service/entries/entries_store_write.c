@@ -148,8 +148,7 @@ int entries_store_write(entries_store *s, tier_ctx *c, const entries_write_in *i
     w.in = in;
     w.out = out;
     w.created = created;
-    int rc =
-        entries_compress(s, c, in->value, in->value_len, &w.stored, &w.stored_len, &w.compressed);
+    int rc = entries_compress(c, in->value, in->value_len, &w.stored, &w.stored_len, &w.compressed);
     if (rc != STATUS_OK) return rc;
     w.id = arena_printf(c->ar, "%s/%s", in->ns, in->key);
     w.search_text = entries_search_source(c->ar, in->key, in->value, in->value_len);
@@ -262,7 +261,7 @@ static int modify_entry(pgq_session *ss, tier_ctx *c, void *arg) {
     const uint8_t *stored;
     size_t stored_len, nk = 0;
     int compressed;
-    if ((rc = entries_compress(a->s, c, e.value, e.value_len, &stored, &stored_len, &compressed)) !=
+    if ((rc = entries_compress(c, e.value, e.value_len, &stored, &stored_len, &compressed)) !=
         STATUS_OK)
         return rc;
     const char **kinds = merge_kinds(c->ar, &cur, &e, &nk);

@@ -4,15 +4,11 @@
 #include <string.h>
 
 #include "service/store/pgq.h"
-
-#define TIER "episodic"
-/* statement_timeout for calls that carry no deadline */
-#define MAX_STATEMENT_MS 30000
+#include "service/tier/tier_sql.h"
 
 #define COLS "c.cid, c.name, c.dims, c.distance, c.owner, c.created_at"
 
 typedef struct call {
-    tier_ctx *c;
     const char *name;
     int dims, distance;
     ecat_hook hook;
@@ -38,9 +34,24 @@ static int decode(tier_ctx *c, const PGresult *r, int row, vs_collection *out) {
     return STATUS_OK;
 }
 
-static int create_fn(pgq_session *ss, void *arg) {
+/* The collection r returned, which it then frees (no row: missing with
+ * "collection <name> <why>"). */
+static int one_row(tier_ctx *c, PGresult *r, const call *a, int missing, const char *why,
+                   vs_collection *out) {
+    int rc = PQntuples(r) == 0 ? tier_fail(c, missing, "collection %s %s", a->name, why)
+                               : decode(c, r, 0, out);
+    PQclear(r);
+    return rc;
+}
+
+/* The end of a write: the caller's hook joins its transaction; COMMIT. */
+static int hook_commit(pgq_session *ss, tier_ctx *c, const call *a, int rc, vs_collection *col) {
+    if (rc == STATUS_OK && a->hook) rc = a->hook(c, col, a->arg);
+    return rc == STATUS_OK ? pgq_commit(ss, NULL, NULL, NULL) : rc;
+}
+
+static int create_fn(pgq_session *ss, tier_ctx *c, void *arg) {
     call *a = arg;
-    tier_ctx *c = a->c;
     pgq_sql b = {0};
     pgq_sql_add(&b,
                 "INSERT INTO episodic_collections AS c (tenant, name, dims, distance, owner, "
@@ -51,53 +62,42 @@ static int create_fn(pgq_session *ss, void *arg) {
     PGresult *r;
     int rc = pgq_pipeline(ss, "create collection", "BEGIN", &b, 0, &r);
     if (rc != STATUS_OK) return rc;
-    if (PQntuples(r) == 0)
-        rc = tier_fail(c, STATUS_EEXISTS, "collection %s already exists", a->name);
-    else rc = decode(c, r, 0, a->out);
-    PQclear(r);
-    if (rc == STATUS_OK && a->hook) rc = a->hook(c, a->out, a->arg);
-    if (rc == STATUS_OK) rc = pgq_commit(ss, NULL, NULL, NULL);
-    return rc;
+    rc = one_row(c, r, a, STATUS_EEXISTS, "already exists", a->out);
+    return hook_commit(ss, c, a, rc, a->out);
 }
 
-static int get_fn(pgq_session *ss, void *arg) {
+static int get_fn(pgq_session *ss, tier_ctx *c, void *arg) {
     call *a = arg;
     pgq_sql b = {0};
     pgq_sql_add(&b,
                 "SELECT " COLS " FROM episodic_collections c WHERE c.tenant = $%d AND c.name = $%d",
-                pgq_text(&b, principal_tenant(a->c->p)), pgq_text(&b, a->name));
+                pgq_text(&b, principal_tenant(c->p)), pgq_text(&b, a->name));
     PGresult *r;
     int rc = pgq_pipeline(ss, "get collection", NULL, &b, 1, &r);
-    if (rc != STATUS_OK) return rc;
-    if (PQntuples(r) == 0)
-        rc = tier_fail(a->c, STATUS_ENOTFOUND, "collection %s not found", a->name);
-    else rc = decode(a->c, r, 0, a->out);
-    PQclear(r);
-    return rc;
+    return rc == STATUS_OK ? one_row(c, r, a, STATUS_ENOTFOUND, "not found", a->out) : rc;
 }
 
-static int list_fn(pgq_session *ss, void *arg) {
+static int list_fn(pgq_session *ss, tier_ctx *c, void *arg) {
     call *a = arg;
     pgq_sql b = {0};
     pgq_sql_add(&b, "SELECT " COLS " FROM episodic_collections c WHERE c.tenant = $%d",
-                pgq_text(&b, principal_tenant(a->c->p)));
+                pgq_text(&b, principal_tenant(c->p)));
     if (a->after) pgq_sql_add(&b, " AND c.name > $%d", pgq_text(&b, a->after));
     pgq_sql_add(&b, " ORDER BY c.name LIMIT $%d", pgq_int8(&b, (int64_t)a->limit));
     PGresult *r;
     int rc = pgq_pipeline(ss, "list collections", NULL, &b, 1, &r);
     if (rc != STATUS_OK) return rc;
     int rows = PQntuples(r);
-    *a->list = rows ? arena_alloc(a->c->ar, (size_t)rows * sizeof **a->list) : NULL;
-    if (rows && !*a->list) rc = tier_fail(a->c, STATUS_ENOMEM, "out of memory");
-    for (int i = 0; rc == STATUS_OK && i < rows; i++) rc = decode(a->c, r, i, &(*a->list)[i]);
+    *a->list = rows ? arena_alloc(c->ar, (size_t)rows * sizeof **a->list) : NULL;
+    if (rows && !*a->list) rc = tier_fail(c, STATUS_ENOMEM, "out of memory");
+    for (int i = 0; rc == STATUS_OK && i < rows; i++) rc = decode(c, r, i, &(*a->list)[i]);
     *a->n = rc == STATUS_OK ? (size_t)rows : 0;
     PQclear(r);
     return rc;
 }
 
-static int delete_fn(pgq_session *ss, void *arg) {
+static int delete_fn(pgq_session *ss, tier_ctx *c, void *arg) {
     call *a = arg;
-    tier_ctx *c = a->c;
     pgq_sql b = {0};
     pgq_sql_add(&b,
                 "DELETE FROM episodic_collections c WHERE c.tenant = $%d AND c.name = $%d "
@@ -107,44 +107,33 @@ static int delete_fn(pgq_session *ss, void *arg) {
     int rc = pgq_pipeline(ss, "delete collection", "BEGIN", &b, 0, &r);
     if (rc != STATUS_OK) return rc;
     vs_collection col;
-    if (PQntuples(r) == 0) rc = tier_fail(c, STATUS_ENOTFOUND, "collection %s not found", a->name);
-    else rc = decode(c, r, 0, &col);
-    PQclear(r);
-    if (rc == STATUS_OK && a->hook) rc = a->hook(c, &col, a->arg);
-    if (rc == STATUS_OK) rc = pgq_commit(ss, NULL, NULL, NULL);
-    return rc;
+    rc = one_row(c, r, a, STATUS_ENOTFOUND, "not found", &col);
+    return hook_commit(ss, c, a, rc, &col);
 }
 
-static int run_on(pg_pool *pg, call *a, pgq_fn fn) {
-    a->c->err[0] = '\0';
-    return pgq_run(pg, TIER, a->c->deadline_ms, MAX_STATEMENT_MS, a->c->err, sizeof a->c->err, fn,
-                   a);
+static int run_on(pg_pool *pg, tier_ctx *c, call *a, tier_sql_fn fn) {
+    return tier_sql_run(pg, c, TIER_MAX_STATEMENT_MS, fn, a);
 }
 
 int ecat_create(pg_pool *pg, tier_ctx *c, const char *name, int dims, int distance, ecat_hook hook,
                 void *arg, vs_collection *out) {
-    call a = {.c = c,
-              .name = name,
-              .dims = dims,
-              .distance = distance,
-              .hook = hook,
-              .arg = arg,
-              .out = out};
-    return run_on(pg, &a, create_fn);
+    call a = {
+        .name = name, .dims = dims, .distance = distance, .hook = hook, .arg = arg, .out = out};
+    return run_on(pg, c, &a, create_fn);
 }
 
 int ecat_get(pg_pool *pg, tier_ctx *c, const char *name, vs_collection *out) {
-    call a = {.c = c, .name = name, .out = out};
-    return run_on(pg, &a, get_fn);
+    call a = {.name = name, .out = out};
+    return run_on(pg, c, &a, get_fn);
 }
 
 int ecat_list(pg_pool *pg, tier_ctx *c, const char *after, size_t limit, vs_collection **out,
               size_t *n) {
-    call a = {.c = c, .after = after, .limit = limit, .list = out, .n = n};
-    return run_on(pg, &a, list_fn);
+    call a = {.after = after, .limit = limit, .list = out, .n = n};
+    return run_on(pg, c, &a, list_fn);
 }
 
 int ecat_delete(pg_pool *pg, tier_ctx *c, const char *name, ecat_hook hook, void *arg) {
-    call a = {.c = c, .name = name, .hook = hook, .arg = arg};
-    return run_on(pg, &a, delete_fn);
+    call a = {.name = name, .hook = hook, .arg = arg};
+    return run_on(pg, c, &a, delete_fn);
 }

@@ -40,7 +40,7 @@ static grpc_status_code vs_status(rpc_call *call, int rc, const tier_ctx *c) {
     return tier_status(call, rc, c);
 }
 
-static void init_ctx(tier_ctx *c, rpc_call *call) { tier_ctx_init(c, call, "episodic", NULL); }
+static void init_ctx(tier_ctx *c, rpc_call *call) { *c = tier_ctx_for(call, "episodic", NULL); }
 
 static void point_target(rpc_call *call, const char *collection, const vs_id *id) {
     char buf[37];
@@ -128,9 +128,8 @@ static grpc_status_code collection_of(rpc_call *call, episodic_service *svc, con
 /* ------------------------------------------------------------ rendering */
 
 static Memory__V1__PointId *render_id(arena *a, const vs_id *id) {
-    Memory__V1__PointId *m = arena_alloc(a, sizeof *m);
+    Memory__V1__PointId *m = arena_message(a, &memory__v1__point_id__descriptor);
     if (!m) return NULL;
-    memory__v1__point_id__init(m);
     if (id->uuid[0]) {
         m->kind_case = MEMORY__V1__POINT_ID__KIND_UUID;
         m->uuid = arena_strdup(a, id->uuid);
@@ -150,9 +149,8 @@ static Memory__V1__RecordMeta *render_meta(arena *a, const principal *p, const t
 }
 
 static Memory__V1__Point *render_point(arena *a, const principal *p, const vs_point *pt, int dims) {
-    Memory__V1__Point *m = arena_alloc(a, sizeof *m);
+    Memory__V1__Point *m = arena_message(a, &memory__v1__point__descriptor);
     if (!m) return NULL;
-    memory__v1__point__init(m);
     if (!(m->id = render_id(a, &pt->id)) || !(m->meta = render_meta(a, p, &pt->meta))) return NULL;
     if (pt->vector) {
         m->n_vector = (size_t)dims;
@@ -164,9 +162,8 @@ static Memory__V1__Point *render_point(arena *a, const principal *p, const vs_po
 
 static Memory__V1__Collection *render_collection(arena *a, const principal *p,
                                                  const vs_collection *col) {
-    Memory__V1__Collection *m = arena_alloc(a, sizeof *m);
+    Memory__V1__Collection *m = arena_message(a, &memory__v1__collection__descriptor);
     if (!m) return NULL;
-    memory__v1__collection__init(m);
     m->name = (char *)col->name;
     m->dims = col->dims;
     m->distance = (Memory__V1__Distance)col->distance;

@@ -74,15 +74,14 @@ int qj_parse_meta(const json_t *payload, const char *tenant, arena *a, tier_meta
         if (!(pii[i] = arena_strdup(a, json_string_value(x))))
             return qj_fail(err, errlen, STATUS_ENOMEM, "out of memory");
     }
-    out->owner = arena_strdup(a, owner);
-    if (!out->owner) return qj_fail(err, errlen, STATUS_ENOMEM, "out of memory");
-    out->label = (int)label;
-    out->version = version;
-    out->create_us = created;
-    out->update_us = updated;
-    out->pii_kinds = pii;
-    out->npii = npii;
-    return STATUS_OK;
+    *out = (tier_meta){.owner = arena_strdup(a, owner),
+                       .label = (int)label,
+                       .version = version,
+                       .create_us = created,
+                       .update_us = updated,
+                       .pii_kinds = pii,
+                       .npii = npii};
+    return out->owner ? STATUS_OK : qj_fail(err, errlen, STATUS_ENOMEM, "out of memory");
 }
 
 /* A JSON number as a float: finite and within float range (a double

@@ -63,17 +63,9 @@ static int put_entity(pgq_session *ss, tier_ctx *c, void *arg) {
                         p_label, p_type, p_name, p_props, p_pii, p_tenant, p_id);
         PGresult *r;
         if ((rc = pgq_exec_ok(ss, &b, "entity write", &r)) != STATUS_OK) return rc;
-        if (PQntuples(r) == 0) {
-            /* Lost a create race: the other transaction committed its row
-             * (ON CONFLICT waited for it); lock and re-evaluate. */
-            PQclear(r);
-            continue;
-        }
+        if (global_lost_race(r)) continue;
         rc = global_decode_entity(c, r, 0, a->out);
-        PQclear(r);
-        if (rc != STATUS_OK) return rc;
-        *a->created = !lr.exists;
-        return tier_sql_commit(ss, c);
+        return global_put_commit(ss, c, r, rc, !lr.exists, a->created);
     }
     return tier_fail(c, STATUS_ECONFLICT, "entity %s is being created concurrently; retry", in->id);
 }
@@ -88,6 +80,7 @@ int global_put_entity(global_store *s, tier_ctx *c, const global_entity_in *in, 
 
 typedef struct {
     const char *id;
+    int tenant_wide; /* the cache's load: no read diode (the cache applies it) */
     global_entity *out;
 } get_entity_args;
 
@@ -100,38 +93,29 @@ void global_sql_get_entity(const tier_ctx *c, const char *id, pgq_sql *b) {
 static int get_entity(pgq_session *ss, tier_ctx *c, void *arg) {
     get_entity_args *a = arg;
     pgq_sql b = {0};
-    global_sql_get_entity(c, a->id, &b);
+    if (a->tenant_wide)
+        pgq_sql_add(&b,
+                    "SELECT " GLOBAL_E_COLS " FROM entities e WHERE e.tenant = $%d AND e.id = $%d",
+                    pgq_text(&b, principal_tenant(c->p)), pgq_text(&b, a->id));
+    else global_sql_get_entity(c, a->id, &b);
     PGresult *r;
-    int rc = pgq_pipeline(ss, "get entity", NULL, &b, 1, &r);
+    int rc = pgq_pipeline(ss, a->tenant_wide ? "load entity" : "get entity", NULL, &b, 1, &r);
     if (rc != STATUS_OK) return rc;
     if (PQntuples(r) == 0) rc = tier_fail(c, STATUS_ENOTFOUND, "entity %s not found", a->id);
+    else if (a->tenant_wide) rc = global_decode_entity_row(c, r, 0, a->out);
     else rc = global_decode_entity(c, r, 0, a->out);
     PQclear(r);
     return rc;
 }
 
 int global_get_entity(global_store *s, tier_ctx *c, const char *id, global_entity *out) {
-    get_entity_args a = {id, out};
+    get_entity_args a = {id, 0, out};
     return global_run(s, c, get_entity, &a);
 }
 
-static int load_entity(pgq_session *ss, tier_ctx *c, void *arg) {
-    get_entity_args *a = arg;
-    pgq_sql b = {0};
-    pgq_sql_add(&b, "SELECT " GLOBAL_E_COLS " FROM entities e WHERE e.tenant = $%d AND e.id = $%d",
-                pgq_text(&b, principal_tenant(c->p)), pgq_text(&b, a->id));
-    PGresult *r;
-    int rc = pgq_pipeline(ss, "load entity", NULL, &b, 1, &r);
-    if (rc != STATUS_OK) return rc;
-    if (PQntuples(r) == 0) rc = tier_fail(c, STATUS_ENOTFOUND, "entity %s not found", a->id);
-    else rc = global_decode_entity_row(c, r, 0, a->out);
-    PQclear(r);
-    return rc;
-}
-
 int global_load_entity(global_store *s, tier_ctx *c, const char *id, global_entity *out) {
-    get_entity_args a = {id, out};
-    return global_run(s, c, load_entity, &a);
+    get_entity_args a = {id, 1, out};
+    return global_run(s, c, get_entity, &a);
 }
 
 /* ------------------------------------------------------------ DeleteEntity */

@@ -106,15 +106,9 @@ static int put_rel(pgq_session *ss, tier_ctx *c, void *arg) {
             PQclear(r);
             return rc;
         }
-        if (PQntuples(r) == 0) {
-            PQclear(r);
-            continue;
-        }
+        if (global_lost_race(r)) continue;
         rc = global_decode_rel(c, r, 0, a->out);
-        PQclear(r);
-        if (rc != STATUS_OK) return rc;
-        *a->created = !lr.exists;
-        return tier_sql_commit(ss, c);
+        return global_put_commit(ss, c, r, rc, !lr.exists, a->created);
     }
     return tier_fail(c, STATUS_ECONFLICT, "%s is being created concurrently; retry", name);
 }
@@ -315,6 +309,6 @@ static int traverse(pgq_session *ss, tier_ctx *c, void *arg) {
 int global_traverse(global_store *s, tier_ctx *c, const global_traverse_in *in,
                     global_traverse_out *out) {
     memset(out, 0, sizeof *out);
-    traverse_args a = {in, out, s->o.max_response_bytes};
+    traverse_args a = {in, out, s->max_response_bytes};
     return global_run(s, c, traverse, &a);
 }

@@ -45,12 +45,10 @@ RPC_UNARY_HANDLER(global_do_put_entity, global_service, Memory__V1__PutEntityReq
     in.type = req->type;
     in.label = (int)req->label;
     tier_target(call, "entity:%s", in.id);
-    tier_ctx c;
-    global_ctx(svc, call, 1, &c);
+    tier_ctx c = global_ctx(svc, call, 1);
     global_entity e;
     int created = 0;
-    int rc = global_put_entity(svc->store, &c, &in, &e, &created);
-    if (rc != STATUS_OK) return tier_status(call, rc, &c);
+    TIER_CHECK(call, &c, global_put_entity(&svc->store, &c, &in, &e, &created));
     entity_changed(svc, call, &c, in.id);
     if (!(resp->entity = global_render_entity(rpc_call_arena(call), &e))) return rpc_call_oom(call);
     resp->created = created;
@@ -67,7 +65,7 @@ typedef struct {
 static int load_entity(void *arg, arena *a, cache_record *out) {
     entity_load *l = arg;
     global_entity e;
-    int rc = global_load_entity(l->svc->store, l->c, l->id, &e);
+    int rc = global_load_entity(&l->svc->store, l->c, l->id, &e);
     if (rc != STATUS_OK) return rc;
     Memory__V1__Entity *m = global_render_entity(a, &e);
     if (!m) return STATUS_ENOMEM;
@@ -82,8 +80,7 @@ RPC_UNARY_HANDLER(global_do_get_entity, global_service, Memory__V1__GetEntityReq
                   Memory__V1__GetEntityResponse) {
     const char *id = req->id;
     RPC_CHECK(tier_check_id(call, "id", &id, 0));
-    tier_ctx c;
-    global_ctx(svc, call, 0, &c);
+    tier_ctx c = global_ctx(svc, call, 0);
     int rc;
     if (svc->entities) {
         entity_load l = {svc, &c, id};
@@ -94,7 +91,7 @@ RPC_UNARY_HANDLER(global_do_get_entity, global_service, Memory__V1__GetEntityReq
         resp->entity = (Memory__V1__Entity *)m;
     } else {
         global_entity e;
-        rc = global_get_entity(svc->store, &c, id, &e);
+        rc = global_get_entity(&svc->store, &c, id, &e);
         if (rc == STATUS_OK && !(resp->entity = global_render_entity(rpc_call_arena(call), &e)))
             rc = STATUS_ENOMEM;
     }
@@ -112,9 +109,8 @@ RPC_UNARY_HANDLER(global_do_delete_entity, global_service, Memory__V1__DeleteEnt
     if (has_expected)
         RPC_CHECK(tier_check_expected(call, req->expected_version, TIER_EXPECT_VERSION));
     tier_target(call, "entity:%s", id);
-    tier_ctx c;
-    global_ctx(svc, call, 1, &c);
-    int rc = global_delete_entity(svc->store, &c, id, has_expected, req->expected_version);
+    tier_ctx c = global_ctx(svc, call, 1);
+    int rc = global_delete_entity(&svc->store, &c, id, has_expected, req->expected_version);
     if (rc == STATUS_OK) entity_changed(svc, call, &c, id);
     return tier_status(call, rc, &c);
 }
@@ -187,44 +183,30 @@ static grpc_status_code ordering(rpc_call *call, const Memory__V1__QueryEntities
 
 RPC_UNARY_HANDLER(global_do_query_entities, global_service, Memory__V1__QueryEntitiesRequest,
                   Memory__V1__QueryEntitiesResponse) {
-    arena *a = rpc_call_arena(call);
     global_query_in in = {0};
     in.type = req->type;
     in.text_query = req->text_query;
     tier_page pg;
-    const char *cursor[2];
-    int resumed;
     RPC_CHECK(tier_check_name(call, "type", req->type, GLOBAL_TYPE_MAX, 0));
     RPC_CHECK(tier_check_text(call, "text_query", req->text_query, TEXT_QUERY_MAX));
     RPC_CHECK(predicates(call, req, &in));
     RPC_CHECK(tier_page_size(call, req->page_size, &in.limit));
     RPC_CHECK(ordering(call, req, &in));
     RPC_CHECK(tier_page_bind(call, authn_principal(call), &req->base, &pg));
-    RPC_CHECK(tier_page_open(call, &pg, req->page_token, cursor, 2, 0, &resumed));
-    if (resumed) {
-        in.after_key = cursor[0];
-        in.after_id = cursor[1];
-    }
-    tier_ctx c;
-    global_ctx(svc, call, 0, &c);
+    RPC_CHECK(tier_page_resume(call, &pg, req->page_token, &in.after_key, &in.after_id, 0));
+    tier_ctx c = global_ctx(svc, call, 0);
     global_entity *ents;
     const char **keys;
-    size_t n, used = 0, i = 0;
-    int more;
-    int rc = global_query_entities(svc->store, &c, &in, &ents, &keys, &n, &more);
-    if (rc != STATUS_OK) return tier_status(call, rc, &c);
-    resp->entities = arena_alloc(a, (n ? n : 1) * sizeof *resp->entities);
-    if (!resp->entities) return rpc_call_oom(call);
-    for (; i < n; i++) {
-        if (!(resp->entities[i] = global_render_entity(a, &ents[i]))) return rpc_call_oom(call);
-        if (!tier_page_fits(&used, &resp->entities[i]->base, i, svc->max_response_bytes)) {
-            more = 1;
-            break;
-        }
-        tier_target(call, "entity:%s", ents[i].id);
-    }
-    resp->n_entities = i;
-    if (more && i > 0) {
+    size_t n;
+    int more, cut;
+    TIER_CHECK(call, &c, global_query_entities(&svc->store, &c, &in, &ents, &keys, &n, &more));
+    tier_page_items it = {ents, n, sizeof *ents, global_page_entity};
+    ProtobufCMessage **msgs;
+    RPC_CHECK(tier_page_fill(call, &it, svc->max_response_bytes, &msgs, &resp->n_entities, &cut));
+    resp->entities = (Memory__V1__Entity **)msgs;
+    size_t i = resp->n_entities;
+    for (size_t k = 0; k < i; k++) tier_target(call, "entity:%s", ents[k].id);
+    if ((more || cut) && i > 0) {
         const char *next[2] = {keys[i - 1], ents[i - 1].id};
         if (!(resp->next_page_token = tier_page_seal(call, &pg, next, 2)))
             return rpc_call_oom(call);

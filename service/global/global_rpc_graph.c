@@ -45,12 +45,10 @@ RPC_UNARY_HANDLER(global_do_put_rel, global_service, Memory__V1__PutRelationship
         tier_check_struct(call, "properties", props, REL_PROPERTIES_MAX, &in.properties_json));
     in.label = (int)req->label;
     rel_target(call, in.source_id, in.type, in.target_id);
-    tier_ctx c;
-    global_ctx(svc, call, 1, &c);
+    tier_ctx c = global_ctx(svc, call, 1);
     global_rel r;
     int created = 0;
-    int rc = global_put_rel(svc->store, &c, &in, &r, &created);
-    if (rc != STATUS_OK) return tier_status(call, rc, &c);
+    TIER_CHECK(call, &c, global_put_rel(&svc->store, &c, &in, &r, &created));
     if (!(resp->relationship = global_render_rel(rpc_call_arena(call), &r)))
         return rpc_call_oom(call);
     resp->created = created;
@@ -66,10 +64,9 @@ RPC_UNARY_HANDLER(global_do_delete_rel, global_service, Memory__V1__DeleteRelati
     if (has_expected)
         RPC_CHECK(tier_check_expected(call, req->expected_version, TIER_EXPECT_VERSION));
     rel_target(call, src, req->type, dst);
-    tier_ctx c;
-    global_ctx(svc, call, 1, &c);
-    int rc =
-        global_delete_rel(svc->store, &c, src, req->type, dst, has_expected, req->expected_version);
+    tier_ctx c = global_ctx(svc, call, 1);
+    int rc = global_delete_rel(&svc->store, &c, src, req->type, dst, has_expected,
+                               req->expected_version);
     return tier_status(call, rc, &c);
 }
 
@@ -115,11 +112,9 @@ RPC_UNARY_HANDLER(global_do_traverse, global_service, Memory__V1__TraverseReques
     arena *a = rpc_call_arena(call);
     global_traverse_in in = {0};
     RPC_CHECK(traverse_in(call, svc, req, &in));
-    tier_ctx c;
-    global_ctx(svc, call, 0, &c);
+    tier_ctx c = global_ctx(svc, call, 0);
     global_traverse_out out;
-    int rc = global_traverse(svc->store, &c, &in, &out);
-    if (rc != STATUS_OK) return tier_status(call, rc, &c);
+    TIER_CHECK(call, &c, global_traverse(&svc->store, &c, &in, &out));
     resp->nodes = arena_alloc(a, (out.nnodes + 1) * sizeof *resp->nodes);
     resp->edges = arena_alloc(a, (out.nedges + 1) * sizeof *resp->edges);
     if (!resp->nodes || !resp->edges) return rpc_call_oom(call);

@@ -66,12 +66,10 @@ RPC_UNARY_HANDLER(global_do_record_task, global_service, Memory__V1__RecordTaskR
     if (result)
         RPC_CHECK(tier_check_struct(call, "result", result, TASK_JSON_MAX, &in.result_json));
     tier_target(call, "task:%s", in.id);
-    tier_ctx c;
-    global_ctx(svc, call, 1, &c);
+    tier_ctx c = global_ctx(svc, call, 1);
     global_task t;
     int created = 0;
-    int rc = global_record_task(svc->store, &c, &in, &t, &created);
-    if (rc != STATUS_OK) return tier_status(call, rc, &c);
+    TIER_CHECK(call, &c, global_record_task(&svc->store, &c, &in, &t, &created));
     if (!(resp->task = global_render_task(rpc_call_arena(call), &t))) return rpc_call_oom(call);
     resp->created = created;
     return GRPC_STATUS_OK;
@@ -105,25 +103,18 @@ RPC_UNARY_HANDLER(global_do_list_tasks, global_service, Memory__V1__ListTasksReq
         in.has_after = 1;
         in.after_id = cursor[1];
     }
-    tier_ctx c;
-    global_ctx(svc, call, 0, &c);
+    tier_ctx c = global_ctx(svc, call, 0);
     global_task *tasks;
-    size_t n, used = 0, i = 0;
-    int more;
-    int rc = global_list_tasks(svc->store, &c, &in, &tasks, &n, &more);
-    if (rc != STATUS_OK) return tier_status(call, rc, &c);
-    resp->tasks = arena_alloc(a, (n ? n : 1) * sizeof *resp->tasks);
-    if (!resp->tasks) return rpc_call_oom(call);
-    for (; i < n; i++) {
-        if (!(resp->tasks[i] = global_render_task(a, &tasks[i]))) return rpc_call_oom(call);
-        if (!tier_page_fits(&used, &resp->tasks[i]->base, i, svc->max_response_bytes)) {
-            more = 1;
-            break;
-        }
-        tier_target(call, "task:%s", tasks[i].id);
-    }
-    resp->n_tasks = i;
-    if (more && i > 0) {
+    size_t n;
+    int more, cut;
+    TIER_CHECK(call, &c, global_list_tasks(&svc->store, &c, &in, &tasks, &n, &more));
+    tier_page_items it = {tasks, n, sizeof *tasks, global_page_task};
+    ProtobufCMessage **msgs;
+    RPC_CHECK(tier_page_fill(call, &it, svc->max_response_bytes, &msgs, &resp->n_tasks, &cut));
+    resp->tasks = (Memory__V1__Task **)msgs;
+    size_t i = resp->n_tasks;
+    for (size_t k = 0; k < i; k++) tier_target(call, "task:%s", tasks[k].id);
+    if ((more || cut) && i > 0) {
         const char *us = arena_printf(a, "%lld", (long long)tasks[i - 1].start_us);
         const char *next[2] = {us, tasks[i - 1].id};
         if (!us || !(resp->next_page_token = tier_page_seal(call, &pg, next, 2)))

@@ -12,8 +12,8 @@
 #include "service/pb/pbjson.h"
 #include "service/pb/pbtime.h"
 
-void global_ctx(const global_service *svc, rpc_call *call, int audited, tier_ctx *c) {
-    tier_ctx_init(c, call, "global", audited ? svc->aud : NULL);
+tier_ctx global_ctx(const global_service *svc, rpc_call *call, int audited) {
+    return tier_ctx_for(call, "global", audited ? svc->aud : NULL);
 }
 
 grpc_status_code global_pii(rpc_call *call, const global_service *svc, const char *id_path,
@@ -39,9 +39,8 @@ static Google__Protobuf__Struct *render_json(arena *a, const char *json) {
 }
 
 Memory__V1__Entity *global_render_entity(arena *a, const global_entity *e) {
-    Memory__V1__Entity *m = arena_alloc(a, sizeof *m);
+    Memory__V1__Entity *m = arena_message(a, &memory__v1__entity__descriptor);
     if (!m) return NULL;
-    memory__v1__entity__init(m);
     m->id = (char *)e->id;
     m->type = (char *)e->type;
     m->name = (char *)e->name;
@@ -52,9 +51,8 @@ Memory__V1__Entity *global_render_entity(arena *a, const global_entity *e) {
 }
 
 Memory__V1__Relationship *global_render_rel(arena *a, const global_rel *r) {
-    Memory__V1__Relationship *m = arena_alloc(a, sizeof *m);
+    Memory__V1__Relationship *m = arena_message(a, &memory__v1__relationship__descriptor);
     if (!m) return NULL;
-    memory__v1__relationship__init(m);
     m->source_id = (char *)r->source_id;
     m->type = (char *)r->type;
     m->target_id = (char *)r->target_id;
@@ -65,9 +63,8 @@ Memory__V1__Relationship *global_render_rel(arena *a, const global_rel *r) {
 }
 
 Memory__V1__Task *global_render_task(arena *a, const global_task *t) {
-    Memory__V1__Task *m = arena_alloc(a, sizeof *m);
+    Memory__V1__Task *m = arena_message(a, &memory__v1__task__descriptor);
     if (!m) return NULL;
-    memory__v1__task__init(m);
     m->id = (char *)t->id;
     m->type = (char *)t->type;
     m->description = (char *)t->description;
@@ -82,6 +79,15 @@ Memory__V1__Task *global_render_task(arena *a, const global_task *t) {
     return m;
 }
 
+ProtobufCMessage *global_page_entity(arena *a, const void *e) {
+    Memory__V1__Entity *m = global_render_entity(a, e);
+    return m ? &m->base : NULL;
+}
+ProtobufCMessage *global_page_task(arena *a, const void *t) {
+    Memory__V1__Task *m = global_render_task(a, t);
+    return m ? &m->base : NULL;
+}
+
 /* ------------------------------------------------------------ the tier */
 
 static int global_open(tier_env *env, void **state, char *err, size_t errlen) {
@@ -93,15 +99,8 @@ static int global_open(tier_env *env, void **state, char *err, size_t errlen) {
     if (svc->max_depth <= 0 || svc->max_depth > 10) svc->max_depth = 10;
     svc->max_response_bytes = env->max_response_bytes;
     svc->entities = env->entity_cache;
-    global_store_options so = {.max_response_bytes = svc->max_response_bytes};
-    return global_store_create(env->pg, &so, &svc->store) == 0 ? 0 : tier_oom(err, errlen);
-}
-
-static void global_free(void *state) {
-    global_service *svc = state;
-    if (!svc) return;
-    global_store_free(svc->store);
-    free(svc);
+    svc->store = tier_store_on(env->pg, svc->max_response_bytes);
+    return 0;
 }
 
 #define SVC "memory.v1.GlobalMemory"
@@ -125,4 +124,4 @@ static const rpc_method methods[] = {
 
 static const tier_service services[] = {{SVC, HEALTH_NEEDS_PG}};
 
-const tier global_tier = {TIER_FIELDS("global", services, methods, global_open, global_free)};
+const tier global_tier = {TIER_FIELDS("global", services, methods, global_open, free)};

@@ -20,12 +20,12 @@ typedef struct global_service {
     int max_depth;             /* Traverse max_depth ceiling, 1..10 */
     size_t max_response_bytes; /* encoded answer budget */
     cache_records *entities;   /* GetEntity through the cache; NULL: straight to the store */
-    global_store *store;
+    global_store store;
 } global_service;
 
 /* The context for a call (tier "global"); with audited, the write's audit
  * row commits with it. */
-void global_ctx(const global_service *svc, rpc_call *call, int audited, tier_ctx *c);
+tier_ctx global_ctx(const global_service *svc, rpc_call *call, int audited);
 
 /* The PII policy over what a write stores: the field naming the record
  * (id_path / *id: never redacted), then the fields f[0..n). With
@@ -37,6 +37,9 @@ grpc_status_code global_pii(rpc_call *call, const global_service *svc, const cha
 Memory__V1__Entity *global_render_entity(arena *a, const global_entity *e);
 Memory__V1__Relationship *global_render_rel(arena *a, const global_rel *r);
 Memory__V1__Task *global_render_task(arena *a, const global_task *t);
+/* The same for tier_page_items (a global_entity, a global_task). */
+ProtobufCMessage *global_page_entity(arena *a, const void *e);
+ProtobufCMessage *global_page_task(arena *a, const void *t);
 
 /* The handlers. */
 RPC_UNARY_FN(global_do_put_entity);

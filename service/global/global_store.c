@@ -10,24 +10,8 @@
 
 #include "service/global/global_store_internal.h"
 
-int global_store_create(pg_pool *pg, const global_store_options *o, global_store **out) {
-    global_store *s = calloc(1, sizeof *s);
-    if (!s) return -1;
-    s->pg = pg;
-    s->o.max_statement_ms = 30000;
-    s->o.max_response_bytes = 4u << 20;
-    if (o) {
-        if (o->max_statement_ms > 0) s->o.max_statement_ms = o->max_statement_ms;
-        if (o->max_response_bytes > 0) s->o.max_response_bytes = o->max_response_bytes;
-    }
-    *out = s;
-    return 0;
-}
-
-void global_store_free(global_store *s) { free(s); }
-
 int global_run(global_store *s, tier_ctx *c, tier_sql_fn fn, void *arg) {
-    return tier_sql_run(s->pg, c, s->o.max_statement_ms, fn, arg);
+    return tier_store_run(s, c, fn, arg);
 }
 
 /* The metadata columns of a row, by column numbers. */
@@ -98,4 +82,18 @@ int global_decode_task(tier_ctx *c, const PGresult *r, int row, global_task *t) 
         return tier_fail(c, STATUS_EINTERNAL, "a tasks row has an unreadable column");
     t->status = (int)status;
     return tier_check_row(c, &t->meta, 1, "task %s", t->id);
+}
+
+int global_lost_race(PGresult *r) {
+    if (PQntuples(r) > 0) return 0;
+    PQclear(r);
+    return 1;
+}
+
+int global_put_commit(pgq_session *ss, tier_ctx *c, PGresult *r, int rc, int created_now,
+                      int *created) {
+    PQclear(r);
+    if (rc != STATUS_OK) return rc;
+    *created = created_now;
+    return tier_sql_commit(ss, c);
 }

@@ -26,8 +26,10 @@
 #include "service/store/pgq.h"
 #include "service/tier/tier_ctx.h"
 #include "service/tier/tier_meta.h"
+#include "service/tier/tier_sql.h"
 
-typedef struct global_store global_store;
+/* A tier_store (tier_sql.h): the pool and the answer budget. */
+typedef tier_store global_store;
 
 typedef struct global_entity {
     const char *id;
@@ -60,15 +62,7 @@ typedef struct global_task {
     tier_meta meta;
 } global_task;
 
-typedef struct global_store_options {
-    int max_statement_ms;      /* statement_timeout when the call has no deadline (30000) */
-    size_t max_response_bytes; /* edges kept per Traverse answer (4 MiB) */
-} global_store_options;
-
-/* pg is borrowed and must outlive the store; o may be NULL. Returns 0 or
- * -1 (out of memory). Free with global_store_free. */
-int global_store_create(pg_pool *pg, const global_store_options *o, global_store **out);
-void global_store_free(global_store *s); /* accepts NULL */
+/* The store's max_response_bytes bounds the edges of a Traverse answer. */
 
 /* ---- entities ---- */
 

@@ -11,11 +11,6 @@
 
 #define GLOBAL_MAX_CREATE_RACES 3
 
-struct global_store {
-    pg_pool *pg;
-    global_store_options o;
-};
-
 /* Entity columns every entity query selects (alias e), in this order. */
 #define GLOBAL_E_COLS                                                                              \
     "e.tenant, e.id, e.owner, e.label, e.entity_type, e.name, e.properties, e.pii_kinds,"          \
@@ -40,5 +35,14 @@ int global_decode_entity_row(tier_ctx *c, const PGresult *r, int row, global_ent
 int global_decode_entity(tier_ctx *c, const PGresult *r, int row, global_entity *e);
 int global_decode_rel(tier_ctx *c, const PGresult *r, int row, global_rel *e);
 int global_decode_task(tier_ctx *c, const PGresult *r, int row, global_task *t);
+
+/* A put's INSERT ... ON CONFLICT DO NOTHING / UPDATE returned r. No row:
+ * it lost a create race (the other transaction's row committed, ON
+ * CONFLICT waited for it): 1 with r freed, and the put locks again. */
+int global_lost_race(PGresult *r);
+/* The end of a put: rc is how decoding r's row went (r is freed); then
+ * *created = created_now and COMMIT. */
+int global_put_commit(pgq_session *ss, tier_ctx *c, PGresult *r, int rc, int created_now,
+                      int *created);
 
 #endif

@@ -75,17 +75,11 @@ static int record_task(pgq_session *ss, tier_ctx *c, void *arg) {
         pgq_sql b = {0};
         write_task_sql(&b, c, in, lr.exists, label, pii, ents);
         if ((rc = pgq_exec_ok(ss, &b, "task write", &r)) != STATUS_OK) return rc;
-        if (PQntuples(r) == 0) {
-            PQclear(r);
-            continue;
-        }
+        if (global_lost_race(r)) continue;
         rc = global_decode_task(c, r, 0, a->out);
-        PQclear(r);
-        if (rc != STATUS_OK) return rc;
-        if (a->out->has_end && a->out->end_us < a->out->start_us)
-            return tier_fail(c, STATUS_EINVALID, "end_time: before start_time");
-        *a->created = !lr.exists;
-        return tier_sql_commit(ss, c);
+        if (rc == STATUS_OK && a->out->has_end && a->out->end_us < a->out->start_us)
+            rc = tier_fail(c, STATUS_EINVALID, "end_time: before start_time");
+        return global_put_commit(ss, c, r, rc, !lr.exists, a->created);
     }
     return tier_fail(c, STATUS_ECONFLICT, "task %s is being created concurrently; retry", in->id);
 }

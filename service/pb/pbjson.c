@@ -150,9 +150,8 @@ int pbjson_from_value(const Google__Protobuf__Value *v, const char *prefix, char
 static Google__Protobuf__Struct *to_struct(arena *a, json_t *obj);
 
 static Google__Protobuf__Value *to_value(arena *a, json_t *j) {
-    Google__Protobuf__Value *v = arena_alloc(a, sizeof *v);
+    Google__Protobuf__Value *v = arena_message(a, &google__protobuf__value__descriptor);
     if (!v) return NULL;
-    google__protobuf__value__init(v);
     switch (json_typeof(j)) {
     case JSON_NULL:
         v->kind_case = GOOGLE__PROTOBUF__VALUE__KIND_NULL_VALUE;
@@ -178,9 +177,9 @@ static Google__Protobuf__Value *to_value(arena *a, json_t *j) {
         if (!(v->struct_value = to_struct(a, j))) return NULL;
         break;
     case JSON_ARRAY: {
-        Google__Protobuf__ListValue *l = arena_alloc(a, sizeof *l);
+        Google__Protobuf__ListValue *l =
+            arena_message(a, &google__protobuf__list_value__descriptor);
         if (!l) return NULL;
-        google__protobuf__list_value__init(l);
         size_t n = json_array_size(j);
         l->values = arena_alloc(a, (n ? n : 1) * sizeof *l->values);
         if (!l->values) return NULL;
@@ -197,18 +196,17 @@ static Google__Protobuf__Value *to_value(arena *a, json_t *j) {
 }
 
 static Google__Protobuf__Struct *to_struct(arena *a, json_t *obj) {
-    Google__Protobuf__Struct *s = arena_alloc(a, sizeof *s);
+    Google__Protobuf__Struct *s = arena_message(a, &google__protobuf__struct__descriptor);
     if (!s) return NULL;
-    google__protobuf__struct__init(s);
     size_t n = json_object_size(obj), i = 0;
     s->fields = arena_alloc(a, (n ? n : 1) * sizeof *s->fields);
     if (!s->fields) return NULL;
     const char *key;
     json_t *val;
     json_object_foreach(obj, key, val) {
-        Google__Protobuf__Struct__FieldsEntry *f = arena_alloc(a, sizeof *f);
+        Google__Protobuf__Struct__FieldsEntry *f =
+            arena_message(a, &google__protobuf__struct__fields_entry__descriptor);
         if (!f) return NULL;
-        google__protobuf__struct__fields_entry__init(f);
         if (!(f->key = arena_strdup(a, key)) || !(f->value = to_value(a, val))) return NULL;
         s->fields[i++] = f;
     }

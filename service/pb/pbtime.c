@@ -7,9 +7,8 @@
 #define MAX_SECONDS 253402300799LL   /* 9999-12-31T23:59:59Z */
 
 Google__Protobuf__Timestamp *pbtime_timestamp(arena *a, int64_t unix_us) {
-    Google__Protobuf__Timestamp *ts = arena_alloc(a, sizeof *ts);
+    Google__Protobuf__Timestamp *ts = arena_message(a, &google__protobuf__timestamp__descriptor);
     if (!ts) return NULL;
-    google__protobuf__timestamp__init(ts);
     int64_t s = unix_us / 1000000, r = unix_us % 1000000;
     if (r < 0) {
         s--;
@@ -29,9 +28,8 @@ int pbtime_timestamp_us(const Google__Protobuf__Timestamp *ts, int64_t *unix_us)
 }
 
 Google__Protobuf__Duration *pbtime_duration(arena *a, int64_t us) {
-    Google__Protobuf__Duration *d = arena_alloc(a, sizeof *d);
+    Google__Protobuf__Duration *d = arena_message(a, &google__protobuf__duration__descriptor);
     if (!d) return NULL;
-    google__protobuf__duration__init(d);
     d->seconds = us / 1000000;
     d->nanos = (int32_t)((us % 1000000) * 1000);
     return d;

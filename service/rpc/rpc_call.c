@@ -211,12 +211,6 @@ grpc_byte_buffer *rpc_call_encode(const ProtobufCMessage *msg) {
     return encode_sized(msg, protobuf_c_message_get_packed_size(msg));
 }
 
-ProtobufCMessage *rpc_call_new_message(arena *a, const ProtobufCMessageDescriptor *desc) {
-    ProtobufCMessage *m = arena_alloc(a, desc->sizeof_message);
-    if (m) desc->message_init(m);
-    return m;
-}
-
 /* ---- lifetime ---- */
 
 static void call_destroy(rpc_call *c) {
@@ -353,7 +347,7 @@ static void run_unary(rpc_call *c, grpc_byte_buffer *payload) {
     if (st == GRPC_STATUS_OK) st = rpc_call_intercept(c);
     ProtobufCMessage *resp = NULL;
     if (st == GRPC_STATUS_OK) {
-        resp = rpc_call_new_message(c->arena, m->response);
+        resp = arena_message(c->arena, m->response);
         if (!resp) {
             rpc_call_set_error(c, "out of memory");
             st = GRPC_STATUS_RESOURCE_EXHAUSTED;

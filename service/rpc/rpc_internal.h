@@ -129,7 +129,6 @@ void rpc_call_unref(rpc_call *c); /* destroys the call with the last reference *
 const ProtobufCMessage *rpc_call_decode(arena *a, const ProtobufCMessageDescriptor *desc,
                                         grpc_byte_buffer *bb, const char **why);
 grpc_byte_buffer *rpc_call_encode(const ProtobufCMessage *msg);
-ProtobufCMessage *rpc_call_new_message(arena *a, const ProtobufCMessageDescriptor *desc);
 /* The request of a unary or server-streaming call into c->request (takes
  * payload); INVALID_ARGUMENT when missing or malformed. */
 grpc_status_code rpc_call_decode_request(rpc_call *c, grpc_byte_buffer *payload);

@@ -196,7 +196,7 @@ static void bidi_recv_done(rpc_tag *tag, int ok) {
         rpc_call_set_error(c, "%s: a request is not a valid %s message (%s)", m->path,
                            m->request->name, why);
         st = GRPC_STATUS_INVALID_ARGUMENT;
-    } else if (!(resp = rpc_call_new_message(c->msg_arena, m->response))) {
+    } else if (!(resp = arena_message(c->msg_arena, m->response))) {
         st = GRPC_STATUS_RESOURCE_EXHAUSTED;
     } else {
         st = m->bidi(c, req, resp, &send, m->arg);

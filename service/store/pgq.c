@@ -241,12 +241,8 @@ static int plan_send(pgq_session *ss, plan *p, const char *sql, const pgq_params
 
 int pgq_begin(pgq_session *ss, pg_pool *pool, const char *tier, int64_t deadline_ms,
               int max_statement_ms, char *err, size_t errlen) {
-    memset(ss, 0, sizeof *ss);
-    ss->pool = pool;
-    ss->tier = tier;
-    ss->deadline_ms = deadline_ms;
-    ss->err = err;
-    ss->errlen = errlen;
+    *ss = (pgq_session){
+        .pool = pool, .tier = tier, .deadline_ms = deadline_ms, .err = err, .errlen = errlen};
     int64_t ms;
     if (deadline_ms == INT64_MAX) {
         ms = max_statement_ms > 0 ? max_statement_ms : 30000;

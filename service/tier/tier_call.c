@@ -6,13 +6,16 @@
 
 #include "service/auth/authn.h"
 
-void tier_ctx_init(tier_ctx *c, rpc_call *call, const char *tier, audit *write_audit) {
-    tier_ctx_make(c, tier, authn_principal(call), rpc_call_deadline_ms(call), rpc_call_arena(call));
+tier_ctx tier_ctx_for(rpc_call *call, const char *tier, audit *write_audit) {
+    tier_ctx c;
+    tier_ctx_make(&c, tier, authn_principal(call), rpc_call_deadline_ms(call),
+                  rpc_call_arena(call));
     if (write_audit) {
-        c->before_commit = audit_hook_before_commit;
-        c->after_commit = audit_hook_after_commit;
-        c->hook_arg = call;
+        c.before_commit = audit_hook_before_commit;
+        c.after_commit = audit_hook_after_commit;
+        c.hook_arg = call;
     }
+    return c;
 }
 
 grpc_status_code tier_status(rpc_call *call, int rc, const tier_ctx *c) {

@@ -13,12 +13,19 @@
  * write_audit (the audit trail, for writes) the call's audit row is
  * written inside the write's transaction, so data and audit commit
  * together; NULL for reads. */
-void tier_ctx_init(tier_ctx *c, rpc_call *call, const char *tier, audit *write_audit);
+tier_ctx tier_ctx_for(rpc_call *call, const char *tier, audit *write_audit);
 
 /* The call's status for a store's code: `return tier_status(call, rc, &c);`
  * (GRPC_STATUS_OK for STATUS_OK; else the message is c->err or the code's
  * text). */
 grpc_status_code tier_status(rpc_call *call, int rc, const tier_ctx *c);
+/* Returns from a handler with that status when a store call fails:
+ * TIER_CHECK(call, &c, entries_store_write(svc->store, &c, &in, &rec)); */
+#define TIER_CHECK(call, c, expr)                                                                  \
+    do {                                                                                           \
+        int tier_rc_ = (expr);                                                                     \
+        if (tier_rc_ != STATUS_OK) return tier_status((call), tier_rc_, (c));                      \
+    } while (0)
 
 /* Names a record the call addressed or returned in its audit row
  * ("entity:ada", "point:docs/42"). Dropped silently when out of memory. */

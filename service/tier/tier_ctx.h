@@ -39,7 +39,7 @@ typedef struct tier_ctx {
 
 /* A context for principal p calling tier (scopes "<tier>:read" and
  * "<tier>:write"), without commit hooks. For storage code called outside
- * a gRPC call (benchmarks, tests); the rpc side uses tier_ctx_init. */
+ * a gRPC call (benchmarks, tests); the rpc side uses tier_ctx_for. */
 void tier_ctx_make(tier_ctx *c, const char *tier, const principal *p, int64_t deadline_ms,
                    arena *ar);
 

@@ -4,9 +4,8 @@
 #include "service/pb/pbtime.h"
 
 Memory__V1__RecordMeta *tier_meta_render(arena *a, const tier_meta *r) {
-    Memory__V1__RecordMeta *m = arena_alloc(a, sizeof *m);
+    Memory__V1__RecordMeta *m = arena_message(a, &memory__v1__record_meta__descriptor);
     if (!m) return NULL;
-    memory__v1__record_meta__init(m);
     m->tenant = (char *)r->tenant;
     m->owner = (char *)r->owner;
     m->label = (Memory__V1__Label)r->label;

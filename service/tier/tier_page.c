@@ -63,6 +63,15 @@ grpc_status_code tier_page_open(rpc_call *call, const tier_page *pg, const char 
     return ok ? GRPC_STATUS_OK : tier_page_refuse(call, pg);
 }
 
+grpc_status_code tier_page_resume(rpc_call *call, const tier_page *pg, const char *token,
+                                  const char **first, const char **second, int nonempty) {
+    const char *cursor[2];
+    int present;
+    grpc_status_code st = tier_page_open(call, pg, token, cursor, 2, nonempty, &present);
+    if (st == GRPC_STATUS_OK && present) *first = cursor[0], *second = cursor[1];
+    return st;
+}
+
 grpc_status_code tier_page_refuse(rpc_call *call, const tier_page *pg) {
     const char *method = strrchr(pg->domain, '/');
     return rpc_call_invalid(call,
@@ -75,8 +84,24 @@ char *tier_page_seal(rpc_call *call, const tier_page *pg, const char *const *fie
     return page_token_encode(rpc_call_arena(call), pg->domain, pg->bind, 3, fields, n);
 }
 
-int tier_page_fits(size_t *used, const ProtobufCMessage *item, size_t i, size_t max) {
-    /* A repeated message field costs its bytes plus a tag and a length. */
-    *used += protobuf_c_message_get_packed_size(item) + 8;
-    return i == 0 || *used <= max;
+grpc_status_code tier_page_fill(rpc_call *call, const tier_page_items *it, size_t max,
+                                ProtobufCMessage ***out, size_t *nout, int *cut) {
+    arena *a = rpc_call_arena(call);
+    ProtobufCMessage **v = arena_alloc(a, (it->n ? it->n : 1) * sizeof *v);
+    if (!v) return rpc_call_oom(call);
+    size_t used = 0, i = 0;
+    *cut = 0;
+    for (; i < it->n; i++) {
+        const void *item = (const char *)it->items + i * it->size;
+        if (!(v[i] = it->render(a, item))) return rpc_call_oom(call);
+        /* A repeated message field costs its bytes plus a tag and a length. */
+        used += protobuf_c_message_get_packed_size(v[i]) + 8;
+        if (i > 0 && used > max) {
+            *cut = 1;
+            break;
+        }
+    }
+    *out = v;
+    *nout = i;
+    return GRPC_STATUS_OK;
 }

@@ -40,6 +40,12 @@ grpc_status_code tier_page_bind(rpc_call *call, const principal *p, const Protob
 grpc_status_code tier_page_open(rpc_call *call, const tier_page *pg, const char *token,
                                 const char **fields, size_t n, int nonempty, int *present);
 
+/* tier_page_open of a two-field cursor straight into where it goes:
+ * *first and *second are set when token is present, left as they are on
+ * the first page. */
+grpc_status_code tier_page_resume(rpc_call *call, const tier_page *pg, const char *token,
+                                  const char **first, const char **second, int nonempty);
+
 /* The INVALID_ARGUMENT answer to a page token that opened but whose
  * cursor the method cannot use. */
 grpc_status_code tier_page_refuse(rpc_call *call, const tier_page *pg);
@@ -48,9 +54,20 @@ grpc_status_code tier_page_refuse(rpc_call *call, const tier_page *pg);
  * memory or a field is too long to carry (the caller answers oom). */
 char *tier_page_seal(rpc_call *call, const tier_page *pg, const char *const *fields, size_t n);
 
-/* The answer's byte budget: adds item i's encoded size to *used and
- * returns 1 while the answer stays within max; the first item always
- * fits (an answer is never empty for lack of room). */
-int tier_page_fits(size_t *used, const ProtobufCMessage *item, size_t i, size_t max);
+/* The records a page answer holds: n of size bytes at items, and how one
+ * is rendered (in the arena; NULL: out of memory). */
+typedef struct tier_page_items {
+    const void *items;
+    size_t n, size;
+    ProtobufCMessage *(*render)(arena *a, const void *item);
+} tier_page_items;
+
+/* Renders the records into an answer's repeated field while the answer
+ * stays within max encoded bytes (the first always goes: an answer is
+ * never empty for lack of room): *out (in the call's arena) and *nout;
+ * *cut when some were left out. The caller names the *nout returned in
+ * the audit trail. OK, or RESOURCE_EXHAUSTED when out of memory. */
+grpc_status_code tier_page_fill(rpc_call *call, const tier_page_items *it, size_t max,
+                                ProtobufCMessage ***out, size_t *nout, int *cut);
 
 #endif

@@ -57,3 +57,11 @@ int tier_sql_lock(pgq_session *ss, tier_ctx *c, const pgq_sql *sql, int begin, t
     else PQclear(r);
     return STATUS_OK;
 }
+
+tier_store tier_store_on(pg_pool *pg, size_t max_response_bytes) {
+    return (tier_store){pg, max_response_bytes ? max_response_bytes : TIER_STORE_RESPONSE_BYTES};
+}
+
+int tier_store_run(const tier_store *s, tier_ctx *c, tier_sql_fn fn, void *arg) {
+    return tier_sql_run(s->pg, c, TIER_MAX_STATEMENT_MS, fn, arg);
+}

@@ -23,6 +23,23 @@ int tier_sql_run(pg_pool *pg, tier_ctx *c, int max_statement_ms, tier_sql_fn fn,
  * COMMIT: pgq_commit. */
 int tier_sql_commit(pgq_session *ss, tier_ctx *c);
 
+/* What a PostgreSQL-backed tier's store runs with: the pool (borrowed;
+ * it outlives the store) and how much one answer may carry. */
+typedef struct tier_store {
+    pg_pool *pg;
+    size_t max_response_bytes; /* bytes of records per List/Query/Traverse answer */
+} tier_store;
+
+/* statement_timeout of a call without a deadline. */
+#define TIER_MAX_STATEMENT_MS 30000
+/* A store's answer budget when its tier does not give one. */
+#define TIER_STORE_RESPONSE_BYTES ((size_t)4 << 20)
+
+/* The store on pg; max_response_bytes 0: TIER_STORE_RESPONSE_BYTES. */
+tier_store tier_store_on(pg_pool *pg, size_t max_response_bytes);
+/* tier_sql_run on the store's pool. */
+int tier_store_run(const tier_store *s, tier_ctx *c, tier_sql_fn fn, void *arg);
+
 /* The read diode as a WHERE fragment (no leading AND) on the table alias
  * (NULL: none): the caller's tenant, labels up to clr, and its own records
  * unless it reads with breadth :all. Values go in as parameters. */
