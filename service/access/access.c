@@ -18,10 +18,8 @@
 #define MAX_SCOPE_LEN 128
 #define MAX_REASON 1024
 
-typedef struct {
-    authn *auth;
-    pg_pool *pg;
-} access_ctx;
+/* The tier's state is the environment it opened in. */
+typedef const tier_env access_ctx;
 
 static Memory__V1__TokenClaims *render_claims(arena *ar, const jwt_claims *c) {
     Memory__V1__TokenClaims *out = arena_message(ar, &memory__v1__token_claims__descriptor);
@@ -339,14 +337,10 @@ static RPC_UNARY_HANDLER(revoke, access_ctx, Memory__V1__AccessRevokeRequest,
 /* ---- the tier ---- */
 
 static int access_open(tier_env *env, void **state, char *err, size_t errlen) {
-    access_ctx *ctx = *state = tier_state_new(sizeof *ctx, err, errlen);
-    if (!ctx) return -1;
-    ctx->auth = env->auth;
-    ctx->pg = env->pg;
+    (void)err, (void)errlen;
+    *state = env;
     return 0;
 }
-
-static void access_free(void *state) { free(state); }
 
 #define SVC "memory.v1.Access"
 static const rpc_method methods[] = {
@@ -363,4 +357,4 @@ static const rpc_method methods[] = {
 
 static const tier_service services[] = {{SVC, HEALTH_NEEDS_PG}};
 
-const tier access_tier = {TIER_FIELDS("access", services, methods, access_open, access_free)};
+const tier access_tier = {TIER_FIELDS("access", services, methods, access_open, NULL)};

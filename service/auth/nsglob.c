@@ -11,7 +11,7 @@
  * empty). With `*` as the only metacharacter, resuming after the most
  * recent `*` is enough: an earlier `*` could only take less, which the
  * later one can make up for. O(pn * sn) worst case. opaque_stars: a `*`
- * of s is a symbol only a `*` of p can consume (segment_covers). */
+ * of s is a symbol only a `*` of p can consume (nsglob_covers). */
 static int star_match(const char *p, size_t pn, const char *s, size_t sn, int opaque_stars) {
     size_t pi = 0, si = 0, star = (size_t)-1, mark = 0;
     while (si < sn) {
@@ -176,15 +176,19 @@ static const char *segment(const char *s, int i, size_t *n) {
     return s;
 }
 
-int nsglob_match(const char *glob, const char *ns) {
-    if (!nsglob_valid_pattern(glob, strlen(glob)) || !nsglob_valid_namespace(ns, strlen(ns)))
-        return 0;
+/* star_match of each segment of pattern p against that of s. */
+static int segments_match(const char *p, const char *s, int opaque_stars) {
     for (int i = 0; i < 3; i++) {
-        size_t gn, nn;
-        const char *g = segment(glob, i, &gn), *n = segment(ns, i, &nn);
-        if (!star_match(g, gn, n, nn, 0)) return 0;
+        size_t pn, sn;
+        const char *ps = segment(p, i, &pn), *ss = segment(s, i, &sn);
+        if (!star_match(ps, pn, ss, sn, opaque_stars)) return 0;
     }
     return 1;
+}
+
+int nsglob_match(const char *glob, const char *ns) {
+    return nsglob_valid_pattern(glob, strlen(glob)) && nsglob_valid_namespace(ns, strlen(ns)) &&
+           segments_match(glob, ns, 0);
 }
 
 int nsglob_key_match(const char *pattern, const char *key) {
@@ -193,10 +197,11 @@ int nsglob_key_match(const char *pattern, const char *key) {
     return star_match(pattern, pn, key, kn, 0);
 }
 
-/* Does outer segment pattern o[0..on) match inner segment pattern
- * in[0..inn), each `*` of inner being an opaque symbol that only a `*` of
- * outer can consume? star_match with `*` in the subject never equal to a
- * literal.
+/* Namespaces are the product of their three segment languages, none of
+ * them empty, so containment is containment in every segment: does each
+ * outer segment pattern match the inner one, each `*` of inner being an
+ * opaque symbol that only a `*` of outer can consume (star_match with
+ * opaque_stars)?
  *
  * Why this is exact containment of the segment languages (valid segments,
  * 1..64 bytes over the 65 characters [A-Za-z0-9_.-]):
@@ -210,21 +215,9 @@ int nsglob_key_match(const char *pattern, const char *key) {
  *   exactly the opaque-symbol match that failed.
  * So the segment length limit never changes the verdict, and neither does
  * the alphabet as long as it has a character outer does not use. */
-static int segment_covers(const char *o, size_t on, const char *in, size_t inn) {
-    return star_match(o, on, in, inn, 1);
-}
-
-/* Namespaces are the product of their three segment languages, none of
- * them empty, so containment is containment in every segment. */
 int nsglob_covers(const char *outer, const char *inner) {
-    if (!nsglob_valid_pattern(outer, strlen(outer)) || !nsglob_valid_pattern(inner, strlen(inner)))
-        return 0;
-    for (int i = 0; i < 3; i++) {
-        size_t on, inn;
-        const char *o = segment(outer, i, &on), *in = segment(inner, i, &inn);
-        if (!segment_covers(o, on, in, inn)) return 0;
-    }
-    return 1;
+    return nsglob_valid_pattern(outer, strlen(outer)) &&
+           nsglob_valid_pattern(inner, strlen(inner)) && segments_match(outer, inner, 1);
 }
 
 int nsglob_is_literal(const char *pattern) { return strchr(pattern, '*') == NULL; }

@@ -27,16 +27,21 @@ static ProtobufCMessage *render_one(arena *a, const void *rec) {
     return e ? &e->base : NULL;
 }
 
+static const char *name_one(arena *a, const void *rec) {
+    const entries_record *r = rec;
+    return arena_printf(a, "%s/%s", r->ns, r->key);
+}
+
 /* Renders entries while the answer stays within the byte budget (the
  * first always goes); *cut is set when some were left out. */
 static grpc_status_code render_entries(rpc_call *call, const entries_service *svc,
                                        const entries_record *recs, size_t n,
                                        Memory__V1__Entry ***out, size_t *nout, int *cut) {
-    tier_page_items it = {recs, n, sizeof *recs, render_one};
+    static const tier_page_kind entries = {sizeof *recs, render_one, name_one};
     ProtobufCMessage **msgs;
-    RPC_CHECK(tier_page_fill(call, &it, svc->max_response_bytes, &msgs, nout, cut));
+    RPC_CHECK(
+        tier_page_fill(call, &entries, recs, n, svc->env->max_response_bytes, &msgs, nout, cut));
     *out = (Memory__V1__Entry **)msgs;
-    for (size_t i = 0; i < *nout; i++) entries_target(call, recs[i].ns, recs[i].key);
     return GRPC_STATUS_OK;
 }
 

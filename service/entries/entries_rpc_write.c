@@ -64,7 +64,7 @@ static grpc_status_code write_pii(rpc_call *call, const entries_service *svc,
     }
     f[n++] = (pii_field)PII_STRUCT("metadata", meta);
     char why[512];
-    int rc = pii_policy_apply(a, pii_policy_mode(svc->pii, authn_principal(call)), f, n,
+    int rc = pii_policy_apply(a, pii_policy_mode(svc->env->pii, authn_principal(call)), f, n,
                               (const char ***)&in->pii_kinds, &in->npii, why, sizeof why);
     if (rc == STATUS_EINVALID) return rpc_call_invalid(call, "%s", why);
     if (rc != STATUS_OK) return rpc_call_oom(call);
@@ -207,19 +207,23 @@ static int edit_replace(void *arg, const uint8_t *v, size_t n, entries_edit_out 
     return edit_pii(e, buf, total, out, err, errlen);
 }
 
-/* The checks Append and Replace share, then the edit in the store. */
+/* The checks Append and Replace share, then the edit in the store; *rec
+ * is the record after it and *meta its metadata as the answer says it. */
 static grpc_status_code modify(rpc_call *call, entries_service *svc, const char *ns,
                                const char *key, int has_expected, int64_t expected,
-                               entries_edit_fn edit, edit_ctx *e, entries_record *rec) {
+                               entries_edit_fn edit, edit_ctx *e, entries_record *rec,
+                               Memory__V1__RecordMeta **meta) {
     const principal *p = authn_principal(call);
     if (has_expected) RPC_CHECK(tier_check_expected(call, expected, TIER_EXPECT_ANY));
     RPC_CHECK(entries_check_ns_allowed(call, p, ns));
     entries_target(call, ns, key);
     e->a = rpc_call_arena(call);
-    e->mode = pii_policy_mode(svc->pii, p);
+    e->mode = pii_policy_mode(svc->env->pii, p);
     entries_modify_in in = {ns, key, has_expected, expected, edit, e};
     tier_ctx c = entries_ctx(svc, call, 1);
-    return tier_status(call, entries_store_modify(&svc->store, &c, &in, rec), &c);
+    TIER_CHECK(call, &c, entries_store_modify(&svc->store, &c, &in, rec));
+    return (*meta = tier_meta_render(rpc_call_arena(call), &rec->meta)) ? GRPC_STATUS_OK
+                                                                        : rpc_call_oom(call);
 }
 
 RPC_UNARY_HANDLER(entries_do_append, entries_service, Memory__V1__EntriesAppendRequest,
@@ -232,9 +236,7 @@ RPC_UNARY_HANDLER(entries_do_append, entries_service, Memory__V1__EntriesAppendR
     RPC_CHECK(modify(call, svc, req->namespace_, req->key,
                      req->precondition_case ==
                          MEMORY__V1__ENTRIES_APPEND_REQUEST__PRECONDITION_EXPECTED_VERSION,
-                     req->expected_version, edit_append, &e, &rec));
-    if (!(resp->meta = tier_meta_render(rpc_call_arena(call), &rec.meta)))
-        return rpc_call_oom(call);
+                     req->expected_version, edit_append, &e, &rec, &resp->meta));
     resp->size_bytes = rec.size_bytes;
     return GRPC_STATUS_OK;
 }
@@ -258,9 +260,7 @@ RPC_UNARY_HANDLER(entries_do_replace, entries_service, Memory__V1__EntriesReplac
     RPC_CHECK(modify(call, svc, req->namespace_, req->key,
                      req->precondition_case ==
                          MEMORY__V1__ENTRIES_REPLACE_REQUEST__PRECONDITION_EXPECTED_VERSION,
-                     req->expected_version, edit_replace, &e, &rec));
-    if (!(resp->meta = tier_meta_render(rpc_call_arena(call), &rec.meta)))
-        return rpc_call_oom(call);
+                     req->expected_version, edit_replace, &e, &rec, &resp->meta));
     resp->replacement_count = e.count;
     return GRPC_STATUS_OK;
 }

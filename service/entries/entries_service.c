@@ -14,7 +14,7 @@
 #include "service/pb/pbjson.h"
 
 tier_ctx entries_ctx(const entries_service *svc, rpc_call *call, int audited) {
-    return tier_ctx_for(call, "entries", audited ? svc->aud : NULL);
+    return tier_ctx_for(call, "entries", audited ? svc->env->audit : NULL);
 }
 
 /* ------------------------------------------------------------ checks */
@@ -105,10 +105,8 @@ Memory__V1__Entry *entries_render(arena *a, const entries_record *r) {
 static int entries_open(tier_env *env, void **state, char *err, size_t errlen) {
     entries_service *svc = *state = tier_state_new(sizeof *svc, err, errlen);
     if (!svc) return -1;
-    svc->aud = env->audit;
-    svc->pii = env->pii;
-    svc->max_response_bytes = env->max_response_bytes;
-    svc->store = tier_store_on(env->pg, svc->max_response_bytes);
+    svc->env = env;
+    svc->store = tier_store_on(env->pg, env->max_response_bytes);
     return 0;
 }
 

@@ -7,6 +7,7 @@
 #include "memory/v1/entries.pb-c.h"
 #include "service/entries/entries_service.h"
 #include "service/entries/entries_store.h"
+#include "service/tier/tier.h"
 #include "service/tier/tier_call.h"
 
 #define ENTRIES_TAGS_MAX 32
@@ -14,9 +15,7 @@
 #define ENTRIES_CONTENT_TYPE_MAX 128 /* characters */
 
 typedef struct entries_service {
-    audit *aud;
-    pii_policy pii;
-    size_t max_response_bytes; /* encoded size of a List/Search answer */
+    const tier_env *env; /* audit trail, PII policy, answer budget */
     entries_store store;
 } entries_service;
 

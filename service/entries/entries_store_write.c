@@ -118,9 +118,8 @@ static int write_entry(pgq_session *ss, tier_ctx *c, void *arg) {
         int rc = lock_entry(ss, c, in->ns, in->key, race == 0, &row, &live);
         if (rc != STATUS_OK) return rc;
         tier_row cur = as_live(&row, live);
-        if ((live && (rc = tier_may_modify(c, &cur, "entry", w->id)) != STATUS_OK) ||
-            (rc = tier_check_version(c, &cur, in->has_expected, in->expected_version, "entry",
-                                     w->id)) != STATUS_OK)
+        if ((rc = tier_may_write(c, &cur, in->has_expected, in->expected_version, "entry",
+                                 w->id)) != STATUS_OK)
             return rc;
         int label = principal_stamp_label(c->p, in->label, live ? row.label : 0);
         pgq_sql b = {0};
@@ -174,9 +173,7 @@ static int delete_entry(pgq_session *ss, tier_ctx *c, void *arg) {
     int rc = lock_entry(ss, c, a->ns, a->key, 1, &row, &live);
     if (rc != STATUS_OK) return rc;
     if (!live) return tier_fail(c, STATUS_ENOTFOUND, "entry %s not found", a->id);
-    if ((rc = tier_may_modify(c, &row, "entry", a->id)) != STATUS_OK ||
-        (rc = tier_check_version(c, &row, a->has_expected, a->expected, "entry", a->id)) !=
-            STATUS_OK)
+    if ((rc = tier_may_write(c, &row, a->has_expected, a->expected, "entry", a->id)) != STATUS_OK)
         return rc;
     pgq_sql b = {0};
     pgq_sql_add(&b, "DELETE FROM entries WHERE tenant = $%d AND namespace = $%d AND key = $%d",
@@ -239,9 +236,8 @@ static int modify_entry(pgq_session *ss, tier_ctx *c, void *arg) {
     if (rc != STATUS_OK) return rc;
     if (!live) return tier_fail(c, STATUS_ENOTFOUND, "entry %s not found", a->id);
     tier_row row = {1, cur.meta.owner, cur.meta.label, cur.meta.version};
-    if ((rc = tier_may_modify(c, &row, "entry", a->id)) != STATUS_OK ||
-        (rc = tier_check_version(c, &row, in->has_expected, in->expected_version, "entry",
-                                 a->id)) != STATUS_OK)
+    if ((rc = tier_may_write(c, &row, in->has_expected, in->expected_version, "entry", a->id)) !=
+        STATUS_OK)
         return rc;
     entries_edit_out e = {0};
     c->err[0] = '\0';

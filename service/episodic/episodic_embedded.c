@@ -458,21 +458,7 @@ static void emb_free(vstore *vs) {
     free(e);
 }
 
-static const vstore_ops embedded_ops = {
-    .name = "embedded",
-    .create_collection = emb_create_collection,
-    .get_collection = emb_get_collection,
-    .list_collections = emb_list_collections,
-    .delete_collection = emb_delete_collection,
-    .upsert = emb_upsert,
-    .search = emb_search,
-    .get = emb_get,
-    .delete_ids = emb_delete_ids,
-    .delete_filter = emb_delete_filter,
-    .count = emb_count,
-    .probe = emb_probe,
-    .free = emb_free,
-};
+static const vstore_ops embedded_ops = VSTORE_OPS("embedded", emb);
 
 int episodic_embedded_open(pg_pool *pg, vstore **out) {
     embedded *e = calloc(1, sizeof *e);

@@ -72,10 +72,8 @@ typedef struct emb_accept_args {
 int emb_accept(const eidx *x, size_t slot, void *arg);
 
 /* episodic_embedded_write.c: the write operations of vstore_ops. */
-int emb_upsert(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_point_in *pts, size_t n);
-int emb_delete_ids(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_id *ids, size_t n,
-                   int64_t *deleted);
-int emb_delete_filter(vstore *vs, tier_ctx *c, const vs_collection *col,
-                      const Memory__V1__Filter *filter, int64_t *deleted);
+vs_upsert_fn emb_upsert;
+vs_delete_ids_fn emb_delete_ids;
+vs_delete_filter_fn emb_delete_filter;
 
 #endif

@@ -278,21 +278,7 @@ static void q_free(vstore *vs) {
     free(q);
 }
 
-static const vstore_ops qdrant_ops = {
-    .name = "qdrant",
-    .create_collection = q_create_collection,
-    .get_collection = q_get_collection,
-    .list_collections = q_list_collections,
-    .delete_collection = q_delete_collection,
-    .upsert = q_upsert,
-    .search = q_search,
-    .get = q_get,
-    .delete_ids = q_delete_ids,
-    .delete_filter = q_delete_filter,
-    .count = q_count,
-    .probe = q_probe,
-    .free = q_free,
-};
+static const vstore_ops qdrant_ops = VSTORE_OPS("qdrant", q);
 
 /* ------------------------------------------------------------------ */
 /* open                                                                 */

@@ -40,16 +40,11 @@ int qdrant_points_call(const qtarget *t, tier_ctx *c, const char *op, const char
                        const char *suffix, const char *body, size_t blen, qdrant_resp *r);
 
 /* episodic_qdrant_points.c: the point operations of vstore_ops. */
-int q_upsert(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_point_in *pts, size_t n);
-int q_search(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_search *s, vs_hit **out,
-             size_t *n);
-int q_get(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_id *ids, size_t n,
-          int with_payload, int with_vector, vs_point **out, size_t *nout);
-int q_delete_ids(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_id *ids, size_t n,
-                 int64_t *deleted);
-int q_delete_filter(vstore *vs, tier_ctx *c, const vs_collection *col,
-                    const Memory__V1__Filter *filter, int64_t *deleted);
-int q_count(vstore *vs, tier_ctx *c, const vs_collection *col, const Memory__V1__Filter *filter,
-            int exact, int64_t *count);
+vs_upsert_fn q_upsert;
+vs_search_fn q_search;
+vs_get_fn q_get;
+vs_delete_ids_fn q_delete_ids;
+vs_delete_filter_fn q_delete_filter;
+vs_count_fn q_count;
 
 #endif

@@ -112,44 +112,70 @@ typedef struct vs_search {
 
 typedef struct vstore vstore;
 
-/* Every operation a backend provides. Collection names are validated. */
+/* Every operation a backend provides, as function types: a backend
+ * declares its own with them (`vs_upsert_fn emb_upsert;`) and fills a
+ * vstore_ops with VSTORE_OPS. Collection names are validated. */
+typedef int vs_create_collection_fn(vstore *vs, tier_ctx *c, const char *name, int dims,
+                                    int distance, vs_collection *out);
+typedef int vs_get_collection_fn(vstore *vs, tier_ctx *c, const char *name, vs_collection *out);
+/* Collections with name > after (NULL: from the start) by name, at most
+ * limit; *out in ctx->ar. */
+typedef int vs_list_collections_fn(vstore *vs, tier_ctx *c, const char *after, size_t limit,
+                                   vs_collection **out, size_t *n);
+typedef int vs_delete_collection_fn(vstore *vs, tier_ctx *c, const char *name);
+/* Writes all points or none (as far as the backend allows: Qdrant has
+ * no transactions, so a failure may leave part of a batch written; the
+ * API documents upserts as idempotent). */
+typedef int vs_upsert_fn(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_point_in *pts,
+                         size_t n);
+/* Best first, ties by id; at most q->limit hits after skipping
+ * q->offset. */
+typedef int vs_search_fn(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_search *q,
+                         vs_hit **out, size_t *n);
+/* The visible points among ids, in the order of ids (missing and hidden
+ * ones left out). */
+typedef int vs_get_fn(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_id *ids, size_t n,
+                      int with_payload, int with_vector, vs_point **out, size_t *nout);
+/* Deletes the listed ids that exist; STATUS_EDENIED (nothing deleted) when
+ * one of them may not be modified by the caller. */
+typedef int vs_delete_ids_fn(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_id *ids,
+                             size_t n, int64_t *deleted);
+/* Deletes every point visible to the caller that matches filter (NULL:
+ * all visible points) and that the caller may modify. */
+typedef int vs_delete_filter_fn(vstore *vs, tier_ctx *c, const vs_collection *col,
+                                const Memory__V1__Filter *filter, int64_t *deleted);
+typedef int vs_count_fn(vstore *vs, tier_ctx *c, const vs_collection *col,
+                        const Memory__V1__Filter *filter, int exact, int64_t *count);
+/* Backend health for the health service: 0 serving, -1 not. */
+typedef int vs_probe_fn(vstore *vs);
+
 typedef struct vstore_ops {
     const char *name; /* "embedded", "qdrant": logs and health */
-    int (*create_collection)(vstore *vs, tier_ctx *c, const char *name, int dims, int distance,
-                             vs_collection *out);
-    int (*get_collection)(vstore *vs, tier_ctx *c, const char *name, vs_collection *out);
-    /* Collections with name > after (NULL: from the start) by name, at most
-     * limit; *out in ctx->ar. */
-    int (*list_collections)(vstore *vs, tier_ctx *c, const char *after, size_t limit,
-                            vs_collection **out, size_t *n);
-    int (*delete_collection)(vstore *vs, tier_ctx *c, const char *name);
-    /* Writes all points or none (as far as the backend allows: Qdrant has
-     * no transactions, so a failure may leave part of a batch written; the
-     * API documents upserts as idempotent). */
-    int (*upsert)(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_point_in *pts,
-                  size_t n);
-    /* Best first, ties by id; at most q->limit hits after skipping
-     * q->offset. */
-    int (*search)(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_search *q,
-                  vs_hit **out, size_t *n);
-    /* The visible points among ids, in the order of ids (missing and hidden
-     * ones left out). */
-    int (*get)(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_id *ids, size_t n,
-               int with_payload, int with_vector, vs_point **out, size_t *nout);
-    /* Deletes the listed ids that exist; STATUS_EDENIED (nothing deleted) when
-     * one of them may not be modified by the caller. */
-    int (*delete_ids)(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_id *ids, size_t n,
-                      int64_t *deleted);
-    /* Deletes every point visible to the caller that matches filter (NULL:
-     * all visible points) and that the caller may modify. */
-    int (*delete_filter)(vstore *vs, tier_ctx *c, const vs_collection *col,
-                         const Memory__V1__Filter *filter, int64_t *deleted);
-    int (*count)(vstore *vs, tier_ctx *c, const vs_collection *col,
-                 const Memory__V1__Filter *filter, int exact, int64_t *count);
-    /* Backend health for the health service: 0 serving, -1 not. */
-    int (*probe)(vstore *vs);
+    vs_create_collection_fn *create_collection;
+    vs_get_collection_fn *get_collection;
+    vs_list_collections_fn *list_collections;
+    vs_delete_collection_fn *delete_collection;
+    vs_upsert_fn *upsert;
+    vs_search_fn *search;
+    vs_get_fn *get;
+    vs_delete_ids_fn *delete_ids;
+    vs_delete_filter_fn *delete_filter;
+    vs_count_fn *count;
+    vs_probe_fn *probe;
     void (*free)(vstore *vs);
 } vstore_ops;
+
+/* A backend's table from its functions <prefix>_create_collection ...
+ * <prefix>_free. */
+#define VSTORE_OPS(name_, prefix)                                                                  \
+    {                                                                                              \
+        .name = (name_), .create_collection = prefix##_create_collection,                          \
+        .get_collection = prefix##_get_collection, .list_collections = prefix##_list_collections,  \
+        .delete_collection = prefix##_delete_collection, .upsert = prefix##_upsert,                \
+        .search = prefix##_search, .get = prefix##_get, .delete_ids = prefix##_delete_ids,         \
+        .delete_filter = prefix##_delete_filter, .count = prefix##_count, .probe = prefix##_probe, \
+        .free = prefix##_free                                                                      \
+    }
 
 /* Backends start their handle struct with this. */
 struct vstore {
@@ -163,24 +189,16 @@ void vstore_free(vstore *vs);
  * backend; see vstore_ops for what they do). */
 const char *vstore_name(const vstore *vs);
 int vstore_probe(vstore *vs);
-int vstore_create_collection(vstore *vs, tier_ctx *c, const char *name, int dims, int distance,
-                             vs_collection *out);
-int vstore_get_collection(vstore *vs, tier_ctx *c, const char *name, vs_collection *out);
-int vstore_list_collections(vstore *vs, tier_ctx *c, const char *after, size_t limit,
-                            vs_collection **out, size_t *n);
-int vstore_delete_collection(vstore *vs, tier_ctx *c, const char *name);
-int vstore_upsert(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_point_in *pts,
-                  size_t n);
-int vstore_search(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_search *q,
-                  vs_hit **out, size_t *n);
-int vstore_get(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_id *ids, size_t n,
-               int with_payload, int with_vector, vs_point **out, size_t *nout);
-int vstore_delete_ids(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_id *ids, size_t n,
-                      int64_t *deleted);
-int vstore_delete_filter(vstore *vs, tier_ctx *c, const vs_collection *col,
-                         const Memory__V1__Filter *filter, int64_t *deleted);
-int vstore_count(vstore *vs, tier_ctx *c, const vs_collection *col,
-                 const Memory__V1__Filter *filter, int exact, int64_t *count);
+vs_create_collection_fn vstore_create_collection;
+vs_get_collection_fn vstore_get_collection;
+vs_list_collections_fn vstore_list_collections;
+vs_delete_collection_fn vstore_delete_collection;
+vs_upsert_fn vstore_upsert;
+vs_search_fn vstore_search;
+vs_get_fn vstore_get;
+vs_delete_ids_fn vstore_delete_ids;
+vs_delete_filter_fn vstore_delete_filter;
+vs_count_fn vstore_count;
 
 /* Write diode for one point: existing is the stored point's metadata or
  * NULL when the id is new. Fills out (owner, label, version, created,

@@ -32,10 +32,8 @@ static int put_entity(pgq_session *ss, tier_ctx *c, void *arg) {
         lock_entity_sql(&lb, c, in->id);
         tier_row lr;
         int rc = tier_sql_lock(ss, c, &lb, race == 0, &lr, NULL);
-        if (rc != STATUS_OK ||
-            (lr.exists && (rc = tier_may_modify(c, &lr, "entity", in->id)) != STATUS_OK) ||
-            (rc = tier_check_version(c, &lr, in->has_expected, in->expected_version, "entity",
-                                     in->id)) != STATUS_OK)
+        if (rc != STATUS_OK || (rc = tier_may_write(c, &lr, in->has_expected, in->expected_version,
+                                                    "entity", in->id)) != STATUS_OK)
             return rc;
         int label = principal_stamp_label(c->p, in->label, lr.exists ? lr.label : 0);
         pgq_sql b = {0};
@@ -134,9 +132,7 @@ static int delete_entity(pgq_session *ss, tier_ctx *c, void *arg) {
     int rc = tier_sql_lock(ss, c, &b, 1, &lr, NULL);
     if (rc != STATUS_OK) return rc;
     if (!lr.exists) return tier_fail(c, STATUS_ENOTFOUND, "entity %s not found", a->id);
-    if ((rc = tier_may_modify(c, &lr, "entity", a->id)) != STATUS_OK ||
-        (rc = tier_check_version(c, &lr, a->has_expected, a->expected, "entity", a->id)) !=
-            STATUS_OK)
+    if ((rc = tier_may_write(c, &lr, a->has_expected, a->expected, "entity", a->id)) != STATUS_OK)
         return rc;
     /* Relationships touching it go with it (ON DELETE CASCADE). */
     pgq_sql d = {0};

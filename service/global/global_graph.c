@@ -87,9 +87,8 @@ static int put_rel(pgq_session *ss, tier_ctx *c, void *arg) {
         tier_row lr;
         int rc = tier_sql_lock(ss, c, &lb, race == 0, &lr, NULL);
         if (rc != STATUS_OK ||
-            (lr.exists && (rc = tier_may_modify(c, &lr, "relationship", name)) != STATUS_OK) ||
-            (rc = tier_check_version(c, &lr, in->has_expected, in->expected_version, "relationship",
-                                     name)) != STATUS_OK ||
+            (rc = tier_may_write(c, &lr, in->has_expected, in->expected_version, "relationship",
+                                 name)) != STATUS_OK ||
             (race == 0 && (rc = check_ends(ss, c, in->source_id, in->target_id)) != STATUS_OK))
             return rc;
         int label = principal_stamp_label(c->p, in->label, lr.exists ? lr.label : 0);
@@ -134,9 +133,8 @@ static int delete_rel(pgq_session *ss, tier_ctx *c, void *arg) {
     int rc = tier_sql_lock(ss, c, &b, 1, &lr, NULL);
     if (rc != STATUS_OK) return rc;
     if (!lr.exists) return tier_fail(c, STATUS_ENOTFOUND, "relationship %s not found", name);
-    if ((rc = tier_may_modify(c, &lr, "relationship", name)) != STATUS_OK ||
-        (rc = tier_check_version(c, &lr, a->has_expected, a->expected, "relationship", name)) !=
-            STATUS_OK)
+    if ((rc = tier_may_write(c, &lr, a->has_expected, a->expected, "relationship", name)) !=
+        STATUS_OK)
         return rc;
     pgq_sql d = {0};
     int p_tenant = pgq_text(&d, principal_tenant(c->p));

@@ -200,12 +200,11 @@ RPC_UNARY_HANDLER(global_do_query_entities, global_service, Memory__V1__QueryEnt
     size_t n;
     int more, cut;
     TIER_CHECK(call, &c, global_query_entities(&svc->store, &c, &in, &ents, &keys, &n, &more));
-    tier_page_items it = {ents, n, sizeof *ents, global_page_entity};
     ProtobufCMessage **msgs;
-    RPC_CHECK(tier_page_fill(call, &it, svc->max_response_bytes, &msgs, &resp->n_entities, &cut));
+    RPC_CHECK(tier_page_fill(call, &global_entity_page, ents, n, svc->env->max_response_bytes,
+                             &msgs, &resp->n_entities, &cut));
     resp->entities = (Memory__V1__Entity **)msgs;
     size_t i = resp->n_entities;
-    for (size_t k = 0; k < i; k++) tier_target(call, "entity:%s", ents[k].id);
     if ((more || cut) && i > 0) {
         const char *next[2] = {keys[i - 1], ents[i - 1].id};
         if (!(resp->next_page_token = tier_page_seal(call, &pg, next, 2)))

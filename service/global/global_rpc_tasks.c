@@ -108,12 +108,11 @@ RPC_UNARY_HANDLER(global_do_list_tasks, global_service, Memory__V1__ListTasksReq
     size_t n;
     int more, cut;
     TIER_CHECK(call, &c, global_list_tasks(&svc->store, &c, &in, &tasks, &n, &more));
-    tier_page_items it = {tasks, n, sizeof *tasks, global_page_task};
     ProtobufCMessage **msgs;
-    RPC_CHECK(tier_page_fill(call, &it, svc->max_response_bytes, &msgs, &resp->n_tasks, &cut));
+    RPC_CHECK(tier_page_fill(call, &global_task_page, tasks, n, svc->env->max_response_bytes, &msgs,
+                             &resp->n_tasks, &cut));
     resp->tasks = (Memory__V1__Task **)msgs;
     size_t i = resp->n_tasks;
-    for (size_t k = 0; k < i; k++) tier_target(call, "task:%s", tasks[k].id);
     if ((more || cut) && i > 0) {
         const char *us = arena_printf(a, "%lld", (long long)tasks[i - 1].start_us);
         const char *next[2] = {us, tasks[i - 1].id};

@@ -13,7 +13,7 @@
 #include "service/pb/pbtime.h"
 
 tier_ctx global_ctx(const global_service *svc, rpc_call *call, int audited) {
-    return tier_ctx_for(call, "global", audited ? svc->aud : NULL);
+    return tier_ctx_for(call, "global", audited ? svc->env->audit : NULL);
 }
 
 grpc_status_code global_pii(rpc_call *call, const global_service *svc, const char *id_path,
@@ -24,9 +24,9 @@ grpc_status_code global_pii(rpc_call *call, const global_service *svc, const cha
     all[0] = (pii_field)PII_NAME(id_path, id);
     memcpy(all + 1, f, n * sizeof *f);
     char why[512];
-    int rc =
-        pii_policy_apply(rpc_call_arena(call), pii_policy_mode(svc->pii, authn_principal(call)),
-                         all, n + 1, (const char ***)kinds, nkinds, why, sizeof why);
+    int rc = pii_policy_apply(rpc_call_arena(call),
+                              pii_policy_mode(svc->env->pii, authn_principal(call)), all, n + 1,
+                              (const char ***)kinds, nkinds, why, sizeof why);
     if (rc == STATUS_EINVALID) return rpc_call_invalid(call, "%s", why);
     return rc == STATUS_OK ? GRPC_STATUS_OK : rpc_call_oom(call);
 }
@@ -79,27 +79,33 @@ Memory__V1__Task *global_render_task(arena *a, const global_task *t) {
     return m;
 }
 
-ProtobufCMessage *global_page_entity(arena *a, const void *e) {
+static ProtobufCMessage *page_entity(arena *a, const void *e) {
     Memory__V1__Entity *m = global_render_entity(a, e);
     return m ? &m->base : NULL;
 }
-ProtobufCMessage *global_page_task(arena *a, const void *t) {
+static ProtobufCMessage *page_task(arena *a, const void *t) {
     Memory__V1__Task *m = global_render_task(a, t);
     return m ? &m->base : NULL;
 }
+static const char *name_entity(arena *a, const void *e) {
+    return arena_printf(a, "entity:%s", ((const global_entity *)e)->id);
+}
+static const char *name_task(arena *a, const void *t) {
+    return arena_printf(a, "task:%s", ((const global_task *)t)->id);
+}
+const tier_page_kind global_entity_page = {sizeof(global_entity), page_entity, name_entity};
+const tier_page_kind global_task_page = {sizeof(global_task), page_task, name_task};
 
 /* ------------------------------------------------------------ the tier */
 
 static int global_open(tier_env *env, void **state, char *err, size_t errlen) {
     global_service *svc = *state = tier_state_new(sizeof *svc, err, errlen);
     if (!svc) return -1;
-    svc->aud = env->audit;
-    svc->pii = env->pii;
+    svc->env = env;
     svc->max_depth = env->cfg ? env->cfg->traverse_max_depth : 10;
     if (svc->max_depth <= 0 || svc->max_depth > 10) svc->max_depth = 10;
-    svc->max_response_bytes = env->max_response_bytes;
     svc->entities = env->entity_cache;
-    svc->store = tier_store_on(env->pg, svc->max_response_bytes);
+    svc->store = tier_store_on(env->pg, env->max_response_bytes);
     return 0;
 }
 

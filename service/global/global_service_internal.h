@@ -10,16 +10,16 @@
 #include "service/global/global_service.h"
 #include "service/global/global_store.h"
 #include "service/privacy/pii_policy.h"
+#include "service/tier/tier.h"
 #include "service/tier/tier_call.h"
+#include "service/tier/tier_page.h"
 
 #define GLOBAL_TYPE_MAX 128 /* characters of an entity, relationship or task type */
 
 typedef struct global_service {
-    audit *aud;
-    pii_policy pii;
-    int max_depth;             /* Traverse max_depth ceiling, 1..10 */
-    size_t max_response_bytes; /* encoded answer budget */
-    cache_records *entities;   /* GetEntity through the cache; NULL: straight to the store */
+    const tier_env *env;     /* audit trail, PII policy, answer budget */
+    int max_depth;           /* Traverse max_depth ceiling, 1..10 */
+    cache_records *entities; /* GetEntity through the cache; NULL: straight to the store */
     global_store store;
 } global_service;
 
@@ -37,9 +37,8 @@ grpc_status_code global_pii(rpc_call *call, const global_service *svc, const cha
 Memory__V1__Entity *global_render_entity(arena *a, const global_entity *e);
 Memory__V1__Relationship *global_render_rel(arena *a, const global_rel *r);
 Memory__V1__Task *global_render_task(arena *a, const global_task *t);
-/* The same for tier_page_items (a global_entity, a global_task). */
-ProtobufCMessage *global_page_entity(arena *a, const void *e);
-ProtobufCMessage *global_page_task(arena *a, const void *t);
+/* Pages of entities and of tasks (tier_page_fill). */
+extern const tier_page_kind global_entity_page, global_task_page;
 
 /* The handlers. */
 RPC_UNARY_FN(global_do_put_entity);

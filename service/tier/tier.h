@@ -54,7 +54,8 @@ typedef struct tier {
     size_t nservices;
     const rpc_method *methods; /* registered with the tier's state as handler arg */
     size_t nmethods;
-    /* Opens the tier's state in env (and may fill env's offers). 0, or -1
+    /* Opens the tier's state in env (and may fill env's offers; env lives
+     * as long as the tier set, so a state may keep a pointer to it). 0, or -1
      * with the reason in err; a state it stored in *state before failing
      * is then freed with free. */
     int (*open)(tier_env *env, void **state, char *err, size_t errlen);
@@ -88,7 +89,8 @@ int tier_oom(char *err, size_t errlen);
 
 typedef struct tier_set tier_set;
 
-/* Opens tiers[0..n) in order in env and registers their methods on srv
+/* Opens tiers[0..n) in order in a copy of env the set keeps (with its
+ * defaults filled in) and registers their methods on srv
  * (before it starts). On failure the tiers opened so far are freed and err
  * names the tier. On 0 *out is the caller's (tier_set_free after the
  * server is freed). */

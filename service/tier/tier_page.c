@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "service/audit/audit.h"
 #include "service/pb/page_token.h"
 
 grpc_status_code tier_page_size(rpc_call *call, int32_t asked, int *out) {
@@ -84,22 +85,24 @@ char *tier_page_seal(rpc_call *call, const tier_page *pg, const char *const *fie
     return page_token_encode(rpc_call_arena(call), pg->domain, pg->bind, 3, fields, n);
 }
 
-grpc_status_code tier_page_fill(rpc_call *call, const tier_page_items *it, size_t max,
-                                ProtobufCMessage ***out, size_t *nout, int *cut) {
+grpc_status_code tier_page_fill(rpc_call *call, const tier_page_kind *k, const void *items,
+                                size_t n, size_t max, ProtobufCMessage ***out, size_t *nout,
+                                int *cut) {
     arena *a = rpc_call_arena(call);
-    ProtobufCMessage **v = arena_alloc(a, (it->n ? it->n : 1) * sizeof *v);
+    ProtobufCMessage **v = arena_alloc(a, (n ? n : 1) * sizeof *v);
     if (!v) return rpc_call_oom(call);
     size_t used = 0, i = 0;
     *cut = 0;
-    for (; i < it->n; i++) {
-        const void *item = (const char *)it->items + i * it->size;
-        if (!(v[i] = it->render(a, item))) return rpc_call_oom(call);
+    for (; i < n; i++) {
+        const void *item = (const char *)items + i * k->size;
+        if (!(v[i] = k->render(a, item))) return rpc_call_oom(call);
         /* A repeated message field costs its bytes plus a tag and a length. */
         used += protobuf_c_message_get_packed_size(v[i]) + 8;
         if (i > 0 && used > max) {
             *cut = 1;
             break;
         }
+        audit_add_target(call, k->name(a, item));
     }
     *out = v;
     *nout = i;

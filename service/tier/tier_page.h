@@ -54,20 +54,22 @@ grpc_status_code tier_page_refuse(rpc_call *call, const tier_page *pg);
  * memory or a field is too long to carry (the caller answers oom). */
 char *tier_page_seal(rpc_call *call, const tier_page *pg, const char *const *fields, size_t n);
 
-/* The records a page answer holds: n of size bytes at items, and how one
- * is rendered (in the arena; NULL: out of memory). */
-typedef struct tier_page_items {
-    const void *items;
-    size_t n, size;
+/* A kind of record a page answer holds: its size in bytes, how one is
+ * rendered and how it is named in the audit trail (both in the arena;
+ * NULL: out of memory). */
+typedef struct tier_page_kind {
+    size_t size;
     ProtobufCMessage *(*render)(arena *a, const void *item);
-} tier_page_items;
+    const char *(*name)(arena *a, const void *item);
+} tier_page_kind;
 
-/* Renders the records into an answer's repeated field while the answer
+/* Renders records items[0..n) of kind k into an answer's repeated field while the answer
  * stays within max encoded bytes (the first always goes: an answer is
- * never empty for lack of room): *out (in the call's arena) and *nout;
- * *cut when some were left out. The caller names the *nout returned in
- * the audit trail. OK, or RESOURCE_EXHAUSTED when out of memory. */
-grpc_status_code tier_page_fill(rpc_call *call, const tier_page_items *it, size_t max,
-                                ProtobufCMessage ***out, size_t *nout, int *cut);
+ * never empty for lack of room), naming each one returned in the audit
+ * trail: *out (in the call's arena) and *nout; *cut when some were left
+ * out. OK, or RESOURCE_EXHAUSTED when out of memory. */
+grpc_status_code tier_page_fill(rpc_call *call, const tier_page_kind *k, const void *items,
+                                size_t n, size_t max, ProtobufCMessage ***out, size_t *nout,
+                                int *cut);
 
 #endif

@@ -54,3 +54,9 @@ int tier_check_row(tier_ctx *c, const tier_meta *m, int allowed, const char *fmt
                LOG_F_STR, "record", record, LOG_F_END);
     return tier_fail(c, STATUS_EINTERNAL, "internal error: read filter mismatch (logged)");
 }
+
+int tier_may_write(tier_ctx *c, const tier_row *row, int has_expected, int64_t expected,
+                   const char *what, const char *id) {
+    int rc = row->exists ? tier_may_modify(c, row, what, id) : STATUS_OK;
+    return rc == STATUS_OK ? tier_check_version(c, row, has_expected, expected, what, id) : rc;
+}

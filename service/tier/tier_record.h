@@ -34,6 +34,11 @@ int tier_may_modify(tier_ctx *c, const tier_row *row, const char *what, const ch
 int tier_check_version(tier_ctx *c, const tier_row *row, int has_expected, int64_t expected,
                        const char *what, const char *id);
 
+/* Both, for a write of row: when it exists the caller may modify it, and
+ * with has_expected its version is the expected one. */
+int tier_may_write(tier_ctx *c, const tier_row *row, int has_expected, int64_t expected,
+                   const char *what, const char *id);
+
 /* The final read filter behind the backend's own predicates: a row the caller may
  * not read (or, allowed = 0, one a tier's own rule hides, such as a
  * namespace outside the token's ns claim) means a query let it through: a

@@ -7,6 +7,7 @@
 #include "service/tier/tier.h"
 
 struct tier_set {
+    tier_env env; /* what the tiers opened in; their states may point at it */
     const tier *const *tiers;
     void **states;
     size_t n; /* opened */
@@ -40,6 +41,8 @@ int tier_set_open(const tier *const *tiers, size_t n, tier_env *env, rpc_server 
         return -1;
     }
     s->tiers = tiers;
+    s->env = *env;
+    env = &s->env;
     if (!env->max_response_bytes) env->max_response_bytes = TIER_DEFAULT_RESPONSE_BYTES;
     for (size_t i = 0; i < n; i++) {
         const tier *t = tiers[i];
