@@ -147,19 +147,16 @@ static int load_conninfo(audit_watch *w, char *err, size_t errlen) {
         n++;
         size += strlen(o->keyword) + strlen(o->val) + 2;
     }
-    w->keys = calloc(n + 1, sizeof *w->keys);
-    w->vals = calloc(n + 1, sizeof *w->vals);
-    w->kv_strs = malloc(size);
-    if (!w->keys || !w->vals || !w->kv_strs) {
+    /* One block: the keys, the values (each NULL-terminated), the text. */
+    const char **block = malloc(2 * (n + 1) * sizeof *block + size);
+    if (!block) {
         PQconninfoFree(opts);
-        free(w->keys);
-        free(w->vals);
-        free(w->kv_strs);
-        w->keys = w->vals = NULL;
-        w->kv_strs = NULL;
         return snprintf(err, errlen, "out of memory"), -1;
     }
-    char *s = w->kv_strs;
+    w->keys = block;
+    w->vals = block + n + 1;
+    w->keys[n] = w->vals[n] = NULL;
+    char *s = (char *)(block + 2 * (n + 1));
     size_t i = 0;
     for (PQconninfoOption *o = opts; o->keyword; o++) {
         if (!o->val || !o->val[0] || strcmp(o->keyword, "application_name") == 0) continue;

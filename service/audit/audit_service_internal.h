@@ -70,9 +70,10 @@ struct audit_watch {
 
     /* Listener thread only. */
     PGconn *conn;
-    PGcancel *cancel;          /* for conn; guarded by lock (audit_watch_stop uses it) */
-    const char **keys, **vals; /* connection parameters, copied from a pooled connection */
-    char *kv_strs;
+    PGcancel *cancel; /* for conn; guarded by lock (audit_watch_stop uses it) */
+    /* Connection parameters copied from a pooled connection: keys, vals
+     * and their text in one malloc'd block (at keys). */
+    const char **keys, **vals;
     int64_t max_seen; /* highest audit_log id announced or caught up */
     int64_t *recent;  /* ids delivered by the last catch-up (sorted) */
     size_t nrecent;

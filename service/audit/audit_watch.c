@@ -287,9 +287,7 @@ void audit_watch_stop(audit_service *a) {
     a->watch = NULL;
     pthread_cond_destroy(&w->cond);
     pthread_mutex_destroy(&w->lock);
-    free(w->keys);
-    free(w->vals);
-    free(w->kv_strs);
+    free(w->keys); /* and vals: one block */
     free(w->recent);
     close(w->wake_fd);
     arena_free(w->scratch);

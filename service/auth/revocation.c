@@ -115,20 +115,16 @@ static int refresh(revocation *r, int force, char *err, size_t errlen) {
 
 static void poll_main(worker *w, void *arg) {
     revocation *r = arg;
-    int failing = 0;
+    log_outage failing = {0};
     while (!worker_nap(w, r->poll_ms)) {
         char err[256];
-        if (refresh(r, 0, err, sizeof err) != 0) {
-            if (!failing)
-                log_fields(LOG_WARN,
-                           "cannot refresh revoked tokens; revocations made on other "
-                           "replicas are not seen until PostgreSQL answers",
-                           LOG_F_STR, "error", err, LOG_F_END);
-            failing = 1;
-        } else if (failing) {
-            log_msg(LOG_INFO, "revoked tokens refreshed again");
-            failing = 0;
-        }
+        if (refresh(r, 0, err, sizeof err) == 0)
+            log_outage_end(&failing, "revoked tokens refreshed again");
+        else
+            log_outage_begin(&failing,
+                             "cannot refresh revoked tokens; revocations made on other "
+                             "replicas are not seen until PostgreSQL answers",
+                             "error", err);
     }
 }
 

@@ -443,7 +443,7 @@ static int cache_open(tier_env *env, void **state, char *err, size_t errlen) {
                            c->cache_l1_ttl_ms, NULL};
     if (!(svc->l1 = cache_l1_create(&lo)) ||
         (env->redis && (!(svc->l2 = cache_l2_create(env->redis, replica)) ||
-                        cache_sub_start(env->redis, svc->l1, replica, &svc->sub) != 0)) ||
+                        !(svc->sub = cache_sub_start(env->redis, svc->l1, replica)))) ||
         (c->cache_entities && (!(svc->aside = cache_aside_create(svc->l1, svc->sub)) ||
                                !(svc->entities = cache_records_create(
                                      svc->aside, svc->l2, 'e', &memory__v1__entity__descriptor)))))

@@ -67,7 +67,8 @@ static int listen_until_broken(worker *w, cache_sub *s, redisContext *c) {
 
 static void sub_main(worker *w, void *arg) {
     cache_sub *s = arg;
-    int backoff = BACKOFF_MIN_MS, was_live = 0, warned = 0;
+    int backoff = BACKOFF_MIN_MS;
+    log_outage deaf = {0};
     while (!worker_stopping(w)) {
         char err[256] = "";
         redisContext *c = redis_pool_open(s->pool, err, sizeof err);
@@ -78,12 +79,10 @@ static void sub_main(worker *w, void *arg) {
         if (r) freeReplyObject(r);
         if (!ok) {
             if (c) redisFree(c);
-            if (!warned)
-                log_fields(LOG_WARN,
-                           "cache invalidations not heard; L1 is not shared-safe until "
-                           "Redis is back",
-                           LOG_F_STR, "reason", err, LOG_F_END);
-            warned = 1;
+            log_outage_begin(&deaf,
+                             "cache invalidations not heard; L1 is not shared-safe until "
+                             "Redis is back",
+                             "reason", err);
             if (worker_nap(w, backoff)) break;
             backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;
             continue;
@@ -91,33 +90,28 @@ static void sub_main(worker *w, void *arg) {
         /* Invalidations sent while unsubscribed were missed: forget L1. */
         cache_l1_clear(s->l1);
         set_live(s, 1);
-        if (was_live || warned) log_fields(LOG_INFO, "cache invalidations heard again", LOG_F_END);
-        was_live = 1;
-        warned = 0;
+        log_outage_end(&deaf, "cache invalidations heard again");
         backoff = BACKOFF_MIN_MS;
         int rc = listen_until_broken(w, s, c);
         set_live(s, 0);
-        if (rc != 0) {
-            log_fields(LOG_WARN, "cache invalidation subscription lost", LOG_F_STR, "reason",
-                       c->errstr, LOG_F_END);
-            warned = 1;
-        }
+        if (rc != 0)
+            log_outage_begin(&deaf, "cache invalidation subscription lost", "reason", c->errstr);
         redisFree(c);
     }
 }
 
-int cache_sub_start(redis_pool *pool, cache_l1 *l1, const char *replica, cache_sub **out) {
+cache_sub *cache_sub_start(redis_pool *pool, cache_l1 *l1, const char *replica) {
     cache_sub *s = calloc(1, sizeof *s);
-    if (!s) return -1;
+    if (!s) return NULL;
     s->pool = pool;
     s->l1 = l1;
     snprintf(s->replica, sizeof s->replica, "%s", replica);
     clock_cond_init(&s->cond);
     pthread_mutex_init(&s->lock, NULL);
     atomic_init(&s->live, 0);
-    if (worker_start(sub_main, s, &s->thread) != 0) return cache_sub_stop(s), -1;
-    *out = s;
-    return 0;
+    if (worker_start(sub_main, s, &s->thread) == 0) return s;
+    cache_sub_stop(s);
+    return NULL;
 }
 
 void cache_sub_stop(cache_sub *s) {

@@ -17,8 +17,9 @@
 typedef struct cache_sub cache_sub;
 
 /* Starts the thread; pool and l1 are borrowed and must outlive it; replica
- * is copied. Returns 0 or -1 (out of resources). */
-int cache_sub_start(redis_pool *pool, cache_l1 *l1, const char *replica, cache_sub **out);
+ * is copied. NULL when out of memory or threads (like cache_l2_create and
+ * cache_aside_create); stop it with cache_sub_stop. */
+cache_sub *cache_sub_start(redis_pool *pool, cache_l1 *l1, const char *replica);
 /* Stops and joins the thread (within ~200 ms); accepts NULL. */
 void cache_sub_stop(cache_sub *s);
 /* 1 while subscribed (invalidations are being heard), else 0. */

@@ -203,3 +203,13 @@ void log_msg(log_level level, const char *fmt, ...) {
     va_end(ap);
     emit(level, text, NULL);
 }
+
+void log_outage_begin(log_outage *o, const char *msg, const char *key, const char *why) {
+    if (!o->down) log_fields(LOG_WARN, msg, LOG_F_STR, key, why, LOG_F_END);
+    o->down = 1;
+}
+
+void log_outage_end(log_outage *o, const char *msg) {
+    if (o->down) log_fields(LOG_INFO, msg, LOG_F_END);
+    o->down = 0;
+}

@@ -45,4 +45,14 @@ void log_msg(log_level level, const char *fmt, ...) __attribute__((format(printf
 void log_fields(log_level level, const char *msg, ...);
 void log_vfields(log_level level, const char *msg, va_list ap);
 
+/* An outage of something a background loop retries (a connection, a
+ * poll): logged when it begins and when it ends, not on every retry. */
+typedef struct log_outage {
+    int down;
+} log_outage;
+/* WARN msg with why under key, unless this outage was logged already. */
+void log_outage_begin(log_outage *o, const char *msg, const char *key, const char *why);
+/* INFO msg when an outage was logged; it is over. */
+void log_outage_end(log_outage *o, const char *msg);
+
 #endif

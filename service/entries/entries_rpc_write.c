@@ -89,12 +89,9 @@ RPC_UNARY_HANDLER(entries_do_write, entries_service, Memory__V1__EntriesWriteReq
                               ENTRIES_TAG_MAX_CHARS, (const char ***)&in.tags, &in.ntags));
     RPC_CHECK(tier_check_label(call, "label", (int)req->label));
     RPC_CHECK(check_expiry(call, req, &in));
-    if (req->precondition_case ==
-        MEMORY__V1__ENTRIES_WRITE_REQUEST__PRECONDITION_EXPECTED_VERSION) {
-        RPC_CHECK(tier_check_expected(call, req->expected_version, TIER_EXPECT_CREATE_OK));
-        in.has_expected = 1;
-        in.expected_version = req->expected_version;
-    }
+    RPC_CHECK(TIER_CHECK_PRECONDITION(call, req, MEMORY__V1__ENTRIES_WRITE_REQUEST,
+                                      TIER_EXPECT_CREATE_OK, &in.has_expected,
+                                      &in.expected_version));
     RPC_CHECK(entries_check_ns_allowed(call, p, req->namespace_));
     in.ns = req->namespace_;
     in.key = req->key;
@@ -116,8 +113,7 @@ RPC_UNARY_HANDLER(entries_do_write, entries_service, Memory__V1__EntriesWriteReq
 
 RPC_UNARY_HANDLER(entries_do_delete, entries_service, Memory__V1__EntriesDeleteEntryRequest,
                   Memory__V1__EntriesDeleteEntryResponse) {
-    int has_expected = req->precondition_case ==
-                       MEMORY__V1__ENTRIES_DELETE_ENTRY_REQUEST__PRECONDITION_EXPECTED_VERSION;
+    int has_expected = TIER_HAS_EXPECTED(req, MEMORY__V1__ENTRIES_DELETE_ENTRY_REQUEST);
     RPC_CHECK(entries_check_address(call, req->namespace_, req->key));
     if (has_expected) RPC_CHECK(tier_check_expected(call, req->expected_version, TIER_EXPECT_ANY));
     RPC_CHECK(entries_check_ns_allowed(call, authn_principal(call), req->namespace_));
@@ -207,12 +203,13 @@ static int edit_replace(void *arg, const uint8_t *v, size_t n, entries_edit_out 
     return edit_pii(e, buf, total, out, err, errlen);
 }
 
-/* The checks Append and Replace share, then the edit in the store; *rec
- * is the record after it and *meta its metadata as the answer says it. */
+/* The checks Append and Replace share, then the edit in the store; *meta
+ * gets the record's metadata after it as the answer says it, and
+ * *size_bytes (unless NULL) its size. */
 static grpc_status_code modify(rpc_call *call, entries_service *svc, const char *ns,
                                const char *key, int has_expected, int64_t expected,
-                               entries_edit_fn edit, edit_ctx *e, entries_record *rec,
-                               Memory__V1__RecordMeta **meta) {
+                               entries_edit_fn edit, edit_ctx *e, Memory__V1__RecordMeta **meta,
+                               int64_t *size_bytes) {
     const principal *p = authn_principal(call);
     if (has_expected) RPC_CHECK(tier_check_expected(call, expected, TIER_EXPECT_ANY));
     RPC_CHECK(entries_check_ns_allowed(call, p, ns));
@@ -221,9 +218,11 @@ static grpc_status_code modify(rpc_call *call, entries_service *svc, const char 
     e->mode = pii_policy_mode(svc->env->pii, p);
     entries_modify_in in = {ns, key, has_expected, expected, edit, e};
     tier_ctx c = entries_ctx(svc, call, 1);
-    TIER_CHECK(call, &c, entries_store_modify(&svc->store, &c, &in, rec));
-    return (*meta = tier_meta_render(rpc_call_arena(call), &rec->meta)) ? GRPC_STATUS_OK
-                                                                        : rpc_call_oom(call);
+    entries_record rec;
+    TIER_CHECK(call, &c, entries_store_modify(&svc->store, &c, &in, &rec));
+    if (size_bytes) *size_bytes = rec.size_bytes;
+    return (*meta = tier_meta_render(rpc_call_arena(call), &rec.meta)) ? GRPC_STATUS_OK
+                                                                       : rpc_call_oom(call);
 }
 
 RPC_UNARY_HANDLER(entries_do_append, entries_service, Memory__V1__EntriesAppendRequest,
@@ -232,13 +231,9 @@ RPC_UNARY_HANDLER(entries_do_append, entries_service, Memory__V1__EntriesAppendR
     RPC_CHECK(check_value(call, "value", req->value.len));
     edit_ctx e = {0};
     e.append = &req->value;
-    entries_record rec;
-    RPC_CHECK(modify(call, svc, req->namespace_, req->key,
-                     req->precondition_case ==
-                         MEMORY__V1__ENTRIES_APPEND_REQUEST__PRECONDITION_EXPECTED_VERSION,
-                     req->expected_version, edit_append, &e, &rec, &resp->meta));
-    resp->size_bytes = rec.size_bytes;
-    return GRPC_STATUS_OK;
+    return modify(call, svc, req->namespace_, req->key,
+                  TIER_HAS_EXPECTED(req, MEMORY__V1__ENTRIES_APPEND_REQUEST), req->expected_version,
+                  edit_append, &e, &resp->meta, &resp->size_bytes);
 }
 
 RPC_UNARY_HANDLER(entries_do_replace, entries_service, Memory__V1__EntriesReplaceRequest,
@@ -256,11 +251,9 @@ RPC_UNARY_HANDLER(entries_do_replace, entries_service, Memory__V1__EntriesReplac
     e.find = &req->find;
     e.replacement = &req->replacement;
     e.max_replacements = req->max_replacements;
-    entries_record rec;
     RPC_CHECK(modify(call, svc, req->namespace_, req->key,
-                     req->precondition_case ==
-                         MEMORY__V1__ENTRIES_REPLACE_REQUEST__PRECONDITION_EXPECTED_VERSION,
-                     req->expected_version, edit_replace, &e, &rec, &resp->meta));
+                     TIER_HAS_EXPECTED(req, MEMORY__V1__ENTRIES_REPLACE_REQUEST),
+                     req->expected_version, edit_replace, &e, &resp->meta, NULL));
     resp->replacement_count = e.count;
     return GRPC_STATUS_OK;
 }

@@ -51,6 +51,14 @@ int entries_decode_rows(tier_ctx *c, const PGresult *r, int with_value, int max,
 /* A LIKE pattern (escape `\`) for a validated namespace or key pattern:
  * `*` becomes `%`, LIKE's own metacharacters match literally. NULL on OOM. */
 char *entries_to_like(arena *ar, const char *pat);
+
+/* The arguments of an operation over the namespaces a pattern matches
+ * (Stats, PurgeExpired): the pattern and where its answer goes. */
+typedef struct entries_ns_args {
+    const char *ns_pattern;
+    void *out;
+} entries_ns_args;
+
 /* Appends " AND namespace LIKE ANY(the token's ns globs) AND namespace
  * LIKE ns_pattern" to a statement. STATUS_OK with *none = 1 when the token
  * may touch no namespace (no claim, or only globs that match nothing, as

@@ -178,13 +178,8 @@ int entries_store_search(entries_store *s, tier_ctx *c, const entries_search_in 
 
 /* ------------------------------------------------------------ Stats */
 
-typedef struct {
-    const char *ns_pattern;
-    entries_stats *out;
-} stats_args;
-
 static int stats(pgq_session *ss, tier_ctx *c, void *arg) {
-    stats_args *a = arg;
+    entries_ns_args *a = arg;
     pgq_sql b = {0};
     pgq_sql_add(&b,
                 "SELECT count(*), count(DISTINCT namespace), coalesce(sum(size_bytes), 0)::int8,"
@@ -208,6 +203,6 @@ static int stats(pgq_session *ss, tier_ctx *c, void *arg) {
 
 int entries_store_stats(entries_store *s, tier_ctx *c, const char *ns_pattern, entries_stats *out) {
     memset(out, 0, sizeof *out);
-    stats_args a = {ns_pattern, out};
+    entries_ns_args a = {ns_pattern, out};
     return entries_run(s, c, stats, &a);
 }

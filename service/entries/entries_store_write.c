@@ -295,13 +295,8 @@ int entries_store_modify(entries_store *s, tier_ctx *c, const entries_modify_in 
 
 /* ------------------------------------------------------------ PurgeExpired */
 
-typedef struct {
-    const char *ns_pattern;
-    int64_t *purged;
-} purge_args;
-
 static int purge(pgq_session *ss, tier_ctx *c, void *arg) {
-    purge_args *a = arg;
+    entries_ns_args *a = arg;
     pgq_sql b = {0};
     pgq_sql_add(&b, "DELETE FROM entries WHERE tenant = $%d AND expires_at <= now()",
                 pgq_text(&b, principal_tenant(c->p)));
@@ -310,13 +305,13 @@ static int purge(pgq_session *ss, tier_ctx *c, void *arg) {
     PGresult *r;
     rc = pgq_pipeline(ss, "purge", "BEGIN", &b, 0, &r);
     if (rc != STATUS_OK) return rc;
-    *a->purged = atoll(PQcmdTuples(r));
+    *(int64_t *)a->out = atoll(PQcmdTuples(r));
     PQclear(r);
     return tier_sql_commit(ss, c);
 }
 
 int entries_store_purge(entries_store *s, tier_ctx *c, const char *ns_pattern, int64_t *purged) {
     *purged = 0;
-    purge_args a = {ns_pattern, purged};
+    entries_ns_args a = {ns_pattern, purged};
     return entries_run(s, c, purge, &a);
 }

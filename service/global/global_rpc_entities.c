@@ -33,11 +33,9 @@ RPC_UNARY_HANDLER(global_do_put_entity, global_service, Memory__V1__PutEntityReq
     RPC_CHECK(tier_check_name(call, "type", req->type, GLOBAL_TYPE_MAX, 1));
     RPC_CHECK(tier_check_text(call, "name", req->name, NAME_MAX_CHARS));
     RPC_CHECK(tier_check_label(call, "label", (int)req->label));
-    if (req->precondition_case == MEMORY__V1__PUT_ENTITY_REQUEST__PRECONDITION_EXPECTED_VERSION) {
-        RPC_CHECK(tier_check_expected(call, req->expected_version, TIER_EXPECT_CREATE_OK));
-        in.has_expected = 1;
-        in.expected_version = req->expected_version;
-    }
+    RPC_CHECK(TIER_CHECK_PRECONDITION(call, req, MEMORY__V1__PUT_ENTITY_REQUEST,
+                                      TIER_EXPECT_CREATE_OK, &in.has_expected,
+                                      &in.expected_version));
     const Google__Protobuf__Struct *props = req->properties;
     pii_field f[] = {PII_TEXT("name", &in.name), PII_STRUCT("properties", &props)};
     RPC_CHECK(global_pii(call, svc, "id", &in.id, f, 2, &in.pii_kinds, &in.npii));
@@ -103,8 +101,7 @@ RPC_UNARY_HANDLER(global_do_get_entity, global_service, Memory__V1__GetEntityReq
 RPC_UNARY_HANDLER(global_do_delete_entity, global_service, Memory__V1__DeleteEntityRequest,
                   Memory__V1__DeleteEntityResponse) {
     const char *id = req->id;
-    int has_expected =
-        req->precondition_case == MEMORY__V1__DELETE_ENTITY_REQUEST__PRECONDITION_EXPECTED_VERSION;
+    int has_expected = TIER_HAS_EXPECTED(req, MEMORY__V1__DELETE_ENTITY_REQUEST);
     RPC_CHECK(tier_check_id(call, "id", &id, 0));
     if (has_expected)
         RPC_CHECK(tier_check_expected(call, req->expected_version, TIER_EXPECT_VERSION));

@@ -32,12 +32,9 @@ RPC_UNARY_HANDLER(global_do_put_rel, global_service, Memory__V1__PutRelationship
     in.type = req->type;
     RPC_CHECK(check_rel_key(call, &in.source_id, req->type, &in.target_id));
     RPC_CHECK(tier_check_label(call, "label", (int)req->label));
-    if (req->precondition_case ==
-        MEMORY__V1__PUT_RELATIONSHIP_REQUEST__PRECONDITION_EXPECTED_VERSION) {
-        RPC_CHECK(tier_check_expected(call, req->expected_version, TIER_EXPECT_CREATE_OK));
-        in.has_expected = 1;
-        in.expected_version = req->expected_version;
-    }
+    RPC_CHECK(TIER_CHECK_PRECONDITION(call, req, MEMORY__V1__PUT_RELATIONSHIP_REQUEST,
+                                      TIER_EXPECT_CREATE_OK, &in.has_expected,
+                                      &in.expected_version));
     const Google__Protobuf__Struct *props = req->properties;
     pii_field f[] = {PII_STRUCT("properties", &props)};
     RPC_CHECK(global_pii(call, svc, "type", &in.type, f, 1, &in.pii_kinds, &in.npii));
@@ -58,8 +55,7 @@ RPC_UNARY_HANDLER(global_do_put_rel, global_service, Memory__V1__PutRelationship
 RPC_UNARY_HANDLER(global_do_delete_rel, global_service, Memory__V1__DeleteRelationshipRequest,
                   Memory__V1__DeleteRelationshipResponse) {
     const char *src = req->source_id, *dst = req->target_id;
-    int has_expected = req->precondition_case ==
-                       MEMORY__V1__DELETE_RELATIONSHIP_REQUEST__PRECONDITION_EXPECTED_VERSION;
+    int has_expected = TIER_HAS_EXPECTED(req, MEMORY__V1__DELETE_RELATIONSHIP_REQUEST);
     RPC_CHECK(check_rel_key(call, &src, req->type, &dst));
     if (has_expected)
         RPC_CHECK(tier_check_expected(call, req->expected_version, TIER_EXPECT_VERSION));

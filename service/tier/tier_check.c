@@ -67,6 +67,13 @@ grpc_status_code tier_check_expected(rpc_call *call, int64_t v, tier_expect kind
     return GRPC_STATUS_OK;
 }
 
+grpc_status_code tier_check_precondition(rpc_call *call, int given, int64_t expected,
+                                         tier_expect kind, int *has, int64_t *v) {
+    *has = given;
+    *v = given ? expected : 0;
+    return given ? tier_check_expected(call, expected, kind) : GRPC_STATUS_OK;
+}
+
 grpc_status_code tier_check_tags(rpc_call *call, const char *field, char *const *tags, size_t n,
                                  size_t max, long max_chars, const char ***out, size_t *nout) {
     /* Duplicates are found pairwise: bound the work before looking. */

@@ -40,6 +40,13 @@ typedef enum tier_expect {
     TIER_EXPECT_ANY = 2,       /* anything not negative (a mismatch is ABORTED, not invalid) */
 } tier_expect;
 grpc_status_code tier_check_expected(rpc_call *call, int64_t v, tier_expect kind);
+/* A request's precondition (TIER_HAS_EXPECTED) checked as kind and
+ * copied where the store takes it: *has and *v. */
+#define TIER_CHECK_PRECONDITION(call, req, PREFIX, kind, has, v)                                   \
+    tier_check_precondition((call), TIER_HAS_EXPECTED(req, PREFIX), (req)->expected_version,       \
+                            (kind), (has), (v))
+grpc_status_code tier_check_precondition(rpc_call *call, int given, int64_t expected,
+                                         tier_expect kind, int *has, int64_t *v);
 
 /* Validated tags (each a name of 1 to max_chars characters), duplicates
  * dropped (first kept), at most max distinct (and TIER_TAGS_GIVEN_MAX
@@ -67,5 +74,10 @@ grpc_status_code tier_check_time_range(rpc_call *call, const char *field,
 grpc_status_code tier_check_struct(rpc_call *call, const char *field,
                                    const Google__Protobuf__Struct *st, size_t max,
                                    const char **json);
+
+/* Whether a request's `oneof precondition { int64 expected_version }` is
+ * set: TIER_HAS_EXPECTED(req, MEMORY__V1__ENTRIES_APPEND_REQUEST). */
+#define TIER_HAS_EXPECTED(req, PREFIX)                                                             \
+    ((req)->precondition_case == PREFIX##__PRECONDITION_EXPECTED_VERSION)
 
 #endif
