@@ -7,7 +7,7 @@
 #
 # The directory of each PATH_FILE goes on PYTHONPATH, in order (a runfile
 # standing for its directory: clients/python/memoryd_client.py for the
-# client and its generated stubs, tests/e2e/memoryd_process.py, ...);
+# client and its generated stubs, tests/server/memoryd_process.py, ...);
 # ARGS are passed to SCRIPT. Paths are relative to the runfiles tree (the
 # test's working directory). Exits with the script's status.
 set -euo pipefail

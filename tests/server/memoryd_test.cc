@@ -95,6 +95,20 @@ bool WaitForHealth(const std::shared_ptr<grpc::Channel>& ch, const std::string& 
   return false;
 }
 
+// Blackboard, Router and Privacy have no tier yet: they answer UNIMPLEMENTED,
+// so they must not report SERVING however healthy the backends are.
+TEST_F(MemorydTest, ServicesWithoutATierAreNotServingWithEveryBackendUp) {
+  ASSERT_FALSE(TestRedisUrl().empty()) << "needs the Redis that make test starts";
+  auto m = Launch();
+  auto ch = testing_client::Connect(m->port());
+  // Every backend is up: the services that need PostgreSQL and Redis serve.
+  EXPECT_TRUE(WaitForHealth(ch, "memory.v1.Cache.L2", HealthCheckResponse::SERVING, 10000));
+  EXPECT_EQ(HealthCheckResponse::SERVING, HealthStatus(ch, "memory.v1.Entries"));
+  for (const char* svc : {"memory.v1.Blackboard", "memory.v1.Router", "memory.v1.Privacy"})
+    EXPECT_EQ(HealthCheckResponse::NOT_SERVING, HealthStatus(ch, svc)) << svc;
+  EXPECT_EQ(0, m->Stop(SIGTERM, 10000)) << m->Log();
+}
+
 TEST_F(MemorydTest, PostgresLossTurnsHealthNotServingAndRecoveryServingAgain) {
   auto m = Launch();
   auto ch = testing_client::Connect(m->port());

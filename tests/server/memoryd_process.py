@@ -36,7 +36,7 @@ def test_pg_url():
         raise SetupError(
             f"{PG_URL_ENV} is not set: this end-to-end test needs the PostgreSQL that "
             "`make test` starts. Run `make test`, or by hand: `bash scripts/devstack.sh start "
-            "&& source .local/env && bazel test //tests/e2e:all "
+            "&& source .local/env && bazel test //tests/server:reflection_test "
             f"--test_env={PG_URL_ENV}=$MEMORYD_PG_URL --test_env={REDIS_URL_ENV}=$MEMORYD_REDIS_URL`"
         )
     return url
