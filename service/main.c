@@ -11,7 +11,7 @@
 #include "protos/descriptor_set.h"
 #include "service/access/access.h"
 #include "service/audit/audit.h"
-#include "service/audit/audit_service.h"
+#include "service/audit_service/audit_service.h"
 #include "service/auth/authn.h"
 #include "service/cache/cache_service.h"
 #include "service/core/config.h"

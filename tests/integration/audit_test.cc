@@ -25,7 +25,7 @@ extern "C" {
 #include "grpc/health/v1/health.pb-c.h"
 #include "memory/v1/audit.pb-c.h"
 #include "service/audit/audit.h"
-#include "service/audit/audit_service.h"
+#include "service/audit_service/audit_service.h"
 #include "service/auth/principal.h"
 #include "service/rpc/rpc.h"
 #include "service/store/pg_migrate.h"

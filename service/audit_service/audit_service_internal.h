@@ -1,11 +1,11 @@
 /* audit_service_internal: what audit_service.c (the tier), audit_list.c
  * (Audit.List) and audit_watch.c (Audit.Watch and the listener) share. Not
  * for other modules. */
-#ifndef MEMORYD_AUDIT_AUDIT_SERVICE_INTERNAL_H
-#define MEMORYD_AUDIT_AUDIT_SERVICE_INTERNAL_H
+#ifndef MEMORYD_AUDIT_SERVICE_AUDIT_SERVICE_INTERNAL_H
+#define MEMORYD_AUDIT_SERVICE_AUDIT_SERVICE_INTERNAL_H
 
 #include "service/audit/audit_codec.h"
-#include "service/audit/audit_service.h"
+#include "service/audit_service/audit_service.h"
 
 #include <pthread.h>
 

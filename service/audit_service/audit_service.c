@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "service/audit/audit_service_internal.h"
+#include "service/audit_service/audit_service_internal.h"
 #include "service/auth/authn.h"
 
 #define DEFAULT_WATCHERS 1024

@@ -11,8 +11,8 @@
  * token is still live. A Watch client that stops reading does not hold up
  * the others, but its records wait in the runtime's send queue, which has
  * no bound yet. */
-#ifndef MEMORYD_AUDIT_AUDIT_SERVICE_H
-#define MEMORYD_AUDIT_AUDIT_SERVICE_H
+#ifndef MEMORYD_AUDIT_SERVICE_AUDIT_SERVICE_H
+#define MEMORYD_AUDIT_SERVICE_AUDIT_SERVICE_H
 
 #include <stddef.h>
 

@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "service/audit/audit_service_internal.h"
+#include "service/audit_service/audit_service_internal.h"
 #include "service/core/log.h"
 #include "service/core/worker.h"
 

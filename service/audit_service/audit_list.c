@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "service/audit/audit_service_internal.h"
+#include "service/audit_service/audit_service_internal.h"
 #include "service/store/pgq.h"
 #include "service/tier/tier_check.h"
 #include "service/tier/tier_page.h"
