@@ -9,16 +9,10 @@
 #include <unistd.h>
 
 #include "protos/descriptor_set.h"
-#include "service/access/access.h"
 #include "service/audit/audit.h"
-#include "service/audit_service/audit_service.h"
 #include "service/auth/authn.h"
-#include "service/cache/cache_service.h"
 #include "service/core/config.h"
 #include "service/core/log.h"
-#include "service/entries/entries_service.h"
-#include "service/episodic/episodic_service.h"
-#include "service/global/global_service.h"
 #include "service/health/health.h"
 #include "service/health/health_probe.h"
 #include "service/reflection/descpool.h"
@@ -33,11 +27,15 @@
 #include "service/token_cli.h"
 
 /* The tiers, in the order they open (a tier may use what an earlier one
- * offers in tier_env: the cache before GlobalMemory). Adding a tier is one
- * line here. */
-static const tier *const tiers[] = {
-    &access_tier, &audit_tier, &entries_tier, &cache_tier, &global_tier, &episodic_tier,
-};
+ * offers in tier_env: the cache before GlobalMemory), each by the name of
+ * the `const tier <name>_tier` its folder exports. Adding a tier is its
+ * folder, its library in BUILD and its name on this one line. */
+#define TIERS(X) X(access) X(audit) X(entries) X(cache) X(global) X(episodic)
+
+#define TIER_DECLARE(name) extern const tier name##_tier;
+#define TIER_ENTRY(name) &name##_tier,
+TIERS(TIER_DECLARE)
+static const tier *const tiers[] = {TIERS(TIER_ENTRY)};
 
 #define ERRLEN 512
 
