@@ -54,7 +54,8 @@ static grpc_status_code write_pii(rpc_call *call, const entries_service *svc,
         PII_BYTES("value", &value, &value_len),
     };
     size_t n = 2;
-    char(*paths)[24] = arena_alloc(a, (in->ntags ? in->ntags : 1) * sizeof *paths);
+    /* "tags[" + any size_t + "]" */
+    char(*paths)[32] = arena_alloc(a, (in->ntags ? in->ntags : 1) * sizeof *paths);
     const char **tags = arena_alloc(a, (in->ntags ? in->ntags : 1) * sizeof *tags);
     if (!paths || !tags) return rpc_call_oom(call);
     for (size_t i = 0; i < in->ntags; i++) {
