@@ -5,8 +5,7 @@
 #
 # usage: tests/fuzz/run.sh [SECONDS] [TARGET...]
 #   SECONDS  per target, default 20
-#   TARGET   descpool_fuzz redis_url_fuzz config_fuzz log_fuzz request_decode_fuzz
-#            (default: all)
+#   TARGET   any of ALL below (default: all)
 # env: FUZZ_WORK_DIR    where binaries, corpora, logs and crash files go
 #                       (default: a new /tmp/memoryd-fuzz.XXXXXX, kept)
 #      FUZZ_KEEP_GOING  1: libFuzzer's fork mode with -ignore_crashes, so a
@@ -56,7 +55,8 @@ echo "run.sh: bazel build ${SEED_TARGETS[*]}"
 BIN=$("$BAZEL" info --symlink_prefix=/ bazel-bin 2> /dev/null)
 
 SAN=(-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
-BASE=(-std=gnu11 -D_GNU_SOURCE -g -O1 "${SAN[@]}" -I"$ROOT" -I"$BIN/protos")
+BASE=(-std=gnu11 -D_GNU_SOURCE -g -O1 "${SAN[@]}" -I"$ROOT" -I"$BIN" -I"$BIN/protos"
+  -isystem /usr/include/postgresql)
 # Same warnings as MEMORYD_COPTS (bazel/system/defs.bzl) for our sources.
 OURS=(-Wall -Wextra -Werror)
 
@@ -68,40 +68,39 @@ while IFS= read -r src; do
   [[ $obj -nt $src ]] || clang "${BASE[@]}" -fsanitize=fuzzer-no-link -w -c "$src" -o "$obj"
   GEN_OBJS+=("$obj")
 done < <(find "$BIN/protos" -name '*.pb-c.c' | sort)
-DESCRIPTOR_OBJ="$WORK/obj/google_protobuf_descriptor.pb-c.c.o"
 
-# target -> "sources|extra link inputs|generated seed paths"
+# A target's sources are the service/ .c files its cc_test depends on, as
+# Bazel's graph says (tests/fuzz/BUILD is the one list; a list kept here
+# drifted when files moved between modules). They are compiled once each
+# into $WORK/obj and archived per target, so the linker takes only the
+# objects the target reaches; every system library the project links
+# (bazel/system/BUILD) is offered, and the unused ones cost nothing.
 sources_of() {
-  case $1 in
-    descpool_fuzz) echo "service/reflection/descpool.c service/rpc/pb_check.c" ;;
-    redis_url_fuzz) echo "service/store/redis_url.c" ;;
-    config_fuzz) echo "service/core/config.c service/core/log.c" ;;
-    log_fuzz) echo "service/core/log.c" ;;
-    request_decode_fuzz) echo "service/core/arena.c service/rpc/pb_check.c" ;;
-    jwt_fuzz) echo "service/auth/jwt.c service/auth/jwks.c service/auth/b64url.c" ;;
-    pii_fuzz) echo "service/auth/pii.c" ;;
-    nsglob_fuzz) echo "service/auth/nsglob.c" ;;
-    global_query_fuzz) echo "service/global/global_query.c service/store/pgq.c service/store/pg_pool.c
-      service/store/conn_pool.c service/core/arena.c service/core/log.c service/core/text.c
-      service/pb/page_token.c service/auth/b64url.c -I/usr/include/postgresql" ;;
-    cache_codec_fuzz) echo "service/cache/cache_codec.c service/cache/cache_item.c
-      service/core/arena.c" ;;
-    # vstore.c's diode helpers pull in the principal and, through it, jwt.
-    qdrant_json_fuzz) echo "service/episodic/qdrant_json.c service/episodic/vstore.c
-      service/core/arena.c service/core/text.c service/auth/principal.c service/auth/jwt.c
-      service/auth/jwks.c service/auth/b64url.c service/auth/nsglob.c" ;;
+  case " ${ALL[*]} " in
+    *" $1 "*) ;;
     *) echo "run.sh: unknown target $1 (known: ${ALL[*]})" >&2; exit 2 ;;
   esac
+  "$BAZEL" query \
+    "filter('^//service/.*[.]c\$', kind('source file', deps(//tests/fuzz:$1)))" \
+    2>> "$WORK/logs/bazel.log" | sed -e 's|^//||' -e 's|:|/|'
 }
-link_of() {
-  case $1 in
-    descpool_fuzz) echo "$DESCRIPTOR_OBJ -lprotobuf-c" ;;
-    log_fuzz) echo "-ljansson" ;;
-    jwt_fuzz) echo "-ljansson -lcrypto" ;;
-    request_decode_fuzz) echo "${GEN_OBJS[*]} -lprotobuf-c" ;;
-    global_query_fuzz) echo "-lpq -ljansson -lcrypto" ;;
-    qdrant_json_fuzz) echo "-ljansson -lcrypto -lm" ;;
-  esac
+SYSLIBS=(-lgrpc -lgpr -lpq -lhiredis -lcurl -ljansson -lssl -lcrypto -lzstd -lprotobuf-c -lm
+  -lpthread)
+# Compiles each of the sources named on stdin once into $WORK/obj and
+# archives them with the generated protobuf-c objects as $2; $1 names the
+# target in errors.
+archive_of() {
+  local t=$1 lib=$2 src obj objs=()
+  while IFS= read -r src; do
+    [[ -n $src ]] || continue
+    obj="$WORK/obj/${src//\//_}.o"
+    [[ $obj -nt $src ]] ||
+      clang "${BASE[@]}" "${OURS[@]}" -fsanitize=fuzzer-no-link -c "$src" -o "$obj"
+    objs+=("$obj")
+  done
+  ((${#objs[@]})) || { echo "run.sh: bazel names no service/ source for $t" >&2; exit 2; }
+  rm -f "$lib"
+  ar rcs "$lib" "${objs[@]}" "${GEN_OBJS[@]}"
 }
 generated_seeds_of() {
   case $1 in
@@ -119,11 +118,10 @@ options_of() {
 failed=()
 summary=()
 for t in "${TARGETS[@]}"; do
-  srcs=$(sources_of "$t")
   echo "run.sh: building $t"
-  # shellcheck disable=SC2046  # word splitting of the lists is intended
-  clang "${BASE[@]}" "${OURS[@]}" -fsanitize=fuzzer "tests/fuzz/$t.c" $srcs $(link_of "$t") \
-    -o "$WORK/bin/$t"
+  archive_of "$t" "$WORK/obj/$t.a" < <(sources_of "$t")
+  clang "${BASE[@]}" "${OURS[@]}" -fsanitize=fuzzer "tests/fuzz/$t.c" "$WORK/obj/$t.a" \
+    "${SYSLIBS[@]}" -o "$WORK/bin/$t"
 
   corpus="$WORK/corpus/$t"
   artifacts="$WORK/artifacts/$t"
