@@ -23,6 +23,7 @@ PACKAGES=(
   libprotobuf-c-dev
   libprotobuf-dev
   libssl-dev
+  libuv1-dev
   libzstd-dev
   nghttp2-client
   openssl

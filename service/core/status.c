@@ -15,6 +15,8 @@ const char *status_name(int code) {
     case STATUS_EEXISTS: return "STATUS_EEXISTS";
     case STATUS_ETOOBIG: return "STATUS_ETOOBIG";
     case STATUS_EAUTH: return "STATUS_EAUTH";
+    case STATUS_EBUSY: return "STATUS_EBUSY";
+    case STATUS_ECANCELLED: return "STATUS_ECANCELLED";
     default: return "STATUS_E?";
     }
 }
@@ -33,6 +35,8 @@ const char *status_text(int code) {
     case STATUS_EEXISTS: return "already exists";
     case STATUS_ETOOBIG: return "too big";
     case STATUS_EAUTH: return "a backend refused memoryd's credentials";
+    case STATUS_EBUSY: return "a backend is saturated";
+    case STATUS_ECANCELLED: return "cancelled";
     default: return "unknown error";
     }
 }

@@ -15,6 +15,8 @@ grpc_status_code rpc_status_of(int code) {
     case STATUS_EEXISTS: return GRPC_STATUS_ALREADY_EXISTS;
     case STATUS_ETOOBIG: return GRPC_STATUS_FAILED_PRECONDITION;
     case STATUS_EAUTH: return GRPC_STATUS_UNAVAILABLE;
+    case STATUS_EBUSY: return GRPC_STATUS_RESOURCE_EXHAUSTED;
+    case STATUS_ECANCELLED: return GRPC_STATUS_CANCELLED;
     default: return GRPC_STATUS_INTERNAL;
     }
 }

@@ -20,6 +20,7 @@
 #include "service/core/array.h"
 #include "service/core/clock.h"
 #include "service/core/log.h"
+#include "service/store/pgq_internal.h"
 
 #define PG_EPOCH_US 946684800000000LL /* 2000-01-01 in Unix microseconds */
 #define MAX_ATTEMPTS 3
@@ -122,10 +123,11 @@ typedef struct {
     size_t len;
 } stmt;
 
-typedef struct {
+struct pgq_stmt_cache {
     stmt *v;
     size_t n, cap;
-} stmt_cache;
+};
+typedef struct pgq_stmt_cache stmt_cache;
 
 static int stmt_events(PGEventId id, void *info, void *pass) {
     (void)pass;
@@ -160,12 +162,7 @@ static stmt_cache *cache_of(PGconn *conn) {
 
 /* The identity of a statement: its text and its parameter types (the same
  * text with other types would bind differently). */
-typedef struct {
-    char *key;
-    size_t len;
-    uint64_t hash;
-    char name[24];
-} stmt_key;
+typedef pgq_stmt_key stmt_key;
 
 static int make_key(const char *sql, const pgq_params *q, stmt_key *k) {
     size_t sl = strlen(sql);
@@ -201,39 +198,29 @@ static void cache_add(stmt_cache *c, stmt_key *k) {
     k->key = NULL;
 }
 
-/* How one statement goes out. */
-typedef struct {
-    stmt_cache *cache;
-    stmt_key key;
-    int state; /* 1 prepared, 0 to prepare now, -1 unnamed */
-} plan;
-
-static void plan_make(pgq_session *ss, const char *sql, const pgq_params *q, plan *p) {
+void pgq_plan_make(PGconn *conn, const char *sql, const pgq_params *q, pgq_plan *p) {
     memset(p, 0, sizeof *p);
     p->state = -1;
-    p->cache = cache_of(ss->conn);
+    p->cache = cache_of(conn);
     if (!p->cache || make_key(sql, q, &p->key) != 0) return;
     p->state = cache_find(p->cache, &p->key);
     if (p->state == 0 && p->cache->n >= STMT_CACHE_MAX) p->state = -1;
 }
 
-static void plan_done(plan *p, int prepared_ok) {
+void pgq_plan_done(pgq_plan *p, int prepared_ok) {
     if (p->state == 0 && prepared_ok) cache_add(p->cache, &p->key);
     free(p->key.key);
     p->key.key = NULL;
 }
 
-/* Queues the statement (Parse when new, then Bind/Execute). Returns the
- * number of results to expect before the statement's own, or -1. */
-static int plan_send(pgq_session *ss, plan *p, const char *sql, const pgq_params *q) {
+int pgq_plan_send(PGconn *conn, pgq_plan *p, const char *sql, const pgq_params *q) {
     int n = q ? q->n : 0;
     const Oid *types = q ? q->types : NULL;
     const char *const *vals = q ? q->vals : NULL;
     const int *lens = q ? q->lens : NULL, *fmts = q ? q->fmts : NULL;
-    if (p->state < 0)
-        return PQsendQueryParams(ss->conn, sql, n, types, vals, lens, fmts, 1) ? 0 : -1;
-    if (p->state == 0 && !PQsendPrepare(ss->conn, p->key.name, sql, n, types)) return -1;
-    if (!PQsendQueryPrepared(ss->conn, p->key.name, n, vals, lens, fmts, 1)) return -1;
+    if (p->state < 0) return PQsendQueryParams(conn, sql, n, types, vals, lens, fmts, 1) ? 0 : -1;
+    if (p->state == 0 && !PQsendPrepare(conn, p->key.name, sql, n, types)) return -1;
+    if (!PQsendQueryPrepared(conn, p->key.name, n, vals, lens, fmts, 1)) return -1;
     return p->state == 0 ? 1 : 0;
 }
 
@@ -322,25 +309,25 @@ static void drain_one(PGconn *conn, PGresult **first_err, PGresult **mine, int w
 /* Runs sql inside the open transaction; Parse, Bind and Execute in one
  * round trip when the statement is new to this connection. */
 static PGresult *exec_sql(pgq_session *ss, const char *sql, const pgq_params *q) {
-    plan p;
-    plan_make(ss, sql, q, &p);
+    pgq_plan p;
+    pgq_plan_make(ss->conn, sql, q, &p);
     PGresult *r;
     if (p.state < 0) {
-        plan_done(&p, 0);
+        pgq_plan_done(&p, 0);
         return PQexecParams(ss->conn, sql, q ? q->n : 0, q ? q->types : NULL, q ? q->vals : NULL,
                             q ? q->lens : NULL, q ? q->fmts : NULL, 1);
     }
     if (p.state == 1) {
-        plan_done(&p, 0);
+        pgq_plan_done(&p, 0);
         return PQexecPrepared(ss->conn, p.key.name, q ? q->n : 0, q ? q->vals : NULL,
                               q ? q->lens : NULL, q ? q->fmts : NULL, 1);
     }
     if (!PQenterPipelineMode(ss->conn)) {
-        plan_done(&p, 0);
+        pgq_plan_done(&p, 0);
         return NULL;
     }
     PGresult *first_err = NULL, *mine = NULL, *parsed = NULL;
-    int sent = plan_send(ss, &p, sql, q) >= 0 && PQpipelineSync(ss->conn);
+    int sent = pgq_plan_send(ss->conn, &p, sql, q) >= 0 && PQpipelineSync(ss->conn);
     if (sent) {
         drain_one(ss->conn, &first_err, &parsed, 1); /* the Parse */
         if (PQstatus(ss->conn) == CONNECTION_OK) drain_one(ss->conn, &first_err, &mine, 1);
@@ -351,7 +338,7 @@ static PGresult *exec_sql(pgq_session *ss, const char *sql, const pgq_params *q)
         }
     }
     if (!PQexitPipelineMode(ss->conn)) ss->broken = 1;
-    plan_done(&p, parsed != NULL && PQresultStatus(parsed) == PGRES_COMMAND_OK);
+    pgq_plan_done(&p, parsed != NULL && PQresultStatus(parsed) == PGRES_COMMAND_OK);
     PQclear(parsed);
     if (first_err) {
         PQclear(mine);
@@ -394,12 +381,12 @@ int pgq_pipeline(pgq_session *ss, const char *what, const char *begin, const pgq
     PGconn *conn = ss->conn;
     pgq_params tq = {0};
     add(&tq, PGQ_OID_TEXT, ss->timeout, 0, 0);
-    plan tp, p;
-    plan_make(ss, TIMEOUT_SQL, &tq, &tp);
-    plan_make(ss, sql->buf, q, &p);
+    pgq_plan tp, p;
+    pgq_plan_make(ss->conn, TIMEOUT_SQL, &tq, &tp);
+    pgq_plan_make(ss->conn, sql->buf, q, &p);
     if (!PQenterPipelineMode(conn)) {
-        plan_done(&tp, 0);
-        plan_done(&p, 0);
+        pgq_plan_done(&tp, 0);
+        pgq_plan_done(&p, 0);
         return pgq_pg_fail(ss, NULL, "pipeline start");
     }
     /* Without begin the statements run in the implicit transaction that
@@ -415,11 +402,11 @@ int pgq_pipeline(pgq_session *ss, const char *what, const char *begin, const pgq
         sent = PQsendQueryParams(conn, begin, 0, NULL, NULL, NULL, NULL, 0);
         slots[n++] = SKIP;
     }
-    if (sent && (tparse = plan_send(ss, &tp, TIMEOUT_SQL, &tq)) >= 0) {
+    if (sent && (tparse = pgq_plan_send(ss->conn, &tp, TIMEOUT_SQL, &tq)) >= 0) {
         if (tparse) slots[n++] = PARSE_T;
         slots[n++] = SKIP;
     }
-    if (sent && tparse >= 0 && (qparse = plan_send(ss, &p, sql->buf, q)) >= 0) {
+    if (sent && tparse >= 0 && (qparse = pgq_plan_send(ss->conn, &p, sql->buf, q)) >= 0) {
         if (qparse) slots[n++] = PARSE_Q;
         slots[n++] = MINE;
     }
@@ -442,8 +429,8 @@ int pgq_pipeline(pgq_session *ss, const char *what, const char *begin, const pgq
         }
     }
     if (!PQexitPipelineMode(conn)) ss->broken = 1;
-    plan_done(&tp, tparsed != NULL && PQresultStatus(tparsed) == PGRES_COMMAND_OK);
-    plan_done(&p, qparsed != NULL && PQresultStatus(qparsed) == PGRES_COMMAND_OK);
+    pgq_plan_done(&tp, tparsed != NULL && PQresultStatus(tparsed) == PGRES_COMMAND_OK);
+    pgq_plan_done(&p, qparsed != NULL && PQresultStatus(qparsed) == PGRES_COMMAND_OK);
     PQclear(tparsed);
     PQclear(qparsed);
     int rc = STATUS_OK;

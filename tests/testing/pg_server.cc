@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <netinet/in.h>
 #include <pwd.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -74,6 +75,7 @@ PgServer::PgServer() {
 }
 
 PgServer::~PgServer() {
+  if (frozen_) Thaw();  // a stopped server would not stop
   if (running_)
     Run({bin_ + "/pg_ctl", "-D", data_, "-m", "immediate", "-w", "-t", "30", "stop"}, "stop");
   if (!dir_.empty()) {
@@ -140,4 +142,47 @@ std::string PgServer::LogTail() const {
   ss << f.rdbuf();
   std::string s = ss.str();
   return s.size() > 2000 ? "\n...log: " + s.substr(s.size() - 2000) : "\nlog: " + s;
+}
+
+// The postmaster's pid is the first line of postmaster.pid; its children
+// are found by their parent pid in /proc/<pid>/stat.
+bool PgServer::SignalAll(int sig, const std::string& what) {
+  std::ifstream pidfile(data_ + "/postmaster.pid");
+  int postmaster = 0;
+  if (!(pidfile >> postmaster) || postmaster <= 0) {
+    error_ = what + ": no postmaster.pid in " + data_;
+    return false;
+  }
+  std::vector<int> pids = {postmaster};
+  if (DIR* d = opendir("/proc")) {
+    while (struct dirent* e = readdir(d)) {
+      int pid = std::atoi(e->d_name);
+      if (pid <= 0) continue;
+      std::ifstream stat(std::string("/proc/") + e->d_name + "/stat");
+      std::string line;
+      if (!std::getline(stat, line)) continue;
+      // pid (comm) state ppid ...: comm may hold spaces, so parse after ')'.
+      size_t close = line.rfind(')');
+      if (close == std::string::npos) continue;
+      std::istringstream rest(line.substr(close + 1));
+      std::string state;
+      int ppid = 0;
+      if (rest >> state >> ppid && ppid == postmaster) pids.push_back(pid);
+    }
+    closedir(d);
+  }
+  // Children first on SIGSTOP, the postmaster first on SIGCONT: either way
+  // no child is left running under a stopped parent for long.
+  if (sig == SIGCONT) {
+    for (int pid : pids) kill(pid, sig);
+  } else {
+    for (size_t i = pids.size(); i-- > 0;) kill(pids[i], sig);
+  }
+  return true;
+}
+
+bool PgServer::Freeze() { return frozen_ = SignalAll(SIGSTOP, "freeze"); }
+bool PgServer::Thaw() {
+  frozen_ = false;
+  return SignalAll(SIGCONT, "thaw");
 }

@@ -31,13 +31,19 @@ class PgServer {
 
   bool Stop();   // pg_ctl stop -m fast; false with error() on failure
   bool Start();  // starts again on the same port; waits until it accepts connections
+  // SIGSTOP / SIGCONT to the postmaster and every process it started: a
+  // PostgreSQL that stops answering without closing a socket (a hung host).
+  // Connections still open and connect; nothing is answered until Thaw.
+  bool Freeze();
+  bool Thaw();
 
  private:
   bool Run(const std::vector<std::string>& argv, const std::string& what);
+  bool SignalAll(int sig, const std::string& what);
   std::string LogTail() const;
   std::string bin_, dir_, data_;
   int port_ = 0;
-  bool ok_ = false, running_ = false, as_postgres_ = false;
+  bool ok_ = false, running_ = false, as_postgres_ = false, frozen_ = false;
   std::string error_;
 };
 

@@ -1,0 +1,333 @@
+/* apg: asynchronous PostgreSQL on the event loop; see apg.h. This file
+ * holds the pool: answering, the wait queue, submission and cancellation,
+ * set-up and tear-down; apg_conn.c holds a connection's state machine.
+ *
+ * Everything below apg_submit / apg_cancel / apg_create / apg_free runs on
+ * the loop thread and so needs no lock. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "service/core/clock.h"
+#include "service/core/log.h"
+#include "service/store/apg_internal.h"
+
+#define DEFAULT_CHECK_INTERVAL_MS 100
+
+int64_t apg_now_ms(void) { return clock_mono_ms(NULL); }
+
+/* ------------------------------------------------------------ answering */
+
+void apg_answer(apg_query *q, int status, PGresult *res) {
+    q->conn = NULL;
+    q->done(q, status, res);
+}
+
+void apg_answer_err(apg_query *q, int status, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(q->err, sizeof q->err, fmt, ap);
+    va_end(ap);
+    apg_answer(q, status, NULL);
+}
+
+const char *apg_what(const apg_query *q) { return q->what ? q->what : "query"; }
+
+void apg_first_line(char *dst, size_t n, const char *msg) {
+    snprintf(dst, n, "%s", msg && *msg ? msg : "no message from libpq");
+    dst[strcspn(dst, "\r\n")] = '\0';
+}
+
+/* ------------------------------------------------------------ the wait queue */
+
+static void queue_remove(apg *p, apg_query *q) {
+    if (q->prev) q->prev->next = q->next;
+    else p->qhead = q->next;
+    if (q->next) q->next->prev = q->prev;
+    else p->qtail = q->prev;
+    q->prev = q->next = NULL;
+    p->qlen--;
+}
+
+static void on_queue_timer(uv_timer_t *t);
+
+static void arm_queue_timer(apg *p, int64_t at) {
+    if (at >= p->queue_timer_at) return;
+    p->queue_timer_at = at;
+    int64_t in = at - apg_now_ms();
+    uv_timer_start(&p->queue_timer, on_queue_timer, in > 0 ? (uint64_t)in : 0, 0);
+}
+
+/* Answers the queries whose deadline passed while they waited, and re-arms
+ * for the earliest of the rest. */
+static void on_queue_timer(uv_timer_t *t) {
+    apg *p = t->data;
+    p->queue_timer_at = INT64_MAX;
+    int64_t now = apg_now_ms(), next = INT64_MAX;
+    for (apg_query *q = p->qhead, *n; q; q = n) {
+        n = q->next;
+        if (q->deadline_ms <= now) {
+            queue_remove(p, q);
+            apg_answer_err(q, STATUS_ETIMEOUT,
+                       "%s: the deadline passed after %lld ms waiting for a PostgreSQL "
+                       "connection (all %d busy or connecting)",
+                       apg_what(q), (long long)(now - q->submit_ms), p->o.size);
+        } else if (q->deadline_ms < next) {
+            next = q->deadline_ms;
+        }
+    }
+    if (next != INT64_MAX) arm_queue_timer(p, next);
+}
+
+int apg_any_alive(const apg *p) {
+    for (int i = 0; i < p->o.size; i++)
+        if (p->conns[i].state == C_CONNECTING || p->conns[i].state == C_IDLE ||
+            p->conns[i].state == C_BUSY)
+            return 1;
+    return 0;
+}
+
+void apg_fail_queue(apg *p, int status, const char *why) {
+    while (p->qhead) {
+        apg_query *q = p->qhead;
+        queue_remove(p, q);
+        apg_answer_err(q, status, "%s: %s", apg_what(q), why);
+    }
+}
+
+void apg_take_next(apg_conn *c) {
+    apg *p = c->p;
+    int64_t now = apg_now_ms();
+    while (c->state == C_IDLE && p->qhead) {
+        apg_query *q = p->qhead;
+        queue_remove(p, q);
+        if (__atomic_load_n(&q->cancelled, __ATOMIC_ACQUIRE))
+            apg_answer_err(q, STATUS_ECANCELLED, "%s: cancelled by the caller", apg_what(q));
+        else if (q->deadline_ms <= now)
+            apg_answer_err(q, STATUS_ETIMEOUT,
+                       "%s: the deadline passed waiting for a PostgreSQL connection",
+                       apg_what(q));
+        else
+            apg_conn_start(c, q);
+    }
+}
+
+/* The running statement must end now: close its connection (the server
+ * stops the statement when it notices) and open another. */
+static void on_cancel_wake(uv_async_t *h) {
+    apg *p = h->data;
+    for (apg_query *q = p->qhead, *n; q; q = n) {
+        n = q->next;
+        if (__atomic_load_n(&q->cancelled, __ATOMIC_ACQUIRE)) {
+            queue_remove(p, q);
+            apg_answer_err(q, STATUS_ECANCELLED, "%s: cancelled by the caller", apg_what(q));
+        }
+    }
+    for (int i = 0; i < p->o.size; i++) {
+        apg_conn *c = &p->conns[i];
+        if (c->state == C_BUSY && __atomic_load_n(&c->q->cancelled, __ATOMIC_ACQUIRE))
+            apg_conn_abandon(c, STATUS_ECANCELLED, "cancelled by the caller");
+    }
+}
+
+/* ------------------------------------------------------------ submitting */
+
+static void submit_on_loop(evloop_task *t) {
+    apg_query *q = (apg_query *)((char *)t - offsetof(apg_query, task));
+    apg *p = q->pool;
+    if (p->closing) {
+        apg_answer_err(q, STATUS_EUNAVAILABLE, "%s: the server is shutting down", apg_what(q));
+        return;
+    }
+    if (__atomic_load_n(&q->cancelled, __ATOMIC_ACQUIRE)) {
+        apg_answer_err(q, STATUS_ECANCELLED, "%s: cancelled by the caller", apg_what(q));
+        return;
+    }
+    if (q->deadline_ms <= apg_now_ms()) {
+        apg_answer_err(q, STATUS_ETIMEOUT, "%s: the call's deadline had passed", apg_what(q));
+        return;
+    }
+    for (int i = 0; i < p->o.size; i++) {
+        if (p->conns[i].state == C_IDLE) {
+            apg_conn_start(&p->conns[i], q);
+            return;
+        }
+    }
+    if (!apg_any_alive(p)) {
+        apg_answer_err(q, STATUS_EUNAVAILABLE, "%s: PostgreSQL is unreachable (%s); retrying",
+                   apg_what(q), p->last_error[0] ? p->last_error : "not connected");
+        return;
+    }
+    if (p->qlen >= p->o.max_queue) {
+        apg_answer_err(q, STATUS_EBUSY,
+                   "%s: PostgreSQL is saturated: all %d connections busy and %d calls "
+                   "waiting (--pg-pool-size, --pg-queue-max)",
+                   apg_what(q), p->o.size, p->qlen);
+        return;
+    }
+    q->prev = p->qtail;
+    q->next = NULL;
+    if (p->qtail) p->qtail->next = q;
+    else p->qhead = q;
+    p->qtail = q;
+    p->qlen++;
+    arm_queue_timer(p, q->deadline_ms);
+}
+
+void apg_submit(apg *p, apg_query *q) {
+    q->pool = p;
+    q->conn = NULL;
+    q->prev = q->next = NULL;
+    q->err[0] = '\0';
+    q->sqlstate[0] = '\0';
+    q->submit_ms = apg_now_ms();
+    __atomic_store_n(&q->cancelled, 0, __ATOMIC_RELAXED);
+    if (q->deadline_ms == INT64_MAX) q->deadline_ms = q->submit_ms + p->o.default_timeout_ms;
+    q->task.fn = submit_on_loop;
+    evloop_post(p->loop, &q->task);
+}
+
+void apg_cancel(apg *p, apg_query *q) {
+    __atomic_store_n(&q->cancelled, 1, __ATOMIC_RELEASE);
+    uv_async_send(&p->cancel_wake);
+}
+
+int apg_connected(const apg *p) { return atomic_load(&((apg *)p)->connected); }
+
+/* ------------------------------------------------------------ life */
+
+void apg_signal_done(apg *p) {
+    pthread_mutex_lock(&p->lock);
+    p->done = 1;
+    pthread_cond_signal(&p->cond);
+    pthread_mutex_unlock(&p->lock);
+}
+
+static void wait_done(apg *p) {
+    pthread_mutex_lock(&p->lock);
+    while (!p->done) pthread_cond_wait(&p->cond, &p->lock);
+    p->done = 0;
+    pthread_mutex_unlock(&p->lock);
+}
+
+static void setup_on_loop(evloop_task *t) {
+    apg *p = (apg *)((char *)t - offsetof(apg, task));
+    uv_loop_t *uv = evloop_uv(p->loop);
+    uv_timer_init(uv, &p->queue_timer);
+    p->queue_timer.data = p;
+    uv_async_init(uv, &p->cancel_wake, on_cancel_wake);
+    p->cancel_wake.data = p;
+    p->handles = 2;
+    for (int i = 0; i < p->o.size; i++) {
+        apg_conn *c = &p->conns[i];
+        c->p = p;
+        uv_timer_init(uv, &c->timer);
+        c->timer.data = c;
+        p->handles++;
+        apg_conn_connect(c);
+    }
+    apg_signal_done(p);
+}
+
+static void handle_closed(uv_handle_t *h) {
+    apg *p = h->data;
+    if (--p->handles == 0) apg_signal_done(p);
+}
+
+
+static void teardown_on_loop(evloop_task *t) {
+    apg *p = (apg *)((char *)t - offsetof(apg, task));
+    p->closing = 1;
+    apg_fail_queue(p, STATUS_EUNAVAILABLE, "the server is shutting down");
+    for (int i = 0; i < p->o.size; i++) {
+        apg_conn *c = &p->conns[i];
+        apg_query *q = c->q;
+        apg_conn_close(c);
+        c->state = C_CLOSED;
+        if (q) apg_answer_err(q, STATUS_EUNAVAILABLE, "%s: the server is shutting down", apg_what(q));
+        uv_close((uv_handle_t *)&c->timer, apg_conn_handle_closed);
+    }
+    uv_close((uv_handle_t *)&p->queue_timer, handle_closed);
+    uv_close((uv_handle_t *)&p->cancel_wake, handle_closed);
+}
+
+/* Connection parameters: the URL's, with our settings added to its
+ * "options" (the server's per-connection settings). */
+static int build_params(apg *p, char *err, size_t errlen) {
+    char *perr = NULL;
+    p->info = PQconninfoParse(p->o.url, &perr);
+    if (!p->info) {
+        snprintf(err, errlen, "postgres: bad connection URL: %s", perr ? perr : "out of memory");
+        PQfreemem(perr);
+        return -1;
+    }
+    size_t n = 0;
+    const char *user_options = "";
+    for (PQconninfoOption *o = p->info; o->keyword; o++) {
+        if (!o->val) continue;
+        if (strcmp(o->keyword, "options") == 0) user_options = o->val;
+        else n++;
+    }
+    int check = p->o.check_interval_ms > 0 ? p->o.check_interval_ms : DEFAULT_CHECK_INTERVAL_MS;
+    if (asprintf(&p->options, "%s -c client_connection_check_interval=%d", user_options, check) <
+        0) {
+        p->options = NULL;
+        return snprintf(err, errlen, "postgres: out of memory"), -1;
+    }
+    p->kw = calloc(n + 2, sizeof *p->kw);
+    p->vals = calloc(n + 2, sizeof *p->vals);
+    if (!p->kw || !p->vals) return snprintf(err, errlen, "postgres: out of memory"), -1;
+    size_t i = 0;
+    for (PQconninfoOption *o = p->info; o->keyword; o++) {
+        if (!o->val || strcmp(o->keyword, "options") == 0) continue;
+        p->kw[i] = o->keyword;
+        p->vals[i++] = o->val;
+    }
+    p->kw[i] = "options";
+    p->vals[i] = p->options;
+    return 0;
+}
+
+static void free_params(apg *p) {
+    free(p->kw);
+    free(p->vals);
+    free(p->options);
+    if (p->info) PQconninfoFree(p->info);
+}
+
+int apg_create(evloop *loop, const apg_options *o, apg **out, char *err, size_t errlen) {
+    if (o->size < 1 || o->max_queue < 0 || o->connect_timeout_ms < 1 || o->default_timeout_ms < 1)
+        return snprintf(err, errlen, "postgres: bad pool options"), -1;
+    apg *p = calloc(1, sizeof *p);
+    if (!p) return snprintf(err, errlen, "postgres: out of memory"), -1;
+    p->loop = loop;
+    p->o = *o;
+    p->queue_timer_at = INT64_MAX;
+    atomic_init(&p->connected, 0);
+    if (build_params(p, err, errlen) != 0 || !(p->conns = calloc((size_t)o->size, sizeof *p->conns))) {
+        if (!err[0]) snprintf(err, errlen, "postgres: out of memory");
+        free_params(p);
+        free(p);
+        return -1;
+    }
+    pthread_mutex_init(&p->lock, NULL);
+    pthread_cond_init(&p->cond, NULL);
+    p->task.fn = setup_on_loop;
+    evloop_post(loop, &p->task);
+    wait_done(p);
+    *out = p;
+    return 0;
+}
+
+void apg_free(apg *p) {
+    if (!p) return;
+    p->task.fn = teardown_on_loop;
+    evloop_post(p->loop, &p->task);
+    wait_done(p);
+    pthread_mutex_destroy(&p->lock);
+    pthread_cond_destroy(&p->cond);
+    free_params(p);
+    free(p->conns);
+    free(p);
+}

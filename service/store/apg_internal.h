@@ -1,0 +1,95 @@
+/* apg_internal: the pool and connection state apg.c (the pool: queue,
+ * submission, cancellation, life) and apg_conn.c (one connection's state
+ * machine on its socket) share. Loop thread only. Not for other modules. */
+#ifndef MEMORYD_STORE_APG_INTERNAL_H
+#define MEMORYD_STORE_APG_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "service/store/apg.h"
+#include "service/store/pgq_internal.h"
+
+typedef enum { C_DOWN, C_CONNECTING, C_IDLE, C_BUSY, C_CLOSED } conn_state;
+
+/* A poll handle is closed asynchronously, so it lives apart from the
+ * connection (whose socket changes on every reconnect). */
+typedef struct conn_poll {
+    uv_poll_t h;
+    apg *p;
+    struct apg_conn *c; /* NULL once closing */
+} conn_poll;
+
+struct apg_conn {
+    apg *p;
+    conn_state state;
+    PGconn *pg;
+    conn_poll *poll;
+    int poll_fd;
+    uv_timer_t timer;
+    int backoff_ms;
+    /* the running statement */
+    apg_query *q;
+    pgq_plan plan;
+    int plan_open;      /* plan's key not yet released */
+    int skip;           /* results before the statement's own (its Parse) */
+    int seen;           /* results read so far */
+    PGresult *res;      /* the statement's */
+    PGresult *failure;  /* the first refused one (Parse or statement) */
+};
+
+struct apg {
+    evloop *loop;
+    apg_options o;
+    PQconninfoOption *info; /* parsed URL; kw/vals point into it */
+    const char **kw, **vals;
+    char *options; /* the "options" value with our settings */
+    apg_conn *conns;
+    apg_query *qhead, *qtail;
+    int qlen;
+    uv_timer_t queue_timer;
+    int64_t queue_timer_at; /* INT64_MAX: not armed */
+    uv_async_t cancel_wake;
+    char last_error[200];
+    atomic_int connected;
+    int closing;
+    /* create and free wait for the loop thread */
+    evloop_task task;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int handles; /* open uv handles of the pool */
+    int done;    /* the posted set-up / tear-down finished */
+};
+
+/* ---- apg.c ---- */
+int64_t apg_now_ms(void);
+/* Hands q back to its owner, who may free it: touch nothing of q after. */
+void apg_answer(apg_query *q, int status, PGresult *res);
+void apg_answer_err(apg_query *q, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+const char *apg_what(const apg_query *q);
+/* The first line of libpq's message (they end in newlines). */
+void apg_first_line(char *dst, size_t n, const char *msg);
+/* Gives an idle connection the next query that is still wanted. */
+void apg_take_next(apg_conn *c);
+/* 1 when a connection is connecting, idle or busy. */
+int apg_any_alive(const apg *p);
+/* Answers every waiting query with status and why. */
+void apg_fail_queue(apg *p, int status, const char *why);
+void apg_signal_done(apg *p);
+
+/* ---- apg_conn.c ---- */
+/* Starts connecting (non-blocking, bounded by connect_timeout_ms). */
+void apg_conn_connect(apg_conn *c);
+/* Closes the connection (the server ends what it ran when it next checks
+ * the socket) and leaves it DOWN, its statement forgotten. */
+void apg_conn_close(apg_conn *c);
+/* Sends q on the idle connection c. */
+void apg_conn_start(apg_conn *c, apg_query *q);
+/* Ends c's running statement now with status (closing the connection, and
+ * opening another unless the pool is closing). */
+void apg_conn_abandon(apg_conn *c, int status, const char *why);
+/* The close callback of a connection's timer (apg_free counts them). */
+void apg_conn_handle_closed(uv_handle_t *h);
+
+#endif

@@ -1,0 +1,107 @@
+/* evloop: a libuv loop on its own thread; see evloop.h. */
+#include "service/store/evloop.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "service/core/log.h"
+
+struct evloop {
+    uv_loop_t uv;
+    uv_async_t wake; /* evloop_post's doorbell */
+    pthread_t thread;
+    pthread_mutex_t lock; /* guards the queue and stopping */
+    evloop_task *head, *tail;
+    int stopping;
+    char name[32];
+};
+
+/* Takes the whole queue at once, so a task posting again (a retry) runs on
+ * the next turn, not in this loop. */
+static void run_posted(uv_async_t *h) {
+    evloop *l = h->data;
+    pthread_mutex_lock(&l->lock);
+    evloop_task *t = l->head;
+    l->head = l->tail = NULL;
+    int stopping = l->stopping;
+    pthread_mutex_unlock(&l->lock);
+    while (t) {
+        evloop_task *next = t->next;
+        t->fn(t);
+        t = next;
+    }
+    if (stopping) uv_stop(&l->uv);
+}
+
+static void *loop_main(void *arg) {
+    evloop *l = arg;
+    uv_run(&l->uv, UV_RUN_DEFAULT);
+    return NULL;
+}
+
+int evloop_create(const char *name, evloop **out, char *err, size_t errlen) {
+    evloop *l = calloc(1, sizeof *l);
+    if (!l) return snprintf(err, errlen, "evloop: out of memory"), -1;
+    snprintf(l->name, sizeof l->name, "%s", name ? name : "evloop");
+    int rc = uv_loop_init(&l->uv);
+    if (rc != 0) {
+        snprintf(err, errlen, "evloop %s: uv_loop_init: %s", l->name, uv_strerror(rc));
+        free(l);
+        return -1;
+    }
+    pthread_mutex_init(&l->lock, NULL);
+    uv_async_init(&l->uv, &l->wake, run_posted);
+    l->wake.data = l;
+    l->uv.data = l;
+    if ((rc = pthread_create(&l->thread, NULL, loop_main, l)) != 0) {
+        snprintf(err, errlen, "evloop %s: cannot start its thread: %s", l->name, strerror(rc));
+        uv_close((uv_handle_t *)&l->wake, NULL);
+        uv_run(&l->uv, UV_RUN_NOWAIT);
+        uv_loop_close(&l->uv);
+        pthread_mutex_destroy(&l->lock);
+        free(l);
+        return -1;
+    }
+    *out = l;
+    return 0;
+}
+
+static void close_handle(uv_handle_t *h, void *arg) {
+    (void)arg;
+    if (!uv_is_closing(h)) uv_close(h, NULL);
+}
+
+void evloop_free(evloop *l) {
+    if (!l) return;
+    pthread_mutex_lock(&l->lock);
+    l->stopping = 1;
+    pthread_mutex_unlock(&l->lock);
+    uv_async_send(&l->wake);
+    pthread_join(l->thread, NULL);
+    /* Back on this thread with the loop stopped: whatever a user left open
+     * is closed so uv_loop_close can succeed (their close callbacks were
+     * theirs to run before; a handle left here has none). */
+    uv_walk(&l->uv, close_handle, NULL);
+    uv_run(&l->uv, UV_RUN_DEFAULT);
+    if (uv_loop_close(&l->uv) != 0)
+        log_fields(LOG_WARN, "event loop closed with handles still active", LOG_F_STR, "loop",
+                   l->name, LOG_F_END);
+    pthread_mutex_destroy(&l->lock);
+    free(l);
+}
+
+void evloop_post(evloop *l, evloop_task *task) {
+    task->next = NULL;
+    pthread_mutex_lock(&l->lock);
+    if (l->tail) l->tail->next = task;
+    else l->head = task;
+    l->tail = task;
+    pthread_mutex_unlock(&l->lock);
+    uv_async_send(&l->wake);
+}
+
+uv_loop_t *evloop_uv(evloop *l) { return &l->uv; }
+
+int evloop_on_loop(const evloop *l) { return pthread_equal(pthread_self(), l->thread); }
