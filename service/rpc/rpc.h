@@ -8,9 +8,21 @@
  * status with the request id in trailing metadata. Unknown methods answer
  * UNIMPLEMENTED at once.
  *
- * Threading: handlers run on worker threads and may block (backend I/O);
- * every call belongs to one thread at a time except the streaming functions
- * marked thread-safe below. */
+ * Execution model (issue: no completion-queue thread waits on a backend):
+ * the worker threads (completion-queue threads, one per core by default)
+ * decode, run the interceptor chain, call the handler and encode. A
+ * handler either answers at once (returns a status) or starts backend work
+ * on the event loop (store/evloop.h, store/apg.h) and returns RPC_PENDING;
+ * the loop thread then fills the response and ends the call with
+ * rpc_call_complete (the gRPC core takes batches from any thread). While a
+ * call is pending it belongs to its backend work: the worker that ran the
+ * handler touches it no more, the completion runs on the loop thread, and
+ * the call's arena is the completion's. A deadline reaches the backend
+ * work as its own deadline (rpc_call_deadline_ms); a client's cancel
+ * reaches it through rpc_call_on_cancel, which the handler registers
+ * before it returns RPC_PENDING (the backend then ends the work and
+ * completes the call, CANCELLED). Handlers not yet on this model still
+ * block their worker (see the README's Architecture section). */
 #ifndef MEMORYD_RPC_RPC_H
 #define MEMORYD_RPC_RPC_H
 
@@ -37,7 +49,9 @@ typedef enum {
 /* Unary: fill *resp (already initialised by the runtime, allocated in the
  * call's arena) and return GRPC_STATUS_OK, or return an error status after
  * rpc_call_set_error. Memory for response fields comes from
- * rpc_call_arena(call) or static storage; the runtime frees nothing else. */
+ * rpc_call_arena(call) or static storage; the runtime frees nothing else.
+ * Or return RPC_PENDING having started work that will fill *resp and call
+ * rpc_call_complete exactly once, from any thread. */
 typedef grpc_status_code (*rpc_unary_fn)(rpc_call *call, const ProtobufCMessage *req,
                                          ProtobufCMessage *resp, void *arg);
 
@@ -231,12 +245,17 @@ int rpc_call_send(rpc_call *call, const ProtobufCMessage *msg);
 /* Ends a stream the handler kept (RPC_PENDING) and drops the handler's
  * reference; message may be NULL. Queued messages go out first. */
 void rpc_call_finish(rpc_call *call, grpc_status_code status, const char *message);
-/* Called at most once, on a worker thread, when the client cancels or the
- * server cancels open streams at shutdown before rpc_call_finish. The
- * handler must still call rpc_call_finish. Set before returning
- * RPC_PENDING. Returns -1 (and registers nothing) when the call is already
- * cancelled: the handler should then finish at once. */
+/* Called at most once, on a worker thread, when the client cancels (or its
+ * deadline passes) or the server cancels open calls at shutdown before
+ * rpc_call_finish / rpc_call_complete. The handler must still end the call.
+ * Set before returning RPC_PENDING (from a streaming or a unary handler).
+ * Returns -1 (and registers nothing) when the call is already cancelled:
+ * the handler should then end it at once. */
 int rpc_call_on_cancel(rpc_call *call, void (*fn)(rpc_call *call, void *arg), void *arg);
+/* Ends a unary call whose handler returned RPC_PENDING, with the response
+ * the handler was given (filled by now) when status is OK; set the message
+ * first with rpc_call_set_error otherwise. Any thread, exactly once. */
+void rpc_call_complete(rpc_call *call, grpc_status_code status);
 
 /* ---- helpers ---- */
 

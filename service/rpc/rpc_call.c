@@ -280,8 +280,7 @@ void rpc_call_status_op(rpc_call *c, grpc_op *op, grpc_status_code status, const
 
 static void unary_done(rpc_tag *tag, int ok) {
     (void)ok;
-    rpc_call *c = RPC_CONTAINER_OF(tag, rpc_call, final_tag);
-    call_destroy(c);
+    rpc_call_unref(RPC_CONTAINER_OF(tag, rpc_call, final_tag));
 }
 
 static void unary_finish(rpc_call *c, grpc_status_code status, const ProtobufCMessage *resp) {
@@ -310,8 +309,10 @@ static void unary_finish(rpc_call *c, grpc_status_code status, const ProtobufCMe
         ops[n++].data.send_message.send_message = c->unary_response;
     }
     rpc_call_status_op(c, &ops[n++], status, message);
-    ops[n].op = GRPC_OP_RECV_CLOSE_ON_SERVER;
-    ops[n++].data.recv_close_on_server.cancelled = &c->cancelled_flag;
+    if (!c->close_posted) {
+        ops[n].op = GRPC_OP_RECV_CLOSE_ON_SERVER;
+        ops[n++].data.recv_close_on_server.cancelled = &c->cancelled_flag;
+    }
     c->final_tag.done = unary_done;
     rpc_call_start_batch(c, ops, n, &c->final_tag);
 }
@@ -352,10 +353,30 @@ static void run_unary(rpc_call *c, grpc_byte_buffer *payload) {
             rpc_call_set_error(c, "out of memory");
             st = GRPC_STATUS_RESOURCE_EXHAUSTED;
         } else {
+            /* The call's one reference belongs to its final batch; this
+             * one keeps it alive while the handler runs, since a handler
+             * that goes asynchronous may see it completed (and the batch
+             * done) before it returns. */
+            c->unary_resp = resp;
+            rpc_call_ref(c);
             st = m->unary(c, c->request, resp, m->arg);
+            if (st == RPC_PENDING) {
+                rpc_call_unref(c);
+                return;
+            }
+            unary_finish(c, st, resp);
+            rpc_call_unref(c);
+            return;
         }
     }
     unary_finish(c, st, resp);
+}
+
+void rpc_call_complete(rpc_call *c, grpc_status_code status) {
+    pthread_mutex_lock(&c->lock);
+    c->finish_requested = 1; /* a cancel that comes now calls nobody */
+    pthread_mutex_unlock(&c->lock);
+    unary_finish(c, status, c->unary_resp);
 }
 
 /* ---- dispatch ---- */

@@ -96,7 +96,9 @@ struct rpc_call {
     grpc_metadata trailer;
     grpc_slice details;
     grpc_byte_buffer *unary_response;
-    int cancelled_flag; /* written by RECV_CLOSE_ON_SERVER */
+    ProtobufCMessage *unary_resp; /* the handler's response, for rpc_call_complete */
+    int cancelled_flag;           /* written by RECV_CLOSE_ON_SERVER */
+    int close_posted;             /* RECV_CLOSE_ON_SERVER went out on its own batch */
 
     /* Streaming state, guarded by lock. */
     pthread_mutex_t lock;
@@ -120,6 +122,11 @@ struct rpc_call {
 void rpc_call_dispatch(rpc_server *srv, const rpc_method_entry *m, grpc_call *call,
                        gpr_timespec deadline, grpc_metadata_array *md, grpc_byte_buffer *payload,
                        const char *unknown_path);
+
+/* rpc_stream.c: posts RECV_CLOSE_ON_SERVER on a batch of its own (a
+ * stream at its start; a pending unary call when it asks to hear of a
+ * cancel), so cancellation is learnt while the call runs. */
+void rpc_call_watch_close(rpc_call *c);
 
 /* rpc_call.c, for rpc_stream.c. */
 void rpc_call_ref(rpc_call *c);

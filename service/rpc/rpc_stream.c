@@ -115,6 +115,9 @@ void rpc_call_finish(rpc_call *c, grpc_status_code status, const char *message) 
 }
 
 int rpc_call_on_cancel(rpc_call *c, void (*fn)(rpc_call *, void *), void *arg) {
+    /* A unary call learns of a cancel only once it watches for the close
+     * (the handler's thread, before it returns RPC_PENDING). */
+    if (c->entry && c->entry->m.kind == RPC_UNARY && !c->close_posted) rpc_call_watch_close(c);
     pthread_mutex_lock(&c->lock);
     int gone = c->cancelled || c->closed;
     if (!gone) {
@@ -143,9 +146,10 @@ static void close_done(rpc_tag *tag, int ok) {
     rpc_call_unref(c);
 }
 
-static void post_close(rpc_call *c) {
+void rpc_call_watch_close(rpc_call *c) {
     grpc_op op = {.op = GRPC_OP_RECV_CLOSE_ON_SERVER,
                   .data.recv_close_on_server.cancelled = &c->cancelled_flag};
+    c->close_posted = 1;
     rpc_call_ref(c); /* dropped by the close tag */
     rpc_call_start_batch(c, &op, 1, &c->close_tag);
 }
@@ -158,7 +162,7 @@ static void stream_end(rpc_call *c, grpc_status_code status) {
 
 void rpc_stream_run(rpc_call *c, grpc_byte_buffer *payload) {
     const rpc_method *m = &c->entry->m;
-    post_close(c);
+    rpc_call_watch_close(c);
     grpc_status_code st = rpc_call_decode_request(c, payload);
     if (st == GRPC_STATUS_OK) st = rpc_call_intercept(c);
     if (st == GRPC_STATUS_OK) {
@@ -219,7 +223,7 @@ static void bidi_post_recv(rpc_call *c) {
 }
 
 void rpc_stream_run_bidi(rpc_call *c) {
-    post_close(c);
+    rpc_call_watch_close(c);
     c->msg_arena = arena_pool_get(c->srv->arenas);
     grpc_status_code st = c->msg_arena ? rpc_call_intercept(c) : GRPC_STATUS_RESOURCE_EXHAUSTED;
     if (st == GRPC_STATUS_OK) bidi_post_recv(c);

@@ -70,9 +70,9 @@ static void on_queue_timer(uv_timer_t *t) {
         if (q->deadline_ms <= now) {
             queue_remove(p, q);
             apg_answer_err(q, STATUS_ETIMEOUT,
-                       "%s: the deadline passed after %lld ms waiting for a PostgreSQL "
-                       "connection (all %d busy or connecting)",
-                       apg_what(q), (long long)(now - q->submit_ms), p->o.size);
+                           "%s: the deadline passed after %lld ms waiting for a PostgreSQL "
+                           "connection (all %d busy or connecting)",
+                           apg_what(q), (long long)(now - q->submit_ms), p->o.size);
         } else if (q->deadline_ms < next) {
             next = q->deadline_ms;
         }
@@ -106,10 +106,9 @@ void apg_take_next(apg_conn *c) {
             apg_answer_err(q, STATUS_ECANCELLED, "%s: cancelled by the caller", apg_what(q));
         else if (q->deadline_ms <= now)
             apg_answer_err(q, STATUS_ETIMEOUT,
-                       "%s: the deadline passed waiting for a PostgreSQL connection",
-                       apg_what(q));
-        else
-            apg_conn_start(c, q);
+                           "%s: the deadline passed waiting for a PostgreSQL connection",
+                           apg_what(q));
+        else apg_conn_start(c, q);
     }
 }
 
@@ -156,14 +155,14 @@ static void submit_on_loop(evloop_task *t) {
     }
     if (!apg_any_alive(p)) {
         apg_answer_err(q, STATUS_EUNAVAILABLE, "%s: PostgreSQL is unreachable (%s); retrying",
-                   apg_what(q), p->last_error[0] ? p->last_error : "not connected");
+                       apg_what(q), p->last_error[0] ? p->last_error : "not connected");
         return;
     }
     if (p->qlen >= p->o.max_queue) {
         apg_answer_err(q, STATUS_EBUSY,
-                   "%s: PostgreSQL is saturated: all %d connections busy and %d calls "
-                   "waiting (--pg-pool-size, --pg-queue-max)",
-                   apg_what(q), p->o.size, p->qlen);
+                       "%s: PostgreSQL is saturated: all %d connections busy and %d calls "
+                       "waiting (--pg-pool-size, --pg-queue-max)",
+                       apg_what(q), p->o.size, p->qlen);
         return;
     }
     q->prev = p->qtail;
@@ -235,7 +234,6 @@ static void handle_closed(uv_handle_t *h) {
     if (--p->handles == 0) apg_signal_done(p);
 }
 
-
 static void teardown_on_loop(evloop_task *t) {
     apg *p = (apg *)((char *)t - offsetof(apg, task));
     p->closing = 1;
@@ -245,7 +243,8 @@ static void teardown_on_loop(evloop_task *t) {
         apg_query *q = c->q;
         apg_conn_close(c);
         c->state = C_CLOSED;
-        if (q) apg_answer_err(q, STATUS_EUNAVAILABLE, "%s: the server is shutting down", apg_what(q));
+        if (q)
+            apg_answer_err(q, STATUS_EUNAVAILABLE, "%s: the server is shutting down", apg_what(q));
         uv_close((uv_handle_t *)&c->timer, apg_conn_handle_closed);
     }
     uv_close((uv_handle_t *)&p->queue_timer, handle_closed);
@@ -305,7 +304,8 @@ int apg_create(evloop *loop, const apg_options *o, apg **out, char *err, size_t 
     p->o = *o;
     p->queue_timer_at = INT64_MAX;
     atomic_init(&p->connected, 0);
-    if (build_params(p, err, errlen) != 0 || !(p->conns = calloc((size_t)o->size, sizeof *p->conns))) {
+    if (build_params(p, err, errlen) != 0 ||
+        !(p->conns = calloc((size_t)o->size, sizeof *p->conns))) {
         if (!err[0]) snprintf(err, errlen, "postgres: out of memory");
         free_params(p);
         free(p);

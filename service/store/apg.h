@@ -37,12 +37,12 @@ typedef struct apg_conn apg_conn;
 typedef struct apg_query apg_query;
 
 typedef struct apg_options {
-    const char *url;             /* libpq URI or key=value string */
-    int size;                    /* connections (>= 1) */
-    int max_queue;               /* queries waiting for a connection; more: STATUS_EBUSY */
-    int connect_timeout_ms;      /* one connection attempt */
-    int64_t default_timeout_ms;  /* a query submitted without a deadline */
-    int check_interval_ms;       /* client_connection_check_interval (0: 100) */
+    const char *url;            /* libpq URI or key=value string */
+    int size;                   /* connections (>= 1) */
+    int max_queue;              /* queries waiting for a connection; more: STATUS_EBUSY */
+    int connect_timeout_ms;     /* one connection attempt */
+    int64_t default_timeout_ms; /* a query submitted without a deadline */
+    int check_interval_ms;      /* client_connection_check_interval (0: 100) */
 } apg_options;
 
 /* Called once per query on the loop thread. status is STATUS_OK with res

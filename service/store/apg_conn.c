@@ -110,12 +110,12 @@ static void conn_broken(apg_conn *c, const char *why) {
     apg_query *q = c->q;
     char line[200];
     apg_first_line(line, sizeof line, why);
-    log_fields(LOG_WARN, "postgres: connection lost", LOG_F_STR, "error", line, LOG_F_STR,
-               "during", q ? apg_what(q) : "idle", LOG_F_END);
+    log_fields(LOG_WARN, "postgres: connection lost", LOG_F_STR, "error", line, LOG_F_STR, "during",
+               q ? apg_what(q) : "idle", LOG_F_END);
     apg_conn_close(c);
     if (q)
         apg_answer_err(q, STATUS_EUNAVAILABLE, "%s: PostgreSQL connection lost (%s)", apg_what(q),
-                   line);
+                       line);
     if (!c->p->closing) apg_conn_connect(c);
 }
 
@@ -184,8 +184,8 @@ static void query_finished(apg_conn *c) {
         conn_broken(c, "cannot watch the connection's socket");
         return;
     }
-    if (!failure && res && (PQresultStatus(res) == PGRES_TUPLES_OK ||
-                            PQresultStatus(res) == PGRES_COMMAND_OK)) {
+    if (!failure && res &&
+        (PQresultStatus(res) == PGRES_TUPLES_OK || PQresultStatus(res) == PGRES_COMMAND_OK)) {
         apg_answer(q, STATUS_OK, res);
     } else {
         const PGresult *why = failure ? failure : res;
@@ -247,7 +247,7 @@ void apg_conn_start(apg_conn *c, apg_query *q) {
     const pgq_sql *s = q->sql;
     if (s->overflow) {
         apg_answer_err(q, STATUS_EINTERNAL, "%s: the statement is longer than its buffer",
-                   apg_what(q));
+                       apg_what(q));
         return;
     }
     c->q = q;

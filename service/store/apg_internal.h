@@ -31,11 +31,11 @@ struct apg_conn {
     /* the running statement */
     apg_query *q;
     pgq_plan plan;
-    int plan_open;      /* plan's key not yet released */
-    int skip;           /* results before the statement's own (its Parse) */
-    int seen;           /* results read so far */
-    PGresult *res;      /* the statement's */
-    PGresult *failure;  /* the first refused one (Parse or statement) */
+    int plan_open;     /* plan's key not yet released */
+    int skip;          /* results before the statement's own (its Parse) */
+    int seen;          /* results read so far */
+    PGresult *res;     /* the statement's */
+    PGresult *failure; /* the first refused one (Parse or statement) */
 };
 
 struct apg {

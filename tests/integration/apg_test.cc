@@ -307,8 +307,10 @@ TEST_F(ApgTest, KilledConnectionIsReplaced) {
     Call c("SELECT 1");
     Submit(&c);
     ASSERT_TRUE(c.Wait());
-    if (c.status == STATUS_OK) ok_at = i;
-    else EXPECT_EQ(STATUS_EUNAVAILABLE, c.status) << c.err;
+    if (c.status == STATUS_OK)
+      ok_at = i;
+    else
+      EXPECT_EQ(STATUS_EUNAVAILABLE, c.status) << c.err;
     if (ok_at < 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   EXPECT_GE(ok_at, 0) << "no fresh connection after the backend was killed";

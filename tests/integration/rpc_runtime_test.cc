@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <thread>
+#include <vector>
 
 #include "grpc/health/v1/health.pb.h"
 #include "tests/testing/grpc_client.h"
@@ -72,6 +73,51 @@ grpc_status_code Forever(rpc_call* call, const ProtobufCMessage*, void*) {
   Grpc__Health__V1__HealthCheckResponse m = GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__INIT;
   m.status = GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING;
   rpc_call_send(call, &m.base);
+  return RPC_PENDING;
+}
+
+// Asynchronous unary handlers: they return RPC_PENDING at once and the call
+// is completed later from another thread, as the event loop does.
+std::atomic<int> g_unary_cancelled{0};
+
+void CompleteLater(rpc_call* call, ProtobufCMessage* resp, int ms, grpc_status_code st) {
+  std::thread([=] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    if (st == GRPC_STATUS_OK)
+      reinterpret_cast<Grpc__Health__V1__HealthCheckResponse*>(resp)->status =
+          GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING;
+    else
+      rpc_call_set_error(call, "failed later, as asked");
+    rpc_call_complete(call, st);
+  }).detach();
+}
+
+// "<ms>" answers SERVING after ms; "fail:<ms>" fails (ABORTED) after ms;
+// "now" completes before the handler even returns.
+grpc_status_code Later(rpc_call* call, const ProtobufCMessage* req, ProtobufCMessage* resp, void*) {
+  const char* s = reinterpret_cast<const Grpc__Health__V1__HealthCheckRequest*>(req)->service;
+  if (strcmp(s, "now") == 0) {
+    reinterpret_cast<Grpc__Health__V1__HealthCheckResponse*>(resp)->status =
+        GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING;
+    rpc_call_complete(call, GRPC_STATUS_OK);
+    return RPC_PENDING;
+  }
+  if (strncmp(s, "fail:", 5) == 0)
+    CompleteLater(call, resp, atoi(s + 5), GRPC_STATUS_ABORTED);
+  else
+    CompleteLater(call, resp, atoi(s), GRPC_STATUS_OK);
+  return RPC_PENDING;
+}
+
+void HangCancelled(rpc_call* call, void*) {
+  g_unary_cancelled++;
+  rpc_call_set_error(call, "cancelled while pending");
+  rpc_call_complete(call, GRPC_STATUS_CANCELLED);
+}
+
+// Pending until the client cancels or its deadline passes.
+grpc_status_code Hang(rpc_call* call, const ProtobufCMessage*, ProtobufCMessage*, void*) {
+  if (rpc_call_on_cancel(call, HangCancelled, nullptr) != 0) return GRPC_STATUS_CANCELLED;
   return RPC_PENDING;
 }
 
@@ -163,6 +209,8 @@ class RuntimeTest : public ::testing::Test {
     mirror.response = kReq;
     mirror.unary = Mirror;
     ASSERT_EQ(0, rpc_server_add_method(srv_, &mirror));
+    Add("/test.T/Later", RPC_UNARY, Later, nullptr, nullptr);
+    Add("/test.T/Hang", RPC_UNARY, Hang, nullptr, nullptr);
     Add("/test.T/Count", RPC_SERVER_STREAM, nullptr, Count, nullptr);
     Add("/test.T/Forever", RPC_SERVER_STREAM, nullptr, Forever, nullptr);
     Add("/test.T/Echo", RPC_BIDI_STREAM, nullptr, nullptr, Echo);
@@ -357,6 +405,70 @@ TEST_F(RuntimeTest, ClientCancelReachesStreamingHandler) {
   for (int i = 0; i < 200 && g_cancelled.load() == before; i++)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_EQ(before + 1, g_cancelled.load());
+}
+
+TEST_F(RuntimeTest, PendingUnaryIsCompletedFromAnotherThread) {
+  auto r = Unary(ch_, "/test.T/Later", Req("20"));
+  ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+  EXPECT_EQ(1, StatusOf(r.body));
+  auto f = Unary(ch_, "/test.T/Later", Req("fail:20"));
+  EXPECT_EQ(grpc::StatusCode::ABORTED, f.status.error_code());
+  EXPECT_EQ("failed later, as asked", f.status.error_message());
+}
+
+TEST_F(RuntimeTest, UnaryCompletedBeforeItsHandlerReturnsIsAnsweredOnce) {
+  for (int i = 0; i < 50; i++) {
+    auto r = Unary(ch_, "/test.T/Later", Req("now"));
+    ASSERT_TRUE(r.status.ok()) << i << ": " << r.status.error_message();
+    EXPECT_EQ(1, StatusOf(r.body));
+  }
+}
+
+// With 2 workers, 40 calls that each wait 400 ms elsewhere end together:
+// a pending call holds no worker (blocking ones would take 8 s).
+TEST_F(RuntimeTest, PendingUnaryCallsHoldNoWorker) {
+  std::vector<std::thread> ts;
+  std::atomic<int> ok{0};
+  auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 40; i++)
+    ts.emplace_back([&] {
+      if (Unary(ch_, "/test.T/Later", Req("400"), 10000).status.ok()) ok++;
+    });
+  // Meanwhile a quick call is answered at once.
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  auto q0 = std::chrono::steady_clock::now();
+  auto quick = Unary(ch_, "/test.T/Slow", Req("0"), 5000);
+  auto quick_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - q0)
+          .count();
+  for (auto& t : ts) t.join();
+  auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
+                  std::chrono::steady_clock::now() - start)
+                  .count();
+  EXPECT_TRUE(quick.status.ok());
+  EXPECT_LT(quick_ms, 250) << "a quick call waited behind pending ones";
+  EXPECT_EQ(40, ok.load());
+  EXPECT_LT(took, 3000) << "pending calls were served one worker at a time";
+}
+
+TEST_F(RuntimeTest, ClientCancelAndDeadlineReachAPendingUnaryCall) {
+  int before = g_unary_cancelled.load();
+  auto r = Unary(ch_, "/test.T/Hang", Req(""), 200);
+  EXPECT_EQ(grpc::StatusCode::DEADLINE_EXCEEDED, r.status.error_code());
+  for (int i = 0; i < 200 && g_unary_cancelled.load() == before; i++)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(before + 1, g_unary_cancelled.load());
+}
+
+TEST_F(RuntimeTest, ShutdownCancelsPendingUnaryCallsAfterGrace) {
+  int before = g_unary_cancelled.load();
+  testing_client::Result r;
+  std::thread t([&] { r = Unary(ch_, "/test.T/Hang", Req(""), 20000); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  rpc_server_shutdown(srv_, 300);
+  t.join();
+  EXPECT_EQ(before + 1, g_unary_cancelled.load());
+  EXPECT_FALSE(r.status.ok());
 }
 
 TEST_F(RuntimeTest, BidiAnswersEachMessageAndEndsOkOnHalfClose) {
