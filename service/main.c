@@ -19,6 +19,8 @@
 #include "service/reflection/reflection.h"
 #include "service/rpc/rpc.h"
 #include "service/rpc/rpc_log.h"
+#include "service/store/apg.h"
+#include "service/store/evloop.h"
 #include "service/store/instance.h"
 #include "service/store/pg_migrate.h"
 #include "service/store/pg_pool.h"
@@ -43,6 +45,8 @@ static const tier *const tiers[] = {TIERS(TIER_ENTRY)};
 typedef struct {
     config cfg;
     pg_pool *pg;
+    evloop *loop; /* backend I/O (rpc.h's execution model) */
+    apg *pga;     /* PostgreSQL on loop */
     redis_pool *redis;
     descpool *pool;
     health *health;
@@ -78,6 +82,16 @@ static char *read_file(const char *path, char *err, size_t errlen) {
 static int open_backends(app *a, char *err) {
     const config *c = &a->cfg;
     if (pg_pool_create(c->pg_url, c->pg_pool_size, c->pg_connect_timeout_s, &a->pg, err, ERRLEN))
+        return -1;
+    apg_options po = {
+        .url = c->pg_url,
+        .size = c->pg_pool_size,
+        .max_queue = c->pg_queue_max,
+        .connect_timeout_ms = c->pg_connect_timeout_s * 1000,
+        .default_timeout_ms = c->default_deadline_ms,
+    };
+    if (evloop_create("backend", &a->loop, err, ERRLEN) != 0 ||
+        apg_create(a->loop, &po, &a->pga, err, ERRLEN) != 0)
         return -1;
     if (c->migrate) {
         char merr[ERRLEN];
@@ -167,6 +181,7 @@ static int build_server(app *a, char *err) {
     tier_env env = {
         .cfg = c,
         .pg = a->pg,
+        .pga = a->pga,
         .redis = a->redis,
         .auth = a->auth,
         .audit = a->audit,
@@ -191,6 +206,8 @@ static void teardown(app *a) {
     health_free(a->health);
     descpool_free(a->pool);
     redis_pool_free(a->redis);
+    apg_free(a->pga); /* after the server: pending calls end through it */
+    evloop_free(a->loop);
     pg_pool_free(a->pg);
     config_free(&a->cfg);
 }

@@ -14,6 +14,8 @@ typedef struct config {
     char *pg_url;                   /* libpq connection URI (required) */
     int pg_pool_size;               /* libpq connections kept open */
     int pg_connect_timeout_s;       /* per connection attempt */
+    int pg_queue_max;               /* calls waiting for a PostgreSQL connection */
+    int default_deadline_ms;        /* backend work of a call without a deadline */
     char *redis_url;                /* redis://host:port[/db]; empty = L1 cache only */
     char *qdrant_url;               /* http(s)://host:port; empty = embedded index */
     char *qdrant_api_key;           /* sent as the api-key header */

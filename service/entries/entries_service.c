@@ -106,7 +106,7 @@ static int entries_open(tier_env *env, void **state, char *err, size_t errlen) {
     entries_service *svc = *state = tier_state_new(sizeof *svc, err, errlen);
     if (!svc) return -1;
     svc->env = env;
-    svc->store = tier_store_on(env->pg, env->max_response_bytes);
+    svc->store = tier_store_on(env->pg, env->pga, env->max_response_bytes);
     return 0;
 }
 

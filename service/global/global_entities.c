@@ -88,6 +88,15 @@ void global_sql_get_entity(const tier_ctx *c, const char *id, pgq_sql *b) {
     pgq_sql_add(b, " AND e.id = $%d", pgq_text(b, id));
 }
 
+/* The entity in GetEntity's result: tenant_wide (the cache's load) checks
+ * only the tenant, else the whole read diode. */
+static int entity_of(tier_ctx *c, const PGresult *r, const char *id, int tenant_wide,
+                     global_entity *out) {
+    if (PQntuples(r) == 0) return tier_fail(c, STATUS_ENOTFOUND, "entity %s not found", id);
+    return tenant_wide ? global_decode_entity_row(c, r, 0, out)
+                       : global_decode_entity(c, r, 0, out);
+}
+
 static int get_entity(pgq_session *ss, tier_ctx *c, void *arg) {
     get_entity_args *a = arg;
     pgq_sql b = {0};
@@ -99,9 +108,7 @@ static int get_entity(pgq_session *ss, tier_ctx *c, void *arg) {
     PGresult *r;
     int rc = pgq_pipeline(ss, a->tenant_wide ? "load entity" : "get entity", NULL, &b, 1, &r);
     if (rc != STATUS_OK) return rc;
-    if (PQntuples(r) == 0) rc = tier_fail(c, STATUS_ENOTFOUND, "entity %s not found", a->id);
-    else if (a->tenant_wide) rc = global_decode_entity_row(c, r, 0, a->out);
-    else rc = global_decode_entity(c, r, 0, a->out);
+    rc = entity_of(c, r, a->id, a->tenant_wide, a->out);
     PQclear(r);
     return rc;
 }
@@ -109,6 +116,32 @@ static int get_entity(pgq_session *ss, tier_ctx *c, void *arg) {
 int global_get_entity(global_store *s, tier_ctx *c, const char *id, global_entity *out) {
     get_entity_args a = {id, 0, out};
     return global_run(s, c, get_entity, &a);
+}
+
+typedef struct {
+    const char *id;
+    global_entity *out;
+    void (*done)(void *arg, int rc);
+    void *arg;
+} get_entity_async;
+
+static void get_entity_answered(tier_async *op, int rc, PGresult *res) {
+    get_entity_async *g = op->arg;
+    if (rc == STATUS_OK) rc = entity_of(op->c, res, g->id, 0, g->out);
+    PQclear(res);
+    g->done(g->arg, rc);
+}
+
+tier_async *global_get_entity_async(global_store *s, tier_ctx *c, const char *id,
+                                    global_entity *out, void (*done)(void *arg, int rc),
+                                    void *arg) {
+    (void)s;
+    get_entity_async *g = arena_alloc(c->ar, sizeof *g);
+    tier_async *op = g ? tier_async_new(c, "get entity", get_entity_answered, g) : NULL;
+    if (!op) return NULL;
+    *g = (get_entity_async){id, out, done, arg};
+    global_sql_get_entity(c, id, &op->sql);
+    return op;
 }
 
 int global_load_entity(global_store *s, tier_ctx *c, const char *id, global_entity *out) {

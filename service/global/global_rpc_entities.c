@@ -74,25 +74,47 @@ static int load_entity(void *arg, arena *a, cache_record *out) {
     return STATUS_OK;
 }
 
+/* GetEntity straight from the store, on the event loop. */
+typedef struct {
+    rpc_call *call;
+    tier_ctx *c;
+    const char *id;
+    global_entity e;
+    Memory__V1__GetEntityResponse *resp;
+} get_entity_call;
+
+static void get_entity_done(void *arg, int rc) {
+    get_entity_call *g = arg;
+    if (rc == STATUS_OK && !(g->resp->entity = global_render_entity(g->c->ar, &g->e)))
+        rc = STATUS_ENOMEM;
+    if (rc == STATUS_OK) tier_target(g->call, "entity:%s", g->id);
+    tier_complete(g->call, rc, g->c);
+}
+
+static grpc_status_code get_entity_pending(rpc_call *call, global_service *svc, const char *id,
+                                           Memory__V1__GetEntityResponse *resp) {
+    get_entity_call *g = arena_zalloc(rpc_call_arena(call), sizeof *g);
+    tier_ctx *c = g ? tier_ctx_pending(call, "global", NULL) : NULL;
+    if (!c) return rpc_call_oom(call);
+    *g = (get_entity_call){.call = call, .c = c, .id = id, .resp = resp};
+    tier_async *op = global_get_entity_async(&svc->store, c, id, &g->e, get_entity_done, g);
+    if (!op) return rpc_call_oom(call);
+    return tier_pending(call, &svc->store, op);
+}
+
 RPC_UNARY_HANDLER(global_do_get_entity, global_service, Memory__V1__GetEntityRequest,
                   Memory__V1__GetEntityResponse) {
     const char *id = req->id;
     RPC_CHECK(tier_check_id(call, "id", &id, 0));
+    if (!svc->entities) return get_entity_pending(call, svc, id, resp);
+    /* Through the entity cache (its loads still block this worker). */
     tier_ctx c = global_ctx(svc, call, 0);
-    int rc;
-    if (svc->entities) {
-        entity_load l = {svc, &c, id};
-        ProtobufCMessage *m = NULL;
-        rc = cache_records_get(svc->entities, c.p, c.read_breadth, id, c.deadline_ms,
+    entity_load l = {svc, &c, id};
+    ProtobufCMessage *m = NULL;
+    int rc = cache_records_get(svc->entities, c.p, c.read_breadth, id, c.deadline_ms,
                                rpc_call_arena(call), load_entity, &l, &m);
-        if (rc == STATUS_ENOTFOUND) tier_fail(&c, rc, "entity %s not found", id);
-        resp->entity = (Memory__V1__Entity *)m;
-    } else {
-        global_entity e;
-        rc = global_get_entity(&svc->store, &c, id, &e);
-        if (rc == STATUS_OK && !(resp->entity = global_render_entity(rpc_call_arena(call), &e)))
-            rc = STATUS_ENOMEM;
-    }
+    if (rc == STATUS_ENOTFOUND) tier_fail(&c, rc, "entity %s not found", id);
+    resp->entity = (Memory__V1__Entity *)m;
     if (rc != STATUS_OK) return tier_status(call, rc, &c);
     tier_target(call, "entity:%s", id);
     return GRPC_STATUS_OK;

@@ -87,6 +87,12 @@ int global_put_entity(global_store *s, tier_ctx *c, const global_entity_in *in, 
                       int *created);
 /* STATUS_ENOTFOUND when absent or hidden. */
 int global_get_entity(global_store *s, tier_ctx *c, const char *id, global_entity *out);
+/* GetEntity on the event loop: the statement, ready for tier_pending; when
+ * it has answered, done(arg, rc) runs once on the loop thread with *out
+ * filled when rc is STATUS_OK (c->err set otherwise). c and out must live
+ * in c's arena. NULL when out of memory (done never runs). */
+tier_async *global_get_entity_async(global_store *s, tier_ctx *c, const char *id,
+                                    global_entity *out, void (*done)(void *arg, int rc), void *arg);
 /* The entity of the caller's tenant whatever its owner and label: for a
  * cache shared by the tenant's callers, which must apply the rest of the
  * read diode (principal_may_read) to every copy it hands out. */

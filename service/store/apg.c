@@ -147,13 +147,18 @@ static void submit_on_loop(evloop_task *t) {
         apg_answer_err(q, STATUS_ETIMEOUT, "%s: the call's deadline had passed", apg_what(q));
         return;
     }
+    apg_conn *unused = NULL;
     for (int i = 0; i < p->o.size; i++) {
         if (p->conns[i].state == C_IDLE) {
             apg_conn_start(&p->conns[i], q);
             return;
         }
+        if (p->conns[i].state == C_UNUSED && !unused) unused = &p->conns[i];
     }
-    if (!apg_any_alive(p)) {
+    /* The last attempt to connect failed and nothing is open: fail fast
+     * (the backoff timers keep trying) rather than queue behind a connect
+     * that is likely to fail too. */
+    if (!apg_any_alive(p) && (p->last_error[0] || !unused)) {
         apg_answer_err(q, STATUS_EUNAVAILABLE, "%s: PostgreSQL is unreachable (%s); retrying",
                        apg_what(q), p->last_error[0] ? p->last_error : "not connected");
         return;
@@ -172,6 +177,9 @@ static void submit_on_loop(evloop_task *t) {
     p->qtail = q;
     p->qlen++;
     arm_queue_timer(p, q->deadline_ms);
+    /* Grow to the demand, up to size; a connect that fails at once
+     * answers the queue, q included. */
+    if (unused) apg_conn_connect(unused);
 }
 
 void apg_submit(apg *p, apg_query *q) {
@@ -181,7 +189,6 @@ void apg_submit(apg *p, apg_query *q) {
     q->err[0] = '\0';
     q->sqlstate[0] = '\0';
     q->submit_ms = apg_now_ms();
-    __atomic_store_n(&q->cancelled, 0, __ATOMIC_RELAXED);
     if (q->deadline_ms == INT64_MAX) q->deadline_ms = q->submit_ms + p->o.default_timeout_ms;
     q->task.fn = submit_on_loop;
     evloop_post(p->loop, &q->task);
@@ -224,8 +231,8 @@ static void setup_on_loop(evloop_task *t) {
         uv_timer_init(uv, &c->timer);
         c->timer.data = c;
         p->handles++;
-        apg_conn_connect(c);
     }
+    apg_conn_connect(&p->conns[0]); /* the others open on demand */
     apg_signal_done(p);
 }
 

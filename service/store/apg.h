@@ -78,11 +78,12 @@ int apg_create(evloop *loop, const apg_options *o, apg **out, char *err, size_t 
  * evloop_free, from a thread other than the loop's. Accepts NULL. */
 void apg_free(apg *p);
 
-/* Queues q (any thread; allocates nothing). */
+/* Queues q (any thread; allocates nothing). q starts zeroed but for the
+ * caller's fields: a cancel that came before the submit ends it at once. */
 void apg_submit(apg *p, apg_query *q);
-/* Asks that q end now with STATUS_ECANCELLED (any thread). A query already
- * answered is not affected; the caller must still keep q valid until done
- * has run (it may run before or after this returns). */
+/* Asks that q end now with STATUS_ECANCELLED (any thread; before or after
+ * apg_submit). A query already answered is not affected; the caller must still keep q valid until
+ * done has run (it may run before or after this returns). */
 void apg_cancel(apg *p, apg_query *q);
 
 /* Connections open and idle or busy right now; a racy snapshot for health

@@ -75,7 +75,7 @@ void apg_conn_close(apg_conn *c) {
     c->q = NULL;
     if (c->pg) PQfinish(c->pg);
     c->pg = NULL;
-    c->state = C_DOWN;
+    c->state = C_UNUSED;
 }
 
 static void on_timer(uv_timer_t *t);
@@ -97,6 +97,7 @@ static void conn_failed(apg_conn *c, const char *why) {
                    "error", p->last_error, LOG_F_END);
     apg_conn_close(c);
     if (p->closing) return;
+    c->state = C_DOWN;
     schedule_reconnect(c);
     if (!apg_any_alive(p)) {
         char why2[256];
@@ -105,7 +106,8 @@ static void conn_failed(apg_conn *c, const char *why) {
     }
 }
 
-/* A connection that worked broke: answer its statement, reconnect now. */
+/* A connection that worked broke: answer its statement; the next query
+ * that needs a connection opens a fresh one. */
 static void conn_broken(apg_conn *c, const char *why) {
     apg_query *q = c->q;
     char line[200];
@@ -116,7 +118,7 @@ static void conn_broken(apg_conn *c, const char *why) {
     if (q)
         apg_answer_err(q, STATUS_EUNAVAILABLE, "%s: PostgreSQL connection lost (%s)", apg_what(q),
                        line);
-    if (!c->p->closing) apg_conn_connect(c);
+    if (!c->p->closing && c->p->qhead) apg_conn_connect(c); /* for those waiting */
 }
 
 static void conn_ready(apg_conn *c) {
@@ -276,7 +278,7 @@ void apg_conn_abandon(apg_conn *c, int status, const char *why) {
     int64_t took = apg_now_ms() - q->submit_ms;
     apg_conn_close(c);
     apg_answer_err(q, status, "%s: %s after %lld ms", apg_what(q), why, (long long)took);
-    if (!c->p->closing) apg_conn_connect(c);
+    if (!c->p->closing && c->p->qhead) apg_conn_connect(c); /* for those waiting */
 }
 
 /* ------------------------------------------------------------ events */

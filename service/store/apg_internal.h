@@ -6,11 +6,15 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <uv.h>
 
 #include "service/store/apg.h"
 #include "service/store/pgq_internal.h"
 
-typedef enum { C_DOWN, C_CONNECTING, C_IDLE, C_BUSY, C_CLOSED } conn_state;
+/* UNUSED: not open, opened when a query finds no idle connection (the
+ * first at start); DOWN: a connection attempt failed, the next is on the
+ * backoff timer. */
+typedef enum { C_UNUSED, C_DOWN, C_CONNECTING, C_IDLE, C_BUSY, C_CLOSED } conn_state;
 
 /* A poll handle is closed asynchronously, so it lives apart from the
  * connection (whose socket changes on every reconnect). */
@@ -82,12 +86,11 @@ void apg_signal_done(apg *p);
 /* Starts connecting (non-blocking, bounded by connect_timeout_ms). */
 void apg_conn_connect(apg_conn *c);
 /* Closes the connection (the server ends what it ran when it next checks
- * the socket) and leaves it DOWN, its statement forgotten. */
+ * the socket) and leaves it UNUSED, its statement forgotten. */
 void apg_conn_close(apg_conn *c);
 /* Sends q on the idle connection c. */
 void apg_conn_start(apg_conn *c, apg_query *q);
-/* Ends c's running statement now with status (closing the connection, and
- * opening another unless the pool is closing). */
+/* Ends c's running statement now with status, closing the connection. */
 void apg_conn_abandon(apg_conn *c, int status, const char *why);
 /* The close callback of a connection's timer (apg_free counts them). */
 void apg_conn_handle_closed(uv_handle_t *h);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <uv.h>
 
 #include "service/core/log.h"
 
@@ -102,6 +103,8 @@ void evloop_post(evloop *l, evloop_task *task) {
     uv_async_send(&l->wake);
 }
 
-uv_loop_t *evloop_uv(evloop *l) { return &l->uv; }
+struct uv_loop_s *evloop_uv(evloop *l) {
+    return &l->uv;
+}
 
 int evloop_on_loop(const evloop *l) { return pthread_equal(pthread_self(), l->thread); }

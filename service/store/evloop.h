@@ -12,7 +12,8 @@
 #define MEMORYD_STORE_EVLOOP_H
 
 #include <stddef.h>
-#include <uv.h>
+
+struct uv_loop_s; /* <uv.h>, which only the files using handles include */
 
 typedef struct evloop evloop;
 
@@ -35,7 +36,7 @@ void evloop_post(evloop *l, evloop_task *task);
 
 /* The libuv loop, for handles (uv_poll_t, uv_timer_t) that live on it:
  * only the loop thread may touch them. */
-uv_loop_t *evloop_uv(evloop *l);
+struct uv_loop_s *evloop_uv(evloop *l);
 /* 1 on the loop thread (for assertions). */
 int evloop_on_loop(const evloop *l);
 

@@ -20,6 +20,7 @@
 #include "service/health/health_probe.h"
 #include "service/privacy/pii_policy.h"
 #include "service/rpc/rpc.h"
+#include "service/store/apg.h"
 #include "service/store/pg_pool.h"
 #include "service/store/redis_pool.h"
 
@@ -28,6 +29,7 @@ struct cache_records;
 typedef struct tier_env {
     const config *cfg; /* every flag (core/config.h) */
     pg_pool *pg;       /* PostgreSQL: always there */
+    apg *pga;          /* PostgreSQL on the event loop (store/apg.h): always there */
     redis_pool *redis; /* NULL: no Redis configured */
     authn *auth;       /* tokens, revocations */
     audit *audit;      /* the audit trail */

@@ -30,3 +30,40 @@ void tier_target(rpc_call *call, const char *fmt, ...) {
     va_end(ap);
     if (n >= 0) audit_add_target(call, buf);
 }
+
+/* ---- a call answered from the event loop ---- */
+
+tier_ctx *tier_ctx_pending(rpc_call *call, const char *tier, audit *write_audit) {
+    tier_ctx *c = arena_alloc(rpc_call_arena(call), sizeof *c);
+    if (c) *c = tier_ctx_for(call, tier, write_audit);
+    return c;
+}
+
+typedef struct {
+    const tier_store *s;
+    tier_async *op;
+} pending_op;
+
+static void cancel_pending(rpc_call *call, void *arg) {
+    (void)call;
+    pending_op *p = arg;
+    tier_async_cancel(p->s, p->op);
+}
+
+grpc_status_code tier_pending(rpc_call *call, const tier_store *s, tier_async *op) {
+    pending_op *p = arena_alloc(rpc_call_arena(call), sizeof *p);
+    if (!p) return rpc_call_oom(call);
+    *p = (pending_op){s, op};
+    /* Registered before the submit: once submitted, the call may complete
+     * on the loop thread at any moment. */
+    if (rpc_call_on_cancel(call, cancel_pending, p) != 0) {
+        rpc_call_set_error(call, "the client cancelled the call");
+        return GRPC_STATUS_CANCELLED;
+    }
+    tier_async_submit(s, op);
+    return RPC_PENDING;
+}
+
+void tier_complete(rpc_call *call, int rc, const tier_ctx *c) {
+    rpc_call_complete(call, tier_status(call, rc, c));
+}

@@ -7,6 +7,7 @@
 #include "service/audit/audit.h"
 #include "service/rpc/rpc.h"
 #include "service/tier/tier_ctx.h"
+#include "service/tier/tier_sql.h"
 
 /* The context for call in tier ("entries": scopes "<tier>:read" and
  * "<tier>:write"): the call's principal, deadline and arena. With
@@ -30,5 +31,18 @@ grpc_status_code tier_status(rpc_call *call, int rc, const tier_ctx *c);
 /* Names a record the call addressed or returned in its audit row
  * ("entity:ada", "point:docs/42"). Dropped silently when out of memory. */
 void tier_target(rpc_call *call, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- a call answered from the event loop (rpc.h's execution model) ---- */
+
+/* tier_ctx_for's context, in the call's arena: a pending call outlives
+ * its handler's frame. NULL when out of memory. */
+tier_ctx *tier_ctx_pending(rpc_call *call, const char *tier, audit *write_audit);
+/* Lets the client's cancel (or passed deadline) end op, submits op, and
+ * returns RPC_PENDING for the handler to return; CANCELLED (nothing
+ * submitted) when the client is gone already. op's done ends the call
+ * with tier_complete. */
+grpc_status_code tier_pending(rpc_call *call, const tier_store *s, tier_async *op);
+/* Ends a pending call with the store's code (tier_status's mapping). */
+void tier_complete(rpc_call *call, int rc, const tier_ctx *c);
 
 #endif

@@ -1,6 +1,7 @@
 /* tier_sql: the record rules in SQL; see tier_sql.h. */
 #include "service/tier/tier_sql.h"
 
+#include <stdio.h>
 #include <string.h>
 
 typedef struct {
@@ -58,10 +59,40 @@ int tier_sql_lock(pgq_session *ss, tier_ctx *c, const pgq_sql *sql, int begin, t
     return STATUS_OK;
 }
 
-tier_store tier_store_on(pg_pool *pg, size_t max_response_bytes) {
-    return (tier_store){pg, max_response_bytes ? max_response_bytes : TIER_STORE_RESPONSE_BYTES};
+tier_store tier_store_on(pg_pool *pg, apg *pga, size_t max_response_bytes) {
+    return (tier_store){pg, pga,
+                        max_response_bytes ? max_response_bytes : TIER_STORE_RESPONSE_BYTES};
 }
 
 int tier_store_run(const tier_store *s, tier_ctx *c, tier_sql_fn fn, void *arg) {
     return tier_sql_run(s->pg, c, TIER_MAX_STATEMENT_MS, fn, arg);
 }
+
+/* ---- one statement on the event loop ---- */
+
+static void async_done(apg_query *q, int status, PGresult *res) {
+    tier_async *op = q->arg;
+    if (status != STATUS_OK) snprintf(op->c->err, sizeof op->c->err, "%s", q->err);
+    op->done(op, status, res);
+}
+
+tier_async *tier_async_new(tier_ctx *c, const char *what, tier_async_fn done, void *arg) {
+    tier_async *op = arena_zalloc(c->ar, sizeof *op);
+    if (!op) return NULL;
+    op->c = c;
+    op->done = done;
+    op->arg = arg;
+    op->q.sql = &op->sql;
+    op->q.what = what;
+    op->q.done = async_done;
+    op->q.arg = op;
+    return op;
+}
+
+void tier_async_submit(const tier_store *s, tier_async *op) {
+    op->c->err[0] = '\0';
+    op->q.deadline_ms = op->c->deadline_ms;
+    apg_submit(s->pga, &op->q);
+}
+
+void tier_async_cancel(const tier_store *s, tier_async *op) { apg_cancel(s->pga, &op->q); }

@@ -8,6 +8,7 @@
 
 #include <libpq-fe.h>
 
+#include "service/store/apg.h"
 #include "service/store/pgq.h"
 #include "service/tier/tier_ctx.h"
 #include "service/tier/tier_record.h"
@@ -27,6 +28,7 @@ int tier_sql_commit(pgq_session *ss, tier_ctx *c);
  * it outlives the store) and how much one answer may carry. */
 typedef struct tier_store {
     pg_pool *pg;
+    apg *pga;                  /* the asynchronous pool (tier_async); borrowed */
     size_t max_response_bytes; /* bytes of records per List/Query/Traverse answer */
 } tier_store;
 
@@ -35,8 +37,8 @@ typedef struct tier_store {
 /* A store's answer budget when its tier does not give one. */
 #define TIER_STORE_RESPONSE_BYTES ((size_t)4 << 20)
 
-/* The store on pg; max_response_bytes 0: TIER_STORE_RESPONSE_BYTES. */
-tier_store tier_store_on(pg_pool *pg, size_t max_response_bytes);
+/* The store on pg and pga; max_response_bytes 0: TIER_STORE_RESPONSE_BYTES. */
+tier_store tier_store_on(pg_pool *pg, apg *pga, size_t max_response_bytes);
 /* tier_sql_run on the store's pool. */
 int tier_store_run(const tier_store *s, tier_ctx *c, tier_sql_fn fn, void *arg);
 
@@ -52,5 +54,34 @@ void tier_sql_read_diode(pgq_sql *b, const tier_ctx *c, const char *alias);
  * gets the result (for the extra columns), which the caller PQclears. */
 int tier_sql_lock(pgq_session *ss, tier_ctx *c, const pgq_sql *sql, int begin, tier_row *row,
                   PGresult **res);
+
+/* ---- one statement on the event loop (rpc.h's execution model) ----
+ *
+ * The store builds the statement in op->sql and binds its continuation;
+ * the caller registers its cancel (rpc_call_on_cancel) and submits, and
+ * returns. The result comes to done on the loop thread. The op and c live
+ * in c's arena (they outlive the handler's stack frame) until done ran. */
+typedef struct tier_async tier_async;
+/* Once, on the loop thread: rc STATUS_OK with res (done PQclears it), or a
+ * STATUS_E* code with the reason in op->c->err and res NULL. */
+typedef void (*tier_async_fn)(tier_async *op, int rc, PGresult *res);
+struct tier_async {
+    apg_query q;
+    pgq_sql sql; /* the statement: build it before tier_async_submit */
+    tier_ctx *c;
+    tier_async_fn done;
+    void *arg; /* the store's */
+};
+/* A zeroed op for c in c's arena whose result goes to done(op, ...) with
+ * op->arg = arg; what names it in errors ("get entity"). NULL when out of
+ * memory. */
+tier_async *tier_async_new(tier_ctx *c, const char *what, tier_async_fn done, void *arg);
+/* Sends op->sql on s's asynchronous pool with c's deadline (the pool's
+ * default when none). Afterwards the caller touches neither op nor c's
+ * arena: done may already be running. */
+void tier_async_submit(const tier_store *s, tier_async *op);
+/* Ends op with STATUS_ECANCELLED unless it has ended; any thread. Safe
+ * before tier_async_submit (the submit then ends it at once). */
+void tier_async_cancel(const tier_store *s, tier_async *op);
 
 #endif
