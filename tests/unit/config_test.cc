@@ -29,6 +29,8 @@ const std::vector<std::pair<std::string, std::string>> kOptions = {
     {"pg-url", "MEMORYD_PG_URL"},
     {"pg-pool-size", "MEMORYD_PG_POOL_SIZE"},
     {"pg-connect-timeout", "MEMORYD_PG_CONNECT_TIMEOUT"},
+    {"pg-queue-max", "MEMORYD_PG_QUEUE_MAX"},
+    {"default-deadline-ms", "MEMORYD_DEFAULT_DEADLINE_MS"},
     {"redis-url", "MEMORYD_REDIS_URL"},
     {"qdrant-url", "MEMORYD_QDRANT_URL"},
     {"qdrant-api-key", "MEMORYD_QDRANT_API_KEY"},
@@ -474,4 +476,14 @@ TEST_F(ConfigTest, PiiPolicyIsRejectByDefaultAndValidated) {
   EXPECT_STREQ("redact", c_.pii_policy);
   ASSERT_EQ(-1, Load({kPgFlag, "--pii-policy=allow"}));
   EXPECT_NE(std::string::npos, Err().find("MEMORYD_PII_POLICY")) << Err();
+}
+
+TEST_F(ConfigTest, BackendQueueAndDefaultDeadlineHaveBoundedDefaults) {
+  ASSERT_EQ(0, Load({kPgFlag})) << Err();
+  EXPECT_EQ(1024, c_.pg_queue_max);
+  EXPECT_EQ(30000, c_.default_deadline_ms);
+  ASSERT_EQ(-1, Load({kPgFlag, "--default-deadline-ms=0"}));
+  EXPECT_NE(std::string::npos, Err().find("--default-deadline-ms")) << Err();
+  ASSERT_EQ(0, Load({kPgFlag, "--pg-queue-max=0"})) << Err();
+  EXPECT_EQ(0, c_.pg_queue_max);
 }
