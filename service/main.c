@@ -226,7 +226,7 @@ static int start_health(app *a) {
             return -1;
         }
     }
-    int rc = health_probe_start(a->health, a->pg, a->redis, deps, n, a->cfg.health_interval_ms,
+    int rc = health_probe_start(a->health, a->pga, a->redis, deps, n, a->cfg.health_interval_ms,
                                 &a->probe);
     free(deps);
     return rc;

@@ -4,6 +4,7 @@
  *
  * Everything below apg_submit / apg_cancel / apg_create / apg_free runs on
  * the loop thread and so needs no lock. */
+#include <assert.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -197,6 +198,42 @@ void apg_submit(apg *p, apg_query *q) {
 void apg_cancel(apg *p, apg_query *q) {
     __atomic_store_n(&q->cancelled, 1, __ATOMIC_RELEASE);
     uv_async_send(&p->cancel_wake);
+}
+
+typedef struct {
+    apg_query q;
+    pgq_sql sql;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int done, status;
+} ping_call;
+
+static void ping_done(apg_query *q, int status, PGresult *res) {
+    ping_call *pc = q->arg;
+    PQclear(res);
+    pthread_mutex_lock(&pc->lock);
+    pc->status = status;
+    pc->done = 1;
+    pthread_cond_signal(&pc->cond);
+    pthread_mutex_unlock(&pc->lock);
+}
+
+int apg_ping(apg *p, int64_t deadline_ms) {
+    assert(!evloop_on_loop(p->loop));
+    ping_call pc = {.q = {.what = "ping", .deadline_ms = deadline_ms, .done = ping_done}};
+    pc.q.arg = &pc;
+    pc.q.sql = &pc.sql;
+    pgq_sql_add(&pc.sql, "SELECT 1");
+    pthread_mutex_init(&pc.lock, NULL);
+    pthread_cond_init(&pc.cond, NULL);
+    apg_submit(p, &pc.q);
+    /* apg answers every query by its deadline: no timed wait needed. */
+    pthread_mutex_lock(&pc.lock);
+    while (!pc.done) pthread_cond_wait(&pc.cond, &pc.lock);
+    pthread_mutex_unlock(&pc.lock);
+    pthread_mutex_destroy(&pc.lock);
+    pthread_cond_destroy(&pc.cond);
+    return pc.status;
 }
 
 int apg_connected(const apg *p) { return atomic_load(&((apg *)p)->connected); }

@@ -86,6 +86,12 @@ void apg_submit(apg *p, apg_query *q);
  * done has run (it may run before or after this returns). */
 void apg_cancel(apg *p, apg_query *q);
 
+/* "SELECT 1" with deadline_ms, waiting for the answer: 0 when PostgreSQL
+ * answered, else a STATUS_E* code (STATUS_ETIMEOUT when it did not answer
+ * in time: a frozen server is noticed, not waited for). For threads that
+ * may block (the health probe); never on the loop thread. */
+int apg_ping(apg *p, int64_t deadline_ms);
+
 /* Connections open and idle or busy right now; a racy snapshot for health
  * and logs. */
 int apg_connected(const apg *p);

@@ -113,6 +113,15 @@ class ApgTest : public ::testing::Test {
     PQfinish(admin);
     return n;
   }
+  // Waits up to ms for a session to be running text.
+  bool StartsWithin(const std::string& text, int ms) {
+    int64_t until = NowMs() + ms;
+    do {
+      if (Running(text) == 1) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    } while (NowMs() < until);
+    return false;
+  }
   // Waits up to ms for no session to be running text.
   bool GoneWithin(const std::string& text, int ms) {
     int64_t until = NowMs() + ms;
@@ -246,10 +255,7 @@ TEST_F(ApgTest, CancelEndsARunningStatementOnTheServer) {
   const std::string text = "SELECT pg_sleep(30) /* apg cancel */";
   Call c(text, NowMs() + 20000);
   Submit(&c);
-  int64_t until = NowMs() + 5000;
-  while (Running(text) == 0 && NowMs() < until)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  ASSERT_EQ(1, Running(text)) << "the statement never started";
+  ASSERT_TRUE(StartsWithin(text, 5000)) << "the statement never started";
   int64_t cancel_at = NowMs();
   apg_cancel(pool_, &c.q);
   ASSERT_TRUE(c.Wait());
@@ -263,10 +269,7 @@ TEST_F(ApgTest, WaitingCallEndsAtItsDeadlineAndTheQueueIsBounded) {
   const std::string text = "SELECT pg_sleep(30) /* apg busy */";
   Call busy(text, NowMs() + 20000);
   Submit(&busy);
-  int64_t until = NowMs() + 5000;
-  while (Running(text) == 0 && NowMs() < until)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  ASSERT_EQ(1, Running(text)) << "the statement never started";
+  ASSERT_TRUE(StartsWithin(text, 5000)) << "the statement never started";
   int64_t start = NowMs();
   Call waiting("SELECT 1", start + 300);
   Submit(&waiting);

@@ -15,6 +15,7 @@
 
 #include "google/protobuf/util/json_util.h"
 #include "google/protobuf/util/message_differencer.h"
+#include "grpc/health/v1/health.pb.h"
 #include "memory/v1/audit.pb.h"
 #include "memory/v1/global_memory.pb.h"
 #include "tests/testing/grpc_client.h"
@@ -110,6 +111,25 @@ class GlobalTest : public ::testing::Test {
     PutEntityResponse resp;
     resp.ParseFromString(r.body);
     return resp.entity();
+  }
+
+  int Health(const std::string& service) {
+    grpc::health::v1::HealthCheckRequest req;
+    req.set_service(service);
+    Result r = Unary(ch_, "/grpc.health.v1.Health/Check", req.SerializeAsString(), 5000);
+    grpc::health::v1::HealthCheckResponse resp;
+    if (!r.status.ok() || !resp.ParseFromString(r.body)) return -1;
+    return resp.status();
+  }
+
+  // Polls service's health until it reads want, within ms of since.
+  bool HealthBecomes(const std::string& service, int want,
+                     std::chrono::steady_clock::time_point since, int ms) {
+    while (std::chrono::steady_clock::now() - since < std::chrono::milliseconds(ms)) {
+      if (Health(service) == want) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
   }
 
   Result Get(const std::string& token, const std::string& id) {
@@ -1022,10 +1042,12 @@ TEST_F(GlobalTest, PostgresRestartGivesUnavailableThenRecoversWithoutRestartingM
 TEST_F(GlobalTest, FrozenPostgresEndsGetEntityByItsDeadlineAndHoldsNoWorker) {
   PgServer pg;
   ASSERT_TRUE(pg.ok()) << pg.error();
-  Up({"--workers=1", "--pg-connect-timeout=1"}, pg.url());
+  Up({"--workers=1", "--pg-connect-timeout=1", "--health-interval-ms=200"}, pg.url());
   MustPut(alice_, "cold", "k", "written before the freeze");
   ASSERT_TRUE(Get(alice_, "cold").status.ok());
+  ASSERT_EQ(grpc::health::v1::HealthCheckResponse::SERVING, Health("memory.v1.GlobalMemory"));
   ASSERT_TRUE(pg.Freeze()) << pg.error();
+  auto frozen_at = std::chrono::steady_clock::now();
   const int kCalls = 6, kDeadlineMs = 1000;
   std::vector<Result> results(kCalls);
   std::vector<std::thread> ts;
@@ -1047,13 +1069,22 @@ TEST_F(GlobalTest, FrozenPostgresEndsGetEntityByItsDeadlineAndHoldsNoWorker) {
     EXPECT_LT(results[i].elapsed.count(), kDeadlineMs + 300)
         << i << ": ended well past its deadline";
   }
+  // The probe's own deadline (1 s) notices the silent server: NOT_SERVING
+  // within a probe or two, not never.
+  EXPECT_TRUE(HealthBecomes("memory.v1.GlobalMemory",
+                            grpc::health::v1::HealthCheckResponse::NOT_SERVING, frozen_at, 4000))
+      << m_->Log();
   ASSERT_TRUE(pg.Thaw()) << pg.error();
+  auto thawed_at = std::chrono::steady_clock::now();
   bool back = false;
   for (int i = 0; i < 100 && !back; i++) {
     back = Get(alice_, "cold").status.ok();
     if (!back) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   EXPECT_TRUE(back) << m_->Log();
+  EXPECT_TRUE(HealthBecomes("memory.v1.GlobalMemory",
+                            grpc::health::v1::HealthCheckResponse::SERVING, thawed_at, 10000))
+      << m_->Log();
   EXPECT_EQ(0, m_->Stop(SIGTERM, 10000)) << m_->Log();
 }
 #endif
