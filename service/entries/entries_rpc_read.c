@@ -9,17 +9,27 @@
 #define TERM_MAX_CHARS 256
 #define CREATED_BY_MAX 256
 
+static int render_read(tier_pending_call *pc) {
+    const entries_record *rec = pc->out;
+    Memory__V1__EntriesReadResponse *resp = (Memory__V1__EntriesReadResponse *)pc->resp;
+    if (!(resp->entry = entries_render(pc->c->ar, rec))) return STATUS_ENOMEM;
+    entries_target(pc->call, rec->ns, rec->key);
+    return STATUS_OK;
+}
+
+/* On the event loop: the statement is submitted and the loop thread
+ * answers (rpc.h's execution model). */
 RPC_UNARY_HANDLER(entries_do_read, entries_service, Memory__V1__EntriesReadRequest,
                   Memory__V1__EntriesReadResponse) {
     const principal *p = authn_principal(call);
     RPC_CHECK(entries_check_address(call, req->namespace_, req->key));
     RPC_CHECK(entries_check_ns_allowed(call, p, req->namespace_));
-    tier_ctx c = entries_ctx(svc, call, 0);
-    entries_record rec;
-    TIER_CHECK(call, &c, entries_store_read(&svc->store, &c, req->namespace_, req->key, &rec));
-    entries_target(call, rec.ns, rec.key);
-    if (!(resp->entry = entries_render(rpc_call_arena(call), &rec))) return rpc_call_oom(call);
-    return GRPC_STATUS_OK;
+    tier_pending_call *pc =
+        tier_pending_new(call, "entries", sizeof(entries_record), render_read, &resp->base);
+    tier_async *op = pc ? entries_store_read_async(&svc->store, pc->c, req->namespace_, req->key,
+                                                   pc->out, tier_pending_done, pc)
+                        : NULL;
+    return op ? tier_pending(call, &svc->store, op) : rpc_call_oom(call);
 }
 
 static ProtobufCMessage *render_one(arena *a, const void *rec) {

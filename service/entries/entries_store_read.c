@@ -11,25 +11,31 @@ typedef struct {
     entries_record *out;
 } read_args;
 
+static void read_sql(pgq_sql *b, const tier_ctx *c, const read_args *a) {
+    pgq_sql_add(b, "SELECT " ENTRIES_COLS ", value FROM entries WHERE ");
+    entries_read_diode(b, c);
+    pgq_sql_add(b, " AND namespace = $%d AND key = $%d", pgq_text(b, a->ns), pgq_text(b, a->key));
+}
+
+static int read_result(tier_ctx *c, const PGresult *r, const read_args *a) {
+    if (PQntuples(r) == 0)
+        return tier_fail(c, STATUS_ENOTFOUND, "entry %s/%s not found", a->ns, a->key);
+    entries_record *recs;
+    size_t n;
+    int rc = entries_decode_rows(c, r, 1, 1, &recs, &n);
+    if (rc == STATUS_OK) *a->out = recs[0];
+    return rc;
+}
+
 static int read_one(pgq_session *ss, tier_ctx *c, void *arg) {
     read_args *a = arg;
     pgq_sql b = {0};
-    pgq_sql_add(&b, "SELECT " ENTRIES_COLS ", value FROM entries WHERE ");
-    entries_read_diode(&b, c);
-    pgq_sql_add(&b, " AND namespace = $%d AND key = $%d", pgq_text(&b, a->ns),
-                pgq_text(&b, a->key));
+    read_sql(&b, c, a);
     PGresult *r;
     int rc = pgq_pipeline(ss, "read", NULL, &b, 1, &r);
     if (rc != STATUS_OK) return rc;
-    if (PQntuples(r) == 0) {
-        PQclear(r);
-        return tier_fail(c, STATUS_ENOTFOUND, "entry %s/%s not found", a->ns, a->key);
-    }
-    entries_record *recs;
-    size_t n;
-    rc = entries_decode_rows(c, r, 1, 1, &recs, &n);
+    rc = read_result(c, r, a);
     PQclear(r);
-    if (rc == STATUS_OK) *a->out = recs[0];
     return rc;
 }
 
@@ -37,6 +43,21 @@ int entries_store_read(entries_store *s, tier_ctx *c, const char *ns, const char
                        entries_record *out) {
     read_args a = {ns, key, out};
     return entries_run(s, c, read_one, &a);
+}
+
+static int decode_read(tier_async *op, const PGresult *res) {
+    return read_result(op->c, res, op->arg);
+}
+
+tier_async *entries_store_read_async(entries_store *s, tier_ctx *c, const char *ns, const char *key,
+                                     entries_record *out, tier_async_done_fn done, void *arg) {
+    (void)s;
+    read_args *a = arena_alloc(c->ar, sizeof *a);
+    tier_async *op = a ? tier_async_new(c, "read", decode_read, a, done, arg) : NULL;
+    if (!op) return NULL;
+    *a = (read_args){ns, key, out};
+    read_sql(&op->sql, c, a);
+    return op;
 }
 
 /* ------------------------------------------------------------ List / Search */

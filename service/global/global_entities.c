@@ -121,25 +121,20 @@ int global_get_entity(global_store *s, tier_ctx *c, const char *id, global_entit
 typedef struct {
     const char *id;
     global_entity *out;
-    void (*done)(void *arg, int rc);
-    void *arg;
 } get_entity_async;
 
-static void get_entity_answered(tier_async *op, int rc, PGresult *res) {
+static int decode_get_entity(tier_async *op, const PGresult *res) {
     get_entity_async *g = op->arg;
-    if (rc == STATUS_OK) rc = entity_of(op->c, res, g->id, 0, g->out);
-    PQclear(res);
-    g->done(g->arg, rc);
+    return entity_of(op->c, res, g->id, 0, g->out);
 }
 
 tier_async *global_get_entity_async(global_store *s, tier_ctx *c, const char *id,
-                                    global_entity *out, void (*done)(void *arg, int rc),
-                                    void *arg) {
+                                    global_entity *out, tier_async_done_fn done, void *arg) {
     (void)s;
     get_entity_async *g = arena_alloc(c->ar, sizeof *g);
-    tier_async *op = g ? tier_async_new(c, "get entity", get_entity_answered, g) : NULL;
+    tier_async *op = g ? tier_async_new(c, "get entity", decode_get_entity, g, done, arg) : NULL;
     if (!op) return NULL;
-    *g = (get_entity_async){id, out, done, arg};
+    *g = (get_entity_async){id, out};
     global_sql_get_entity(c, id, &op->sql);
     return op;
 }

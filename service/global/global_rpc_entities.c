@@ -75,31 +75,21 @@ static int load_entity(void *arg, arena *a, cache_record *out) {
 }
 
 /* GetEntity straight from the store, on the event loop. */
-typedef struct {
-    rpc_call *call;
-    tier_ctx *c;
-    const char *id;
-    global_entity e;
-    Memory__V1__GetEntityResponse *resp;
-} get_entity_call;
-
-static void get_entity_done(void *arg, int rc) {
-    get_entity_call *g = arg;
-    if (rc == STATUS_OK && !(g->resp->entity = global_render_entity(g->c->ar, &g->e)))
-        rc = STATUS_ENOMEM;
-    if (rc == STATUS_OK) tier_target(g->call, "entity:%s", g->id);
-    tier_complete(g->call, rc, g->c);
+static int render_entity(tier_pending_call *pc) {
+    const global_entity *e = pc->out;
+    Memory__V1__GetEntityResponse *resp = (Memory__V1__GetEntityResponse *)pc->resp;
+    if (!(resp->entity = global_render_entity(pc->c->ar, e))) return STATUS_ENOMEM;
+    tier_target(pc->call, "entity:%s", e->id);
+    return STATUS_OK;
 }
 
 static grpc_status_code get_entity_pending(rpc_call *call, global_service *svc, const char *id,
                                            Memory__V1__GetEntityResponse *resp) {
-    get_entity_call *g = arena_zalloc(rpc_call_arena(call), sizeof *g);
-    tier_ctx *c = g ? tier_ctx_pending(call, "global", NULL) : NULL;
-    if (!c) return rpc_call_oom(call);
-    *g = (get_entity_call){.call = call, .c = c, .id = id, .resp = resp};
-    tier_async *op = global_get_entity_async(&svc->store, c, id, &g->e, get_entity_done, g);
-    if (!op) return rpc_call_oom(call);
-    return tier_pending(call, &svc->store, op);
+    tier_pending_call *pc =
+        tier_pending_new(call, "global", sizeof(global_entity), render_entity, &resp->base);
+    tier_async *op =
+        pc ? global_get_entity_async(&svc->store, pc->c, id, pc->out, tier_pending_done, pc) : NULL;
+    return op ? tier_pending(call, &svc->store, op) : rpc_call_oom(call);
 }
 
 RPC_UNARY_HANDLER(global_do_get_entity, global_service, Memory__V1__GetEntityRequest,

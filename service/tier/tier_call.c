@@ -33,10 +33,22 @@ void tier_target(rpc_call *call, const char *fmt, ...) {
 
 /* ---- a call answered from the event loop ---- */
 
-tier_ctx *tier_ctx_pending(rpc_call *call, const char *tier, audit *write_audit) {
-    tier_ctx *c = arena_alloc(rpc_call_arena(call), sizeof *c);
-    if (c) *c = tier_ctx_for(call, tier, write_audit);
-    return c;
+tier_pending_call *tier_pending_new(rpc_call *call, const char *tier, size_t out_size,
+                                    int (*render)(tier_pending_call *pc), ProtobufCMessage *resp) {
+    arena *a = rpc_call_arena(call);
+    tier_pending_call *pc = arena_zalloc(a, sizeof *pc);
+    tier_ctx *c = pc ? arena_alloc(a, sizeof *c) : NULL;
+    void *out = c ? arena_zalloc(a, out_size ? out_size : 1) : NULL;
+    if (!out) return NULL;
+    *c = tier_ctx_for(call, tier, NULL);
+    *pc = (tier_pending_call){call, c, out, resp, render};
+    return pc;
+}
+
+void tier_pending_done(void *arg, int rc) {
+    tier_pending_call *pc = arg;
+    if (rc == STATUS_OK) rc = pc->render(pc);
+    tier_complete(pc->call, rc, pc->c);
 }
 
 typedef struct {

@@ -34,9 +34,29 @@ void tier_target(rpc_call *call, const char *fmt, ...) __attribute__((format(pri
 
 /* ---- a call answered from the event loop (rpc.h's execution model) ---- */
 
-/* tier_ctx_for's context, in the call's arena: a pending call outlives
- * its handler's frame. NULL when out of memory. */
-tier_ctx *tier_ctx_pending(rpc_call *call, const char *tier, audit *write_audit);
+/* A pending call and what its store answers into, in the call's arena (a
+ * pending call outlives its handler's frame):
+ *     tier_pending_call *pc = tier_pending_new(call, "global", sizeof(global_entity),
+ *                                              render_entity, &resp->base);
+ *     tier_async *op = global_get_entity_async(&svc->store, pc->c, id, pc->out,
+ *                                              tier_pending_done, pc);
+ *     return op ? tier_pending(call, &svc->store, op) : rpc_call_oom(call); */
+typedef struct tier_pending_call tier_pending_call;
+struct tier_pending_call {
+    rpc_call *call;
+    tier_ctx *c;            /* tier_ctx_for's context, for reads (no audit hooks) */
+    void *out;              /* zeroed room for the store's result */
+    ProtobufCMessage *resp; /* the handler's response */
+    /* On the loop thread once the store answered STATUS_OK: fills resp
+     * from out (and names the audit targets); a STATUS_* code. */
+    int (*render)(tier_pending_call *pc);
+};
+/* NULL when out of memory. */
+tier_pending_call *tier_pending_new(rpc_call *call, const char *tier, size_t out_size,
+                                    int (*render)(tier_pending_call *pc), ProtobufCMessage *resp);
+/* The store's done for a tier_pending_call (arg): renders on STATUS_OK,
+ * then ends the call (tier_complete). */
+void tier_pending_done(void *arg, int rc);
 /* Lets the client's cancel (or passed deadline) end op, submits op, and
  * returns RPC_PENDING for the handler to return; CANCELLED (nothing
  * submitted) when the client is gone already. op's done ends the call

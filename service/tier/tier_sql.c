@@ -73,15 +73,20 @@ int tier_store_run(const tier_store *s, tier_ctx *c, tier_sql_fn fn, void *arg) 
 static void async_done(apg_query *q, int status, PGresult *res) {
     tier_async *op = q->arg;
     if (status != STATUS_OK) snprintf(op->c->err, sizeof op->c->err, "%s", q->err);
-    op->done(op, status, res);
+    else status = op->decode(op, res);
+    PQclear(res);
+    op->done(op->done_arg, status);
 }
 
-tier_async *tier_async_new(tier_ctx *c, const char *what, tier_async_fn done, void *arg) {
+tier_async *tier_async_new(tier_ctx *c, const char *what, tier_async_decode_fn decode, void *arg,
+                           tier_async_done_fn done, void *done_arg) {
     tier_async *op = arena_zalloc(c->ar, sizeof *op);
     if (!op) return NULL;
     op->c = c;
-    op->done = done;
+    op->decode = decode;
     op->arg = arg;
+    op->done = done;
+    op->done_arg = done_arg;
     op->q.sql = &op->sql;
     op->q.what = what;
     op->q.done = async_done;

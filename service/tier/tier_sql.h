@@ -62,20 +62,26 @@ int tier_sql_lock(pgq_session *ss, tier_ctx *c, const pgq_sql *sql, int begin, t
  * returns. The result comes to done on the loop thread. The op and c live
  * in c's arena (they outlive the handler's stack frame) until done ran. */
 typedef struct tier_async tier_async;
-/* Once, on the loop thread: rc STATUS_OK with res (done PQclears it), or a
- * STATUS_E* code with the reason in op->c->err and res NULL. */
-typedef void (*tier_async_fn)(tier_async *op, int rc, PGresult *res);
+/* Decodes the statement's result (TUPLES_OK or COMMAND_OK; the kit
+ * PQclears it) into what the store keeps in op->arg: a STATUS_* code, the
+ * reason in op->c->err. Runs on the loop thread. */
+typedef int (*tier_async_decode_fn)(tier_async *op, const PGresult *res);
+/* The caller's continuation: once, on the loop thread, with decode's code
+ * (or the statement's failure, the reason in c->err). */
+typedef void (*tier_async_done_fn)(void *done_arg, int rc);
 struct tier_async {
     apg_query q;
-    pgq_sql sql; /* the statement: build it before tier_async_submit */
+    pgq_sql sql; /* the statement: the store builds it before the submit */
     tier_ctx *c;
-    tier_async_fn done;
+    tier_async_decode_fn decode;
     void *arg; /* the store's */
+    tier_async_done_fn done;
+    void *done_arg;
 };
-/* A zeroed op for c in c's arena whose result goes to done(op, ...) with
- * op->arg = arg; what names it in errors ("get entity"). NULL when out of
- * memory. */
-tier_async *tier_async_new(tier_ctx *c, const char *what, tier_async_fn done, void *arg);
+/* A zeroed op for c in c's arena; what names it in errors ("get entity").
+ * NULL when out of memory. */
+tier_async *tier_async_new(tier_ctx *c, const char *what, tier_async_decode_fn decode, void *arg,
+                           tier_async_done_fn done, void *done_arg);
 /* Sends op->sql on s's asynchronous pool with c's deadline (the pool's
  * default when none). Afterwards the caller touches neither op nor c's
  * arena: done may already be running. */

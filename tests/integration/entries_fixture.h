@@ -28,6 +28,8 @@ extern "C" {
 #include "service/core/arena.h"
 #include "service/entries/entries_service.h"
 #include "service/rpc/rpc.h"
+#include "service/store/apg.h"
+#include "service/store/evloop.h"
 #include "service/store/pg_migrate.h"
 #include "service/store/pg_pool.h"
 #include "service/tier/tier.h"
@@ -192,6 +194,16 @@ class EntriesTest : public ::testing::Test {
                             sizeof err))
         << err;
     ASSERT_EQ(0, pg_pool_create(db_.url().c_str(), 4, 5, &pool_, err, sizeof err)) << err;
+    // The event loop's pool, as main.c starts it (Read runs on it).
+    ASSERT_EQ(0, evloop_create("entries-test", &loop_, err, sizeof err)) << err;
+    apg_options po = {};
+    std::string url = db_.url();
+    po.url = url.c_str();
+    po.size = 4;
+    po.max_queue = 1024;
+    po.connect_timeout_ms = 5000;
+    po.default_timeout_ms = 30000;
+    ASSERT_EQ(0, apg_create(loop_, &po, &pga_, err, sizeof err)) << err;
     ASSERT_EQ(0, audit_create(pool_, nullptr, &aud_, err, sizeof err)) << err;
     grpc_init();
     StartServer(TierOptions());
@@ -200,6 +212,8 @@ class EntriesTest : public ::testing::Test {
   void TearDown() override {
     StopServer();
     audit_free(aud_);
+    apg_free(pga_);
+    evloop_free(loop_);
     pg_pool_free(pool_);
     grpc_shutdown();
     PQfinish(conn_);
@@ -215,6 +229,7 @@ class EntriesTest : public ::testing::Test {
     ASSERT_EQ(0, rpc_server_add_interceptor(srv_, TestAuth, nullptr));
     tier_env env = {};
     env.pg = pool_;
+    env.pga = pga_;
     env.audit = aud_;
     env.pii = o.pii;
     env.max_response_bytes = o.max_response_bytes;
@@ -351,6 +366,8 @@ class EntriesTest : public ::testing::Test {
   PgTestDb db_;
   PGconn* conn_ = nullptr;
   pg_pool* pool_ = nullptr;
+  evloop* loop_ = nullptr;
+  apg* pga_ = nullptr;
   audit* aud_ = nullptr;
   rpc_server* srv_ = nullptr;
   tier_set* svc_ = nullptr;
