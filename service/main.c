@@ -83,13 +83,11 @@ static int open_backends(app *a, char *err) {
     const config *c = &a->cfg;
     if (pg_pool_create(c->pg_url, c->pg_pool_size, c->pg_connect_timeout_s, &a->pg, err, ERRLEN))
         return -1;
-    apg_options po = {
-        .url = c->pg_url,
-        .size = c->pg_pool_size,
-        .max_queue = c->pg_queue_max,
-        .connect_timeout_ms = c->pg_connect_timeout_s * 1000,
-        .default_timeout_ms = c->default_deadline_ms,
-    };
+    /* The event loop's pool: the same server and size, its own queue bound
+     * and the deadline of calls that sent none. */
+    apg_options po = {.url = c->pg_url, .size = c->pg_pool_size, .max_queue = c->pg_queue_max};
+    po.connect_timeout_ms = c->pg_connect_timeout_s * 1000;
+    po.default_timeout_ms = c->default_deadline_ms;
     if (evloop_create("backend", &a->loop, err, ERRLEN) != 0 ||
         apg_create(a->loop, &po, &a->pga, err, ERRLEN) != 0)
         return -1;

@@ -118,23 +118,18 @@ int global_get_entity(global_store *s, tier_ctx *c, const char *id, global_entit
     return global_run(s, c, get_entity, &a);
 }
 
-typedef struct {
-    const char *id;
-    global_entity *out;
-} get_entity_async;
-
 static int decode_get_entity(tier_async *op, const PGresult *res) {
-    get_entity_async *g = op->arg;
-    return entity_of(op->c, res, g->id, 0, g->out);
+    get_entity_args *a = op->arg;
+    return entity_of(op->c, res, a->id, a->tenant_wide, a->out);
 }
 
 tier_async *global_get_entity_async(global_store *s, tier_ctx *c, const char *id,
                                     global_entity *out, tier_async_done_fn done, void *arg) {
     (void)s;
-    get_entity_async *g = arena_alloc(c->ar, sizeof *g);
-    tier_async *op = g ? tier_async_new(c, "get entity", decode_get_entity, g, done, arg) : NULL;
+    get_entity_args *a = arena_alloc(c->ar, sizeof *a);
+    tier_async *op = a ? tier_async_new(c, "get entity", decode_get_entity, a, done, arg) : NULL;
     if (!op) return NULL;
-    *g = (get_entity_async){id, out};
+    *a = (get_entity_args){id, 0, out};
     global_sql_get_entity(c, id, &op->sql);
     return op;
 }

@@ -42,12 +42,18 @@ void apg_first_line(char *dst, size_t n, const char *msg) {
 
 /* ------------------------------------------------------------ the wait queue */
 
+apg_query *apg_queue_first(const apg *p) {
+    dlist *l = dlist_first(&p->queue);
+    return l ? DLIST_ENTRY(l, apg_query, link) : NULL;
+}
+
+/* The query after q in the queue, or NULL. */
+static apg_query *queue_next(const apg *p, const apg_query *q) {
+    return q->link.next == &p->queue ? NULL : DLIST_ENTRY(q->link.next, apg_query, link);
+}
+
 static void queue_remove(apg *p, apg_query *q) {
-    if (q->prev) q->prev->next = q->next;
-    else p->qhead = q->next;
-    if (q->next) q->next->prev = q->prev;
-    else p->qtail = q->prev;
-    q->prev = q->next = NULL;
+    dlist_remove(&q->link);
     p->qlen--;
 }
 
@@ -66,8 +72,8 @@ static void on_queue_timer(uv_timer_t *t) {
     apg *p = t->data;
     p->queue_timer_at = INT64_MAX;
     int64_t now = apg_now_ms(), next = INT64_MAX;
-    for (apg_query *q = p->qhead, *n; q; q = n) {
-        n = q->next;
+    for (apg_query *q = apg_queue_first(p), *n; q; q = n) {
+        n = queue_next(p, q);
         if (q->deadline_ms <= now) {
             queue_remove(p, q);
             apg_answer_err(q, STATUS_ETIMEOUT,
@@ -90,8 +96,7 @@ int apg_any_alive(const apg *p) {
 }
 
 void apg_fail_queue(apg *p, int status, const char *why) {
-    while (p->qhead) {
-        apg_query *q = p->qhead;
+    for (apg_query *q; (q = apg_queue_first(p));) {
         queue_remove(p, q);
         apg_answer_err(q, status, "%s: %s", apg_what(q), why);
     }
@@ -100,8 +105,7 @@ void apg_fail_queue(apg *p, int status, const char *why) {
 void apg_take_next(apg_conn *c) {
     apg *p = c->p;
     int64_t now = apg_now_ms();
-    while (c->state == C_IDLE && p->qhead) {
-        apg_query *q = p->qhead;
+    for (apg_query *q; c->state == C_IDLE && (q = apg_queue_first(p));) {
         queue_remove(p, q);
         if (__atomic_load_n(&q->cancelled, __ATOMIC_ACQUIRE))
             apg_answer_err(q, STATUS_ECANCELLED, "%s: cancelled by the caller", apg_what(q));
@@ -117,8 +121,8 @@ void apg_take_next(apg_conn *c) {
  * stops the statement when it notices) and open another. */
 static void on_cancel_wake(uv_async_t *h) {
     apg *p = h->data;
-    for (apg_query *q = p->qhead, *n; q; q = n) {
-        n = q->next;
+    for (apg_query *q = apg_queue_first(p), *n; q; q = n) {
+        n = queue_next(p, q);
         if (__atomic_load_n(&q->cancelled, __ATOMIC_ACQUIRE)) {
             queue_remove(p, q);
             apg_answer_err(q, STATUS_ECANCELLED, "%s: cancelled by the caller", apg_what(q));
@@ -171,11 +175,7 @@ static void submit_on_loop(evloop_task *t) {
                        apg_what(q), p->o.size, p->qlen);
         return;
     }
-    q->prev = p->qtail;
-    q->next = NULL;
-    if (p->qtail) p->qtail->next = q;
-    else p->qhead = q;
-    p->qtail = q;
+    dlist_push_back(&p->queue, &q->link);
     p->qlen++;
     arm_queue_timer(p, q->deadline_ms);
     /* Grow to the demand, up to size; a connect that fails at once
@@ -186,7 +186,7 @@ static void submit_on_loop(evloop_task *t) {
 void apg_submit(apg *p, apg_query *q) {
     q->pool = p;
     q->conn = NULL;
-    q->prev = q->next = NULL;
+    dlist_init(&q->link);
     q->err[0] = '\0';
     q->sqlstate[0] = '\0';
     q->submit_ms = apg_now_ms();
@@ -347,6 +347,7 @@ int apg_create(evloop *loop, const apg_options *o, apg **out, char *err, size_t 
     p->loop = loop;
     p->o = *o;
     p->queue_timer_at = INT64_MAX;
+    dlist_init(&p->queue);
     atomic_init(&p->connected, 0);
     if (build_params(p, err, errlen) != 0 ||
         !(p->conns = calloc((size_t)o->size, sizeof *p->conns))) {

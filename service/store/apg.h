@@ -29,6 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "service/core/dlist.h"
 #include "service/store/evloop.h"
 #include "service/store/pgq.h"
 
@@ -64,8 +65,8 @@ struct apg_query {
     /* the pool's */
     evloop_task task;
     apg *pool;
-    apg_query *prev, *next; /* the wait queue */
-    apg_conn *conn;         /* running on */
+    dlist link;     /* in the wait queue */
+    apg_conn *conn; /* running on */
     int64_t submit_ms;
     int cancelled; /* set by apg_cancel on any thread: read with __atomic builtins */
 };

@@ -118,7 +118,7 @@ static void conn_broken(apg_conn *c, const char *why) {
     if (q)
         apg_answer_err(q, STATUS_EUNAVAILABLE, "%s: PostgreSQL connection lost (%s)", apg_what(q),
                        line);
-    if (!c->p->closing && c->p->qhead) apg_conn_connect(c); /* for those waiting */
+    if (!c->p->closing && apg_queue_first(c->p)) apg_conn_connect(c); /* for those waiting */
 }
 
 static void conn_ready(apg_conn *c) {
@@ -278,7 +278,7 @@ void apg_conn_abandon(apg_conn *c, int status, const char *why) {
     int64_t took = apg_now_ms() - q->submit_ms;
     apg_conn_close(c);
     apg_answer_err(q, status, "%s: %s after %lld ms", apg_what(q), why, (long long)took);
-    if (!c->p->closing && c->p->qhead) apg_conn_connect(c); /* for those waiting */
+    if (!c->p->closing && apg_queue_first(c->p)) apg_conn_connect(c); /* for those waiting */
 }
 
 /* ------------------------------------------------------------ events */

@@ -49,7 +49,7 @@ struct apg {
     const char **kw, **vals;
     char *options; /* the "options" value with our settings */
     apg_conn *conns;
-    apg_query *qhead, *qtail;
+    dlist queue; /* apg_query.link, oldest first */
     int qlen;
     uv_timer_t queue_timer;
     int64_t queue_timer_at; /* INT64_MAX: not armed */
@@ -74,6 +74,8 @@ void apg_answer_err(apg_query *q, int status, const char *fmt, ...)
 const char *apg_what(const apg_query *q);
 /* The first line of libpq's message (they end in newlines). */
 void apg_first_line(char *dst, size_t n, const char *msg);
+/* The oldest waiting query, or NULL. */
+apg_query *apg_queue_first(const apg *p);
 /* Gives an idle connection the next query that is still wanted. */
 void apg_take_next(apg_conn *c);
 /* 1 when a connection is connecting, idle or busy. */

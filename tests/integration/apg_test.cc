@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/testing/backend_loop.h"
 #include "tests/testing/pg_server.h"
 #include "tests/testing/pg_testdb.h"
 #include "tests/testing/ports.h"
@@ -25,8 +26,6 @@
 extern "C" {
 #include "service/core/arena.h"
 #include "service/core/status.h"
-#include "service/store/apg.h"
-#include "service/store/evloop.h"
 #include "service/store/pgq.h"
 }
 
@@ -80,20 +79,15 @@ struct Call {
 class ApgTest : public ::testing::Test {
  protected:
   void SetUp() override { ASSERT_TRUE(db_.ok()) << db_.error(); }
-  void TearDown() override {
-    apg_free(pool_);
-    evloop_free(loop_);
-  }
-  void Open(const std::string& url, int size, int max_queue, int connect_timeout_ms = 2000) {
-    char err[256] = "";
-    ASSERT_EQ(0, evloop_create("test", &loop_, err, sizeof err)) << err;
-    apg_options o{};
-    o.url = url.c_str();
+  void TearDown() override { StopBackendLoop(&loop_, &pool_); }
+  void Open(const std::string& url, int size, int max_queue) {
+    BackendLoopOptions o;
     o.size = size;
     o.max_queue = max_queue;
-    o.connect_timeout_ms = connect_timeout_ms;
+    o.connect_timeout_ms = 2000;
     o.default_timeout_ms = 5000;
-    ASSERT_EQ(0, apg_create(loop_, &o, &pool_, err, sizeof err)) << err;
+    std::string err;
+    ASSERT_TRUE(StartBackendLoop(url, o, &loop_, &pool_, &err)) << err;
   }
   void Submit(Call* c) {
     c->loop = loop_;
@@ -337,10 +331,7 @@ TEST_F(ApgTest, UnreachableServerFailsFast) {
 // A private server, so freezing it disturbs no other test.
 class ApgFrozenTest : public ::testing::Test {
  protected:
-  void TearDown() override {
-    apg_free(pool_);
-    evloop_free(loop_);
-  }
+  void TearDown() override { StopBackendLoop(&loop_, &pool_); }
   PgServer pg_;
   evloop* loop_ = nullptr;
   apg* pool_ = nullptr;
@@ -348,16 +339,13 @@ class ApgFrozenTest : public ::testing::Test {
 
 TEST_F(ApgFrozenTest, FrozenServerEndsCallsByTheirDeadlineAndRecoversAfterThaw) {
   ASSERT_TRUE(pg_.ok()) << pg_.error();
-  char err[256] = "";
-  ASSERT_EQ(0, evloop_create("frozen", &loop_, err, sizeof err)) << err;
-  apg_options o{};
-  std::string url = pg_.url();
-  o.url = url.c_str();
+  BackendLoopOptions o;
   o.size = 2;
   o.max_queue = 16;
-  o.connect_timeout_ms = 500;
+  o.connect_timeout_ms = 500;  // attempts on the frozen server give up soon
   o.default_timeout_ms = 5000;
-  ASSERT_EQ(0, apg_create(loop_, &o, &pool_, err, sizeof err)) << err;
+  std::string err;
+  ASSERT_TRUE(StartBackendLoop(pg_.url(), o, &loop_, &pool_, &err)) << err;
   {
     Call warm("SELECT 1");
     warm.loop = loop_;

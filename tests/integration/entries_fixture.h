@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "memory/v1/entries.pb.h"
+#include "tests/testing/backend_loop.h"
 #include "tests/testing/grpc_client.h"
 #include "tests/testing/pg_testdb.h"
 
@@ -195,15 +196,8 @@ class EntriesTest : public ::testing::Test {
         << err;
     ASSERT_EQ(0, pg_pool_create(db_.url().c_str(), 4, 5, &pool_, err, sizeof err)) << err;
     // The event loop's pool, as main.c starts it (Read runs on it).
-    ASSERT_EQ(0, evloop_create("entries-test", &loop_, err, sizeof err)) << err;
-    apg_options po = {};
-    std::string url = db_.url();
-    po.url = url.c_str();
-    po.size = 4;
-    po.max_queue = 1024;
-    po.connect_timeout_ms = 5000;
-    po.default_timeout_ms = 30000;
-    ASSERT_EQ(0, apg_create(loop_, &po, &pga_, err, sizeof err)) << err;
+    std::string why;
+    ASSERT_TRUE(StartBackendLoop(db_.url(), BackendLoopOptions(), &loop_, &pga_, &why)) << why;
     ASSERT_EQ(0, audit_create(pool_, nullptr, &aud_, err, sizeof err)) << err;
     grpc_init();
     StartServer(TierOptions());
@@ -212,8 +206,7 @@ class EntriesTest : public ::testing::Test {
   void TearDown() override {
     StopServer();
     audit_free(aud_);
-    apg_free(pga_);
-    evloop_free(loop_);
+    StopBackendLoop(&loop_, &pga_);
     pg_pool_free(pool_);
     grpc_shutdown();
     PQfinish(conn_);
