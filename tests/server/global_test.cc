@@ -1087,6 +1087,46 @@ TEST_F(GlobalTest, FrozenPostgresEndsGetEntityByItsDeadlineAndHoldsNoWorker) {
       << m_->Log();
   EXPECT_EQ(0, m_->Stop(SIGTERM, 10000)) << m_->Log();
 }
+
+// The wait for a PostgreSQL connection is bounded: with the one connection
+// busy (the server frozen) and --pg-queue-max calls waiting, the next call
+// is refused at once, RESOURCE_EXHAUSTED naming the limits.
+TEST_F(GlobalTest, SaturatedPoolRefusesAtOnceNamingTheLimit) {
+  PgServer pg;
+  ASSERT_TRUE(pg.ok()) << pg.error();
+  // No health probe during the test: its ping would take the queue's slot.
+  Up({"--pg-pool-size=1", "--pg-queue-max=1", "--pg-connect-timeout=1",
+      "--health-interval-ms=600000"},
+     pg.url());
+  MustPut(alice_, "hot", "k", "x");
+  ASSERT_TRUE(Get(alice_, "hot").status.ok());
+  ASSERT_TRUE(pg.Freeze()) << pg.error();
+  // One runs (and hangs), one waits; both end by their deadline.
+  std::vector<Result> held(2);
+  std::vector<std::thread> ts;
+  for (int i = 0; i < 2; i++) {
+    ts.emplace_back([&, i] {
+      GetEntityRequest req;
+      req.set_id("hot");
+      held[i] = Call("GetEntity", req, alice_, 1500);
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  }
+  GetEntityRequest req;
+  req.set_id("hot");
+  Result refused = Call("GetEntity", req, alice_, 5000);
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(StatusCode::RESOURCE_EXHAUSTED, refused.status.error_code())
+      << refused.status.error_message();
+  EXPECT_NE(std::string::npos, refused.status.error_message().find("--pg-queue-max"))
+      << refused.status.error_message();
+  EXPECT_LT(refused.elapsed.count(), 500) << "the refusal waited";
+  for (int i = 0; i < 2; i++)
+    EXPECT_EQ(StatusCode::DEADLINE_EXCEEDED, held[i].status.error_code())
+        << i << ": " << held[i].status.error_message();
+  ASSERT_TRUE(pg.Thaw()) << pg.error();
+  EXPECT_EQ(0, m_->Stop(SIGTERM, 10000)) << m_->Log();
+}
 #endif
 
 }  // namespace
