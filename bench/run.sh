@@ -119,7 +119,9 @@ stop_servers() {
 # shellcheck disable=SC2317  # invoked by the EXIT trap
 on_exit() {
   stop_servers
-  if mkdir -p "$OUT" 2>/dev/null && cp "$WORK"/* "$OUT"/ 2>/dev/null; then
+  # The results and logs only (named *-$stamp.*): $WORK also holds the
+  # throw-away keys, a directory plain cp refuses.
+  if mkdir -p "$OUT" 2>/dev/null && cp "$WORK"/*-"$stamp".* "$OUT"/ 2>/dev/null; then
     echo "bench: results and server logs in $OUT/*-$stamp.*" >&2
   else
     echo "bench: could not copy results to $OUT" >&2
