@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# bench/global.sh: GlobalMemory through memoryd vs the same SQL run directly
-# through libpq, in the same run.
+# bench/global.sh: GlobalMemory (and Entries.Read) through memoryd vs the same
+# SQL run directly through libpq, in the same run.
 #
 # Seeds a 10k-entity graph (tenant "bench", out-degree 4, with cycles) into
 # the dev PostgreSQL, starts memoryd on loopback, then in alternating rounds
-# loads (1) GetEntity and (2) a 2-hop Traverse (OUT, limit 100) through
-# memoryd with bench/loadgen (a token with global:read on every call), and
+# loads (1) GetEntity, (2) a 2-hop Traverse (OUT, limit 100) and (3)
+# Entries.Read of one 100-byte entry through memoryd with bench/loadgen (a
+# token with global:read and entries:read on every call), and
 # the very same statements through libpq with bench/global_bench (built by
 # the same functions memoryd uses; one prepared statement per connection,
 # no gRPC, no token, no transaction around the read). Prints medians and the
@@ -91,7 +92,8 @@ mkdir -p "$KEYS"
 # The principal global_bench reads as: tenant bench, owner bench-agent,
 # own records only, read ceiling PUBLIC.
 TOKEN=$("$MEMORYD" token mint --key "$KEYS/bench.jwk" --sub bench-agent --tenant bench \
-  --scope "global:read" --clr PUBLIC --ttl 2h) || die "memoryd token mint failed"
+  --scope "global:read entries:read" --ns 'bench:*:*' --clr PUBLIC --ttl 2h) ||
+  die "memoryd token mint failed"
 
 # The pool matches the direct side's connection count.
 "$MEMORYD" --listen "$ADDR" --jwks "$KEYS/jwks.json" --workers "$SERVER_THREADS" \
@@ -106,13 +108,15 @@ wait_listening memoryd "$MEMORYD_PID" "$ADDR" "$MEMORYD_LOG"
 # as protobuf bytes (field 1 string "e0"; field 4 varint 2).
 GET_HEX=0a026530
 TRAVERSE_HEX=0a0265302002
+# EntriesReadRequest{namespace: "bench:wf:node", key: "k0"} (global_bench seeds it).
+READ_HEX=0a0d62656e63683a77663a6e6f646512026b30
 
 echo "bench: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg);" \
   "$ROUNDS rounds x ${DURATION}s (+${WARMUP}s warm-up), $CONCURRENCY in flight per side," \
   "memoryd --workers $SERVER_THREADS --pg-pool-size $CONCURRENCY"
 
-via_memoryd() { # what label method hex
-  "$LOADGEN" --target "$ADDR" --method "/memory.v1.GlobalMemory/$2" --request-hex "$3" \
+via_memoryd() { # label service/method hex
+  "$LOADGEN" --target "$ADDR" --method "/memory.v1.$2" --request-hex "$3" \
     --header "authorization: Bearer $TOKEN" --duration "$DURATION" --warmup "$WARMUP" \
     --concurrency "$CONCURRENCY" --channels 1 --label "$1" | tee -a "$WORK/loadgen.out" |
     grep '^{' >>"$RESULTS"
@@ -126,20 +130,25 @@ for ((r = 1; r <= ROUNDS; r++)); do
   echo "bench: round $r/$ROUNDS" >&2
   # ABBA: whoever runs second alternates, so a drifting machine favours neither.
   if ((r % 2)); then
-    via_memoryd memoryd-get GetEntity "$GET_HEX"; direct direct-get get
-    via_memoryd memoryd-traverse Traverse "$TRAVERSE_HEX"; direct direct-traverse traverse
+    via_memoryd memoryd-get GlobalMemory/GetEntity "$GET_HEX"; direct direct-get get
+    via_memoryd memoryd-traverse GlobalMemory/Traverse "$TRAVERSE_HEX"
+    direct direct-traverse traverse
+    via_memoryd memoryd-read Entries/Read "$READ_HEX"; direct direct-read entries-read
   else
-    direct direct-get get; via_memoryd memoryd-get GetEntity "$GET_HEX"
-    direct direct-traverse traverse; via_memoryd memoryd-traverse Traverse "$TRAVERSE_HEX"
+    direct direct-get get; via_memoryd memoryd-get GlobalMemory/GetEntity "$GET_HEX"
+    direct direct-traverse traverse
+    via_memoryd memoryd-traverse GlobalMemory/Traverse "$TRAVERSE_HEX"
+    direct direct-read entries-read; via_memoryd memoryd-read Entries/Read "$READ_HEX"
   fi
 done
 
 row="%-17s %5s %12s %10s %10s %8s\n"
-for what in get traverse; do
+for what in get traverse read; do
   echo
   case $what in
     get) echo "GetEntity (one entity by id):" ;;
     traverse) echo "Traverse (2 hops out, limit 100, ~21 entities + their edges):" ;;
+    read) echo "Entries.Read (one 100-byte entry):" ;;
   esac
   # shellcheck disable=SC2059
   printf "$row" side runs "median qps" "p50 us" "p99 us" errors

@@ -12,55 +12,43 @@
  *       N entities e0..e{N-1}, each linked to D others ("links"), owned by
  *       principal "bench-agent" (run memoryd once first: it creates the
  *       schema).
- *   global_bench --pg-url URL run get|traverse [--threads T] [--duration S]
- *       [--warmup S] [--label L] [--tx]
+ *       It also writes one entry, bench:wf:node/k0 (100 bytes), for
+ *       entries-read.
+ *   global_bench --pg-url URL run get|traverse|entries-read [--threads T]
+ *       [--duration S] [--warmup S] [--label L] [--tx]
  *       prints one human line and one JSON line ({"label":...,"qps":...,
  *       "p50_us":...,"p99_us":...,"calls":...,"errors":...}) like
- *       bench/loadgen. get reads e0; traverse walks 2 hops out from e0.
- *       --tx sends get as memoryd does (the statement timeout and the
- *       query, one pipelined round trip through pgq). */
+ *       bench/loadgen (the loop: pg_direct.h). get reads e0; traverse walks
+ *       2 hops out from e0; entries-read is Entries.Read's statement
+ *       (entries_sql_read) for bench:wf:node/k0. --tx sends get as the
+ *       blocking pool did (the statement timeout and the query, one
+ *       pipelined round trip through pgq). */
 #include <getopt.h>
 #include <libpq-fe.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "bench/pg_direct.h"
 #include "service/auth/jwt.h"
 #include "service/auth/principal.h"
 #include "service/core/arena.h"
+#include "service/entries/entries_store.h"
 #include "service/global/global_store.h"
 
 #define TENANT "bench"
 #define OWNER "bench-agent"
-#define MAX_SAMPLES (1 << 22)
+#define ENTRY_NS "bench:wf:node"
+#define ENTRY_KEY "k0"
+
+enum what { WHAT_GET, WHAT_TRAVERSE, WHAT_ENTRIES_READ };
 
 typedef struct {
-  const char *url;
-  int traverse;
-  int tx; /* get: wrapped in memoryd's read transaction */
-  int threads;
-  double duration, warmup;
-  const char *label;
-} options;
-
-typedef struct {
-  const options *o;
+  enum what what;
+  int tx; /* get: wrapped in the blocking pool's read round trip */
   principal *p;
-  uint64_t *lat; /* ns, this thread's samples */
-  size_t n;
-  uint64_t errors;
-  double window_s;
-  char err[256];
-} worker;
-
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
+} bench;
 
 static principal *bench_principal(void) {
   jwt_claims *c = calloc(1, sizeof *c);
@@ -69,39 +57,40 @@ static principal *bench_principal(void) {
   c->tenant = strdup(TENANT);
   c->iss = strdup("bench");
   c->jti = strdup("bench");
-  c->scopes = calloc(1, sizeof *c->scopes);
-  if (c->scopes) c->scopes[0] = strdup("global:read");
-  c->nscopes = 1;
+  c->scopes = calloc(2, sizeof *c->scopes);
+  if (c->scopes) {
+    c->scopes[0] = strdup("global:read");
+    c->scopes[1] = strdup("entries:read");
+  }
+  c->nscopes = 2;
   c->clr = JWT_LABEL_PUBLIC;
   c->lvl = JWT_LABEL_PUBLIC;
   c->exp = INT64_MAX;
   return principal_create(c);
 }
 
-static PGresult *exec_q(PGconn *conn, const char *name, const pgq_sql *b) {
-  const pgq_params *q = &b->params;
-  return PQexecPrepared(conn, name, q->n, q->vals, q->lens, q->fmts, 1);
-}
-
-static int prepare(PGconn *conn, const char *name, const pgq_sql *b) {
-  PGresult *r = PQprepare(conn, name, b->buf, b->params.n, b->params.types);
-  int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
-  if (!ok) fprintf(stderr, "global_bench: prepare %s: %s", name, PQerrorMessage(conn));
-  PQclear(r);
-  return ok ? 0 : -1;
-}
-
-/* One GetEntity or Traverse worth of SQL; 0 on success. */
-static int one_call(PGconn *conn, worker *w, int *prepared, arena *a) {
+/* One GetEntity, Traverse or Entries.Read worth of SQL; 0 on success. */
+static int one_call(PGconn *conn, void *arg, int *prepared, arena *a) {
+  bench *w = arg;
   global_traverse_in tin = {"e0", NULL, 0, GLOBAL_DIR_OUT, 2, 100};
   pgq_sql b = {0};
   tier_ctx c; /* the caller, as the tier sees it */
-  tier_ctx_make(&c, "global", w->p, INT64_MAX, a);
-  if (!w->o->traverse && w->o->tx) {
-    /* As memoryd sends it: the statement timeout and the query
+  tier_ctx_make(&c, w->what == WHAT_ENTRIES_READ ? "entries" : "global", w->p, INT64_MAX, a);
+  if (w->what == WHAT_ENTRIES_READ) {
+    entries_sql_read(&c, ENTRY_NS, ENTRY_KEY, &b);
+    if (!*prepared && pg_direct_prepare(conn, "read", &b) != 0) return -1;
+    *prepared = 1;
+    PGresult *r = pg_direct_exec(conn, "read", &b);
+    int ok = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1;
+    PQclear(r);
+    return ok ? 0 : -1;
+  }
+  if (w->what == WHAT_GET && w->tx) {
+    /* As the blocking pool sent it: the statement timeout and the query
      * in one pipelined round trip (one implicit transaction). */
+    char err[256];
     global_sql_get_entity(&c, "e0", &b);
-    pgq_session ss = {.conn = conn, .tier = "bench", .err = w->err, .errlen = sizeof w->err};
+    pgq_session ss = {.conn = conn, .tier = "bench", .err = err, .errlen = sizeof err};
     snprintf(ss.timeout, sizeof ss.timeout, "10000");
     PGresult *r = NULL;
     int rc = pgq_pipeline(&ss, "get", NULL, &b, 1, &r);
@@ -109,18 +98,18 @@ static int one_call(PGconn *conn, worker *w, int *prepared, arena *a) {
     PQclear(r);
     return ok ? 0 : -1;
   }
-  if (!w->o->traverse) {
+  if (w->what == WHAT_GET) {
     global_sql_get_entity(&c, "e0", &b);
-    if (!*prepared && prepare(conn, "get", &b) != 0) return -1;
+    if (!*prepared && pg_direct_prepare(conn, "get", &b) != 0) return -1;
     *prepared = 1;
-    PGresult *r = exec_q(conn, "get", &b);
+    PGresult *r = pg_direct_exec(conn, "get", &b);
     int ok = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1;
     PQclear(r);
     return ok ? 0 : -1;
   }
   if (global_sql_traverse(&c, &tin, &b) != 0) return -1;
-  if (!*prepared && prepare(conn, "walk", &b) != 0) return -1;
-  PGresult *r = exec_q(conn, "walk", &b);
+  if (!*prepared && pg_direct_prepare(conn, "walk", &b) != 0) return -1;
+  PGresult *r = pg_direct_exec(conn, "walk", &b);
   if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) < 1) {
     PQclear(r);
     return -1;
@@ -132,94 +121,12 @@ static int one_call(PGconn *conn, worker *w, int *prepared, arena *a) {
   PQclear(r);
   pgq_sql eb = {0};
   if (!ids || global_sql_traverse_edges(&c, &tin, ids, n, &eb) != 0) return -1;
-  if (!*prepared && prepare(conn, "edges", &eb) != 0) return -1;
+  if (!*prepared && pg_direct_prepare(conn, "edges", &eb) != 0) return -1;
   *prepared = 1;
-  r = exec_q(conn, "edges", &eb);
+  r = pg_direct_exec(conn, "edges", &eb);
   int ok = PQresultStatus(r) == PGRES_TUPLES_OK;
   PQclear(r);
   return ok ? 0 : -1;
-}
-
-static void *work(void *arg) {
-  worker *w = arg;
-  PGconn *conn = PQconnectdb(w->o->url);
-  if (PQstatus(conn) != CONNECTION_OK) {
-    fprintf(stderr, "global_bench: %s", PQerrorMessage(conn));
-    PQfinish(conn);
-    w->errors = 1;
-    return NULL;
-  }
-  arena *a = arena_create();
-  int prepared = 0;
-  uint64_t start = now_ns(), measure = start + (uint64_t)(w->o->warmup * 1e9),
-           end = measure + (uint64_t)(w->o->duration * 1e9);
-  for (;;) {
-    uint64_t t0 = now_ns();
-    if (t0 >= end) break;
-    int rc = one_call(conn, w, &prepared, a);
-    uint64_t t1 = now_ns();
-    arena_reset(a);
-    if (t0 < measure) continue;
-    if (rc != 0)
-      w->errors++;
-    else if (w->n < MAX_SAMPLES)
-      w->lat[w->n++] = t1 - t0;
-  }
-  w->window_s = w->o->duration;
-  arena_free(a);
-  PQfinish(conn);
-  return NULL;
-}
-
-static int cmp_u64(const void *a, const void *b) {
-  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-  return x < y ? -1 : x > y;
-}
-
-static int run(const options *o) {
-  principal *p = bench_principal();
-  worker *ws = calloc((size_t)o->threads, sizeof *ws);
-  pthread_t *tid = calloc((size_t)o->threads, sizeof *tid);
-  if (!p || !ws || !tid) return 1;
-  for (int i = 0; i < o->threads; i++) {
-    ws[i] = (worker){.o = o, .p = p};
-    if (!(ws[i].lat = malloc(MAX_SAMPLES * sizeof *ws[i].lat))) return 1;
-    pthread_create(&tid[i], NULL, work, &ws[i]);
-  }
-  size_t total = 0;
-  uint64_t errors = 0;
-  for (int i = 0; i < o->threads; i++) {
-    pthread_join(tid[i], NULL);
-    total += ws[i].n;
-    errors += ws[i].errors;
-  }
-  uint64_t *all = malloc((total ? total : 1) * sizeof *all);
-  if (!all) return 1;
-  size_t k = 0;
-  for (int i = 0; i < o->threads; i++) {
-    memcpy(all + k, ws[i].lat, ws[i].n * sizeof *all);
-    k += ws[i].n;
-    free(ws[i].lat);
-  }
-  qsort(all, total, sizeof *all, cmp_u64);
-  double p50 = total ? (double)all[total / 2] / 1e3 : 0;
-  double p99 = total ? (double)all[(size_t)((double)total * 0.99)] / 1e3 : 0;
-  double qps = (double)total / o->duration;
-  const char *what = o->traverse ? "traverse" : "get";
-  printf(
-      "global_bench direct %s t=%d: %.2fs %zu calls %llu errors %.1f qps | us p50 %.1f "
-      "p99 %.1f\n",
-      what, o->threads, o->duration, total, (unsigned long long)errors, qps, p50, p99);
-  printf(
-      "{\"label\":\"%s\",\"what\":\"%s\",\"threads\":%d,\"calls\":%zu,\"errors\":%llu,"
-      "\"qps\":%.1f,\"p50_us\":%.1f,\"p99_us\":%.1f}\n",
-      o->label ? o->label : what, what, o->threads, total, (unsigned long long)errors, qps, p50,
-      p99);
-  free(all);
-  free(ws);
-  free(tid);
-  principal_unref(p);
-  return errors ? 2 : 0;
 }
 
 static int sql(PGconn *c, const char *q) {
@@ -257,15 +164,24 @@ static int seed(const char *url, int n, int degree) {
            "', 1, 1, now(), now()"
            " FROM generate_series(0, %d) i, generate_series(1, %d) k",
            n, n - 1, degree);
-  rc = rc || sql(c, q) || sql(c, "COMMIT") || sql(c, "ANALYZE entities") ||
-       sql(c, "ANALYZE relationships");
+  rc = rc || sql(c, q);
+  /* The entry Entries.Read reads: 100 bytes, uncompressed, no expiry. */
+  rc = rc || sql(c, "DELETE FROM entries WHERE tenant = '" TENANT "'") ||
+       sql(c,
+           "INSERT INTO entries (tenant, namespace, key, owner, label, value, compressed,"
+           " size_bytes, content_type, search_text, version, created_at, updated_at)"
+           " VALUES ('" TENANT "', '" ENTRY_NS "', '" ENTRY_KEY "', '" OWNER
+           "', 1, convert_to(repeat('x', 100), 'UTF8'), false, 100, 'text/plain',"
+           " '" ENTRY_KEY "', 1, now(), now())");
+  rc = rc || sql(c, "COMMIT") || sql(c, "ANALYZE entities") || sql(c, "ANALYZE relationships");
   PQfinish(c);
   if (!rc) printf("global_bench: seeded %d entities, out-degree %d\n", n, degree);
   return rc ? 1 : 0;
 }
 
 int main(int argc, char **argv) {
-  options o = {.threads = 4, .duration = 5, .warmup = 1};
+  pg_direct_options o = {.tool = "global_bench", .threads = 4, .duration = 5, .warmup = 1};
+  bench b = {0};
   int entities = 10000, degree = 4;
   static const struct option longs[] = {{"pg-url", required_argument, 0, 'u'},
                                         {"threads", required_argument, 0, 't'},
@@ -301,7 +217,7 @@ int main(int argc, char **argv) {
         degree = atoi(optarg);
         break;
       case 'x':
-        o.tx = 1;
+        b.tx = 1;
         break;
       default:
         return 64;
@@ -311,16 +227,26 @@ int main(int argc, char **argv) {
       entities < 2 || degree < 1) {
     fprintf(stderr,
             "usage: global_bench --pg-url URL seed [--entities N] [--degree D]\n"
-            "       global_bench --pg-url URL run get|traverse [--threads T]"
-            " [--duration S] [--warmup S] [--label L]\n");
+            "       global_bench --pg-url URL run get|traverse|entries-read [--threads T]"
+            " [--duration S] [--warmup S] [--label L] [--tx]\n");
     return 64;
   }
   if (strcmp(argv[optind], "seed") == 0) return seed(o.url, entities, degree);
-  if (strcmp(argv[optind], "run") == 0 && optind + 1 < argc) {
-    o.traverse = strcmp(argv[optind + 1], "traverse") == 0;
-    if (!o.traverse && strcmp(argv[optind + 1], "get") != 0) return 64;
-    return run(&o);
+  if (strcmp(argv[optind], "run") != 0 || optind + 1 >= argc) {
+    fprintf(stderr, "global_bench: unknown command %s\n", argv[optind]);
+    return 64;
   }
-  fprintf(stderr, "global_bench: unknown command %s\n", argv[optind]);
-  return 64;
+  o.what = argv[optind + 1];
+  if (strcmp(o.what, "get") == 0)
+    b.what = WHAT_GET;
+  else if (strcmp(o.what, "traverse") == 0)
+    b.what = WHAT_TRAVERSE;
+  else if (strcmp(o.what, "entries-read") == 0)
+    b.what = WHAT_ENTRIES_READ;
+  else
+    return 64;
+  if (!(b.p = bench_principal())) return 1;
+  int rc = pg_direct_run(&o, one_call, &b);
+  principal_unref(b.p);
+  return rc;
 }

@@ -91,6 +91,8 @@ int entries_store_write(entries_store *s, tier_ctx *c, const entries_write_in *i
  * STATUS_ENOTFOUND when absent, expired or hidden by the read diode. */
 int entries_store_read(entries_store *s, tier_ctx *c, const char *ns, const char *key,
                        entries_record *out);
+/* Read's statement (the benchmark's direct side runs it too). */
+void entries_sql_read(const tier_ctx *c, const char *ns, const char *key, pgq_sql *b);
 /* The same on the event loop: the statement, ready for tier_pending; done(arg,
  * rc) runs once on the loop thread with *out filled when rc is STATUS_OK.
  * c, ns, key and out must live in c's arena. NULL when out of memory. */

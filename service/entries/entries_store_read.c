@@ -11,10 +11,10 @@ typedef struct {
     entries_record *out;
 } read_args;
 
-static void read_sql(pgq_sql *b, const tier_ctx *c, const read_args *a) {
+void entries_sql_read(const tier_ctx *c, const char *ns, const char *key, pgq_sql *b) {
     pgq_sql_add(b, "SELECT " ENTRIES_COLS ", value FROM entries WHERE ");
     entries_read_diode(b, c);
-    pgq_sql_add(b, " AND namespace = $%d AND key = $%d", pgq_text(b, a->ns), pgq_text(b, a->key));
+    pgq_sql_add(b, " AND namespace = $%d AND key = $%d", pgq_text(b, ns), pgq_text(b, key));
 }
 
 static int read_result(tier_ctx *c, const PGresult *r, const read_args *a) {
@@ -30,7 +30,7 @@ static int read_result(tier_ctx *c, const PGresult *r, const read_args *a) {
 static int read_one(pgq_session *ss, tier_ctx *c, void *arg) {
     read_args *a = arg;
     pgq_sql b = {0};
-    read_sql(&b, c, a);
+    entries_sql_read(c, a->ns, a->key, &b);
     PGresult *r;
     int rc = pgq_pipeline(ss, "read", NULL, &b, 1, &r);
     if (rc != STATUS_OK) return rc;
@@ -56,7 +56,7 @@ tier_async *entries_store_read_async(entries_store *s, tier_ctx *c, const char *
     tier_async *op = a ? tier_async_new(c, "read", decode_read, a, done, arg) : NULL;
     if (!op) return NULL;
     *a = (read_args){ns, key, out};
-    read_sql(&op->sql, c, a);
+    entries_sql_read(c, ns, key, &op->sql);
     return op;
 }
 
