@@ -56,8 +56,10 @@ static void *work(void *arg) {
     uint64_t t1 = now_ns();
     arena_reset(a);
     if (t0 < measure) continue;
-    if (rc != 0) w->errors++;
-    else if (w->n < MAX_SAMPLES) w->lat[w->n++] = t1 - t0;
+    if (rc != 0)
+      w->errors++;
+    else if (w->n < MAX_SAMPLES)
+      w->lat[w->n++] = t1 - t0;
   }
   if (!a) w->errors = 1;
   arena_free(a);

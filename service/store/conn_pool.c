@@ -75,7 +75,7 @@ static void note_connect_locked(conn_pool *p, int ok, const char *err) {
 }
 
 int conn_pool_prime(conn_pool *p, char *err, size_t errlen) {
-    void *c = p->ops->connect(p->ctx, err, errlen);
+    void *c = p->ops->connect(p->ctx, INT64_MAX, err, errlen);
     pthread_mutex_lock(&p->lock);
     note_connect_locked(p, c != NULL, err);
     if (c) p->slots[0].conn = c;
@@ -114,7 +114,7 @@ void *conn_pool_acquire(conn_pool *p, int64_t deadline_ms, char *err, size_t err
             }
             p->slots[empty].busy = 1;
             pthread_mutex_unlock(&p->lock);
-            void *c = p->ops->connect(p->ctx, err, errlen);
+            void *c = p->ops->connect(p->ctx, deadline_ms, err, errlen);
             pthread_mutex_lock(&p->lock);
             note_connect_locked(p, c != NULL, err);
             p->slots[empty].conn = c;

@@ -14,10 +14,12 @@
 typedef struct conn_pool conn_pool;
 
 /* How the pool talks to its backend. connect returns a new connection or
- * NULL with the reason in err; close frees one (never called with NULL). */
+ * NULL with the reason in err, giving up by deadline_ms (CLOCK_MONOTONIC;
+ * INT64_MAX: its own timeout only); close frees one (never called with
+ * NULL). */
 typedef struct conn_pool_ops {
     const char *backend; /* "postgres", "redis": for log lines */
-    void *(*connect)(void *ctx, char *err, size_t errlen);
+    void *(*connect)(void *ctx, int64_t deadline_ms, char *err, size_t errlen);
     void (*close)(void *conn);
 } conn_pool_ops;
 

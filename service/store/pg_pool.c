@@ -1,25 +1,56 @@
 /* pg_pool: libpq connections on top of conn_pool. */
 #include "service/store/pg_pool.h"
 
+#include <errno.h>
+#include <poll.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "service/core/clock.h"
 #include "service/store/conn_pool.h"
+#include "service/store/pg_watchdog.h"
+
+/* How long past its deadline a round trip may still be waiting before the
+ * watchdog cuts its connection: the server's own statement_timeout (the
+ * same deadline) normally answers first. */
+#define WATCHDOG_GRACE_MS 20
 
 struct pg_pool {
     conn_pool *pool;
+    pg_watchdog *watchdog;
     char *url;
-    char timeout[16];
+    int connect_timeout_s;
 };
 
-static void *pg_connect(void *ctx, char *err, size_t errlen) {
+/* A non-blocking connect polled until the connect timeout or the caller's
+ * deadline, whichever comes first: a server that accepts TCP and never
+ * answers (frozen) costs the caller no more than its deadline. */
+static void *pg_connect(void *ctx, int64_t deadline_ms, char *err, size_t errlen) {
     pg_pool *p = ctx;
-    const char *keys[] = {"dbname", "connect_timeout", "application_name", NULL};
-    const char *vals[] = {p->url, p->timeout, "memoryd", NULL};
-    PGconn *c = PQconnectdbParams(keys, vals, 1);
-    if (c && PQstatus(c) == CONNECTION_OK) return c;
-    const char *why = c ? PQerrorMessage(c) : "out of memory";
+    const char *keys[] = {"dbname", "application_name", NULL};
+    const char *vals[] = {p->url, "memoryd", NULL};
+    int64_t until = clock_mono_ms(NULL) + (int64_t)p->connect_timeout_s * 1000;
+    if (deadline_ms < until) until = deadline_ms;
+    PGconn *c = PQconnectStartParams(keys, vals, 1);
+    const char *why = NULL;
+    PostgresPollingStatusType st = PGRES_POLLING_WRITING; /* libpq: start as if WRITING */
+    while (c && PQstatus(c) != CONNECTION_BAD && st != PGRES_POLLING_OK &&
+           st != PGRES_POLLING_FAILED) {
+        int64_t left = until - clock_mono_ms(NULL);
+        struct pollfd pfd = {PQsocket(c), st == PGRES_POLLING_READING ? POLLIN : POLLOUT, 0};
+        int n = left > 0 ? poll(&pfd, 1, (int)(left < INT32_MAX ? left : INT32_MAX)) : 0;
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            why = until == deadline_ms ? "no answer by the call's deadline"
+                                       : "no answer within --pg-connect-timeout";
+            break;
+        }
+        st = PQconnectPoll(c);
+    }
+    if (c && !why && PQstatus(c) == CONNECTION_OK) return c;
+    if (!why) why = c ? PQerrorMessage(c) : "out of memory";
     snprintf(err, errlen, "PostgreSQL unavailable: %.*s", (int)strcspn(why, "\n"), why);
     PQfinish(c);
     return NULL;
@@ -32,11 +63,12 @@ static const conn_pool_ops pg_ops = {"postgres", pg_connect, pg_close};
 int pg_pool_create(const char *url, int size, int connect_timeout_s, pg_pool **out, char *err,
                    size_t errlen) {
     pg_pool *p = calloc(1, sizeof *p);
-    if (!p || !(p->url = strdup(url)) || !(p->pool = conn_pool_create(size, &pg_ops, p))) {
+    if (!p || !(p->url = strdup(url)) || !(p->pool = conn_pool_create(size, &pg_ops, p)) ||
+        pg_watchdog_create(size, WATCHDOG_GRACE_MS, &p->watchdog) != 0) {
         pg_pool_free(p);
         return snprintf(err, errlen, "out of memory"), -1;
     }
-    snprintf(p->timeout, sizeof p->timeout, "%d", connect_timeout_s);
+    p->connect_timeout_s = connect_timeout_s;
     if (conn_pool_prime(p->pool, err, errlen) != 0) {
         pg_pool_free(p);
         return -1;
@@ -48,6 +80,7 @@ int pg_pool_create(const char *url, int size, int connect_timeout_s, pg_pool **o
 void pg_pool_free(pg_pool *p) {
     if (!p) return;
     conn_pool_free(p->pool);
+    pg_watchdog_free(p->watchdog);
     free(p->url);
     free(p);
 }
@@ -58,10 +91,17 @@ PGconn *pg_pool_acquire(pg_pool *p, int64_t deadline_ms, char *err, size_t errle
 
 void pg_pool_release(pg_pool *p, PGconn *conn, int broken) {
     if (!conn) return;
+    if (pg_watchdog_disarm(p->watchdog, conn)) broken = 1;
     /* A connection left inside a transaction or broken must not be reused. */
     if (PQstatus(conn) != CONNECTION_OK || PQtransactionStatus(conn) != PQTRANS_IDLE) broken = 1;
     conn_pool_release(p->pool, conn, broken);
 }
+
+void pg_pool_watch(pg_pool *p, PGconn *conn, int64_t deadline_ms) {
+    pg_watchdog_arm(p->watchdog, conn, deadline_ms);
+}
+
+int pg_pool_cut(pg_pool *p, const PGconn *conn) { return pg_watchdog_cut(p->watchdog, conn); }
 
 int pg_pool_ping(pg_pool *p, int64_t deadline_ms) {
     char err[256];

@@ -29,6 +29,13 @@ PGconn *pg_pool_acquire(pg_pool *p, int64_t deadline_ms, char *err, size_t errle
  * (the pool also checks PQstatus itself) so it is re-opened. */
 void pg_pool_release(pg_pool *p, PGconn *conn, int broken);
 
+/* Bounds conn's blocking libpq calls by deadline_ms until it is released:
+ * a call still waiting shortly after it returns with the connection lost
+ * (pg_watchdog.h). */
+void pg_pool_watch(pg_pool *p, PGconn *conn, int64_t deadline_ms);
+/* 1 when the watchdog cut conn because its deadline passed. */
+int pg_pool_cut(pg_pool *p, const PGconn *conn);
+
 /* Runs "SELECT 1" on a pooled connection; 0 when Postgres answers. */
 int pg_pool_ping(pg_pool *p, int64_t deadline_ms);
 

@@ -247,6 +247,10 @@ int pgq_begin(pgq_session *ss, pg_pool *pool, const char *tier, int64_t deadline
                             "the call's deadline passed waiting for PostgreSQL");
         return pgq_fail(ss, STATUS_EUNAVAILABLE, "%s", why);
     }
+    /* statement_timeout ends a statement on a server that runs; the
+     * watchdog ends the wait on one that does not answer at all. */
+    pg_pool_watch(pool, ss->conn,
+                  deadline_ms != INT64_MAX ? deadline_ms : clock_mono_ms(NULL) + ms);
     return STATUS_OK;
 }
 
@@ -275,6 +279,11 @@ int pgq_pg_fail(pgq_session *ss, const PGresult *res, const char *what) {
     int conn_bad = PQstatus(ss->conn) != CONNECTION_OK || !state || strncmp(state, "08", 2) == 0 ||
                    strncmp(state, "57P", 3) == 0;
     if (conn_bad) ss->broken = 1;
+    if (conn_bad && pg_pool_cut(ss->pool, ss->conn))
+        return pgq_fail(ss, STATUS_ETIMEOUT,
+                        "PostgreSQL did not answer %s by the call's deadline; the connection "
+                        "was closed",
+                        what);
     int len = (int)strcspn(msg, "\n");
     if (state && strcmp(state, "57014") == 0)
         return pgq_fail(ss, STATUS_ETIMEOUT, "PostgreSQL: %s cancelled at the call's deadline",

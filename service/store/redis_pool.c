@@ -51,7 +51,8 @@ static redisContext *open_url(const redis_url *u, struct timeval timeout, char *
     return c;
 }
 
-static void *redis_connect(void *ctx, char *err, size_t errlen) {
+static void *redis_connect(void *ctx, int64_t deadline_ms, char *err, size_t errlen) {
+    (void)deadline_ms; /* its own connect timeout is short already */
     redis_pool *p = ctx;
     return open_url(&p->url, p->timeout, err, errlen);
 }

@@ -9,12 +9,14 @@
 #include <chrono>
 #include <functional>
 #include <string>
+#include <thread>
 
 extern "C" {
 #include "service/core/clock.h"
 #include "service/store/pg_pool.h"
 #include "service/store/pgq.h"
 }
+#include "tests/testing/pg_server.h"
 #include "tests/testing/pg_testdb.h"
 
 namespace {
@@ -154,3 +156,48 @@ TEST_F(PgqTest, AKilledConnectionIsReplacedAndItsStatementsPreparedAgain) {
 }
 
 }  // namespace
+
+// A server that stops answering (SIGSTOP: connections stay open, nothing is
+// answered, so statement_timeout never fires): the pool's watchdog ends the
+// round trip shortly after the deadline, the session reports the deadline,
+// and after SIGCONT the pool serves again on a fresh connection.
+TEST(PgqFrozenTest, AFrozenServerCostsNoMoreThanTheDeadline) {
+  PgServer pg;
+  ASSERT_TRUE(pg.ok()) << pg.error();
+  pg_pool* pool = nullptr;
+  char err[512] = "";
+  ASSERT_EQ(0, pg_pool_create(pg.url().c_str(), 2, 5, &pool, err, sizeof err)) << err;
+  auto read = [&](int64_t deadline_ms) {
+    pgq_session ss;
+    int rc = pgq_begin(&ss, pool, "test", deadline_ms, 30000, err, sizeof err);
+    if (rc != STATUS_OK) return rc;
+    pgq_sql b = {};
+    pgq_sql_add(&b, "SELECT 1");
+    PGresult* r = nullptr;
+    rc = pgq_pipeline(&ss, "frozen read", nullptr, &b, 1, &r);
+    PQclear(r);
+    pgq_end(&ss);
+    return rc;
+  };
+  ASSERT_EQ(STATUS_OK, read(NowMs() + 2000)) << err;
+  ASSERT_TRUE(pg.Freeze()) << pg.error();
+  int64_t start = NowMs();
+  EXPECT_EQ(STATUS_ETIMEOUT, read(start + 300)) << err;
+  int64_t took = NowMs() - start;
+  EXPECT_GE(took, 290);
+  EXPECT_LT(took, 300 + 250) << "the round trip outlived its deadline";
+  EXPECT_NE(nullptr, strstr(err, "did not answer")) << err;
+  // A new connection is not waited for past the deadline either.
+  start = NowMs();
+  int rc = read(start + 300);
+  EXPECT_TRUE(rc == STATUS_ETIMEOUT || rc == STATUS_EUNAVAILABLE) << rc << ": " << err;
+  EXPECT_LT(NowMs() - start, 300 + 250) << err;
+  ASSERT_TRUE(pg.Thaw()) << pg.error();
+  int ok = -1;
+  for (int i = 0; i < 100 && ok != STATUS_OK; i++) {
+    ok = read(NowMs() + 2000);
+    if (ok != STATUS_OK) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(STATUS_OK, ok) << err;
+  pg_pool_free(pool);
+}

@@ -1061,6 +1061,25 @@ TEST_F(GlobalTest, FrozenPostgresEndsGetEntityByItsDeadlineAndHoldsNoWorker) {
   // The one worker is free while the GetEntity calls wait on PostgreSQL.
   Result h = Unary(ch_, "/grpc.health.v1.Health/Check", "", 5000);
   for (auto& t : ts) t.join();
+  // A write still runs on the worker through the blocking pool: it too
+  // ends by its deadline (the pool's watchdog cuts the silent connection).
+  PutEntityRequest put;
+  put.set_id("during-freeze");
+  put.set_type("k");
+  put.set_name("x");
+  Result w = Call("PutEntity", put, alice_, kDeadlineMs);
+  // DEADLINE_EXCEEDED, or UNAVAILABLE when it needed a new connection and
+  // --pg-connect-timeout (1 s here) ran out first.
+  EXPECT_TRUE(w.status.error_code() == StatusCode::DEADLINE_EXCEEDED ||
+              w.status.error_code() == StatusCode::UNAVAILABLE)
+      << w.status.error_code() << ": " << w.status.error_message();
+  EXPECT_LT(w.elapsed.count(), kDeadlineMs + 300) << "the write ended well past its deadline";
+  // The client's own deadline would end the call anyway: what shows the
+  // server let go is its one worker answering again right after.
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  Result h2 = Unary(ch_, "/grpc.health.v1.Health/Check", "", 5000);
+  EXPECT_TRUE(h2.status.ok()) << h2.status.error_message();
+  EXPECT_LT(h2.elapsed.count(), 250) << "the worker was still blocked in PostgreSQL";
   EXPECT_TRUE(h.status.ok()) << h.status.error_message();
   EXPECT_LT(h.elapsed.count(), 250) << "Health/Check waited behind GetEntity";
   for (int i = 0; i < kCalls; i++) {
@@ -1082,6 +1101,9 @@ TEST_F(GlobalTest, FrozenPostgresEndsGetEntityByItsDeadlineAndHoldsNoWorker) {
     if (!back) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   EXPECT_TRUE(back) << m_->Log();
+  // The write that timed out changed nothing; writes work again.
+  EXPECT_EQ(StatusCode::NOT_FOUND, Get(alice_, "during-freeze").status.error_code());
+  EXPECT_TRUE(Put(alice_, "after-thaw", "k", "x").status.ok());
   EXPECT_TRUE(HealthBecomes("memory.v1.GlobalMemory",
                             grpc::health::v1::HealthCheckResponse::SERVING, thawed_at, 10000))
       << m_->Log();

@@ -1,0 +1,125 @@
+/* pg_watchdog: cuts connections whose round trips outlive their deadline;
+ * see pg_watchdog.h. One thread sleeps until the earliest armed deadline
+ * (+ grace) and shuts down the sockets that are past theirs. */
+#include "service/store/pg_watchdog.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+
+#include "service/core/clock.h"
+#include "service/core/log.h"
+
+typedef struct {
+    const PGconn *conn; /* NULL: free slot */
+    int64_t deadline_ms;
+    int cut;
+} slot;
+
+struct pg_watchdog {
+    pthread_mutex_t lock;
+    pthread_cond_t cond; /* CLOCK_MONOTONIC */
+    pthread_t thread;
+    slot *slots;
+    int capacity, grace_ms, stop;
+};
+
+static slot *find(pg_watchdog *w, const PGconn *conn) {
+    for (int i = 0; i < w->capacity; i++)
+        if (w->slots[i].conn == conn) return &w->slots[i];
+    return NULL;
+}
+
+static void *watch_main(void *arg) {
+    pg_watchdog *w = arg;
+    pthread_mutex_lock(&w->lock);
+    while (!w->stop) {
+        int64_t now = clock_mono_ms(NULL), next = INT64_MAX;
+        for (int i = 0; i < w->capacity; i++) {
+            slot *s = &w->slots[i];
+            if (!s->conn || s->cut || s->deadline_ms == INT64_MAX) continue;
+            int64_t at = s->deadline_ms + w->grace_ms;
+            if (at <= now) {
+                /* The session is blocked in libpq (or about to be): wake it
+                 * with a dead socket. PQsocket only reads the descriptor. */
+                int fd = PQsocket(s->conn);
+                if (fd >= 0) shutdown(fd, SHUT_RDWR);
+                s->cut = 1;
+                log_fields(LOG_WARN,
+                           "postgres: no answer by the call's deadline; connection closed",
+                           LOG_F_INT, "late_ms", now - s->deadline_ms, LOG_F_END);
+            } else if (at < next) {
+                next = at;
+            }
+        }
+        if (next == INT64_MAX) pthread_cond_wait(&w->cond, &w->lock);
+        else {
+            struct timespec ts = clock_cond_deadline(next);
+            pthread_cond_timedwait(&w->cond, &w->lock, &ts);
+        }
+    }
+    pthread_mutex_unlock(&w->lock);
+    return NULL;
+}
+
+int pg_watchdog_create(int capacity, int grace_ms, pg_watchdog **out) {
+    pg_watchdog *w = calloc(1, sizeof *w);
+    if (!w || !(w->slots = calloc((size_t)capacity, sizeof *w->slots))) {
+        free(w);
+        return -1;
+    }
+    w->capacity = capacity;
+    w->grace_ms = grace_ms;
+    pthread_mutex_init(&w->lock, NULL);
+    clock_cond_init(&w->cond);
+    if (pthread_create(&w->thread, NULL, watch_main, w) != 0) {
+        pthread_mutex_destroy(&w->lock);
+        pthread_cond_destroy(&w->cond);
+        free(w->slots);
+        free(w);
+        return -1;
+    }
+    *out = w;
+    return 0;
+}
+
+void pg_watchdog_free(pg_watchdog *w) {
+    if (!w) return;
+    pthread_mutex_lock(&w->lock);
+    w->stop = 1;
+    pthread_cond_signal(&w->cond);
+    pthread_mutex_unlock(&w->lock);
+    pthread_join(w->thread, NULL);
+    pthread_mutex_destroy(&w->lock);
+    pthread_cond_destroy(&w->cond);
+    free(w->slots);
+    free(w);
+}
+
+void pg_watchdog_arm(pg_watchdog *w, PGconn *conn, int64_t deadline_ms) {
+    pthread_mutex_lock(&w->lock);
+    slot *s = find(w, conn);
+    if (!s) s = find(w, NULL);
+    if (s) {
+        *s = (slot){conn, deadline_ms, 0};
+        pthread_cond_signal(&w->cond); /* it may be the earliest now */
+    }
+    pthread_mutex_unlock(&w->lock);
+}
+
+int pg_watchdog_disarm(pg_watchdog *w, PGconn *conn) {
+    pthread_mutex_lock(&w->lock);
+    slot *s = find(w, conn);
+    int cut = s && s->cut;
+    if (s) *s = (slot){0};
+    pthread_mutex_unlock(&w->lock);
+    return cut;
+}
+
+int pg_watchdog_cut(pg_watchdog *w, const PGconn *conn) {
+    pthread_mutex_lock(&w->lock);
+    slot *s = find(w, conn);
+    int cut = s && s->cut;
+    pthread_mutex_unlock(&w->lock);
+    return cut;
+}
