@@ -34,6 +34,9 @@ static inline void dlist_push_back(dlist *head, dlist *link) {
     head->prev = link;
 }
 
+/* Puts link first; it must not be on a list. */
+static inline void dlist_push_front(dlist *head, dlist *link) { dlist_push_back(head->next, link); }
+
 /* Takes link off its list (it then links to itself: removing it again is
  * harmless). */
 static inline void dlist_remove(dlist *link) {

@@ -62,6 +62,7 @@ static void on_queue_timer(uv_timer_t *t);
 static void arm_queue_timer(apg *p, int64_t at) {
     if (at >= p->queue_timer_at) return;
     p->queue_timer_at = at;
+    uv_update_time(evloop_uv(p->loop)); /* timers count from the loop's cached time */
     int64_t in = at - apg_now_ms();
     uv_timer_start(&p->queue_timer, on_queue_timer, in > 0 ? (uint64_t)in : 0, 0);
 }
@@ -168,14 +169,15 @@ static void submit_on_loop(evloop_task *t) {
                        apg_what(q), p->last_error[0] ? p->last_error : "not connected");
         return;
     }
-    if (p->qlen >= p->o.max_queue) {
+    if (p->qlen >= p->o.max_queue && !q->first) {
         apg_answer_err(q, STATUS_EBUSY,
                        "%s: PostgreSQL is saturated: all %d connections busy and %d calls "
                        "waiting (--pg-pool-size, --pg-queue-max)",
                        apg_what(q), p->o.size, p->qlen);
         return;
     }
-    dlist_push_back(&p->queue, &q->link);
+    if (q->first) dlist_push_front(&p->queue, &q->link);
+    else dlist_push_back(&p->queue, &q->link);
     p->qlen++;
     arm_queue_timer(p, q->deadline_ms);
     /* Grow to the demand, up to size; a connect that fails at once
@@ -220,7 +222,10 @@ static void ping_done(apg_query *q, int status, PGresult *res) {
 
 int apg_ping(apg *p, int64_t deadline_ms) {
     assert(!evloop_on_loop(p->loop));
-    ping_call pc = {.q = {.what = "ping", .deadline_ms = deadline_ms, .done = ping_done}};
+    /* First in line: a pool busy with calls is up, not down; only one
+     * whose connections never free up (a frozen server) fails the ping. */
+    ping_call pc = {
+        .q = {.what = "ping", .deadline_ms = deadline_ms, .done = ping_done, .first = 1}};
     pc.q.arg = &pc;
     pc.q.sql = &pc.sql;
     pgq_sql_add(&pc.sql, "SELECT 1");
@@ -257,10 +262,16 @@ static void wait_done(apg *p) {
 static void setup_on_loop(evloop_task *t) {
     apg *p = (apg *)((char *)t - offsetof(apg, task));
     uv_loop_t *uv = evloop_uv(p->loop);
+    /* The one handle whose set-up can fail (an eventfd): first, so nothing
+     * else needs undoing when it does. */
+    if (uv_async_init(uv, &p->cancel_wake, on_cancel_wake) != 0) {
+        p->setup_failed = 1;
+        apg_signal_done(p);
+        return;
+    }
+    p->cancel_wake.data = p;
     uv_timer_init(uv, &p->queue_timer);
     p->queue_timer.data = p;
-    uv_async_init(uv, &p->cancel_wake, on_cancel_wake);
-    p->cancel_wake.data = p;
     p->handles = 2;
     for (int i = 0; i < p->o.size; i++) {
         apg_conn *c = &p->conns[i];
@@ -349,9 +360,10 @@ int apg_create(evloop *loop, const apg_options *o, apg **out, char *err, size_t 
     p->queue_timer_at = INT64_MAX;
     dlist_init(&p->queue);
     atomic_init(&p->connected, 0);
-    if (build_params(p, err, errlen) != 0 ||
-        !(p->conns = calloc((size_t)o->size, sizeof *p->conns))) {
-        if (!err[0]) snprintf(err, errlen, "postgres: out of memory");
+    int rc = build_params(p, err, errlen);
+    if (rc == 0 && !(p->conns = calloc((size_t)o->size, sizeof *p->conns)))
+        snprintf(err, errlen, "postgres: out of memory"), rc = -1;
+    if (rc != 0) {
         free_params(p);
         free(p);
         return -1;
@@ -361,6 +373,15 @@ int apg_create(evloop *loop, const apg_options *o, apg **out, char *err, size_t 
     p->task.fn = setup_on_loop;
     evloop_post(loop, &p->task);
     wait_done(p);
+    if (p->setup_failed) {
+        snprintf(err, errlen, "postgres: cannot set up the pool on the event loop");
+        pthread_mutex_destroy(&p->lock);
+        pthread_cond_destroy(&p->cond);
+        free_params(p);
+        free(p->conns);
+        free(p);
+        return -1;
+    }
     *out = p;
     return 0;
 }

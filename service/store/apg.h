@@ -59,6 +59,7 @@ struct apg_query {
     int64_t deadline_ms; /* CLOCK_MONOTONIC ms; INT64_MAX: the pool's default */
     apg_done_fn done;
     void *arg;
+    int first; /* 1: ahead of the wait queue and outside its bound (health) */
     /* set by apg */
     char err[256];
     char sqlstate[6]; /* of a statement PostgreSQL refused ("" otherwise) */

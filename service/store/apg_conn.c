@@ -164,6 +164,7 @@ void apg_conn_connect(apg_conn *c) {
         return;
     }
     c->state = C_CONNECTING;
+    uv_update_time(evloop_uv(p->loop));
     uv_timer_start(&c->timer, on_timer, (uint64_t)p->o.connect_timeout_ms, 0);
     connect_step(c, PGRES_POLLING_WRITING); /* libpq: start as if it said WRITING */
 }
@@ -212,9 +213,10 @@ static void query_finished(apg_conn *c) {
 static void read_results(apg_conn *c) {
     int ends = 0;
     while (c->state == C_BUSY && !PQisBusy(c->pg)) {
+        if (PQstatus(c->pg) == CONNECTION_BAD) break; /* libpq gave up on it */
         PGresult *r = PQgetResult(c->pg);
         if (!r) { /* the end of one command's results; two in a row: nothing more yet */
-            if (++ends > 1) return;
+            if (++ends > 1) break;
             continue;
         }
         ends = 0;
@@ -237,6 +239,11 @@ static void read_results(apg_conn *c) {
         }
         c->seen++;
     }
+    /* libpq drops a connection it cannot make sense of (lost sync, a
+     * FATAL from the server) and then answers only NULLs: say so now, not
+     * at the deadline. */
+    if (c->state == C_BUSY && PQstatus(c->pg) == CONNECTION_BAD)
+        conn_broken(c, PQerrorMessage(c->pg));
 }
 
 static void flush(apg_conn *c) {
@@ -267,12 +274,14 @@ void apg_conn_start(apg_conn *c, apg_query *q) {
         pgq_plan_done(&c->plan, 0);
         c->plan_open = 0;
     }
+    uv_update_time(evloop_uv(c->p->loop)); /* timers count from the loop's cached time */
     int64_t in = q->deadline_ms - apg_now_ms();
     uv_timer_start(&c->timer, on_timer, in > 0 ? (uint64_t)in : 0, 0);
     flush(c);
 }
 
-/* Gives an idle connection the next query that is still wanted. */
+/* The running statement must end now: close its connection (the server
+ * stops the statement when it notices); open another for those waiting. */
 void apg_conn_abandon(apg_conn *c, int status, const char *why) {
     apg_query *q = c->q;
     int64_t took = apg_now_ms() - q->submit_ms;
@@ -317,6 +326,7 @@ static void on_poll(uv_poll_t *h, int status, int events) {
             return;
         }
         for (PGnotify *n; (n = PQnotifies(c->pg));) PQfreemem(n);
+        if (PQstatus(c->pg) == CONNECTION_BAD) conn_broken(c, PQerrorMessage(c->pg));
         break;
     default: break;
     }
@@ -330,15 +340,21 @@ static void on_timer(uv_timer_t *t) {
         snprintf(why, sizeof why, "connecting took over %d ms", c->p->o.connect_timeout_ms);
         conn_failed(c, why);
         break;
-    case C_BUSY:
-        apg_conn_abandon(c, STATUS_ETIMEOUT, "the deadline passed; PostgreSQL had not answered");
+    case C_BUSY: {
+        /* libuv's timers run on its cached loop time: a timer armed after a
+         * long turn may fire early. Only a passed deadline abandons. */
+        int64_t left = c->q->deadline_ms - apg_now_ms();
+        if (left > 0) uv_timer_start(&c->timer, on_timer, (uint64_t)left, 0);
+        else
+            apg_conn_abandon(c, STATUS_ETIMEOUT,
+                             "the deadline passed; PostgreSQL had not answered");
         break;
+    }
     case C_DOWN: apg_conn_connect(c); break;
     default: break;
     }
 }
 
-/* apg_cancel rang: end every cancelled query, waiting or running. */
 void apg_conn_handle_closed(uv_handle_t *h) {
     apg_conn *c = h->data;
     apg *p = c->p;

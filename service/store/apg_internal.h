@@ -63,6 +63,7 @@ struct apg {
     pthread_cond_t cond;
     int handles; /* open uv handles of the pool */
     int done;    /* the posted set-up / tear-down finished */
+    int setup_failed;
 };
 
 /* ---- apg.c ---- */

@@ -53,7 +53,13 @@ int evloop_create(const char *name, evloop **out, char *err, size_t errlen) {
         return -1;
     }
     pthread_mutex_init(&l->lock, NULL);
-    uv_async_init(&l->uv, &l->wake, run_posted);
+    if ((rc = uv_async_init(&l->uv, &l->wake, run_posted)) != 0) {
+        snprintf(err, errlen, "evloop %s: uv_async_init: %s", l->name, uv_strerror(rc));
+        uv_loop_close(&l->uv);
+        pthread_mutex_destroy(&l->lock);
+        free(l);
+        return -1;
+    }
     l->wake.data = l;
     l->uv.data = l;
     if ((rc = pthread_create(&l->thread, NULL, loop_main, l)) != 0) {

@@ -6,12 +6,14 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "service/core/clock.h"
 #include "service/core/log.h"
 
 typedef struct {
     const PGconn *conn; /* NULL: free slot */
+    int fd;             /* our dup of the connection's socket, -1: none */
     int64_t deadline_ms;
     int cut;
 } slot;
@@ -41,9 +43,10 @@ static void *watch_main(void *arg) {
             int64_t at = s->deadline_ms + w->grace_ms;
             if (at <= now) {
                 /* The session is blocked in libpq (or about to be): wake it
-                 * with a dead socket. PQsocket only reads the descriptor. */
-                int fd = PQsocket(s->conn);
-                if (fd >= 0) shutdown(fd, SHUT_RDWR);
+                 * with a dead socket. Through our own duplicate of the
+                 * descriptor, taken when the session armed: libpq may have
+                 * closed its own by now, and that number be someone else's. */
+                if (s->fd >= 0) shutdown(s->fd, SHUT_RDWR);
                 s->cut = 1;
                 log_fields(LOG_WARN,
                            "postgres: no answer by the call's deadline; connection closed",
@@ -70,6 +73,7 @@ int pg_watchdog_create(int capacity, int grace_ms, pg_watchdog **out) {
     }
     w->capacity = capacity;
     w->grace_ms = grace_ms;
+    for (int i = 0; i < capacity; i++) w->slots[i].fd = -1;
     pthread_mutex_init(&w->lock, NULL);
     clock_cond_init(&w->cond);
     if (pthread_create(&w->thread, NULL, watch_main, w) != 0) {
@@ -97,22 +101,29 @@ void pg_watchdog_free(pg_watchdog *w) {
 }
 
 void pg_watchdog_arm(pg_watchdog *w, PGconn *conn, int64_t deadline_ms) {
+    /* On the session's thread, while the connection is its own. */
+    int fd = PQsocket(conn) >= 0 ? dup(PQsocket(conn)) : -1;
     pthread_mutex_lock(&w->lock);
     slot *s = find(w, conn);
     if (!s) s = find(w, NULL);
     if (s) {
-        *s = (slot){conn, deadline_ms, 0};
+        if (s->conn && s->fd >= 0) close(s->fd);
+        *s = (slot){conn, fd, deadline_ms, 0};
+        fd = -1;
         pthread_cond_signal(&w->cond); /* it may be the earliest now */
     }
     pthread_mutex_unlock(&w->lock);
+    if (fd >= 0) close(fd); /* no room: unwatched */
 }
 
 int pg_watchdog_disarm(pg_watchdog *w, PGconn *conn) {
     pthread_mutex_lock(&w->lock);
     slot *s = find(w, conn);
     int cut = s && s->cut;
-    if (s) *s = (slot){0};
+    int fd = s ? s->fd : -1;
+    if (s) *s = (slot){.fd = -1};
     pthread_mutex_unlock(&w->lock);
+    if (fd >= 0) close(fd);
     return cut;
 }
 

@@ -378,6 +378,18 @@ int pgq_exec_ok(pgq_session *ss, const pgq_sql *sql, const char *what, PGresult 
 
 #define TIMEOUT_SQL "SELECT set_config('statement_timeout', $1, true)"
 
+/* statement_timeout for the next round trip: what is left of the call's
+ * deadline now (the session may have waited or run statements since it
+ * began), so the server's own cancel, not the watchdog's cut, ends a
+ * statement that runs too long. STATUS_ETIMEOUT when nothing is left. */
+static int refresh_timeout(pgq_session *ss) {
+    if (ss->deadline_ms == INT64_MAX) return STATUS_OK;
+    int64_t ms = ss->deadline_ms - clock_mono_ms(NULL);
+    if (ms <= 0) return STATUS_ETIMEOUT;
+    snprintf(ss->timeout, sizeof ss->timeout, "%lld", (long long)(ms < INT32_MAX ? ms : INT32_MAX));
+    return STATUS_OK;
+}
+
 int pgq_pipeline(pgq_session *ss, const char *what, const char *begin, const pgq_sql *sql,
                  int commit, PGresult **res) {
     const pgq_params *q = &sql->params;
@@ -387,6 +399,8 @@ int pgq_pipeline(pgq_session *ss, const char *what, const char *begin, const pgq
                    "during", what, LOG_F_END);
         return pgq_fail(ss, STATUS_EINTERNAL, "%s query too long", what);
     }
+    if (refresh_timeout(ss) != STATUS_OK)
+        return pgq_fail(ss, STATUS_ETIMEOUT, "the call's deadline passed before %s", what);
     PGconn *conn = ss->conn;
     pgq_params tq = {0};
     add(&tq, PGQ_OID_TEXT, ss->timeout, 0, 0);

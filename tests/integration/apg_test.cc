@@ -285,6 +285,24 @@ TEST_F(ApgTest, WaitingCallEndsAtItsDeadlineAndTheQueueIsBounded) {
   EXPECT_EQ(STATUS_ECANCELLED, busy.status);
 }
 
+// The health probe's ping goes ahead of the queue and past its bound: a
+// pool busy with calls reads as up, not down.
+TEST_F(ApgTest, PingGoesFirstSoABusyPoolReadsAsUp) {
+  Open(db_.url(), 1, 1);
+  const std::string text = "SELECT pg_sleep(0.3) /* apg ping */";
+  Call busy(text, NowMs() + 5000);
+  Submit(&busy);
+  ASSERT_TRUE(StartsWithin(text, 5000)) << "the statement never started";
+  Call waiting("SELECT 1", NowMs() + 5000);
+  Submit(&waiting);  // the queue (1) is full now
+  EXPECT_EQ(STATUS_OK, apg_ping(pool_, NowMs() + 3000));
+  int64_t pinged_at = NowMs();
+  ASSERT_TRUE(waiting.Wait());
+  EXPECT_EQ(STATUS_OK, waiting.status) << waiting.err;
+  EXPECT_GE(waiting.answered_ms, pinged_at - 5) << "the ping waited behind the queue";
+  ASSERT_TRUE(busy.Wait());
+}
+
 TEST_F(ApgTest, KilledConnectionIsReplaced) {
   Open(db_.url(), 1, 16);
   Call pid("SELECT pg_backend_pid()");
