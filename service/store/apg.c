@@ -350,6 +350,26 @@ static void free_params(apg *p) {
     if (p->info) PQconninfoFree(p->info);
 }
 
+/* Sets the pool up on the loop thread and waits for it: 0, or -1 with
+ * the reason in err. */
+static int setup(apg *p, char *err, size_t errlen) {
+    p->task.fn = setup_on_loop;
+    evloop_post(p->loop, &p->task);
+    wait_done(p);
+    if (!p->setup_failed) return 0;
+    snprintf(err, errlen, "postgres: cannot set up the pool on the event loop");
+    return -1;
+}
+
+/* Frees what apg_create made once nothing on the loop refers to p. */
+static void destroy(apg *p) {
+    pthread_mutex_destroy(&p->lock);
+    pthread_cond_destroy(&p->cond);
+    free_params(p);
+    free(p->conns);
+    free(p);
+}
+
 int apg_create(evloop *loop, const apg_options *o, apg **out, char *err, size_t errlen) {
     if (o->size < 1 || o->max_queue < 0 || o->connect_timeout_ms < 1 || o->default_timeout_ms < 1)
         return snprintf(err, errlen, "postgres: bad pool options"), -1;
@@ -370,20 +390,12 @@ int apg_create(evloop *loop, const apg_options *o, apg **out, char *err, size_t 
     }
     pthread_mutex_init(&p->lock, NULL);
     pthread_cond_init(&p->cond, NULL);
-    p->task.fn = setup_on_loop;
-    evloop_post(loop, &p->task);
-    wait_done(p);
-    if (p->setup_failed) {
-        snprintf(err, errlen, "postgres: cannot set up the pool on the event loop");
-        pthread_mutex_destroy(&p->lock);
-        pthread_cond_destroy(&p->cond);
-        free_params(p);
-        free(p->conns);
-        free(p);
-        return -1;
+    if (setup(p, err, errlen) == 0) {
+        *out = p;
+        return 0;
     }
-    *out = p;
-    return 0;
+    destroy(p);
+    return -1;
 }
 
 void apg_free(apg *p) {
@@ -391,9 +403,5 @@ void apg_free(apg *p) {
     p->task.fn = teardown_on_loop;
     evloop_post(p->loop, &p->task);
     wait_done(p);
-    pthread_mutex_destroy(&p->lock);
-    pthread_cond_destroy(&p->cond);
-    free_params(p);
-    free(p->conns);
-    free(p);
+    destroy(p);
 }

@@ -80,12 +80,17 @@ static void close_handle(uv_handle_t *h, void *arg) {
     if (!uv_is_closing(h)) uv_close(h, NULL);
 }
 
-void evloop_free(evloop *l) {
-    if (!l) return;
+/* The loop stops after the tasks posted so far (run_posted). */
+static void request_stop(evloop *l) {
     pthread_mutex_lock(&l->lock);
     l->stopping = 1;
     pthread_mutex_unlock(&l->lock);
     uv_async_send(&l->wake);
+}
+
+void evloop_free(evloop *l) {
+    if (!l) return;
+    request_stop(l);
     pthread_join(l->thread, NULL);
     /* Back on this thread with the loop stopped: whatever a user left open
      * is closed so uv_loop_close can succeed (their close callbacks were

@@ -65,6 +65,14 @@ static void *watch_main(void *arg) {
     return NULL;
 }
 
+/* Frees w once its thread is gone (or was never started). */
+static void destroy(pg_watchdog *w) {
+    pthread_mutex_destroy(&w->lock);
+    pthread_cond_destroy(&w->cond);
+    free(w->slots);
+    free(w);
+}
+
 int pg_watchdog_create(int capacity, int grace_ms, pg_watchdog **out) {
     pg_watchdog *w = calloc(1, sizeof *w);
     if (!w || !(w->slots = calloc((size_t)capacity, sizeof *w->slots))) {
@@ -77,10 +85,7 @@ int pg_watchdog_create(int capacity, int grace_ms, pg_watchdog **out) {
     pthread_mutex_init(&w->lock, NULL);
     clock_cond_init(&w->cond);
     if (pthread_create(&w->thread, NULL, watch_main, w) != 0) {
-        pthread_mutex_destroy(&w->lock);
-        pthread_cond_destroy(&w->cond);
-        free(w->slots);
-        free(w);
+        destroy(w);
         return -1;
     }
     *out = w;
@@ -94,10 +99,7 @@ void pg_watchdog_free(pg_watchdog *w) {
     pthread_cond_signal(&w->cond);
     pthread_mutex_unlock(&w->lock);
     pthread_join(w->thread, NULL);
-    pthread_mutex_destroy(&w->lock);
-    pthread_cond_destroy(&w->cond);
-    free(w->slots);
-    free(w);
+    destroy(w);
 }
 
 void pg_watchdog_arm(pg_watchdog *w, PGconn *conn, int64_t deadline_ms) {
