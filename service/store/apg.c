@@ -14,16 +14,16 @@
 #include "service/core/log.h"
 #include "service/store/apg_internal.h"
 
-#define DEFAULT_CHECK_INTERVAL_MS 100
+/* How often the server checks that a client is still there while it runs
+ * a statement: a deadline or cancel closes the connection, and this bounds
+ * how long the abandoned statement goes on. */
+#define CHECK_INTERVAL_MS 100
 
 int64_t apg_now_ms(void) { return clock_mono_ms(NULL); }
 
 /* ------------------------------------------------------------ answering */
 
-void apg_answer(apg_query *q, int status, PGresult *res) {
-    q->conn = NULL;
-    q->done(q, status, res);
-}
+void apg_answer(apg_query *q, int status, PGresult *res) { q->done(q, status, res); }
 
 void apg_answer_err(apg_query *q, int status, const char *fmt, ...) {
     va_list ap;
@@ -103,35 +103,44 @@ void apg_fail_queue(apg *p, int status, const char *why) {
     }
 }
 
+static int cancelled(const apg_query *q) {
+    return __atomic_load_n(&q->cancelled, __ATOMIC_ACQUIRE);
+}
+
+/* 1 when q, about to run, is still wanted; else answers it (cancelled, or
+ * its deadline passed) and returns 0. */
+static int still_wanted(apg_query *q, int64_t now) {
+    if (cancelled(q))
+        apg_answer_err(q, STATUS_ECANCELLED, "%s: cancelled by the caller", apg_what(q));
+    else if (q->deadline_ms <= now)
+        apg_answer_err(q, STATUS_ETIMEOUT,
+                       "%s: the deadline passed waiting for a PostgreSQL connection", apg_what(q));
+    else return 1;
+    return 0;
+}
+
 void apg_take_next(apg_conn *c) {
     apg *p = c->p;
     int64_t now = apg_now_ms();
     for (apg_query *q; c->state == C_IDLE && (q = apg_queue_first(p));) {
         queue_remove(p, q);
-        if (__atomic_load_n(&q->cancelled, __ATOMIC_ACQUIRE))
-            apg_answer_err(q, STATUS_ECANCELLED, "%s: cancelled by the caller", apg_what(q));
-        else if (q->deadline_ms <= now)
-            apg_answer_err(q, STATUS_ETIMEOUT,
-                           "%s: the deadline passed waiting for a PostgreSQL connection",
-                           apg_what(q));
-        else apg_conn_start(c, q);
+        if (still_wanted(q, now)) apg_conn_start(c, q);
     }
 }
 
-/* The running statement must end now: close its connection (the server
- * stops the statement when it notices) and open another. */
+/* apg_cancel rang: end every cancelled query, waiting or running. */
 static void on_cancel_wake(uv_async_t *h) {
     apg *p = h->data;
     for (apg_query *q = apg_queue_first(p), *n; q; q = n) {
         n = queue_next(p, q);
-        if (__atomic_load_n(&q->cancelled, __ATOMIC_ACQUIRE)) {
+        if (cancelled(q)) {
             queue_remove(p, q);
             apg_answer_err(q, STATUS_ECANCELLED, "%s: cancelled by the caller", apg_what(q));
         }
     }
     for (int i = 0; i < p->o.size; i++) {
         apg_conn *c = &p->conns[i];
-        if (c->state == C_BUSY && __atomic_load_n(&c->q->cancelled, __ATOMIC_ACQUIRE))
+        if (c->state == C_BUSY && cancelled(c->q))
             apg_conn_abandon(c, STATUS_ECANCELLED, "cancelled by the caller");
     }
 }
@@ -145,14 +154,7 @@ static void submit_on_loop(evloop_task *t) {
         apg_answer_err(q, STATUS_EUNAVAILABLE, "%s: the server is shutting down", apg_what(q));
         return;
     }
-    if (__atomic_load_n(&q->cancelled, __ATOMIC_ACQUIRE)) {
-        apg_answer_err(q, STATUS_ECANCELLED, "%s: cancelled by the caller", apg_what(q));
-        return;
-    }
-    if (q->deadline_ms <= apg_now_ms()) {
-        apg_answer_err(q, STATUS_ETIMEOUT, "%s: the call's deadline had passed", apg_what(q));
-        return;
-    }
+    if (!still_wanted(q, apg_now_ms())) return;
     apg_conn *unused = NULL;
     for (int i = 0; i < p->o.size; i++) {
         if (p->conns[i].state == C_IDLE) {
@@ -187,7 +189,6 @@ static void submit_on_loop(evloop_task *t) {
 
 void apg_submit(apg *p, apg_query *q) {
     q->pool = p;
-    q->conn = NULL;
     dlist_init(&q->link);
     q->err[0] = '\0';
     q->sqlstate[0] = '\0';
@@ -284,10 +285,11 @@ static void setup_on_loop(evloop_task *t) {
     apg_signal_done(p);
 }
 
-static void handle_closed(uv_handle_t *h) {
-    apg *p = h->data;
+void apg_handle_gone(apg *p) {
     if (--p->handles == 0) apg_signal_done(p);
 }
+
+static void handle_closed(uv_handle_t *h) { apg_handle_gone(h->data); }
 
 static void teardown_on_loop(evloop_task *t) {
     apg *p = (apg *)((char *)t - offsetof(apg, task));
@@ -323,9 +325,8 @@ static int build_params(apg *p, char *err, size_t errlen) {
         if (strcmp(o->keyword, "options") == 0) user_options = o->val;
         else n++;
     }
-    int check = p->o.check_interval_ms > 0 ? p->o.check_interval_ms : DEFAULT_CHECK_INTERVAL_MS;
-    if (asprintf(&p->options, "%s -c client_connection_check_interval=%d", user_options, check) <
-        0) {
+    if (asprintf(&p->options, "%s -c client_connection_check_interval=%d", user_options,
+                 CHECK_INTERVAL_MS) < 0) {
         p->options = NULL;
         return snprintf(err, errlen, "postgres: out of memory"), -1;
     }

@@ -34,7 +34,6 @@
 #include "service/store/pgq.h"
 
 typedef struct apg apg;
-typedef struct apg_conn apg_conn;
 typedef struct apg_query apg_query;
 
 typedef struct apg_options {
@@ -43,7 +42,6 @@ typedef struct apg_options {
     int max_queue;              /* queries waiting for a connection; more: STATUS_EBUSY */
     int connect_timeout_ms;     /* one connection attempt */
     int64_t default_timeout_ms; /* a query submitted without a deadline */
-    int check_interval_ms;      /* client_connection_check_interval (0: 100) */
 } apg_options;
 
 /* Called once per query on the loop thread. status is STATUS_OK with res
@@ -66,8 +64,7 @@ struct apg_query {
     /* the pool's */
     evloop_task task;
     apg *pool;
-    dlist link;     /* in the wait queue */
-    apg_conn *conn; /* running on */
+    dlist link; /* in the wait queue */
     int64_t submit_ms;
     int cancelled; /* set by apg_cancel on any thread: read with __atomic builtins */
 };

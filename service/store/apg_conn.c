@@ -1,9 +1,9 @@
 /* apg_conn: one connection of the asynchronous PostgreSQL pool; see
- * apg.h and apg_internal.h. A connection is a small state machine: DOWN
- * (waiting to reconnect) -> CONNECTING (PQconnectPoll driven by its
- * socket) -> IDLE <-> BUSY (one statement in its pipeline). Its one timer
- * is the connect deadline, the query deadline or the reconnect backoff, by
- * state. Loop thread only. */
+ * apg.h and apg_internal.h. A connection is a small state machine: UNUSED
+ * (opened on demand) or DOWN (waiting to reconnect) -> CONNECTING
+ * (PQconnectPoll driven by its socket) -> IDLE <-> BUSY (one statement in
+ * its pipeline). Its one timer is the connect deadline, the query deadline
+ * or the reconnect backoff, by state. Loop thread only. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +20,7 @@ static void free_poll(uv_handle_t *h) {
     conn_poll *cp = (conn_poll *)h;
     apg *p = cp->p;
     free(cp);
-    if (--p->handles == 0) apg_signal_done(p);
+    apg_handle_gone(p);
 }
 
 static void unwatch(apg_conn *c) {
@@ -64,9 +64,6 @@ static void conn_release_statement(apg_conn *c) {
     c->res = c->failure = NULL;
 }
 
-/* Closes the connection (the server ends what it was running when it next
- * checks the socket) and leaves it DOWN; the caller decides when to
- * reconnect. */
 void apg_conn_close(apg_conn *c) {
     uv_timer_stop(&c->timer);
     unwatch(c);
@@ -106,19 +103,24 @@ static void conn_failed(apg_conn *c, const char *why) {
     }
 }
 
+/* Closes c and answers its statement (if any) with status and "<what>:
+ * <msg>"; opens a fresh connection when calls are waiting. */
+static void end_with(apg_conn *c, int status, const char *msg) {
+    apg_query *q = c->q;
+    apg_conn_close(c);
+    if (q) apg_answer_err(q, status, "%s: %s", apg_what(q), msg);
+    if (!c->p->closing && apg_queue_first(c->p)) apg_conn_connect(c);
+}
+
 /* A connection that worked broke: answer its statement; the next query
  * that needs a connection opens a fresh one. */
 static void conn_broken(apg_conn *c, const char *why) {
-    apg_query *q = c->q;
-    char line[200];
+    char line[200], msg[256];
     apg_first_line(line, sizeof line, why);
     log_fields(LOG_WARN, "postgres: connection lost", LOG_F_STR, "error", line, LOG_F_STR, "during",
-               q ? apg_what(q) : "idle", LOG_F_END);
-    apg_conn_close(c);
-    if (q)
-        apg_answer_err(q, STATUS_EUNAVAILABLE, "%s: PostgreSQL connection lost (%s)", apg_what(q),
-                       line);
-    if (!c->p->closing && apg_queue_first(c->p)) apg_conn_connect(c); /* for those waiting */
+               c->q ? apg_what(c->q) : "idle", LOG_F_END);
+    snprintf(msg, sizeof msg, "PostgreSQL connection lost (%s)", line);
+    end_with(c, STATUS_EUNAVAILABLE, msg);
 }
 
 static void conn_ready(apg_conn *c) {
@@ -260,7 +262,6 @@ void apg_conn_start(apg_conn *c, apg_query *q) {
         return;
     }
     c->q = q;
-    q->conn = c;
     c->state = C_BUSY;
     c->seen = 0;
     pgq_plan_make(c->pg, s->buf, &s->params, &c->plan);
@@ -283,11 +284,9 @@ void apg_conn_start(apg_conn *c, apg_query *q) {
 /* The running statement must end now: close its connection (the server
  * stops the statement when it notices); open another for those waiting. */
 void apg_conn_abandon(apg_conn *c, int status, const char *why) {
-    apg_query *q = c->q;
-    int64_t took = apg_now_ms() - q->submit_ms;
-    apg_conn_close(c);
-    apg_answer_err(q, status, "%s: %s after %lld ms", apg_what(q), why, (long long)took);
-    if (!c->p->closing && apg_queue_first(c->p)) apg_conn_connect(c); /* for those waiting */
+    char msg[256];
+    snprintf(msg, sizeof msg, "%s after %lld ms", why, (long long)(apg_now_ms() - c->q->submit_ms));
+    end_with(c, status, msg);
 }
 
 /* ------------------------------------------------------------ events */
@@ -326,7 +325,6 @@ static void on_poll(uv_poll_t *h, int status, int events) {
             return;
         }
         for (PGnotify *n; (n = PQnotifies(c->pg));) PQfreemem(n);
-        if (PQstatus(c->pg) == CONNECTION_BAD) conn_broken(c, PQerrorMessage(c->pg));
         break;
     default: break;
     }
@@ -355,8 +353,4 @@ static void on_timer(uv_timer_t *t) {
     }
 }
 
-void apg_conn_handle_closed(uv_handle_t *h) {
-    apg_conn *c = h->data;
-    apg *p = c->p;
-    if (--p->handles == 0) apg_signal_done(p);
-}
+void apg_conn_handle_closed(uv_handle_t *h) { apg_handle_gone(((apg_conn *)h->data)->p); }

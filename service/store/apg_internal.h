@@ -11,6 +11,8 @@
 #include "service/store/apg.h"
 #include "service/store/pgq_internal.h"
 
+typedef struct apg_conn apg_conn;
+
 /* UNUSED: not open, opened when a query finds no idle connection (the
  * first at start); DOWN: a connection attempt failed, the next is on the
  * backoff timer. */
@@ -84,6 +86,9 @@ int apg_any_alive(const apg *p);
 /* Answers every waiting query with status and why. */
 void apg_fail_queue(apg *p, int status, const char *why);
 void apg_signal_done(apg *p);
+/* A uv handle of the pool finished closing: the last one ends apg_free's
+ * wait. */
+void apg_handle_gone(apg *p);
 
 /* ---- apg_conn.c ---- */
 /* Starts connecting (non-blocking, bounded by connect_timeout_ms). */
@@ -95,7 +100,7 @@ void apg_conn_close(apg_conn *c);
 void apg_conn_start(apg_conn *c, apg_query *q);
 /* Ends c's running statement now with status, closing the connection. */
 void apg_conn_abandon(apg_conn *c, int status, const char *why);
-/* The close callback of a connection's timer (apg_free counts them). */
+/* The close callback of a connection's timer (apg_handle_gone). */
 void apg_conn_handle_closed(uv_handle_t *h);
 
 #endif

@@ -107,6 +107,7 @@ int pg_pool_ping(pg_pool *p, int64_t deadline_ms) {
     char err[256];
     PGconn *c = pg_pool_acquire(p, deadline_ms, err, sizeof err);
     if (!c) return -1;
+    pg_pool_watch(p, c, deadline_ms); /* a frozen server must not hold the prober */
     PGresult *r = PQexec(c, "SELECT 1");
     int ok = PQresultStatus(r) == PGRES_TUPLES_OK;
     PQclear(r);

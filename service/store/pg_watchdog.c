@@ -24,6 +24,7 @@ struct pg_watchdog {
     pthread_t thread;
     slot *slots;
     int capacity, grace_ms, stop;
+    int64_t wake_at; /* when the thread wakes next (INT64_MAX: when signalled) */
 };
 
 static slot *find(pg_watchdog *w, const PGconn *conn) {
@@ -55,6 +56,7 @@ static void *watch_main(void *arg) {
                 next = at;
             }
         }
+        w->wake_at = next;
         if (next == INT64_MAX) pthread_cond_wait(&w->cond, &w->lock);
         else {
             struct timespec ts = clock_cond_deadline(next);
@@ -82,6 +84,7 @@ int pg_watchdog_create(int capacity, int grace_ms, pg_watchdog **out) {
     w->capacity = capacity;
     w->grace_ms = grace_ms;
     for (int i = 0; i < capacity; i++) w->slots[i].fd = -1;
+    w->wake_at = INT64_MAX;
     pthread_mutex_init(&w->lock, NULL);
     clock_cond_init(&w->cond);
     if (pthread_create(&w->thread, NULL, watch_main, w) != 0) {
@@ -112,7 +115,12 @@ void pg_watchdog_arm(pg_watchdog *w, PGconn *conn, int64_t deadline_ms) {
         if (s->conn && s->fd >= 0) close(s->fd);
         *s = (slot){conn, fd, deadline_ms, 0};
         fd = -1;
-        pthread_cond_signal(&w->cond); /* it may be the earliest now */
+        /* Wake the thread only for a deadline it would otherwise sleep
+         * past: arming is on every session's path, a wake-up is not. */
+        if (deadline_ms != INT64_MAX && deadline_ms + w->grace_ms < w->wake_at) {
+            w->wake_at = deadline_ms + w->grace_ms;
+            pthread_cond_signal(&w->cond);
+        }
     }
     pthread_mutex_unlock(&w->lock);
     if (fd >= 0) close(fd); /* no room: unwatched */

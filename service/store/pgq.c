@@ -226,19 +226,27 @@ int pgq_plan_send(PGconn *conn, pgq_plan *p, const char *sql, const pgq_params *
 
 /* ------------------------------------------------------------ sessions */
 
+/* statement_timeout for the next round trip: what is left of the call's
+ * deadline now (the session may have waited or run statements since it
+ * began), so the server's own cancel, not the watchdog's cut, ends a
+ * statement that runs too long. STATUS_ETIMEOUT when nothing is left. */
+static int refresh_timeout(pgq_session *ss) {
+    if (ss->deadline_ms == INT64_MAX) return STATUS_OK;
+    int64_t ms = ss->deadline_ms - clock_mono_ms(NULL);
+    if (ms <= 0) return STATUS_ETIMEOUT;
+    snprintf(ss->timeout, sizeof ss->timeout, "%lld", (long long)(ms < INT32_MAX ? ms : INT32_MAX));
+    return STATUS_OK;
+}
+
 int pgq_begin(pgq_session *ss, pg_pool *pool, const char *tier, int64_t deadline_ms,
               int max_statement_ms, char *err, size_t errlen) {
     *ss = (pgq_session){
         .pool = pool, .tier = tier, .deadline_ms = deadline_ms, .err = err, .errlen = errlen};
-    int64_t ms;
-    if (deadline_ms == INT64_MAX) {
-        ms = max_statement_ms > 0 ? max_statement_ms : 30000;
-    } else {
-        ms = deadline_ms - clock_mono_ms(NULL);
-        if (ms <= 0) return pgq_fail(ss, STATUS_ETIMEOUT, "the call's deadline passed");
-        if (ms > INT32_MAX) ms = INT32_MAX;
-    }
-    snprintf(ss->timeout, sizeof ss->timeout, "%lld", (long long)ms);
+    int64_t max_ms = max_statement_ms > 0 ? max_statement_ms : 30000;
+    if (deadline_ms == INT64_MAX)
+        snprintf(ss->timeout, sizeof ss->timeout, "%lld", (long long)max_ms);
+    else if (refresh_timeout(ss) != STATUS_OK)
+        return pgq_fail(ss, STATUS_ETIMEOUT, "the call's deadline passed");
     char why[256];
     ss->conn = pg_pool_acquire(pool, deadline_ms, why, sizeof why);
     if (!ss->conn) {
@@ -250,7 +258,7 @@ int pgq_begin(pgq_session *ss, pg_pool *pool, const char *tier, int64_t deadline
     /* statement_timeout ends a statement on a server that runs; the
      * watchdog ends the wait on one that does not answer at all. */
     pg_pool_watch(pool, ss->conn,
-                  deadline_ms != INT64_MAX ? deadline_ms : clock_mono_ms(NULL) + ms);
+                  deadline_ms != INT64_MAX ? deadline_ms : clock_mono_ms(NULL) + max_ms);
     return STATUS_OK;
 }
 
@@ -377,18 +385,6 @@ int pgq_exec_ok(pgq_session *ss, const pgq_sql *sql, const char *what, PGresult 
 }
 
 #define TIMEOUT_SQL "SELECT set_config('statement_timeout', $1, true)"
-
-/* statement_timeout for the next round trip: what is left of the call's
- * deadline now (the session may have waited or run statements since it
- * began), so the server's own cancel, not the watchdog's cut, ends a
- * statement that runs too long. STATUS_ETIMEOUT when nothing is left. */
-static int refresh_timeout(pgq_session *ss) {
-    if (ss->deadline_ms == INT64_MAX) return STATUS_OK;
-    int64_t ms = ss->deadline_ms - clock_mono_ms(NULL);
-    if (ms <= 0) return STATUS_ETIMEOUT;
-    snprintf(ss->timeout, sizeof ss->timeout, "%lld", (long long)(ms < INT32_MAX ? ms : INT32_MAX));
-    return STATUS_OK;
-}
 
 int pgq_pipeline(pgq_session *ss, const char *what, const char *begin, const pgq_sql *sql,
                  int commit, PGresult **res) {

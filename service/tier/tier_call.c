@@ -48,7 +48,7 @@ tier_pending_call *tier_pending_new(rpc_call *call, const char *tier, size_t out
 void tier_pending_done(void *arg, int rc) {
     tier_pending_call *pc = arg;
     if (rc == STATUS_OK) rc = pc->render(pc);
-    tier_complete(pc->call, rc, pc->c);
+    rpc_call_complete(pc->call, tier_status(pc->call, rc, pc->c));
 }
 
 typedef struct {
@@ -74,8 +74,4 @@ grpc_status_code tier_pending(rpc_call *call, const tier_store *s, tier_async *o
     }
     tier_async_submit(s, op);
     return RPC_PENDING;
-}
-
-void tier_complete(rpc_call *call, int rc, const tier_ctx *c) {
-    rpc_call_complete(call, tier_status(call, rc, c));
 }

@@ -55,14 +55,12 @@ struct tier_pending_call {
 tier_pending_call *tier_pending_new(rpc_call *call, const char *tier, size_t out_size,
                                     int (*render)(tier_pending_call *pc), ProtobufCMessage *resp);
 /* The store's done for a tier_pending_call (arg): renders on STATUS_OK,
- * then ends the call (tier_complete). */
+ * then ends the call with the code (tier_status's mapping). */
 void tier_pending_done(void *arg, int rc);
 /* Lets the client's cancel (or passed deadline) end op, submits op, and
  * returns RPC_PENDING for the handler to return; CANCELLED (nothing
  * submitted) when the client is gone already. op's done ends the call
- * with tier_complete. */
+ * (tier_pending_done). */
 grpc_status_code tier_pending(rpc_call *call, const tier_store *s, tier_async *op);
-/* Ends a pending call with the store's code (tier_status's mapping). */
-void tier_complete(rpc_call *call, int rc, const tier_ctx *c);
 
 #endif

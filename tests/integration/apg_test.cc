@@ -25,17 +25,14 @@
 
 extern "C" {
 #include "service/core/arena.h"
+#include "service/core/clock.h"
 #include "service/core/status.h"
 #include "service/store/pgq.h"
 }
 
 namespace {
 
-int64_t NowMs() {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
-}
+int64_t NowMs() { return clock_mono_ms(nullptr); }
 
 // One query and the wait for its answer (done runs on the loop thread).
 struct Call {
@@ -107,24 +104,17 @@ class ApgTest : public ::testing::Test {
     PQfinish(admin);
     return n;
   }
-  // Waits up to ms for a session to be running text.
-  bool StartsWithin(const std::string& text, int ms) {
+  // Waits up to ms for n sessions to be running text.
+  bool RunningWithin(const std::string& text, int n, int ms) {
     int64_t until = NowMs() + ms;
     do {
-      if (Running(text) == 1) return true;
+      if (Running(text) == n) return true;
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     } while (NowMs() < until);
     return false;
   }
-  // Waits up to ms for no session to be running text.
-  bool GoneWithin(const std::string& text, int ms) {
-    int64_t until = NowMs() + ms;
-    do {
-      if (Running(text) == 0) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    } while (NowMs() < until);
-    return false;
-  }
+  bool StartsWithin(const std::string& text, int ms) { return RunningWithin(text, 1, ms); }
+  bool GoneWithin(const std::string& text, int ms) { return RunningWithin(text, 0, ms); }
   PgTestDb db_;
   evloop* loop_ = nullptr;
   apg* pool_ = nullptr;
