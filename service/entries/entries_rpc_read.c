@@ -9,12 +9,12 @@
 #define TERM_MAX_CHARS 256
 #define CREATED_BY_MAX 256
 
-static int render_read(tier_pending_call *pc) {
+static grpc_status_code render_read(tier_pending_call *pc) {
     const entries_record *rec = pc->out;
     Memory__V1__EntriesReadResponse *resp = (Memory__V1__EntriesReadResponse *)pc->resp;
-    if (!(resp->entry = entries_render(pc->c->ar, rec))) return STATUS_ENOMEM;
+    if (!(resp->entry = entries_render(pc->c->ar, rec))) return rpc_call_oom(pc->call);
     entries_target(pc->call, rec->ns, rec->key);
-    return STATUS_OK;
+    return GRPC_STATUS_OK;
 }
 
 /* On the event loop: the statement is submitted and the loop thread
@@ -55,6 +55,29 @@ static grpc_status_code render_entries(rpc_call *call, const entries_service *sv
     return GRPC_STATUS_OK;
 }
 
+/* List's answer until the loop thread renders it: the page, and the
+ * cursor's binding for the next page's token. */
+typedef struct {
+    entries_page page;
+    tier_page pg;
+} list_pending;
+
+static grpc_status_code render_list(tier_pending_call *pc) {
+    list_pending *lp = pc->out;
+    Memory__V1__EntriesListResponse *resp = (Memory__V1__EntriesListResponse *)pc->resp;
+    const entries_record *recs = lp->page.recs;
+    int cut;
+    RPC_CHECK(render_entries(pc->call, pc->arg, recs, lp->page.n, &resp->entries, &resp->n_entries,
+                             &cut));
+    size_t last = resp->n_entries;
+    if ((lp->page.more || cut) && last > 0) {
+        const char *next[2] = {recs[last - 1].ns, recs[last - 1].key};
+        if (!(resp->next_page_token = tier_page_seal(pc->call, &lp->pg, next, 2)))
+            return rpc_call_oom(pc->call);
+    }
+    return GRPC_STATUS_OK;
+}
+
 RPC_UNARY_HANDLER(entries_do_list, entries_service, Memory__V1__EntriesListRequest,
                   Memory__V1__EntriesListResponse) {
     const principal *p = authn_principal(call);
@@ -65,22 +88,24 @@ RPC_UNARY_HANDLER(entries_do_list, entries_service, Memory__V1__EntriesListReque
     RPC_CHECK(entries_check_key_pattern(call, &in.key_pattern));
     RPC_CHECK(tier_page_size(call, req->page_size, &in.limit));
     in.with_values = req->with_values;
-    tier_page pg;
-    RPC_CHECK(tier_page_bind(call, p, &req->base, &pg));
-    RPC_CHECK(tier_page_resume(call, &pg, req->page_token, &in.after_ns, &in.after_key, 1));
-    tier_ctx c = entries_ctx(svc, call, 0);
-    entries_record *recs;
-    size_t n;
-    int more, cut;
-    TIER_CHECK(call, &c, entries_store_list(&svc->store, &c, &in, &recs, &n, &more));
-    RPC_CHECK(render_entries(call, svc, recs, n, &resp->entries, &resp->n_entries, &cut));
-    size_t last = resp->n_entries;
-    if ((more || cut) && last > 0) {
-        const char *next[2] = {recs[last - 1].ns, recs[last - 1].key};
-        if (!(resp->next_page_token = tier_page_seal(call, &pg, next, 2)))
-            return rpc_call_oom(call);
-    }
-    return GRPC_STATUS_OK;
+    tier_pending_call *pc =
+        tier_pending_new(call, "entries", sizeof(list_pending), render_list, &resp->base);
+    if (!pc) return rpc_call_oom(call);
+    list_pending *lp = pc->out;
+    RPC_CHECK(tier_page_bind(call, p, &req->base, &lp->pg));
+    RPC_CHECK(tier_page_resume(call, &lp->pg, req->page_token, &in.after_ns, &in.after_key, 1));
+    pc->arg = svc;
+    tier_async *op =
+        entries_store_list_async(&svc->store, pc->c, &in, &lp->page, tier_pending_done, pc);
+    return op ? tier_pending(call, &svc->store, op) : rpc_call_oom(call);
+}
+
+static grpc_status_code render_search(tier_pending_call *pc) {
+    const entries_page *page = pc->out;
+    Memory__V1__EntriesSearchResponse *resp = (Memory__V1__EntriesSearchResponse *)pc->resp;
+    int cut;
+    return render_entries(pc->call, pc->arg, page->recs, page->n, &resp->entries, &resp->n_entries,
+                          &cut);
 }
 
 RPC_UNARY_HANDLER(entries_do_search, entries_service, Memory__V1__EntriesSearchRequest,
@@ -108,25 +133,34 @@ RPC_UNARY_HANDLER(entries_do_search, entries_service, Memory__V1__EntriesSearchR
     in.end_us = tr.end_us;
     in.limit = req->limit ? req->limit : TIER_PAGE_DEFAULT;
     in.with_values = req->with_values;
-    tier_ctx c = entries_ctx(svc, call, 0);
-    entries_record *recs;
-    size_t n;
-    TIER_CHECK(call, &c, entries_store_search(&svc->store, &c, &in, &recs, &n));
-    int cut;
-    return render_entries(call, svc, recs, n, &resp->entries, &resp->n_entries, &cut);
+    tier_pending_call *pc =
+        tier_pending_new(call, "entries", sizeof(entries_page), render_search, &resp->base);
+    if (!pc) return rpc_call_oom(call);
+    pc->arg = svc;
+    tier_async *op =
+        entries_store_search_async(&svc->store, pc->c, &in, pc->out, tier_pending_done, pc);
+    return op ? tier_pending(call, &svc->store, op) : rpc_call_oom(call);
+}
+
+static grpc_status_code render_stats(tier_pending_call *pc) {
+    const entries_stats *s = pc->out;
+    Memory__V1__EntriesStatsResponse *resp = (Memory__V1__EntriesStatsResponse *)pc->resp;
+    resp->entry_count = s->entry_count;
+    resp->namespace_count = s->namespace_count;
+    resp->value_bytes = s->value_bytes;
+    resp->stored_bytes = s->stored_bytes;
+    resp->compressed_count = s->compressed_count;
+    return GRPC_STATUS_OK;
 }
 
 RPC_UNARY_HANDLER(entries_do_stats, entries_service, Memory__V1__EntriesStatsRequest,
                   Memory__V1__EntriesStatsResponse) {
     const char *pat = req->namespace_pattern;
     RPC_CHECK(entries_check_ns_pattern(call, "namespace_pattern", &pat));
-    tier_ctx c = entries_ctx(svc, call, 0);
-    entries_stats s;
-    TIER_CHECK(call, &c, entries_store_stats(&svc->store, &c, pat, &s));
-    resp->entry_count = s.entry_count;
-    resp->namespace_count = s.namespace_count;
-    resp->value_bytes = s.value_bytes;
-    resp->stored_bytes = s.stored_bytes;
-    resp->compressed_count = s.compressed_count;
-    return GRPC_STATUS_OK;
+    tier_pending_call *pc =
+        tier_pending_new(call, "entries", sizeof(entries_stats), render_stats, &resp->base);
+    tier_async *op =
+        pc ? entries_store_stats_async(&svc->store, pc->c, pat, pc->out, tier_pending_done, pc)
+           : NULL;
+    return op ? tier_pending(call, &svc->store, op) : rpc_call_oom(call);
 }

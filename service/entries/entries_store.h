@@ -87,17 +87,18 @@ int entries_store_write(entries_store *s, tier_ctx *c, const entries_write_in *i
 
 /* ---- Read ---- */
 
-/* One visible entry with its value (decompressed): one round trip.
- * STATUS_ENOTFOUND when absent, expired or hidden by the read diode. */
-int entries_store_read(entries_store *s, tier_ctx *c, const char *ns, const char *key,
-                       entries_record *out);
-/* Read's statement (the benchmark's direct side runs it too). */
-void entries_sql_read(const tier_ctx *c, const char *ns, const char *key, pgq_sql *b);
-/* The same on the event loop: the statement, ready for tier_pending; done(arg,
- * rc) runs once on the loop thread with *out filled when rc is STATUS_OK.
- * c, ns, key and out must live in c's arena. NULL when out of memory. */
+/* The reads run on the event loop (tier_sql.h's tier_async): each returns
+ * its statement, ready for tier_pending; done(arg, rc) runs once, on the
+ * loop thread (or in the submit when there is nothing to send), with the
+ * output filled when rc is STATUS_OK. Inputs are copied; strings they
+ * point to and the output must live in c's arena. NULL when out of memory.
+ *
+ * Read: one visible entry with its value (decompressed). STATUS_ENOTFOUND
+ * when absent, expired or hidden by the read diode. */
 tier_async *entries_store_read_async(entries_store *s, tier_ctx *c, const char *ns, const char *key,
                                      entries_record *out, tier_async_done_fn done, void *arg);
+/* Read's statement (the benchmark's direct side runs it too). */
+void entries_sql_read(const tier_ctx *c, const char *ns, const char *key, pgq_sql *b);
 
 /* ---- List ---- */
 
@@ -110,12 +111,19 @@ typedef struct entries_list_in {
     const char *after_key;
 } entries_list_in;
 
+/* What List and Search answer. */
+typedef struct entries_page {
+    entries_record *recs; /* in c's arena */
+    size_t n;
+    int more; /* List: entries remain past the last one returned */
+} entries_page;
+
 /* Visible entries inside the token's ns globs matching both patterns,
- * ordered by (namespace, key) in byte order, after the cursor. *more is
+ * ordered by (namespace, key) in byte order, after the cursor. more is
  * set when entries remain past the last one returned (the answer may stop
  * early when values exceed max_response_bytes). */
-int entries_store_list(entries_store *s, tier_ctx *c, const entries_list_in *in,
-                       entries_record **out, size_t *n, int *more);
+tier_async *entries_store_list_async(entries_store *s, tier_ctx *c, const entries_list_in *in,
+                                     entries_page *out, tier_async_done_fn done, void *arg);
 
 /* ---- Search ---- */
 
@@ -135,8 +143,8 @@ typedef struct entries_search_in {
 } entries_search_in;
 
 /* Visible entries matching every criterion, most recently updated first. */
-int entries_store_search(entries_store *s, tier_ctx *c, const entries_search_in *in,
-                         entries_record **out, size_t *n);
+tier_async *entries_store_search_async(entries_store *s, tier_ctx *c, const entries_search_in *in,
+                                       entries_page *out, tier_async_done_fn done, void *arg);
 
 /* ---- Delete ---- */
 
@@ -199,6 +207,7 @@ typedef struct entries_stats {
 
 /* Aggregates over the visible, unexpired entries inside the token's ns
  * globs and ns_pattern. */
-int entries_store_stats(entries_store *s, tier_ctx *c, const char *ns_pattern, entries_stats *out);
+tier_async *entries_store_stats_async(entries_store *s, tier_ctx *c, const char *ns_pattern,
+                                      entries_stats *out, tier_async_done_fn done, void *arg);
 
 #endif

@@ -113,11 +113,6 @@ static int get_entity(pgq_session *ss, tier_ctx *c, void *arg) {
     return rc;
 }
 
-int global_get_entity(global_store *s, tier_ctx *c, const char *id, global_entity *out) {
-    get_entity_args a = {id, 0, out};
-    return global_run(s, c, get_entity, &a);
-}
-
 static int decode_get_entity(tier_async *op, const PGresult *res) {
     get_entity_args *a = op->arg;
     return entity_of(op->c, res, a->id, a->tenant_wide, a->out);
@@ -126,11 +121,9 @@ static int decode_get_entity(tier_async *op, const PGresult *res) {
 tier_async *global_get_entity_async(global_store *s, tier_ctx *c, const char *id,
                                     global_entity *out, tier_async_done_fn done, void *arg) {
     (void)s;
-    get_entity_args *a = arena_alloc(c->ar, sizeof *a);
-    tier_async *op = a ? tier_async_new(c, "get entity", decode_get_entity, a, done, arg) : NULL;
-    if (!op) return NULL;
-    *a = (get_entity_args){id, 0, out};
-    global_sql_get_entity(c, id, &op->sql);
+    get_entity_args a = {id, 0, out};
+    tier_async *op = tier_async_new(c, "get entity", decode_get_entity, &a, sizeof a, done, arg);
+    if (op) global_sql_get_entity(c, id, &op->sql);
     return op;
 }
 
@@ -176,11 +169,8 @@ int global_delete_entity(global_store *s, tier_ctx *c, const char *id, int has_e
 /* ------------------------------------------------------------ QueryEntities */
 
 typedef struct {
-    const global_query_in *in;
-    global_entity **out;
-    const char ***keys;
-    size_t *n;
-    int *more;
+    global_query_in in;
+    global_query_out *out;
 } query_args;
 
 /* The sort key column for an order, as SQL over alias e. */
@@ -242,53 +232,47 @@ static int sort_key(tier_ctx *c, const PGresult *r, int i, global_order order,
     return *out ? STATUS_OK : tier_fail(c, STATUS_ENOMEM, "out of memory");
 }
 
-static int query_entities(pgq_session *ss, tier_ctx *c, void *arg) {
-    query_args *a = arg;
-    const global_query_in *in = a->in;
-    pgq_sql b = {0};
+static int build_query(tier_ctx *c, const global_query_in *in, pgq_sql *b) {
     /* $1 is always the text query (used by the match and the rank). */
-    pgq_text(&b, in->text_query);
+    pgq_text(b, in->text_query);
     const char *key = order_expr(in->order);
-    pgq_sql_add(&b, "SELECT " GLOBAL_E_COLS ", %s FROM entities e WHERE ", key);
-    tier_sql_read_diode(&b, c, "e");
-    if (in->type[0]) pgq_sql_add(&b, " AND e.entity_type = $%d", pgq_text(&b, in->type));
-    if (in->text_query[0]) pgq_sql_add(&b, " AND e.search @@ websearch_to_tsquery('simple', $1)");
+    pgq_sql_add(b, "SELECT " GLOBAL_E_COLS ", %s FROM entities e WHERE ", key);
+    tier_sql_read_diode(b, c, "e");
+    if (in->type[0]) pgq_sql_add(b, " AND e.entity_type = $%d", pgq_text(b, in->type));
+    if (in->text_query[0]) pgq_sql_add(b, " AND e.search @@ websearch_to_tsquery('simple', $1)");
     for (size_t i = 0; i < in->npreds; i++) {
-        int rc = global_pred_sql(&b, c->ar, i, &in->preds[i], c->err, sizeof c->err);
+        int rc = global_pred_sql(b, c->ar, i, &in->preds[i], c->err, sizeof c->err);
         if (rc == -2) return tier_fail(c, STATUS_ENOMEM, "out of memory");
         if (rc != 0) return STATUS_EINVALID;
     }
-    if (in->after_id) add_cursor(&b, in, key);
+    if (in->after_id) add_cursor(b, in, key);
     const char *dir = in->descending ? "DESC" : "ASC";
-    pgq_sql_add(&b, " ORDER BY %s %s", key, dir);
-    if (in->order != GLOBAL_ORDER_ID) pgq_sql_add(&b, ", e.id %s", dir);
-    pgq_sql_add(&b, " LIMIT $%d", pgq_int8(&b, (int64_t)in->limit + 1));
-    PGresult *r;
-    int rc = pgq_pipeline(ss, "query entities", NULL, &b, 1, &r);
-    if (rc != STATUS_OK) return rc;
-    int rows = PQntuples(r), take = rows < in->limit ? rows : in->limit;
-    global_entity *v = arena_alloc(c->ar, ((size_t)take + 1) * sizeof *v);
-    const char **keys = arena_alloc(c->ar, ((size_t)take + 1) * sizeof *keys);
-    if (!v || !keys) rc = tier_fail(c, STATUS_ENOMEM, "out of memory");
-    for (int i = 0; rc == STATUS_OK && i < take; i++) {
-        rc = global_decode_entity(c, r, i, &v[i]);
-        if (rc == STATUS_OK) rc = sort_key(c, r, i, in->order, &v[i], &keys[i]);
-    }
-    PQclear(r);
-    if (rc != STATUS_OK) return rc;
-    *a->out = v;
-    *a->keys = keys;
-    *a->n = (size_t)take;
-    *a->more = rows > take;
+    pgq_sql_add(b, " ORDER BY %s %s", key, dir);
+    if (in->order != GLOBAL_ORDER_ID) pgq_sql_add(b, ", e.id %s", dir);
+    pgq_sql_add(b, " LIMIT $%d", pgq_int8(b, (int64_t)in->limit + 1));
     return STATUS_OK;
 }
 
-int global_query_entities(global_store *s, tier_ctx *c, const global_query_in *in,
-                          global_entity **out, const char ***keys, size_t *n, int *more) {
-    *out = NULL;
-    *keys = NULL;
-    *n = 0;
-    *more = 0;
-    query_args a = {in, out, keys, n, more};
-    return global_run(s, c, query_entities, &a);
+static int decode_query(tier_async *op, const PGresult *r) {
+    const query_args *a = op->arg;
+    tier_ctx *c = op->c;
+    int rows = PQntuples(r), take = rows < a->in.limit ? rows : a->in.limit;
+    global_entity *v = arena_alloc(c->ar, ((size_t)take + 1) * sizeof *v);
+    const char **keys = arena_alloc(c->ar, ((size_t)take + 1) * sizeof *keys);
+    if (!v || !keys) return tier_fail(c, STATUS_ENOMEM, "out of memory");
+    for (int i = 0; i < take; i++) {
+        int rc = global_decode_entity(c, r, i, &v[i]);
+        if (rc == STATUS_OK) rc = sort_key(c, r, i, a->in.order, &v[i], &keys[i]);
+        if (rc != STATUS_OK) return rc;
+    }
+    *a->out = (global_query_out){v, keys, (size_t)take, rows > take};
+    return STATUS_OK;
+}
+
+tier_async *global_query_entities_async(global_store *s, tier_ctx *c, const global_query_in *in,
+                                        global_query_out *out, tier_async_done_fn done, void *arg) {
+    (void)s;
+    query_args a = {*in, out};
+    tier_async *op = tier_async_new(c, "query entities", decode_query, &a, sizeof a, done, arg);
+    return tier_async_built(op, op ? build_query(c, in, &op->sql) : STATUS_OK);
 }

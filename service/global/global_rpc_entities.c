@@ -75,12 +75,12 @@ static int load_entity(void *arg, arena *a, cache_record *out) {
 }
 
 /* GetEntity straight from the store, on the event loop. */
-static int render_entity(tier_pending_call *pc) {
+static grpc_status_code render_entity(tier_pending_call *pc) {
     const global_entity *e = pc->out;
     Memory__V1__GetEntityResponse *resp = (Memory__V1__GetEntityResponse *)pc->resp;
-    if (!(resp->entity = global_render_entity(pc->c->ar, e))) return STATUS_ENOMEM;
+    if (!(resp->entity = global_render_entity(pc->c->ar, e))) return rpc_call_oom(pc->call);
     tier_target(pc->call, "entity:%s", e->id);
-    return STATUS_OK;
+    return GRPC_STATUS_OK;
 }
 
 static grpc_status_code get_entity_pending(rpc_call *call, global_service *svc, const char *id,
@@ -190,34 +190,49 @@ static grpc_status_code ordering(rpc_call *call, const Memory__V1__QueryEntities
     return GRPC_STATUS_OK;
 }
 
+/* QueryEntities' answer until the loop thread renders it: the entities
+ * and the cursor's binding for the next page's token. */
+typedef struct {
+    global_query_out q;
+    tier_page pg;
+} query_pending;
+
+static grpc_status_code render_query(tier_pending_call *pc) {
+    const query_pending *qp = pc->out;
+    const global_service *svc = pc->arg;
+    Memory__V1__QueryEntitiesResponse *resp = (Memory__V1__QueryEntitiesResponse *)pc->resp;
+    ProtobufCMessage **msgs;
+    int cut;
+    RPC_CHECK(tier_page_fill(pc->call, &global_entity_page, qp->q.ents, qp->q.n,
+                             svc->env->max_response_bytes, &msgs, &resp->n_entities, &cut));
+    resp->entities = (Memory__V1__Entity **)msgs;
+    size_t i = resp->n_entities;
+    if ((qp->q.more || cut) && i > 0) {
+        const char *next[2] = {qp->q.keys[i - 1], qp->q.ents[i - 1].id};
+        if (!(resp->next_page_token = tier_page_seal(pc->call, &qp->pg, next, 2)))
+            return rpc_call_oom(pc->call);
+    }
+    return GRPC_STATUS_OK;
+}
+
 RPC_UNARY_HANDLER(global_do_query_entities, global_service, Memory__V1__QueryEntitiesRequest,
                   Memory__V1__QueryEntitiesResponse) {
     global_query_in in = {0};
     in.type = req->type;
     in.text_query = req->text_query;
-    tier_page pg;
     RPC_CHECK(tier_check_name(call, "type", req->type, GLOBAL_TYPE_MAX, 0));
     RPC_CHECK(tier_check_text(call, "text_query", req->text_query, TEXT_QUERY_MAX));
     RPC_CHECK(predicates(call, req, &in));
     RPC_CHECK(tier_page_size(call, req->page_size, &in.limit));
     RPC_CHECK(ordering(call, req, &in));
-    RPC_CHECK(tier_page_bind(call, authn_principal(call), &req->base, &pg));
-    RPC_CHECK(tier_page_resume(call, &pg, req->page_token, &in.after_key, &in.after_id, 0));
-    tier_ctx c = global_ctx(svc, call, 0);
-    global_entity *ents;
-    const char **keys;
-    size_t n;
-    int more, cut;
-    TIER_CHECK(call, &c, global_query_entities(&svc->store, &c, &in, &ents, &keys, &n, &more));
-    ProtobufCMessage **msgs;
-    RPC_CHECK(tier_page_fill(call, &global_entity_page, ents, n, svc->env->max_response_bytes,
-                             &msgs, &resp->n_entities, &cut));
-    resp->entities = (Memory__V1__Entity **)msgs;
-    size_t i = resp->n_entities;
-    if ((more || cut) && i > 0) {
-        const char *next[2] = {keys[i - 1], ents[i - 1].id};
-        if (!(resp->next_page_token = tier_page_seal(call, &pg, next, 2)))
-            return rpc_call_oom(call);
-    }
-    return GRPC_STATUS_OK;
+    tier_pending_call *pc =
+        tier_pending_new(call, "global", sizeof(query_pending), render_query, &resp->base);
+    if (!pc) return rpc_call_oom(call);
+    query_pending *qp = pc->out;
+    RPC_CHECK(tier_page_bind(call, authn_principal(call), &req->base, &qp->pg));
+    RPC_CHECK(tier_page_resume(call, &qp->pg, req->page_token, &in.after_key, &in.after_id, 0));
+    pc->arg = svc;
+    tier_async *op =
+        global_query_entities_async(&svc->store, pc->c, &in, &qp->q, tier_pending_done, pc);
+    return op ? tier_pending(call, &svc->store, op) : rpc_call_oom(call);
 }

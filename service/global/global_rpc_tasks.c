@@ -75,23 +75,52 @@ RPC_UNARY_HANDLER(global_do_record_task, global_service, Memory__V1__RecordTaskR
     return GRPC_STATUS_OK;
 }
 
+/* ListTasks' answer until the loop thread renders it: the tasks and the
+ * cursor's binding for the next page's token. */
+typedef struct {
+    global_tasks_out page;
+    tier_page pg;
+} tasks_pending;
+
+static grpc_status_code render_tasks(tier_pending_call *pc) {
+    const tasks_pending *tp = pc->out;
+    const global_service *svc = pc->arg;
+    const global_task *tasks = tp->page.tasks;
+    Memory__V1__ListTasksResponse *resp = (Memory__V1__ListTasksResponse *)pc->resp;
+    ProtobufCMessage **msgs;
+    int cut;
+    RPC_CHECK(tier_page_fill(pc->call, &global_task_page, tasks, tp->page.n,
+                             svc->env->max_response_bytes, &msgs, &resp->n_tasks, &cut));
+    resp->tasks = (Memory__V1__Task **)msgs;
+    size_t i = resp->n_tasks;
+    if ((tp->page.more || cut) && i > 0) {
+        const char *us = arena_printf(pc->c->ar, "%lld", (long long)tasks[i - 1].start_us);
+        const char *next[2] = {us, tasks[i - 1].id};
+        if (!us || !(resp->next_page_token = tier_page_seal(pc->call, &tp->pg, next, 2)))
+            return rpc_call_oom(pc->call);
+    }
+    return GRPC_STATUS_OK;
+}
+
 RPC_UNARY_HANDLER(global_do_list_tasks, global_service, Memory__V1__ListTasksRequest,
                   Memory__V1__ListTasksResponse) {
-    arena *a = rpc_call_arena(call);
     global_list_tasks_in in = {0};
     if (req->status < 0 || req->status > MEMORY__V1__TASK_STATUS__TASK_STATUS_CANCELLED)
         return rpc_call_invalid(call, "status: %d is not a memory.v1.TaskStatus", (int)req->status);
     in.status = (int)req->status;
     in.type = req->type;
     tier_time_range tr;
-    tier_page pg;
     const char *cursor[2];
     int resumed;
     RPC_CHECK(tier_check_name(call, "type", req->type, GLOBAL_TYPE_MAX, 0));
     RPC_CHECK(tier_page_size(call, req->page_size, &in.limit));
     RPC_CHECK(tier_check_time_range(call, "time_range", req->time_range, &tr));
-    RPC_CHECK(tier_page_bind(call, authn_principal(call), &req->base, &pg));
-    RPC_CHECK(tier_page_open(call, &pg, req->page_token, cursor, 2, 1, &resumed));
+    tier_pending_call *pc =
+        tier_pending_new(call, "global", sizeof(tasks_pending), render_tasks, &resp->base);
+    if (!pc) return rpc_call_oom(call);
+    tasks_pending *tp = pc->out;
+    RPC_CHECK(tier_page_bind(call, authn_principal(call), &req->base, &tp->pg));
+    RPC_CHECK(tier_page_open(call, &tp->pg, req->page_token, cursor, 2, 1, &resumed));
     in.has_start = tr.has_start;
     in.start_us = tr.start_us;
     in.has_end = tr.has_end;
@@ -99,25 +128,12 @@ RPC_UNARY_HANDLER(global_do_list_tasks, global_service, Memory__V1__ListTasksReq
     if (resumed) {
         char *end = NULL;
         in.after_start_us = strtoll(cursor[0], &end, 10);
-        if (!end || *end) return tier_page_refuse(call, &pg);
+        if (!end || *end) return tier_page_refuse(call, &tp->pg);
         in.has_after = 1;
         in.after_id = cursor[1];
     }
-    tier_ctx c = global_ctx(svc, call, 0);
-    global_task *tasks;
-    size_t n;
-    int more, cut;
-    TIER_CHECK(call, &c, global_list_tasks(&svc->store, &c, &in, &tasks, &n, &more));
-    ProtobufCMessage **msgs;
-    RPC_CHECK(tier_page_fill(call, &global_task_page, tasks, n, svc->env->max_response_bytes, &msgs,
-                             &resp->n_tasks, &cut));
-    resp->tasks = (Memory__V1__Task **)msgs;
-    size_t i = resp->n_tasks;
-    if ((more || cut) && i > 0) {
-        const char *us = arena_printf(a, "%lld", (long long)tasks[i - 1].start_us);
-        const char *next[2] = {us, tasks[i - 1].id};
-        if (!us || !(resp->next_page_token = tier_page_seal(call, &pg, next, 2)))
-            return rpc_call_oom(call);
-    }
-    return GRPC_STATUS_OK;
+    pc->arg = svc;
+    tier_async *op =
+        global_list_tasks_async(&svc->store, pc->c, &in, &tp->page, tier_pending_done, pc);
+    return op ? tier_pending(call, &svc->store, op) : rpc_call_oom(call);
 }

@@ -85,12 +85,11 @@ typedef struct global_entity_in {
  * version mismatch. */
 int global_put_entity(global_store *s, tier_ctx *c, const global_entity_in *in, global_entity *out,
                       int *created);
-/* STATUS_ENOTFOUND when absent or hidden. */
-int global_get_entity(global_store *s, tier_ctx *c, const char *id, global_entity *out);
 /* GetEntity on the event loop: the statement, ready for tier_pending; when
  * it has answered, done(arg, rc) runs once on the loop thread with *out
- * filled when rc is STATUS_OK (c->err set otherwise). c and out must live
- * in c's arena. NULL when out of memory (done never runs). */
+ * filled when rc is STATUS_OK (c->err set otherwise; STATUS_ENOTFOUND when
+ * absent or hidden). c and out must live in c's arena. NULL when out of
+ * memory (done never runs). */
 tier_async *global_get_entity_async(global_store *s, tier_ctx *c, const char *id,
                                     global_entity *out, void (*done)(void *arg, int rc), void *arg);
 /* The entity of the caller's tenant whatever its owner and label: for a
@@ -126,12 +125,21 @@ typedef struct global_query_in {
     const char *after_id;
 } global_query_in;
 
-/* Visible entities matching in->..., at most limit, after the cursor.
- * keys[i] is entity i's sort key as text (for the next cursor). *more when
- * more remain. INVALID (-1 from global_pred_sql) surfaces as STATUS_EINVALID
- * with err set. */
-int global_query_entities(global_store *s, tier_ctx *c, const global_query_in *in,
-                          global_entity **out, const char ***keys, size_t *n, int *more);
+/* What QueryEntities answers: keys[i] is entity i's sort key as text
+ * (for the next cursor); more when more remain. In c's arena. */
+typedef struct global_query_out {
+    global_entity *ents;
+    const char **keys;
+    size_t n;
+    int more;
+} global_query_out;
+
+/* Visible entities matching in->..., at most limit, after the cursor, on
+ * the event loop (as global_get_entity_async; in is copied).
+ * INVALID (-1 from global_pred_sql) surfaces as STATUS_EINVALID with err
+ * set. */
+tier_async *global_query_entities_async(global_store *s, tier_ctx *c, const global_query_in *in,
+                                        global_query_out *out, tier_async_done_fn done, void *arg);
 
 /* ---- relationships ---- */
 
@@ -232,8 +240,15 @@ typedef struct global_list_tasks_in {
     const char *after_id;
 } global_list_tasks_in;
 
-/* Visible tasks, newest start_time first, ties by id. */
-int global_list_tasks(global_store *s, tier_ctx *c, const global_list_tasks_in *in,
-                      global_task **out, size_t *n, int *more);
+typedef struct global_tasks_out {
+    global_task *tasks; /* in c's arena */
+    size_t n;
+    int more; /* tasks remain past the last one */
+} global_tasks_out;
+
+/* Visible tasks, newest start_time first, ties by id, on the event loop
+ * (as global_get_entity_async; in is copied). */
+tier_async *global_list_tasks_async(global_store *s, tier_ctx *c, const global_list_tasks_in *in,
+                                    global_tasks_out *out, tier_async_done_fn done, void *arg);
 
 #endif

@@ -91,49 +91,44 @@ int global_record_task(global_store *s, tier_ctx *c, const global_task_in *in, g
 }
 
 typedef struct {
-    const global_list_tasks_in *in;
-    global_task **out;
-    size_t *n;
-    int *more;
+    global_list_tasks_in in;
+    global_tasks_out *out;
 } list_tasks_args;
 
-static int list_tasks(pgq_session *ss, tier_ctx *c, void *arg) {
-    list_tasks_args *a = arg;
-    const global_list_tasks_in *in = a->in;
-    pgq_sql b = {0};
-    pgq_sql_add(&b, "SELECT " GLOBAL_T_COLS " FROM tasks t WHERE ");
-    tier_sql_read_diode(&b, c, "t");
-    if (in->status) pgq_sql_add(&b, " AND t.status = $%d", pgq_int4(&b, in->status));
-    if (in->type[0]) pgq_sql_add(&b, " AND t.task_type = $%d", pgq_text(&b, in->type));
-    if (in->has_start) pgq_sql_add(&b, " AND t.start_time >= $%d", pgq_ts(&b, in->start_us));
-    if (in->has_end) pgq_sql_add(&b, " AND t.start_time < $%d", pgq_ts(&b, in->end_us));
+static void build_list_tasks(tier_ctx *c, const global_list_tasks_in *in, pgq_sql *b) {
+    pgq_sql_add(b, "SELECT " GLOBAL_T_COLS " FROM tasks t WHERE ");
+    tier_sql_read_diode(b, c, "t");
+    if (in->status) pgq_sql_add(b, " AND t.status = $%d", pgq_int4(b, in->status));
+    if (in->type[0]) pgq_sql_add(b, " AND t.task_type = $%d", pgq_text(b, in->type));
+    if (in->has_start) pgq_sql_add(b, " AND t.start_time >= $%d", pgq_ts(b, in->start_us));
+    if (in->has_end) pgq_sql_add(b, " AND t.start_time < $%d", pgq_ts(b, in->end_us));
     if (in->has_after) {
-        int p_ts = pgq_ts(&b, in->after_start_us);
-        pgq_sql_add(&b, " AND (t.start_time < $%d OR (t.start_time = $%d AND t.id > $%d))", p_ts,
-                    p_ts, pgq_text(&b, in->after_id));
+        int p_ts = pgq_ts(b, in->after_start_us);
+        pgq_sql_add(b, " AND (t.start_time < $%d OR (t.start_time = $%d AND t.id > $%d))", p_ts,
+                    p_ts, pgq_text(b, in->after_id));
     }
-    pgq_sql_add(&b, " ORDER BY t.start_time DESC, t.id LIMIT $%d",
-                pgq_int8(&b, (int64_t)in->limit + 1));
-    PGresult *r;
-    int rc = pgq_pipeline(ss, "list tasks", NULL, &b, 1, &r);
-    if (rc != STATUS_OK) return rc;
-    int rows = PQntuples(r), take = rows < in->limit ? rows : in->limit;
-    global_task *v = arena_alloc(c->ar, ((size_t)take + 1) * sizeof *v);
-    if (!v) rc = tier_fail(c, STATUS_ENOMEM, "out of memory");
-    for (int i = 0; rc == STATUS_OK && i < take; i++) rc = global_decode_task(c, r, i, &v[i]);
-    PQclear(r);
-    if (rc != STATUS_OK) return rc;
-    *a->out = v;
-    *a->n = (size_t)take;
-    *a->more = rows > take;
+    pgq_sql_add(b, " ORDER BY t.start_time DESC, t.id LIMIT $%d",
+                pgq_int8(b, (int64_t)in->limit + 1));
+}
+
+static int decode_list_tasks(tier_async *op, const PGresult *r) {
+    const list_tasks_args *a = op->arg;
+    int rows = PQntuples(r), take = rows < a->in.limit ? rows : a->in.limit;
+    global_task *v = arena_alloc(op->c->ar, ((size_t)take + 1) * sizeof *v);
+    if (!v) return tier_fail(op->c, STATUS_ENOMEM, "out of memory");
+    for (int i = 0; i < take; i++) {
+        int rc = global_decode_task(op->c, r, i, &v[i]);
+        if (rc != STATUS_OK) return rc;
+    }
+    *a->out = (global_tasks_out){v, (size_t)take, rows > take};
     return STATUS_OK;
 }
 
-int global_list_tasks(global_store *s, tier_ctx *c, const global_list_tasks_in *in,
-                      global_task **out, size_t *n, int *more) {
-    *out = NULL;
-    *n = 0;
-    *more = 0;
-    list_tasks_args a = {in, out, n, more};
-    return global_run(s, c, list_tasks, &a);
+tier_async *global_list_tasks_async(global_store *s, tier_ctx *c, const global_list_tasks_in *in,
+                                    global_tasks_out *out, tier_async_done_fn done, void *arg) {
+    (void)s;
+    list_tasks_args a = {*in, out};
+    tier_async *op = tier_async_new(c, "list tasks", decode_list_tasks, &a, sizeof a, done, arg);
+    if (op) build_list_tasks(c, in, &op->sql);
+    return op;
 }

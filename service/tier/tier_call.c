@@ -34,21 +34,22 @@ void tier_target(rpc_call *call, const char *fmt, ...) {
 /* ---- a call answered from the event loop ---- */
 
 tier_pending_call *tier_pending_new(rpc_call *call, const char *tier, size_t out_size,
-                                    int (*render)(tier_pending_call *pc), ProtobufCMessage *resp) {
+                                    grpc_status_code (*render)(tier_pending_call *pc),
+                                    ProtobufCMessage *resp) {
     arena *a = rpc_call_arena(call);
     tier_pending_call *pc = arena_zalloc(a, sizeof *pc);
     tier_ctx *c = pc ? arena_alloc(a, sizeof *c) : NULL;
     void *out = c ? arena_zalloc(a, out_size ? out_size : 1) : NULL;
     if (!out) return NULL;
     *c = tier_ctx_for(call, tier, NULL);
-    *pc = (tier_pending_call){call, c, out, resp, render};
+    *pc = (tier_pending_call){call, c, out, resp, NULL, render};
     return pc;
 }
 
 void tier_pending_done(void *arg, int rc) {
     tier_pending_call *pc = arg;
-    if (rc == STATUS_OK) rc = pc->render(pc);
-    rpc_call_complete(pc->call, tier_status(pc->call, rc, pc->c));
+    rpc_call_complete(pc->call,
+                      rc == STATUS_OK ? pc->render(pc) : tier_status(pc->call, rc, pc->c));
 }
 
 typedef struct {

@@ -47,13 +47,16 @@ struct tier_pending_call {
     tier_ctx *c;            /* tier_ctx_for's context, for reads (no audit hooks) */
     void *out;              /* zeroed room for the store's result */
     ProtobufCMessage *resp; /* the handler's response */
+    void *arg;              /* the handler's (its service, its page) */
     /* On the loop thread once the store answered STATUS_OK: fills resp
-     * from out (and names the audit targets); a STATUS_* code. */
-    int (*render)(tier_pending_call *pc);
+     * from out (and names the audit targets); the call's status, as a
+     * handler returns it (RPC_CHECK, TIER_CHECK and rpc_call_oom work). */
+    grpc_status_code (*render)(tier_pending_call *pc);
 };
 /* NULL when out of memory. */
 tier_pending_call *tier_pending_new(rpc_call *call, const char *tier, size_t out_size,
-                                    int (*render)(tier_pending_call *pc), ProtobufCMessage *resp);
+                                    grpc_status_code (*render)(tier_pending_call *pc),
+                                    ProtobufCMessage *resp);
 /* The store's done for a tier_pending_call (arg): renders on STATUS_OK,
  * then ends the call with the code (tier_status's mapping). */
 void tier_pending_done(void *arg, int rc);

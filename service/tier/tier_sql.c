@@ -78,13 +78,15 @@ static void async_done(apg_query *q, int status, PGresult *res) {
     op->done(op->done_arg, status);
 }
 
-tier_async *tier_async_new(tier_ctx *c, const char *what, tier_async_decode_fn decode, void *arg,
-                           tier_async_done_fn done, void *done_arg) {
+tier_async *tier_async_new(tier_ctx *c, const char *what, tier_async_decode_fn decode,
+                           const void *args, size_t size, tier_async_done_fn done, void *done_arg) {
     tier_async *op = arena_zalloc(c->ar, sizeof *op);
-    if (!op) return NULL;
+    void *copy = op ? arena_alloc(c->ar, size ? size : 1) : NULL;
+    if (!copy) return NULL;
+    memcpy(copy, args, size);
     op->c = c;
     op->decode = decode;
-    op->arg = arg;
+    op->arg = copy;
     op->done = done;
     op->done_arg = done_arg;
     op->q.sql = &op->sql;
@@ -94,7 +96,19 @@ tier_async *tier_async_new(tier_ctx *c, const char *what, tier_async_decode_fn d
     return op;
 }
 
+tier_async *tier_async_built(tier_async *op, int rc) {
+    if (op && rc != STATUS_OK) {
+        op->skip = 1;
+        op->skip_rc = rc == TIER_NO_ROWS ? STATUS_OK : rc;
+    }
+    return op;
+}
+
 void tier_async_submit(const tier_store *s, tier_async *op) {
+    if (op->skip) {
+        op->done(op->done_arg, op->skip_rc);
+        return;
+    }
     op->c->err[0] = '\0';
     op->q.deadline_ms = op->c->deadline_ms;
     apg_submit(s->pga, &op->q);

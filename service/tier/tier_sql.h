@@ -77,11 +77,23 @@ struct tier_async {
     void *arg; /* the store's */
     tier_async_done_fn done;
     void *done_arg;
+    int skip; /* tier_async_built: the submit ends the op with skip_rc */
+    int skip_rc;
 };
 /* A zeroed op for c in c's arena; what names it in errors ("get entity").
- * NULL when out of memory. */
-tier_async *tier_async_new(tier_ctx *c, const char *what, tier_async_decode_fn decode, void *arg,
-                           tier_async_done_fn done, void *done_arg);
+ * The store's arguments (size bytes at args) are copied into the arena:
+ * op->arg. NULL when out of memory. */
+tier_async *tier_async_new(tier_ctx *c, const char *what, tier_async_decode_fn decode,
+                           const void *args, size_t size, tier_async_done_fn done, void *done_arg);
+/* What a store's statement builder returns when it knows no row can
+ * match (a namespace pattern outside the token's globs): nothing to send. */
+#define TIER_NO_ROWS 1
+/* Takes the builder's code for op->sql and returns op: STATUS_OK sends the
+ * statement at the submit; TIER_NO_ROWS sends nothing and ends the op
+ * STATUS_OK with its outputs as zeroed; an error code (the reason in
+ * op->c->err) ends it with that code. Both end it on the submitting
+ * thread, inside tier_async_submit. NULL op: NULL. */
+tier_async *tier_async_built(tier_async *op, int rc);
 /* Sends op->sql on s's asynchronous pool with c's deadline (the pool's
  * default when none). Afterwards the caller touches neither op nor c's
  * arena: done may already be running. */

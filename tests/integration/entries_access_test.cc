@@ -34,6 +34,7 @@ TEST_F(EntriesTest, NamespaceOutsideTheNsClaimIsPermissionDenied) {
   // No ns claim at all: nothing.
   Who none = Who().Ns({});
   EXPECT_TRUE(ListAll("", "", none).empty());
+  EXPECT_TRUE(SearchTerm("k", none).empty());
   EXPECT_EQ(0, Stats("", none).entry_count());
   EXPECT_EQ(Code::PERMISSION_DENIED, Read("planner:x:y", "k", &rr, none).error_code());
 }

@@ -12,10 +12,12 @@
 #include <thread>
 
 #include "grpc/health/v1/health.pb.h"
+#include "memory/v1/access.pb.h"
 #include "memory/v1/cache.pb.h"
 #include "memory/v1/global_memory.pb.h"
 #include "tests/testing/grpc_client.h"
 #include "tests/testing/memoryd_process.h"
+#include "tests/testing/pg_server.h"
 #include "tests/testing/pg_testdb.h"
 #include "tests/testing/redis_server.h"
 #include "tests/testing/test_keys.h"
@@ -49,9 +51,11 @@ class CacheTest : public ::testing::Test {
 
   // A memoryd on redis_url (the shared Redis by default). Every replica
   // trusts the first one's keys, so one token works on all.
-  Replica Launch(std::vector<std::string> extra = {}, std::string redis_url = "") {
+  Replica Launch(std::vector<std::string> extra = {}, std::string redis_url = "",
+                 std::string pg_url = "") {
     std::vector<std::string> args = {
-        "--pg-url=" + db_.url(), "--shutdown-grace=1", "--health-interval-ms=100",
+        "--pg-url=" + (pg_url.empty() ? db_.url() : pg_url), "--shutdown-grace=1",
+        "--health-interval-ms=100",
         "--redis-url=" + (redis_url.empty() ? TestRedisUrl() : redis_url)};
     if (keys_) {
       args.push_back("--jwks=" + keys_->jwks_path());
@@ -462,6 +466,72 @@ TEST_F(CacheTest, GetEntityThroughTheCacheIsInvalidatedOnEveryReplicaAndKeepsThe
   d.set_id("e1");
   ASSERT_TRUE(Call(a, "/memory.v1.GlobalMemory/DeleteEntity", d, alice).status.ok());
   EXPECT_TRUE(Eventually([&] { return name_on(b, alice) == "status 5"; }, 2000));
+}
+
+// With PostgreSQL frozen (SIGSTOP: connections accepted, nothing
+// answered), what needs no PostgreSQL keeps answering on the one worker:
+// Health/Check, Access.WhoAmI (authenticated; its audit row waits in the
+// queue) and Cache.Get from L1, while GetEntity calls wait on the server
+// and end by their deadline. After SIGCONT PostgreSQL answers again
+// without a restart.
+TEST_F(CacheTest, FrozenPostgresLeavesHealthWhoAmIAndL1HitsAnswering) {
+  PgServer pg;
+  ASSERT_TRUE(pg.ok()) << pg.error();
+  Replica a = Launch({"--workers=1", "--pg-connect-timeout=1"}, "", pg.url());
+  std::string tok = Token(Tenant("frozen"), "alice", "cache:read cache:write global:read");
+  MustSet(a, tok, "warm", "in L1");
+  ASSERT_EQ(CACHE_LOOKUP_HIT_L1, Get(a, tok, "warm").lookup());
+  GetEntityRequest g;
+  g.set_id("e");
+  ASSERT_EQ(grpc::StatusCode::NOT_FOUND,
+            Call(a, "/memory.v1.GlobalMemory/GetEntity", g, tok).status.error_code());
+  ASSERT_TRUE(pg.Freeze()) << pg.error();
+  const int kDeadlineMs = 1500;
+  std::vector<Result> held(3);
+  std::vector<std::thread> ts;
+  for (size_t i = 0; i < held.size(); i++)
+    ts.emplace_back(
+        [&, i] { held[i] = Call(a, "/memory.v1.GlobalMemory/GetEntity", g, tok, kDeadlineMs); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  std::vector<int64_t> health_ms, whoami_ms, l1_ms;
+  CacheGetRequest warm;
+  warm.set_key("warm");
+  for (int i = 0; i < 10; i++) {
+    Result h = Unary(a.ch, "/grpc.health.v1.Health/Check", "", 2000);
+    EXPECT_TRUE(h.status.ok()) << h.status.error_message();
+    health_ms.push_back(h.elapsed.count());
+    Result w = Call(a, "/memory.v1.Access/WhoAmI", memory::v1::AccessWhoAmIRequest(), tok, 2000);
+    EXPECT_TRUE(w.status.ok()) << w.status.error_message();
+    whoami_ms.push_back(w.elapsed.count());
+    Result c = Call(a, "/memory.v1.Cache/Get", warm, tok, 2000);
+    CacheGetResponse resp;
+    EXPECT_TRUE(c.status.ok() && resp.ParseFromString(c.body)) << c.status.error_message();
+    EXPECT_EQ(CACHE_LOOKUP_HIT_L1, resp.item().lookup());
+    l1_ms.push_back(c.elapsed.count());
+  }
+  for (auto& t : ts) t.join();
+  for (size_t i = 0; i < held.size(); i++) {
+    EXPECT_EQ(grpc::StatusCode::DEADLINE_EXCEEDED, held[i].status.error_code())
+        << held[i].status.error_message();
+    EXPECT_LT(held[i].elapsed.count(), kDeadlineMs + 300) << "ended well past its deadline";
+  }
+  // Within 100 ms each (the median; every one within 500 ms, a margin for
+  // a loaded machine).
+  for (auto* v : {&health_ms, &whoami_ms, &l1_ms}) {
+    std::sort(v->begin(), v->end());
+    EXPECT_LE((*v)[v->size() / 2], 100);
+    EXPECT_LE(v->back(), 500);
+  }
+  printf("frozen PostgreSQL: Health/Check max %lld ms, WhoAmI max %lld ms, L1 hit max %lld ms\n",
+         (long long)health_ms.back(), (long long)whoami_ms.back(), (long long)l1_ms.back());
+  ASSERT_TRUE(pg.Thaw()) << pg.error();
+  EXPECT_TRUE(Eventually(
+      [&] {
+        return Call(a, "/memory.v1.GlobalMemory/GetEntity", g, tok).status.error_code() ==
+               grpc::StatusCode::NOT_FOUND;
+      },
+      10000))
+      << a.proc->Log();
 }
 
 }  // namespace

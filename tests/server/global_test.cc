@@ -5,6 +5,7 @@
 // strings stored literally; tenant/owner/label isolation on every read
 // path; the write diode and PII policy; a PostgreSQL restart mid-test.
 #include <gtest/gtest.h>
+#include <libpq-fe.h>
 
 #include <algorithm>
 #include <atomic>
@@ -1107,6 +1108,64 @@ TEST_F(GlobalTest, FrozenPostgresEndsGetEntityByItsDeadlineAndHoldsNoWorker) {
   EXPECT_TRUE(HealthBecomes("memory.v1.GlobalMemory",
                             grpc::health::v1::HealthCheckResponse::SERVING, thawed_at, 10000))
       << m_->Log();
+  EXPECT_EQ(0, m_->Stop(SIGTERM, 10000)) << m_->Log();
+}
+
+// A client's cancel reaches PostgreSQL: a GetEntity waiting on a table
+// lock is cancelled by its client (the call's deadline is far off), and a
+// moment later no session is left waiting on the lock; the pool serves the
+// next call once the lock is gone.
+TEST_F(GlobalTest, ClientCancelLeavesNoQueryRunningInPostgres) {
+  Up({"--health-interval-ms=600000"});
+  MustPut(alice_, "locked", "k", "x");
+  PGconn* admin = PQconnectdb(db_.url().c_str());
+  ASSERT_EQ(CONNECTION_OK, PQstatus(admin)) << PQerrorMessage(admin);
+  auto exec = [&](const char* sql) {
+    PGresult* r = PQexec(admin, sql);
+    std::string v = PQresultStatus(r) == PGRES_TUPLES_OK ? PQgetvalue(r, 0, 0) : "";
+    EXPECT_NE(PGRES_FATAL_ERROR, PQresultStatus(r)) << PQerrorMessage(admin);
+    PQclear(r);
+    return v;
+  };
+  auto waiting = [&] {
+    return exec(
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+        " AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()");
+  };
+  exec("BEGIN");
+  exec("LOCK TABLE entities IN ACCESS EXCLUSIVE MODE");
+  GetEntityRequest req;
+  req.set_id("locked");
+  auto s = std::make_unique<testing_client::Stream>(
+      ch_, "/memory.v1.GlobalMemory/GetEntity", 30000,
+      std::map<std::string, std::string>{{"authorization", TestKeys::Bearer(alice_)}});
+  ASSERT_TRUE(s->Write(req.SerializeAsString()));
+  s->WritesDone();
+  bool blocked = false;
+  for (int i = 0; i < 500 && !blocked; i++) {
+    blocked = waiting() == "1";
+    if (!blocked) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(blocked) << "GetEntity never waited on the lock\n" << m_->Log();
+  s->Cancel();
+  EXPECT_EQ(StatusCode::CANCELLED, s->Finish().error_code());
+  s.reset();
+  auto cancelled_at = std::chrono::steady_clock::now();
+  bool gone = false;
+  while (!gone && std::chrono::steady_clock::now() - cancelled_at < std::chrono::seconds(5)) {
+    gone = waiting() == "0";
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
+                  std::chrono::steady_clock::now() - cancelled_at)
+                  .count();
+  EXPECT_TRUE(gone) << "the cancelled query still waits on the lock";
+  // PostgreSQL notices the closed connection within its check interval
+  // (100 ms); the margin is for a loaded machine.
+  EXPECT_LT(took, 1000) << "the cancelled query outlived the cancel by " << took << " ms";
+  exec("ROLLBACK");
+  PQfinish(admin);
+  EXPECT_TRUE(Get(alice_, "locked").status.ok()) << m_->Log();
   EXPECT_EQ(0, m_->Stop(SIGTERM, 10000)) << m_->Log();
 }
 

@@ -59,9 +59,11 @@ Result Unary(const std::shared_ptr<grpc::Channel>& ch, const std::string& method
   return r;
 }
 
-Stream::Stream(const std::shared_ptr<grpc::Channel>& ch, const std::string& method, int timeout_ms)
+Stream::Stream(const std::shared_ptr<grpc::Channel>& ch, const std::string& method, int timeout_ms,
+               const std::map<std::string, std::string>& metadata)
     : stub_(ch) {
   ctx_.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(timeout_ms));
+  for (const auto& [k, v] : metadata) ctx_.AddMetadata(k, v);
   call_ = stub_.PrepareCall(&ctx_, method, &cq_);
   call_->StartCall(reinterpret_cast<void*>(1));
   Wait(reinterpret_cast<void*>(1), timeout_ms);

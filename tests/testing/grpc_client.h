@@ -31,7 +31,8 @@ Result Unary(const std::shared_ptr<grpc::Channel>& ch, const std::string& method
 // A streaming call (server-streaming or bidi) driven step by step.
 class Stream {
  public:
-  Stream(const std::shared_ptr<grpc::Channel>& ch, const std::string& method, int timeout_ms);
+  Stream(const std::shared_ptr<grpc::Channel>& ch, const std::string& method, int timeout_ms,
+         const std::map<std::string, std::string>& metadata = {});
   ~Stream();
   bool Write(const std::string& msg);
   bool WritesDone();
