@@ -87,9 +87,13 @@ bench: deps build ## build, start Postgres + Redis, run the benchmarks: vs grpc+
 	set -a
 	source .local/env
 	set +a
+	export BENCH_SUMMARY=$$(mktemp "$${TMPDIR:-/tmp}/memoryd-bench-summary.XXXXXX")
+	trap 'bash bench/summary.sh "$$BENCH_SUMMARY"; rm -f "$$BENCH_SUMMARY"' EXIT
 	bash bench/run.sh
 	BENCH_MODE=auth BENCH_SKIP_BUILD=1 bash bench/run.sh
-	bash bench/global.sh
+	# GetEntity at 4, 16 and 64 calls in flight, and with one worker.
+	for c in 4 16 64; do BENCH_CONCURRENCY=$$c BENCH_SKIP_BUILD=1 bash bench/global.sh; done
+	BENCH_CONCURRENCY=16 BENCH_SERVER_THREADS=1 BENCH_SKIP_BUILD=1 bash bench/global.sh
 	bash bench/cache.sh
 	bash bench/episodic.sh
 

@@ -316,10 +316,10 @@ vs() { # A B: "xA/B", or n/a when a side has no figure
   r=$(ratio "$1" "$2")
   if [ "$r" = nan ]; then echo "n/a"; else echo "x$r"; fi
 }
-echo "L1-hit/Health:     qps $(vs "$(median cache-l1 qps)" "$(median health qps)")" \
+ratio_line "Cache.Get L1-hit/Health:     qps $(vs "$(median cache-l1 qps)" "$(median health qps)")" \
   "(target >= 0.90, higher is better)"
-echo "L1-hit/WhoAmI:     qps $(vs "$(median cache-l1 qps)" "$(median whoami qps)")" \
+ratio_line "Cache.Get L1-hit/WhoAmI:     qps $(vs "$(median cache-l1 qps)" "$(median whoami qps)")" \
   "(WhoAmI: the trivial method that, like Cache.Get, is authenticated and audited)"
-echo "L2-hit/direct GET: p99 $(vs "$(median cache-l2 p99_us)" "$(median direct-get p99_us)")" \
+ratio_line "Cache.Get L2-hit/direct GET: p99 $(vs "$(median cache-l2 p99_us)" "$(median direct-get p99_us)")" \
   "(lower is better), qps $(vs "$(median cache-l2 qps)" "$(median direct-get qps)")"
 exit 0

@@ -229,13 +229,13 @@ echo
 # Time per query = 1/qps: raw/FAISS below 1 means the raw search is faster.
 for pair in "dot faiss-ip DOT/IndexFlatIP" "euclid faiss-l2 EUCLID/IndexFlatL2"; do
   read -r d f what <<<"$pair"
-  echo "raw/FAISS $what: time per query $(vs "$(median "$f" qps)" "$(median "raw-$d" qps)")," \
+  ratio_line "raw/FAISS $what: time per query $(vs "$(median "$f" qps)" "$(median "raw-$d" qps)")," \
     "p50 $(vs "$(median "raw-$d" p50_us)" "$(median "$f" p50_us)") (target <= 1.5, lower is better)"
 done
 if [ -z "$SERVER_SKIP" ]; then
   for c in ${CONCURRENCY//,/ }; do
     for d in dot euclid; do
-      echo "memoryd/raw ${d^^} c=$c: p50 $(vs "$(median "memoryd-$d-c$c" p50_us)" \
+      ratio_line "EpisodicMemory.Search memoryd/raw ${d^^} c=$c: p50 $(vs "$(median "memoryd-$d-c$c" p50_us)" \
         "$(median "raw-$d" p50_us)"), qps $(vs "$(median "memoryd-$d-c$c" qps)" \
         "$(median "raw-$d" qps)") (raw: one thread, in-process)"
     done

@@ -158,8 +158,10 @@ for what in get traverse read; do
     printf "$row" "$l" "$(field "$l" qps | wc -l)" "$(median "$l" qps)" "$(median "$l" p50_us)" \
       "$(median "$l" p99_us)" "$(total "$l" errors)"
   done
-  echo "memoryd/direct: p50 x$(ratio "$(median "memoryd-$what" p50_us)" \
-    "$(median "direct-$what" p50_us)") (target <= 1.5), qps x$(ratio \
-    "$(median "memoryd-$what" qps)" "$(median "direct-$what" qps)")"
+  case $what in get) name=GetEntity ;; traverse) name=Traverse ;; read) name=Entries.Read ;; esac
+  ratio_line "$name c=$CONCURRENCY workers=$SERVER_THREADS memoryd/direct: p50 x$(ratio \
+    "$(median "memoryd-$what" p50_us)" "$(median "direct-$what" p50_us)") (target <= 1.5)," \
+    "qps x$(ratio "$(median "memoryd-$what" qps)" "$(median "direct-$what" qps)")" \
+    "(target >= 0.6), memoryd $(median "memoryd-$what" qps) qps"
 done
 exit 0

@@ -1,5 +1,5 @@
-# bench/lib.sh: shell functions the benchmark drivers (run.sh, global.sh)
-# share. Sourced, not run. Uses the caller's START_TIMEOUT (seconds a server
+# bench/lib.sh: shell functions the benchmark drivers (run.sh, global.sh,
+# cache.sh, episodic.sh) share. Sourced, not run. Uses the caller's START_TIMEOUT (seconds a server
 # may take to listen) and RESULTS (the JSON-lines results file).
 
 die() {
@@ -67,4 +67,13 @@ total() { field "$1" "$2" | awk '{ s += $1 } END { printf "%d\n", s }'; }
 ratio() {
   awk -v a="$1" -v b="$2" 'BEGIN {
     if (a == "nan" || b == "nan" || b + 0 == 0) print "nan"; else printf "%.2f\n", a / b }'
+}
+
+# ratio_line TEXT...: prints a ratio line and, when BENCH_SUMMARY names a
+# file (`make bench` sets it), appends it there under this driver's name for
+# the one summary table `make bench` ends with (bench/summary.sh).
+ratio_line() {
+  echo "$*"
+  [ -z "${BENCH_SUMMARY:-}" ] ||
+    printf '%s\t%s\n' "$(basename "$0" .sh)" "$*" >>"$BENCH_SUMMARY"
 }

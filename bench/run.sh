@@ -275,10 +275,10 @@ echo
 }
 if [ "$MODE" = auth ]; then
   loss=$(awk -v r="$ratio_qps" 'BEGIN { if (r == "nan") print "nan"; else printf "%.1f", (1 - r) * 100 }')
-  echo "token/no-token: qps x$ratio_qps ($loss% qps lost to token checking), p99 x$ratio_p99," \
+  ratio_line "Health/Check token/no-token: qps x$ratio_qps ($loss% qps lost to token checking), p99 x$ratio_p99," \
     "server cpu/call x$ratio_cpu; run-to-run noise on this machine is +-30%"
 else
-  echo "memoryd/grpc++: qps x$ratio_qps (higher is better), p99 x$ratio_p99," \
+  ratio_line "Health/Check memoryd/grpc++: qps x$ratio_qps (higher is better), p99 x$ratio_p99," \
     "server cpu/call x$ratio_cpu (lower is better); run-to-run noise on this machine is +-30%"
 fi
 summary=$(printf '{"bench":"health_check","mode":"%s","method":"%s","rounds":%s,"duration_s":%s,"concurrency":%s,"channels":%s,"%s":{"runs":%s,"qps":%s,"p50_us":%s,"p99_us":%s,"cpu_us_per_call":%s,"errors":%s},"%s":{"runs":%s,"qps":%s,"p50_us":%s,"p99_us":%s,"cpu_us_per_call":%s,"errors":%s},"ratio_qps":%s,"ratio_p99":%s,"ratio_cpu":%s}' \

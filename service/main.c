@@ -147,6 +147,8 @@ static int build_server(app *a, char *err) {
     rpc_server_options o = {
         .listen = c->listen,
         .workers = c->workers,
+        .task_threads = c->task_threads,
+        .task_queue_max = c->task_queue_max,
         .max_message_bytes = c->max_message_bytes,
         .keepalive_time_ms = c->keepalive_time_s * 1000,
         .keepalive_timeout_ms = c->keepalive_timeout_s * 1000,

@@ -351,8 +351,9 @@ static const rpc_method methods[] = {
      .response = &memory__v1__access_who_am_iresponse__descriptor,
      .scope = "", /* any valid token */
      .unary = who_am_i},
-    RPC_METHOD_UNARY(SVC, "Attenuate", memory__v1__access_attenuate, "access:attenuate", attenuate),
-    RPC_METHOD_UNARY(SVC, "Revoke", memory__v1__access_revoke, "", revoke),
+    RPC_METHOD_BLOCKING(SVC, "Attenuate", memory__v1__access_attenuate, "access:attenuate",
+                        attenuate),
+    RPC_METHOD_BLOCKING(SVC, "Revoke", memory__v1__access_revoke, "", revoke),
 };
 
 static const tier_service services[] = {{SVC, HEALTH_NEEDS_PG}};

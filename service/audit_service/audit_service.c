@@ -52,7 +52,7 @@ grpc_status_code audit_caller_filter(rpc_call *call, const char *what,
 
 #define SVC "memory.v1.Audit"
 static const rpc_method methods[] = {
-    RPC_METHOD_UNARY(SVC, "List", memory__v1__audit_list, AUDIT_SCOPE, audit_list_handler),
+    RPC_METHOD_BLOCKING(SVC, "List", memory__v1__audit_list, AUDIT_SCOPE, audit_list_handler),
     RPC_METHOD_SERVER_STREAM(SVC, "Watch", memory__v1__audit_watch, AUDIT_SCOPE,
                              audit_watch_handler),
 };

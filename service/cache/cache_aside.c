@@ -75,6 +75,10 @@ static int l1_usable(cache_aside *ca) {
     return cache_l1_enabled(ca->l1) && (!ca->sub || cache_sub_live(ca->sub));
 }
 
+cache_item *cache_aside_peek(cache_aside *ca, const char *key, size_t klen) {
+    return l1_usable(ca) ? cache_l1_get(ca->l1, key, klen) : NULL;
+}
+
 int cache_aside_get(cache_aside *ca, const char *key, size_t klen, int64_t deadline_ms,
                     cache_aside_load_fn load, void *arg, cache_item **out, int *from_l1) {
     *out = NULL;

@@ -32,6 +32,10 @@ typedef int (*cache_aside_load_fn)(void *arg, cache_item **out);
 cache_aside *cache_aside_create(cache_l1 *l1, cache_sub *sub);
 void cache_aside_free(cache_aside *ca); /* no call may be in flight; accepts NULL */
 
+/* The record under key when L1 holds it (and may be trusted): a
+ * reference the caller releases; NULL otherwise. Never waits. */
+cache_item *cache_aside_peek(cache_aside *ca, const char *key, size_t klen);
+
 /* The record under key: from L1 (*from_l1 = 1) or loaded by this call or a
  * concurrent one (*from_l1 = 0). Returns STATUS_OK with *out (a
  * reference the caller releases), STATUS_ENOTFOUND, STATUS_ETIMEOUT,

@@ -53,6 +53,19 @@ static int load_item(void *arg, cache_item **out) {
     return *out ? STATUS_OK : STATUS_ENOMEM;
 }
 
+/* The copy it (whose reference this takes) as p may see it: the read
+ * diode on every copy, since the cache is shared by the tenant. */
+static int hand_out(cache_records *r, const principal *p, principal_breadth breadth, cache_item *it,
+                    arena *a, ProtobufCMessage **out) {
+    int visible = principal_may_read(p, breadth, principal_tenant(p), it->owner, it->label);
+    if (visible)
+        *out = protobuf_c_message_unpack(r->desc, arena_protobuf_allocator(a), it->value_len,
+                                         it->value);
+    cache_item_unref(it);
+    if (!visible) return STATUS_ENOTFOUND;
+    return *out ? STATUS_OK : STATUS_ENOMEM;
+}
+
 int cache_records_get(cache_records *r, const principal *p, principal_breadth breadth,
                       const char *id, int64_t deadline_ms, arena *a, cache_records_load_fn load,
                       void *arg, ProtobufCMessage **out) {
@@ -64,16 +77,17 @@ int cache_records_get(cache_records *r, const principal *p, principal_breadth br
     cache_item *it = NULL;
     int from_l1;
     int rc = cache_aside_get(r->ca, key, klen, deadline_ms, load_item, &l, &it, &from_l1);
-    if (rc != STATUS_OK) return rc;
-    /* The read diode on this copy: the cache is shared by the tenant. */
-    if (!principal_may_read(p, breadth, principal_tenant(p), it->owner, it->label)) {
-        cache_item_unref(it);
-        return STATUS_ENOTFOUND;
-    }
-    *out =
-        protobuf_c_message_unpack(r->desc, arena_protobuf_allocator(a), it->value_len, it->value);
-    cache_item_unref(it);
-    return *out ? STATUS_OK : STATUS_ENOMEM;
+    return rc == STATUS_OK ? hand_out(r, p, breadth, it, a, out) : rc;
+}
+
+int cache_records_peek(cache_records *r, const principal *p, principal_breadth breadth,
+                       const char *id, arena *a, ProtobufCMessage **out) {
+    *out = NULL;
+    size_t klen;
+    const char *key = cache_key_record(a, r->kind, principal_tenant(p), id, &klen);
+    if (!key) return STATUS_ENOMEM;
+    cache_item *it = cache_aside_peek(r->ca, key, klen);
+    return it ? hand_out(r, p, breadth, it, a, out) : CACHE_RECORDS_MISS;
 }
 
 void cache_records_changed(cache_records *r, arena *a, const char *tenant, const char *id,

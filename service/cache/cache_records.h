@@ -47,6 +47,13 @@ int cache_records_get(cache_records *r, const principal *p, principal_breadth br
                       const char *id, int64_t deadline_ms, arena *a, cache_records_load_fn load,
                       void *arg, ProtobufCMessage **out);
 
+/* cache_records_get from L1 alone, never waiting (for a completion-queue
+ * thread): STATUS_OK or STATUS_ENOTFOUND as there, or CACHE_RECORDS_MISS
+ * when L1 does not hold the record (then cache_records_get, which may
+ * block). */
+#define CACHE_RECORDS_MISS 1
+int cache_records_peek(cache_records *r, const principal *p, principal_breadth breadth,
+                       const char *id, arena *a, ProtobufCMessage **out);
 /* After a change of record id committed: this replica's L1 forgets it now,
  * the others when the announcement reaches them (a failed announcement is
  * logged: they drop their L1 when their subscription recovers). The key

@@ -157,20 +157,23 @@ static void settle_without_l2(lookup *k) {
     }
 }
 
-/* Looks up n keys: L1 for each, then one MGET for all L1 could not answer. */
-static void lookup_all(const cache_service *svc, rpc_call *call, const principal *p, lookup *ks,
-                       size_t n) {
+/* Looks up n keys in L1 (never waits): how many L2 must answer (none
+ * without Redis: those are settled from L1 here). */
+static size_t lookup_all_l1(const cache_service *svc, const principal *p, lookup *ks, size_t n) {
     size_t m = 0;
     for (size_t i = 0; i < n; i++) {
         lookup_l1(svc, p, &ks[i]);
         if (ks[i].need_l2) m++;
     }
-    if (m == 0) return;
-    if (!svc->l2) {
-        for (size_t i = 0; i < n; i++)
-            if (ks[i].need_l2) settle_without_l2(&ks[i]);
-        return;
-    }
+    if (m == 0 || svc->l2) return m;
+    for (size_t i = 0; i < n; i++)
+        if (ks[i].need_l2) settle_without_l2(&ks[i]);
+    return 0;
+}
+
+/* One MGET for the m keys L1 could not answer (blocks: the task pool's). */
+static void lookup_all_l2(const cache_service *svc, rpc_call *call, const principal *p, lookup *ks,
+                          size_t n, size_t m) {
     arena *a = rpc_call_arena(call);
     const char **keys = arena_alloc(a, 2 * m * sizeof *keys);
     size_t *lens = arena_alloc(a, 2 * m * sizeof *lens);
@@ -249,18 +252,79 @@ static Memory__V1__CacheItem *render_item(arena *a, const principal *p, const lo
 
 /* ------------------------------------------------------------ handlers */
 
+/* Get and MultiGet look in L1 on the completion-queue thread; keys L1
+ * cannot answer go to Redis (a blocking client) on the task pool, with
+ * what the L1 pass learnt. */
+typedef grpc_status_code (*lookup_answer_fn)(rpc_call *call, const principal *p,
+                                             const ProtobufCMessage *req, ProtobufCMessage *resp,
+                                             lookup *ks);
+typedef struct {
+    const cache_service *svc;
+    lookup *ks;
+    size_t n, m; /* keys, and how many need L2 */
+    lookup_answer_fn answer;
+} pending_lookup;
+
+static grpc_status_code finish_lookup(rpc_call *call, const ProtobufCMessage *req,
+                                      ProtobufCMessage *resp, void *arg) {
+    pending_lookup *pl = arg;
+    const principal *p = authn_principal(call);
+    lookup_all_l2(pl->svc, call, p, pl->ks, pl->n, pl->m);
+    return pl->answer(call, p, req, resp, pl->ks);
+}
+
+/* Looks up ks and answers, from here or from the task pool. */
+static grpc_status_code lookup_and_answer(rpc_call *call, const cache_service *svc,
+                                          const principal *p, const ProtobufCMessage *req,
+                                          ProtobufCMessage *resp, lookup *ks, size_t n,
+                                          lookup_answer_fn answer) {
+    size_t m = lookup_all_l1(svc, p, ks, n);
+    if (m == 0) return answer(call, p, req, resp, ks);
+    pending_lookup *pl = arena_alloc(rpc_call_arena(call), sizeof *pl);
+    if (!pl) {
+        for (size_t i = 0; i < n; i++) lookup_release(&ks[i]);
+        return rpc_call_oom(call);
+    }
+    *pl = (pending_lookup){svc, ks, n, m, answer};
+    return rpc_call_continue_blocking(call, finish_lookup, pl);
+}
+
+static grpc_status_code answer_get(rpc_call *call, const principal *p, const ProtobufCMessage *req_,
+                                   ProtobufCMessage *resp_, lookup *k) {
+    const Memory__V1__CacheGetRequest *req = (const Memory__V1__CacheGetRequest *)req_;
+    Memory__V1__CacheGetResponse *resp = (Memory__V1__CacheGetResponse *)resp_;
+    arena *a = rpc_call_arena(call);
+    if (k->found) audit_add_target(call, arena_printf(a, "cache:%s", req->key));
+    resp->item = render_item(a, p, k);
+    lookup_release(k);
+    return resp->item ? GRPC_STATUS_OK : rpc_call_oom(call);
+}
+
 static RPC_UNARY_HANDLER(do_get, cache_service, Memory__V1__CacheGetRequest,
                          Memory__V1__CacheGetResponse) {
     RPC_CHECK(check_key(call, "key", req->key));
     const principal *p = authn_principal(call);
     arena *a = rpc_call_arena(call);
-    lookup k = {0};
-    if (make_slots(a, p, req->key, &k.s) != 0) return rpc_call_oom(call);
-    lookup_all(svc, call, p, &k, 1);
-    if (k.found) audit_add_target(call, arena_printf(a, "cache:%s", req->key));
-    resp->item = render_item(a, p, &k);
-    lookup_release(&k);
-    return resp->item ? GRPC_STATUS_OK : rpc_call_oom(call);
+    lookup *k = arena_zalloc(a, sizeof *k);
+    if (!k || make_slots(a, p, req->key, &k->s) != 0) return rpc_call_oom(call);
+    return lookup_and_answer(call, svc, p, &req->base, &resp->base, k, 1, answer_get);
+}
+
+static grpc_status_code answer_multi_get(rpc_call *call, const principal *p,
+                                         const ProtobufCMessage *req_, ProtobufCMessage *resp_,
+                                         lookup *ks) {
+    const Memory__V1__CacheMultiGetRequest *req = (const Memory__V1__CacheMultiGetRequest *)req_;
+    Memory__V1__CacheMultiGetResponse *resp = (Memory__V1__CacheMultiGetResponse *)resp_;
+    arena *a = rpc_call_arena(call);
+    int oom = 0;
+    for (size_t i = 0; i < req->n_keys; i++) {
+        if (!oom && !(resp->items[i] = render_item(a, p, &ks[i]))) oom = 1;
+        if (!oom && ks[i].found) audit_add_target(call, arena_printf(a, "cache:%s", req->keys[i]));
+        lookup_release(&ks[i]);
+    }
+    if (oom) return rpc_call_oom(call);
+    resp->n_items = req->n_keys;
+    return GRPC_STATUS_OK;
 }
 
 static RPC_UNARY_HANDLER(do_multi_get, cache_service, Memory__V1__CacheMultiGetRequest,
@@ -274,22 +338,13 @@ static RPC_UNARY_HANDLER(do_multi_get, cache_service, Memory__V1__CacheMultiGetR
         RPC_CHECK(check_key(call, field ? field : "keys", req->keys[i]));
     }
     const principal *p = authn_principal(call);
-    lookup *ks = arena_alloc(a, req->n_keys * sizeof *ks);
+    lookup *ks = arena_zalloc(a, req->n_keys * sizeof *ks);
     resp->items = arena_alloc(a, req->n_keys * sizeof *resp->items);
     if (!ks || !resp->items) return rpc_call_oom(call);
-    memset(ks, 0, req->n_keys * sizeof *ks);
     for (size_t i = 0; i < req->n_keys; i++)
         if (make_slots(a, p, req->keys[i], &ks[i].s) != 0) return rpc_call_oom(call);
-    lookup_all(svc, call, p, ks, req->n_keys);
-    int oom = 0;
-    for (size_t i = 0; i < req->n_keys; i++) {
-        if (!oom && !(resp->items[i] = render_item(a, p, &ks[i]))) oom = 1;
-        if (!oom && ks[i].found) audit_add_target(call, arena_printf(a, "cache:%s", req->keys[i]));
-        lookup_release(&ks[i]);
-    }
-    if (oom) return rpc_call_oom(call);
-    resp->n_items = req->n_keys;
-    return GRPC_STATUS_OK;
+    return lookup_and_answer(call, svc, p, &req->base, &resp->base, ks, req->n_keys,
+                             answer_multi_get);
 }
 
 /* The PII policy over a value that is text (binary values are not
@@ -462,8 +517,8 @@ static int cache_open(tier_env *env, void **state, char *err, size_t errlen) {
 #define SVC "memory.v1.Cache"
 static const rpc_method methods[] = {
     RPC_METHOD_UNARY(SVC, "Get", memory__v1__cache_get, "cache:read", do_get),
-    RPC_METHOD_UNARY(SVC, "Set", memory__v1__cache_set, "cache:write", do_set),
-    RPC_METHOD_UNARY(SVC, "DeleteKey", memory__v1__cache_delete_key, "cache:write", do_delete),
+    RPC_METHOD_BLOCKING(SVC, "Set", memory__v1__cache_set, "cache:write", do_set),
+    RPC_METHOD_BLOCKING(SVC, "DeleteKey", memory__v1__cache_delete_key, "cache:write", do_delete),
     RPC_METHOD_UNARY(SVC, "MultiGet", memory__v1__cache_multi_get, "cache:read", do_multi_get),
 };
 

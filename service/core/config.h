@@ -11,6 +11,8 @@
 typedef struct config {
     char *listen;                   /* host:port for the gRPC listener */
     int workers;                    /* completion-queue threads; 0 = number of cores */
+    int task_threads;               /* threads for blocking handlers (rpc.h) */
+    int task_queue_max;             /* calls waiting for one */
     char *pg_url;                   /* libpq connection URI (required) */
     int pg_pool_size;               /* libpq connections kept open */
     int pg_connect_timeout_s;       /* per connection attempt */

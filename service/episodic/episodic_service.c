@@ -496,21 +496,22 @@ static int episodic_probe(void *state) {
 
 #define SVC "memory.v1.EpisodicMemory"
 static const rpc_method methods[] = {
-    RPC_METHOD_UNARY(SVC, "CreateCollection", memory__v1__create_collection, "episodic:write",
-                     do_create_collection),
-    RPC_METHOD_UNARY(SVC, "GetCollection", memory__v1__get_collection, "episodic:read",
-                     do_get_collection),
-    RPC_METHOD_UNARY(SVC, "ListCollections", memory__v1__list_collections, "episodic:read",
-                     do_list_collections),
-    RPC_METHOD_UNARY(SVC, "DeleteCollection", memory__v1__delete_collection, "episodic:write:all",
-                     do_delete_collection),
-    RPC_METHOD_UNARY(SVC, "Upsert", memory__v1__episodic_memory_upsert, "episodic:write",
-                     do_upsert),
-    RPC_METHOD_UNARY(SVC, "Search", memory__v1__episodic_memory_search, "episodic:read", do_search),
-    RPC_METHOD_UNARY(SVC, "GetPoints", memory__v1__get_points, "episodic:read", do_get_points),
-    RPC_METHOD_UNARY(SVC, "DeletePoints", memory__v1__delete_points, "episodic:write",
-                     do_delete_points),
-    RPC_METHOD_UNARY(SVC, "Count", memory__v1__episodic_memory_count, "episodic:read", do_count),
+    RPC_METHOD_BLOCKING(SVC, "CreateCollection", memory__v1__create_collection, "episodic:write",
+                        do_create_collection),
+    RPC_METHOD_BLOCKING(SVC, "GetCollection", memory__v1__get_collection, "episodic:read",
+                        do_get_collection),
+    RPC_METHOD_BLOCKING(SVC, "ListCollections", memory__v1__list_collections, "episodic:read",
+                        do_list_collections),
+    RPC_METHOD_BLOCKING(SVC, "DeleteCollection", memory__v1__delete_collection,
+                        "episodic:write:all", do_delete_collection),
+    RPC_METHOD_BLOCKING(SVC, "Upsert", memory__v1__episodic_memory_upsert, "episodic:write",
+                        do_upsert),
+    RPC_METHOD_BLOCKING(SVC, "Search", memory__v1__episodic_memory_search, "episodic:read",
+                        do_search),
+    RPC_METHOD_BLOCKING(SVC, "GetPoints", memory__v1__get_points, "episodic:read", do_get_points),
+    RPC_METHOD_BLOCKING(SVC, "DeletePoints", memory__v1__delete_points, "episodic:write",
+                        do_delete_points),
+    RPC_METHOD_BLOCKING(SVC, "Count", memory__v1__episodic_memory_count, "episodic:read", do_count),
 };
 
 /* The catalog is in PostgreSQL; points in PostgreSQL too, or in Qdrant. */

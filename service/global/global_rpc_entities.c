@@ -92,22 +92,42 @@ static grpc_status_code get_entity_pending(rpc_call *call, global_service *svc, 
     return op ? tier_pending(call, &svc->store, op) : rpc_call_oom(call);
 }
 
-RPC_UNARY_HANDLER(global_do_get_entity, global_service, Memory__V1__GetEntityRequest,
-                  Memory__V1__GetEntityResponse) {
+/* GetEntity's answer from the entity cache (rc and m of cache_records_get
+ * or _peek). */
+static grpc_status_code answer_cached(rpc_call *call, tier_ctx *c, const char *id, int rc,
+                                      ProtobufCMessage *m, Memory__V1__GetEntityResponse *resp) {
+    if (rc == STATUS_ENOTFOUND) tier_fail(c, rc, "entity %s not found", id);
+    if (rc != STATUS_OK) return tier_status(call, rc, c);
+    resp->entity = (Memory__V1__Entity *)m;
+    tier_target(call, "entity:%s", id);
+    return GRPC_STATUS_OK;
+}
+
+/* GetEntity through the entity cache, past an L1 miss: the load (or the
+ * wait for a concurrent one) blocks, so this runs on the task pool. */
+static RPC_UNARY_HANDLER(get_entity_cached, global_service, Memory__V1__GetEntityRequest,
+                         Memory__V1__GetEntityResponse) {
     const char *id = req->id;
-    RPC_CHECK(tier_check_id(call, "id", &id, 0));
-    if (!svc->entities) return get_entity_pending(call, svc, id, resp);
-    /* Through the entity cache (its loads still block this worker). */
+    RPC_CHECK(tier_check_id(call, "id", &id, 0)); /* as the handler had it */
     tier_ctx c = global_ctx(svc, call, 0);
     entity_load l = {svc, &c, id};
     ProtobufCMessage *m = NULL;
     int rc = cache_records_get(svc->entities, c.p, c.read_breadth, id, c.deadline_ms,
                                rpc_call_arena(call), load_entity, &l, &m);
-    if (rc == STATUS_ENOTFOUND) tier_fail(&c, rc, "entity %s not found", id);
-    resp->entity = (Memory__V1__Entity *)m;
-    if (rc != STATUS_OK) return tier_status(call, rc, &c);
-    tier_target(call, "entity:%s", id);
-    return GRPC_STATUS_OK;
+    return answer_cached(call, &c, id, rc, m, resp);
+}
+
+RPC_UNARY_HANDLER(global_do_get_entity, global_service, Memory__V1__GetEntityRequest,
+                  Memory__V1__GetEntityResponse) {
+    const char *id = req->id;
+    RPC_CHECK(tier_check_id(call, "id", &id, 0));
+    if (!svc->entities) return get_entity_pending(call, svc, id, resp);
+    /* Through the entity cache: an L1 hit is answered here. */
+    tier_ctx c = global_ctx(svc, call, 0);
+    ProtobufCMessage *m = NULL;
+    int rc = cache_records_peek(svc->entities, c.p, c.read_breadth, id, rpc_call_arena(call), &m);
+    if (rc == CACHE_RECORDS_MISS) return rpc_call_continue_blocking(call, get_entity_cached, svc);
+    return answer_cached(call, &c, id, rc, m, resp);
 }
 
 RPC_UNARY_HANDLER(global_do_delete_entity, global_service, Memory__V1__DeleteEntityRequest,

@@ -21,8 +21,12 @@
  * work as its own deadline (rpc_call_deadline_ms); a client's cancel
  * reaches it through rpc_call_on_cancel, which the handler registers
  * before it returns RPC_PENDING (the backend then ends the work and
- * completes the call, CANCELLED). Handlers not yet on this model still
- * block their worker (see the README's Architecture section). */
+ * completes the call, CANCELLED). Handlers not yet on this model, which
+ * still wait on a blocking backend client or compute for long, never run
+ * on a completion-queue thread: their methods are marked .blocking (or the
+ * handler hands its slow part over with rpc_call_continue_blocking), and
+ * they run on the server's task pool (core/taskpool.h), bounded in threads
+ * and queue (see the README's Architecture section). */
 #ifndef MEMORYD_RPC_RPC_H
 #define MEMORYD_RPC_RPC_H
 
@@ -78,6 +82,11 @@ typedef struct rpc_method {
     rpc_stream_fn stream;
     rpc_bidi_fn bidi;
     void *arg; /* handed to the handler */
+    /* Unary only: the handler may wait on a backend through a blocking
+     * client or compute for long, so the runtime runs it on the server's
+     * task pool (rpc_call_continue_blocking), never on a completion-queue
+     * thread. */
+    int blocking;
 } rpc_method;
 
 /* Interceptor: runs for every call of a registered method after the request
@@ -102,6 +111,8 @@ typedef struct rpc_server_options {
     int keepalive_timeout_ms;
     const char *tls_cert_pem; /* PEM contents (not paths); NULL = plaintext */
     const char *tls_key_pem;
+    int task_threads;   /* the task pool's threads (blocking handlers); <= 0: 16 */
+    int task_queue_max; /* calls waiting for one of them; <= 0: 1024 */
 } rpc_server_options;
 
 /* Creates a server (nothing listens yet). *out is freed with
@@ -156,6 +167,14 @@ int rpc_server_add_method(rpc_server *srv, const rpc_method *m);
     {                                                                                              \
         .path = "/" svc "/" name, .kind = RPC_UNARY, .request = &messages##_request__descriptor,   \
         .response = &messages##_response__descriptor, .scope = (scope_), .unary = (fn)             \
+    }
+/* The same for a handler that may block (rpc_method.blocking): it runs on
+ * the task pool. */
+#define RPC_METHOD_BLOCKING(svc, name, messages, scope_, fn)                                       \
+    {                                                                                              \
+        .path = "/" svc "/" name, .kind = RPC_UNARY, .request = &messages##_request__descriptor,   \
+        .response = &messages##_response__descriptor, .scope = (scope_), .unary = (fn),            \
+        .blocking = 1                                                                              \
     }
 #define RPC_METHOD_SERVER_STREAM(svc, name, messages, scope_, fn)                                  \
     {                                                                                              \
@@ -256,6 +275,16 @@ int rpc_call_on_cancel(rpc_call *call, void (*fn)(rpc_call *call, void *arg), vo
  * the handler was given (filled by now) when status is OK; set the message
  * first with rpc_call_set_error otherwise. Any thread, exactly once. */
 void rpc_call_complete(rpc_call *call, grpc_status_code status);
+/* From a unary handler on a completion-queue thread, for work that may
+ * block (a backend through a blocking client, a long computation): runs
+ * fn(call, req, resp, arg) on the server's task pool, where it answers as
+ * a handler does (a status, or RPC_PENDING and rpc_call_complete later),
+ * and returns RPC_PENDING for the handler to return. A call whose deadline
+ * passed while it waited for a thread ends DEADLINE_EXCEEDED without fn;
+ * a full queue answers RESOURCE_EXHAUSTED at once, naming
+ * --task-threads/--task-queue-max (nothing runs). Methods with .blocking
+ * go this way as a whole. */
+grpc_status_code rpc_call_continue_blocking(rpc_call *call, rpc_unary_fn fn, void *arg);
 
 /* ---- helpers ---- */
 

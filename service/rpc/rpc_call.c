@@ -359,7 +359,8 @@ static void run_unary(rpc_call *c, grpc_byte_buffer *payload) {
              * done) before it returns. */
             c->unary_resp = resp;
             rpc_call_ref(c);
-            st = m->unary(c, c->request, resp, m->arg);
+            st = m->blocking ? rpc_call_continue_blocking(c, m->unary, m->arg)
+                             : m->unary(c, c->request, resp, m->arg);
             if (st == RPC_PENDING) {
                 rpc_call_unref(c);
                 return;
@@ -377,6 +378,35 @@ void rpc_call_complete(rpc_call *c, grpc_status_code status) {
     c->finish_requested = 1; /* a cancel that comes now calls nobody */
     pthread_mutex_unlock(&c->lock);
     unary_finish(c, status, c->unary_resp);
+}
+
+/* ---- the task pool ---- */
+
+static void run_blocking(taskpool_task *t) {
+    rpc_call *c = RPC_CONTAINER_OF(t, rpc_call, blocking_task);
+    grpc_status_code st;
+    if (rpc_now_ms() >= c->deadline_ms) {
+        rpc_call_set_error(c, "the deadline passed while the call waited for a task thread");
+        st = GRPC_STATUS_DEADLINE_EXCEEDED;
+    } else {
+        st = c->blocking_fn(c, c->request, c->unary_resp, c->blocking_arg);
+    }
+    if (st != RPC_PENDING) unary_finish(c, st, c->unary_resp);
+    rpc_call_unref(c);
+}
+
+grpc_status_code rpc_call_continue_blocking(rpc_call *c, rpc_unary_fn fn, void *arg) {
+    c->blocking_fn = fn;
+    c->blocking_arg = arg;
+    c->blocking_task.fn = run_blocking;
+    rpc_call_ref(c); /* the task's, dropped when it has run */
+    if (taskpool_post(c->srv->tasks, &c->blocking_task) == 0) return RPC_PENDING;
+    rpc_call_unref(c);
+    rpc_call_set_error(c,
+                       "the server is saturated: %zu calls wait for its %d task threads"
+                       " (--task-threads, --task-queue-max)",
+                       taskpool_max_queue(c->srv->tasks), taskpool_threads(c->srv->tasks));
+    return GRPC_STATUS_RESOURCE_EXHAUSTED;
 }
 
 /* ---- dispatch ---- */

@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 
 #include "service/core/arena_pool.h"
+#include "service/core/taskpool.h"
 #include "service/rpc/rpc.h"
 
 /* Every completion-queue tag is one of these, embedded in its owner; the
@@ -57,6 +58,7 @@ struct rpc_server {
      * handler still running would start a batch on a dead queue. */
     atomic_int live_calls;
     arena_pool *arenas;         /* recycled per-call arenas */
+    taskpool *tasks;            /* where blocking handlers run */
     int64_t gpr_mono_offset_ms; /* CLOCK_MONOTONIC ms minus gpr's monotonic ms */
     size_t max_message_bytes;   /* the send limit the channel args set */
     rpc_tag shutdown_tag;
@@ -113,6 +115,10 @@ struct rpc_call {
     char *final_message; /* malloc'd: finish may come from any thread */
     void (*on_cancel)(rpc_call *, void *);
     void *on_cancel_arg;
+    /* rpc_call_continue_blocking: what runs on the task pool */
+    taskpool_task blocking_task;
+    rpc_unary_fn blocking_fn;
+    void *blocking_arg;
     arena *msg_arena;              /* bidi: per-message requests and responses */
     grpc_byte_buffer *recv_buffer; /* bidi: RECV_MESSAGE target */
 };

@@ -153,6 +153,12 @@ int rpc_server_create(const rpc_server_options *opts, rpc_server **out, char *er
     srv->shutdown_tag.done = shutdown_done;
     /* Enough idle arenas for the calls a busy server has in flight. */
     srv->arenas = arena_pool_create(1024);
+    int task_threads = opts->task_threads > 0 ? opts->task_threads : 16;
+    int task_queue = opts->task_queue_max > 0 ? opts->task_queue_max : 1024;
+    if (taskpool_create("tasks", task_threads, (size_t)task_queue, &srv->tasks, err, errlen) != 0) {
+        rpc_server_free(srv);
+        return -1;
+    }
     srv->gpr_mono_offset_ms = rpc_now_ms() - gpr_time_to_millis(gpr_now(GPR_CLOCK_MONOTONIC));
 
     int max_msg = opts->max_message_bytes > 0 ? opts->max_message_bytes : 4 << 20;
@@ -397,6 +403,8 @@ void rpc_server_free(rpc_server *srv) {
     free(srv->listen);
     free(srv->tls_cert_pem);
     free(srv->tls_key_pem);
+    /* Empty by now: its tasks are calls, all ended above. */
+    taskpool_free(srv->tasks);
     arena_pool_free(srv->arenas);
     pthread_mutex_destroy(&srv->lock);
     pthread_cond_destroy(&srv->cond);

@@ -44,6 +44,14 @@ grpc_status_code Slow(rpc_call* call, const ProtobufCMessage* req, ProtobufCMess
   return GRPC_STATUS_OK;
 }
 
+// Slow on the task pool (a blocking method), counting its runs.
+std::atomic<int> g_blocking_runs{0};
+grpc_status_code BlockingSlow(rpc_call* call, const ProtobufCMessage* req, ProtobufCMessage* resp,
+                              void* arg) {
+  g_blocking_runs++;
+  return Slow(call, req, resp, arg);
+}
+
 grpc_status_code Fail(rpc_call* call, const ProtobufCMessage*, ProtobufCMessage*, void*) {
   rpc_call_set_error(call, "entity %s not found", "e-1");
   return GRPC_STATUS_NOT_FOUND;
@@ -189,6 +197,8 @@ class RuntimeTest : public ::testing::Test {
     rpc_server_options o = {};
     o.listen = "127.0.0.1:0";
     o.workers = 2;
+    o.task_threads = 2;
+    o.task_queue_max = 2;
     o.max_message_bytes = 1024 * 1024;
     char err[256];
     ASSERT_EQ(0, rpc_server_create(&o, &srv_, err, sizeof err)) << err;
@@ -210,6 +220,14 @@ class RuntimeTest : public ::testing::Test {
     mirror.unary = Mirror;
     ASSERT_EQ(0, rpc_server_add_method(srv_, &mirror));
     Add("/test.T/Later", RPC_UNARY, Later, nullptr, nullptr);
+    rpc_method blocking = {};
+    blocking.path = "/test.T/Blocking";
+    blocking.kind = RPC_UNARY;
+    blocking.request = kReq;
+    blocking.response = kResp;
+    blocking.unary = BlockingSlow;
+    blocking.blocking = 1;
+    ASSERT_EQ(0, rpc_server_add_method(srv_, &blocking));
     Add("/test.T/Hang", RPC_UNARY, Hang, nullptr, nullptr);
     Add("/test.T/Count", RPC_SERVER_STREAM, nullptr, Count, nullptr);
     Add("/test.T/Forever", RPC_SERVER_STREAM, nullptr, Forever, nullptr);
@@ -449,6 +467,51 @@ TEST_F(RuntimeTest, PendingUnaryCallsHoldNoWorker) {
   EXPECT_LT(quick_ms, 250) << "a quick call waited behind pending ones";
   EXPECT_EQ(40, ok.load());
   EXPECT_LT(took, 3000) << "pending calls were served one worker at a time";
+}
+
+// Blocking methods run on the task pool: with both workers' worth of
+// blocking calls sleeping, a quick call is still answered at once (on the
+// workers it would wait for one of them).
+TEST_F(RuntimeTest, BlockingHandlersHoldNoWorker) {
+  std::vector<std::thread> ts;
+  std::atomic<int> ok{0};
+  for (int i = 0; i < 2; i++)
+    ts.emplace_back([&] {
+      if (Unary(ch_, "/test.T/Blocking", Req("800"), 10000).status.ok()) ok++;
+    });
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  auto quick = Unary(ch_, "/test.T/Slow", Req("0"), 5000);
+  for (auto& t : ts) t.join();
+  EXPECT_TRUE(quick.status.ok()) << quick.status.error_message();
+  EXPECT_LT(quick.elapsed.count(), 250) << "a quick call waited behind blocking ones";
+  EXPECT_EQ(2, ok.load());
+}
+
+// Two task threads, two queue slots: the fifth blocking call is refused at
+// once, naming the flags; a queued call whose deadline passes before a
+// thread is free ends DEADLINE_EXCEEDED and its handler never runs.
+TEST_F(RuntimeTest, SaturatedTaskPoolRefusesAtOnceAndSkipsExpiredCalls) {
+  int runs_before = g_blocking_runs.load();
+  std::vector<testing_client::Result> rs(4);
+  std::vector<std::thread> ts;
+  // Two run for 800 ms; two wait, one of them with a 300 ms deadline.
+  const char* sleeps[] = {"800", "800", "0", "0"};
+  int deadlines[] = {10000, 10000, 300, 10000};
+  for (int i = 0; i < 4; i++) {
+    ts.emplace_back(
+        [&, i] { rs[i] = Unary(ch_, "/test.T/Blocking", Req(sleeps[i]), deadlines[i]); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  }
+  auto refused = Unary(ch_, "/test.T/Blocking", Req("0"), 5000);
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(grpc::StatusCode::RESOURCE_EXHAUSTED, refused.status.error_code());
+  EXPECT_NE(std::string::npos, refused.status.error_message().find("--task-threads"))
+      << refused.status.error_message();
+  EXPECT_LT(refused.elapsed.count(), 250) << "the refusal waited";
+  EXPECT_TRUE(rs[0].status.ok() && rs[1].status.ok() && rs[3].status.ok());
+  EXPECT_EQ(grpc::StatusCode::DEADLINE_EXCEEDED, rs[2].status.error_code());
+  // The expired call's handler did not run: 3 runs, not 4 (nor 5).
+  EXPECT_EQ(runs_before + 3, g_blocking_runs.load());
 }
 
 TEST_F(RuntimeTest, ClientCancelAndDeadlineReachAPendingUnaryCall) {

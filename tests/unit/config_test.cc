@@ -30,6 +30,8 @@ const std::vector<std::pair<std::string, std::string>> kOptions = {
     {"pg-pool-size", "MEMORYD_PG_POOL_SIZE"},
     {"pg-connect-timeout", "MEMORYD_PG_CONNECT_TIMEOUT"},
     {"pg-queue-max", "MEMORYD_PG_QUEUE_MAX"},
+    {"task-threads", "MEMORYD_TASK_THREADS"},
+    {"task-queue-max", "MEMORYD_TASK_QUEUE_MAX"},
     {"default-deadline-ms", "MEMORYD_DEFAULT_DEADLINE_MS"},
     {"redis-url", "MEMORYD_REDIS_URL"},
     {"qdrant-url", "MEMORYD_QDRANT_URL"},
@@ -486,4 +488,12 @@ TEST_F(ConfigTest, BackendQueueAndDefaultDeadlineHaveBoundedDefaults) {
   EXPECT_NE(std::string::npos, Err().find("--default-deadline-ms")) << Err();
   ASSERT_EQ(0, Load({kPgFlag, "--pg-queue-max=0"})) << Err();
   EXPECT_EQ(0, c_.pg_queue_max);
+  // The task pool: bounded by default, and never empty.
+  ASSERT_EQ(0, Load({kPgFlag})) << Err();
+  EXPECT_EQ(16, c_.task_threads);
+  EXPECT_EQ(1024, c_.task_queue_max);
+  ASSERT_EQ(-1, Load({kPgFlag, "--task-threads=0"}));
+  EXPECT_NE(std::string::npos, Err().find("--task-threads")) << Err();
+  ASSERT_EQ(-1, Load({kPgFlag, "--task-queue-max=0"}));
+  EXPECT_NE(std::string::npos, Err().find("--task-queue-max")) << Err();
 }
