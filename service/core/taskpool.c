@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 struct taskpool {
     pthread_mutex_t lock;
     pthread_cond_t ready;

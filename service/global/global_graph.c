@@ -159,9 +159,10 @@ int global_delete_rel(global_store *s, tier_ctx *c, const char *source_id, const
 /* ------------------------------------------------------------ Traverse */
 
 typedef struct {
-    const global_traverse_in *in;
+    global_traverse_in in;
     global_traverse_out *out;
     size_t max_response_bytes;
+    int edges; /* the second statement's result is next */
 } traverse_args;
 
 /* One direction's neighbours of the frontier w.frontier as rows (nid),
@@ -281,32 +282,30 @@ static int walk_edges(tier_ctx *c, const PGresult *r, size_t budget, global_trav
     return STATUS_OK;
 }
 
-static int traverse(pgq_session *ss, tier_ctx *c, void *arg) {
-    traverse_args *a = arg;
-    pgq_sql b = {0};
-    if (global_sql_traverse(c, a->in, &b) != 0) return tier_fail(c, STATUS_ENOMEM, "out of memory");
-    PGresult *r;
-    int rc =
-        pgq_pipeline(ss, "traverse", "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", &b, 0, &r);
-    if (rc != STATUS_OK) return rc;
+/* The walk, then the edges among the entities it returned, in one
+ * read-only snapshot: two round trips on the same connection, the second
+ * ending the transaction. */
+static int decode_traverse(tier_async *op, const PGresult *r) {
+    traverse_args *a = op->arg;
+    if (a->edges) return walk_edges(op->c, r, a->max_response_bytes, a->out);
     const char **ids = NULL;
-    rc = walk_nodes(c, r, a->in, a->out, &ids);
-    PQclear(r);
+    int rc = walk_nodes(op->c, r, &a->in, a->out, &ids);
     if (rc != STATUS_OK) return rc;
-    /* The edges among the returned entities, in the same snapshot, and
-     * the COMMIT of the read-only snapshot: one round trip. */
-    pgq_sql eb = {0};
-    if (global_sql_traverse_edges(c, a->in, ids, a->out->nnodes, &eb) != 0)
-        return tier_fail(c, STATUS_ENOMEM, "out of memory");
-    if ((rc = pgq_pipeline(ss, "traverse edges", NULL, &eb, 1, &r)) != STATUS_OK) return rc;
-    rc = walk_edges(c, r, a->max_response_bytes, a->out);
-    PQclear(r);
-    return rc;
+    pgq_sql *b = tier_async_next(op, "traverse edges", "COMMIT");
+    if (global_sql_traverse_edges(op->c, &a->in, ids, a->out->nnodes, b) != 0)
+        return tier_fail(op->c, STATUS_ENOMEM, "out of memory");
+    a->edges = 1;
+    return TIER_NEXT;
 }
 
-int global_traverse(global_store *s, tier_ctx *c, const global_traverse_in *in,
-                    global_traverse_out *out) {
-    memset(out, 0, sizeof *out);
-    traverse_args a = {in, out, s->max_response_bytes};
-    return global_run(s, c, traverse, &a);
+tier_async *global_traverse_async(global_store *s, tier_ctx *c, const global_traverse_in *in,
+                                  global_traverse_out *out, tier_async_done_fn done, void *arg) {
+    traverse_args a = {*in, out, s->max_response_bytes, 0};
+    tier_async *op = tier_async_new(c, "traverse", decode_traverse, &a, sizeof a, done, arg);
+    if (!op) return NULL;
+    tier_async_begin(op, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+    int rc = global_sql_traverse(c, in, &op->sql) == 0
+                 ? STATUS_OK
+                 : tier_fail(c, STATUS_ENOMEM, "out of memory");
+    return tier_async_built(op, rc);
 }

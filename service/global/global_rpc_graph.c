@@ -103,30 +103,39 @@ static grpc_status_code traverse_in(rpc_call *call, const global_service *svc,
     return GRPC_STATUS_OK;
 }
 
-RPC_UNARY_HANDLER(global_do_traverse, global_service, Memory__V1__TraverseRequest,
-                  Memory__V1__TraverseResponse) {
-    arena *a = rpc_call_arena(call);
-    global_traverse_in in = {0};
-    RPC_CHECK(traverse_in(call, svc, req, &in));
-    tier_ctx c = global_ctx(svc, call, 0);
-    global_traverse_out out;
-    TIER_CHECK(call, &c, global_traverse(&svc->store, &c, &in, &out));
-    resp->nodes = arena_alloc(a, (out.nnodes + 1) * sizeof *resp->nodes);
-    resp->edges = arena_alloc(a, (out.nedges + 1) * sizeof *resp->edges);
+static grpc_status_code render_traverse(tier_pending_call *pc) {
+    const global_traverse_out *out = pc->out;
+    Memory__V1__TraverseResponse *resp = (Memory__V1__TraverseResponse *)pc->resp;
+    rpc_call *call = pc->call;
+    arena *a = pc->c->ar;
+    resp->nodes = arena_alloc(a, (out->nnodes + 1) * sizeof *resp->nodes);
+    resp->edges = arena_alloc(a, (out->nedges + 1) * sizeof *resp->edges);
     if (!resp->nodes || !resp->edges) return rpc_call_oom(call);
-    for (size_t i = 0; i < out.nnodes; i++) {
+    for (size_t i = 0; i < out->nnodes; i++) {
         Memory__V1__TraversalNode *n = arena_alloc(a, sizeof *n);
         if (!n) return rpc_call_oom(call);
         memory__v1__traversal_node__init(n);
-        if (!(n->entity = global_render_entity(a, &out.nodes[i]))) return rpc_call_oom(call);
-        n->depth = out.depths[i];
+        if (!(n->entity = global_render_entity(a, &out->nodes[i]))) return rpc_call_oom(call);
+        n->depth = out->depths[i];
         resp->nodes[i] = n;
-        tier_target(call, "entity:%s", out.nodes[i].id);
+        tier_target(call, "entity:%s", out->nodes[i].id);
     }
-    resp->n_nodes = out.nnodes;
-    for (size_t i = 0; i < out.nedges; i++)
-        if (!(resp->edges[i] = global_render_rel(a, &out.edges[i]))) return rpc_call_oom(call);
-    resp->n_edges = out.nedges;
-    resp->truncated = out.truncated;
+    resp->n_nodes = out->nnodes;
+    for (size_t i = 0; i < out->nedges; i++)
+        if (!(resp->edges[i] = global_render_rel(a, &out->edges[i]))) return rpc_call_oom(call);
+    resp->n_edges = out->nedges;
+    resp->truncated = out->truncated;
     return GRPC_STATUS_OK;
+}
+
+/* On the event loop: two statements in one snapshot (global_store.h). */
+RPC_UNARY_HANDLER(global_do_traverse, global_service, Memory__V1__TraverseRequest,
+                  Memory__V1__TraverseResponse) {
+    global_traverse_in in = {0};
+    RPC_CHECK(traverse_in(call, svc, req, &in));
+    tier_pending_call *pc =
+        tier_pending_new(call, "global", sizeof(global_traverse_out), render_traverse, &resp->base);
+    tier_async *op =
+        pc ? global_traverse_async(&svc->store, pc->c, &in, pc->out, tier_pending_done, pc) : NULL;
+    return op ? tier_pending(call, &svc->store, op) : rpc_call_oom(call);
 }

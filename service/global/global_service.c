@@ -122,7 +122,7 @@ static const rpc_method methods[] = {
                         global_do_put_rel),
     RPC_METHOD_BLOCKING(SVC, "DeleteRelationship", memory__v1__delete_relationship, "global:write",
                         global_do_delete_rel),
-    RPC_METHOD_BLOCKING(SVC, "Traverse", memory__v1__traverse, "global:read", global_do_traverse),
+    RPC_METHOD_UNARY(SVC, "Traverse", memory__v1__traverse, "global:read", global_do_traverse),
     RPC_METHOD_BLOCKING(SVC, "RecordTask", memory__v1__record_task, "global:write",
                         global_do_record_task),
     RPC_METHOD_UNARY(SVC, "ListTasks", memory__v1__list_tasks, "global:read", global_do_list_tasks),

@@ -188,9 +188,11 @@ typedef struct global_traverse_out {
  * whole BFS levels, carrying the visited set): cycle-safe, each entity
  * once at its shortest depth, work bounded by limit × degree per level.
  * Hidden entities and relationships are neither returned nor walked
- * through. STATUS_ENOTFOUND when the start is absent or hidden. */
-int global_traverse(global_store *s, tier_ctx *c, const global_traverse_in *in,
-                    global_traverse_out *out);
+ * through. STATUS_ENOTFOUND when the start is absent or hidden. On the
+ * event loop (as global_get_entity_async; in is copied, out zeroed by the
+ * caller). */
+tier_async *global_traverse_async(global_store *s, tier_ctx *c, const global_traverse_in *in,
+                                  global_traverse_out *out, tier_async_done_fn done, void *arg);
 
 /* The statements GetEntity and Traverse run (the traversal, then the
  * edges among the ids it returned) for the caller of c, built apart from

@@ -154,6 +154,10 @@ static void submit_on_loop(evloop_task *t) {
         apg_answer_err(q, STATUS_EUNAVAILABLE, "%s: the server is shutting down", apg_what(q));
         return;
     }
+    if (q->held) { /* the next statement of its transaction */
+        apg_conn_resume(q);
+        return;
+    }
     if (!still_wanted(q, apg_now_ms())) return;
     apg_conn *unused = NULL;
     for (int i = 0; i < p->o.size; i++) {
@@ -188,6 +192,7 @@ static void submit_on_loop(evloop_task *t) {
 }
 
 void apg_submit(apg *p, apg_query *q) {
+    /* A resubmitted query keeps its transaction's connection (q->held). */
     q->pool = p;
     dlist_init(&q->link);
     q->err[0] = '\0';

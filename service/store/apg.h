@@ -58,6 +58,18 @@ struct apg_query {
     apg_done_fn done;
     void *arg;
     int first; /* 1: ahead of the wait queue and outside its bound (health) */
+    /* Statements of one transaction, each a round trip on the loop: before
+     * and after are commands sent ahead of and after sql in its round trip
+     * ("BEGIN ...", "COMMIT"; NULL: none); hold keeps the connection,
+     * once sql answered OK, for this query's next statement: the caller
+     * must submit q again (new sql; hold 0 to let go, ending the
+     * transaction with after = "COMMIT" or sql "ROLLBACK") and it runs on
+     * that connection. A resubmitted query no longer wanted (cancelled,
+     * deadline) or whose connection was lost is answered with the error
+     * and the connection closed (its transaction dies with it); a failed
+     * statement never holds. */
+    const char *before, *after;
+    int hold;
     /* set by apg */
     char err[256];
     char sqlstate[6]; /* of a statement PostgreSQL refused ("" otherwise) */
@@ -66,7 +78,8 @@ struct apg_query {
     apg *pool;
     dlist link; /* in the wait queue */
     int64_t submit_ms;
-    int cancelled; /* set by apg_cancel on any thread: read with __atomic builtins */
+    struct apg_conn *held; /* the connection q holds between its statements */
+    int cancelled;         /* set by apg_cancel on any thread: read with __atomic builtins */
 };
 
 /* Creates the pool on loop and starts connecting (without waiting). 0 with

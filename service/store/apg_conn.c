@@ -67,9 +67,10 @@ static void conn_release_statement(apg_conn *c) {
 void apg_conn_close(apg_conn *c) {
     uv_timer_stop(&c->timer);
     unwatch(c);
-    if (c->state == C_IDLE || c->state == C_BUSY) atomic_fetch_sub(&c->p->connected, 1);
+    if (c->state == C_IDLE || c->state == C_BUSY || c->state == C_HELD)
+        atomic_fetch_sub(&c->p->connected, 1);
     conn_release_statement(c);
-    c->q = NULL;
+    c->q = c->holder = NULL;
     if (c->pg) PQfinish(c->pg);
     c->pg = NULL;
     c->state = C_UNUSED;
@@ -191,6 +192,13 @@ static void query_finished(apg_conn *c) {
     }
     if (!failure && res &&
         (PQresultStatus(res) == PGRES_TUPLES_OK || PQresultStatus(res) == PGRES_COMMAND_OK)) {
+        if (q->hold) { /* the transaction goes on: the connection waits for q */
+            c->state = C_HELD;
+            c->holder = q;
+            q->held = c;
+            apg_answer(q, STATUS_OK, res);
+            return;
+        }
         apg_answer(q, STATUS_OK, res);
     } else {
         const PGresult *why = failure ? failure : res;
@@ -206,12 +214,41 @@ static void query_finished(apg_conn *c) {
         log_fields(LOG_WARN, "postgres: statement failed", LOG_F_STR, "during", apg_what(q),
                    LOG_F_STR, "sqlstate", q->sqlstate, LOG_F_STR, "error", line, LOG_F_END);
         apg_answer_err(q, status, "%s failed: %s", apg_what(q), line);
+        /* A transaction the failure left open (aborted) dies with its
+         * connection; the next query that needs one opens a fresh one. */
+        if (PQtransactionStatus(c->pg) != PQTRANS_IDLE) {
+            apg_conn_close(c);
+            if (!c->p->closing && apg_queue_first(c->p)) apg_conn_connect(c);
+            return;
+        }
     }
     apg_take_next(c);
 }
 
-/* Reads what has arrived: the Parse's result (when one was sent), the
- * statement's, then the pipeline's sync, which ends the statement. */
+void apg_conn_resume(apg_query *q) {
+    apg_conn *c = q->held;
+    q->held = NULL;
+    if (!c || c->state != C_HELD || c->holder != q) {
+        apg_answer_err(q, STATUS_EUNAVAILABLE, "%s: the connection of its transaction was lost",
+                       apg_what(q));
+        return;
+    }
+    c->holder = NULL;
+    c->state = C_BUSY; /* so that a failure below answers q */
+    if (__atomic_load_n(&q->cancelled, __ATOMIC_ACQUIRE)) {
+        c->q = q;
+        end_with(c, STATUS_ECANCELLED, "cancelled by the caller");
+    } else if (q->deadline_ms <= apg_now_ms()) {
+        c->q = q;
+        end_with(c, STATUS_ETIMEOUT, "the deadline passed between its statements");
+    } else {
+        apg_conn_start(c, q);
+    }
+}
+
+/* Reads what has arrived: before's result (when sent), the Parse's (when
+ * one was sent), the statement's, after's, then the pipeline's sync, which
+ * ends the statement. */
 static void read_results(apg_conn *c) {
     int ends = 0;
     while (c->state == C_BUSY && !PQisBusy(c->pg)) {
@@ -228,13 +265,13 @@ static void read_results(apg_conn *c) {
             query_finished(c);
             return;
         }
-        if (c->seen < c->skip && c->plan_open) {
+        if (c->seen == c->parse_at && c->plan_open) {
             pgq_plan_done(&c->plan, st == PGRES_COMMAND_OK);
             c->plan_open = 0;
         }
         if (st == PGRES_FATAL_ERROR && !c->failure) {
             c->failure = r;
-        } else if (c->seen == c->skip && !c->res) {
+        } else if (c->seen == c->stmt_at && !c->res) {
             c->res = r;
         } else {
             PQclear(r);
@@ -264,14 +301,23 @@ void apg_conn_start(apg_conn *c, apg_query *q) {
     c->q = q;
     c->state = C_BUSY;
     c->seen = 0;
-    pgq_plan_make(c->pg, s->buf, &s->params, &c->plan);
-    c->plan_open = 1;
-    c->skip = pgq_plan_send(c->pg, &c->plan, s->buf, &s->params);
-    if (c->skip < 0 || !PQpipelineSync(c->pg)) {
+    int before = q->before != NULL;
+    if (before && !PQsendQueryParams(c->pg, q->before, 0, NULL, NULL, NULL, NULL, 0)) {
         conn_broken(c, PQerrorMessage(c->pg));
         return;
     }
-    if (c->skip == 0) { /* nothing to learn from a Parse */
+    pgq_plan_make(c->pg, s->buf, &s->params, &c->plan);
+    c->plan_open = 1;
+    int parses = pgq_plan_send(c->pg, &c->plan, s->buf, &s->params);
+    if (parses < 0 ||
+        (q->after && !PQsendQueryParams(c->pg, q->after, 0, NULL, NULL, NULL, NULL, 0)) ||
+        !PQpipelineSync(c->pg)) {
+        conn_broken(c, PQerrorMessage(c->pg));
+        return;
+    }
+    c->parse_at = parses ? before : -1;
+    c->stmt_at = before + parses;
+    if (!parses) { /* nothing to learn from a Parse */
         pgq_plan_done(&c->plan, 0);
         c->plan_open = 0;
     }
@@ -299,7 +345,7 @@ static void on_poll(uv_poll_t *h, int status, int events) {
         /* libuv reports a socket error (POLLERR) as UV_EBADF; libpq reads
          * the real reason off the socket. */
         if (c->state == C_CONNECTING) connect_step(c, PQconnectPoll(c->pg));
-        else if (c->state == C_IDLE || c->state == C_BUSY)
+        else if (c->state == C_IDLE || c->state == C_BUSY || c->state == C_HELD)
             conn_broken(c, PQconsumeInput(c->pg) ? uv_strerror(status) : PQerrorMessage(c->pg));
         return;
     }
@@ -319,6 +365,7 @@ static void on_poll(uv_poll_t *h, int status, int events) {
         }
         break;
     case C_IDLE:
+    case C_HELD:
         /* Nothing is asked: data is a notice, or the server closing. */
         if (!PQconsumeInput(c->pg) || PQstatus(c->pg) != CONNECTION_OK) {
             conn_broken(c, PQerrorMessage(c->pg));

@@ -16,7 +16,8 @@ typedef struct apg_conn apg_conn;
 /* UNUSED: not open, opened when a query finds no idle connection (the
  * first at start); DOWN: a connection attempt failed, the next is on the
  * backoff timer. */
-typedef enum { C_UNUSED, C_DOWN, C_CONNECTING, C_IDLE, C_BUSY, C_CLOSED } conn_state;
+/* HELD: between two statements of one query's transaction (hold). */
+typedef enum { C_UNUSED, C_DOWN, C_CONNECTING, C_IDLE, C_BUSY, C_HELD, C_CLOSED } conn_state;
 
 /* A poll handle is closed asynchronously, so it lives apart from the
  * connection (whose socket changes on every reconnect). */
@@ -36,9 +37,11 @@ struct apg_conn {
     int backoff_ms;
     /* the running statement */
     apg_query *q;
+    apg_query *holder; /* C_HELD: whose transaction */
     pgq_plan plan;
     int plan_open;     /* plan's key not yet released */
-    int skip;          /* results before the statement's own (its Parse) */
+    int parse_at;      /* index of the Parse's result; -1: none was sent */
+    int stmt_at;       /* index of the statement's own result */
     int seen;          /* results read so far */
     PGresult *res;     /* the statement's */
     PGresult *failure; /* the first refused one (Parse or statement) */
@@ -96,8 +99,11 @@ void apg_conn_connect(apg_conn *c);
 /* Closes the connection (the server ends what it ran when it next checks
  * the socket) and leaves it UNUSED, its statement forgotten. */
 void apg_conn_close(apg_conn *c);
-/* Sends q on the idle connection c. */
+/* Sends q on the idle (or q's held) connection c. */
 void apg_conn_start(apg_conn *c, apg_query *q);
+/* Runs q's next statement on the connection it holds (q->held), or
+ * answers it and closes that connection. */
+void apg_conn_resume(apg_query *q);
 /* Ends c's running statement now with status, closing the connection. */
 void apg_conn_abandon(apg_conn *c, int status, const char *why);
 /* The close callback of a connection's timer (apg_handle_gone). */

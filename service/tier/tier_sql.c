@@ -72,10 +72,43 @@ int tier_store_run(const tier_store *s, tier_ctx *c, tier_sql_fn fn, void *arg) 
 
 static void async_done(apg_query *q, int status, PGresult *res) {
     tier_async *op = q->arg;
+    if (op->rolling_back) {
+        PQclear(res); /* the ROLLBACK's; the op ends as its decode said */
+        op->done(op->done_arg, op->rollback_rc);
+        return;
+    }
     if (status != STATUS_OK) snprintf(op->c->err, sizeof op->c->err, "%s", q->err);
     else status = op->decode(op, res);
     PQclear(res);
+    if (status == TIER_NEXT) {
+        apg_submit(op->store->pga, q); /* on the connection q holds */
+        return;
+    }
+    if (q->held) {
+        /* The decode refused what the transaction read so far: roll it
+         * back on its connection, then end the op. */
+        op->rolling_back = 1;
+        op->rollback_rc = status;
+        pgq_sql_add(tier_async_next(op, "rollback", NULL), "ROLLBACK");
+        q->hold = 0;
+        apg_submit(op->store->pga, q);
+        return;
+    }
     op->done(op->done_arg, status);
+}
+
+void tier_async_begin(tier_async *op, const char *begin) {
+    op->q.before = begin;
+    op->q.hold = 1;
+}
+
+pgq_sql *tier_async_next(tier_async *op, const char *what, const char *after) {
+    memset(&op->sql, 0, sizeof op->sql);
+    op->q.what = what;
+    op->q.before = NULL;
+    op->q.after = after;
+    op->q.hold = after == NULL;
+    return &op->sql;
 }
 
 tier_async *tier_async_new(tier_ctx *c, const char *what, tier_async_decode_fn decode,
@@ -110,6 +143,7 @@ void tier_async_submit(const tier_store *s, tier_async *op) {
         return;
     }
     op->c->err[0] = '\0';
+    op->store = s;
     op->q.deadline_ms = op->c->deadline_ms;
     apg_submit(s->pga, &op->q);
 }

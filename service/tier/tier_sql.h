@@ -79,12 +79,30 @@ struct tier_async {
     void *done_arg;
     int skip; /* tier_async_built: the submit ends the op with skip_rc */
     int skip_rc;
+    const tier_store *store; /* set by the submit */
+    int rolling_back;        /* ending a transaction a decode failed in: */
+    int rollback_rc;         /* the code done gets once the ROLLBACK ran */
 };
 /* A zeroed op for c in c's arena; what names it in errors ("get entity").
  * The store's arguments (size bytes at args) are copied into the arena:
  * op->arg. NULL when out of memory. */
 tier_async *tier_async_new(tier_ctx *c, const char *what, tier_async_decode_fn decode,
                            const void *args, size_t size, tier_async_done_fn done, void *done_arg);
+/* A transaction of several statements, each a round trip on the loop:
+ * tier_async_begin makes op's first statement start it (begin: "BEGIN
+ * ISOLATION LEVEL REPEATABLE READ READ ONLY") and keep its connection;
+ * decode then builds the next statement into tier_async_next's buffer and
+ * returns TIER_NEXT, and the kit runs it on the same connection (the
+ * decode runs again with its result). The last one ends the transaction
+ * (tier_async_next's after: "COMMIT"). A decode that fails while the
+ * transaction is open gets it rolled back before done runs. */
+#define TIER_NEXT 2
+void tier_async_begin(tier_async *op, const char *begin);
+/* The emptied statement buffer for op's next statement, named what in
+ * errors; after: a command ending the transaction in the same round trip
+ * ("COMMIT"), or NULL to keep it open for one more. */
+pgq_sql *tier_async_next(tier_async *op, const char *what, const char *after);
+
 /* What a store's statement builder returns when it knows no row can
  * match (a namespace pattern outside the token's globs): nothing to send. */
 #define TIER_NO_ROWS 1

@@ -67,6 +67,15 @@ struct Call {
     };
   }
   ~Call() { PQclear(res); }
+  // Ready for q's next statement (a held transaction's): text replaces sql.
+  void Next(const std::string& text) {
+    std::lock_guard<std::mutex> g(mu);
+    PQclear(res);
+    res = nullptr;
+    answered = false;
+    sql = pgq_sql{};
+    pgq_sql_add(&sql, "%s", text.c_str());
+  }
   bool Wait(int ms = 10000) {
     std::unique_lock<std::mutex> g(mu);
     return cv.wait_for(g, std::chrono::milliseconds(ms), [&] { return answered; });
@@ -109,6 +118,25 @@ class ApgTest : public ::testing::Test {
     int64_t until = NowMs() + ms;
     do {
       if (Running(text) == n) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    } while (NowMs() < until);
+    return false;
+  }
+  // Sessions of this database left inside a transaction (not ours).
+  int InTransaction() {
+    PGconn* admin = PQconnectdb(db_.url().c_str());
+    PGresult* r = PQexec(admin,
+                         "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                         " AND state LIKE 'idle in transaction%' AND pid <> pg_backend_pid()");
+    int n = PQresultStatus(r) == PGRES_TUPLES_OK ? atoi(PQgetvalue(r, 0, 0)) : -1;
+    PQclear(r);
+    PQfinish(admin);
+    return n;
+  }
+  bool NoTransactionWithin(int ms) {
+    int64_t until = NowMs() + ms;
+    do {
+      if (InTransaction() == 0) return true;
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     } while (NowMs() < until);
     return false;
@@ -212,6 +240,88 @@ TEST_F(ApgTest, RefusedStatementSaysWhyAndTheConnectionGoesOn) {
   Submit(&good);
   ASSERT_TRUE(good.Wait());
   EXPECT_EQ(STATUS_OK, good.status) << good.err;
+}
+
+// A query that holds its connection runs its next statement in the same
+// transaction (the tier kit's multi-statement reads and writes), while the
+// other connection serves everyone else; the last statement commits.
+TEST_F(ApgTest, HeldConnectionCarriesATransactionAcrossStatements) {
+  Open(db_.url(), 2, 16);
+  Call c("SELECT txid_current()::text, pg_backend_pid()::text", NowMs() + 10000);
+  c.q.before = "BEGIN ISOLATION LEVEL REPEATABLE READ";
+  c.q.hold = 1;
+  Submit(&c);
+  ASSERT_TRUE(c.Wait());
+  ASSERT_EQ(STATUS_OK, c.status) << c.err;
+  std::string txid = PQgetvalue(c.res, 0, 0), pid = PQgetvalue(c.res, 0, 1);
+  EXPECT_EQ(1, InTransaction());
+  // Others are served meanwhile: the held connection is not theirs.
+  for (int i = 0; i < 5; i++) {
+    Call other("SELECT pg_backend_pid()::text");
+    Submit(&other);
+    ASSERT_TRUE(other.Wait());
+    ASSERT_EQ(STATUS_OK, other.status) << other.err;
+    EXPECT_NE(pid, PQgetvalue(other.res, 0, 0));
+  }
+  c.Next("SELECT txid_current()::text, pg_backend_pid()::text");
+  c.q.hold = 0;
+  c.q.before = nullptr;
+  c.q.after = "COMMIT";
+  Submit(&c);
+  ASSERT_TRUE(c.Wait());
+  ASSERT_EQ(STATUS_OK, c.status) << c.err;
+  EXPECT_EQ(txid, PQgetvalue(c.res, 0, 0)) << "the second statement ran in another transaction";
+  EXPECT_EQ(pid, PQgetvalue(c.res, 0, 1));
+  EXPECT_EQ(0, InTransaction()) << "COMMIT did not end the transaction";
+}
+
+// Between its statements a held transaction still ends by cancel or
+// deadline: the resubmit is answered and the connection, with its open
+// transaction, closed. A statement that fails never holds and leaves no
+// transaction open. The pool serves on afterwards.
+TEST_F(ApgTest, HeldTransactionEndsOnCancelDeadlineOrFailure) {
+  Open(db_.url(), 1, 16);
+  Call c("SELECT 1", NowMs() + 10000);
+  c.q.before = "BEGIN";
+  c.q.hold = 1;
+  Submit(&c);
+  ASSERT_TRUE(c.Wait());
+  ASSERT_EQ(STATUS_OK, c.status) << c.err;
+  apg_cancel(pool_, &c.q);
+  c.Next("SELECT 2");
+  c.q.hold = 0;
+  Submit(&c);
+  ASSERT_TRUE(c.Wait());
+  EXPECT_EQ(STATUS_ECANCELLED, c.status) << c.err;
+  EXPECT_TRUE(NoTransactionWithin(3000)) << "the cancelled transaction stayed open";
+
+  Call d("SELECT 1", NowMs() + 300);
+  d.q.before = "BEGIN";
+  d.q.hold = 1;
+  Submit(&d);
+  ASSERT_TRUE(d.Wait());
+  ASSERT_EQ(STATUS_OK, d.status) << d.err;
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  d.Next("SELECT 2");
+  d.q.hold = 0;
+  Submit(&d);
+  ASSERT_TRUE(d.Wait());
+  EXPECT_EQ(STATUS_ETIMEOUT, d.status) << d.err;
+  EXPECT_TRUE(NoTransactionWithin(3000)) << "the expired transaction stayed open";
+
+  Call f("SELECT * FROM no_such_table", NowMs() + 10000);
+  f.q.before = "BEGIN";
+  f.q.hold = 1;
+  Submit(&f);
+  ASSERT_TRUE(f.Wait());
+  EXPECT_EQ(STATUS_EUNAVAILABLE, f.status);
+  EXPECT_EQ(nullptr, f.q.held);
+  EXPECT_TRUE(NoTransactionWithin(3000)) << "the failed transaction stayed open";
+
+  Call again("SELECT 1");
+  Submit(&again);
+  ASSERT_TRUE(again.Wait());
+  EXPECT_EQ(STATUS_OK, again.status) << again.err;
 }
 
 TEST_F(ApgTest, DeadlineEndsTheCallAndTheStatementOnTheServer) {

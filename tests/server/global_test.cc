@@ -1169,6 +1169,32 @@ TEST_F(GlobalTest, ClientCancelLeavesNoQueryRunningInPostgres) {
   EXPECT_EQ(0, m_->Stop(SIGTERM, 10000)) << m_->Log();
 }
 
+// Traverse reads in one snapshot over two round trips on one connection:
+// a walk that ends early (an absent or hidden start) rolls its
+// transaction back, so no session is left inside one, and the next
+// Traverse on the same (one) connection works.
+TEST_F(GlobalTest, TraverseLeavesNoTransactionOpen) {
+  Up({"--pg-pool-size=1", "--health-interval-ms=600000"});
+  MustPut(alice_, "a", "k", "a");
+  MustPut(alice_, "b", "k", "b");
+  ASSERT_TRUE(Link(alice_, "a", "knows", "b").status.ok());
+  TraverseRequest req;
+  req.set_start_id("nobody");
+  for (int i = 0; i < 3; i++)
+    EXPECT_EQ(StatusCode::NOT_FOUND, Call("Traverse", req, alice_).status.error_code());
+  EXPECT_EQ((std::vector<std::string>{"a@0", "b@1"}), Walk(alice_, "a", EDGE_DIRECTION_OUT, 2));
+  PGconn* admin = PQconnectdb(db_.url().c_str());
+  ASSERT_EQ(CONNECTION_OK, PQstatus(admin)) << PQerrorMessage(admin);
+  PGresult* r = PQexec(admin,
+                       "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                       " AND state LIKE 'idle in transaction%'");
+  ASSERT_EQ(PGRES_TUPLES_OK, PQresultStatus(r)) << PQerrorMessage(admin);
+  EXPECT_STREQ("0", PQgetvalue(r, 0, 0));
+  PQclear(r);
+  PQfinish(admin);
+  EXPECT_EQ(0, m_->Stop(SIGTERM, 10000)) << m_->Log();
+}
+
 // The wait for a PostgreSQL connection is bounded: with the one connection
 // busy (the server frozen) and --pg-queue-max calls waiting, the next call
 // is refused at once, RESOURCE_EXHAUSTED naming the limits.
