@@ -20,6 +20,7 @@
 #include "service/rpc/rpc.h"
 #include "service/rpc/rpc_log.h"
 #include "service/store/apg.h"
+#include "service/store/aredis.h"
 #include "service/store/evloop.h"
 #include "service/store/instance.h"
 #include "service/store/pg_migrate.h"
@@ -48,6 +49,7 @@ typedef struct {
     evloop *loop; /* backend I/O (rpc.h's execution model) */
     apg *pga;     /* PostgreSQL on loop */
     redis_pool *redis;
+    aredis *redis_async; /* Redis on loop: the cache's lookups */
     descpool *pool;
     health *health;
     health_probe *probe;
@@ -129,6 +131,11 @@ static int open_backends(app *a, char *err) {
                        "redis unreachable at start-up; cache runs in-process only and "
                        "the blackboard is NOT_SERVING until it answers",
                        LOG_F_STR, "error", rerr, LOG_F_END);
+        aredis_options ro = {.url = c->redis_url,
+                             .connect_timeout_ms = 1000,
+                             .default_timeout_ms = c->default_deadline_ms,
+                             .max_in_flight = 4096};
+        if (aredis_create(a->loop, &ro, &a->redis_async, err, ERRLEN) != 0) return -1;
     }
     return 0;
 }
@@ -183,6 +190,7 @@ static int build_server(app *a, char *err) {
         .pg = a->pg,
         .pga = a->pga,
         .redis = a->redis,
+        .redis_async = a->redis_async,
         .auth = a->auth,
         .audit = a->audit,
         /* A List/Search answer must fit the message limit with room for
@@ -206,7 +214,8 @@ static void teardown(app *a) {
     health_free(a->health);
     descpool_free(a->pool);
     redis_pool_free(a->redis);
-    apg_free(a->pga); /* after the server: pending calls end through it */
+    aredis_free(a->redis_async); /* after the server, as apg */
+    apg_free(a->pga);            /* after the server: pending calls end through it */
     evloop_free(a->loop);
     pg_pool_free(a->pg);
     config_free(&a->cfg);

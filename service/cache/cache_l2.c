@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "service/cache/cache_codec.h"
+#include "service/core/clock.h"
 
 /* KEYS[1] key; ARGV: blob, ttl ms, max label, channel, message. Byte 2 of
  * a blob (GETRANGE 2 2) is its label; reading one byte keeps a 1 MiB value
@@ -29,13 +30,15 @@ static const char delete_script[] =
 
 struct cache_l2 {
     redis_pool *pool;
+    aredis *ar;
     char replica[CACHE_REPLICA_ID_LEN + 1];
 };
 
-cache_l2 *cache_l2_create(redis_pool *pool, const char *replica) {
+cache_l2 *cache_l2_create(redis_pool *pool, aredis *ar, const char *replica) {
     cache_l2 *l2 = calloc(1, sizeof *l2);
     if (!l2) return NULL;
     l2->pool = pool;
+    l2->ar = ar;
     snprintf(l2->replica, sizeof l2->replica, "%s", replica);
     return l2;
 }
@@ -63,37 +66,43 @@ static redisReply *run(cache_l2 *l2, int argc, const char **argv, const size_t *
     return r;
 }
 
-int cache_l2_mget(cache_l2 *l2, const char *const *keys, const size_t *klens, size_t n,
-                  int64_t deadline_ms, cache_item **out, char *err, size_t errlen) {
-    for (size_t i = 0; i < n; i++) out[i] = NULL;
-    const char **argv = malloc((n + 1) * sizeof *argv);
-    size_t *lens = malloc((n + 1) * sizeof *lens);
-    if (!argv || !lens) {
-        free(argv);
-        free(lens);
-        snprintf(err, errlen, "out of memory");
-        return STATUS_EUNAVAILABLE;
+static void mget_done(aredis_cmd *q, int status, redisReply *r) {
+    cache_l2_lookup *lk = q->arg;
+    if (status == STATUS_OK && (r->type != REDIS_REPLY_ARRAY || r->elements != lk->n)) {
+        snprintf(q->err, sizeof q->err, "Redis answered MGET with something else than %zu values",
+                 lk->n);
+        status = STATUS_EUNAVAILABLE;
     }
+    for (size_t i = 0; status == STATUS_OK && i < lk->n; i++) {
+        const redisReply *e = r->element[i];
+        if (e->type == REDIS_REPLY_STRING)
+            lk->out[i] = cache_blob_decode((const uint8_t *)e->str, e->len);
+    }
+    lk->done(lk, status);
+}
+
+void cache_l2_mget_start(cache_l2 *l2, cache_l2_lookup *lk, const char **argv, size_t *lens,
+                         const char *const *keys, const size_t *klens, size_t n,
+                         int64_t deadline_ms, cache_item **out) {
+    for (size_t i = 0; i < n; i++) out[i] = NULL;
     argv[0] = "MGET";
     lens[0] = 4;
     for (size_t i = 0; i < n; i++) argv[i + 1] = keys[i], lens[i + 1] = klens[i];
-    redisReply *r = run(l2, (int)n + 1, argv, lens, deadline_ms, err, errlen);
-    free(argv);
-    free(lens);
-    if (!r) return STATUS_EUNAVAILABLE;
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != n) {
-        snprintf(err, errlen, "Redis answered MGET with something else than %zu values", n);
-        freeReplyObject(r);
-        return STATUS_EUNAVAILABLE;
-    }
-    for (size_t i = 0; i < n; i++) {
-        const redisReply *e = r->element[i];
-        if (e->type == REDIS_REPLY_STRING)
-            out[i] = cache_blob_decode((const uint8_t *)e->str, e->len);
-    }
-    freeReplyObject(r);
-    return STATUS_OK;
+    lk->out = out;
+    lk->n = n;
+    int64_t cap = clock_mono_ms(NULL) + CACHE_L2_LOOKUP_MS;
+    if (deadline_ms > cap) deadline_ms = cap;
+    lk->cmd = (aredis_cmd){.argc = (int)n + 1,
+                           .argv = argv,
+                           .lens = lens,
+                           .what = "cache lookup",
+                           .deadline_ms = deadline_ms,
+                           .done = mget_done,
+                           .arg = lk};
+    aredis_submit(l2->ar, &lk->cmd);
 }
+
+void cache_l2_mget_cancel(cache_l2 *l2, cache_l2_lookup *lk) { aredis_cancel(l2->ar, &lk->cmd); }
 
 static int script(cache_l2 *l2, const char *body, const char *key, size_t klen, const char **args,
                   const size_t *alens, int nargs, int64_t deadline_ms, long long *result, char *err,

@@ -1,4 +1,5 @@
-/* cache_l2: the shared cache level in Redis (hiredis, through redis_pool).
+/* cache_l2: the shared cache level in Redis (hiredis: lookups on the event
+ * loop through aredis, writes through redis_pool).
  * Values are cache_codec blobs; Set and Delete run as one Lua script each
  * that checks the stored label against the caller's read ceiling, writes,
  * and publishes the invalidation for every replica's L1, all in one round
@@ -12,6 +13,7 @@
 
 #include "service/cache/cache_item.h"
 #include "service/core/status.h"
+#include "service/store/aredis.h"
 #include "service/store/redis_pool.h"
 
 /* Results: STATUS_OK; STATUS_EDENIED (the stored entry is labelled above
@@ -20,16 +22,37 @@
 
 typedef struct cache_l2 cache_l2;
 
-/* pool is borrowed and must outlive the L2; replica (CACHE_REPLICA_ID_LEN
- * hex digits) is copied. NULL when out of memory. */
-cache_l2 *cache_l2_create(redis_pool *pool, const char *replica);
+/* pool (blocking: writes) and ar (the event loop: lookups) are borrowed
+ * and must outlive the L2; replica (CACHE_REPLICA_ID_LEN hex digits) is
+ * copied. NULL when out of memory. */
+cache_l2 *cache_l2_create(redis_pool *pool, aredis *ar, const char *replica);
 void cache_l2_free(cache_l2 *l2); /* accepts NULL */
 
-/* Looks n keys up in one MGET. out[i] gets a new item (the caller's
- * reference) or NULL when absent or not a well-formed value. OK or
- * UNAVAILABLE (reason in err; every out[i] NULL). */
-int cache_l2_mget(cache_l2 *l2, const char *const *keys, const size_t *klens, size_t n,
-                  int64_t deadline_ms, cache_item **out, char *err, size_t errlen);
+/* One MGET of n keys on the event loop (rpc.h's execution model): the
+ * lookup lives in memory that outlives the command (the call's arena);
+ * keys and out too. done(lk, status) runs once on the loop thread: on
+ * STATUS_OK out[i] holds a new item (the caller's reference) or NULL when
+ * absent or not a well-formed value; otherwise every out[i] is NULL and
+ * the reason is in lk->cmd.err (UNAVAILABLE, TIMEOUT, CANCELLED, BUSY). */
+typedef struct cache_l2_lookup cache_l2_lookup;
+struct cache_l2_lookup {
+    aredis_cmd cmd;
+    cache_item **out;
+    size_t n;
+    void (*done)(cache_l2_lookup *lk, int status);
+    void *arg; /* the caller's */
+};
+/* A lookup Redis has not answered in this long is given up (the call then
+ * answers from L1), whatever is left of the call's deadline: a hung Redis
+ * costs a cache call this much, not its whole deadline. */
+#define CACHE_L2_LOOKUP_MS 1000
+/* Starts the lookup (deadline_ms capped at CACHE_L2_LOOKUP_MS from now);
+ * argv and lens have room for n + 1 entries. */
+void cache_l2_mget_start(cache_l2 *l2, cache_l2_lookup *lk, const char **argv, size_t *lens,
+                         const char *const *keys, const size_t *klens, size_t n,
+                         int64_t deadline_ms, cache_item **out);
+/* Ends a started lookup now (CANCELLED) unless it has ended; any thread. */
+void cache_l2_mget_cancel(cache_l2 *l2, cache_l2_lookup *lk);
 /* Stores blob under key for ttl_ms unless an entry labelled above max_label
  * is there (DENIED), and publishes the key's invalidation. */
 int cache_l2_set(cache_l2 *l2, const char *key, size_t klen, const uint8_t *blob, size_t blen,

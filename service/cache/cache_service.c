@@ -171,28 +171,13 @@ static size_t lookup_all_l1(const cache_service *svc, const principal *p, lookup
     return 0;
 }
 
-/* One MGET for the m keys L1 could not answer (blocks: the task pool's). */
-static void lookup_all_l2(const cache_service *svc, rpc_call *call, const principal *p, lookup *ks,
-                          size_t n, size_t m) {
-    arena *a = rpc_call_arena(call);
-    const char **keys = arena_alloc(a, 2 * m * sizeof *keys);
-    size_t *lens = arena_alloc(a, 2 * m * sizeof *lens);
-    cache_item **got = arena_alloc(a, 2 * m * sizeof *got);
-    char err[256] = "";
-    int rc = STATUS_EUNAVAILABLE;
-    if (keys && lens && got) {
-        size_t j = 0;
-        for (size_t i = 0; i < n; i++) {
-            if (!ks[i].need_l2) continue;
-            keys[j] = ks[i].s.own, lens[j++] = ks[i].s.own_len;
-            keys[j] = ks[i].s.shared, lens[j++] = ks[i].s.shared_len;
-        }
-        rc = cache_l2_mget(svc->l2, keys, lens, 2 * m, rpc_call_deadline_ms(call), got, err,
-                           sizeof err);
-    }
+/* What L2 said (got: own, shared per key that needed it; rc and why) into
+ * the lookups, and into L1. Without an answer, L1's is used. */
+static void apply_l2(const cache_service *svc, const principal *p, lookup *ks, size_t n,
+                     cache_item **got, int rc, const char *why) {
     if (rc != STATUS_OK) {
-        log_fields(LOG_WARN, "cache: L2 lookup failed; answering from L1", LOG_F_STR, "reason",
-                   err[0] ? err : "out of memory", LOG_F_END);
+        log_fields(LOG_WARN, "cache: L2 lookup failed; answering from L1", LOG_F_STR, "reason", why,
+                   LOG_F_END);
         for (size_t i = 0; i < n; i++)
             if (ks[i].need_l2) settle_without_l2(&ks[i]);
         return;
@@ -253,40 +238,80 @@ static Memory__V1__CacheItem *render_item(arena *a, const principal *p, const lo
 /* ------------------------------------------------------------ handlers */
 
 /* Get and MultiGet look in L1 on the completion-queue thread; keys L1
- * cannot answer go to Redis (a blocking client) on the task pool, with
- * what the L1 pass learnt. */
+ * cannot answer go to Redis in one MGET on the event loop (rpc.h's
+ * execution model), which answers the call. */
 typedef grpc_status_code (*lookup_answer_fn)(rpc_call *call, const principal *p,
                                              const ProtobufCMessage *req, ProtobufCMessage *resp,
                                              lookup *ks);
 typedef struct {
+    cache_l2_lookup lk; /* first: the lookup's done finds the rest */
     const cache_service *svc;
+    rpc_call *call;
+    const ProtobufCMessage *req;
+    ProtobufCMessage *resp;
     lookup *ks;
-    size_t n, m; /* keys, and how many need L2 */
+    size_t n;
+    cache_item **got;
     lookup_answer_fn answer;
 } pending_lookup;
 
-static grpc_status_code finish_lookup(rpc_call *call, const ProtobufCMessage *req,
-                                      ProtobufCMessage *resp, void *arg) {
-    pending_lookup *pl = arg;
-    const principal *p = authn_principal(call);
-    lookup_all_l2(pl->svc, call, p, pl->ks, pl->n, pl->m);
-    return pl->answer(call, p, req, resp, pl->ks);
+/* On the loop thread, once Redis answered (or did not). */
+static void l2_answered(cache_l2_lookup *lk, int status) {
+    pending_lookup *pl = (pending_lookup *)lk;
+    const principal *p = authn_principal(pl->call);
+    apply_l2(pl->svc, p, pl->ks, pl->n, pl->got, status, lk->cmd.err);
+    rpc_call_complete(pl->call, pl->answer(pl->call, p, pl->req, pl->resp, pl->ks));
 }
 
-/* Looks up ks and answers, from here or from the task pool. */
+static void cancel_lookup(rpc_call *call, void *arg) {
+    (void)call;
+    pending_lookup *pl = arg;
+    cache_l2_mget_cancel(pl->svc->l2, &pl->lk);
+}
+
+/* Looks up ks and answers: from L1 here, or from Redis on the loop. */
 static grpc_status_code lookup_and_answer(rpc_call *call, const cache_service *svc,
                                           const principal *p, const ProtobufCMessage *req,
                                           ProtobufCMessage *resp, lookup *ks, size_t n,
                                           lookup_answer_fn answer) {
     size_t m = lookup_all_l1(svc, p, ks, n);
     if (m == 0) return answer(call, p, req, resp, ks);
-    pending_lookup *pl = arena_alloc(rpc_call_arena(call), sizeof *pl);
-    if (!pl) {
+    arena *a = rpc_call_arena(call);
+    pending_lookup *pl = arena_zalloc(a, sizeof *pl);
+    const char **keys = arena_alloc(a, 2 * m * sizeof *keys);
+    size_t *klens = arena_alloc(a, 2 * m * sizeof *klens);
+    const char **argv = arena_alloc(a, (2 * m + 1) * sizeof *argv);
+    size_t *lens = arena_alloc(a, (2 * m + 1) * sizeof *lens);
+    cache_item **got = arena_alloc(a, 2 * m * sizeof *got);
+    if (!pl || !keys || !klens || !argv || !lens || !got) {
         for (size_t i = 0; i < n; i++) lookup_release(&ks[i]);
         return rpc_call_oom(call);
     }
-    *pl = (pending_lookup){svc, ks, n, m, answer};
-    return rpc_call_continue_blocking(call, finish_lookup, pl);
+    size_t j = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!ks[i].need_l2) continue;
+        keys[j] = ks[i].s.own, klens[j++] = ks[i].s.own_len;
+        keys[j] = ks[i].s.shared, klens[j++] = ks[i].s.shared_len;
+    }
+    *pl = (pending_lookup){.svc = svc,
+                           .call = call,
+                           .req = req,
+                           .resp = resp,
+                           .ks = ks,
+                           .n = n,
+                           .got = got,
+                           .answer = answer};
+    pl->lk.done = l2_answered;
+    /* Registered before the start: once started, the call may complete on
+     * the loop thread at any moment. */
+    if (rpc_call_on_cancel(call, cancel_lookup, pl) != 0) {
+        for (size_t i = 0; i < n; i++) lookup_release(&ks[i]);
+        rpc_call_set_error(call, "the client cancelled the call");
+        return GRPC_STATUS_CANCELLED;
+    }
+    cache_l2_mget_start(svc->l2, &pl->lk, argv, lens, keys, klens, 2 * m,
+                        rpc_call_deadline_ms(call), got);
+    return RPC_PENDING;
 }
 
 static grpc_status_code answer_get(rpc_call *call, const principal *p, const ProtobufCMessage *req_,
@@ -497,7 +522,7 @@ static int cache_open(tier_env *env, void **state, char *err, size_t errlen) {
     cache_l1_options lo = {(size_t)c->cache_l1_max_entries, (size_t)c->cache_l1_max_bytes,
                            c->cache_l1_ttl_ms, NULL};
     if (!(svc->l1 = cache_l1_create(&lo)) ||
-        (env->redis && (!(svc->l2 = cache_l2_create(env->redis, replica)) ||
+        (env->redis && (!(svc->l2 = cache_l2_create(env->redis, env->redis_async, replica)) ||
                         !(svc->sub = cache_sub_start(env->redis, svc->l1, replica)))) ||
         (c->cache_entities && (!(svc->aside = cache_aside_create(svc->l1, svc->sub)) ||
                                !(svc->entities = cache_records_create(

@@ -21,19 +21,21 @@
 #include "service/privacy/pii_policy.h"
 #include "service/rpc/rpc.h"
 #include "service/store/apg.h"
+#include "service/store/aredis.h"
 #include "service/store/pg_pool.h"
 #include "service/store/redis_pool.h"
 
 struct cache_records;
 
 typedef struct tier_env {
-    const config *cfg; /* every flag (core/config.h) */
-    pg_pool *pg;       /* PostgreSQL: always there */
-    apg *pga;          /* PostgreSQL on the event loop (store/apg.h): always there */
-    redis_pool *redis; /* NULL: no Redis configured */
-    authn *auth;       /* tokens, revocations */
-    audit *audit;      /* the audit trail */
-    pii_policy pii;    /* --pii-policy, for every write path */
+    const config *cfg;   /* every flag (core/config.h) */
+    pg_pool *pg;         /* PostgreSQL: always there */
+    apg *pga;            /* PostgreSQL on the event loop (store/apg.h): always there */
+    redis_pool *redis;   /* NULL: no Redis configured */
+    aredis *redis_async; /* Redis on the event loop (store/aredis.h); NULL with redis */
+    authn *auth;         /* tokens, revocations */
+    audit *audit;        /* the audit trail */
+    pii_policy pii;      /* --pii-policy, for every write path */
     /* The most a List/Query answer may encode to, below the message limit
      * with room for the framing around the values (0 before tier_set_open:
      * TIER_DEFAULT_RESPONSE_BYTES). */

@@ -534,4 +534,37 @@ TEST_F(CacheTest, FrozenPostgresLeavesHealthWhoAmIAndL1HitsAnswering) {
       << a.proc->Log();
 }
 
+// A hung Redis (SIGSTOP) costs a Cache.Get at most the L2 lookup's bound
+// (1 s), not the call's deadline: it answers from L1 (here a miss) and
+// the one worker stays free; after SIGCONT L2 answers again.
+TEST_F(CacheTest, HungRedisCostsALookupItsBoundThenRecovers) {
+  RedisServer redis;
+  ASSERT_TRUE(redis.ok()) << redis.error();
+  Replica a = Launch({"--workers=1"}, redis.url()), b = Launch({}, redis.url());
+  std::string tok = Token(Tenant("hung"), "alice", "cache:read cache:write");
+  MustSet(b, tok, "k", "from b");  // in Redis; not in a's L1
+  ASSERT_TRUE(redis.Freeze()) << redis.error();
+  CacheGetRequest req;
+  req.set_key("k");
+  Result r = Call(a, "/memory.v1.Cache/Get", req, tok, 5000);
+  Result h = Unary(a.ch, "/grpc.health.v1.Health/Check", "", 2000);
+  ASSERT_TRUE(redis.Thaw()) << redis.error();
+  ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+  CacheGetResponse resp;
+  ASSERT_TRUE(resp.ParseFromString(r.body));
+  EXPECT_EQ(CACHE_LOOKUP_MISS, resp.item().lookup());
+  EXPECT_GE(r.elapsed.count(), 900);
+  EXPECT_LT(r.elapsed.count(), 2500) << "the lookup was not bounded";
+  EXPECT_TRUE(h.status.ok()) << h.status.error_message();
+  EXPECT_TRUE(Eventually(
+      [&] {
+        Result g = Call(a, "/memory.v1.Cache/Get", req, tok, 2000);
+        CacheGetResponse gr;
+        return g.status.ok() && gr.ParseFromString(g.body) &&
+               gr.item().lookup() == CACHE_LOOKUP_HIT_L2 && gr.item().value() == "from b";
+      },
+      10000))
+      << a.proc->Log();
+}
+
 }  // namespace

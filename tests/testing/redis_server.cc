@@ -79,6 +79,16 @@ bool RedisServer::Start() {
   return false;
 }
 
+bool RedisServer::Freeze() {
+  if (pid_ <= 0 || kill(pid_, SIGSTOP) != 0) return error_ = "freeze: not running", false;
+  return true;
+}
+
+bool RedisServer::Thaw() {
+  if (pid_ <= 0 || kill(pid_, SIGCONT) != 0) return error_ = "thaw: not running", false;
+  return true;
+}
+
 bool RedisServer::Stop() {
   if (pid_ <= 0) return true;
   kill(pid_, SIGKILL);

@@ -24,6 +24,10 @@ class RedisServer {
 
   bool Stop();   // SIGKILL (an outage, not a shutdown) and reap
   bool Start();  // again on the same port; waits until it answers PING
+  // SIGSTOP: connections are accepted, nothing is answered (a hung
+  // Redis); Thaw (SIGCONT) lets it go on. Stop thaws first.
+  bool Freeze();
+  bool Thaw();
 
  private:
   bool Ping() const;

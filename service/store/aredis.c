@@ -1,0 +1,393 @@
+/* aredis: see aredis.h. Everything but aredis_submit, aredis_cancel and
+ * the create/free handshake runs on the loop thread. The commands awaiting
+ * replies sit in a ring in the order they were sent, which is the order
+ * hiredis calls back in; a command answered early (deadline, cancel)
+ * leaves its slot empty and its late reply is dropped. */
+#include "service/store/aredis.h"
+
+#include <hiredis/adapters/libuv.h>
+#include <hiredis/async.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uv.h>
+
+#include "service/core/clock.h"
+#include "service/core/log.h"
+#include "service/core/status.h"
+#include "service/store/redis_url.h"
+
+#define BACKOFF_FIRST_MS 100
+#define BACKOFF_MAX_MS 5000
+
+struct aredis {
+    evloop *loop;
+    aredis_options o;
+    redis_url url;
+    redisAsyncContext *ac; /* NULL: down (the backoff timer reconnects) */
+    int up;                /* the connect callback said OK */
+    atomic_int connected;
+    int backoff_ms;
+    char last_error[200];
+    uv_timer_t conn_timer;     /* connect timeout, then reconnect backoff */
+    uv_timer_t deadline_timer; /* the earliest deadline in flight */
+    uv_async_t cancel_wake;
+    /* in flight, oldest first: cmds[i] NULL once answered early */
+    aredis_cmd **cmds;
+    int64_t *deadlines;
+    int head, count;
+    int closing;
+    /* create and free wait for the loop thread */
+    evloop_task task;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int handles, done, setup_failed;
+};
+
+/* privdata of the commands sent on connecting (AUTH, SELECT). */
+static char setup_command;
+
+static int64_t now_ms(void) { return clock_mono_ms(NULL); }
+
+static const char *what(const aredis_cmd *q) { return q->what ? q->what : "Redis command"; }
+
+static void answer_err(aredis_cmd *q, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void answer_err(aredis_cmd *q, int status, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(q->err, sizeof q->err, fmt, ap);
+    va_end(ap);
+    q->done(q, status, NULL);
+}
+
+static int cancelled(const aredis_cmd *q) {
+    return __atomic_load_n(&q->cancelled, __ATOMIC_ACQUIRE);
+}
+
+/* ------------------------------------------------------------ in flight */
+
+static void on_deadline(uv_timer_t *t);
+static void drop_connection(aredis *r, const char *why);
+
+static int slot(const aredis *r, int i) { return (r->head + i) % r->o.max_in_flight; }
+
+/* Arms the deadline timer for the earliest deadline of what is in flight:
+ * a command still waiting, or the oldest slot (Redis owes its reply). */
+static void arm_deadlines(aredis *r) {
+    int64_t at = INT64_MAX;
+    for (int i = 0; i < r->count; i++) {
+        int s = slot(r, i);
+        if ((r->cmds[s] || i == 0) && r->deadlines[s] < at) at = r->deadlines[s];
+    }
+    if (at == INT64_MAX) {
+        uv_timer_stop(&r->deadline_timer);
+        return;
+    }
+    uv_update_time(evloop_uv(r->loop)); /* timers count from the loop's cached time */
+    int64_t in = at - now_ms();
+    uv_timer_start(&r->deadline_timer, on_deadline, in > 0 ? (uint64_t)in : 0, 0);
+}
+
+/* Commands past their deadline are answered; when the oldest is among
+ * them, Redis has stopped answering and so has everything behind it: the
+ * connection goes. */
+static void on_deadline(uv_timer_t *t) {
+    aredis *r = t->data;
+    int64_t now = now_ms();
+    for (int i = 0; i < r->count; i++) {
+        int s = slot(r, i);
+        aredis_cmd *q = r->cmds[s];
+        if (q && r->deadlines[s] <= now) {
+            r->cmds[s] = NULL;
+            answer_err(q, STATUS_ETIMEOUT, "%s: the deadline passed; Redis had not answered",
+                       what(q));
+        }
+    }
+    if (r->count > 0 && r->deadlines[r->head] <= now)
+        drop_connection(r, "Redis did not answer within a command's deadline");
+    else arm_deadlines(r);
+}
+
+/* apg_cancel's counterpart rang: answer every cancelled command. */
+static void on_cancel_wake(uv_async_t *h) {
+    aredis *r = h->data;
+    for (int i = 0; i < r->count; i++) {
+        int s = slot(r, i);
+        aredis_cmd *q = r->cmds[s];
+        if (q && cancelled(q)) {
+            r->cmds[s] = NULL;
+            answer_err(q, STATUS_ECANCELLED, "%s: cancelled by the caller", what(q));
+        }
+    }
+}
+
+/* hiredis's callback, in the order commands were sent; reply NULL when
+ * the connection went before the reply came. */
+static void on_reply(redisAsyncContext *ac, void *reply_, void *privdata) {
+    aredis *r = ac->data;
+    redisReply *reply = reply_;
+    if (privdata == &setup_command) {
+        if (reply && reply->type == REDIS_REPLY_ERROR)
+            log_fields(LOG_WARN, "redis: the connection's AUTH or SELECT was refused", LOG_F_STR,
+                       "error", reply->str, LOG_F_END);
+        return;
+    }
+    if (r->count == 0) return; /* cannot happen: every command has its slot */
+    aredis_cmd *q = r->cmds[r->head];
+    r->head = slot(r, 1);
+    r->count--;
+    if (!q) return; /* answered early; its reply is dropped */
+    if (!reply)
+        answer_err(q, STATUS_EUNAVAILABLE, "%s: Redis connection lost (%s)", what(q),
+                   r->last_error[0] ? r->last_error : "closed");
+    else if (reply->type == REDIS_REPLY_ERROR)
+        answer_err(q, STATUS_EUNAVAILABLE, "%s: Redis refused: %.*s", what(q), (int)reply->len,
+                   reply->str);
+    else q->done(q, STATUS_OK, reply);
+}
+
+/* ------------------------------------------------------------ connection */
+
+static void connect_now(aredis *r);
+
+static void on_conn_timer(uv_timer_t *t) {
+    aredis *r = t->data;
+    if (r->ac && !r->up) {
+        char why[64];
+        snprintf(why, sizeof why, "connecting took over %d ms", r->o.connect_timeout_ms);
+        drop_connection(r, why);
+    } else if (!r->ac) {
+        connect_now(r);
+    }
+}
+
+static void schedule_reconnect(aredis *r) {
+    if (r->closing) return;
+    r->backoff_ms = r->backoff_ms ? r->backoff_ms * 2 : BACKOFF_FIRST_MS;
+    if (r->backoff_ms > BACKOFF_MAX_MS) r->backoff_ms = BACKOFF_MAX_MS;
+    uv_timer_start(&r->conn_timer, on_conn_timer, (uint64_t)r->backoff_ms, 0);
+}
+
+/* The connection is gone or going (hiredis frees ac): remember why, and
+ * reconnect after the backoff. */
+static void lost(aredis *r, const char *why) {
+    int was_up = r->up;
+    r->ac = NULL;
+    r->up = 0;
+    atomic_store(&r->connected, 0);
+    char line[200];
+    snprintf(line, sizeof line, "%s", why);
+    if (was_up || !r->last_error[0])
+        log_fields(LOG_WARN, "redis: connection lost; reconnecting with backoff", LOG_F_STR,
+                   "error", line, LOG_F_END);
+    snprintf(r->last_error, sizeof r->last_error, "%s", line);
+    uv_timer_stop(&r->conn_timer);
+    schedule_reconnect(r);
+}
+
+/* Closes the connection ourselves: what is in flight is answered
+ * (EUNAVAILABLE, through on_reply), then hiredis frees it. */
+static void drop_connection(aredis *r, const char *why) {
+    redisAsyncContext *ac = r->ac;
+    if (!ac) return;
+    lost(r, why);
+    redisAsyncFree(ac); /* runs on_reply for each; on_disconnect sees ac is no longer ours */
+    arm_deadlines(r);
+}
+
+static void on_connect(const redisAsyncContext *ac, int status) {
+    aredis *r = ac->data;
+    if (r->ac != ac) return;
+    if (status != REDIS_OK) { /* hiredis frees ac after this */
+        lost(r, ac->errstr[0] ? ac->errstr : "cannot connect");
+        return;
+    }
+    uv_timer_stop(&r->conn_timer);
+    r->up = 1;
+    r->backoff_ms = 0;
+    atomic_store(&r->connected, 1);
+    if (r->last_error[0]) {
+        log_fields(LOG_INFO, "redis: connected again", LOG_F_END);
+        r->last_error[0] = '\0';
+    }
+}
+
+static void on_disconnect(const redisAsyncContext *ac, int status) {
+    aredis *r = ac->data;
+    (void)status;
+    if (r->ac == ac) lost(r, ac->errstr[0] ? ac->errstr : "the server closed the connection");
+}
+
+static void connect_now(aredis *r) {
+    redisAsyncContext *ac = redisAsyncConnect(r->url.host, r->url.port);
+    if (!ac || ac->err) {
+        char why[200];
+        snprintf(why, sizeof why, "%s", ac ? ac->errstr : "out of memory");
+        if (ac) redisAsyncFree(ac);
+        lost(r, why);
+        return;
+    }
+    ac->data = r;
+    if (redisLibuvAttach(ac, evloop_uv(r->loop)) != REDIS_OK) {
+        redisAsyncFree(ac);
+        lost(r, "cannot watch the connection's socket");
+        return;
+    }
+    redisAsyncSetConnectCallback(ac, on_connect);
+    redisAsyncSetDisconnectCallback(ac, on_disconnect);
+    r->ac = ac;
+    /* Sent once connected, ahead of every command. */
+    if (r->url.password[0])
+        redisAsyncCommand(ac, on_reply, &setup_command, "AUTH %s", r->url.password);
+    if (r->url.db) redisAsyncCommand(ac, on_reply, &setup_command, "SELECT %d", r->url.db);
+    uv_update_time(evloop_uv(r->loop));
+    uv_timer_start(&r->conn_timer, on_conn_timer, (uint64_t)r->o.connect_timeout_ms, 0);
+}
+
+/* ------------------------------------------------------------ submitting */
+
+static void submit_on_loop(evloop_task *t) {
+    aredis_cmd *q = (aredis_cmd *)((char *)t - offsetof(aredis_cmd, task));
+    aredis *r = q->r;
+    if (r->closing) {
+        answer_err(q, STATUS_EUNAVAILABLE, "%s: the server is shutting down", what(q));
+    } else if (cancelled(q)) {
+        answer_err(q, STATUS_ECANCELLED, "%s: cancelled by the caller", what(q));
+    } else if (q->deadline_ms <= now_ms()) {
+        answer_err(q, STATUS_ETIMEOUT, "%s: the deadline passed before it was sent", what(q));
+    } else if (!r->ac) {
+        answer_err(q, STATUS_EUNAVAILABLE, "%s: Redis is unreachable (%s); retrying", what(q),
+                   r->last_error[0] ? r->last_error : "not connected");
+    } else if (r->count >= r->o.max_in_flight) {
+        answer_err(q, STATUS_EBUSY, "%s: Redis is saturated: %d commands await replies", what(q),
+                   r->count);
+    } else if (redisAsyncCommandArgv(r->ac, on_reply, NULL, q->argc, q->argv, q->lens) !=
+               REDIS_OK) {
+        answer_err(q, STATUS_EUNAVAILABLE, "%s: Redis connection lost (%s)", what(q),
+                   r->ac->errstr[0] ? r->ac->errstr : "cannot send");
+    } else {
+        int s = slot(r, r->count++);
+        r->cmds[s] = q;
+        r->deadlines[s] = q->deadline_ms;
+        if (r->count == 1 || q->deadline_ms < r->deadlines[r->head]) arm_deadlines(r);
+    }
+}
+
+void aredis_submit(aredis *r, aredis_cmd *q) {
+    q->r = r;
+    q->err[0] = '\0';
+    if (q->deadline_ms == INT64_MAX) q->deadline_ms = now_ms() + r->o.default_timeout_ms;
+    q->task.fn = submit_on_loop;
+    evloop_post(r->loop, &q->task);
+}
+
+void aredis_cancel(aredis *r, aredis_cmd *q) {
+    __atomic_store_n(&q->cancelled, 1, __ATOMIC_RELEASE);
+    uv_async_send(&r->cancel_wake);
+}
+
+int aredis_connected(const aredis *r) { return atomic_load(&((aredis *)r)->connected); }
+
+/* ------------------------------------------------------------ life */
+
+static void signal_done(aredis *r) {
+    pthread_mutex_lock(&r->lock);
+    r->done = 1;
+    pthread_cond_signal(&r->cond);
+    pthread_mutex_unlock(&r->lock);
+}
+
+static void wait_done(aredis *r) {
+    pthread_mutex_lock(&r->lock);
+    while (!r->done) pthread_cond_wait(&r->cond, &r->lock);
+    r->done = 0;
+    pthread_mutex_unlock(&r->lock);
+}
+
+static void setup_on_loop(evloop_task *t) {
+    aredis *r = (aredis *)((char *)t - offsetof(aredis, task));
+    uv_loop_t *uv = evloop_uv(r->loop);
+    if (uv_async_init(uv, &r->cancel_wake, on_cancel_wake) != 0) {
+        r->setup_failed = 1;
+        signal_done(r);
+        return;
+    }
+    r->cancel_wake.data = r;
+    uv_timer_init(uv, &r->conn_timer);
+    uv_timer_init(uv, &r->deadline_timer);
+    r->conn_timer.data = r->deadline_timer.data = r;
+    r->handles = 3;
+    connect_now(r);
+    signal_done(r);
+}
+
+static void handle_closed(uv_handle_t *h) {
+    aredis *r = h->data;
+    if (--r->handles == 0) signal_done(r);
+}
+
+static void teardown_on_loop(evloop_task *t) {
+    aredis *r = (aredis *)((char *)t - offsetof(aredis, task));
+    r->closing = 1;
+    if (r->ac) {
+        redisAsyncContext *ac = r->ac;
+        snprintf(r->last_error, sizeof r->last_error, "the server is shutting down");
+        r->ac = NULL;
+        redisAsyncFree(ac);
+    }
+    uv_close((uv_handle_t *)&r->conn_timer, handle_closed);
+    uv_close((uv_handle_t *)&r->deadline_timer, handle_closed);
+    uv_close((uv_handle_t *)&r->cancel_wake, handle_closed);
+}
+
+static void destroy(aredis *r) {
+    pthread_mutex_destroy(&r->lock);
+    pthread_cond_destroy(&r->cond);
+    free(r->cmds);
+    free(r->deadlines);
+    free(r);
+}
+
+int aredis_create(evloop *loop, const aredis_options *o, aredis **out, char *err, size_t errlen) {
+    if (o->connect_timeout_ms < 1 || o->default_timeout_ms < 1 || o->max_in_flight < 1)
+        return snprintf(err, errlen, "redis: bad client options"), -1;
+    aredis *r = calloc(1, sizeof *r);
+    if (!r) return snprintf(err, errlen, "redis: out of memory"), -1;
+    if (redis_url_parse(o->url, &r->url, err, errlen) != 0) {
+        free(r);
+        return -1;
+    }
+    r->loop = loop;
+    r->o = *o;
+    r->o.url = NULL; /* parsed into r->url; the string is not kept */
+    atomic_init(&r->connected, 0);
+    r->cmds = calloc((size_t)o->max_in_flight, sizeof *r->cmds);
+    r->deadlines = calloc((size_t)o->max_in_flight, sizeof *r->deadlines);
+    pthread_mutex_init(&r->lock, NULL);
+    pthread_cond_init(&r->cond, NULL);
+    if (!r->cmds || !r->deadlines) {
+        destroy(r);
+        return snprintf(err, errlen, "redis: out of memory"), -1;
+    }
+    r->task.fn = setup_on_loop;
+    evloop_post(loop, &r->task);
+    wait_done(r);
+    if (r->setup_failed) {
+        destroy(r);
+        return snprintf(err, errlen, "redis: cannot set up the client on the event loop"), -1;
+    }
+    *out = r;
+    return 0;
+}
+
+void aredis_free(aredis *r) {
+    if (!r) return;
+    r->task.fn = teardown_on_loop;
+    evloop_post(r->loop, &r->task);
+    wait_done(r);
+    destroy(r);
+}

@@ -1,0 +1,79 @@
+/* aredis: one asynchronous Redis connection on the event loop (evloop.h),
+ * through hiredis's libuv adapter, for commands a completion-queue thread
+ * must not wait on (the cache's L2 lookups). Commands come from any
+ * thread and are pipelined in order on the one connection: Redis runs
+ * commands one at a time and answers in order, so more connections would
+ * add nothing but sockets.
+ *
+ * Every command carries a deadline (the client's default when it has
+ * none) and may be cancelled; either answers it at once. Redis answers in
+ * order, so when the oldest command outlives its deadline, everything
+ * behind it waits too: the connection is closed (whatever was still in
+ * flight is answered STATUS_EUNAVAILABLE) and reopened with backoff.
+ * While it is down, commands fail fast with STATUS_EUNAVAILABLE; at most
+ * max_in_flight wait for replies (more: STATUS_EBUSY).
+ *
+ * Ownership: aredis_create returns a client the caller frees with
+ * aredis_free before evloop_free. A command and what its argv points to
+ * are the caller's and must stay valid until its done has run. */
+#ifndef MEMORYD_STORE_AREDIS_H
+#define MEMORYD_STORE_AREDIS_H
+
+#include <hiredis/hiredis.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "service/core/dlist.h"
+#include "service/store/evloop.h"
+
+typedef struct aredis aredis;
+typedef struct aredis_cmd aredis_cmd;
+
+typedef struct aredis_options {
+    const char *url;            /* redis_url.h */
+    int connect_timeout_ms;     /* one connection attempt */
+    int64_t default_timeout_ms; /* a command submitted without a deadline */
+    int max_in_flight;          /* commands awaiting replies; more: STATUS_EBUSY */
+} aredis_options;
+
+/* Called once per command on the loop thread: STATUS_OK with reply (not
+ * an error reply; hiredis frees it when done returns: copy what is kept),
+ * or a STATUS_E* code with the reason in q->err and reply NULL. The
+ * command is the caller's again when done returns. */
+typedef void (*aredis_done_fn)(aredis_cmd *q, int status, redisReply *reply);
+
+struct aredis_cmd {
+    /* set by the caller before aredis_submit */
+    int argc;
+    const char **argv;
+    const size_t *lens;
+    const char *what;    /* "cache lookup": errors */
+    int64_t deadline_ms; /* CLOCK_MONOTONIC ms; INT64_MAX: the client's default */
+    aredis_done_fn done;
+    void *arg;
+    /* set by aredis */
+    char err[256];
+    /* aredis's */
+    evloop_task task;
+    aredis *r;
+    int cancelled; /* set by aredis_cancel on any thread: __atomic builtins */
+};
+
+/* Starts connecting on loop (without waiting). 0 with *out, or -1 with
+ * the reason in err (a malformed URL, out of memory). */
+int aredis_create(evloop *loop, const aredis_options *o, aredis **out, char *err, size_t errlen);
+/* Answers what is in flight (STATUS_EUNAVAILABLE), closes the connection
+ * on the loop thread, waits for that, frees. From a thread other than the
+ * loop's; accepts NULL. */
+void aredis_free(aredis *r);
+
+/* Sends q (any thread; allocates nothing). */
+void aredis_submit(aredis *r, aredis_cmd *q);
+/* Asks that q end now with STATUS_ECANCELLED (any thread, before or after
+ * the submit); q stays the client's until its done has run. */
+void aredis_cancel(aredis *r, aredis_cmd *q);
+
+/* 1 while the connection is up; a racy snapshot for health and logs. */
+int aredis_connected(const aredis *r);
+
+#endif
