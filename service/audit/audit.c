@@ -374,41 +374,57 @@ static void *writer_main(void *arg) {
     return NULL;
 }
 
-int audit_write_in_tx(pgq_session *ss, rpc_call *call, char *err, size_t errlen) {
+int audit_sql_in_tx(rpc_call *call, pgq_sql *b, char *err, size_t errlen) {
     audit_note *note = note_get(call);
     audit_rec *r = note ? rec_build(call, GRPC_STATUS_OK, clock_wall_us()) : NULL;
     strbuf targets = {0};
     if (r) audit_codec_array_literal(&targets, r->targets, r->ntargets);
+    /* The statement borrows its strings until it has run: the call's
+     * arena keeps them that long. */
+    arena *a = rpc_call_arena(call);
+    const char *s[6] = {NULL};
+    if (r && !targets.oom) {
+        const char *src[6] = {r->tenant, r->principal, r->token_id,
+                              r->method, targets.p,    r->request_id};
+        for (int i = 0; i < 6; i++) s[i] = arena_strdup(a, src[i]);
+    }
     int rc = -1;
-    if (!r || targets.oom) {
+    if (!s[0] || !s[1] || !s[2] || !s[3] || !s[4] || !s[5]) {
         snprintf(err, errlen, "audit: out of memory");
     } else {
-        pgq_sql b = {0};
-        int p_time = pgq_ts(&b, r->time_us);
-        int p_tenant = pgq_text(&b, r->tenant);
-        int p_principal = pgq_text(&b, r->principal);
-        int p_token = pgq_text(&b, r->token_id);
-        int p_method = pgq_text(&b, r->method);
-        int p_targets = pgq_text_array(&b, targets.p);
-        int p_status = pgq_int4(&b, r->status);
-        int p_duration = pgq_int8(&b, r->duration_us);
-        pgq_sql_add(&b,
+        int p_time = pgq_ts(b, r->time_us);
+        int p_tenant = pgq_text(b, s[0]);
+        int p_principal = pgq_text(b, s[1]);
+        int p_token = pgq_text(b, s[2]);
+        int p_method = pgq_text(b, s[3]);
+        int p_targets = pgq_text_array(b, s[4]);
+        int p_status = pgq_int4(b, r->status);
+        int p_duration = pgq_int8(b, r->duration_us);
+        pgq_sql_add(b,
                     "INSERT INTO audit_log (" AUDIT_COPY_COLUMNS ") VALUES ($%d, $%d, $%d, $%d,"
                     " $%d, $%d, $%d, $%d, $%d)",
                     p_time, p_tenant, p_principal, p_token, p_method, p_targets, p_status,
-                    p_duration, pgq_text(&b, r->request_id));
-        PGresult *res;
-        if (pgq_exec_ok(ss, &b, "the audit row", &res) == STATUS_OK) {
-            rc = 0;
-            note->in_tx = 1;
-            PQclear(res);
-        } else {
-            snprintf(err, errlen, "audit: cannot insert the audit row: %s", ss->err);
-        }
+                    p_duration, pgq_text(b, s[5]));
+        note->in_tx = 1;
+        rc = 0;
     }
     strbuf_free(&targets);
     free(r);
     return rc;
+}
+
+int audit_write_in_tx(pgq_session *ss, rpc_call *call, char *err, size_t errlen) {
+    pgq_sql b = {0};
+    if (audit_sql_in_tx(call, &b, err, errlen) != 0) return -1;
+    PGresult *res;
+    if (pgq_exec_ok(ss, &b, "the audit row", &res) != STATUS_OK) {
+        audit_note *note = rpc_call_audit(call);
+        if (note) note->in_tx = 0;
+        snprintf(err, errlen, "audit: cannot insert the audit row: %s", ss->err);
+        return -1;
+    }
+    PQclear(res);
+    return 0;
 }
 
 /* ---- lifecycle ---- */
@@ -479,6 +495,10 @@ int audit_hook_before_commit(pgq_session *ss, void *call, char *err, size_t errl
 }
 
 void audit_hook_after_commit(void *call) { audit_committed(call); }
+
+int audit_hook_commit_sql(void *call, pgq_sql *b, char *err, size_t errlen) {
+    return audit_sql_in_tx(call, b, err, errlen);
+}
 
 int audit_flush(audit *a, int64_t deadline_ms) {
     pthread_mutex_lock(&a->qlock);

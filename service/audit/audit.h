@@ -71,12 +71,18 @@ void audit_add_target(rpc_call *call, const char *id);
  * or -1 with err (the transaction is then aborted: roll it back). Handler
  * thread only, like audit_add_target. */
 int audit_write_in_tx(pgq_session *ss, rpc_call *call, char *err, size_t errlen);
+/* The same row as a statement in b (no I/O), for a transaction that sends
+ * it itself (the event loop's writes, with COMMIT in the same round trip);
+ * its strings live in the call's arena. 0, or -1 (out of memory; err). */
+int audit_sql_in_tx(rpc_call *call, pgq_sql *b, char *err, size_t errlen);
 void audit_committed(rpc_call *call);
 
 /* The two calls above as a tier's commit hooks (pgq_commit's
  * before_commit and after_commit), arg being the rpc_call. */
 int audit_hook_before_commit(pgq_session *ss, void *call, char *err, size_t errlen);
 void audit_hook_after_commit(void *call);
+/* audit_sql_in_tx as a tier's commit_sql hook (tier_ctx.h). */
+int audit_hook_commit_sql(void *call, pgq_sql *b, char *err, size_t errlen);
 
 /* Waits until every record queued so far is written (or given up on) or
  * deadline_ms (CLOCK_MONOTONIC ms) passes. Returns 0, or -1 on timeout.

@@ -25,7 +25,7 @@ RPC_UNARY_HANDLER(entries_do_read, entries_service, Memory__V1__EntriesReadReque
     RPC_CHECK(entries_check_address(call, req->namespace_, req->key));
     RPC_CHECK(entries_check_ns_allowed(call, p, req->namespace_));
     tier_pending_call *pc =
-        tier_pending_new(call, "entries", sizeof(entries_record), render_read, &resp->base);
+        tier_pending_new(call, "entries", NULL, sizeof(entries_record), render_read, &resp->base);
     tier_async *op = pc ? entries_store_read_async(&svc->store, pc->c, req->namespace_, req->key,
                                                    pc->out, tier_pending_done, pc)
                         : NULL;
@@ -89,7 +89,7 @@ RPC_UNARY_HANDLER(entries_do_list, entries_service, Memory__V1__EntriesListReque
     RPC_CHECK(tier_page_size(call, req->page_size, &in.limit));
     in.with_values = req->with_values;
     tier_pending_call *pc =
-        tier_pending_new(call, "entries", sizeof(list_pending), render_list, &resp->base);
+        tier_pending_new(call, "entries", NULL, sizeof(list_pending), render_list, &resp->base);
     if (!pc) return rpc_call_oom(call);
     list_pending *lp = pc->out;
     RPC_CHECK(tier_page_bind(call, p, &req->base, &lp->pg));
@@ -134,7 +134,7 @@ RPC_UNARY_HANDLER(entries_do_search, entries_service, Memory__V1__EntriesSearchR
     in.limit = req->limit ? req->limit : TIER_PAGE_DEFAULT;
     in.with_values = req->with_values;
     tier_pending_call *pc =
-        tier_pending_new(call, "entries", sizeof(entries_page), render_search, &resp->base);
+        tier_pending_new(call, "entries", NULL, sizeof(entries_page), render_search, &resp->base);
     if (!pc) return rpc_call_oom(call);
     pc->arg = svc;
     tier_async *op =
@@ -158,7 +158,7 @@ RPC_UNARY_HANDLER(entries_do_stats, entries_service, Memory__V1__EntriesStatsReq
     const char *pat = req->namespace_pattern;
     RPC_CHECK(entries_check_ns_pattern(call, "namespace_pattern", &pat));
     tier_pending_call *pc =
-        tier_pending_new(call, "entries", sizeof(entries_stats), render_stats, &resp->base);
+        tier_pending_new(call, "entries", NULL, sizeof(entries_stats), render_stats, &resp->base);
     tier_async *op =
         pc ? entries_store_stats_async(&svc->store, pc->c, pat, pc->out, tier_pending_done, pc)
            : NULL;

@@ -78,6 +78,21 @@ static grpc_status_code write_pii(rpc_call *call, const entries_service *svc,
     return GRPC_STATUS_OK;
 }
 
+/* What Write answers with, until the loop thread renders it. */
+typedef struct {
+    entries_record rec;
+    int created;
+} written;
+
+static grpc_status_code render_write(tier_pending_call *pc) {
+    const written *w = pc->out;
+    Memory__V1__EntriesWriteResponse *resp = (Memory__V1__EntriesWriteResponse *)pc->resp;
+    if (!(resp->meta = tier_meta_render(pc->c->ar, &w->rec.meta))) return rpc_call_oom(pc->call);
+    resp->created = w->created;
+    return GRPC_STATUS_OK;
+}
+
+/* On the event loop: a transaction of three round trips (the store). */
 RPC_UNARY_HANDLER(entries_do_write, entries_service, Memory__V1__EntriesWriteRequest,
                   Memory__V1__EntriesWriteResponse) {
     const principal *p = authn_principal(call);
@@ -102,16 +117,21 @@ RPC_UNARY_HANDLER(entries_do_write, entries_service, Memory__V1__EntriesWriteReq
     RPC_CHECK(write_pii(call, svc, req, &in, &meta));
     RPC_CHECK(tier_check_struct(call, "metadata", meta, METADATA_MAX, &in.metadata_json));
     entries_target(call, in.ns, in.key);
-    tier_ctx c = entries_ctx(svc, call, 1);
-    entries_record rec;
-    int created = 0;
-    TIER_CHECK(call, &c, entries_store_write(&svc->store, &c, &in, &rec, &created));
-    if (!(resp->meta = tier_meta_render(rpc_call_arena(call), &rec.meta)))
-        return rpc_call_oom(call);
-    resp->created = created;
+    tier_pending_call *pc = tier_pending_new(call, "entries", svc->env->audit, sizeof(written),
+                                             render_write, &resp->base);
+    written *w = pc ? pc->out : NULL;
+    tier_async *op = w ? entries_store_write_async(&svc->store, pc->c, &in, &w->rec, &w->created,
+                                                   tier_pending_done, pc)
+                       : NULL;
+    return op ? tier_pending(call, &svc->store, op) : rpc_call_oom(call);
+}
+
+static grpc_status_code render_nothing(tier_pending_call *pc) {
+    (void)pc;
     return GRPC_STATUS_OK;
 }
 
+/* On the event loop, as Write. */
 RPC_UNARY_HANDLER(entries_do_delete, entries_service, Memory__V1__EntriesDeleteEntryRequest,
                   Memory__V1__EntriesDeleteEntryResponse) {
     int has_expected = TIER_HAS_EXPECTED(req, MEMORY__V1__ENTRIES_DELETE_ENTRY_REQUEST);
@@ -119,10 +139,13 @@ RPC_UNARY_HANDLER(entries_do_delete, entries_service, Memory__V1__EntriesDeleteE
     if (has_expected) RPC_CHECK(tier_check_expected(call, req->expected_version, TIER_EXPECT_ANY));
     RPC_CHECK(entries_check_ns_allowed(call, authn_principal(call), req->namespace_));
     entries_target(call, req->namespace_, req->key);
-    tier_ctx c = entries_ctx(svc, call, 1);
-    int rc = entries_store_delete(&svc->store, &c, req->namespace_, req->key, has_expected,
-                                  req->expected_version);
-    return tier_status(call, rc, &c);
+    tier_pending_call *pc =
+        tier_pending_new(call, "entries", svc->env->audit, 1, render_nothing, &resp->base);
+    tier_async *op =
+        pc ? entries_store_delete_async(&svc->store, pc->c, req->namespace_, req->key, has_expected,
+                                        req->expected_version, tier_pending_done, pc)
+           : NULL;
+    return op ? tier_pending(call, &svc->store, op) : rpc_call_oom(call);
 }
 
 /* ------------------------------------------------------------ Append / Replace */
@@ -204,37 +227,59 @@ static int edit_replace(void *arg, const uint8_t *v, size_t n, entries_edit_out 
     return edit_pii(e, buf, total, out, err, errlen);
 }
 
-/* The checks Append and Replace share, then the edit in the store; *meta
- * gets the record's metadata after it as the answer says it, and
- * *size_bytes (unless NULL) its size. */
-static grpc_status_code modify(rpc_call *call, entries_service *svc, const char *ns,
-                               const char *key, int has_expected, int64_t expected,
-                               entries_edit_fn edit, edit_ctx *e, Memory__V1__RecordMeta **meta,
-                               int64_t *size_bytes) {
+/* Append's or Replace's answer until the loop thread renders it: the edit
+ * (which counts what it replaced), the record after it, and where the
+ * response takes them. */
+typedef struct {
+    edit_ctx e;
+    entries_record rec;
+    Memory__V1__RecordMeta **meta;
+    int64_t *size_bytes;        /* Append's, or NULL */
+    int64_t *replacement_count; /* Replace's, or NULL */
+} modify_pending;
+
+static grpc_status_code render_modify(tier_pending_call *pc) {
+    modify_pending *m = pc->out;
+    if (!(*m->meta = tier_meta_render(pc->c->ar, &m->rec.meta))) return rpc_call_oom(pc->call);
+    if (m->size_bytes) *m->size_bytes = m->rec.size_bytes;
+    if (m->replacement_count) *m->replacement_count = m->e.count;
+    return GRPC_STATUS_OK;
+}
+
+/* The checks Append and Replace share, then the edit in the store, on the
+ * event loop (a transaction of up to three round trips); the answer goes
+ * to the fields of m's template. */
+static grpc_status_code modify(rpc_call *call, entries_service *svc, ProtobufCMessage *resp,
+                               const char *ns, const char *key, int has_expected, int64_t expected,
+                               entries_edit_fn edit, const modify_pending *tmpl) {
     const principal *p = authn_principal(call);
     if (has_expected) RPC_CHECK(tier_check_expected(call, expected, TIER_EXPECT_ANY));
     RPC_CHECK(entries_check_ns_allowed(call, p, ns));
     entries_target(call, ns, key);
-    e->a = rpc_call_arena(call);
-    e->mode = pii_policy_mode(svc->env->pii, p);
-    entries_modify_in in = {ns, key, has_expected, expected, edit, e};
-    tier_ctx c = entries_ctx(svc, call, 1);
-    entries_record rec;
-    TIER_CHECK(call, &c, entries_store_modify(&svc->store, &c, &in, &rec));
-    if (size_bytes) *size_bytes = rec.size_bytes;
-    return (*meta = tier_meta_render(rpc_call_arena(call), &rec.meta)) ? GRPC_STATUS_OK
-                                                                       : rpc_call_oom(call);
+    tier_pending_call *pc = tier_pending_new(call, "entries", svc->env->audit,
+                                             sizeof(modify_pending), render_modify, resp);
+    if (!pc) return rpc_call_oom(call);
+    modify_pending *m = pc->out;
+    *m = *tmpl;
+    m->e.a = rpc_call_arena(call);
+    m->e.mode = pii_policy_mode(svc->env->pii, p);
+    entries_modify_in in = {ns, key, has_expected, expected, edit, &m->e};
+    tier_async *op =
+        entries_store_modify_async(&svc->store, pc->c, &in, &m->rec, tier_pending_done, pc);
+    return op ? tier_pending(call, &svc->store, op) : rpc_call_oom(call);
 }
 
 RPC_UNARY_HANDLER(entries_do_append, entries_service, Memory__V1__EntriesAppendRequest,
                   Memory__V1__EntriesAppendResponse) {
     RPC_CHECK(entries_check_address(call, req->namespace_, req->key));
     RPC_CHECK(check_value(call, "value", req->value.len));
-    edit_ctx e = {0};
-    e.append = &req->value;
-    return modify(call, svc, req->namespace_, req->key,
+    modify_pending m = {0};
+    m.e.append = &req->value;
+    m.meta = &resp->meta;
+    m.size_bytes = &resp->size_bytes;
+    return modify(call, svc, &resp->base, req->namespace_, req->key,
                   TIER_HAS_EXPECTED(req, MEMORY__V1__ENTRIES_APPEND_REQUEST), req->expected_version,
-                  edit_append, &e, &resp->meta, &resp->size_bytes);
+                  edit_append, &m);
 }
 
 RPC_UNARY_HANDLER(entries_do_replace, entries_service, Memory__V1__EntriesReplaceRequest,
@@ -248,15 +293,15 @@ RPC_UNARY_HANDLER(entries_do_replace, entries_service, Memory__V1__EntriesReplac
     if (req->max_replacements < 0)
         return rpc_call_invalid(call, "max_replacements: %d; must not be negative (0 = all)",
                                 req->max_replacements);
-    edit_ctx e = {0};
-    e.find = &req->find;
-    e.replacement = &req->replacement;
-    e.max_replacements = req->max_replacements;
-    RPC_CHECK(modify(call, svc, req->namespace_, req->key,
-                     TIER_HAS_EXPECTED(req, MEMORY__V1__ENTRIES_REPLACE_REQUEST),
-                     req->expected_version, edit_replace, &e, &resp->meta, NULL));
-    resp->replacement_count = e.count;
-    return GRPC_STATUS_OK;
+    modify_pending m = {0};
+    m.e.find = &req->find;
+    m.e.replacement = &req->replacement;
+    m.e.max_replacements = req->max_replacements;
+    m.meta = &resp->meta;
+    m.replacement_count = &resp->replacement_count;
+    return modify(call, svc, &resp->base, req->namespace_, req->key,
+                  TIER_HAS_EXPECTED(req, MEMORY__V1__ENTRIES_REPLACE_REQUEST),
+                  req->expected_version, edit_replace, &m);
 }
 
 RPC_UNARY_HANDLER(entries_do_purge, entries_service, Memory__V1__EntriesPurgeExpiredRequest,

@@ -112,17 +112,16 @@ static int entries_open(tier_env *env, void **state, char *err, size_t errlen) {
 
 #define SVC "memory.v1.Entries"
 static const rpc_method methods[] = {
-    RPC_METHOD_BLOCKING(SVC, "Write", memory__v1__entries_write, "entries:write", entries_do_write),
+    RPC_METHOD_UNARY(SVC, "Write", memory__v1__entries_write, "entries:write", entries_do_write),
     RPC_METHOD_UNARY(SVC, "Read", memory__v1__entries_read, "entries:read", entries_do_read),
     RPC_METHOD_UNARY(SVC, "List", memory__v1__entries_list, "entries:read", entries_do_list),
     RPC_METHOD_UNARY(SVC, "Search", memory__v1__entries_search, "entries:read", entries_do_search),
-    RPC_METHOD_BLOCKING(SVC, "DeleteEntry", memory__v1__entries_delete_entry, "entries:write",
-                        entries_do_delete),
+    RPC_METHOD_UNARY(SVC, "DeleteEntry", memory__v1__entries_delete_entry, "entries:write",
+                     entries_do_delete),
     RPC_METHOD_UNARY(SVC, "Stats", memory__v1__entries_stats, "entries:read", entries_do_stats),
-    RPC_METHOD_BLOCKING(SVC, "Append", memory__v1__entries_append, "entries:write",
-                        entries_do_append),
-    RPC_METHOD_BLOCKING(SVC, "Replace", memory__v1__entries_replace, "entries:write",
-                        entries_do_replace),
+    RPC_METHOD_UNARY(SVC, "Append", memory__v1__entries_append, "entries:write", entries_do_append),
+    RPC_METHOD_UNARY(SVC, "Replace", memory__v1__entries_replace, "entries:write",
+                     entries_do_replace),
     RPC_METHOD_BLOCKING(SVC, "PurgeExpired", memory__v1__entries_purge_expired, "admin",
                         entries_do_purge),
 };

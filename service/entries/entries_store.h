@@ -81,9 +81,13 @@ typedef struct entries_write_in {
  * label is above the caller's clr; STATUS_ECONFLICT on a version mismatch
  * (expected 0 = must not exist). A concurrent create of the same key is
  * waited for and the write then re-evaluated as a replace. *created tells
- * which happened; *out gets the stored metadata (no value). */
-int entries_store_write(entries_store *s, tier_ctx *c, const entries_write_in *in,
-                        entries_record *out, int *created);
+ * which happened; *out gets the stored metadata (no value). On the
+ * event loop, as the reads below (in is copied; out and created live in
+ * c's arena): the row lock, the write, then the audit row with COMMIT, a
+ * round trip each. */
+tier_async *entries_store_write_async(entries_store *s, tier_ctx *c, const entries_write_in *in,
+                                      entries_record *out, int *created, tier_async_done_fn done,
+                                      void *arg);
 
 /* ---- Read ---- */
 
@@ -149,9 +153,11 @@ tier_async *entries_store_search_async(entries_store *s, tier_ctx *c, const entr
 /* ---- Delete ---- */
 
 /* Deletes a live entry. STATUS_ENOTFOUND when absent or expired;
- * STATUS_EDENIED as for write; STATUS_ECONFLICT on a version mismatch. */
-int entries_store_delete(entries_store *s, tier_ctx *c, const char *ns, const char *key,
-                         int has_expected, int64_t expected_version);
+ * STATUS_EDENIED as for write; STATUS_ECONFLICT on a version mismatch. On
+ * the event loop, as Write. */
+tier_async *entries_store_delete_async(entries_store *s, tier_ctx *c, const char *ns,
+                                       const char *key, int has_expected, int64_t expected_version,
+                                       tier_async_done_fn done, void *arg);
 
 /* ---- Append / Replace ---- */
 
@@ -186,8 +192,8 @@ typedef struct entries_modify_in {
  * Everything else is kept; the label is stamped max(lvl, existing). *out
  * gets the metadata after the call (unchanged when the edit changed
  * nothing; then no before_commit hook runs). */
-int entries_store_modify(entries_store *s, tier_ctx *c, const entries_modify_in *in,
-                         entries_record *out);
+tier_async *entries_store_modify_async(entries_store *s, tier_ctx *c, const entries_modify_in *in,
+                                       entries_record *out, tier_async_done_fn done, void *arg);
 
 /* ---- PurgeExpired ---- */
 

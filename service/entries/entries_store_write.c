@@ -11,25 +11,21 @@
 
 /* ------------------------------------------------------------ row lock */
 
-/* Locks (ns, key): *row says whether a row is there (live or expired) and
- * its owner, label and version; *live whether it has not expired. begin:
- * the transaction starts with the lock, in the same round trip. */
-static int lock_entry(pgq_session *ss, tier_ctx *c, const char *ns, const char *key, int begin,
-                      tier_row *row, int *live) {
-    pgq_sql b = {0};
-    pgq_sql_add(&b,
+/* The row lock of (ns, key) (owner, label, version, live). */
+static void lock_sql(pgq_sql *b, const tier_ctx *c, const char *ns, const char *key) {
+    pgq_sql_add(b,
                 "SELECT owner, label, version, (expires_at IS NULL OR expires_at > now())"
                 " FROM entries WHERE tenant = $%d AND namespace = $%d AND key = $%d FOR UPDATE",
-                pgq_text(&b, principal_tenant(c->p)), pgq_text(&b, ns), pgq_text(&b, key));
-    PGresult *r;
-    int rc = tier_sql_lock(ss, c, &b, begin, row, &r);
-    if (rc != STATUS_OK) return rc;
+                pgq_text(b, principal_tenant(c->p)), pgq_text(b, ns), pgq_text(b, key));
+}
+
+/* Its answer: *row says whether a row is there (live or expired) and its
+ * owner, label and version; *live whether it has not expired. */
+static int lock_result(tier_ctx *c, const PGresult *r, tier_row *row, int *live) {
+    int rc = tier_sql_lock_row(c, r, row);
     *live = 0;
-    if (row->exists) {
-        int ok = pgq_col_bool(r, 0, 3, live) == 0;
-        if (!ok) rc = tier_fail(c, STATUS_EINTERNAL, "unexpected row-lock result");
-    }
-    PQclear(r);
+    if (rc == STATUS_OK && row->exists && pgq_col_bool(r, 0, 3, live) != 0)
+        rc = tier_fail(c, STATUS_EINTERNAL, "unexpected row-lock result");
     return rc;
 }
 
@@ -109,97 +105,132 @@ static void write_sql(pgq_sql *b, const tier_ctx *c, const write_plan *w, const 
                 p_tenant, p_ns, p_key);
 }
 
-static int write_entry(pgq_session *ss, tier_ctx *c, void *arg) {
-    write_plan *w = arg;
-    const entries_write_in *in = w->in;
-    for (int race = 0; race < MAX_CREATE_RACES; race++) {
+/* A Write on the event loop: the row lock (starting the transaction), the
+ * INSERT or UPDATE, then the audit row and COMMIT; a lost create race
+ * (the INSERT found the row another transaction had just committed) locks
+ * and decides again. */
+typedef struct {
+    write_plan w;
+    int wrote; /* the write's answer is next (else the row lock's) */
+    int live;  /* of the locked row */
+    int races;
+} write_op;
+
+static int decode_write(tier_async *op, const PGresult *r) {
+    write_op *a = op->arg;
+    tier_ctx *c = op->c;
+    const entries_write_in *in = a->w.in;
+    if (!a->wrote) {
         tier_row row;
-        int live;
-        int rc = lock_entry(ss, c, in->ns, in->key, race == 0, &row, &live);
+        int rc = lock_result(c, r, &row, &a->live);
         if (rc != STATUS_OK) return rc;
-        tier_row cur = as_live(&row, live);
+        tier_row cur = as_live(&row, a->live);
         if ((rc = tier_may_write(c, &cur, in->has_expected, in->expected_version, "entry",
-                                 w->id)) != STATUS_OK)
+                                 a->w.id)) != STATUS_OK)
             return rc;
-        int label = principal_stamp_label(c->p, in->label, live ? row.label : 0);
-        pgq_sql b = {0};
-        write_sql(&b, c, w, &row, live, label);
-        PGresult *r;
-        if ((rc = pgq_exec_ok(ss, &b, "write", &r)) != STATUS_OK) return rc;
-        if (PQntuples(r) == 0) {
-            /* Lost a create race: the other transaction has committed its
-             * row (ON CONFLICT waited for it); lock and re-evaluate. */
-            PQclear(r);
-            continue;
-        }
-        rc = entries_decode_row(c, r, 0, 0, w->out);
-        PQclear(r);
-        if (rc != STATUS_OK) return rc;
-        *w->created = !live;
-        return tier_sql_commit(ss, c);
+        int label = principal_stamp_label(c->p, in->label, a->live ? row.label : 0);
+        write_sql(tier_async_next(op, "write", NULL), c, &a->w, &row, a->live, label);
+        a->wrote = 1;
+        return TIER_NEXT;
     }
-    return tier_fail(c, STATUS_ECONFLICT, "entry %s is being created concurrently; retry", w->id);
+    if (PQntuples(r) == 0) {
+        if (++a->races >= MAX_CREATE_RACES)
+            return tier_fail(c, STATUS_ECONFLICT, "entry %s is being created concurrently; retry",
+                             a->w.id);
+        lock_sql(tier_async_next(op, "row lock", NULL), c, in->ns, in->key);
+        a->wrote = 0;
+        return TIER_NEXT;
+    }
+    int rc = entries_decode_row(c, r, 0, 0, a->w.out);
+    if (rc != STATUS_OK) return rc;
+    *a->w.created = !a->live;
+    return tier_async_commit(op);
 }
 
-int entries_store_write(entries_store *s, tier_ctx *c, const entries_write_in *in,
-                        entries_record *out, int *created) {
-    write_plan w = {0};
-    w.in = in;
-    w.out = out;
-    w.created = created;
-    int rc = entries_compress(c, in->value, in->value_len, &w.stored, &w.stored_len, &w.compressed);
-    if (rc != STATUS_OK) return rc;
-    w.id = arena_printf(c->ar, "%s/%s", in->ns, in->key);
-    w.search_text = entries_search_source(c->ar, in->key, in->value, in->value_len);
-    w.tags_lit = pgq_array_literal(c->ar, in->tags, in->ntags);
-    w.pii_lit = pgq_array_literal(c->ar, in->pii_kinds, in->npii);
-    if (!w.id || !w.search_text || !w.tags_lit || !w.pii_lit)
-        return tier_fail(c, STATUS_ENOMEM, "out of memory");
-    return entries_run(s, c, write_entry, &w);
+tier_async *entries_store_write_async(entries_store *s, tier_ctx *c, const entries_write_in *in,
+                                      entries_record *out, int *created, tier_async_done_fn done,
+                                      void *arg) {
+    (void)s;
+    write_op a = {0};
+    a.w.in = arena_alloc(c->ar, sizeof *in);
+    if (!a.w.in) return NULL;
+    *(entries_write_in *)a.w.in = *in;
+    a.w.out = out;
+    a.w.created = created;
+    tier_async *op = tier_async_new(c, "row lock", decode_write, &a, sizeof a, done, arg);
+    if (!op) return NULL;
+    write_plan *w = &((write_op *)op->arg)->w;
+    int rc =
+        entries_compress(c, in->value, in->value_len, &w->stored, &w->stored_len, &w->compressed);
+    if (rc == STATUS_OK) {
+        w->id = arena_printf(c->ar, "%s/%s", in->ns, in->key);
+        w->search_text = entries_search_source(c->ar, in->key, in->value, in->value_len);
+        w->tags_lit = pgq_array_literal(c->ar, in->tags, in->ntags);
+        w->pii_lit = pgq_array_literal(c->ar, in->pii_kinds, in->npii);
+        if (!w->id || !w->search_text || !w->tags_lit || !w->pii_lit)
+            rc = tier_fail(c, STATUS_ENOMEM, "out of memory");
+    }
+    if (rc == STATUS_OK) {
+        tier_async_begin(op, "BEGIN");
+        lock_sql(&op->sql, c, in->ns, in->key);
+    }
+    return tier_async_built(op, rc);
 }
 
 /* ------------------------------------------------------------ DeleteEntry */
 
+/* A DeleteEntry on the event loop: the row lock, then the DELETE, the
+ * audit row and COMMIT. */
 typedef struct {
     const char *ns, *key, *id;
     int has_expected;
     int64_t expected;
-} delete_args;
+    int deleted; /* the DELETE's answer is next */
+} delete_op;
 
-static int delete_entry(pgq_session *ss, tier_ctx *c, void *arg) {
-    delete_args *a = arg;
+static int decode_delete(tier_async *op, const PGresult *r) {
+    delete_op *a = op->arg;
+    tier_ctx *c = op->c;
+    if (a->deleted) return tier_async_commit(op);
     tier_row row;
     int live;
-    int rc = lock_entry(ss, c, a->ns, a->key, 1, &row, &live);
+    int rc = lock_result(c, r, &row, &live);
     if (rc != STATUS_OK) return rc;
     if (!live) return tier_fail(c, STATUS_ENOTFOUND, "entry %s not found", a->id);
     if ((rc = tier_may_write(c, &row, a->has_expected, a->expected, "entry", a->id)) != STATUS_OK)
         return rc;
-    pgq_sql b = {0};
-    pgq_sql_add(&b, "DELETE FROM entries WHERE tenant = $%d AND namespace = $%d AND key = $%d",
-                pgq_text(&b, principal_tenant(c->p)), pgq_text(&b, a->ns), pgq_text(&b, a->key));
-    PGresult *r;
-    if ((rc = pgq_exec_ok(ss, &b, "delete", &r)) != STATUS_OK) return rc;
-    PQclear(r);
-    return tier_sql_commit(ss, c);
+    pgq_sql *b = tier_async_next(op, "delete", NULL);
+    pgq_sql_add(b, "DELETE FROM entries WHERE tenant = $%d AND namespace = $%d AND key = $%d",
+                pgq_text(b, principal_tenant(c->p)), pgq_text(b, a->ns), pgq_text(b, a->key));
+    a->deleted = 1;
+    return TIER_NEXT;
 }
 
-int entries_store_delete(entries_store *s, tier_ctx *c, const char *ns, const char *key,
-                         int has_expected, int64_t expected_version) {
-    delete_args a = {ns, key, arena_printf(c->ar, "%s/%s", ns, key), has_expected,
-                     expected_version};
-    if (!a.id) return tier_fail(c, STATUS_ENOMEM, "out of memory");
-    return entries_run(s, c, delete_entry, &a);
+tier_async *entries_store_delete_async(entries_store *s, tier_ctx *c, const char *ns,
+                                       const char *key, int has_expected, int64_t expected_version,
+                                       tier_async_done_fn done, void *arg) {
+    (void)s;
+    delete_op a = {ns, key, arena_printf(c->ar, "%s/%s", ns, key), has_expected, expected_version,
+                   0};
+    tier_async *op =
+        a.id ? tier_async_new(c, "row lock", decode_delete, &a, sizeof a, done, arg) : NULL;
+    if (!op) return NULL;
+    tier_async_begin(op, "BEGIN");
+    lock_sql(&op->sql, c, ns, key);
+    return op;
 }
 
 /* ------------------------------------------------------------ Append / Replace */
 
+/* An Append/Replace on the event loop: the row with its value, locked;
+ * the edit (here, on the loop thread); the UPDATE; the audit row and
+ * COMMIT. An edit that changes nothing rolls the lock back. */
 typedef struct {
-    entries_store *s;
-    const entries_modify_in *in;
+    entries_modify_in in;
     const char *id;
     entries_record *out;
-} modify_args;
+    int updated; /* the UPDATE's answer is next (else the row lock's) */
+} modify_op;
 
 /* pii_kinds describe the whole record: the old kinds and the new ones. */
 static const char **merge_kinds(arena *ar, const entries_record *cur, const entries_edit_out *e,
@@ -217,22 +248,52 @@ static const char **merge_kinds(arena *ar, const entries_record *cur, const entr
     return kinds;
 }
 
-static int modify_entry(pgq_session *ss, tier_ctx *c, void *arg) {
-    modify_args *a = arg;
-    const entries_modify_in *in = a->in;
-    pgq_sql b = {0};
-    pgq_sql_add(&b,
-                "SELECT " ENTRIES_COLS ", value, (expires_at IS NULL OR expires_at > now())"
-                " FROM entries WHERE tenant = $%d AND namespace = $%d AND key = $%d FOR UPDATE",
-                pgq_text(&b, principal_tenant(c->p)), pgq_text(&b, in->ns), pgq_text(&b, in->key));
-    PGresult *r;
-    int rc = pgq_pipeline(ss, "row lock", "BEGIN", &b, 0, &r);
+/* The UPDATE of the edit's result into the locked row cur. */
+static int update_sql(pgq_sql *b, tier_ctx *c, const modify_op *a, const entries_record *cur,
+                      const entries_edit_out *e) {
+    const entries_modify_in *in = &a->in;
+    if (e->value_len > ENTRIES_VALUE_MAX)
+        return tier_fail(c, STATUS_ETOOBIG, "the new value of %s would be %zu bytes; at most %d",
+                         a->id, e->value_len, ENTRIES_VALUE_MAX);
+    const uint8_t *stored;
+    size_t stored_len, nk = 0;
+    int compressed;
+    int rc = entries_compress(c, e->value, e->value_len, &stored, &stored_len, &compressed);
     if (rc != STATUS_OK) return rc;
+    const char **kinds = merge_kinds(c->ar, cur, e, &nk);
+    const char *kinds_lit = kinds ? pgq_array_literal(c->ar, kinds, nk) : NULL;
+    const char *search = entries_search_source(c->ar, in->key, e->value, e->value_len);
+    if (!kinds_lit || !search) return tier_fail(c, STATUS_ENOMEM, "out of memory");
+    int p_label = pgq_int4(b, principal_stamp_label(c->p, 0, cur->meta.label));
+    int p_value = pgq_bytes(b, stored, stored_len);
+    int p_comp = pgq_bool(b, compressed);
+    int p_size = pgq_int8(b, (int64_t)e->value_len);
+    int p_search = pgq_text(b, search);
+    int p_pii = pgq_text_array(b, kinds_lit);
+    pgq_sql_add(b,
+                "UPDATE entries SET label = $%d, value = $%d, compressed = $%d, size_bytes = $%d,"
+                " search_text = lower($%d COLLATE \"und-x-icu\"), pii_kinds = $%d,"
+                " version = version + 1, updated_at = now()"
+                " WHERE tenant = $%d AND namespace = $%d AND key = $%d RETURNING " ENTRIES_COLS,
+                p_label, p_value, p_comp, p_size, p_search, p_pii,
+                pgq_text(b, principal_tenant(c->p)), pgq_text(b, in->ns), pgq_text(b, in->key));
+    return STATUS_OK;
+}
+
+static int decode_modify(tier_async *op, const PGresult *r) {
+    modify_op *a = op->arg;
+    tier_ctx *c = op->c;
+    const entries_modify_in *in = &a->in;
+    if (a->updated) {
+        int rc = PQntuples(r) == 1
+                     ? entries_decode_row(c, r, 0, 0, a->out)
+                     : tier_fail(c, STATUS_EINTERNAL, "update of %s changed no row", a->id);
+        return rc != STATUS_OK ? rc : tier_async_commit(op);
+    }
     entries_record cur;
     int live = 0;
     if (PQntuples(r) == 1 && pgq_col_bool(r, 0, ECOL_VALUE + 1, &live) != 0) live = 0;
-    rc = live ? entries_decode_row(c, r, 0, 1, &cur) : STATUS_OK;
-    PQclear(r);
+    int rc = live ? entries_decode_row(c, r, 0, 1, &cur) : STATUS_OK;
     if (rc != STATUS_OK) return rc;
     if (!live) return tier_fail(c, STATUS_ENOTFOUND, "entry %s not found", a->id);
     tier_row row = {1, cur.meta.owner, cur.meta.label, cur.meta.version};
@@ -249,48 +310,28 @@ static int modify_entry(pgq_session *ss, tier_ctx *c, void *arg) {
     cur.value_len = 0;
     if (!e.changed) {
         *a->out = cur;
-        return STATUS_OK; /* the session rolls the (lock-only) transaction back */
+        return STATUS_OK; /* the kit rolls the (lock-only) transaction back */
     }
-    if (e.value_len > ENTRIES_VALUE_MAX)
-        return tier_fail(c, STATUS_ETOOBIG, "the new value of %s would be %zu bytes; at most %d",
-                         a->id, e.value_len, ENTRIES_VALUE_MAX);
-    const uint8_t *stored;
-    size_t stored_len, nk = 0;
-    int compressed;
-    if ((rc = entries_compress(c, e.value, e.value_len, &stored, &stored_len, &compressed)) !=
-        STATUS_OK)
+    if ((rc = update_sql(tier_async_next(op, "update", NULL), c, a, &cur, &e)) != STATUS_OK)
         return rc;
-    const char **kinds = merge_kinds(c->ar, &cur, &e, &nk);
-    const char *kinds_lit = kinds ? pgq_array_literal(c->ar, kinds, nk) : NULL;
-    const char *search = entries_search_source(c->ar, in->key, e.value, e.value_len);
-    if (!kinds_lit || !search) return tier_fail(c, STATUS_ENOMEM, "out of memory");
-    pgq_sql ub = {0};
-    int p_label = pgq_int4(&ub, principal_stamp_label(c->p, 0, cur.meta.label));
-    int p_value = pgq_bytes(&ub, stored, stored_len);
-    int p_comp = pgq_bool(&ub, compressed);
-    int p_size = pgq_int8(&ub, (int64_t)e.value_len);
-    int p_search = pgq_text(&ub, search);
-    int p_pii = pgq_text_array(&ub, kinds_lit);
-    pgq_sql_add(&ub,
-                "UPDATE entries SET label = $%d, value = $%d, compressed = $%d, size_bytes = $%d,"
-                " search_text = lower($%d COLLATE \"und-x-icu\"), pii_kinds = $%d,"
-                " version = version + 1, updated_at = now()"
-                " WHERE tenant = $%d AND namespace = $%d AND key = $%d RETURNING " ENTRIES_COLS,
-                p_label, p_value, p_comp, p_size, p_search, p_pii,
-                pgq_text(&ub, principal_tenant(c->p)), pgq_text(&ub, in->ns),
-                pgq_text(&ub, in->key));
-    if ((rc = pgq_exec_ok(ss, &ub, "update", &r)) != STATUS_OK) return rc;
-    rc = PQntuples(r) == 1 ? entries_decode_row(c, r, 0, 0, a->out)
-                           : tier_fail(c, STATUS_EINTERNAL, "update of %s changed no row", a->id);
-    PQclear(r);
-    return rc != STATUS_OK ? rc : tier_sql_commit(ss, c);
+    a->updated = 1;
+    return TIER_NEXT;
 }
 
-int entries_store_modify(entries_store *s, tier_ctx *c, const entries_modify_in *in,
-                         entries_record *out) {
-    modify_args a = {s, in, arena_printf(c->ar, "%s/%s", in->ns, in->key), out};
-    if (!a.id) return tier_fail(c, STATUS_ENOMEM, "out of memory");
-    return entries_run(s, c, modify_entry, &a);
+tier_async *entries_store_modify_async(entries_store *s, tier_ctx *c, const entries_modify_in *in,
+                                       entries_record *out, tier_async_done_fn done, void *arg) {
+    (void)s;
+    modify_op a = {*in, arena_printf(c->ar, "%s/%s", in->ns, in->key), out, 0};
+    tier_async *op =
+        a.id ? tier_async_new(c, "row lock", decode_modify, &a, sizeof a, done, arg) : NULL;
+    if (!op) return NULL;
+    tier_async_begin(op, "BEGIN");
+    pgq_sql *b = &op->sql;
+    pgq_sql_add(b,
+                "SELECT " ENTRIES_COLS ", value, (expires_at IS NULL OR expires_at > now())"
+                " FROM entries WHERE tenant = $%d AND namespace = $%d AND key = $%d FOR UPDATE",
+                pgq_text(b, principal_tenant(c->p)), pgq_text(b, in->ns), pgq_text(b, in->key));
+    return op;
 }
 
 /* ------------------------------------------------------------ PurgeExpired */

@@ -86,7 +86,7 @@ static grpc_status_code render_entity(tier_pending_call *pc) {
 static grpc_status_code get_entity_pending(rpc_call *call, global_service *svc, const char *id,
                                            Memory__V1__GetEntityResponse *resp) {
     tier_pending_call *pc =
-        tier_pending_new(call, "global", sizeof(global_entity), render_entity, &resp->base);
+        tier_pending_new(call, "global", NULL, sizeof(global_entity), render_entity, &resp->base);
     tier_async *op =
         pc ? global_get_entity_async(&svc->store, pc->c, id, pc->out, tier_pending_done, pc) : NULL;
     return op ? tier_pending(call, &svc->store, op) : rpc_call_oom(call);
@@ -246,7 +246,7 @@ RPC_UNARY_HANDLER(global_do_query_entities, global_service, Memory__V1__QueryEnt
     RPC_CHECK(tier_page_size(call, req->page_size, &in.limit));
     RPC_CHECK(ordering(call, req, &in));
     tier_pending_call *pc =
-        tier_pending_new(call, "global", sizeof(query_pending), render_query, &resp->base);
+        tier_pending_new(call, "global", NULL, sizeof(query_pending), render_query, &resp->base);
     if (!pc) return rpc_call_oom(call);
     query_pending *qp = pc->out;
     RPC_CHECK(tier_page_bind(call, authn_principal(call), &req->base, &qp->pg));

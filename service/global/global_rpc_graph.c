@@ -133,8 +133,8 @@ RPC_UNARY_HANDLER(global_do_traverse, global_service, Memory__V1__TraverseReques
                   Memory__V1__TraverseResponse) {
     global_traverse_in in = {0};
     RPC_CHECK(traverse_in(call, svc, req, &in));
-    tier_pending_call *pc =
-        tier_pending_new(call, "global", sizeof(global_traverse_out), render_traverse, &resp->base);
+    tier_pending_call *pc = tier_pending_new(call, "global", NULL, sizeof(global_traverse_out),
+                                             render_traverse, &resp->base);
     tier_async *op =
         pc ? global_traverse_async(&svc->store, pc->c, &in, pc->out, tier_pending_done, pc) : NULL;
     return op ? tier_pending(call, &svc->store, op) : rpc_call_oom(call);

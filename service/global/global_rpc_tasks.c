@@ -116,7 +116,7 @@ RPC_UNARY_HANDLER(global_do_list_tasks, global_service, Memory__V1__ListTasksReq
     RPC_CHECK(tier_page_size(call, req->page_size, &in.limit));
     RPC_CHECK(tier_check_time_range(call, "time_range", req->time_range, &tr));
     tier_pending_call *pc =
-        tier_pending_new(call, "global", sizeof(tasks_pending), render_tasks, &resp->base);
+        tier_pending_new(call, "global", NULL, sizeof(tasks_pending), render_tasks, &resp->base);
     if (!pc) return rpc_call_oom(call);
     tasks_pending *tp = pc->out;
     RPC_CHECK(tier_page_bind(call, authn_principal(call), &req->base, &tp->pg));

@@ -13,6 +13,7 @@ tier_ctx tier_ctx_for(rpc_call *call, const char *tier, audit *write_audit) {
     if (write_audit) {
         c.before_commit = audit_hook_before_commit;
         c.after_commit = audit_hook_after_commit;
+        c.commit_sql = audit_hook_commit_sql;
         c.hook_arg = call;
     }
     return c;
@@ -33,7 +34,8 @@ void tier_target(rpc_call *call, const char *fmt, ...) {
 
 /* ---- a call answered from the event loop ---- */
 
-tier_pending_call *tier_pending_new(rpc_call *call, const char *tier, size_t out_size,
+tier_pending_call *tier_pending_new(rpc_call *call, const char *tier, audit *write_audit,
+                                    size_t out_size,
                                     grpc_status_code (*render)(tier_pending_call *pc),
                                     ProtobufCMessage *resp) {
     arena *a = rpc_call_arena(call);
@@ -41,7 +43,7 @@ tier_pending_call *tier_pending_new(rpc_call *call, const char *tier, size_t out
     tier_ctx *c = pc ? arena_alloc(a, sizeof *c) : NULL;
     void *out = c ? arena_zalloc(a, out_size ? out_size : 1) : NULL;
     if (!out) return NULL;
-    *c = tier_ctx_for(call, tier, NULL);
+    *c = tier_ctx_for(call, tier, write_audit);
     *pc = (tier_pending_call){call, c, out, resp, NULL, render};
     return pc;
 }

@@ -36,7 +36,7 @@ void tier_target(rpc_call *call, const char *fmt, ...) __attribute__((format(pri
 
 /* A pending call and what its store answers into, in the call's arena (a
  * pending call outlives its handler's frame):
- *     tier_pending_call *pc = tier_pending_new(call, "global", sizeof(global_entity),
+ *     tier_pending_call *pc = tier_pending_new(call, "global", NULL, NULL, sizeof(global_entity),
  *                                              render_entity, &resp->base);
  *     tier_async *op = global_get_entity_async(&svc->store, pc->c, id, pc->out,
  *                                              tier_pending_done, pc);
@@ -44,7 +44,7 @@ void tier_target(rpc_call *call, const char *fmt, ...) __attribute__((format(pri
 typedef struct tier_pending_call tier_pending_call;
 struct tier_pending_call {
     rpc_call *call;
-    tier_ctx *c;            /* tier_ctx_for's context, for reads (no audit hooks) */
+    tier_ctx *c;            /* tier_ctx_for's context (audit hooks for writes) */
     void *out;              /* zeroed room for the store's result */
     ProtobufCMessage *resp; /* the handler's response */
     void *arg;              /* the handler's (its service, its page) */
@@ -53,8 +53,10 @@ struct tier_pending_call {
      * handler returns it (RPC_CHECK, TIER_CHECK and rpc_call_oom work). */
     grpc_status_code (*render)(tier_pending_call *pc);
 };
-/* NULL when out of memory. */
-tier_pending_call *tier_pending_new(rpc_call *call, const char *tier, size_t out_size,
+/* write_audit: as tier_ctx_for's (the audit row goes in the write's
+ * transaction); NULL for reads. NULL when out of memory. */
+tier_pending_call *tier_pending_new(rpc_call *call, const char *tier, audit *write_audit,
+                                    size_t out_size,
                                     grpc_status_code (*render)(tier_pending_call *pc),
                                     ProtobufCMessage *resp);
 /* The store's done for a tier_pending_call (arg): renders on STATUS_OK,

@@ -20,6 +20,7 @@
 /* Runs inside a write's transaction just before COMMIT (pgq_commit's
  * before_commit; the session's statements may run in it). */
 struct pgq_session;
+struct pgq_sql;
 typedef int (*tier_before_commit_fn)(struct pgq_session *ss, void *arg, char *err, size_t errlen);
 
 typedef struct tier_ctx {
@@ -34,6 +35,10 @@ typedef struct tier_ctx {
     tier_before_commit_fn before_commit;
     void (*after_commit)(void *arg);
     void *hook_arg;
+    /* The event loop's writes (tier_async_commit): builds the statement
+     * (the audit row) sent with COMMIT in one round trip, instead of
+     * before_commit; 0, or -1 with err. NULL: none. */
+    int (*commit_sql)(void *arg, struct pgq_sql *b, char *err, size_t errlen);
     char err[512];
 } tier_ctx;
 

@@ -35,6 +35,19 @@ void tier_sql_read_diode(pgq_sql *b, const tier_ctx *c, const char *alias) {
         pgq_sql_add(b, " AND %s%sowner = $%d", a, dot, pgq_text(b, principal_sub(c->p)));
 }
 
+int tier_sql_lock_row(tier_ctx *c, const PGresult *r, tier_row *row) {
+    memset(row, 0, sizeof *row);
+    if (PQntuples(r) == 0) return STATUS_OK;
+    int64_t label;
+    row->owner = pgq_col_str(c->ar, r, 0, 0);
+    if (!row->owner || pgq_col_int(r, 0, 1, &label) != 0 ||
+        pgq_col_int(r, 0, 2, &row->version) != 0)
+        return tier_fail(c, STATUS_EINTERNAL, "unexpected row-lock result");
+    row->exists = 1;
+    row->label = (int)label;
+    return STATUS_OK;
+}
+
 int tier_sql_lock(pgq_session *ss, tier_ctx *c, const pgq_sql *sql, int begin, tier_row *row,
                   PGresult **res) {
     memset(row, 0, sizeof *row);
@@ -43,16 +56,9 @@ int tier_sql_lock(pgq_session *ss, tier_ctx *c, const pgq_sql *sql, int begin, t
     int rc = begin ? pgq_pipeline(ss, "row lock", "BEGIN", sql, 0, &r)
                    : pgq_exec_ok(ss, sql, "row lock", &r);
     if (rc != STATUS_OK) return rc;
-    if (PQntuples(r) > 0) {
-        int64_t label;
-        row->owner = pgq_col_str(c->ar, r, 0, 0);
-        if (!row->owner || pgq_col_int(r, 0, 1, &label) != 0 ||
-            pgq_col_int(r, 0, 2, &row->version) != 0) {
-            PQclear(r);
-            return tier_fail(c, STATUS_EINTERNAL, "unexpected row-lock result");
-        }
-        row->exists = 1;
-        row->label = (int)label;
+    if ((rc = tier_sql_lock_row(c, r, row)) != STATUS_OK) {
+        PQclear(r);
+        return rc;
     }
     if (res) *res = r;
     else PQclear(r);
@@ -77,6 +83,13 @@ static void async_done(apg_query *q, int status, PGresult *res) {
         op->done(op->done_arg, op->rollback_rc);
         return;
     }
+    if (op->committing) { /* the audit row and COMMIT: no decode */
+        PQclear(res);
+        if (status != STATUS_OK) snprintf(op->c->err, sizeof op->c->err, "%s", q->err);
+        else if (op->c->after_commit) op->c->after_commit(op->c->hook_arg);
+        op->done(op->done_arg, status);
+        return;
+    }
     if (status != STATUS_OK) snprintf(op->c->err, sizeof op->c->err, "%s", q->err);
     else status = op->decode(op, res);
     PQclear(res);
@@ -95,6 +108,21 @@ static void async_done(apg_query *q, int status, PGresult *res) {
         return;
     }
     op->done(op->done_arg, status);
+}
+
+int tier_async_commit(tier_async *op) {
+    tier_ctx *c = op->c;
+    pgq_sql *b = tier_async_next(op, "commit", "COMMIT");
+    if (c->commit_sql) {
+        char why[256] = "";
+        if (c->commit_sql(c->hook_arg, b, why, sizeof why) != 0)
+            return tier_fail(c, STATUS_EUNAVAILABLE, "cannot record the audit row: %s", why);
+    } else {
+        /* Nothing to add: the statement is a no-op ahead of COMMIT. */
+        pgq_sql_add(b, "SELECT 1");
+    }
+    op->committing = 1;
+    return TIER_NEXT;
 }
 
 void tier_async_begin(tier_async *op, const char *begin) {

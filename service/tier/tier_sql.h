@@ -54,6 +54,9 @@ void tier_sql_read_diode(pgq_sql *b, const tier_ctx *c, const char *alias);
  * gets the result (for the extra columns), which the caller PQclears. */
 int tier_sql_lock(pgq_session *ss, tier_ctx *c, const pgq_sql *sql, int begin, tier_row *row,
                   PGresult **res);
+/* The row-lock statement's first row into *row (exists = 0 when none), as
+ * tier_sql_lock decodes it: for the event loop's writes. */
+int tier_sql_lock_row(tier_ctx *c, const PGresult *r, tier_row *row);
 
 /* ---- one statement on the event loop (rpc.h's execution model) ----
  *
@@ -82,6 +85,7 @@ struct tier_async {
     const tier_store *store; /* set by the submit */
     int rolling_back;        /* ending a transaction a decode failed in: */
     int rollback_rc;         /* the code done gets once the ROLLBACK ran */
+    int committing;          /* tier_async_commit's statement is running */
 };
 /* A zeroed op for c in c's arena; what names it in errors ("get entity").
  * The store's arguments (size bytes at args) are copied into the arena:
@@ -102,6 +106,12 @@ void tier_async_begin(tier_async *op, const char *begin);
  * errors; after: a command ending the transaction in the same round trip
  * ("COMMIT"), or NULL to keep it open for one more. */
 pgq_sql *tier_async_next(tier_async *op, const char *what, const char *after);
+/* From a write's decode, once its changes are sent: the transaction's
+ * last round trip, c's commit_sql statement (the audit row) and COMMIT;
+ * when it has committed the kit runs c's after_commit, then done with
+ * STATUS_OK (decode does not see it). Returns TIER_NEXT for decode to
+ * return, or a code (err set) when the audit row cannot be built. */
+int tier_async_commit(tier_async *op);
 
 /* What a store's statement builder returns when it knows no row can
  * match (a namespace pattern outside the token's globs): nothing to send. */

@@ -23,6 +23,16 @@ TEST_F(EntriesTest, AWriteBlockedPastItsDeadlineEndsAndFreesItsConnection) {
   // Let every server-side deadline pass (grpc-timeout is rounded up) before
   // the lock goes: none of the timed-out writes may then commit.
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  // Nor is any of them still waiting for the row in PostgreSQL: their
+  // connections were closed (the server notices within 100 ms).
+  int waiting = -1;
+  for (int i = 0; i < 100 && waiting != 0; i++) {
+    waiting = Count(
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+        " AND wait_event_type = 'Lock'");
+    if (waiting != 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(0, waiting) << "timed-out writes still wait for the row";
   r = PQexec(conn_, "ROLLBACK");
   PQclear(r);
   auto t0 = std::chrono::steady_clock::now();
