@@ -8,6 +8,7 @@
 
 #include "service/cache/cache_codec.h"
 #include "service/core/clock.h"
+#include "service/core/log.h"
 
 /* KEYS[1] key; ARGV: blob, ttl ms, max label, channel, message. Byte 2 of
  * a blob (GETRANGE 2 2) is its label; reading one byte keeps a 1 MiB value
@@ -152,16 +153,45 @@ int cache_l2_delete(cache_l2 *l2, const char *key, size_t klen, int max_label, i
     return n < 0 ? STATUS_EDENIED : n == 0 ? STATUS_ENOTFOUND : STATUS_OK;
 }
 
-int cache_l2_publish(cache_l2 *l2, const char *key, size_t klen, int64_t deadline_ms, char *err,
-                     size_t errlen) {
-    char *msg = malloc(CACHE_INVAL_BYTES(klen));
-    if (!msg) return snprintf(err, errlen, "out of memory"), STATUS_EUNAVAILABLE;
-    const char *argv[] = {"PUBLISH", CACHE_INVALIDATE_CHANNEL, msg};
-    size_t lens[] = {7, strlen(CACHE_INVALIDATE_CHANNEL),
-                     cache_inval_encode(l2->replica, key, klen, msg)};
-    redisReply *r = run(l2, 3, argv, lens, deadline_ms, err, errlen);
-    free(msg);
-    if (!r) return STATUS_EUNAVAILABLE;
-    freeReplyObject(r);
-    return STATUS_OK;
+/* A PUBLISH on its way: the command and its words, freed when done. */
+typedef struct {
+    aredis_cmd cmd;
+    const char *argv[3];
+    size_t lens[3];
+    char id[200]; /* the record, for the log */
+    char msg[];
+} publish_cmd;
+
+static void published(aredis_cmd *q, int status, redisReply *r) {
+    (void)r;
+    publish_cmd *p = (publish_cmd *)q;
+    if (status != STATUS_OK)
+        log_fields(LOG_WARN,
+                   "record invalidation not announced; other replicas drop their L1 "
+                   "when their subscription recovers",
+                   LOG_F_STR, "id", p->id, LOG_F_STR, "reason", q->err, LOG_F_END);
+    free(p);
+}
+
+void cache_l2_publish(cache_l2 *l2, const char *key, size_t klen, const char *id) {
+    publish_cmd *p = malloc(sizeof *p + CACHE_INVAL_BYTES(klen));
+    if (!p) {
+        log_fields(LOG_WARN, "record invalidation not announced: out of memory", LOG_F_STR, "id",
+                   id, LOG_F_END);
+        return;
+    }
+    snprintf(p->id, sizeof p->id, "%s", id);
+    p->argv[0] = "PUBLISH";
+    p->argv[1] = CACHE_INVALIDATE_CHANNEL;
+    p->argv[2] = p->msg;
+    p->lens[0] = 7;
+    p->lens[1] = strlen(CACHE_INVALIDATE_CHANNEL);
+    p->lens[2] = cache_inval_encode(l2->replica, key, klen, p->msg);
+    p->cmd = (aredis_cmd){.argc = 3,
+                          .argv = p->argv,
+                          .lens = p->lens,
+                          .what = "invalidation",
+                          .deadline_ms = INT64_MAX,
+                          .done = published};
+    aredis_submit(l2->ar, &p->cmd);
 }

@@ -62,8 +62,9 @@ int cache_l2_set(cache_l2 *l2, const char *key, size_t klen, const uint8_t *blob
 int cache_l2_delete(cache_l2 *l2, const char *key, size_t klen, int max_label, int64_t deadline_ms,
                     char *err, size_t errlen);
 /* Publishes the invalidation of key alone (for records cached from another
- * store, e.g. entities, whose writes do not go through Redis). */
-int cache_l2_publish(cache_l2 *l2, const char *key, size_t klen, int64_t deadline_ms, char *err,
-                     size_t errlen);
+ * store, e.g. entities, whose writes do not go through Redis), on the event
+ * loop without waiting (any thread): a failure is logged naming id (the
+ * other replicas then drop their L1 when their subscription recovers). */
+void cache_l2_publish(cache_l2 *l2, const char *key, size_t klen, const char *id);
 
 #endif

@@ -90,8 +90,7 @@ int cache_records_peek(cache_records *r, const principal *p, principal_breadth b
     return it ? hand_out(r, p, breadth, it, a, out) : CACHE_RECORDS_MISS;
 }
 
-void cache_records_changed(cache_records *r, arena *a, const char *tenant, const char *id,
-                           int64_t deadline_ms) {
+void cache_records_changed(cache_records *r, arena *a, const char *tenant, const char *id) {
     size_t klen;
     const char *key = cache_key_record(a, r->kind, tenant, id, &klen);
     if (!key) {
@@ -102,12 +101,7 @@ void cache_records_changed(cache_records *r, arena *a, const char *tenant, const
         return;
     }
     cache_aside_invalidate(r->ca, key, klen);
-    char err[256] = "";
-    if (r->l2 && cache_l2_publish(r->l2, key, klen, deadline_ms, err, sizeof err) != STATUS_OK)
-        log_fields(LOG_WARN,
-                   "record invalidation not announced; other replicas drop their L1 "
-                   "when their subscription recovers",
-                   LOG_F_STR, "id", id, LOG_F_STR, "reason", err, LOG_F_END);
+    if (r->l2) cache_l2_publish(r->l2, key, klen, id);
 }
 
 uint64_t cache_records_loads(cache_records *r) { return cache_aside_loads(r->ca); }

@@ -55,11 +55,10 @@ int cache_records_get(cache_records *r, const principal *p, principal_breadth br
 int cache_records_peek(cache_records *r, const principal *p, principal_breadth breadth,
                        const char *id, arena *a, ProtobufCMessage **out);
 /* After a change of record id committed: this replica's L1 forgets it now,
- * the others when the announcement reaches them (a failed announcement is
- * logged: they drop their L1 when their subscription recovers). The key
- * is built in arena a. */
-void cache_records_changed(cache_records *r, arena *a, const char *tenant, const char *id,
-                           int64_t deadline_ms);
+ * the others when the announcement reaches them (sent on the event loop
+ * without waiting; a failed one is logged: they drop their L1 when their
+ * subscription recovers). The key is built in arena a. Never blocks. */
+void cache_records_changed(cache_records *r, arena *a, const char *tenant, const char *id);
 
 /* How many loads ran (for tests of single flight). */
 uint64_t cache_records_loads(cache_records *r);

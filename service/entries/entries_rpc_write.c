@@ -126,11 +126,6 @@ RPC_UNARY_HANDLER(entries_do_write, entries_service, Memory__V1__EntriesWriteReq
     return op ? tier_pending(call, &svc->store, op) : rpc_call_oom(call);
 }
 
-static grpc_status_code render_nothing(tier_pending_call *pc) {
-    (void)pc;
-    return GRPC_STATUS_OK;
-}
-
 /* On the event loop, as Write. */
 RPC_UNARY_HANDLER(entries_do_delete, entries_service, Memory__V1__EntriesDeleteEntryRequest,
                   Memory__V1__EntriesDeleteEntryResponse) {
@@ -140,7 +135,7 @@ RPC_UNARY_HANDLER(entries_do_delete, entries_service, Memory__V1__EntriesDeleteE
     RPC_CHECK(entries_check_ns_allowed(call, authn_principal(call), req->namespace_));
     entries_target(call, req->namespace_, req->key);
     tier_pending_call *pc =
-        tier_pending_new(call, "entries", svc->env->audit, 1, render_nothing, &resp->base);
+        tier_pending_new(call, "entries", svc->env->audit, 1, tier_render_nothing, &resp->base);
     tier_async *op =
         pc ? entries_store_delete_async(&svc->store, pc->c, req->namespace_, req->key, has_expected,
                                         req->expected_version, tier_pending_done, pc)

@@ -9,12 +9,6 @@
 
 /* ------------------------------------------------------------ PutEntity */
 
-typedef struct {
-    const global_entity_in *in;
-    global_entity *out;
-    int *created;
-} put_entity_args;
-
 static void lock_entity_sql(pgq_sql *b, const tier_ctx *c, const char *id) {
     pgq_sql_add(b,
                 "SELECT owner, label, version FROM entities WHERE tenant = $%d AND id = $%d"
@@ -22,56 +16,67 @@ static void lock_entity_sql(pgq_sql *b, const tier_ctx *c, const char *id) {
                 pgq_text(b, principal_tenant(c->p)), pgq_text(b, id));
 }
 
-static int put_entity(pgq_session *ss, tier_ctx *c, void *arg) {
-    put_entity_args *a = arg;
-    const global_entity_in *in = a->in;
-    const char *pii = pgq_array_literal(c->ar, in->pii_kinds, in->npii);
-    if (!pii) return tier_fail(c, STATUS_ENOMEM, "out of memory");
-    for (int race = 0; race < GLOBAL_MAX_CREATE_RACES; race++) {
-        pgq_sql lb = {0};
-        lock_entity_sql(&lb, c, in->id);
-        tier_row lr;
-        int rc = tier_sql_lock(ss, c, &lb, race == 0, &lr, NULL);
-        if (rc != STATUS_OK || (rc = tier_may_write(c, &lr, in->has_expected, in->expected_version,
-                                                    "entity", in->id)) != STATUS_OK)
-            return rc;
-        int label = principal_stamp_label(c->p, in->label, lr.exists ? lr.label : 0);
-        pgq_sql b = {0};
-        int p_tenant = pgq_text(&b, principal_tenant(c->p));
-        int p_id = pgq_text(&b, in->id);
-        int p_label = pgq_int4(&b, label);
-        int p_type = pgq_text(&b, in->type);
-        int p_name = pgq_text(&b, in->name);
-        int p_props = pgq_jsonb(&b, in->properties_json);
-        int p_pii = pgq_text_array(&b, pii);
-        if (!lr.exists)
-            pgq_sql_add(&b,
-                        "INSERT INTO entities AS e (tenant, id, owner, label, entity_type, name,"
-                        " properties, pii_kinds, version, created_at, updated_at)"
-                        " VALUES ($%d, $%d, $%d, $%d, $%d, $%d, $%d, $%d, 1, now(), now())"
-                        " ON CONFLICT (tenant, id) DO NOTHING RETURNING " GLOBAL_E_COLS,
-                        p_tenant, p_id, pgq_text(&b, principal_sub(c->p)), p_label, p_type, p_name,
-                        p_props, p_pii);
-        else
-            pgq_sql_add(&b,
-                        "UPDATE entities AS e SET label = $%d, entity_type = $%d, name = $%d,"
-                        " properties = $%d, pii_kinds = $%d, version = e.version + 1,"
-                        " updated_at = now() WHERE e.tenant = $%d AND e.id = $%d"
-                        " RETURNING " GLOBAL_E_COLS,
-                        p_label, p_type, p_name, p_props, p_pii, p_tenant, p_id);
-        PGresult *r;
-        if ((rc = pgq_exec_ok(ss, &b, "entity write", &r)) != STATUS_OK) return rc;
-        if (global_lost_race(r)) continue;
-        rc = global_decode_entity(c, r, 0, a->out);
-        return global_put_commit(ss, c, r, rc, !lr.exists, a->created);
-    }
-    return tier_fail(c, STATUS_ECONFLICT, "entity %s is being created concurrently; retry", in->id);
+static void entity_lock(const global_put *g, const tier_ctx *c, pgq_sql *b) {
+    lock_entity_sql(b, c, ((const global_entity_in *)g->in)->id);
 }
 
-int global_put_entity(global_store *s, tier_ctx *c, const global_entity_in *in, global_entity *out,
-                      int *created) {
-    put_entity_args a = {in, out, created};
-    return global_run(s, c, put_entity, &a);
+static int entity_locked(global_put *g, tier_ctx *c, const PGresult *r) {
+    (void)r;
+    const global_entity_in *in = g->in;
+    return tier_may_write(c, &g->row, in->has_expected, in->expected_version, "entity", in->id);
+}
+
+static void entity_write(const global_put *g, const tier_ctx *c, pgq_sql *b, int exists,
+                         int label) {
+    const global_entity_in *in = g->in;
+    int p_tenant = pgq_text(b, principal_tenant(c->p));
+    int p_id = pgq_text(b, in->id);
+    int p_label = pgq_int4(b, label);
+    int p_type = pgq_text(b, in->type);
+    int p_name = pgq_text(b, in->name);
+    int p_props = pgq_jsonb(b, in->properties_json);
+    int p_pii = pgq_text_array(b, g->pii);
+    if (!exists)
+        pgq_sql_add(b,
+                    "INSERT INTO entities AS e (tenant, id, owner, label, entity_type, name,"
+                    " properties, pii_kinds, version, created_at, updated_at)"
+                    " VALUES ($%d, $%d, $%d, $%d, $%d, $%d, $%d, $%d, 1, now(), now())"
+                    " ON CONFLICT (tenant, id) DO NOTHING RETURNING " GLOBAL_E_COLS,
+                    p_tenant, p_id, pgq_text(b, principal_sub(c->p)), p_label, p_type, p_name,
+                    p_props, p_pii);
+    else
+        pgq_sql_add(b,
+                    "UPDATE entities AS e SET label = $%d, entity_type = $%d, name = $%d,"
+                    " properties = $%d, pii_kinds = $%d, version = e.version + 1,"
+                    " updated_at = now() WHERE e.tenant = $%d AND e.id = $%d"
+                    " RETURNING " GLOBAL_E_COLS,
+                    p_label, p_type, p_name, p_props, p_pii, p_tenant, p_id);
+}
+
+static int entity_written(global_put *g, tier_ctx *c, const PGresult *r) {
+    return global_decode_entity(c, r, 0, g->out);
+}
+
+static const global_put_kind entity_put = {
+    "entity", entity_lock, entity_locked, NULL, NULL, entity_write, entity_written,
+};
+
+tier_async *global_put_entity_async(global_store *s, tier_ctx *c, const global_entity_in *in,
+                                    global_entity *out, int *created, tier_async_done_fn done,
+                                    void *arg) {
+    (void)s;
+    global_entity_in *copy = arena_alloc(c->ar, sizeof *copy);
+    const char *pii = pgq_array_literal(c->ar, in->pii_kinds, in->npii);
+    if (!copy || !pii) return NULL;
+    *copy = *in;
+    global_put g = {.k = &entity_put,
+                    .in = copy,
+                    .out = out,
+                    .created = created,
+                    .name = in->id,
+                    .label = in->label,
+                    .pii = pii};
+    return global_put_start(c, &g, done, arg);
 }
 
 /* ------------------------------------------------------------ GetEntity */
@@ -134,36 +139,23 @@ int global_load_entity(global_store *s, tier_ctx *c, const char *id, global_enti
 
 /* ------------------------------------------------------------ DeleteEntity */
 
-typedef struct {
-    const char *id;
-    int has_expected;
-    int64_t expected;
-} delete_entity_args;
-
-static int delete_entity(pgq_session *ss, tier_ctx *c, void *arg) {
-    delete_entity_args *a = arg;
-    pgq_sql b = {0};
-    lock_entity_sql(&b, c, a->id);
-    tier_row lr;
-    int rc = tier_sql_lock(ss, c, &b, 1, &lr, NULL);
-    if (rc != STATUS_OK) return rc;
-    if (!lr.exists) return tier_fail(c, STATUS_ENOTFOUND, "entity %s not found", a->id);
-    if ((rc = tier_may_write(c, &lr, a->has_expected, a->expected, "entity", a->id)) != STATUS_OK)
-        return rc;
-    /* Relationships touching it go with it (ON DELETE CASCADE). */
-    pgq_sql d = {0};
-    pgq_sql_add(&d, "DELETE FROM entities WHERE tenant = $%d AND id = $%d",
-                pgq_text(&d, principal_tenant(c->p)), pgq_text(&d, a->id));
-    PGresult *r;
-    if ((rc = pgq_exec_ok(ss, &d, "entity delete", &r)) != STATUS_OK) return rc;
-    PQclear(r);
-    return tier_sql_commit(ss, c);
+static void entity_lock_key(const global_delete *d, const tier_ctx *c, pgq_sql *b) {
+    lock_entity_sql(b, c, d->key);
 }
 
-int global_delete_entity(global_store *s, tier_ctx *c, const char *id, int has_expected,
-                         int64_t expected_version) {
-    delete_entity_args a = {id, has_expected, expected_version};
-    return global_run(s, c, delete_entity, &a);
+/* Relationships touching it go with it (ON DELETE CASCADE). */
+static void entity_delete_sql(const global_delete *d, const tier_ctx *c, pgq_sql *b) {
+    pgq_sql_add(b, "DELETE FROM entities WHERE tenant = $%d AND id = $%d",
+                pgq_text(b, principal_tenant(c->p)), pgq_text(b, d->key));
+}
+
+tier_async *global_delete_entity_async(global_store *s, tier_ctx *c, const char *id,
+                                       int has_expected, int64_t expected_version,
+                                       tier_async_done_fn done, void *arg) {
+    (void)s;
+    global_delete d = {"entity",          id, id, has_expected, expected_version, entity_lock_key,
+                       entity_delete_sql, 0};
+    return global_delete_start(c, &d, done, arg);
 }
 
 /* ------------------------------------------------------------ QueryEntities */

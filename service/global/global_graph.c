@@ -20,36 +20,46 @@ static const char *rel_name(arena *a, const char *src, const char *type, const c
     return s ? s : "relationship";
 }
 
-typedef struct {
-    const global_rel_in *in;
-    global_rel *out;
-    int *created;
-} put_rel_args;
+static void rel_lock(const global_put *g, const tier_ctx *c, pgq_sql *b) {
+    const global_rel_in *in = g->in;
+    lock_rel_sql(b, c, in->source_id, in->type, in->target_id);
+}
+
+static int rel_locked(global_put *g, tier_ctx *c, const PGresult *r) {
+    (void)r;
+    const global_rel_in *in = g->in;
+    return tier_may_write(c, &g->row, in->has_expected, in->expected_version, "relationship",
+                          g->name);
+}
 
 /* Both ends visible to the caller, locked against a concurrent delete
  * (FOR KEY SHARE) until the relationship is written. */
-static int check_ends(pgq_session *ss, tier_ctx *c, const char *src, const char *dst) {
-    pgq_sql b = {0};
-    pgq_sql_add(&b, "SELECT e.id FROM entities e WHERE ");
-    tier_sql_read_diode(&b, c, "e");
-    pgq_sql_add(&b, " AND e.id IN ($%d, $%d) FOR KEY SHARE", pgq_text(&b, src), pgq_text(&b, dst));
-    PGresult *r;
-    int rc = pgq_exec_ok(ss, &b, "endpoint check", &r);
-    if (rc != STATUS_OK) return rc;
+static void rel_check(const global_put *g, const tier_ctx *c, pgq_sql *b) {
+    const global_rel_in *in = g->in;
+    pgq_sql_add(b, "SELECT e.id FROM entities e WHERE ");
+    tier_sql_read_diode(b, c, "e");
+    pgq_sql_add(b, " AND e.id IN ($%d, $%d) FOR KEY SHARE", pgq_text(b, in->source_id),
+                pgq_text(b, in->target_id));
+}
+
+static int rel_checked(global_put *g, tier_ctx *c, const PGresult *r) {
+    const global_rel_in *in = g->in;
     int have_src = 0, have_dst = 0;
     for (int i = 0; i < PQntuples(r); i++) {
         const char *id = PQgetvalue(r, i, 0);
-        have_src |= strcmp(id, src) == 0;
-        have_dst |= strcmp(id, dst) == 0;
+        have_src |= strcmp(id, in->source_id) == 0;
+        have_dst |= strcmp(id, in->target_id) == 0;
     }
-    PQclear(r);
-    if (!have_src) return tier_fail(c, STATUS_ENOTFOUND, "source entity %s not found", src);
-    if (!have_dst) return tier_fail(c, STATUS_ENOTFOUND, "target entity %s not found", dst);
+    if (!have_src)
+        return tier_fail(c, STATUS_ENOTFOUND, "source entity %s not found", in->source_id);
+    if (!have_dst)
+        return tier_fail(c, STATUS_ENOTFOUND, "target entity %s not found", in->target_id);
     return STATUS_OK;
 }
 
-static void write_rel_sql(pgq_sql *b, const tier_ctx *c, const global_rel_in *in, int exists,
-                          int label, const char *pii) {
+static void rel_write(const global_put *g, const tier_ctx *c, pgq_sql *b, int exists, int label) {
+    const global_rel_in *in = g->in;
+    const char *pii = g->pii;
     int p_tenant = pgq_text(b, principal_tenant(c->p));
     int p_src = pgq_text(b, in->source_id);
     int p_type = pgq_text(b, in->type);
@@ -75,85 +85,69 @@ static void write_rel_sql(pgq_sql *b, const tier_ctx *c, const global_rel_in *in
                     p_label, p_props, p_pii, p_tenant, p_src, p_type, p_dst);
 }
 
-static int put_rel(pgq_session *ss, tier_ctx *c, void *arg) {
-    put_rel_args *a = arg;
-    const global_rel_in *in = a->in;
-    const char *name = rel_name(c->ar, in->source_id, in->type, in->target_id);
+static int rel_written(global_put *g, tier_ctx *c, const PGresult *r) {
+    return global_decode_rel(c, r, 0, g->out);
+}
+
+static const global_put_kind rel_put = {
+    "relationship", rel_lock, rel_locked, rel_check, rel_checked, rel_write, rel_written,
+};
+
+tier_async *global_put_rel_async(global_store *s, tier_ctx *c, const global_rel_in *in,
+                                 global_rel *out, int *created, tier_async_done_fn done,
+                                 void *arg) {
+    (void)s;
+    global_rel_in *copy = arena_alloc(c->ar, sizeof *copy);
     const char *pii = pgq_array_literal(c->ar, in->pii_kinds, in->npii);
-    if (!pii) return tier_fail(c, STATUS_ENOMEM, "out of memory");
-    for (int race = 0; race < GLOBAL_MAX_CREATE_RACES; race++) {
-        pgq_sql lb = {0};
-        lock_rel_sql(&lb, c, in->source_id, in->type, in->target_id);
-        tier_row lr;
-        int rc = tier_sql_lock(ss, c, &lb, race == 0, &lr, NULL);
-        if (rc != STATUS_OK ||
-            (rc = tier_may_write(c, &lr, in->has_expected, in->expected_version, "relationship",
-                                 name)) != STATUS_OK ||
-            (race == 0 && (rc = check_ends(ss, c, in->source_id, in->target_id)) != STATUS_OK))
-            return rc;
-        int label = principal_stamp_label(c->p, in->label, lr.exists ? lr.label : 0);
-        pgq_sql b = {0};
-        write_rel_sql(&b, c, in, lr.exists, label, pii);
-        if (b.overflow) return tier_fail(c, STATUS_EINTERNAL, "relationship write query too long");
-        PGresult *r = pgq_exec(ss, &b);
-        if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-            /* An end deleted under us despite the key-share lock cannot
-             * happen; a foreign-key violation would still say which. */
-            rc = pgq_sqlstate_is(r, "23503")
-                     ? tier_fail(c, STATUS_ENOTFOUND, "an end of %s no longer exists", name)
-                     : pgq_pg_fail(ss, r, "relationship write");
-            PQclear(r);
-            return rc;
-        }
-        if (global_lost_race(r)) continue;
-        rc = global_decode_rel(c, r, 0, a->out);
-        return global_put_commit(ss, c, r, rc, !lr.exists, a->created);
-    }
-    return tier_fail(c, STATUS_ECONFLICT, "%s is being created concurrently; retry", name);
+    if (!copy || !pii) return NULL;
+    *copy = *in;
+    global_put g = {.k = &rel_put,
+                    .in = copy,
+                    .out = out,
+                    .created = created,
+                    .name = rel_name(c->ar, in->source_id, in->type, in->target_id),
+                    .label = in->label,
+                    .pii = pii};
+    return global_put_start(c, &g, done, arg);
 }
 
-int global_put_rel(global_store *s, tier_ctx *c, const global_rel_in *in, global_rel *out,
-                   int *created) {
-    put_rel_args a = {in, out, created};
-    return global_run(s, c, put_rel, &a);
-}
-
+/* A relationship's key, for its delete. */
 typedef struct {
     const char *src, *type, *dst;
-    int has_expected;
-    int64_t expected;
-} delete_rel_args;
+} rel_key;
 
-static int delete_rel(pgq_session *ss, tier_ctx *c, void *arg) {
-    delete_rel_args *a = arg;
-    const char *name = rel_name(c->ar, a->src, a->type, a->dst);
-    pgq_sql b = {0};
-    lock_rel_sql(&b, c, a->src, a->type, a->dst);
-    tier_row lr;
-    int rc = tier_sql_lock(ss, c, &b, 1, &lr, NULL);
-    if (rc != STATUS_OK) return rc;
-    if (!lr.exists) return tier_fail(c, STATUS_ENOTFOUND, "relationship %s not found", name);
-    if ((rc = tier_may_write(c, &lr, a->has_expected, a->expected, "relationship", name)) !=
-        STATUS_OK)
-        return rc;
-    pgq_sql d = {0};
-    int p_tenant = pgq_text(&d, principal_tenant(c->p));
-    int p_src = pgq_text(&d, a->src);
-    int p_type = pgq_text(&d, a->type);
-    pgq_sql_add(&d,
-                "DELETE FROM relationships WHERE tenant = $%d AND source_id = $%d"
-                " AND rel_type = $%d AND target_id = $%d",
-                p_tenant, p_src, p_type, pgq_text(&d, a->dst));
-    PGresult *r;
-    if ((rc = pgq_exec_ok(ss, &d, "relationship delete", &r)) != STATUS_OK) return rc;
-    PQclear(r);
-    return tier_sql_commit(ss, c);
+static void rel_lock_key(const global_delete *d, const tier_ctx *c, pgq_sql *b) {
+    const rel_key *k = d->key;
+    lock_rel_sql(b, c, k->src, k->type, k->dst);
 }
 
-int global_delete_rel(global_store *s, tier_ctx *c, const char *source_id, const char *type,
-                      const char *target_id, int has_expected, int64_t expected_version) {
-    delete_rel_args a = {source_id, type, target_id, has_expected, expected_version};
-    return global_run(s, c, delete_rel, &a);
+static void rel_delete_sql(const global_delete *d, const tier_ctx *c, pgq_sql *b) {
+    const rel_key *k = d->key;
+    int p_tenant = pgq_text(b, principal_tenant(c->p));
+    int p_src = pgq_text(b, k->src);
+    int p_type = pgq_text(b, k->type);
+    pgq_sql_add(b,
+                "DELETE FROM relationships WHERE tenant = $%d AND source_id = $%d"
+                " AND rel_type = $%d AND target_id = $%d",
+                p_tenant, p_src, p_type, pgq_text(b, k->dst));
+}
+
+tier_async *global_delete_rel_async(global_store *s, tier_ctx *c, const char *source_id,
+                                    const char *type, const char *target_id, int has_expected,
+                                    int64_t expected_version, tier_async_done_fn done, void *arg) {
+    (void)s;
+    rel_key *k = arena_alloc(c->ar, sizeof *k);
+    if (!k) return NULL;
+    *k = (rel_key){source_id, type, target_id};
+    global_delete d = {"relationship",
+                       rel_name(c->ar, source_id, type, target_id),
+                       k,
+                       has_expected,
+                       expected_version,
+                       rel_lock_key,
+                       rel_delete_sql,
+                       0};
+    return global_delete_start(c, &d, done, arg);
 }
 
 /* ------------------------------------------------------------ Traverse */

@@ -17,11 +17,23 @@
 #define PATH_MAX_CHARS 1024
 
 /* After a write of entity id committed: every replica's cache forgets it. */
-static void entity_changed(const global_service *svc, rpc_call *call, const tier_ctx *c,
-                           const char *id) {
-    if (svc->entities)
-        cache_records_changed(svc->entities, rpc_call_arena(call), principal_tenant(c->p), id,
-                              rpc_call_deadline_ms(call));
+static void entity_changed(const global_service *svc, const tier_ctx *c, const char *id) {
+    if (svc->entities) cache_records_changed(svc->entities, c->ar, principal_tenant(c->p), id);
+}
+
+/* PutEntity's answer until the loop thread renders it. */
+typedef struct {
+    global_entity e;
+    int created;
+} entity_put;
+
+static grpc_status_code render_put(tier_pending_call *pc) {
+    const entity_put *w = pc->out;
+    Memory__V1__PutEntityResponse *resp = (Memory__V1__PutEntityResponse *)pc->resp;
+    entity_changed(pc->arg, pc->c, w->e.id);
+    if (!(resp->entity = global_render_entity(pc->c->ar, &w->e))) return rpc_call_oom(pc->call);
+    resp->created = w->created;
+    return GRPC_STATUS_OK;
 }
 
 RPC_UNARY_HANDLER(global_do_put_entity, global_service, Memory__V1__PutEntityRequest,
@@ -43,14 +55,14 @@ RPC_UNARY_HANDLER(global_do_put_entity, global_service, Memory__V1__PutEntityReq
     in.type = req->type;
     in.label = (int)req->label;
     tier_target(call, "entity:%s", in.id);
-    tier_ctx c = global_ctx(svc, call, 1);
-    global_entity e;
-    int created = 0;
-    TIER_CHECK(call, &c, global_put_entity(&svc->store, &c, &in, &e, &created));
-    entity_changed(svc, call, &c, in.id);
-    if (!(resp->entity = global_render_entity(rpc_call_arena(call), &e))) return rpc_call_oom(call);
-    resp->created = created;
-    return GRPC_STATUS_OK;
+    tier_pending_call *pc = tier_pending_new(call, "global", svc->env->audit, sizeof(entity_put),
+                                             render_put, &resp->base);
+    if (!pc) return rpc_call_oom(call);
+    pc->arg = svc;
+    entity_put *w = pc->out;
+    tier_async *op =
+        global_put_entity_async(&svc->store, pc->c, &in, &w->e, &w->created, tier_pending_done, pc);
+    return op ? tier_pending(call, &svc->store, op) : rpc_call_oom(call);
 }
 
 typedef struct {
@@ -130,6 +142,12 @@ RPC_UNARY_HANDLER(global_do_get_entity, global_service, Memory__V1__GetEntityReq
     return answer_cached(call, &c, id, rc, m, resp);
 }
 
+/* DeleteEntity has nothing to answer; the entity cache forgets the id. */
+static grpc_status_code render_delete(tier_pending_call *pc) {
+    entity_changed(pc->arg, pc->c, *(const char **)pc->out);
+    return GRPC_STATUS_OK;
+}
+
 RPC_UNARY_HANDLER(global_do_delete_entity, global_service, Memory__V1__DeleteEntityRequest,
                   Memory__V1__DeleteEntityResponse) {
     const char *id = req->id;
@@ -138,10 +156,14 @@ RPC_UNARY_HANDLER(global_do_delete_entity, global_service, Memory__V1__DeleteEnt
     if (has_expected)
         RPC_CHECK(tier_check_expected(call, req->expected_version, TIER_EXPECT_VERSION));
     tier_target(call, "entity:%s", id);
-    tier_ctx c = global_ctx(svc, call, 1);
-    int rc = global_delete_entity(&svc->store, &c, id, has_expected, req->expected_version);
-    if (rc == STATUS_OK) entity_changed(svc, call, &c, id);
-    return tier_status(call, rc, &c);
+    tier_pending_call *pc = tier_pending_new(call, "global", svc->env->audit, sizeof(const char *),
+                                             render_delete, &resp->base);
+    if (!pc) return rpc_call_oom(call);
+    pc->arg = svc;
+    *(const char **)pc->out = id;
+    tier_async *op = global_delete_entity_async(&svc->store, pc->c, id, has_expected,
+                                                req->expected_version, tier_pending_done, pc);
+    return op ? tier_pending(call, &svc->store, op) : rpc_call_oom(call);
 }
 
 /* ------------------------------------------------------------ QueryEntities */

@@ -24,6 +24,20 @@ static void rel_target(rpc_call *call, const char *src, const char *type, const 
     tier_target(call, "relationship:%s/%s/%s", src, type, dst);
 }
 
+/* PutRelationship's answer until the loop thread renders it. */
+typedef struct {
+    global_rel r;
+    int created;
+} rel_put;
+
+static grpc_status_code render_put_rel(tier_pending_call *pc) {
+    const rel_put *w = pc->out;
+    Memory__V1__PutRelationshipResponse *resp = (Memory__V1__PutRelationshipResponse *)pc->resp;
+    if (!(resp->relationship = global_render_rel(pc->c->ar, &w->r))) return rpc_call_oom(pc->call);
+    resp->created = w->created;
+    return GRPC_STATUS_OK;
+}
+
 RPC_UNARY_HANDLER(global_do_put_rel, global_service, Memory__V1__PutRelationshipRequest,
                   Memory__V1__PutRelationshipResponse) {
     global_rel_in in = {0};
@@ -42,14 +56,13 @@ RPC_UNARY_HANDLER(global_do_put_rel, global_service, Memory__V1__PutRelationship
         tier_check_struct(call, "properties", props, REL_PROPERTIES_MAX, &in.properties_json));
     in.label = (int)req->label;
     rel_target(call, in.source_id, in.type, in.target_id);
-    tier_ctx c = global_ctx(svc, call, 1);
-    global_rel r;
-    int created = 0;
-    TIER_CHECK(call, &c, global_put_rel(&svc->store, &c, &in, &r, &created));
-    if (!(resp->relationship = global_render_rel(rpc_call_arena(call), &r)))
-        return rpc_call_oom(call);
-    resp->created = created;
-    return GRPC_STATUS_OK;
+    tier_pending_call *pc = tier_pending_new(call, "global", svc->env->audit, sizeof(rel_put),
+                                             render_put_rel, &resp->base);
+    rel_put *w = pc ? pc->out : NULL;
+    tier_async *op =
+        w ? global_put_rel_async(&svc->store, pc->c, &in, &w->r, &w->created, tier_pending_done, pc)
+          : NULL;
+    return op ? tier_pending(call, &svc->store, op) : rpc_call_oom(call);
 }
 
 RPC_UNARY_HANDLER(global_do_delete_rel, global_service, Memory__V1__DeleteRelationshipRequest,
@@ -60,10 +73,13 @@ RPC_UNARY_HANDLER(global_do_delete_rel, global_service, Memory__V1__DeleteRelati
     if (has_expected)
         RPC_CHECK(tier_check_expected(call, req->expected_version, TIER_EXPECT_VERSION));
     rel_target(call, src, req->type, dst);
-    tier_ctx c = global_ctx(svc, call, 1);
-    int rc = global_delete_rel(&svc->store, &c, src, req->type, dst, has_expected,
-                               req->expected_version);
-    return tier_status(call, rc, &c);
+    tier_pending_call *pc =
+        tier_pending_new(call, "global", svc->env->audit, 1, tier_render_nothing, &resp->base);
+    tier_async *op =
+        pc ? global_delete_rel_async(&svc->store, pc->c, src, req->type, dst, has_expected,
+                                     req->expected_version, tier_pending_done, pc)
+           : NULL;
+    return op ? tier_pending(call, &svc->store, op) : rpc_call_oom(call);
 }
 
 /* ------------------------------------------------------------ Traverse */

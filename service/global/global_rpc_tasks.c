@@ -53,6 +53,20 @@ static grpc_status_code task_in(rpc_call *call, const Memory__V1__RecordTaskRequ
     return GRPC_STATUS_OK;
 }
 
+/* RecordTask's answer until the loop thread renders it. */
+typedef struct {
+    global_task t;
+    int created;
+} task_put;
+
+static grpc_status_code render_record(tier_pending_call *pc) {
+    const task_put *w = pc->out;
+    Memory__V1__RecordTaskResponse *resp = (Memory__V1__RecordTaskResponse *)pc->resp;
+    if (!(resp->task = global_render_task(pc->c->ar, &w->t))) return rpc_call_oom(pc->call);
+    resp->created = w->created;
+    return GRPC_STATUS_OK;
+}
+
 RPC_UNARY_HANDLER(global_do_record_task, global_service, Memory__V1__RecordTaskRequest,
                   Memory__V1__RecordTaskResponse) {
     global_task_in in = {0};
@@ -66,13 +80,13 @@ RPC_UNARY_HANDLER(global_do_record_task, global_service, Memory__V1__RecordTaskR
     if (result)
         RPC_CHECK(tier_check_struct(call, "result", result, TASK_JSON_MAX, &in.result_json));
     tier_target(call, "task:%s", in.id);
-    tier_ctx c = global_ctx(svc, call, 1);
-    global_task t;
-    int created = 0;
-    TIER_CHECK(call, &c, global_record_task(&svc->store, &c, &in, &t, &created));
-    if (!(resp->task = global_render_task(rpc_call_arena(call), &t))) return rpc_call_oom(call);
-    resp->created = created;
-    return GRPC_STATUS_OK;
+    tier_pending_call *pc = tier_pending_new(call, "global", svc->env->audit, sizeof(task_put),
+                                             render_record, &resp->base);
+    task_put *w = pc ? pc->out : NULL;
+    tier_async *op = w ? global_record_task_async(&svc->store, pc->c, &in, &w->t, &w->created,
+                                                  tier_pending_done, pc)
+                       : NULL;
+    return op ? tier_pending(call, &svc->store, op) : rpc_call_oom(call);
 }
 
 /* ListTasks' answer until the loop thread renders it: the tasks and the

@@ -111,20 +111,20 @@ static int global_open(tier_env *env, void **state, char *err, size_t errlen) {
 
 #define SVC "memory.v1.GlobalMemory"
 static const rpc_method methods[] = {
-    RPC_METHOD_BLOCKING(SVC, "PutEntity", memory__v1__put_entity, "global:write",
-                        global_do_put_entity),
+    RPC_METHOD_UNARY(SVC, "PutEntity", memory__v1__put_entity, "global:write",
+                     global_do_put_entity),
     RPC_METHOD_UNARY(SVC, "GetEntity", memory__v1__get_entity, "global:read", global_do_get_entity),
-    RPC_METHOD_BLOCKING(SVC, "DeleteEntity", memory__v1__delete_entity, "global:write",
-                        global_do_delete_entity),
+    RPC_METHOD_UNARY(SVC, "DeleteEntity", memory__v1__delete_entity, "global:write",
+                     global_do_delete_entity),
     RPC_METHOD_UNARY(SVC, "QueryEntities", memory__v1__query_entities, "global:read",
                      global_do_query_entities),
-    RPC_METHOD_BLOCKING(SVC, "PutRelationship", memory__v1__put_relationship, "global:write",
-                        global_do_put_rel),
-    RPC_METHOD_BLOCKING(SVC, "DeleteRelationship", memory__v1__delete_relationship, "global:write",
-                        global_do_delete_rel),
+    RPC_METHOD_UNARY(SVC, "PutRelationship", memory__v1__put_relationship, "global:write",
+                     global_do_put_rel),
+    RPC_METHOD_UNARY(SVC, "DeleteRelationship", memory__v1__delete_relationship, "global:write",
+                     global_do_delete_rel),
     RPC_METHOD_UNARY(SVC, "Traverse", memory__v1__traverse, "global:read", global_do_traverse),
-    RPC_METHOD_BLOCKING(SVC, "RecordTask", memory__v1__record_task, "global:write",
-                        global_do_record_task),
+    RPC_METHOD_UNARY(SVC, "RecordTask", memory__v1__record_task, "global:write",
+                     global_do_record_task),
     RPC_METHOD_UNARY(SVC, "ListTasks", memory__v1__list_tasks, "global:read", global_do_list_tasks),
 };
 

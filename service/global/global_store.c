@@ -83,17 +83,3 @@ int global_decode_task(tier_ctx *c, const PGresult *r, int row, global_task *t) 
     t->status = (int)status;
     return tier_check_row(c, &t->meta, 1, "task %s", t->id);
 }
-
-int global_lost_race(PGresult *r) {
-    if (PQntuples(r) > 0) return 0;
-    PQclear(r);
-    return 1;
-}
-
-int global_put_commit(pgq_session *ss, tier_ctx *c, PGresult *r, int rc, int created_now,
-                      int *created) {
-    PQclear(r);
-    if (rc != STATUS_OK) return rc;
-    *created = created_now;
-    return tier_sql_commit(ss, c);
-}

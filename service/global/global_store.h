@@ -82,9 +82,13 @@ typedef struct global_entity_in {
  * bumps the version and stamps label = max(requested, lvl, existing).
  * STATUS_EDENIED when it exists and belongs to another owner without
  * `global:write:all` or is labelled above clr; STATUS_ECONFLICT on a
- * version mismatch. */
-int global_put_entity(global_store *s, tier_ctx *c, const global_entity_in *in, global_entity *out,
-                      int *created);
+ * version mismatch. Writes run on the event loop as transactions of round
+ * trips (the row lock with BEGIN, the write, the audit row with COMMIT;
+ * global_store_internal.h), ready for tier_pending like the reads; in is
+ * copied, out and created live in c's arena. */
+tier_async *global_put_entity_async(global_store *s, tier_ctx *c, const global_entity_in *in,
+                                    global_entity *out, int *created, tier_async_done_fn done,
+                                    void *arg);
 /* GetEntity on the event loop: the statement, ready for tier_pending; when
  * it has answered, done(arg, rc) runs once on the loop thread with *out
  * filled when rc is STATUS_OK (c->err set otherwise; STATUS_ENOTFOUND when
@@ -98,8 +102,9 @@ tier_async *global_get_entity_async(global_store *s, tier_ctx *c, const char *id
 int global_load_entity(global_store *s, tier_ctx *c, const char *id, global_entity *out);
 /* Deletes the entity and every relationship touching it. NOT_FOUND when
  * absent, EDENIED / ECONFLICT as for put. */
-int global_delete_entity(global_store *s, tier_ctx *c, const char *id, int has_expected,
-                         int64_t expected_version);
+tier_async *global_delete_entity_async(global_store *s, tier_ctx *c, const char *id,
+                                       int has_expected, int64_t expected_version,
+                                       tier_async_done_fn done, void *arg);
 
 /* QueryEntities' sort keys (memory.v1.EntityOrderBy, UNSPECIFIED resolved
  * by the caller). */
@@ -157,10 +162,11 @@ typedef struct global_rel_in {
 
 /* Both ends must exist and be visible: STATUS_ENOTFOUND naming which
  * otherwise. Then as global_put_entity. */
-int global_put_rel(global_store *s, tier_ctx *c, const global_rel_in *in, global_rel *out,
-                   int *created);
-int global_delete_rel(global_store *s, tier_ctx *c, const char *source_id, const char *type,
-                      const char *target_id, int has_expected, int64_t expected_version);
+tier_async *global_put_rel_async(global_store *s, tier_ctx *c, const global_rel_in *in,
+                                 global_rel *out, int *created, tier_async_done_fn done, void *arg);
+tier_async *global_delete_rel_async(global_store *s, tier_ctx *c, const char *source_id,
+                                    const char *type, const char *target_id, int has_expected,
+                                    int64_t expected_version, tier_async_done_fn done, void *arg);
 
 /* ---- traversal ---- */
 
@@ -226,8 +232,9 @@ typedef struct global_task_in {
 
 /* Creates or replaces the task (start_time kept unless given).
  * STATUS_EINVALID when end would precede start; EDENIED as for entities. */
-int global_record_task(global_store *s, tier_ctx *c, const global_task_in *in, global_task *out,
-                       int *created);
+tier_async *global_record_task_async(global_store *s, tier_ctx *c, const global_task_in *in,
+                                     global_task *out, int *created, tier_async_done_fn done,
+                                     void *arg);
 
 typedef struct global_list_tasks_in {
     int status;       /* 0 = any */

@@ -36,13 +36,62 @@ int global_decode_entity(tier_ctx *c, const PGresult *r, int row, global_entity 
 int global_decode_rel(tier_ctx *c, const PGresult *r, int row, global_rel *e);
 int global_decode_task(tier_ctx *c, const PGresult *r, int row, global_task *t);
 
-/* A put's INSERT ... ON CONFLICT DO NOTHING / UPDATE returned r. No row:
- * it lost a create race (the other transaction's row committed, ON
- * CONFLICT waited for it): 1 with r freed, and the put locks again. */
-int global_lost_race(PGresult *r);
-/* The end of a put: rc is how decoding r's row went (r is freed); then
- * *created = created_now and COMMIT. */
-int global_put_commit(pgq_session *ss, tier_ctx *c, PGresult *r, int rc, int created_now,
-                      int *created);
+/* ---- writes on the event loop (global_write.c) ---- */
+
+/* A put of one record (PutEntity, PutRelationship, RecordTask) as a
+ * transaction of round trips: the row lock with BEGIN; the kind's check
+ * statement, if it has one, before its first write (a relationship's
+ * ends); the INSERT ... ON CONFLICT DO NOTHING or UPDATE (an INSERT that
+ * lost a create race locks and decides again, up to
+ * GLOBAL_MAX_CREATE_RACES); then the audit row with COMMIT. */
+typedef struct global_put global_put;
+typedef struct global_put_kind {
+    const char *what; /* "entity": messages */
+    /* the row lock: SELECT owner, label, version[, more] ... FOR UPDATE */
+    void (*lock)(const global_put *g, const tier_ctx *c, pgq_sql *b);
+    /* after it (g->row filled; r for more columns): the write diode and
+     * the kind's own checks */
+    int (*locked)(global_put *g, tier_ctx *c, const PGresult *r);
+    /* optional: a check before the first write, and its answer */
+    void (*check)(const global_put *g, const tier_ctx *c, pgq_sql *b);
+    int (*checked)(global_put *g, tier_ctx *c, const PGresult *r);
+    /* the INSERT (exists 0) or UPDATE, RETURNING the row */
+    void (*write)(const global_put *g, const tier_ctx *c, pgq_sql *b, int exists, int label);
+    /* the returned row into the kind's output */
+    int (*written)(global_put *g, tier_ctx *c, const PGresult *r);
+} global_put_kind;
+
+struct global_put {
+    const global_put_kind *k;
+    const void *in; /* the kind's input, in c's arena */
+    void *out;      /* the kind's output, in c's arena */
+    int *created;
+    const char *name; /* the record in messages */
+    int label;        /* the label asked for */
+    const char *pii;  /* array literals the write sends */
+    const char *ids;
+    int64_t start_us; /* a task's recorded start (locked) */
+    /* global_write.c's */
+    tier_row row;
+    int step, races, checked;
+};
+/* The put g describes (copied), ready for tier_pending. NULL when out of
+ * memory. */
+tier_async *global_put_start(tier_ctx *c, const global_put *g, tier_async_done_fn done, void *arg);
+
+/* A delete of one record: the row lock with BEGIN (absent: NOT_FOUND),
+ * the write diode, the DELETE, then the audit row with COMMIT. */
+typedef struct global_delete global_delete;
+struct global_delete {
+    const char *what, *name; /* messages */
+    const void *key;         /* the kind's, in c's arena */
+    int has_expected;
+    int64_t expected;
+    void (*lock_sql)(const global_delete *d, const tier_ctx *c, pgq_sql *b);
+    void (*delete_sql)(const global_delete *d, const tier_ctx *c, pgq_sql *b);
+    int deleted; /* global_write.c's */
+};
+tier_async *global_delete_start(tier_ctx *c, const global_delete *d, tier_async_done_fn done,
+                                void *arg);
 
 #endif

@@ -4,14 +4,9 @@
 
 #include "service/global/global_store_internal.h"
 
-typedef struct {
-    const global_task_in *in;
-    global_task *out;
-    int *created;
-} record_task_args;
-
-static void write_task_sql(pgq_sql *b, const tier_ctx *c, const global_task_in *in, int exists,
-                           int label, const char *pii, const char *ents) {
+static void task_write(const global_put *g, const tier_ctx *c, pgq_sql *b, int exists, int label) {
+    const global_task_in *in = g->in;
+    const char *pii = g->pii, *ents = g->ids;
     int p_tenant = pgq_text(b, principal_tenant(c->p));
     int p_id = pgq_text(b, in->id);
     int p_label = pgq_int4(b, label);
@@ -46,48 +41,55 @@ static void write_task_sql(pgq_sql *b, const tier_ctx *c, const global_task_in *
                     p_end, p_tenant, p_id);
 }
 
-static int record_task(pgq_session *ss, tier_ctx *c, void *arg) {
-    record_task_args *a = arg;
-    const global_task_in *in = a->in;
-    const char *pii = pgq_array_literal(c->ar, in->pii_kinds, in->npii);
-    const char *ents = pgq_array_literal(c->ar, in->entity_ids, in->nentity_ids);
-    if (!pii || !ents) return tier_fail(c, STATUS_ENOMEM, "out of memory");
-    for (int race = 0; race < GLOBAL_MAX_CREATE_RACES; race++) {
-        pgq_sql lb = {0};
-        pgq_sql_add(&lb,
-                    "SELECT owner, label, version, start_time FROM tasks WHERE tenant = $%d"
-                    " AND id = $%d FOR UPDATE",
-                    pgq_text(&lb, principal_tenant(c->p)), pgq_text(&lb, in->id));
-        tier_row lr;
-        PGresult *r;
-        int rc = tier_sql_lock(ss, c, &lb, race == 0, &lr, &r);
-        if (rc != STATUS_OK) return rc;
-        int64_t start_us = 0;
-        if (lr.exists && pgq_col_ts(r, 0, 3, &start_us) != 0)
-            rc = tier_fail(c, STATUS_EINTERNAL, "unexpected row-lock result");
-        PQclear(r);
-        if (rc != STATUS_OK ||
-            (lr.exists && (rc = tier_may_modify(c, &lr, "task", in->id)) != STATUS_OK))
-            return rc;
-        if (in->has_end && lr.exists && !in->has_start && in->end_us < start_us)
-            return tier_fail(c, STATUS_EINVALID, "end_time: before the task's recorded start_time");
-        int label = principal_stamp_label(c->p, in->label, lr.exists ? lr.label : 0);
-        pgq_sql b = {0};
-        write_task_sql(&b, c, in, lr.exists, label, pii, ents);
-        if ((rc = pgq_exec_ok(ss, &b, "task write", &r)) != STATUS_OK) return rc;
-        if (global_lost_race(r)) continue;
-        rc = global_decode_task(c, r, 0, a->out);
-        if (rc == STATUS_OK && a->out->has_end && a->out->end_us < a->out->start_us)
-            rc = tier_fail(c, STATUS_EINVALID, "end_time: before start_time");
-        return global_put_commit(ss, c, r, rc, !lr.exists, a->created);
-    }
-    return tier_fail(c, STATUS_ECONFLICT, "task %s is being created concurrently; retry", in->id);
+static void task_lock(const global_put *g, const tier_ctx *c, pgq_sql *b) {
+    pgq_sql_add(b,
+                "SELECT owner, label, version, start_time FROM tasks WHERE tenant = $%d"
+                " AND id = $%d FOR UPDATE",
+                pgq_text(b, principal_tenant(c->p)),
+                pgq_text(b, ((const global_task_in *)g->in)->id));
 }
 
-int global_record_task(global_store *s, tier_ctx *c, const global_task_in *in, global_task *out,
-                       int *created) {
-    record_task_args a = {in, out, created};
-    return global_run(s, c, record_task, &a);
+static int task_locked(global_put *g, tier_ctx *c, const PGresult *r) {
+    const global_task_in *in = g->in;
+    if (!g->row.exists) return STATUS_OK;
+    if (pgq_col_ts(r, 0, 3, &g->start_us) != 0)
+        return tier_fail(c, STATUS_EINTERNAL, "unexpected row-lock result");
+    int rc = tier_may_modify(c, &g->row, "task", in->id);
+    if (rc == STATUS_OK && in->has_end && !in->has_start && in->end_us < g->start_us)
+        rc = tier_fail(c, STATUS_EINVALID, "end_time: before the task's recorded start_time");
+    return rc;
+}
+
+static int task_written(global_put *g, tier_ctx *c, const PGresult *r) {
+    global_task *t = g->out;
+    int rc = global_decode_task(c, r, 0, t);
+    if (rc == STATUS_OK && t->has_end && t->end_us < t->start_us)
+        rc = tier_fail(c, STATUS_EINVALID, "end_time: before start_time");
+    return rc;
+}
+
+static const global_put_kind task_put = {
+    "task", task_lock, task_locked, NULL, NULL, task_write, task_written,
+};
+
+tier_async *global_record_task_async(global_store *s, tier_ctx *c, const global_task_in *in,
+                                     global_task *out, int *created, tier_async_done_fn done,
+                                     void *arg) {
+    (void)s;
+    global_task_in *copy = arena_alloc(c->ar, sizeof *copy);
+    const char *pii = pgq_array_literal(c->ar, in->pii_kinds, in->npii);
+    const char *ids = pgq_array_literal(c->ar, in->entity_ids, in->nentity_ids);
+    if (!copy || !pii || !ids) return NULL;
+    *copy = *in;
+    global_put g = {.k = &task_put,
+                    .in = copy,
+                    .out = out,
+                    .created = created,
+                    .name = in->id,
+                    .label = in->label,
+                    .pii = pii,
+                    .ids = ids};
+    return global_put_start(c, &g, done, arg);
 }
 
 typedef struct {

@@ -59,6 +59,8 @@ tier_pending_call *tier_pending_new(rpc_call *call, const char *tier, audit *wri
                                     size_t out_size,
                                     grpc_status_code (*render)(tier_pending_call *pc),
                                     ProtobufCMessage *resp);
+/* The render of a call whose response carries nothing (a delete). */
+grpc_status_code tier_render_nothing(tier_pending_call *pc);
 /* The store's done for a tier_pending_call (arg): renders on STATUS_OK,
  * then ends the call with the code (tier_status's mapping). */
 void tier_pending_done(void *arg, int rc);

@@ -1062,8 +1062,8 @@ TEST_F(GlobalTest, FrozenPostgresEndsGetEntityByItsDeadlineAndHoldsNoWorker) {
   // The one worker is free while the GetEntity calls wait on PostgreSQL.
   Result h = Unary(ch_, "/grpc.health.v1.Health/Check", "", 5000);
   for (auto& t : ts) t.join();
-  // A write still runs on the worker through the blocking pool: it too
-  // ends by its deadline (the pool's watchdog cuts the silent connection).
+  // A write (a transaction of round trips on the loop) ends by its
+  // deadline too, and changes nothing.
   PutEntityRequest put;
   put.set_id("during-freeze");
   put.set_type("k");
