@@ -120,8 +120,11 @@ static int open_backends(app *a, char *err) {
     };
     if (authn_create(&ao, a->pg, &a->auth, err, ERRLEN) != 0) return -1;
     if (c->redis_url[0]) {
+        /* Calls use Redis through the event loop (aredis); the blocking
+         * pool checks the URL at start-up and gives the invalidation
+         * subscriber its connection's settings: one connection is enough. */
         char rerr[ERRLEN];
-        int rc = redis_pool_create(c->redis_url, 8, 1000, &a->redis, rerr, sizeof rerr);
+        int rc = redis_pool_create(c->redis_url, 1, 1000, &a->redis, rerr, sizeof rerr);
         if (rc < 0) {
             snprintf(err, ERRLEN, "--redis-url (MEMORYD_REDIS_URL): %.400s", rerr);
             return -1;
@@ -235,8 +238,8 @@ static int start_health(app *a) {
             return -1;
         }
     }
-    int rc = health_probe_start(a->health, a->pga, a->redis, deps, n, a->cfg.health_interval_ms,
-                                &a->probe);
+    int rc = health_probe_start(a->health, a->pga, a->redis_async, deps, n,
+                                a->cfg.health_interval_ms, &a->probe);
     free(deps);
     return rc;
 }

@@ -1,7 +1,6 @@
 /* cache_l2: Redis commands of the cache tier; see cache_l2.h. */
 #include "service/cache/cache_l2.h"
 
-#include <hiredis/hiredis.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,42 +29,19 @@ static const char delete_script[] =
     "return n";
 
 struct cache_l2 {
-    redis_pool *pool;
     aredis *ar;
     char replica[CACHE_REPLICA_ID_LEN + 1];
 };
 
-cache_l2 *cache_l2_create(redis_pool *pool, aredis *ar, const char *replica) {
+cache_l2 *cache_l2_create(aredis *ar, const char *replica) {
     cache_l2 *l2 = calloc(1, sizeof *l2);
     if (!l2) return NULL;
-    l2->pool = pool;
     l2->ar = ar;
     snprintf(l2->replica, sizeof l2->replica, "%s", replica);
     return l2;
 }
 
 void cache_l2_free(cache_l2 *l2) { free(l2); }
-
-/* Runs argv on a pooled connection. NULL with the reason in err when Redis
- * did not answer (the connection is then dropped) or answered an error. */
-static redisReply *run(cache_l2 *l2, int argc, const char **argv, const size_t *lens,
-                       int64_t deadline_ms, char *err, size_t errlen) {
-    redisContext *c = redis_pool_acquire(l2->pool, deadline_ms, err, errlen);
-    if (!c) return NULL;
-    redisReply *r = redisCommandArgv(c, argc, argv, lens);
-    if (!r) {
-        snprintf(err, errlen, "Redis unavailable: %s", c->errstr);
-        redis_pool_release(l2->pool, c, 1);
-        return NULL;
-    }
-    redis_pool_release(l2->pool, c, 0);
-    if (r->type == REDIS_REPLY_ERROR) {
-        snprintf(err, errlen, "Redis refused: %.*s", (int)r->len, r->str);
-        freeReplyObject(r);
-        return NULL;
-    }
-    return r;
-}
 
 static void mget_done(aredis_cmd *q, int status, redisReply *r) {
     cache_l2_lookup *lk = q->arg;
@@ -91,7 +67,7 @@ void cache_l2_mget_start(cache_l2 *l2, cache_l2_lookup *lk, const char **argv, s
     for (size_t i = 0; i < n; i++) argv[i + 1] = keys[i], lens[i + 1] = klens[i];
     lk->out = out;
     lk->n = n;
-    int64_t cap = clock_mono_ms(NULL) + CACHE_L2_LOOKUP_MS;
+    int64_t cap = clock_mono_ms(NULL) + CACHE_L2_COMMAND_MS;
     if (deadline_ms > cap) deadline_ms = cap;
     lk->cmd = (aredis_cmd){.argc = (int)n + 1,
                            .argv = argv,
@@ -105,53 +81,70 @@ void cache_l2_mget_start(cache_l2 *l2, cache_l2_lookup *lk, const char **argv, s
 
 void cache_l2_mget_cancel(cache_l2 *l2, cache_l2_lookup *lk) { aredis_cancel(l2->ar, &lk->cmd); }
 
-static int script(cache_l2 *l2, const char *body, const char *key, size_t klen, const char **args,
-                  const size_t *alens, int nargs, int64_t deadline_ms, long long *result, char *err,
-                  size_t errlen) {
-    char *msg = malloc(CACHE_INVAL_BYTES(klen));
-    if (!msg) return snprintf(err, errlen, "out of memory"), STATUS_EUNAVAILABLE;
-    const char *argv[12] = {"EVAL", body, "1", key};
-    size_t lens[12] = {4, strlen(body), 1, klen};
-    int argc = 4;
-    for (int i = 0; i < nargs; i++) argv[argc] = args[i], lens[argc++] = alens[i];
-    argv[argc] = CACHE_INVALIDATE_CHANNEL;
-    lens[argc++] = strlen(CACHE_INVALIDATE_CHANNEL);
-    argv[argc] = msg;
-    lens[argc++] = cache_inval_encode(l2->replica, key, klen, msg);
-    redisReply *r = run(l2, argc, argv, lens, deadline_ms, err, errlen);
-    free(msg);
-    if (!r) return STATUS_EUNAVAILABLE;
-    int ok = r->type == REDIS_REPLY_INTEGER;
-    if (ok) *result = r->integer;
-    else snprintf(err, errlen, "Redis script answered type %d, not an integer", r->type);
-    freeReplyObject(r);
-    return ok ? STATUS_OK : STATUS_EUNAVAILABLE;
+static void write_done(aredis_cmd *q, int status, redisReply *r) {
+    cache_l2_write *w = (cache_l2_write *)q;
+    if (status == STATUS_OK) {
+        if (r->type != REDIS_REPLY_INTEGER) {
+            snprintf(q->err, sizeof q->err, "Redis script answered type %d, not an integer",
+                     r->type);
+            status = STATUS_EUNAVAILABLE;
+        } else if (w->is_delete) {
+            status = r->integer < 0    ? STATUS_EDENIED
+                     : r->integer == 0 ? STATUS_ENOTFOUND
+                                       : STATUS_OK;
+        } else {
+            status = r->integer == 1 ? STATUS_OK : STATUS_EDENIED;
+        }
+    }
+    w->done(w, status);
 }
 
-int cache_l2_set(cache_l2 *l2, const char *key, size_t klen, const uint8_t *blob, size_t blen,
-                 int64_t ttl_ms, int max_label, int64_t deadline_ms, char *err, size_t errlen) {
-    char ttl[24], label[8];
-    snprintf(ttl, sizeof ttl, "%lld", (long long)ttl_ms);
-    snprintf(label, sizeof label, "%d", max_label);
-    const char *args[] = {(const char *)blob, ttl, label};
-    size_t lens[] = {blen, strlen(ttl), strlen(label)};
-    long long n = 0;
-    int rc = script(l2, set_script, key, klen, args, lens, 3, deadline_ms, &n, err, errlen);
-    if (rc != STATUS_OK) return rc;
-    return n == 1 ? STATUS_OK : STATUS_EDENIED;
+/* EVAL of body on key with args, then the channel and key's invalidation
+ * (built in arena a), as the scripts take them. */
+static int start_script(cache_l2 *l2, cache_l2_write *w, arena *a, const char *body,
+                        const char *key, size_t klen, int nargs, int64_t deadline_ms) {
+    char *msg = arena_alloc(a, CACHE_INVAL_BYTES(klen));
+    if (!msg) return -1;
+    int argc = 0;
+    w->argv[argc] = "EVAL", w->lens[argc++] = 4;
+    w->argv[argc] = body, w->lens[argc++] = strlen(body);
+    w->argv[argc] = "1", w->lens[argc++] = 1;
+    w->argv[argc] = key, w->lens[argc++] = klen;
+    for (int i = 0; i < nargs; i++) w->argv[argc] = w->args[i], w->lens[argc++] = w->arg_lens[i];
+    w->argv[argc] = CACHE_INVALIDATE_CHANNEL, w->lens[argc++] = strlen(CACHE_INVALIDATE_CHANNEL);
+    w->argv[argc] = msg, w->lens[argc++] = cache_inval_encode(l2->replica, key, klen, msg);
+    int64_t cap = clock_mono_ms(NULL) + CACHE_L2_COMMAND_MS;
+    w->cmd = (aredis_cmd){.argc = argc,
+                          .argv = w->argv,
+                          .lens = w->lens,
+                          .what = w->is_delete ? "cache delete" : "cache write",
+                          .deadline_ms = deadline_ms < cap ? deadline_ms : cap,
+                          .done = write_done};
+    aredis_submit(l2->ar, &w->cmd);
+    return 0;
 }
 
-int cache_l2_delete(cache_l2 *l2, const char *key, size_t klen, int max_label, int64_t deadline_ms,
-                    char *err, size_t errlen) {
-    char label[8];
-    snprintf(label, sizeof label, "%d", max_label);
-    const char *args[] = {label};
-    size_t lens[] = {strlen(label)};
-    long long n = 0;
-    int rc = script(l2, delete_script, key, klen, args, lens, 1, deadline_ms, &n, err, errlen);
-    if (rc != STATUS_OK) return rc;
-    return n < 0 ? STATUS_EDENIED : n == 0 ? STATUS_ENOTFOUND : STATUS_OK;
+int cache_l2_set_start(cache_l2 *l2, cache_l2_write *w, arena *a, const char *key, size_t klen,
+                       const uint8_t *blob, size_t blen, int64_t ttl_ms, int max_label,
+                       int64_t deadline_ms) {
+    snprintf(w->ttl, sizeof w->ttl, "%lld", (long long)ttl_ms);
+    snprintf(w->label, sizeof w->label, "%d", max_label);
+    w->is_delete = 0;
+    w->args[0] = (const char *)blob, w->arg_lens[0] = blen;
+    w->args[1] = w->ttl, w->arg_lens[1] = strlen(w->ttl);
+    w->args[2] = w->label, w->arg_lens[2] = strlen(w->label);
+    return start_script(l2, w, a, set_script, key, klen, 3, deadline_ms);
 }
+
+int cache_l2_delete_start(cache_l2 *l2, cache_l2_write *w, arena *a, const char *key, size_t klen,
+                          int max_label, int64_t deadline_ms) {
+    snprintf(w->label, sizeof w->label, "%d", max_label);
+    w->is_delete = 1;
+    w->args[0] = w->label, w->arg_lens[0] = strlen(w->label);
+    return start_script(l2, w, a, delete_script, key, klen, 1, deadline_ms);
+}
+
+void cache_l2_write_cancel(cache_l2 *l2, cache_l2_write *w) { aredis_cancel(l2->ar, &w->cmd); }
 
 /* A PUBLISH on its way: the command and its words, freed when done. */
 typedef struct {

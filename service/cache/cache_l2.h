@@ -1,10 +1,11 @@
-/* cache_l2: the shared cache level in Redis (hiredis: lookups on the event
- * loop through aredis, writes through redis_pool).
+/* cache_l2: the shared cache level in Redis, every command on the event
+ * loop (store/aredis.h).
  * Values are cache_codec blobs; Set and Delete run as one Lua script each
  * that checks the stored label against the caller's read ceiling, writes,
  * and publishes the invalidation for every replica's L1, all in one round
  * trip and atomically (another writer cannot slip in between the check and
- * the write). Every command times out at the call's deadline. */
+ * the write). Every command ends by the call's deadline or
+ * CACHE_L2_COMMAND_MS, whichever is first. */
 #ifndef MEMORYD_CACHE_CACHE_L2_H
 #define MEMORYD_CACHE_CACHE_L2_H
 
@@ -12,9 +13,9 @@
 #include <stdint.h>
 
 #include "service/cache/cache_item.h"
+#include "service/core/arena.h"
 #include "service/core/status.h"
 #include "service/store/aredis.h"
-#include "service/store/redis_pool.h"
 
 /* Results: STATUS_OK; STATUS_EDENIED (the stored entry is labelled above
  * max_label); STATUS_ENOTFOUND (delete: nothing stored under the key);
@@ -22,10 +23,10 @@
 
 typedef struct cache_l2 cache_l2;
 
-/* pool (blocking: writes) and ar (the event loop: lookups) are borrowed
- * and must outlive the L2; replica (CACHE_REPLICA_ID_LEN hex digits) is
- * copied. NULL when out of memory. */
-cache_l2 *cache_l2_create(redis_pool *pool, aredis *ar, const char *replica);
+/* ar (Redis on the event loop) is borrowed and must outlive the L2;
+ * replica (CACHE_REPLICA_ID_LEN hex digits) is copied. NULL when out of
+ * memory. */
+cache_l2 *cache_l2_create(aredis *ar, const char *replica);
 void cache_l2_free(cache_l2 *l2); /* accepts NULL */
 
 /* One MGET of n keys on the event loop (rpc.h's execution model): the
@@ -42,25 +43,47 @@ struct cache_l2_lookup {
     void (*done)(cache_l2_lookup *lk, int status);
     void *arg; /* the caller's */
 };
-/* A lookup Redis has not answered in this long is given up (the call then
- * answers from L1), whatever is left of the call's deadline: a hung Redis
- * costs a cache call this much, not its whole deadline. */
-#define CACHE_L2_LOOKUP_MS 1000
-/* Starts the lookup (deadline_ms capped at CACHE_L2_LOOKUP_MS from now);
+/* A command Redis has not answered in this long is given up (the call then
+ * answers from L1, or writes L1 alone), whatever is left of the call's
+ * deadline: a hung Redis costs a cache call this much, not its deadline. */
+#define CACHE_L2_COMMAND_MS 1000
+/* Starts the lookup (deadline_ms capped at CACHE_L2_COMMAND_MS from now);
  * argv and lens have room for n + 1 entries. */
 void cache_l2_mget_start(cache_l2 *l2, cache_l2_lookup *lk, const char **argv, size_t *lens,
                          const char *const *keys, const size_t *klens, size_t n,
                          int64_t deadline_ms, cache_item **out);
 /* Ends a started lookup now (CANCELLED) unless it has ended; any thread. */
 void cache_l2_mget_cancel(cache_l2 *l2, cache_l2_lookup *lk);
-/* Stores blob under key for ttl_ms unless an entry labelled above max_label
- * is there (DENIED), and publishes the key's invalidation. */
-int cache_l2_set(cache_l2 *l2, const char *key, size_t klen, const uint8_t *blob, size_t blen,
-                 int64_t ttl_ms, int max_label, int64_t deadline_ms, char *err, size_t errlen);
-/* Deletes key (OK), ABSENT when nothing was there, DENIED as for set; the
- * invalidation is published unless DENIED. */
-int cache_l2_delete(cache_l2 *l2, const char *key, size_t klen, int max_label, int64_t deadline_ms,
-                    char *err, size_t errlen);
+/* A Set or a Delete on the event loop, each one Lua script (above): the
+ * write lives in memory that outlives the command (the call's arena);
+ * done(w, code) runs once on the loop thread: STATUS_OK, STATUS_EDENIED,
+ * STATUS_ENOTFOUND (delete: nothing stored under the key), or another
+ * code with the reason in w->cmd.err (EUNAVAILABLE, ETIMEOUT after
+ * CACHE_L2_COMMAND_MS, ECANCELLED). */
+typedef struct cache_l2_write cache_l2_write;
+struct cache_l2_write {
+    aredis_cmd cmd; /* first: done finds the write from it */
+    void (*done)(cache_l2_write *w, int status);
+    void *arg; /* the caller's */
+    /* cache_l2's */
+    int is_delete;
+    const char *args[3];
+    size_t arg_lens[3];
+    const char *argv[10];
+    size_t lens[10];
+    char ttl[24], label[8];
+};
+/* Start the write (the invalidation message is built in arena a): 0, or
+ * -1 when out of memory (done never runs). */
+int cache_l2_set_start(cache_l2 *l2, cache_l2_write *w, arena *a, const char *key, size_t klen,
+                       const uint8_t *blob, size_t blen, int64_t ttl_ms, int max_label,
+                       int64_t deadline_ms);
+int cache_l2_delete_start(cache_l2 *l2, cache_l2_write *w, arena *a, const char *key, size_t klen,
+                          int max_label, int64_t deadline_ms);
+/* Ends a started write now (CANCELLED) unless it has ended; any thread.
+ * Whether Redis ran it is then unknown. */
+void cache_l2_write_cancel(cache_l2 *l2, cache_l2_write *w);
+
 /* Publishes the invalidation of key alone (for records cached from another
  * store, e.g. entities, whose writes do not go through Redis), on the event
  * loop without waiting (any thread): a failure is logged naming id (the

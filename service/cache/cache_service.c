@@ -398,6 +398,107 @@ static grpc_status_code denied(rpc_call *call, const char *key) {
     return GRPC_STATUS_PERMISSION_DENIED;
 }
 
+/* Set and DeleteKey: the Redis script on the event loop, then L1 and the
+ * answer (from the loop thread, or here without Redis). Without an answer
+ * from Redis, L1 alone decides with the same diode as the script. */
+typedef struct {
+    cache_l2_write w; /* first: the write's done finds the rest */
+    const cache_service *svc;
+    rpc_call *call;
+    const char *key; /* the request's, for messages */
+    const char *k;   /* the slot */
+    size_t klen;
+    ProtobufCMessage *resp;
+    cache_item *it; /* Set: the value (our reference) */
+    uint64_t mark;  /* Set: L1's mark from before the write */
+    int is_delete;
+} pending_write;
+
+static grpc_status_code set_settled(pending_write *pw, int rc) {
+    const cache_service *svc = pw->svc;
+    rpc_call *call = pw->call;
+    const principal *p = authn_principal(call);
+    uint64_t mark = pw->mark;
+    if (rc == STATUS_EUNAVAILABLE || rc == STATUS_ETIMEOUT) {
+        /* L1 alone decides; the same diode as the Redis script. */
+        cache_item *old = cache_l1_get(svc->l1, pw->k, pw->klen);
+        rc = old && !old->absent && old->label > (int)principal_clr(p) ? STATUS_EDENIED : STATUS_OK;
+        cache_item_unref(old);
+        mark = CACHE_L1_UNCONDITIONAL;
+    }
+    grpc_status_code st;
+    if (rc == STATUS_EDENIED) {
+        st = denied(call, pw->key);
+    } else if (rc != STATUS_OK) {
+        /* Cancelled, or out of memory: whether Redis has the value is
+         * unknown, so this replica's L1 must not keep the old one. */
+        cache_l1_delete(svc->l1, pw->k, pw->klen);
+        st = rpc_call_fail(call, rc, pw->w.cmd.err[0] ? pw->w.cmd.err : "out of memory");
+    } else {
+        cache_l1_put(svc->l1, pw->k, pw->klen, pw->it, mark);
+        Memory__V1__CacheSetResponse *resp = (Memory__V1__CacheSetResponse *)pw->resp;
+        resp->meta = render_meta(rpc_call_arena(call), p, pw->it);
+        st = resp->meta ? GRPC_STATUS_OK : rpc_call_oom(call);
+    }
+    cache_item_unref(pw->it);
+    return st;
+}
+
+static grpc_status_code delete_settled(pending_write *pw, int rc) {
+    const cache_service *svc = pw->svc;
+    rpc_call *call = pw->call;
+    const principal *p = authn_principal(call);
+    if (rc == STATUS_EUNAVAILABLE || rc == STATUS_ETIMEOUT) {
+        cache_item *old = cache_l1_get(svc->l1, pw->k, pw->klen);
+        int present = old && !old->absent;
+        if (present && old->label > (int)principal_clr(p)) rc = STATUS_EDENIED;
+        else rc = present ? STATUS_OK : STATUS_ENOTFOUND;
+        cache_item_unref(old);
+    }
+    if (rc == STATUS_EDENIED) return denied(call, pw->key);
+    cache_l1_delete(svc->l1, pw->k, pw->klen);
+    if (rc != STATUS_OK && rc != STATUS_ENOTFOUND)
+        return rpc_call_fail(call, rc, pw->w.cmd.err[0] ? pw->w.cmd.err : "out of memory");
+    ((Memory__V1__CacheDeleteKeyResponse *)pw->resp)->deleted = rc == STATUS_OK;
+    return GRPC_STATUS_OK;
+}
+
+/* On the loop thread, once Redis answered (or did not). */
+static void l2_written(cache_l2_write *w, int status) {
+    pending_write *pw = (pending_write *)w;
+    if (status == STATUS_EUNAVAILABLE || status == STATUS_ETIMEOUT)
+        log_fields(LOG_WARN,
+                   pw->is_delete ? "cache: L2 delete failed; deleted from this replica's L1 only"
+                                 : "cache: L2 write failed; value kept in this replica's L1 only",
+                   LOG_F_STR, "reason", w->cmd.err, LOG_F_END);
+    rpc_call_complete(pw->call,
+                      pw->is_delete ? delete_settled(pw, status) : set_settled(pw, status));
+}
+
+static void cancel_write(rpc_call *call, void *arg) {
+    (void)call;
+    pending_write *pw = arg;
+    cache_l2_write_cancel(pw->svc->l2, &pw->w);
+}
+
+/* Readies pw's write for the loop: its done, and the client's cancel
+ * (registered before the start: once started, the call may complete on
+ * the loop thread at any moment). -1 when the client is gone already. */
+static int arm_write(pending_write *pw) {
+    pw->w.done = l2_written;
+    if (rpc_call_on_cancel(pw->call, cancel_write, pw) == 0) return 0;
+    cache_item_unref(pw->it);
+    rpc_call_set_error(pw->call, "the client cancelled the call");
+    return -1;
+}
+
+/* The handler's answer once cache_l2_*_start returned started. */
+static grpc_status_code write_l2(pending_write *pw, int started) {
+    if (started != 0)
+        return pw->is_delete ? delete_settled(pw, STATUS_ENOMEM) : set_settled(pw, STATUS_ENOMEM);
+    return RPC_PENDING;
+}
+
 static RPC_UNARY_HANDLER(do_set, cache_service, Memory__V1__CacheSetRequest,
                          Memory__V1__CacheSetResponse) {
     RPC_CHECK(check_key(call, "key", req->key));
@@ -418,71 +519,42 @@ static RPC_UNARY_HANDLER(do_set, cache_service, Memory__V1__CacheSetRequest,
     RPC_CHECK(value_pii(call, svc, p, &value));
 
     arena *a = rpc_call_arena(call);
-    const char *k;
-    size_t klen;
-    if (write_slot(call, p, req->key, &k, &klen) != 0) return rpc_call_oom(call);
+    pending_write *pw = arena_zalloc(a, sizeof *pw);
+    if (!pw || write_slot(call, p, req->key, &pw->k, &pw->klen) != 0) return rpc_call_oom(call);
     int64_t now = clock_wall_ms(NULL), ttl_ms = ttl_us / 1000;
-    cache_item *it =
-        cache_item_create(principal_sub(p), strlen(principal_sub(p)), value.data, value.len,
-                          principal_stamp_label(p, req->label, 0), now, now + ttl_ms);
-    if (!it) return rpc_call_oom(call);
-    uint64_t mark = cache_l1_mark(svc->l1, k, klen);
-    int rc = STATUS_EUNAVAILABLE;
-    char err[256] = "";
-    if (svc->l2) {
-        size_t blen;
-        uint8_t *blob = cache_blob_encode(a, it, &blen);
-        rc = blob ? cache_l2_set(svc->l2, k, klen, blob, blen, ttl_ms, (int)principal_clr(p),
-                                 rpc_call_deadline_ms(call), err, sizeof err)
-                  : STATUS_EUNAVAILABLE;
-        if (rc == STATUS_EUNAVAILABLE)
-            log_fields(LOG_WARN, "cache: L2 write failed; value kept in this replica's L1 only",
-                       LOG_F_STR, "reason", err[0] ? err : "out of memory", LOG_F_END);
-    }
-    if (rc == STATUS_EUNAVAILABLE) {
-        /* L1 alone decides; the same diode as the Redis script. */
-        cache_item *old = cache_l1_get(svc->l1, k, klen);
-        if (old && !old->absent && old->label > (int)principal_clr(p)) rc = STATUS_EDENIED;
-        cache_item_unref(old);
-        mark = CACHE_L1_UNCONDITIONAL;
-    }
-    if (rc == STATUS_EDENIED) {
-        cache_item_unref(it);
-        return denied(call, req->key);
-    }
-    cache_l1_put(svc->l1, k, klen, it, mark);
-    resp->meta = render_meta(a, p, it);
-    cache_item_unref(it);
-    return resp->meta ? GRPC_STATUS_OK : rpc_call_oom(call);
+    pw->it = cache_item_create(principal_sub(p), strlen(principal_sub(p)), value.data, value.len,
+                               principal_stamp_label(p, req->label, 0), now, now + ttl_ms);
+    if (!pw->it) return rpc_call_oom(call);
+    pw->svc = svc;
+    pw->call = call;
+    pw->key = req->key;
+    pw->resp = &resp->base;
+    pw->mark = cache_l1_mark(svc->l1, pw->k, pw->klen);
+    if (!svc->l2) return set_settled(pw, STATUS_EUNAVAILABLE);
+    size_t blen;
+    uint8_t *blob = cache_blob_encode(a, pw->it, &blen);
+    if (!blob) return set_settled(pw, STATUS_ENOMEM);
+    if (arm_write(pw) != 0) return GRPC_STATUS_CANCELLED;
+    return write_l2(pw, cache_l2_set_start(svc->l2, &pw->w, a, pw->k, pw->klen, blob, blen, ttl_ms,
+                                           (int)principal_clr(p), rpc_call_deadline_ms(call)));
 }
 
 static RPC_UNARY_HANDLER(do_delete, cache_service, Memory__V1__CacheDeleteKeyRequest,
                          Memory__V1__CacheDeleteKeyResponse) {
     RPC_CHECK(check_key(call, "key", req->key));
     const principal *p = authn_principal(call);
-    const char *k;
-    size_t klen;
-    if (write_slot(call, p, req->key, &k, &klen) != 0) return rpc_call_oom(call);
-    int rc = STATUS_EUNAVAILABLE;
-    char err[256] = "";
-    if (svc->l2) {
-        rc = cache_l2_delete(svc->l2, k, klen, (int)principal_clr(p), rpc_call_deadline_ms(call),
-                             err, sizeof err);
-        if (rc == STATUS_EUNAVAILABLE)
-            log_fields(LOG_WARN, "cache: L2 delete failed; deleted from this replica's L1 only",
-                       LOG_F_STR, "reason", err, LOG_F_END);
-    }
-    if (rc == STATUS_EUNAVAILABLE) {
-        cache_item *old = cache_l1_get(svc->l1, k, klen);
-        int present = old && !old->absent;
-        if (present && old->label > (int)principal_clr(p)) rc = STATUS_EDENIED;
-        else rc = present ? STATUS_OK : STATUS_ENOTFOUND;
-        cache_item_unref(old);
-    }
-    if (rc == STATUS_EDENIED) return denied(call, req->key);
-    cache_l1_delete(svc->l1, k, klen);
-    resp->deleted = rc == STATUS_OK;
-    return GRPC_STATUS_OK;
+    arena *a = rpc_call_arena(call);
+    pending_write *pw = arena_zalloc(a, sizeof *pw);
+    if (!pw || write_slot(call, p, req->key, &pw->k, &pw->klen) != 0) return rpc_call_oom(call);
+    pw->svc = svc;
+    pw->call = call;
+    pw->key = req->key;
+    pw->resp = &resp->base;
+    pw->is_delete = 1;
+    if (!svc->l2) return delete_settled(pw, STATUS_EUNAVAILABLE);
+    if (arm_write(pw) != 0) return GRPC_STATUS_CANCELLED;
+    return write_l2(pw, cache_l2_delete_start(svc->l2, &pw->w, a, pw->k, pw->klen,
+                                              (int)principal_clr(p), rpc_call_deadline_ms(call)));
 }
 
 /* ------------------------------------------------------------ the tier */
@@ -522,7 +594,7 @@ static int cache_open(tier_env *env, void **state, char *err, size_t errlen) {
     cache_l1_options lo = {(size_t)c->cache_l1_max_entries, (size_t)c->cache_l1_max_bytes,
                            c->cache_l1_ttl_ms, NULL};
     if (!(svc->l1 = cache_l1_create(&lo)) ||
-        (env->redis && (!(svc->l2 = cache_l2_create(env->redis, env->redis_async, replica)) ||
+        (env->redis && (!(svc->l2 = cache_l2_create(env->redis_async, replica)) ||
                         !(svc->sub = cache_sub_start(env->redis, svc->l1, replica)))) ||
         (c->cache_entities && (!(svc->aside = cache_aside_create(svc->l1, svc->sub)) ||
                                !(svc->entities = cache_records_create(
@@ -542,8 +614,8 @@ static int cache_open(tier_env *env, void **state, char *err, size_t errlen) {
 #define SVC "memory.v1.Cache"
 static const rpc_method methods[] = {
     RPC_METHOD_UNARY(SVC, "Get", memory__v1__cache_get, "cache:read", do_get),
-    RPC_METHOD_BLOCKING(SVC, "Set", memory__v1__cache_set, "cache:write", do_set),
-    RPC_METHOD_BLOCKING(SVC, "DeleteKey", memory__v1__cache_delete_key, "cache:write", do_delete),
+    RPC_METHOD_UNARY(SVC, "Set", memory__v1__cache_set, "cache:write", do_set),
+    RPC_METHOD_UNARY(SVC, "DeleteKey", memory__v1__cache_delete_key, "cache:write", do_delete),
     RPC_METHOD_UNARY(SVC, "MultiGet", memory__v1__cache_multi_get, "cache:read", do_multi_get),
 };
 

@@ -53,8 +53,7 @@ static int decode_put(tier_async *op, const PGresult *r) {
     }
 }
 
-tier_async *global_put_start(tier_ctx *c, const global_put *g, tier_async_done_fn done,
-                             void *arg) {
+tier_async *global_put_start(tier_ctx *c, const global_put *g, tier_async_done_fn done, void *arg) {
     tier_async *op = tier_async_new(c, "row lock", decode_put, g, sizeof *g, done, arg);
     if (!op) return NULL;
     global_put *mine = op->arg;
@@ -73,8 +72,7 @@ static int decode_delete(tier_async *op, const PGresult *r) {
     int rc = tier_sql_lock_row(c, r, &row);
     if (rc != STATUS_OK) return rc;
     if (!row.exists) return tier_fail(c, STATUS_ENOTFOUND, "%s %s not found", d->what, d->name);
-    if ((rc = tier_may_write(c, &row, d->has_expected, d->expected, d->what, d->name)) !=
-        STATUS_OK)
+    if ((rc = tier_may_write(c, &row, d->has_expected, d->expected, d->what, d->name)) != STATUS_OK)
         return rc;
     d->delete_sql(d, c, tier_async_next(op, "delete", NULL));
     d->deleted = 1;

@@ -18,7 +18,7 @@ static const health_dep builtin[] = {
 struct health_probe {
     health *h;
     apg *pg;
-    redis_pool *redis;
+    aredis *redis;
     health_dep *deps;
     int *probe_up; /* per dep with a probe: last seen, -1 before the first */
     size_t ndeps;
@@ -43,7 +43,7 @@ static void note(const char *backend, const char *service, int up, int *last) {
 static void probe_once(health_probe *p) {
     int64_t deadline = rpc_now_ms() + (p->interval_ms < 1000 ? 1000 : p->interval_ms);
     int pg_up = apg_ping(p->pg, deadline) == 0;
-    int redis_up = p->redis && redis_pool_ping(p->redis, deadline) == 0;
+    int redis_up = p->redis && aredis_ping(p->redis, deadline) == 0;
     note("postgres", NULL, pg_up, &p->pg_up);
     if (p->redis) note("redis", NULL, redis_up, &p->redis_up);
     for (size_t i = 0; i < p->ndeps; i++) {
@@ -64,7 +64,7 @@ static void probe_main(worker *w, void *arg) {
     while (!worker_nap(w, p->interval_ms)) probe_once(p);
 }
 
-int health_probe_start(health *h, apg *pg, redis_pool *redis, const health_dep *deps, size_t n,
+int health_probe_start(health *h, apg *pg, aredis *redis, const health_dep *deps, size_t n,
                        int interval_ms, health_probe **out) {
     size_t nb = sizeof builtin / sizeof builtin[0];
     health_probe *p = calloc(1, sizeof *p);

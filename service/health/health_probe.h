@@ -10,7 +10,7 @@
 
 #include "service/health/health.h"
 #include "service/store/apg.h"
-#include "service/store/redis_pool.h"
+#include "service/store/aredis.h"
 
 #define HEALTH_NEEDS_PG (1u << 0)    /* reads or writes PostgreSQL */
 #define HEALTH_NEEDS_REDIS (1u << 1) /* cannot work without Redis */
@@ -28,13 +28,13 @@ typedef struct health_dep {
 typedef struct health_probe health_probe;
 
 /* Probes once synchronously (so statuses are right before serving), then
- * every interval_ms on its own thread. PostgreSQL is asked through the
- * event loop's pool with a deadline of its own (the interval, at least 1 s),
- * so a server that stops answering reads as down rather than stalling the
- * probe. redis may be NULL (not configured: services needing it are
- * NOT_SERVING). deps[0..n) is copied; the pools, probe arguments and h must
- * outlive the probe. Returns 0 or -1. */
-int health_probe_start(health *h, apg *pg, redis_pool *redis, const health_dep *deps, size_t n,
+ * every interval_ms on its own thread. PostgreSQL and Redis are asked
+ * through the event loop's clients (the ones calls use) with a deadline of
+ * their own (the interval, at least 1 s), so a server that stops answering
+ * reads as down rather than stalling the probe. redis may be NULL (not configured: services needing
+ * it are NOT_SERVING). deps[0..n) is copied; the pools, probe arguments and h must outlive the
+ * probe. Returns 0 or -1. */
+int health_probe_start(health *h, apg *pg, aredis *redis, const health_dep *deps, size_t n,
                        int interval_ms, health_probe **out);
 /* Stops and joins the thread; accepts NULL. */
 void health_probe_stop(health_probe *p);

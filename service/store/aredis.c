@@ -292,6 +292,45 @@ void aredis_cancel(aredis *r, aredis_cmd *q) {
 
 int aredis_connected(const aredis *r) { return atomic_load(&((aredis *)r)->connected); }
 
+typedef struct {
+    aredis_cmd q;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int done, status;
+} ping_cmd;
+
+static void ping_done(aredis_cmd *q, int status, redisReply *r) {
+    ping_cmd *pc = (ping_cmd *)q;
+    if (status == STATUS_OK && !(r->type == REDIS_REPLY_STATUS && strcmp(r->str, "PONG") == 0))
+        status = STATUS_EUNAVAILABLE;
+    pthread_mutex_lock(&pc->lock);
+    pc->status = status;
+    pc->done = 1;
+    pthread_cond_signal(&pc->cond);
+    pthread_mutex_unlock(&pc->lock);
+}
+
+int aredis_ping(aredis *r, int64_t deadline_ms) {
+    static const char *argv[] = {"PING"};
+    static const size_t lens[] = {4};
+    ping_cmd pc = {.q = {.argc = 1,
+                         .argv = argv,
+                         .lens = lens,
+                         .what = "ping",
+                         .deadline_ms = deadline_ms,
+                         .done = ping_done}};
+    pthread_mutex_init(&pc.lock, NULL);
+    pthread_cond_init(&pc.cond, NULL);
+    aredis_submit(r, &pc.q);
+    /* aredis answers every command by its deadline: no timed wait needed. */
+    pthread_mutex_lock(&pc.lock);
+    while (!pc.done) pthread_cond_wait(&pc.cond, &pc.lock);
+    pthread_mutex_unlock(&pc.lock);
+    pthread_mutex_destroy(&pc.lock);
+    pthread_cond_destroy(&pc.cond);
+    return pc.status;
+}
+
 /* ------------------------------------------------------------ life */
 
 static void signal_done(aredis *r) {

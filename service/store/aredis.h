@@ -76,4 +76,9 @@ void aredis_cancel(aredis *r, aredis_cmd *q);
 /* 1 while the connection is up; a racy snapshot for health and logs. */
 int aredis_connected(const aredis *r);
 
+/* PING with deadline_ms, waiting for the answer: 0 when Redis answered
+ * PONG, else a STATUS_E* code (a hung Redis is noticed by the deadline).
+ * For threads that may block (the health probe); never the loop's. */
+int aredis_ping(aredis *r, int64_t deadline_ms);
+
 #endif

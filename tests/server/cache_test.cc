@@ -548,7 +548,16 @@ TEST_F(CacheTest, HungRedisCostsALookupItsBoundThenRecovers) {
   req.set_key("k");
   Result r = Call(a, "/memory.v1.Cache/Get", req, tok, 5000);
   Result h = Unary(a.ch, "/grpc.health.v1.Health/Check", "", 2000);
+  // A Set too: Redis does not answer its script within the bound, so the
+  // value is kept in this replica's L1 alone.
+  auto set_at = Clock::now();
+  MustSet(a, tok, "during", "in a's L1");
+  auto set_ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - set_at);
+  CacheItem during = Get(a, tok, "during");
   ASSERT_TRUE(redis.Thaw()) << redis.error();
+  EXPECT_LT(set_ms.count(), 2500) << "the write was not bounded";
+  EXPECT_EQ(CACHE_LOOKUP_HIT_L1, during.lookup());
+  EXPECT_EQ("in a's L1", during.value());
   ASSERT_TRUE(r.status.ok()) << r.status.error_message();
   CacheGetResponse resp;
   ASSERT_TRUE(resp.ParseFromString(r.body));
