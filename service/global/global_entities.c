@@ -65,18 +65,13 @@ tier_async *global_put_entity_async(global_store *s, tier_ctx *c, const global_e
                                     global_entity *out, int *created, tier_async_done_fn done,
                                     void *arg) {
     (void)s;
-    global_entity_in *copy = arena_alloc(c->ar, sizeof *copy);
-    const char *pii = pgq_array_literal(c->ar, in->pii_kinds, in->npii);
-    if (!copy || !pii) return NULL;
-    *copy = *in;
     global_put g = {.k = &entity_put,
-                    .in = copy,
+                    .in = in,
                     .out = out,
                     .created = created,
                     .name = in->id,
-                    .label = in->label,
-                    .pii = pii};
-    return global_put_start(c, &g, done, arg);
+                    .label = in->label};
+    return global_put_start(c, &g, sizeof *in, in->pii_kinds, in->npii, done, arg);
 }
 
 /* ------------------------------------------------------------ GetEntity */

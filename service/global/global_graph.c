@@ -97,18 +97,13 @@ tier_async *global_put_rel_async(global_store *s, tier_ctx *c, const global_rel_
                                  global_rel *out, int *created, tier_async_done_fn done,
                                  void *arg) {
     (void)s;
-    global_rel_in *copy = arena_alloc(c->ar, sizeof *copy);
-    const char *pii = pgq_array_literal(c->ar, in->pii_kinds, in->npii);
-    if (!copy || !pii) return NULL;
-    *copy = *in;
     global_put g = {.k = &rel_put,
-                    .in = copy,
+                    .in = in,
                     .out = out,
                     .created = created,
                     .name = rel_name(c->ar, in->source_id, in->type, in->target_id),
-                    .label = in->label,
-                    .pii = pii};
-    return global_put_start(c, &g, done, arg);
+                    .label = in->label};
+    return global_put_start(c, &g, sizeof *in, in->pii_kinds, in->npii, done, arg);
 }
 
 /* A relationship's key, for its delete. */

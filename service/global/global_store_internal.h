@@ -75,9 +75,12 @@ struct global_put {
     tier_row row;
     int step, races, checked;
 };
-/* The put g describes (copied), ready for tier_pending. NULL when out of
- * memory. */
-tier_async *global_put_start(tier_ctx *c, const global_put *g, tier_async_done_fn done, void *arg);
+/* The put g describes (copied, with its input of in_size bytes, and the
+ * record's pii_kinds as an array literal in g->pii), ready for
+ * tier_pending. NULL when out of memory. */
+tier_async *global_put_start(tier_ctx *c, const global_put *g, size_t in_size,
+                             const char *const *pii_kinds, size_t npii, tier_async_done_fn done,
+                             void *arg);
 
 /* A delete of one record: the row lock with BEGIN (absent: NOT_FOUND),
  * the write diode, the DELETE, then the audit row with COMMIT. */

@@ -76,20 +76,16 @@ tier_async *global_record_task_async(global_store *s, tier_ctx *c, const global_
                                      global_task *out, int *created, tier_async_done_fn done,
                                      void *arg) {
     (void)s;
-    global_task_in *copy = arena_alloc(c->ar, sizeof *copy);
-    const char *pii = pgq_array_literal(c->ar, in->pii_kinds, in->npii);
     const char *ids = pgq_array_literal(c->ar, in->entity_ids, in->nentity_ids);
-    if (!copy || !pii || !ids) return NULL;
-    *copy = *in;
+    if (!ids) return NULL;
     global_put g = {.k = &task_put,
-                    .in = copy,
+                    .in = in,
                     .out = out,
                     .created = created,
                     .name = in->id,
                     .label = in->label,
-                    .pii = pii,
                     .ids = ids};
-    return global_put_start(c, &g, done, arg);
+    return global_put_start(c, &g, sizeof *in, in->pii_kinds, in->npii, done, arg);
 }
 
 typedef struct {

@@ -2,6 +2,8 @@
  * (rpc.h's execution model): a transaction of round trips on one held
  * connection, the row lock with BEGIN first and the audit row with COMMIT
  * last; see global_store_internal.h. */
+#include <string.h>
+
 #include "service/global/global_store_internal.h"
 
 enum { PUT_LOCKED, PUT_CHECKED, PUT_WRITTEN };
@@ -53,10 +55,18 @@ static int decode_put(tier_async *op, const PGresult *r) {
     }
 }
 
-tier_async *global_put_start(tier_ctx *c, const global_put *g, tier_async_done_fn done, void *arg) {
-    tier_async *op = tier_async_new(c, "row lock", decode_put, g, sizeof *g, done, arg);
+tier_async *global_put_start(tier_ctx *c, const global_put *g, size_t in_size,
+                             const char *const *pii_kinds, size_t npii, tier_async_done_fn done,
+                             void *arg) {
+    void *in = arena_alloc(c->ar, in_size);
+    const char *pii = pgq_array_literal(c->ar, pii_kinds, npii);
+    tier_async *op =
+        in && pii ? tier_async_new(c, "row lock", decode_put, g, sizeof *g, done, arg) : NULL;
     if (!op) return NULL;
     global_put *mine = op->arg;
+    memcpy(in, g->in, in_size);
+    mine->in = in;
+    mine->pii = pii;
     tier_async_begin(op, "BEGIN");
     mine->k->lock(mine, c, &op->sql);
     return op;

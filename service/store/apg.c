@@ -211,19 +211,15 @@ void apg_cancel(apg *p, apg_query *q) {
 typedef struct {
     apg_query q;
     pgq_sql sql;
-    pthread_mutex_t lock;
-    pthread_cond_t cond;
-    int done, status;
+    evloop_waiter answered;
+    int status;
 } ping_call;
 
 static void ping_done(apg_query *q, int status, PGresult *res) {
     ping_call *pc = q->arg;
     PQclear(res);
-    pthread_mutex_lock(&pc->lock);
     pc->status = status;
-    pc->done = 1;
-    pthread_cond_signal(&pc->cond);
-    pthread_mutex_unlock(&pc->lock);
+    evloop_wake(&pc->answered);
 }
 
 int apg_ping(apg *p, int64_t deadline_ms) {
@@ -235,35 +231,17 @@ int apg_ping(apg *p, int64_t deadline_ms) {
     pc.q.arg = &pc;
     pc.q.sql = &pc.sql;
     pgq_sql_add(&pc.sql, "SELECT 1");
-    pthread_mutex_init(&pc.lock, NULL);
-    pthread_cond_init(&pc.cond, NULL);
+    evloop_waiter_init(&pc.answered);
     apg_submit(p, &pc.q);
     /* apg answers every query by its deadline: no timed wait needed. */
-    pthread_mutex_lock(&pc.lock);
-    while (!pc.done) pthread_cond_wait(&pc.cond, &pc.lock);
-    pthread_mutex_unlock(&pc.lock);
-    pthread_mutex_destroy(&pc.lock);
-    pthread_cond_destroy(&pc.cond);
+    evloop_wait(&pc.answered);
+    evloop_waiter_destroy(&pc.answered);
     return pc.status;
 }
 
 int apg_connected(const apg *p) { return atomic_load(&((apg *)p)->connected); }
 
 /* ------------------------------------------------------------ life */
-
-void apg_signal_done(apg *p) {
-    pthread_mutex_lock(&p->lock);
-    p->done = 1;
-    pthread_cond_signal(&p->cond);
-    pthread_mutex_unlock(&p->lock);
-}
-
-static void wait_done(apg *p) {
-    pthread_mutex_lock(&p->lock);
-    while (!p->done) pthread_cond_wait(&p->cond, &p->lock);
-    p->done = 0;
-    pthread_mutex_unlock(&p->lock);
-}
 
 static void setup_on_loop(evloop_task *t) {
     apg *p = (apg *)((char *)t - offsetof(apg, task));
@@ -272,7 +250,7 @@ static void setup_on_loop(evloop_task *t) {
      * else needs undoing when it does. */
     if (uv_async_init(uv, &p->cancel_wake, on_cancel_wake) != 0) {
         p->setup_failed = 1;
-        apg_signal_done(p);
+        evloop_wake(&p->setup);
         return;
     }
     p->cancel_wake.data = p;
@@ -287,11 +265,11 @@ static void setup_on_loop(evloop_task *t) {
         p->handles++;
     }
     apg_conn_connect(&p->conns[0]); /* the others open on demand */
-    apg_signal_done(p);
+    evloop_wake(&p->setup);
 }
 
 void apg_handle_gone(apg *p) {
-    if (--p->handles == 0) apg_signal_done(p);
+    if (--p->handles == 0) evloop_wake(&p->setup);
 }
 
 static void handle_closed(uv_handle_t *h) { apg_handle_gone(h->data); }
@@ -361,7 +339,7 @@ static void free_params(apg *p) {
 static int setup(apg *p, char *err, size_t errlen) {
     p->task.fn = setup_on_loop;
     evloop_post(p->loop, &p->task);
-    wait_done(p);
+    evloop_wait(&p->setup);
     if (!p->setup_failed) return 0;
     snprintf(err, errlen, "postgres: cannot set up the pool on the event loop");
     return -1;
@@ -369,8 +347,7 @@ static int setup(apg *p, char *err, size_t errlen) {
 
 /* Frees what apg_create made once nothing on the loop refers to p. */
 static void destroy(apg *p) {
-    pthread_mutex_destroy(&p->lock);
-    pthread_cond_destroy(&p->cond);
+    evloop_waiter_destroy(&p->setup);
     free_params(p);
     free(p->conns);
     free(p);
@@ -394,8 +371,7 @@ int apg_create(evloop *loop, const apg_options *o, apg **out, char *err, size_t 
         free(p);
         return -1;
     }
-    pthread_mutex_init(&p->lock, NULL);
-    pthread_cond_init(&p->cond, NULL);
+    evloop_waiter_init(&p->setup);
     if (setup(p, err, errlen) == 0) {
         *out = p;
         return 0;
@@ -408,6 +384,6 @@ void apg_free(apg *p) {
     if (!p) return;
     p->task.fn = teardown_on_loop;
     evloop_post(p->loop, &p->task);
-    wait_done(p);
+    evloop_wait(&p->setup);
     destroy(p);
 }

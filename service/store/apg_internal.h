@@ -4,7 +4,6 @@
 #ifndef MEMORYD_STORE_APG_INTERNAL_H
 #define MEMORYD_STORE_APG_INTERNAL_H
 
-#include <pthread.h>
 #include <stdatomic.h>
 #include <uv.h>
 
@@ -64,10 +63,8 @@ struct apg {
     int closing;
     /* create and free wait for the loop thread */
     evloop_task task;
-    pthread_mutex_t lock;
-    pthread_cond_t cond;
+    evloop_waiter setup;
     int handles; /* open uv handles of the pool */
-    int done;    /* the posted set-up / tear-down finished */
     int setup_failed;
 };
 
@@ -88,7 +85,6 @@ void apg_take_next(apg_conn *c);
 int apg_any_alive(const apg *p);
 /* Answers every waiting query with status and why. */
 void apg_fail_queue(apg *p, int status, const char *why);
-void apg_signal_done(apg *p);
 /* A uv handle of the pool finished closing: the last one ends apg_free's
  * wait. */
 void apg_handle_gone(apg *p);

@@ -7,7 +7,6 @@
 
 #include <hiredis/adapters/libuv.h>
 #include <hiredis/async.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -42,9 +41,8 @@ struct aredis {
     int closing;
     /* create and free wait for the loop thread */
     evloop_task task;
-    pthread_mutex_t lock;
-    pthread_cond_t cond;
-    int handles, done, setup_failed;
+    evloop_waiter setup;
+    int handles, setup_failed;
 };
 
 /* privdata of the commands sent on connecting (AUTH, SELECT). */
@@ -294,20 +292,16 @@ int aredis_connected(const aredis *r) { return atomic_load(&((aredis *)r)->conne
 
 typedef struct {
     aredis_cmd q;
-    pthread_mutex_t lock;
-    pthread_cond_t cond;
-    int done, status;
+    evloop_waiter answered;
+    int status;
 } ping_cmd;
 
 static void ping_done(aredis_cmd *q, int status, redisReply *r) {
     ping_cmd *pc = (ping_cmd *)q;
     if (status == STATUS_OK && !(r->type == REDIS_REPLY_STATUS && strcmp(r->str, "PONG") == 0))
         status = STATUS_EUNAVAILABLE;
-    pthread_mutex_lock(&pc->lock);
     pc->status = status;
-    pc->done = 1;
-    pthread_cond_signal(&pc->cond);
-    pthread_mutex_unlock(&pc->lock);
+    evloop_wake(&pc->answered);
 }
 
 int aredis_ping(aredis *r, int64_t deadline_ms) {
@@ -319,40 +313,22 @@ int aredis_ping(aredis *r, int64_t deadline_ms) {
                          .what = "ping",
                          .deadline_ms = deadline_ms,
                          .done = ping_done}};
-    pthread_mutex_init(&pc.lock, NULL);
-    pthread_cond_init(&pc.cond, NULL);
+    evloop_waiter_init(&pc.answered);
     aredis_submit(r, &pc.q);
     /* aredis answers every command by its deadline: no timed wait needed. */
-    pthread_mutex_lock(&pc.lock);
-    while (!pc.done) pthread_cond_wait(&pc.cond, &pc.lock);
-    pthread_mutex_unlock(&pc.lock);
-    pthread_mutex_destroy(&pc.lock);
-    pthread_cond_destroy(&pc.cond);
+    evloop_wait(&pc.answered);
+    evloop_waiter_destroy(&pc.answered);
     return pc.status;
 }
 
 /* ------------------------------------------------------------ life */
-
-static void signal_done(aredis *r) {
-    pthread_mutex_lock(&r->lock);
-    r->done = 1;
-    pthread_cond_signal(&r->cond);
-    pthread_mutex_unlock(&r->lock);
-}
-
-static void wait_done(aredis *r) {
-    pthread_mutex_lock(&r->lock);
-    while (!r->done) pthread_cond_wait(&r->cond, &r->lock);
-    r->done = 0;
-    pthread_mutex_unlock(&r->lock);
-}
 
 static void setup_on_loop(evloop_task *t) {
     aredis *r = (aredis *)((char *)t - offsetof(aredis, task));
     uv_loop_t *uv = evloop_uv(r->loop);
     if (uv_async_init(uv, &r->cancel_wake, on_cancel_wake) != 0) {
         r->setup_failed = 1;
-        signal_done(r);
+        evloop_wake(&r->setup);
         return;
     }
     r->cancel_wake.data = r;
@@ -361,12 +337,12 @@ static void setup_on_loop(evloop_task *t) {
     r->conn_timer.data = r->deadline_timer.data = r;
     r->handles = 3;
     connect_now(r);
-    signal_done(r);
+    evloop_wake(&r->setup);
 }
 
 static void handle_closed(uv_handle_t *h) {
     aredis *r = h->data;
-    if (--r->handles == 0) signal_done(r);
+    if (--r->handles == 0) evloop_wake(&r->setup);
 }
 
 static void teardown_on_loop(evloop_task *t) {
@@ -384,8 +360,7 @@ static void teardown_on_loop(evloop_task *t) {
 }
 
 static void destroy(aredis *r) {
-    pthread_mutex_destroy(&r->lock);
-    pthread_cond_destroy(&r->cond);
+    evloop_waiter_destroy(&r->setup);
     free(r->cmds);
     free(r->deadlines);
     free(r);
@@ -406,15 +381,14 @@ int aredis_create(evloop *loop, const aredis_options *o, aredis **out, char *err
     atomic_init(&r->connected, 0);
     r->cmds = calloc((size_t)o->max_in_flight, sizeof *r->cmds);
     r->deadlines = calloc((size_t)o->max_in_flight, sizeof *r->deadlines);
-    pthread_mutex_init(&r->lock, NULL);
-    pthread_cond_init(&r->cond, NULL);
+    evloop_waiter_init(&r->setup);
     if (!r->cmds || !r->deadlines) {
         destroy(r);
         return snprintf(err, errlen, "redis: out of memory"), -1;
     }
     r->task.fn = setup_on_loop;
     evloop_post(loop, &r->task);
-    wait_done(r);
+    evloop_wait(&r->setup);
     if (r->setup_failed) {
         destroy(r);
         return snprintf(err, errlen, "redis: cannot set up the client on the event loop"), -1;
@@ -427,6 +401,6 @@ void aredis_free(aredis *r) {
     if (!r) return;
     r->task.fn = teardown_on_loop;
     evloop_post(r->loop, &r->task);
-    wait_done(r);
+    evloop_wait(&r->setup);
     destroy(r);
 }

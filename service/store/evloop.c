@@ -119,3 +119,28 @@ struct uv_loop_s *evloop_uv(evloop *l) {
 }
 
 int evloop_on_loop(const evloop *l) { return pthread_equal(pthread_self(), l->thread); }
+
+void evloop_waiter_init(evloop_waiter *w) {
+    pthread_mutex_init(&w->lock, NULL);
+    pthread_cond_init(&w->cond, NULL);
+    w->done = 0;
+}
+
+void evloop_waiter_destroy(evloop_waiter *w) {
+    pthread_mutex_destroy(&w->lock);
+    pthread_cond_destroy(&w->cond);
+}
+
+void evloop_wake(evloop_waiter *w) {
+    pthread_mutex_lock(&w->lock);
+    w->done = 1;
+    pthread_cond_signal(&w->cond);
+    pthread_mutex_unlock(&w->lock);
+}
+
+void evloop_wait(evloop_waiter *w) {
+    pthread_mutex_lock(&w->lock);
+    while (!w->done) pthread_cond_wait(&w->cond, &w->lock);
+    w->done = 0;
+    pthread_mutex_unlock(&w->lock);
+}

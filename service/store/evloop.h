@@ -11,6 +11,7 @@
 #ifndef MEMORYD_STORE_EVLOOP_H
 #define MEMORYD_STORE_EVLOOP_H
 
+#include <pthread.h>
 #include <stddef.h>
 
 struct uv_loop_s; /* <uv.h>, which only the files using handles include */
@@ -39,5 +40,18 @@ void evloop_post(evloop *l, evloop_task *task);
 struct uv_loop_s *evloop_uv(evloop *l);
 /* 1 on the loop thread (for assertions). */
 int evloop_on_loop(const evloop *l);
+
+/* A wait for something the loop thread does (a client's set-up or
+ * tear-down, a blocking ping's answer): another thread evloop_waits, the
+ * loop thread evloop_wakes. After a wait it is ready for the next. */
+typedef struct evloop_waiter {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int done;
+} evloop_waiter;
+void evloop_waiter_init(evloop_waiter *w);
+void evloop_waiter_destroy(evloop_waiter *w);
+void evloop_wake(evloop_waiter *w);
+void evloop_wait(evloop_waiter *w);
 
 #endif
