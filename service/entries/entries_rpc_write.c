@@ -299,13 +299,20 @@ RPC_UNARY_HANDLER(entries_do_replace, entries_service, Memory__V1__EntriesReplac
                   req->expected_version, edit_replace, &m);
 }
 
+static grpc_status_code render_purge(tier_pending_call *pc) {
+    ((Memory__V1__EntriesPurgeExpiredResponse *)pc->resp)->purged_count = *(int64_t *)pc->out;
+    return GRPC_STATUS_OK;
+}
+
+/* On the event loop, as Write. */
 RPC_UNARY_HANDLER(entries_do_purge, entries_service, Memory__V1__EntriesPurgeExpiredRequest,
                   Memory__V1__EntriesPurgeExpiredResponse) {
     const char *pat = req->namespace_pattern;
     RPC_CHECK(entries_check_ns_pattern(call, "namespace_pattern", &pat));
-    tier_ctx c = entries_ctx(svc, call, 1);
-    int64_t n = 0;
-    TIER_CHECK(call, &c, entries_store_purge(&svc->store, &c, pat, &n));
-    resp->purged_count = n;
-    return GRPC_STATUS_OK;
+    tier_pending_call *pc = tier_pending_new(call, "entries", svc->env->audit, sizeof(int64_t),
+                                             render_purge, &resp->base);
+    tier_async *op =
+        pc ? entries_store_purge_async(&svc->store, pc->c, pat, pc->out, tier_pending_done, pc)
+           : NULL;
+    return op ? tier_pending(call, &svc->store, op) : rpc_call_oom(call);
 }

@@ -13,10 +13,6 @@
 #include "service/entries/entries_service_internal.h"
 #include "service/pb/pbjson.h"
 
-tier_ctx entries_ctx(const entries_service *svc, rpc_call *call, int audited) {
-    return tier_ctx_for(call, "entries", audited ? svc->env->audit : NULL);
-}
-
 /* ------------------------------------------------------------ checks */
 
 /* nsglob's reasons may start with what they checked ("namespace: ...");
@@ -122,8 +118,8 @@ static const rpc_method methods[] = {
     RPC_METHOD_UNARY(SVC, "Append", memory__v1__entries_append, "entries:write", entries_do_append),
     RPC_METHOD_UNARY(SVC, "Replace", memory__v1__entries_replace, "entries:write",
                      entries_do_replace),
-    RPC_METHOD_BLOCKING(SVC, "PurgeExpired", memory__v1__entries_purge_expired, "admin",
-                        entries_do_purge),
+    RPC_METHOD_UNARY(SVC, "PurgeExpired", memory__v1__entries_purge_expired, "admin",
+                     entries_do_purge),
 };
 
 static const tier_service services[] = {{SVC, HEALTH_NEEDS_PG}};

@@ -19,10 +19,6 @@ typedef struct entries_service {
     entries_store store;
 } entries_service;
 
-/* The context for a call (tier "entries"); with audited, the write's audit
- * row commits with it. */
-tier_ctx entries_ctx(const entries_service *svc, rpc_call *call, int audited);
-
 /* Request checks naming the field. An empty namespace pattern becomes
  * "*:*:*", an empty key pattern "*". */
 grpc_status_code entries_check_namespace(rpc_call *call, const char *field, const char *ns);

@@ -16,10 +16,6 @@
 #include "service/core/text.h"
 #include "service/entries/entries_store_internal.h"
 
-int entries_run(entries_store *s, tier_ctx *c, tier_sql_fn fn, void *arg) {
-    return tier_store_run(s, c, fn, arg);
-}
-
 void entries_read_diode(pgq_sql *b, const tier_ctx *c) {
     tier_sql_read_diode(b, c, NULL);
     pgq_sql_add(b, " AND (expires_at IS NULL OR expires_at > now())");

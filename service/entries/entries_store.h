@@ -198,8 +198,10 @@ tier_async *entries_store_modify_async(entries_store *s, tier_ctx *c, const entr
 /* ---- PurgeExpired ---- */
 
 /* Deletes the expired entries of the caller's tenant, every owner, inside
- * the token's ns globs and ns_pattern. */
-int entries_store_purge(entries_store *s, tier_ctx *c, const char *ns_pattern, int64_t *purged);
+ * the token's ns globs and ns_pattern: one DELETE and the audit row with
+ * COMMIT, on the event loop as Write. */
+tier_async *entries_store_purge_async(entries_store *s, tier_ctx *c, const char *ns_pattern,
+                                      int64_t *purged, tier_async_done_fn done, void *arg);
 
 /* ---- Stats ---- */
 

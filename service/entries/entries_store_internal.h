@@ -33,9 +33,6 @@ enum {
     ECOL_VALUE, /* only when asked for */
 };
 
-/* Runs fn in a session of the store (tier_sql_run). */
-int entries_run(entries_store *s, tier_ctx *c, tier_sql_fn fn, void *arg);
-
 /* The read diode for entries (tier_sql_read_diode, and not expired) as a
  * WHERE fragment without a leading AND. */
 void entries_read_diode(pgq_sql *b, const tier_ctx *c);

@@ -336,23 +336,23 @@ tier_async *entries_store_modify_async(entries_store *s, tier_ctx *c, const entr
 
 /* ------------------------------------------------------------ PurgeExpired */
 
-static int purge(pgq_session *ss, tier_ctx *c, void *arg) {
-    entries_ns_args *a = arg;
-    pgq_sql b = {0};
-    pgq_sql_add(&b, "DELETE FROM entries WHERE tenant = $%d AND expires_at <= now()",
-                pgq_text(&b, principal_tenant(c->p)));
-    int none, rc = entries_sql_ns_scope(c, a->ns_pattern, &b, &none);
-    if (rc != STATUS_OK || none) return rc;
-    PGresult *r;
-    rc = pgq_pipeline(ss, "purge", "BEGIN", &b, 0, &r);
-    if (rc != STATUS_OK) return rc;
-    *(int64_t *)a->out = atoll(PQcmdTuples(r));
-    PQclear(r);
-    return tier_sql_commit(ss, c);
+/* The DELETE (starting the transaction), then the audit row and COMMIT. */
+static int decode_purge(tier_async *op, const PGresult *r) {
+    const entries_ns_args *a = op->arg;
+    *(int64_t *)a->out = atoll(PQcmdTuples((PGresult *)r));
+    return tier_async_commit(op);
 }
 
-int entries_store_purge(entries_store *s, tier_ctx *c, const char *ns_pattern, int64_t *purged) {
-    *purged = 0;
+tier_async *entries_store_purge_async(entries_store *s, tier_ctx *c, const char *ns_pattern,
+                                      int64_t *purged, tier_async_done_fn done, void *arg) {
+    (void)s;
     entries_ns_args a = {ns_pattern, purged};
-    return entries_run(s, c, purge, &a);
+    tier_async *op = tier_async_new(c, "purge", decode_purge, &a, sizeof a, done, arg);
+    if (!op) return NULL;
+    tier_async_begin(op, "BEGIN");
+    pgq_sql *b = &op->sql;
+    pgq_sql_add(b, "DELETE FROM entries WHERE tenant = $%d AND expires_at <= now()",
+                pgq_text(b, principal_tenant(c->p)));
+    int none, rc = entries_sql_ns_scope(c, ns_pattern, b, &none);
+    return tier_async_built(op, rc != STATUS_OK ? rc : none ? TIER_NO_ROWS : STATUS_OK);
 }
