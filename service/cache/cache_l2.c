@@ -43,6 +43,13 @@ cache_l2 *cache_l2_create(aredis *ar, const char *replica) {
 
 void cache_l2_free(cache_l2 *l2) { free(l2); }
 
+/* A command's deadline: the call's, or CACHE_L2_COMMAND_MS from now if
+ * sooner. */
+static int64_t bounded(int64_t deadline_ms) {
+    int64_t cap = clock_mono_ms(NULL) + CACHE_L2_COMMAND_MS;
+    return deadline_ms < cap ? deadline_ms : cap;
+}
+
 static void mget_done(aredis_cmd *q, int status, redisReply *r) {
     cache_l2_lookup *lk = q->arg;
     if (status == STATUS_OK && (r->type != REDIS_REPLY_ARRAY || r->elements != lk->n)) {
@@ -58,25 +65,26 @@ static void mget_done(aredis_cmd *q, int status, redisReply *r) {
     lk->done(lk, status);
 }
 
-void cache_l2_mget_start(cache_l2 *l2, cache_l2_lookup *lk, const char **argv, size_t *lens,
-                         const char *const *keys, const size_t *klens, size_t n,
-                         int64_t deadline_ms, cache_item **out) {
+int cache_l2_mget_start(cache_l2 *l2, cache_l2_lookup *lk, arena *a, const char *const *keys,
+                        const size_t *klens, size_t n, int64_t deadline_ms, cache_item **out) {
+    const char **argv = arena_alloc(a, (n + 1) * sizeof *argv);
+    size_t *lens = arena_alloc(a, (n + 1) * sizeof *lens);
+    if (!argv || !lens) return -1;
     for (size_t i = 0; i < n; i++) out[i] = NULL;
     argv[0] = "MGET";
     lens[0] = 4;
     for (size_t i = 0; i < n; i++) argv[i + 1] = keys[i], lens[i + 1] = klens[i];
     lk->out = out;
     lk->n = n;
-    int64_t cap = clock_mono_ms(NULL) + CACHE_L2_COMMAND_MS;
-    if (deadline_ms > cap) deadline_ms = cap;
     lk->cmd = (aredis_cmd){.argc = (int)n + 1,
                            .argv = argv,
                            .lens = lens,
                            .what = "cache lookup",
-                           .deadline_ms = deadline_ms,
+                           .deadline_ms = bounded(deadline_ms),
                            .done = mget_done,
                            .arg = lk};
     aredis_submit(l2->ar, &lk->cmd);
+    return 0;
 }
 
 void cache_l2_mget_cancel(cache_l2 *l2, cache_l2_lookup *lk) { aredis_cancel(l2->ar, &lk->cmd); }
@@ -113,12 +121,11 @@ static int start_script(cache_l2 *l2, cache_l2_write *w, arena *a, const char *b
     for (int i = 0; i < nargs; i++) w->argv[argc] = w->args[i], w->lens[argc++] = w->arg_lens[i];
     w->argv[argc] = CACHE_INVALIDATE_CHANNEL, w->lens[argc++] = strlen(CACHE_INVALIDATE_CHANNEL);
     w->argv[argc] = msg, w->lens[argc++] = cache_inval_encode(l2->replica, key, klen, msg);
-    int64_t cap = clock_mono_ms(NULL) + CACHE_L2_COMMAND_MS;
     w->cmd = (aredis_cmd){.argc = argc,
                           .argv = w->argv,
                           .lens = w->lens,
                           .what = w->is_delete ? "cache delete" : "cache write",
-                          .deadline_ms = deadline_ms < cap ? deadline_ms : cap,
+                          .deadline_ms = bounded(deadline_ms),
                           .done = write_done};
     aredis_submit(l2->ar, &w->cmd);
     return 0;

@@ -47,11 +47,11 @@ struct cache_l2_lookup {
  * answers from L1, or writes L1 alone), whatever is left of the call's
  * deadline: a hung Redis costs a cache call this much, not its deadline. */
 #define CACHE_L2_COMMAND_MS 1000
-/* Starts the lookup (deadline_ms capped at CACHE_L2_COMMAND_MS from now);
- * argv and lens have room for n + 1 entries. */
-void cache_l2_mget_start(cache_l2 *l2, cache_l2_lookup *lk, const char **argv, size_t *lens,
-                         const char *const *keys, const size_t *klens, size_t n,
-                         int64_t deadline_ms, cache_item **out);
+/* Starts the lookup (deadline_ms capped at CACHE_L2_COMMAND_MS from now;
+ * the command's words go in arena a): 0, or -1 when out of memory (done
+ * never runs). */
+int cache_l2_mget_start(cache_l2 *l2, cache_l2_lookup *lk, arena *a, const char *const *keys,
+                        const size_t *klens, size_t n, int64_t deadline_ms, cache_item **out);
 /* Ends a started lookup now (CANCELLED) unless it has ended; any thread. */
 void cache_l2_mget_cancel(cache_l2 *l2, cache_l2_lookup *lk);
 /* A Set or a Delete on the event loop, each one Lua script (above): the

@@ -280,10 +280,8 @@ static grpc_status_code lookup_and_answer(rpc_call *call, const cache_service *s
     pending_lookup *pl = arena_zalloc(a, sizeof *pl);
     const char **keys = arena_alloc(a, 2 * m * sizeof *keys);
     size_t *klens = arena_alloc(a, 2 * m * sizeof *klens);
-    const char **argv = arena_alloc(a, (2 * m + 1) * sizeof *argv);
-    size_t *lens = arena_alloc(a, (2 * m + 1) * sizeof *lens);
     cache_item **got = arena_alloc(a, 2 * m * sizeof *got);
-    if (!pl || !keys || !klens || !argv || !lens || !got) {
+    if (!pl || !keys || !klens || !got) {
         for (size_t i = 0; i < n; i++) lookup_release(&ks[i]);
         return rpc_call_oom(call);
     }
@@ -309,8 +307,11 @@ static grpc_status_code lookup_and_answer(rpc_call *call, const cache_service *s
         rpc_call_set_error(call, "the client cancelled the call");
         return GRPC_STATUS_CANCELLED;
     }
-    cache_l2_mget_start(svc->l2, &pl->lk, argv, lens, keys, klens, 2 * m,
-                        rpc_call_deadline_ms(call), got);
+    if (cache_l2_mget_start(svc->l2, &pl->lk, a, keys, klens, 2 * m, rpc_call_deadline_ms(call),
+                            got) != 0) {
+        for (size_t i = 0; i < n; i++) lookup_release(&ks[i]);
+        return rpc_call_oom(call);
+    }
     return RPC_PENDING;
 }
 

@@ -121,7 +121,7 @@ static RPC_UNARY_HANDLER(get_entity_cached, global_service, Memory__V1__GetEntit
                          Memory__V1__GetEntityResponse) {
     const char *id = req->id;
     RPC_CHECK(tier_check_id(call, "id", &id, 0)); /* as the handler had it */
-    tier_ctx c = global_ctx(svc, call, 0);
+    tier_ctx c = tier_ctx_for(call, "global", NULL);
     entity_load l = {svc, &c, id};
     ProtobufCMessage *m = NULL;
     int rc = cache_records_get(svc->entities, c.p, c.read_breadth, id, c.deadline_ms,
@@ -135,7 +135,7 @@ RPC_UNARY_HANDLER(global_do_get_entity, global_service, Memory__V1__GetEntityReq
     RPC_CHECK(tier_check_id(call, "id", &id, 0));
     if (!svc->entities) return get_entity_pending(call, svc, id, resp);
     /* Through the entity cache: an L1 hit is answered here. */
-    tier_ctx c = global_ctx(svc, call, 0);
+    tier_ctx c = tier_ctx_for(call, "global", NULL);
     ProtobufCMessage *m = NULL;
     int rc = cache_records_peek(svc->entities, c.p, c.read_breadth, id, rpc_call_arena(call), &m);
     if (rc == CACHE_RECORDS_MISS) return rpc_call_continue_blocking(call, get_entity_cached, svc);

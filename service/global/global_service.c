@@ -12,10 +12,6 @@
 #include "service/pb/pbjson.h"
 #include "service/pb/pbtime.h"
 
-tier_ctx global_ctx(const global_service *svc, rpc_call *call, int audited) {
-    return tier_ctx_for(call, "global", audited ? svc->env->audit : NULL);
-}
-
 grpc_status_code global_pii(rpc_call *call, const global_service *svc, const char *id_path,
                             const char **id, pii_field *f, size_t n, const char *const **kinds,
                             size_t *nkinds) {

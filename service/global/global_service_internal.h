@@ -23,10 +23,6 @@ typedef struct global_service {
     global_store store;
 } global_service;
 
-/* The context for a call (tier "global"); with audited, the write's audit
- * row commits with it. */
-tier_ctx global_ctx(const global_service *svc, rpc_call *call, int audited);
-
 /* The PII policy over what a write stores: the field naming the record
  * (id_path / *id: never redacted), then the fields f[0..n). With
  * `pii:write` the kinds found go to *kinds. */

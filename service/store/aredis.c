@@ -177,12 +177,10 @@ static void lost(aredis *r, const char *why) {
     r->ac = NULL;
     r->up = 0;
     atomic_store(&r->connected, 0);
-    char line[200];
-    snprintf(line, sizeof line, "%s", why);
     if (was_up || !r->last_error[0])
         log_fields(LOG_WARN, "redis: connection lost; reconnecting with backoff", LOG_F_STR,
-                   "error", line, LOG_F_END);
-    snprintf(r->last_error, sizeof r->last_error, "%s", line);
+                   "error", why, LOG_F_END);
+    snprintf(r->last_error, sizeof r->last_error, "%s", why);
     uv_timer_stop(&r->conn_timer);
     schedule_reconnect(r);
 }
