@@ -234,16 +234,13 @@ void apg_conn_resume(apg_query *q) {
         return;
     }
     c->holder = NULL;
-    c->state = C_BUSY; /* so that a failure below answers q */
-    if (__atomic_load_n(&q->cancelled, __ATOMIC_ACQUIRE)) {
-        c->q = q;
+    c->state = C_BUSY;
+    c->q = q; /* so that ending the connection answers q */
+    if (__atomic_load_n(&q->cancelled, __ATOMIC_ACQUIRE))
         end_with(c, STATUS_ECANCELLED, "cancelled by the caller");
-    } else if (q->deadline_ms <= apg_now_ms()) {
-        c->q = q;
+    else if (q->deadline_ms <= apg_now_ms())
         end_with(c, STATUS_ETIMEOUT, "the deadline passed between its statements");
-    } else {
-        apg_conn_start(c, q);
-    }
+    else apg_conn_start(c, q);
 }
 
 /* Reads what has arrived: before's result (when sent), the Parse's (when
@@ -294,8 +291,12 @@ static void flush(apg_conn *c) {
 void apg_conn_start(apg_conn *c, apg_query *q) {
     const pgq_sql *s = q->sql;
     if (s->overflow) {
-        apg_answer_err(q, STATUS_EINTERNAL, "%s: the statement is longer than its buffer",
-                       apg_what(q));
+        static const char why[] = "the statement is longer than its buffer";
+        if (c->state == C_BUSY) { /* a held transaction's next statement: it ends here */
+            end_with(c, STATUS_EINTERNAL, why);
+            return;
+        }
+        apg_answer_err(q, STATUS_EINTERNAL, "%s: %s", apg_what(q), why);
         return;
     }
     c->q = q;

@@ -309,6 +309,21 @@ TEST_F(ApgTest, HeldTransactionEndsOnCancelDeadlineOrFailure) {
   EXPECT_EQ(STATUS_ETIMEOUT, d.status) << d.err;
   EXPECT_TRUE(NoTransactionWithin(3000)) << "the expired transaction stayed open";
 
+  // A next statement longer than its buffer ends the transaction too.
+  Call o("SELECT 1", NowMs() + 10000);
+  o.q.before = "BEGIN";
+  o.q.hold = 1;
+  Submit(&o);
+  ASSERT_TRUE(o.Wait());
+  ASSERT_EQ(STATUS_OK, o.status) << o.err;
+  o.Next("SELECT 1 /* " + std::string(9000, 'x') + " */");
+  ASSERT_TRUE(o.sql.overflow);
+  o.q.hold = 0;
+  Submit(&o);
+  ASSERT_TRUE(o.Wait());
+  EXPECT_EQ(STATUS_EINTERNAL, o.status) << o.err;
+  EXPECT_TRUE(NoTransactionWithin(3000)) << "the transaction outlived its refused statement";
+
   Call f("SELECT * FROM no_such_table", NowMs() + 10000);
   f.q.before = "BEGIN";
   f.q.hold = 1;
