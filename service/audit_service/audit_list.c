@@ -1,18 +1,17 @@
 /* audit_list: Audit.List. The read diode is in the WHERE clause (tenant
  * always; principal at audit:read = :own), pages are keyset cursors on
  * (time DESC, id DESC) served by the (tenant[, principal], time, id)
- * indexes, and the statement runs on pgq under a statement_timeout taken
- * from the call's deadline. Parameterized SQL only. */
+ * indexes, and the statement runs on the event loop (tier_async) with the
+ * call's deadline; a client's cancel cancels it. Parameterized SQL only. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "service/audit_service/audit_service_internal.h"
 #include "service/store/pgq.h"
+#include "service/tier/tier_call.h"
 #include "service/tier/tier_check.h"
 #include "service/tier/tier_page.h"
-
-#define MAX_STATEMENT_MS 30000 /* statement_timeout when the call has none */
 
 static void *arena_alloc_cb(void *ctx, size_t n) { return arena_alloc(ctx, n); }
 
@@ -42,7 +41,9 @@ static int take_row(arena *ar, const PGresult *r, int i, Memory__V1__AuditRecord
     return 0;
 }
 
-/* The query: the tenant, the filter, the time range, after the cursor. */
+/* The query: the tenant, the filter, the time range, after the cursor;
+ * then the page it read. Lives in the call's arena (tier_async_new copies
+ * it) until the call ends. */
 typedef struct {
     const principal *p;
     const audit_filter *f;
@@ -50,7 +51,7 @@ typedef struct {
     int resumed;
     int64_t after_time_us, after_id;
     int limit;
-    arena *ar;
+    tier_page pg;
     /* out */
     Memory__V1__AuditListResponse *resp;
     int more;
@@ -75,27 +76,34 @@ static void list_sql(const list_args *a, pgq_sql *b) {
     pgq_sql_add(b, " ORDER BY time DESC, id DESC LIMIT $%d", pgq_int8(b, (int64_t)a->limit + 1));
 }
 
-static int list(pgq_session *ss, void *arg) {
-    list_args *a = arg;
-    pgq_sql b = {0};
-    list_sql(a, &b);
-    PGresult *r;
-    int rc = pgq_pipeline(ss, "list the audit trail", "BEGIN READ ONLY", &b, 1, &r);
-    if (rc != STATUS_OK) return rc;
+/* On the loop thread: the rows into the response, in the call's arena. */
+static int decode_list(tier_async *op, const PGresult *r) {
+    list_args *a = op->arg;
+    arena *ar = op->c->ar;
     int rows = PQntuples(r);
     int n = rows > a->limit ? a->limit : rows;
     Memory__V1__AuditListResponse *resp = a->resp;
-    resp->records = n ? arena_alloc(a->ar, (size_t)n * sizeof *resp->records) : NULL;
-    for (int i = 0; rc == STATUS_OK && i < n; i++)
+    resp->records = n ? arena_alloc(ar, (size_t)n * sizeof *resp->records) : NULL;
+    for (int i = 0; i < n; i++)
         if (!resp->records ||
-            take_row(a->ar, r, i, &resp->records[i], &a->last_time_us, &a->last_id) != 0)
-            rc = pgq_fail(ss, STATUS_EINTERNAL, "audit: cannot decode an audit row");
-    PQclear(r);
-    if (rc == STATUS_OK) {
-        resp->n_records = (size_t)n;
-        a->more = rows > a->limit;
-    }
-    return rc;
+            take_row(ar, r, i, &resp->records[i], &a->last_time_us, &a->last_id) != 0)
+            return tier_fail(op->c, STATUS_EINTERNAL, "audit: cannot decode an audit row");
+    resp->n_records = (size_t)n;
+    a->more = rows > a->limit;
+    return STATUS_OK;
+}
+
+/* On the loop thread once the page is read: the next page's token. */
+static grpc_status_code render_list(tier_pending_call *pc) {
+    list_args *a = pc->arg;
+    if (!a->more) return GRPC_STATUS_OK;
+    arena *ar = pc->c->ar;
+    const char *next[2] = {arena_printf(ar, "%lld", (long long)a->last_time_us),
+                           arena_printf(ar, "%lld", (long long)a->last_id)};
+    if (!next[0] || !next[1] ||
+        !(a->resp->next_page_token = tier_page_seal(pc->call, &a->pg, next, 2)))
+        return rpc_call_oom(pc->call);
+    return GRPC_STATUS_OK;
 }
 
 /* The cursor of a page token: the last record's time and id. */
@@ -111,29 +119,24 @@ RPC_UNARY_HANDLER(audit_list_handler, audit_service, Memory__V1__AuditListReques
     audit_service *a = svc;
     arena *ar = rpc_call_arena(call);
     const principal *p;
-    audit_filter f;
-    RPC_CHECK(audit_caller_filter(call, "Audit.List", req->filter, &p, &f));
-    list_args la = {.p = p, .ar = ar, .resp = resp};
-    tier_time_range tr;
-    tier_page pg;
+    audit_filter *f = arena_zalloc(ar, sizeof *f);
+    tier_time_range *tr = arena_zalloc(ar, sizeof *tr);
+    if (!f || !tr) return rpc_call_oom(call);
+    RPC_CHECK(audit_caller_filter(call, "Audit.List", req->filter, &p, f));
+    list_args la = {.p = p, .f = f, .tr = tr, .resp = resp};
     const char *cur[2];
-    char err[512];
     RPC_CHECK(tier_page_size(call, req->page_size, &la.limit));
-    RPC_CHECK(tier_check_time_range(call, "time_range", req->time_range, &tr));
-    RPC_CHECK(tier_page_bind(call, p, &req->base, &pg));
-    RPC_CHECK(tier_page_open(call, &pg, req->page_token, cur, 2, 1, &la.resumed));
+    RPC_CHECK(tier_check_time_range(call, "time_range", req->time_range, tr));
+    RPC_CHECK(tier_page_bind(call, p, &req->base, &la.pg));
+    RPC_CHECK(tier_page_open(call, &la.pg, req->page_token, cur, 2, 1, &la.resumed));
     if (la.resumed && parse_cursor(cur, &la.after_time_us, &la.after_id) != 0)
-        return tier_page_refuse(call, &pg);
-    la.f = &f;
-    la.tr = &tr;
-    int rc = pgq_run(a->pg, "audit", rpc_call_deadline_ms(call), MAX_STATEMENT_MS, err, sizeof err,
-                     list, &la);
-    if (rc != STATUS_OK) return rpc_call_fail(call, rc, err);
-    if (la.more) {
-        const char *next[2] = {arena_printf(ar, "%lld", (long long)la.last_time_us),
-                               arena_printf(ar, "%lld", (long long)la.last_id)};
-        if (!next[0] || !next[1] || !(resp->next_page_token = tier_page_seal(call, &pg, next, 2)))
-            return rpc_call_oom(call);
-    }
-    return GRPC_STATUS_OK;
+        return tier_page_refuse(call, &la.pg);
+    tier_pending_call *pc = tier_pending_new(call, "audit", NULL, 0, render_list, &resp->base);
+    tier_async *op = pc ? tier_async_new(pc->c, "list the audit trail", decode_list, &la, sizeof la,
+                                         tier_pending_done, pc)
+                        : NULL;
+    if (!op) return rpc_call_oom(call);
+    pc->arg = op->arg;
+    list_sql(op->arg, &op->sql);
+    return tier_pending(call, &a->store, op);
 }

@@ -8,11 +8,12 @@
 
 #define DEFAULT_WATCHERS 1024
 
-int audit_service_create(pg_pool *pg, const audit_service_options *o, audit_service **out,
+int audit_service_create(pg_pool *pg, apg *pga, const audit_service_options *o, audit_service **out,
                          char *err, size_t errlen) {
     audit_service *s = calloc(1, sizeof *s);
     if (!s) return snprintf(err, errlen, "audit: out of memory"), -1;
     s->pg = pg;
+    s->store = tier_store_on(pg, pga, 0);
     if (o) s->o = *o;
     if (!s->o.max_watchers) s->o.max_watchers = DEFAULT_WATCHERS;
     if (audit_watch_start(s, err, errlen) != 0) {
@@ -52,7 +53,7 @@ grpc_status_code audit_caller_filter(rpc_call *call, const char *what,
 
 #define SVC "memory.v1.Audit"
 static const rpc_method methods[] = {
-    RPC_METHOD_BLOCKING(SVC, "List", memory__v1__audit_list, AUDIT_SCOPE, audit_list_handler),
+    RPC_METHOD_UNARY(SVC, "List", memory__v1__audit_list, AUDIT_SCOPE, audit_list_handler),
     RPC_METHOD_SERVER_STREAM(SVC, "Watch", memory__v1__audit_watch, AUDIT_SCOPE,
                              audit_watch_handler),
 };
@@ -71,7 +72,7 @@ static int check_live_authn(void *ctx, const principal *p, char *err, size_t err
 static int audit_open(tier_env *env, void **state, char *err, size_t errlen) {
     audit_service_options o = {.check_live = env->auth ? check_live_authn : NULL,
                                .check_live_ctx = env->auth};
-    return audit_service_create(env->pg, &o, (audit_service **)state, err, errlen);
+    return audit_service_create(env->pg, env->pga, &o, (audit_service **)state, err, errlen);
 }
 
 static void audit_close(void *state) { audit_service_free(state); }

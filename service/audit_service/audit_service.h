@@ -18,6 +18,7 @@
 
 #include "service/auth/principal.h"
 #include "service/rpc/rpc.h"
+#include "service/store/apg.h"
 #include "service/store/pg_pool.h"
 #include "service/tier/tier.h"
 
@@ -36,10 +37,11 @@ typedef struct audit_service_options {
 
 typedef struct audit_service audit_service;
 
-/* Starts the listener (pg borrowed; PostgreSQL need not be reachable: it
- * retries). On 0 *out is the caller's (audit_service_free, after the rpc
+/* Starts the listener (pg and pga borrowed: Watch's listener and catch-up
+ * use pg, List runs on pga's event loop; PostgreSQL need not be reachable:
+ * it retries). On 0 *out is the caller's (audit_service_free, after the rpc
  * server is shut down); on -1 err says why. */
-int audit_service_create(pg_pool *pg, const audit_service_options *o, audit_service **out,
+int audit_service_create(pg_pool *pg, apg *pga, const audit_service_options *o, audit_service **out,
                          char *err, size_t errlen);
 /* Stops the listener, ends any Watch stream still open with UNAVAILABLE,
  * frees; accepts NULL. */

@@ -6,6 +6,7 @@
 
 #include "service/audit/audit_codec.h"
 #include "service/audit_service/audit_service.h"
+#include "service/tier/tier_sql.h"
 
 #include <pthread.h>
 
@@ -13,6 +14,7 @@ typedef struct audit_watch audit_watch;
 
 struct audit_service {
     pg_pool *pg;
+    tier_store store; /* Audit.List on the event loop */
     audit_service_options o;
     audit_watch *watch;
 };

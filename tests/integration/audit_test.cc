@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/testing/backend_loop.h"
 #include "tests/testing/grpc_client.h"
 #include "tests/testing/pg_testdb.h"
 
@@ -190,10 +191,11 @@ struct Node {
   TxCtx tx{};
   std::shared_ptr<grpc::Channel> ch;
 
-  void Start(pg_pool* pg, const audit_options& o, const audit_service_options& svc_o = {}) {
+  void Start(pg_pool* pg, apg* pga, const audit_options& o,
+             const audit_service_options& svc_o = {}) {
     char err[512];
     ASSERT_EQ(0, audit_create(pg, &o, &a, err, sizeof err)) << err;
-    ASSERT_EQ(0, audit_service_create(pg, &svc_o, &svc, err, sizeof err)) << err;
+    ASSERT_EQ(0, audit_service_create(pg, pga, &svc_o, &svc, err, sizeof err)) << err;
     tx = {pg};
     rpc_server_options so = {};
     so.listen = "127.0.0.1:0";
@@ -456,9 +458,11 @@ class AuditTest : public ::testing::Test {
                             sizeof err))
         << err;
     ASSERT_EQ(0, pg_pool_create(db_.url().c_str(), 4, 2, &pg_, err, sizeof err)) << err;
+    std::string why;
+    ASSERT_TRUE(StartBackendLoop(db_.url(), BackendLoopOptions{}, &loop_, &pga_, &why)) << why;
     grpc_init();
     if (StartDefaultNode()) {
-      node_.Start(pg_, audit_options{});
+      node_.Start(pg_, pga_, audit_options{});
     }
   }
   void TearDown() override {
@@ -467,6 +471,7 @@ class AuditTest : public ::testing::Test {
       delete n;
     }
     node_.Stop();
+    StopBackendLoop(&loop_, &pga_);
     pg_pool_free(pg_);
     grpc_shutdown();
     if (conn_) PQfinish(conn_);
@@ -475,7 +480,7 @@ class AuditTest : public ::testing::Test {
   Node* NewNode(const audit_options& o, const audit_service_options& so = {}) {
     auto* n = new Node();
     extra_.push_back(n);
-    n->Start(pg_, o, so);
+    n->Start(pg_, pga_, o, so);
     return n;
   }
   // Runs sql on the test's own connection; returns the first value.
@@ -502,6 +507,8 @@ class AuditTest : public ::testing::Test {
   PgTestDb db_;
   PGconn* conn_ = nullptr;
   pg_pool* pg_ = nullptr;
+  evloop* loop_ = nullptr;
+  apg* pga_ = nullptr;
   Node node_;
   std::vector<Node*> extra_;
 };
