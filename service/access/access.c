@@ -13,13 +13,17 @@
 #include "service/core/clock.h"
 #include "service/core/log.h"
 #include "service/pb/pbtime.h"
+#include "service/tier/tier_call.h"
 
 #define MAX_CHAIN 16 /* ancestors a token may have (the anc claim bound) */
 #define MAX_SCOPE_LEN 128
 #define MAX_REASON 1024
 
-/* The tier's state is the environment it opened in. */
-typedef const tier_env access_ctx;
+/* The tier's state: the environment it opened in and its statements' pool. */
+typedef struct {
+    const tier_env *env;
+    tier_store store;
+} access_ctx;
 
 static Memory__V1__TokenClaims *render_claims(arena *ar, const jwt_claims *c) {
     Memory__V1__TokenClaims *out = arena_message(ar, &memory__v1__token_claims__descriptor);
@@ -228,12 +232,29 @@ static grpc_status_code build_child(rpc_call *call, const principal *parent,
     return GRPC_STATUS_OK;
 }
 
+/* Attenuate's statement records the new token; the response is built
+ * before it runs and sent once it has. */
+static int decode_recorded(tier_async *op, const PGresult *r) {
+    (void)op, (void)r;
+    return STATUS_OK;
+}
+
+static grpc_status_code render_attenuated(tier_pending_call *pc) {
+    const jwt_claims *child = pc->arg;
+    const principal *parent = authn_principal(pc->call);
+    audit_add_target(pc->call, child->jti);
+    log_fields(LOG_INFO, "token attenuated", LOG_F_STR, "parent", principal_jti(parent), LOG_F_STR,
+               "jti", child->jti, LOG_F_STR, "principal", principal_sub(parent), LOG_F_END);
+    return GRPC_STATUS_OK;
+}
+
 static RPC_UNARY_HANDLER(attenuate, access_ctx, Memory__V1__AccessAttenuateRequest,
                          Memory__V1__AccessAttenuateResponse) {
     access_ctx *ctx = svc;
+    arena *ar = rpc_call_arena(call);
     const principal *parent = authn_principal(call);
     const char *kid = NULL;
-    EVP_PKEY *key = authn_signing_key(ctx->auth, &kid);
+    EVP_PKEY *key = authn_signing_key(ctx->env->auth, &kid);
     if (!key) {
         rpc_call_set_error(call, "this memoryd has no signing key (--signing-key), so it cannot "
                                  "mint tokens");
@@ -242,43 +263,83 @@ static RPC_UNARY_HANDLER(attenuate, access_ctx, Memory__V1__AccessAttenuateReque
     char jti[37];
     jwt_new_id(jti);
     int64_t now_s = clock_wall_us() / 1000000;
-    jwt_claims child;
+    /* In the arena: the statement borrows the claims until it has run. */
+    jwt_claims *child = arena_alloc(ar, sizeof *child);
+    const char *jti_copy = arena_strdup(ar, jti);
+    if (!child || !jti_copy) return rpc_call_oom(call);
     grpc_status_code st =
-        build_child(call, parent, req, now_s, jti, authn_issuer(ctx->auth), &child);
+        build_child(call, parent, req, now_s, jti_copy, authn_issuer(ctx->env->auth), child);
     if (st != GRPC_STATUS_OK) return st;
 
     char *payload = NULL, *token = NULL, err[512];
-    if (jwt_claims_render(&child, &payload) != 0 ||
+    if (jwt_claims_render(child, &payload) != 0 ||
         jwt_sign(key, kid, payload, &token, err, sizeof err) != JWT_OK) {
         free(payload);
         rpc_call_set_error(call, "cannot sign the new token");
         return GRPC_STATUS_INTERNAL;
     }
     free(payload);
-    /* Recorded so Revoke can tell descendants apart. */
-    int rc = access_store_record(ctx->pg, rpc_call_deadline_ms(call), &child, err, sizeof err);
-    if (rc != STATUS_OK) {
-        free(token);
-        rpc_call_set_error(call, "cannot record the new token (PostgreSQL): %s", err);
-        return rpc_status_of(rc);
-    }
     Memory__V1__AccessAttenuateResponse *out = resp;
-    arena *ar = rpc_call_arena(call);
     out->token = arena_strdup(ar, token);
     free(token);
-    child.jti = arena_strdup(ar, jti);
-    out->claims = render_claims(ar, &child);
-    if (!out->token || !child.jti || !out->claims) {
-        rpc_call_set_error(call, "out of memory");
-        return GRPC_STATUS_RESOURCE_EXHAUSTED;
-    }
-    audit_add_target(call, child.jti);
-    log_fields(LOG_INFO, "token attenuated", LOG_F_STR, "parent", principal_jti(parent), LOG_F_STR,
-               "jti", jti, LOG_F_STR, "principal", principal_sub(parent), LOG_F_END);
-    return GRPC_STATUS_OK;
+    out->claims = out->token ? render_claims(ar, child) : NULL;
+    if (!out->claims) return rpc_call_oom(call);
+    /* Recorded so Revoke can tell descendants apart; answered once it is. */
+    tier_pending_call *pc =
+        tier_pending_new(call, "access", NULL, 0, render_attenuated, &resp->base);
+    tier_async *op = pc ? tier_async_new(pc->c, "record the new token", decode_recorded, NULL, 0,
+                                         tier_pending_done, pc)
+                        : NULL;
+    if (!op || access_store_record_sql(&op->sql, ar, child) != 0) return rpc_call_oom(call);
+    pc->arg = child;
+    return tier_pending(call, &ctx->store, op);
 }
 
 /* ---- Revoke ---- */
+
+/* Revoke's statements: the target's ancestry when the caller revokes
+ * another token than its own (then the store in the same transaction),
+ * else the store alone. */
+typedef struct {
+    authn *auth;
+    const principal *p;
+    const Memory__V1__AccessRevokeRequest *req;
+    int checked; /* the ancestry has been read */
+    int64_t at_s;
+} revoke_op;
+
+static int decode_revoke(tier_async *op, const PGresult *r) {
+    revoke_op *a = op->arg;
+    if (!a->checked) {
+        int mine = 0, foreign = 0;
+        if (access_store_ancestry(r, &mine, &foreign) != 0)
+            return tier_fail(op->c, STATUS_EINTERNAL, "unexpected answer checking the ancestry");
+        /* Its own descendants, or with `admin` any token not minted for
+         * another tenant. */
+        if (!mine && (foreign || !principal_has(a->p, "admin")))
+            return tier_fail(op->c, STATUS_EDENIED,
+                             "token %s is neither the calling token nor attenuated from it; "
+                             "revoking other tokens needs scope `admin`",
+                             a->req->token_id);
+        a->checked = 1;
+        authn_revoke_sql(tier_async_next(op, "store the revocation", "COMMIT"), a->req->token_id,
+                         a->p, a->req->reason);
+        return TIER_NEXT;
+    }
+    if (authn_revoked(a->auth, r, a->req->token_id, &a->at_s) != 0)
+        return tier_fail(op->c, STATUS_EINTERNAL, "unexpected answer storing the revocation");
+    return STATUS_OK;
+}
+
+static grpc_status_code render_revoked(tier_pending_call *pc) {
+    const revoke_op *a = pc->arg;
+    log_fields(LOG_INFO, "token revoked", LOG_F_STR, "jti", a->req->token_id, LOG_F_STR, "by",
+               principal_sub(a->p), LOG_F_STR, "tenant", principal_tenant(a->p), LOG_F_STR,
+               "reason", a->req->reason, LOG_F_END);
+    Memory__V1__AccessRevokeResponse *out = (Memory__V1__AccessRevokeResponse *)pc->resp;
+    out->revoke_time = pbtime_timestamp(pc->c->ar, a->at_s * 1000000);
+    return out->revoke_time ? GRPC_STATUS_OK : rpc_call_oom(pc->call);
+}
 
 static RPC_UNARY_HANDLER(revoke, access_ctx, Memory__V1__AccessRevokeRequest,
                          Memory__V1__AccessRevokeResponse) {
@@ -297,48 +358,31 @@ static RPC_UNARY_HANDLER(revoke, access_ctx, Memory__V1__AccessRevokeRequest,
         return GRPC_STATUS_INVALID_ARGUMENT;
     }
     audit_add_target(call, req->token_id);
-    char err[512];
-    if (strcmp(req->token_id, principal_jti(p)) != 0) {
-        /* Its own descendants, or with `admin` any token not minted for
-         * another tenant. */
-        int64_t deadline = rpc_call_deadline_ms(call);
-        int mine = 0, foreign = 1;
-        int rc = access_store_descends(ctx->pg, deadline, req->token_id, principal_jti(p),
-                                       principal_tenant(p), &mine, err, sizeof err);
-        if (rc == STATUS_OK && !mine && principal_has(p, "admin"))
-            rc = access_store_other_tenant(ctx->pg, deadline, req->token_id, principal_tenant(p),
-                                           &foreign, err, sizeof err);
-        if (rc != STATUS_OK) {
-            rpc_call_set_error(call, "cannot check the token's ancestry (PostgreSQL): %s", err);
-            return rpc_status_of(rc);
-        }
-        if (!mine && foreign) {
-            rpc_call_set_error(call,
-                               "token %s is neither the calling token nor attenuated from "
-                               "it; revoking other tokens needs scope `admin`",
-                               req->token_id);
-            return GRPC_STATUS_PERMISSION_DENIED;
-        }
+    revoke_op a = {.auth = ctx->env->auth, .p = p, .req = req};
+    tier_pending_call *pc = tier_pending_new(call, "access", NULL, 0, render_revoked, &resp->base);
+    tier_async *op = pc ? tier_async_new(pc->c, "revoke the token", decode_revoke, &a, sizeof a,
+                                         tier_pending_done, pc)
+                        : NULL;
+    if (!op) return rpc_call_oom(call);
+    pc->arg = op->arg;
+    if (strcmp(req->token_id, principal_jti(p)) == 0) {
+        ((revoke_op *)op->arg)->checked = 1; /* its own token: no ancestry to read */
+        authn_revoke_sql(&op->sql, req->token_id, p, req->reason);
+    } else {
+        tier_async_begin(op, "BEGIN");
+        access_store_ancestry_sql(&op->sql, req->token_id, principal_jti(p), principal_tenant(p));
     }
-    int64_t at_s = 0;
-    if (authn_revoke(ctx->auth, req->token_id, p, req->reason, rpc_call_deadline_ms(call), &at_s,
-                     err, sizeof err) != 0) {
-        rpc_call_set_error(call, "cannot store the revocation (PostgreSQL): %s", err);
-        return GRPC_STATUS_UNAVAILABLE;
-    }
-    log_fields(LOG_INFO, "token revoked", LOG_F_STR, "jti", req->token_id, LOG_F_STR, "by",
-               principal_sub(p), LOG_F_STR, "tenant", principal_tenant(p), LOG_F_STR, "reason",
-               req->reason, LOG_F_END);
-    Memory__V1__AccessRevokeResponse *out = resp;
-    out->revoke_time = pbtime_timestamp(rpc_call_arena(call), at_s * 1000000);
-    return GRPC_STATUS_OK;
+    return tier_pending(call, &ctx->store, op);
 }
 
 /* ---- the tier ---- */
 
 static int access_open(tier_env *env, void **state, char *err, size_t errlen) {
-    (void)err, (void)errlen;
-    *state = env;
+    access_ctx *ctx = calloc(1, sizeof *ctx);
+    if (!ctx) return snprintf(err, errlen, "access: out of memory"), -1;
+    ctx->env = env;
+    ctx->store = tier_store_on(env->pg, env->pga, 0);
+    *state = ctx;
     return 0;
 }
 
@@ -351,11 +395,10 @@ static const rpc_method methods[] = {
      .response = &memory__v1__access_who_am_iresponse__descriptor,
      .scope = "", /* any valid token */
      .unary = who_am_i},
-    RPC_METHOD_BLOCKING(SVC, "Attenuate", memory__v1__access_attenuate, "access:attenuate",
-                        attenuate),
-    RPC_METHOD_BLOCKING(SVC, "Revoke", memory__v1__access_revoke, "", revoke),
+    RPC_METHOD_UNARY(SVC, "Attenuate", memory__v1__access_attenuate, "access:attenuate", attenuate),
+    RPC_METHOD_UNARY(SVC, "Revoke", memory__v1__access_revoke, "", revoke),
 };
 
 static const tier_service services[] = {{SVC, HEALTH_NEEDS_PG}};
 
-const tier access_tier = {TIER_FIELDS("access", services, methods, access_open, NULL)};
+const tier access_tier = {TIER_FIELDS("access", services, methods, access_open, free)};

@@ -1,34 +1,34 @@
 /* access_store: the token store behind the Access service: the
  * issued_tokens table, which records every token memoryd minted (by
  * Attenuate) with its tenant, principal and ancestors, so Revoke can tell
- * a caller's descendants from other tokens. On pgq (parameterized
- * statements, statement_timeout from the call's deadline, connection loss
- * as STATUS_EUNAVAILABLE). No gRPC. */
+ * a caller's descendants from other tokens. Statement builders and result
+ * decoders only (parameterized SQL): the caller runs the statements on
+ * the event loop (tier_sql.h's tier_async) with the call's deadline. No
+ * gRPC, no I/O. */
 #ifndef MEMORYD_ACCESS_ACCESS_STORE_H
 #define MEMORYD_ACCESS_ACCESS_STORE_H
 
-#include <stddef.h>
-#include <stdint.h>
+#include <libpq-fe.h>
 
 #include "service/auth/jwt.h"
-#include "service/store/pg_pool.h"
+#include "service/core/arena.h"
+#include "service/store/pgq.h"
 
-/* Each returns STATUS_OK or a STATUS_E* code with the reason in err;
- * deadline_ms is CLOCK_MONOTONIC (INT64_MAX: none). */
+/* Appends the INSERT that records a minted token (its jti, parent,
+ * ancestors, tenant, principal and expiry) to b. The claims' strings are
+ * borrowed until the statement has run; the ancestors' literal goes in ar.
+ * Returns 0, or -1 when out of memory. */
+int access_store_record_sql(pgq_sql *b, arena *ar, const jwt_claims *minted);
 
-/* Records a minted token (its jti, parent, ancestors, tenant, principal and
- * expiry). */
-int access_store_record(pg_pool *pg, int64_t deadline_ms, const jwt_claims *minted, char *err,
-                        size_t errlen);
+/* Appends the SELECT of token target's ancestry as seen from a caller
+ * (token ancestor of tenant) to b: one row that access_store_ancestry
+ * decodes. */
+void access_store_ancestry_sql(pgq_sql *b, const char *target, const char *ancestor,
+                               const char *tenant);
 
-/* *yes = 1 if token target was minted in tenant with ancestor among its
- * ancestors (at any depth). */
-int access_store_descends(pg_pool *pg, int64_t deadline_ms, const char *target,
-                          const char *ancestor, const char *tenant, int *yes, char *err,
-                          size_t errlen);
-
-/* *yes = 1 if token target was minted for a tenant other than tenant. */
-int access_store_other_tenant(pg_pool *pg, int64_t deadline_ms, const char *target,
-                              const char *tenant, int *yes, char *err, size_t errlen);
+/* *descends = 1 if target was minted in tenant with ancestor among its
+ * ancestors (at any depth); *foreign = 1 if it was minted for another
+ * tenant. Returns 0, or -1 when r is not the statement's answer. */
+int access_store_ancestry(const PGresult *r, int *descends, int *foreign);
 
 #endif

@@ -259,10 +259,12 @@ grpc_status_code authn_interceptor(rpc_call *call, void *arg) {
 
 const principal *authn_principal(const rpc_call *call) { return rpc_call_principal(call); }
 
-int authn_revoke(authn *a, const char *jti, const principal *by, const char *reason,
-                 int64_t deadline_ms, int64_t *revoked_at_s, char *err, size_t errlen) {
-    return revocation_add(a->revoked, jti, principal_sub(by), principal_tenant(by), reason,
-                          deadline_ms, revoked_at_s, err, errlen);
+void authn_revoke_sql(pgq_sql *b, const char *jti, const principal *by, const char *reason) {
+    revocation_store_sql(b, jti, principal_sub(by), principal_tenant(by), reason);
+}
+
+int authn_revoked(authn *a, const PGresult *res, const char *jti, int64_t *revoked_at_s) {
+    return revocation_stored(a->revoked, res, jti, revoked_at_s);
 }
 
 EVP_PKEY *authn_signing_key(const authn *a, const char **kid) {

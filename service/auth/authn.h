@@ -11,6 +11,7 @@
 #include "service/auth/principal.h"
 #include "service/rpc/rpc.h"
 #include "service/store/pg_pool.h"
+#include "service/store/pgq.h"
 #include <grpc/status.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -45,11 +46,11 @@ const principal *authn_principal(const rpc_call *call);
  * On -1 err says why. */
 int authn_check_live(authn *a, const principal *p, char *err, size_t errlen);
 
-/* Records a revocation in Postgres and in the local set at once. Returns
- * 0, or -1 with err (backend down). *revoked_at_s gets the first
- * revocation's time (Unix seconds). */
-int authn_revoke(authn *a, const char *jti, const principal *by, const char *reason,
-                 int64_t deadline_ms, int64_t *revoked_at_s, char *err, size_t errlen);
+/* Revoking jti on behalf of by: the statement that records it in
+ * PostgreSQL, then, with that statement's answer, the local set updated at
+ * once (revocation.h's revocation_store_sql and revocation_stored). */
+void authn_revoke_sql(pgq_sql *b, const char *jti, const principal *by, const char *reason);
+int authn_revoked(authn *a, const PGresult *res, const char *jti, int64_t *revoked_at_s);
 
 /* memoryd's signing key and kid for minted tokens; NULL if none. */
 EVP_PKEY *authn_signing_key(const authn *a, const char **kid);

@@ -193,45 +193,22 @@ static void add_local(revocation *r, const char *jti) {
     install(r, &fresh);
 }
 
-typedef struct {
-    const char *jti, *by, *tenant, *reason;
-    int64_t *revoked_at_s;
-} store_args;
-
-/* Stores one revocation; the no-op update makes RETURNING yield the first
- * revocation's row when the id was already revoked. */
-static int store(pgq_session *ss, void *arg) {
-    store_args *a = arg;
-    pgq_sql b = {0};
-    int p_jti = pgq_text(&b, a->jti);
-    int p_by = pgq_text(&b, a->by);
-    int p_tenant = pgq_text(&b, a->tenant);
-    pgq_sql_add(&b,
+/* The no-op update makes RETURNING yield the first revocation's row when
+ * the id was already revoked. */
+void revocation_store_sql(pgq_sql *b, const char *jti, const char *by, const char *tenant,
+                          const char *reason) {
+    int p_jti = pgq_text(b, jti);
+    int p_by = pgq_text(b, by);
+    int p_tenant = pgq_text(b, tenant);
+    pgq_sql_add(b,
                 "INSERT INTO revoked_tokens (jti, revoked_by, tenant, reason)"
                 " VALUES ($%d, $%d, $%d, $%d) ON CONFLICT (jti) DO UPDATE SET jti = EXCLUDED.jti"
                 " RETURNING extract(epoch FROM revoked_at)::int8",
-                p_jti, p_by, p_tenant, pgq_text(&b, a->reason));
-    PGresult *res;
-    int rc = pgq_pipeline(ss, "storing the revocation", NULL, &b, 1, &res);
-    if (rc != STATUS_OK) return rc;
-    if (PQntuples(res) != 1 || pgq_col_int(res, 0, 0, a->revoked_at_s) != 0)
-        rc = pgq_fail(ss, STATUS_EINTERNAL, "unexpected answer storing the revocation");
-    PQclear(res);
-    return rc;
+                p_jti, p_by, p_tenant, pgq_text(b, reason ? reason : ""));
 }
 
-int revocation_add(revocation *r, const char *jti, const char *by, const char *tenant,
-                   const char *reason, int64_t deadline_ms, int64_t *revoked_at_s, char *err,
-                   size_t errlen) {
-    *revoked_at_s = 0;
-    if (r->pg) {
-        store_args a = {jti, by, tenant, reason ? reason : "", revoked_at_s};
-        if (pgq_run(r->pg, "revocation", deadline_ms, REFRESH_TIMEOUT_MS, err, errlen, store, &a) !=
-            STATUS_OK)
-            return -1;
-    } else {
-        *revoked_at_s = (int64_t)time(NULL);
-    }
+int revocation_stored(revocation *r, const PGresult *res, const char *jti, int64_t *revoked_at_s) {
+    if (PQntuples(res) != 1 || pgq_col_int(res, 0, 0, revoked_at_s) != 0) return -1;
     add_local(r, jti);
     return 0;
 }

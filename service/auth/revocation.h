@@ -7,6 +7,7 @@
 #ifndef MEMORYD_AUTH_REVOCATION_H
 #define MEMORYD_AUTH_REVOCATION_H
 #include "service/store/pg_pool.h"
+#include "service/store/pgq.h"
 #include <stddef.h>
 #include <stdint.h>
 
@@ -24,13 +25,16 @@ void revocation_free(revocation *r);
 /* 1 if jti is revoked. Lock-free while nothing is revoked. */
 int revocation_contains(revocation *r, const char *jti);
 
-/* Revokes jti: stored in Postgres (first revocation wins, later ones keep
- * its time) and added to the local set. *revoked_at_s receives the stored
- * time in Unix seconds. Returns 0, or -1 with err when Postgres fails
- * (nothing changed then). */
-int revocation_add(revocation *r, const char *jti, const char *by, const char *tenant,
-                   const char *reason, int64_t deadline_ms, int64_t *revoked_at_s, char *err,
-                   size_t errlen);
+/* Revoking jti, in two steps so the statement can run wherever the caller
+ * runs its statements (the event loop): revocation_store_sql appends the
+ * statement that stores it in PostgreSQL (the first revocation wins, later
+ * ones keep its time; the strings are borrowed until it has run), and
+ * revocation_stored takes that statement's answer: *revoked_at_s gets the
+ * stored time in Unix seconds and jti joins the local set at once. Returns
+ * 0, or -1 when the answer is not the statement's (nothing changed then). */
+void revocation_store_sql(pgq_sql *b, const char *jti, const char *by, const char *tenant,
+                          const char *reason);
+int revocation_stored(revocation *r, const PGresult *res, const char *jti, int64_t *revoked_at_s);
 
 /* Number of revoked ids currently known. */
 size_t revocation_count(revocation *r);

@@ -327,6 +327,21 @@ TEST_F(AuthTest, RevokingSomeoneElsesTokenNeedsAdmin) {
   AccessRevokeRequest empty;
   EXPECT_EQ(grpc::StatusCode::INVALID_ARGUMENT,
             Call(kRevoke, empty.SerializeAsString(), keys().Mint(admin)).status.error_code());
+
+  // `admin` stops at its tenant: a token memoryd minted for another tenant
+  // stays usable, and the refused revoke left no transaction behind (the
+  // next one on the same pool works).
+  TestClaims other;
+  other.tenant = "t2";
+  other.sub = "eve";
+  AccessAttenuateResponse foreign = Attenuate(keys().Mint(other), Narrow({"entries:read"}));
+  rev.set_token_id(foreign.claims().token_id());
+  for (int i = 0; i < 3; i++) {
+    r = Call(kRevoke, rev.SerializeAsString(), keys().Mint(admin));
+    EXPECT_EQ(grpc::StatusCode::PERMISSION_DENIED, r.status.error_code())
+        << r.status.error_message();
+  }
+  EXPECT_TRUE(WhoAmI(foreign.token()).status.ok());
 }
 
 TEST_F(AuthTest, RevocationOnOneReplicaReachesAnother) {
