@@ -40,7 +40,13 @@ static grpc_status_code vs_status(rpc_call *call, int rc, const tier_ctx *c) {
     return tier_status(call, rc, c);
 }
 
-static void init_ctx(tier_ctx *c, rpc_call *call) { *c = tier_ctx_for(call, "episodic", NULL); }
+/* The call's context. Every method blocks a task-pool thread (the
+ * embedded index computes; the Qdrant client waits), so a client's cancel
+ * is watched: it ends a Qdrant transfer at once. */
+static grpc_status_code init_ctx(tier_ctx *c, rpc_call *call) {
+    *c = tier_ctx_for(call, "episodic", NULL);
+    return tier_ctx_watch_cancel(c, call);
+}
 
 static void point_target(rpc_call *call, const char *collection, const vs_id *id) {
     char buf[37];
@@ -121,7 +127,7 @@ static grpc_status_code check_filter(rpc_call *call, const char *field,
 static grpc_status_code collection_of(rpc_call *call, episodic_service *svc, const char *name,
                                       tier_ctx *c, vs_collection *col) {
     RPC_CHECK(check_name(call, "collection", name));
-    init_ctx(c, call);
+    RPC_CHECK(init_ctx(c, call));
     return vs_status(call, vstore_get_collection(svc->vs, c, name, col), c);
 }
 
@@ -190,7 +196,7 @@ static RPC_UNARY_HANDLER(do_create_collection, episodic_service,
                                 "DISTANCE_EUCLID",
                                 (int)req->distance);
     tier_ctx c;
-    init_ctx(&c, call);
+    RPC_CHECK(init_ctx(&c, call));
     vs_collection col;
     int rc = vstore_create_collection(svc->vs, &c, req->name, req->dims, (int)req->distance, &col);
     if (rc != STATUS_OK) return vs_status(call, rc, &c);
@@ -203,7 +209,7 @@ static RPC_UNARY_HANDLER(do_get_collection, episodic_service, Memory__V1__GetCol
                          Memory__V1__GetCollectionResponse) {
     RPC_CHECK(check_name(call, "name", req->name));
     tier_ctx c;
-    init_ctx(&c, call);
+    RPC_CHECK(init_ctx(&c, call));
     vs_collection col;
     int rc = vstore_get_collection(svc->vs, &c, req->name, &col);
     if (rc != STATUS_OK) return vs_status(call, rc, &c);
@@ -220,7 +226,7 @@ static RPC_UNARY_HANDLER(do_list_collections, episodic_service, Memory__V1__List
     RPC_CHECK(tier_page_bind(call, authn_principal(call), &req->base, &pg));
     RPC_CHECK(tier_page_open(call, &pg, req->page_token, &after, 1, 1, &resumed));
     tier_ctx c;
-    init_ctx(&c, call);
+    RPC_CHECK(init_ctx(&c, call));
     vs_collection *cols;
     size_t n;
     /* One more than the page: whether a next page exists. */
@@ -247,7 +253,7 @@ static RPC_UNARY_HANDLER(do_delete_collection, episodic_service,
                          Memory__V1__DeleteCollectionResponse) {
     RPC_CHECK(check_name(call, "name", req->name));
     tier_ctx c;
-    init_ctx(&c, call);
+    RPC_CHECK(init_ctx(&c, call));
     int rc = vstore_delete_collection(svc->vs, &c, req->name);
     if (rc != STATUS_OK) return vs_status(call, rc, &c);
     tier_target(call, "collection:%s", req->name);

@@ -1,13 +1,16 @@
 /* qdrant_http: the HTTP side of the Qdrant backend; see qdrant_http.h.
  *
- * Connection reuse: a pool of CURL easy handles (mutex + free list) rather
- * than a CURLSH sharing one connection cache. An easy handle keeps its own
- * keep-alive connections, so a worker that takes a handle reuses the
- * connection of the previous call made with it, and no libcurl state is
- * ever touched by two threads at once: nothing to lock during a transfer
- * (CURLSH needs lock callbacks that libcurl takes around every use of the
- * shared cache). The pool grows to the number of concurrent calls; beyond
- * QDRANT_IDLE_HANDLES idle handles, returned ones are closed. */
+ * Connection reuse: a pool of handles (mutex + free list) rather than a
+ * CURLSH sharing one connection cache. A handle is an easy handle with a
+ * multi handle of its own: the multi keeps the keep-alive connection, so
+ * a thread that takes a handle reuses the connection of the previous call
+ * made with it, and no libcurl state is ever touched by two threads at
+ * once: nothing to lock during a transfer (CURLSH needs lock callbacks
+ * that libcurl takes around every use of the shared cache). The multi is
+ * what lets a client's cancel end a transfer at once: the transfer waits
+ * in curl_multi_poll, which the cancel interrupts with curl_multi_wakeup
+ * (core/cancel.h). The pool grows to the number of concurrent calls;
+ * beyond QDRANT_IDLE_HANDLES idle handles, returned ones are closed. */
 #include "service/episodic/qdrant_http.h"
 
 #include <curl/curl.h>
@@ -16,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "service/core/cancel.h"
 #include "service/core/clock.h"
 #include "service/core/log.h"
 
@@ -30,9 +34,22 @@ struct qdrant_http {
     pthread_mutex_t mu;         /* guards everything below */
     int have_version;
     qj_version version;
-    CURL *idle[QDRANT_IDLE_HANDLES];
+    struct qhandle *idle[QDRANT_IDLE_HANDLES];
     int nidle;
 };
+
+/* One transfer at a time: the request (easy) and its connection (multi). */
+typedef struct qhandle {
+    CURL *easy;
+    CURLM *multi;
+} qhandle;
+
+static void qhandle_free(qhandle *h) {
+    if (!h) return;
+    if (h->easy) curl_easy_cleanup(h->easy);
+    if (h->multi) curl_multi_cleanup(h->multi);
+    free(h);
+}
 
 static int64_t mono_ms(void) { return clock_mono_ms(NULL); }
 
@@ -46,30 +63,67 @@ static CURLcode curl_init_rc = CURLE_OK;
 /* curl_global_init is not thread-safe in every libcurl build. */
 static void curl_init(void) { curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT); }
 
-static CURL *handle_take(qdrant_http *q) {
-    CURL *h = NULL;
+static qhandle *handle_take(qdrant_http *q) {
+    qhandle *h = NULL;
     pthread_mutex_lock(&q->mu);
     if (q->nidle > 0) h = q->idle[--q->nidle];
     pthread_mutex_unlock(&q->mu);
-    return h ? h : curl_easy_init();
+    if (h) return h;
+    h = calloc(1, sizeof *h);
+    if (h && (!(h->easy = curl_easy_init()) || !(h->multi = curl_multi_init()))) {
+        qhandle_free(h);
+        h = NULL;
+    }
+    return h;
 }
 
 /* The reset drops options pointing into the finished call's stack (error
  * buffer, response) but keeps the live connection for the next call. */
-static void handle_give(qdrant_http *q, CURL *h, int broken) {
+static void handle_give(qdrant_http *q, qhandle *h, int broken) {
     if (!h) return;
     if (broken) {
-        curl_easy_cleanup(h);
+        qhandle_free(h);
         return;
     }
-    curl_easy_reset(h);
+    curl_easy_reset(h->easy);
     pthread_mutex_lock(&q->mu);
     if (q->nidle < QDRANT_IDLE_HANDLES) {
         q->idle[q->nidle++] = h;
         h = NULL;
     }
     pthread_mutex_unlock(&q->mu);
-    if (h) curl_easy_cleanup(h);
+    qhandle_free(h);
+}
+
+static void wake_multi(void *multi) { curl_multi_wakeup(multi); }
+
+/* Runs h's transfer to its end (the easy handle's timeouts bound it) or
+ * until cancel fires (*cancelled = 1; the transfer is abandoned mid-way,
+ * so the caller drops the handle). */
+static CURLcode perform(qhandle *h, cancel_token *cancel, int *cancelled) {
+    *cancelled = 0;
+    if (curl_multi_add_handle(h->multi, h->easy) != CURLM_OK) return CURLE_FAILED_INIT;
+    CURLcode cc = CURLE_OK;
+    int running = 1, failed = 0;
+    if (cancel_wait_begin(cancel, wake_multi, h->multi) != 0) *cancelled = 1;
+    while (!*cancelled && !failed) {
+        failed = curl_multi_perform(h->multi, &running) != CURLM_OK;
+        if (failed || !running) break;
+        /* Returns early when a socket is ready, libcurl's own timer is due,
+         * or the cancel wakes it. */
+        failed = curl_multi_poll(h->multi, NULL, 0, 1000, NULL) != CURLM_OK;
+        *cancelled = cancel_fired(cancel);
+    }
+    cancel_wait_end(cancel);
+    if (failed) cc = CURLE_FAILED_INIT;
+    else if (!*cancelled) {
+        CURLMsg *m;
+        int left;
+        while ((m = curl_multi_info_read(h->multi, &left)) != NULL)
+            if (m->msg == CURLMSG_DONE) cc = m->data.result;
+    }
+    curl_multi_remove_handle(h->multi, h->easy);
+    return cc;
 }
 
 static size_t on_data(char *p, size_t size, size_t nmemb, void *arg) {
@@ -99,8 +153,8 @@ static size_t on_data(char *p, size_t size, size_t nmemb, void *arg) {
  * STATUS_EUNAVAILABLE, an oversize answer STATUS_EINTERNAL. timeout_ms bounds this
  * exchange besides the deadline. */
 static int exchange(qdrant_http *q, const char *method, const char *path, const char *body,
-                    size_t blen, int64_t deadline_ms, long timeout_ms, qdrant_resp *r, char *err,
-                    size_t errlen) {
+                    size_t blen, int64_t deadline_ms, cancel_token *cancel, long timeout_ms,
+                    qdrant_resp *r, char *err, size_t errlen) {
     memset(r, 0, sizeof *r);
     if (deadline_ms != INT64_MAX) {
         int64_t left = deadline_ms - mono_ms();
@@ -113,12 +167,13 @@ static int exchange(qdrant_http *q, const char *method, const char *path, const 
 
     size_t ulen = strlen(q->url) + strlen(path) + 1;
     char *url = malloc(ulen);
-    CURL *h = url ? handle_take(q) : NULL;
-    if (!h) {
+    qhandle *qh = url ? handle_take(q) : NULL;
+    if (!qh) {
         free(url);
         return qj_fail(err, errlen, STATUS_ENOMEM, "out of memory calling qdrant");
     }
     snprintf(url, ulen, "%s%s", q->url, path);
+    CURL *h = qh->easy;
 
     char cerr[CURL_ERROR_SIZE];
     cerr[0] = '\0';
@@ -142,16 +197,22 @@ static int exchange(qdrant_http *q, const char *method, const char *path, const 
     else if (strcmp(method, "POST") != 0)
         bad |= curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method) != CURLE_OK;
     if (bad) {
-        handle_give(q, h, 1);
+        handle_give(q, qh, 1);
         free(url);
         return qj_fail(err, errlen, STATUS_EINTERNAL, "libcurl refused an option for %s %s", method,
                        path);
     }
 
-    CURLcode cc = curl_easy_perform(h);
+    int cancelled;
+    CURLcode cc = perform(qh, cancel, &cancelled);
     free(url);
-    if (cc == CURLE_OK) curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r->status);
-    handle_give(q, h, cc != CURLE_OK);
+    if (!cancelled && cc == CURLE_OK) curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r->status);
+    handle_give(q, qh, cancelled || cc != CURLE_OK);
+    if (cancelled) {
+        qdrant_resp_free(r);
+        return qj_fail(err, errlen, STATUS_ECANCELLED, "the call was cancelled during %s %s",
+                       method, path);
+    }
     if (cc == CURLE_OK) return STATUS_OK;
 
     const char *why = cerr[0] ? cerr : curl_easy_strerror(cc);
@@ -198,8 +259,10 @@ static int http_error(const qdrant_resp *r, const char *method, const char *path
 }
 
 int qdrant_http_call(qdrant_http *q, const char *method, const char *path, const char *body,
-                     size_t blen, int64_t deadline_ms, qdrant_resp *r, char *err, size_t errlen) {
-    int rc = exchange(q, method, path, body, blen, deadline_ms, q->timeout_ms, r, err, errlen);
+                     size_t blen, int64_t deadline_ms, cancel_token *cancel, qdrant_resp *r,
+                     char *err, size_t errlen) {
+    int rc =
+        exchange(q, method, path, body, blen, deadline_ms, cancel, q->timeout_ms, r, err, errlen);
     if (rc != STATUS_OK) return rc;
     if (r->status >= 200 && r->status <= 299) return STATUS_OK;
     rc = http_error(r, method, path, err, errlen);
@@ -212,7 +275,7 @@ int qdrant_http_call(qdrant_http *q, const char *method, const char *path, const
 static int detect(qdrant_http *q, int64_t deadline_ms, long timeout_ms, qj_version *v, char *err,
                   size_t errlen) {
     qdrant_resp r;
-    int rc = exchange(q, "GET", "/", NULL, 0, deadline_ms, timeout_ms, &r, err, errlen);
+    int rc = exchange(q, "GET", "/", NULL, 0, deadline_ms, NULL, timeout_ms, &r, err, errlen);
     if (rc != STATUS_OK) return rc;
     if (r.status < 200 || r.status > 299) {
         rc = http_error(&r, "GET", "/", err, errlen);
@@ -277,7 +340,7 @@ static char *mask_url(const char *url) {
 
 void qdrant_http_free(qdrant_http *q) {
     if (!q) return;
-    for (int i = 0; i < q->nidle; i++) curl_easy_cleanup(q->idle[i]);
+    for (int i = 0; i < q->nidle; i++) qhandle_free(q->idle[i]);
     curl_slist_free_all(q->headers);
     pthread_mutex_destroy(&q->mu);
     free(q->url);

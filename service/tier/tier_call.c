@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "service/auth/authn.h"
+#include "service/core/cancel.h"
 
 tier_ctx tier_ctx_for(rpc_call *call, const char *tier, audit *write_audit) {
     tier_ctx c;
@@ -17,6 +18,23 @@ tier_ctx tier_ctx_for(rpc_call *call, const char *tier, audit *write_audit) {
         c.hook_arg = call;
     }
     return c;
+}
+
+static void fire_cancel(rpc_call *call, void *arg) {
+    (void)call;
+    cancel_fire(arg);
+}
+
+grpc_status_code tier_ctx_watch_cancel(tier_ctx *c, rpc_call *call) {
+    cancel_token *t = arena_alloc(rpc_call_arena(call), sizeof *t);
+    if (!t) return rpc_call_oom(call);
+    cancel_init(t);
+    if (rpc_call_on_cancel(call, fire_cancel, t) != 0) {
+        rpc_call_set_error(call, "the client cancelled the call");
+        return GRPC_STATUS_CANCELLED;
+    }
+    c->cancel = t;
+    return GRPC_STATUS_OK;
 }
 
 grpc_status_code tier_status(rpc_call *call, int rc, const tier_ctx *c) {

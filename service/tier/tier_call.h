@@ -16,6 +16,14 @@
  * together; NULL for reads. */
 tier_ctx tier_ctx_for(rpc_call *call, const char *tier, audit *write_audit);
 
+/* For a handler that blocks its thread (a method marked .blocking): gives
+ * c a cancel token (c->cancel, in the call's arena) that the client's
+ * cancel or the call's passing deadline fires, so blocking clients can end
+ * their wait at once. Takes the call's one cancel registration
+ * (rpc_call_on_cancel). GRPC_STATUS_OK, or CANCELLED (set on the call)
+ * when the client is gone already, or RESOURCE_EXHAUSTED. */
+grpc_status_code tier_ctx_watch_cancel(tier_ctx *c, rpc_call *call);
+
 /* The call's status for a store's code: `return tier_status(call, rc, &c);`
  * (GRPC_STATUS_OK for STATUS_OK; else the message is c->err or the code's
  * text). */

@@ -39,6 +39,9 @@ typedef struct tier_ctx {
      * (the audit row) sent with COMMIT in one round trip, instead of
      * before_commit; 0, or -1 with err. NULL: none. */
     int (*commit_sql)(void *arg, struct pgq_sql *b, char *err, size_t errlen);
+    /* For work that blocks its thread (the task pool's): fired when the
+     * client cancels (tier_ctx_watch_cancel); NULL: nobody watches. */
+    struct cancel_token *cancel;
     char err[512];
 } tier_ctx;
 

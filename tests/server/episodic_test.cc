@@ -869,6 +869,41 @@ TEST_F(EpisodicQdrantTest, ASlowQdrantEndsTheCallAtItsDeadline) {
   EXPECT_LT(ms, 2500);
 }
 
+// A client's cancel ends the Qdrant transfer at once: on a replica with
+// one task thread, a Search stuck on a slow Qdrant and then cancelled no
+// longer holds that thread, so the next call is served long before Qdrant
+// would have answered.
+TEST_F(EpisodicQdrantTest, ACancelledCallAbandonsItsQdrantTransferAtOnce) {
+  Replica b = Launch({"--task-threads=1"});
+  ASSERT_EQ(
+      std::string::npos,
+      qdrant_.Fault(R"({"path_regex":"/points/(query|search)$","delay_ms":6000})").find("ERROR"));
+  qdrant_.ClearRequests();
+  testing_client::Stream search(b.ch, "/memory.v1.EpisodicMemory/Search", 30000,
+                                {{"authorization", TestKeys::Bearer(alice_)}});
+  ASSERT_TRUE(search.Write(SearchReq("q", {1, 0}).SerializeAsString()));
+  ASSERT_TRUE(search.WritesDone());
+  // Cancel only once the search is waiting on Qdrant.
+  bool at_qdrant = false;
+  for (int i = 0; i < 500 && !at_qdrant; i++) {
+    at_qdrant = qdrant_.Requests().find("/points/") != std::string::npos;
+    if (!at_qdrant) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(at_qdrant) << qdrant_.Requests();
+  search.Cancel();
+  EXPECT_EQ(StatusCode::CANCELLED, search.Finish().error_code());
+  auto t0 = std::chrono::steady_clock::now();
+  GetCollectionRequest gr;
+  gr.set_name("q");
+  Result r = Unary(b.ch, "/memory.v1.EpisodicMemory/GetCollection", gr.SerializeAsString(), 4000,
+                   {{"authorization", TestKeys::Bearer(alice_)}});
+  auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+          .count();
+  EXPECT_TRUE(r.status.ok()) << r.status.error_message();
+  EXPECT_LT(ms, 3000) << "the task thread was still held by the cancelled search";
+}
+
 TEST_F(EpisodicQdrantTest, ALeftoverQdrantCollectionIsTakenOverOnlyWhenItFits) {
   // The Qdrant name of this tenant's collection "q" gives the naming prefix.
   std::string log = qdrant_.Requests();
