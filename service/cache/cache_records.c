@@ -32,25 +32,16 @@ cache_records *cache_records_create(cache_aside *ca, cache_l2 *l2, char kind,
 
 void cache_records_free(cache_records *r) { free(r); }
 
-typedef struct {
-    arena *a;
-    cache_records_load_fn load;
-    void *arg;
-} load_call;
-
-/* cache_aside_load_fn: the tier's record, packed into an item. */
-static int load_item(void *arg, cache_item **out) {
-    load_call *l = arg;
-    cache_record rec;
-    int rc = l->load(l->arg, l->a, &rec);
-    if (rc != STATUS_OK) return rc;
-    size_t n = protobuf_c_message_get_packed_size(rec.msg);
-    uint8_t *buf = arena_alloc(l->a, n ? n : 1);
-    if (!buf) return STATUS_ENOMEM;
-    protobuf_c_message_pack(rec.msg, buf);
-    *out = cache_item_create(rec.owner, strlen(rec.owner), buf, n, rec.label, rec.update_us / 1000,
-                             clock_wall_ms(NULL) + RECORD_TTL_MS);
-    return *out ? STATUS_OK : STATUS_ENOMEM;
+/* The record packed into an item (NULL when out of memory). */
+static cache_item *pack(const cache_record *rec) {
+    size_t n = protobuf_c_message_get_packed_size(rec->msg);
+    uint8_t *buf = malloc(n ? n : 1);
+    if (!buf) return NULL;
+    protobuf_c_message_pack(rec->msg, buf);
+    cache_item *it = cache_item_create(rec->owner, strlen(rec->owner), buf, n, rec->label,
+                                       rec->update_us / 1000, clock_wall_ms(NULL) + RECORD_TTL_MS);
+    free(buf);
+    return it;
 }
 
 /* The copy it (whose reference this takes) as p may see it: the read
@@ -66,18 +57,48 @@ static int hand_out(cache_records *r, const principal *p, principal_breadth brea
     return *out ? STATUS_OK : STATUS_ENOMEM;
 }
 
-int cache_records_get(cache_records *r, const principal *p, principal_breadth breadth,
-                      const char *id, int64_t deadline_ms, arena *a, cache_records_load_fn load,
-                      void *arg, ProtobufCMessage **out) {
+/* cache_aside_start_fn: this fetch loads; the tier starts its load. */
+static void start_load(void *arg, cache_aside_flight *fl) {
+    cache_records_fetch *f = arg;
+    f->flight = fl;
+    f->start(f->start_arg, f);
+}
+
+/* cache_aside_done_fn: this fetch's answer, through its diode. */
+static void fetched(void *arg, int rc, cache_item *it) {
+    cache_records_fetch *f = arg;
+    ProtobufCMessage *m = NULL;
+    if (rc == STATUS_OK) rc = hand_out(f->r, f->p, f->breadth, it, f->a, &m);
+    f->done(f->done_arg, rc, m);
+}
+
+int cache_records_get(cache_records *r, cache_records_fetch *f, const char *id,
+                      ProtobufCMessage **out) {
     *out = NULL;
     size_t klen;
-    const char *key = cache_key_record(a, r->kind, principal_tenant(p), id, &klen);
+    const char *key = cache_key_record(f->a, r->kind, principal_tenant(f->p), id, &klen);
     if (!key) return STATUS_ENOMEM;
-    load_call l = {a, load, arg};
+    f->r = r;
+    f->w.key = key;
+    f->w.klen = klen;
+    f->w.start = start_load;
+    f->w.start_arg = f;
+    f->w.done = fetched;
+    f->w.done_arg = f;
     cache_item *it = NULL;
-    int from_l1;
-    int rc = cache_aside_get(r->ca, key, klen, deadline_ms, load_item, &l, &it, &from_l1);
-    return rc == STATUS_OK ? hand_out(r, p, breadth, it, a, out) : rc;
+    int rc = cache_aside_fetch(r->ca, &f->w, &it);
+    if (rc == CACHE_ASIDE_PENDING) return CACHE_RECORDS_PENDING;
+    return rc == STATUS_OK ? hand_out(r, f->p, f->breadth, it, f->a, out) : rc;
+}
+
+void cache_records_loaded(cache_records_fetch *f, int rc, const cache_record *rec) {
+    cache_item *it = NULL;
+    if (rc == STATUS_OK && !(it = pack(rec))) rc = STATUS_ENOMEM;
+    cache_aside_loaded(f->r->ca, f->flight, rc, it);
+}
+
+int cache_records_cancel(cache_records *r, cache_records_fetch *f) {
+    return cache_aside_cancel(r->ca, &f->w);
 }
 
 int cache_records_peek(cache_records *r, const principal *p, principal_breadth breadth,

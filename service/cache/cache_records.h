@@ -26,12 +26,6 @@ typedef struct cache_record {
     int64_t update_us; /* Unix µs of its last change */
 } cache_record;
 
-/* Loads the record for the cache whatever its owner and label (the cache
- * is tenant-wide; the diode is applied to each copy): STATUS_OK with *out
- * filled (in arena a), STATUS_ENOTFOUND, or another code: a failure of
- * this caller only (its deadline, its backend). */
-typedef int (*cache_records_load_fn)(void *arg, arena *a, cache_record *out);
-
 /* Records of one kind ('e': entities), whose messages are of type desc.
  * ca and l2 are borrowed (l2 may be NULL: no Redis, one replica). NULL when
  * out of memory. */
@@ -39,21 +33,57 @@ cache_records *cache_records_create(cache_aside *ca, cache_l2 *l2, char kind,
                                     const ProtobufCMessageDescriptor *desc);
 void cache_records_free(cache_records *r); /* accepts NULL */
 
-/* Record id of p's tenant as p may see it (reading with breadth): from L1,
- * or loaded by this call or a concurrent one. STATUS_OK with *out (a
- * message in arena a); STATUS_ENOTFOUND when absent or hidden from p;
- * STATUS_ETIMEOUT, STATUS_ENOMEM, or the loader's code. */
-int cache_records_get(cache_records *r, const principal *p, principal_breadth breadth,
-                      const char *id, int64_t deadline_ms, arena *a, cache_records_load_fn load,
-                      void *arg, ProtobufCMessage **out);
-
-/* cache_records_get from L1 alone, never waiting (for a completion-queue
- * thread): STATUS_OK or STATUS_ENOTFOUND as there, or CACHE_RECORDS_MISS
- * when L1 does not hold the record (then cache_records_get, which may
- * block). */
+/* Record id of p's tenant as p may see it (reading with breadth), from L1
+ * alone: STATUS_OK with *out (a message in arena a), STATUS_ENOTFOUND
+ * (L1's copy is hidden from p), or CACHE_RECORDS_MISS when L1 does not
+ * hold the record (then cache_records_get). */
 #define CACHE_RECORDS_MISS 1
 int cache_records_peek(cache_records *r, const principal *p, principal_breadth breadth,
                        const char *id, arena *a, ProtobufCMessage **out);
+
+/* ---- a fetch through the cache, without waiting ----
+ *
+ * One caller's fetch of record id of its tenant as it may see it: from
+ * L1, or loaded by this caller (the tier's start) or a concurrent one.
+ * The caller fills the fetch (zeroed, in its call's arena) and calls
+ * cache_records_get; when it is the loader, start(start_arg, f) begins
+ * the tier's load whatever the record's owner and label (the cache is
+ * tenant-wide; the diode is applied to each copy), which ends with
+ * cache_records_loaded. The answer comes to done once (on the thread that
+ * ended the load): STATUS_OK with a message in f->a, STATUS_ENOTFOUND
+ * (absent, or hidden from f->p), STATUS_ENOMEM, or the load's own failure
+ * when this caller ran it. */
+typedef struct cache_records_fetch cache_records_fetch;
+struct cache_records_fetch {
+    cache_aside_wait w;         /* private */
+    cache_records *r;           /* private */
+    cache_aside_flight *flight; /* private: the load this fetch runs */
+    const principal *p;
+    principal_breadth breadth;
+    arena *a;
+    void (*start)(void *start_arg, cache_records_fetch *f);
+    void *start_arg;
+    void (*done)(void *done_arg, int rc, ProtobufCMessage *m);
+    void *done_arg;
+};
+
+/* STATUS_OK or STATUS_ENOTFOUND with *out at once (from L1; done not
+ * called), CACHE_RECORDS_PENDING (done will be called, perhaps before
+ * this returns), or STATUS_ECANCELLED (cache_records_cancel came first)
+ * or STATUS_ENOMEM (done not called). */
+#define CACHE_RECORDS_PENDING 2
+int cache_records_get(cache_records *r, cache_records_fetch *f, const char *id,
+                      ProtobufCMessage **out);
+/* The end of f's load: STATUS_OK with rec (its message is packed at once;
+ * rec may live in the loader's arena), STATUS_ENOTFOUND, or the load's
+ * own failure. */
+void cache_records_loaded(cache_records_fetch *f, int rc, const cache_record *rec);
+/* The caller's client is gone (any thread; also before the fetch, which
+ * then returns STATUS_ECANCELLED): cache_aside_cancel's answer
+ * (CACHE_ASIDE_LEFT: end the call yourself; CACHE_ASIDE_LOADING: cancel
+ * your load; 0: done has run or is running, or the fetch is yet to come). */
+int cache_records_cancel(cache_records *r, cache_records_fetch *f);
+
 /* After a change of record id committed: this replica's L1 forgets it now,
  * the others when the announcement reaches them (sent on the event loop
  * without waiting; a failed one is logged: they drop their L1 when their

@@ -97,22 +97,6 @@ static int entity_of(tier_ctx *c, const PGresult *r, const char *id, int tenant_
                        : global_decode_entity(c, r, 0, out);
 }
 
-static int get_entity(pgq_session *ss, tier_ctx *c, void *arg) {
-    get_entity_args *a = arg;
-    pgq_sql b = {0};
-    if (a->tenant_wide)
-        pgq_sql_add(&b,
-                    "SELECT " GLOBAL_E_COLS " FROM entities e WHERE e.tenant = $%d AND e.id = $%d",
-                    pgq_text(&b, principal_tenant(c->p)), pgq_text(&b, a->id));
-    else global_sql_get_entity(c, a->id, &b);
-    PGresult *r;
-    int rc = pgq_pipeline(ss, a->tenant_wide ? "load entity" : "get entity", NULL, &b, 1, &r);
-    if (rc != STATUS_OK) return rc;
-    rc = entity_of(c, r, a->id, a->tenant_wide, a->out);
-    PQclear(r);
-    return rc;
-}
-
 static int decode_get_entity(tier_async *op, const PGresult *res) {
     get_entity_args *a = op->arg;
     return entity_of(op->c, res, a->id, a->tenant_wide, a->out);
@@ -127,9 +111,16 @@ tier_async *global_get_entity_async(global_store *s, tier_ctx *c, const char *id
     return op;
 }
 
-int global_load_entity(global_store *s, tier_ctx *c, const char *id, global_entity *out) {
+tier_async *global_load_entity_async(global_store *s, tier_ctx *c, const char *id,
+                                     global_entity *out, tier_async_done_fn done, void *arg) {
+    (void)s;
     get_entity_args a = {id, 1, out};
-    return global_run(s, c, get_entity, &a);
+    tier_async *op = tier_async_new(c, "load entity", decode_get_entity, &a, sizeof a, done, arg);
+    if (op)
+        pgq_sql_add(&op->sql,
+                    "SELECT " GLOBAL_E_COLS " FROM entities e WHERE e.tenant = $%d AND e.id = $%d",
+                    pgq_text(&op->sql, principal_tenant(c->p)), pgq_text(&op->sql, id));
+    return op;
 }
 
 /* ------------------------------------------------------------ DeleteEntity */

@@ -65,27 +65,6 @@ RPC_UNARY_HANDLER(global_do_put_entity, global_service, Memory__V1__PutEntityReq
     return op ? tier_pending(call, &svc->store, op) : rpc_call_oom(call);
 }
 
-typedef struct {
-    global_service *svc;
-    tier_ctx *c;
-    const char *id;
-} entity_load;
-
-/* cache_records_load_fn: the entity, tenant-wide, as memory.v1.Entity. */
-static int load_entity(void *arg, arena *a, cache_record *out) {
-    entity_load *l = arg;
-    global_entity e;
-    int rc = global_load_entity(&l->svc->store, l->c, l->id, &e);
-    if (rc != STATUS_OK) return rc;
-    Memory__V1__Entity *m = global_render_entity(a, &e);
-    if (!m) return STATUS_ENOMEM;
-    out->msg = &m->base;
-    out->owner = e.meta.owner;
-    out->label = e.meta.label;
-    out->update_us = e.meta.update_us;
-    return STATUS_OK;
-}
-
 /* GetEntity straight from the store, on the event loop. */
 static grpc_status_code render_entity(tier_pending_call *pc) {
     const global_entity *e = pc->out;
@@ -104,8 +83,8 @@ static grpc_status_code get_entity_pending(rpc_call *call, global_service *svc, 
     return op ? tier_pending(call, &svc->store, op) : rpc_call_oom(call);
 }
 
-/* GetEntity's answer from the entity cache (rc and m of cache_records_get
- * or _peek). */
+/* GetEntity's answer from the entity cache (rc and m of cache_records_peek
+ * or _get). */
 static grpc_status_code answer_cached(rpc_call *call, tier_ctx *c, const char *id, int rc,
                                       ProtobufCMessage *m, Memory__V1__GetEntityResponse *resp) {
     if (rc == STATUS_ENOTFOUND) tier_fail(c, rc, "entity %s not found", id);
@@ -115,18 +94,77 @@ static grpc_status_code answer_cached(rpc_call *call, tier_ctx *c, const char *i
     return GRPC_STATUS_OK;
 }
 
-/* GetEntity through the entity cache, past an L1 miss: the load (or the
- * wait for a concurrent one) blocks, so this runs on the task pool. */
-static RPC_UNARY_HANDLER(get_entity_cached, global_service, Memory__V1__GetEntityRequest,
-                         Memory__V1__GetEntityResponse) {
-    const char *id = req->id;
-    RPC_CHECK(tier_check_id(call, "id", &id, 0)); /* as the handler had it */
-    tier_ctx c = tier_ctx_for(call, "global", NULL);
-    entity_load l = {svc, &c, id};
+/* GetEntity through the entity cache past an L1 miss, on the event loop:
+ * this call loads the entity (its statement is built up front, so a
+ * cancel can end it even before it is sent) or waits for a concurrent
+ * load of it. Lives in the call's arena. */
+typedef struct {
+    cache_records_fetch f;
+    rpc_call *call;
+    global_service *svc;
+    tier_ctx *c;
+    const char *id;
+    global_entity e; /* what the load read */
+    tier_async *load;
+    Memory__V1__GetEntityResponse *resp;
+} entity_fetch;
+
+/* The load's statement has answered (loop thread): the entity, tenant-wide,
+ * as memory.v1.Entity for the cache. */
+static void entity_loaded(void *arg, int rc) {
+    entity_fetch *ef = arg;
+    cache_record rec = {0};
+    Memory__V1__Entity *m = NULL;
+    if (rc == STATUS_OK && !(m = global_render_entity(ef->c->ar, &ef->e))) rc = STATUS_ENOMEM;
+    if (m) rec = (cache_record){&m->base, ef->e.meta.owner, ef->e.meta.label, ef->e.meta.update_us};
+    cache_records_loaded(&ef->f, rc, &rec);
+}
+
+static void start_entity_load(void *arg, cache_records_fetch *f) {
+    (void)f;
+    entity_fetch *ef = arg;
+    tier_async_submit(&ef->svc->store, ef->load);
+}
+
+static void entity_fetched(void *arg, int rc, ProtobufCMessage *m) {
+    entity_fetch *ef = arg;
+    rpc_call_complete(ef->call, answer_cached(ef->call, ef->c, ef->id, rc, m, ef->resp));
+}
+
+static void cancel_entity_fetch(rpc_call *call, void *arg) {
+    entity_fetch *ef = arg;
+    int r = cache_records_cancel(ef->svc->entities, &ef->f);
+    if (r == CACHE_ASIDE_LOADING) {
+        tier_async_cancel(&ef->svc->store, ef->load);
+    } else if (r == CACHE_ASIDE_LEFT) {
+        rpc_call_set_error(call, "the client cancelled the call");
+        rpc_call_complete(call, GRPC_STATUS_CANCELLED);
+    }
+}
+
+static grpc_status_code get_entity_cached(rpc_call *call, global_service *svc, tier_ctx *c,
+                                          const char *id, Memory__V1__GetEntityResponse *resp) {
+    entity_fetch *ef = arena_zalloc(c->ar, sizeof *ef);
+    if (!ef) return rpc_call_oom(call);
+    *ef = (entity_fetch){.call = call, .svc = svc, .c = c, .id = id, .resp = resp};
+    ef->f.p = c->p;
+    ef->f.breadth = c->read_breadth;
+    ef->f.a = c->ar;
+    ef->f.start = start_entity_load;
+    ef->f.start_arg = ef;
+    ef->f.done = entity_fetched;
+    ef->f.done_arg = ef;
+    if (!(ef->load = global_load_entity_async(&svc->store, c, id, &ef->e, entity_loaded, ef)))
+        return rpc_call_oom(call);
+    /* Registered first: once fetched, the call may complete at any moment. */
+    if (rpc_call_on_cancel(call, cancel_entity_fetch, ef) != 0) {
+        rpc_call_set_error(call, "the client cancelled the call");
+        return GRPC_STATUS_CANCELLED;
+    }
     ProtobufCMessage *m = NULL;
-    int rc = cache_records_get(svc->entities, c.p, c.read_breadth, id, c.deadline_ms,
-                               rpc_call_arena(call), load_entity, &l, &m);
-    return answer_cached(call, &c, id, rc, m, resp);
+    int rc = cache_records_get(svc->entities, &ef->f, id, &m);
+    if (rc == CACHE_RECORDS_PENDING) return RPC_PENDING;
+    return answer_cached(call, c, id, rc, m, resp);
 }
 
 RPC_UNARY_HANDLER(global_do_get_entity, global_service, Memory__V1__GetEntityRequest,
@@ -135,11 +173,13 @@ RPC_UNARY_HANDLER(global_do_get_entity, global_service, Memory__V1__GetEntityReq
     RPC_CHECK(tier_check_id(call, "id", &id, 0));
     if (!svc->entities) return get_entity_pending(call, svc, id, resp);
     /* Through the entity cache: an L1 hit is answered here. */
-    tier_ctx c = tier_ctx_for(call, "global", NULL);
+    tier_ctx *c = arena_alloc(rpc_call_arena(call), sizeof *c);
+    if (!c) return rpc_call_oom(call);
+    *c = tier_ctx_for(call, "global", NULL);
     ProtobufCMessage *m = NULL;
-    int rc = cache_records_peek(svc->entities, c.p, c.read_breadth, id, rpc_call_arena(call), &m);
-    if (rc == CACHE_RECORDS_MISS) return rpc_call_continue_blocking(call, get_entity_cached, svc);
-    return answer_cached(call, &c, id, rc, m, resp);
+    int rc = cache_records_peek(svc->entities, c->p, c->read_breadth, id, c->ar, &m);
+    if (rc == CACHE_RECORDS_MISS) return get_entity_cached(call, svc, c, id, resp);
+    return answer_cached(call, c, id, rc, m, resp);
 }
 
 /* DeleteEntity has nothing to answer; the entity cache forgets the id. */

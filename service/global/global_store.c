@@ -2,17 +2,13 @@
  * queries are in global_entities.c, global_graph.c and global_tasks.c.
  * See global_store.h.
  *
- * Query discipline is pgq's (pgq.h): parameterized statements prepared
- * per connection, binary results, a statement_timeout from the call's
- * deadline, one-round-trip reads, explicit write transactions. */
+ * Every statement runs on the event loop (tier_sql.h's tier_async):
+ * parameterized, with the call's deadline, one round trip per read,
+ * explicit write transactions. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "service/global/global_store_internal.h"
-
-int global_run(global_store *s, tier_ctx *c, tier_sql_fn fn, void *arg) {
-    return tier_store_run(s, c, fn, arg);
-}
 
 /* The metadata columns of a row, by column numbers. */
 static int decode_meta(tier_ctx *c, const PGresult *r, int row, int c_tenant, int c_owner,

@@ -96,10 +96,12 @@ tier_async *global_put_entity_async(global_store *s, tier_ctx *c, const global_e
  * memory (done never runs). */
 tier_async *global_get_entity_async(global_store *s, tier_ctx *c, const char *id,
                                     global_entity *out, void (*done)(void *arg, int rc), void *arg);
-/* The entity of the caller's tenant whatever its owner and label: for a
- * cache shared by the tenant's callers, which must apply the rest of the
- * read diode (principal_may_read) to every copy it hands out. */
-int global_load_entity(global_store *s, tier_ctx *c, const char *id, global_entity *out);
+/* The entity of the caller's tenant whatever its owner and label, on the
+ * event loop (as global_get_entity_async): for a cache shared by the
+ * tenant's callers, which must apply the rest of the read diode
+ * (principal_may_read) to every copy it hands out. */
+tier_async *global_load_entity_async(global_store *s, tier_ctx *c, const char *id,
+                                     global_entity *out, tier_async_done_fn done, void *arg);
 /* Deletes the entity and every relationship touching it. NOT_FOUND when
  * absent, EDENIED / ECONFLICT as for put. */
 tier_async *global_delete_entity_async(global_store *s, tier_ctx *c, const char *id,

@@ -26,9 +26,6 @@
     " t.result, t.entity_ids, t.pii_kinds, t.start_time, t.end_time, t.version,"                   \
     " t.created_at, t.updated_at"
 
-/* Runs fn in a session of the store (tier_sql_run). */
-int global_run(global_store *s, tier_ctx *c, tier_sql_fn fn, void *arg);
-
 /* Row decoders. _row: the columns only; the others also apply the final
  * read filter (tier_check_row). */
 int global_decode_entity_row(tier_ctx *c, const PGresult *r, int row, global_entity *e);

@@ -70,10 +70,6 @@ tier_store tier_store_on(pg_pool *pg, apg *pga, size_t max_response_bytes) {
                         max_response_bytes ? max_response_bytes : TIER_STORE_RESPONSE_BYTES};
 }
 
-int tier_store_run(const tier_store *s, tier_ctx *c, tier_sql_fn fn, void *arg) {
-    return tier_sql_run(s->pg, c, TIER_MAX_STATEMENT_MS, fn, arg);
-}
-
 /* ---- one statement on the event loop ---- */
 
 static void async_done(apg_query *q, int status, PGresult *res) {

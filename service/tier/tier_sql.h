@@ -39,8 +39,6 @@ typedef struct tier_store {
 
 /* The store on pg and pga; max_response_bytes 0: TIER_STORE_RESPONSE_BYTES. */
 tier_store tier_store_on(pg_pool *pg, apg *pga, size_t max_response_bytes);
-/* tier_sql_run on the store's pool. */
-int tier_store_run(const tier_store *s, tier_ctx *c, tier_sql_fn fn, void *arg);
 
 /* The read diode as a WHERE fragment (no leading AND) on the table alias
  * (NULL: none): the caller's tenant, labels up to clr, and its own records

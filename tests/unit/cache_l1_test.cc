@@ -6,6 +6,8 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -260,121 +262,216 @@ TEST(CacheCodec, InvalidationMessagesNameTheirReplica) {
 
 // ---- cache-aside ----
 
-struct Loader {
-  std::atomic<int> calls{0};
-  int sleep_ms = 0;
-  int rc = STATUS_OK;
-  static int Load(void* arg, cache_item** out) {
-    Loader* l = static_cast<Loader*>(arg);
-    l->calls++;
-    std::this_thread::sleep_for(std::chrono::milliseconds(l->sleep_ms));
-    if (l->rc == STATUS_OK) *out = Item("loaded");
-    return l->rc;
+// One caller of cache_aside_fetch: what it was answered, and the loads it
+// was asked to start (the test ends them with cache_aside_loaded).
+struct Caller {
+  cache_aside_wait w{};
+  int starts = 0;
+  cache_aside_flight* flight = nullptr;
+  std::atomic<int> answers{0};
+  int rc = 1;
+  std::string value;
+  explicit Caller(const char* key) {
+    w.key = key;
+    w.klen = strlen(key);
+    w.start = Start;
+    w.start_arg = this;
+    w.done = Done;
+    w.done_arg = this;
+  }
+  static void Start(void* arg, cache_aside_flight* fl) {
+    auto* c = static_cast<Caller*>(arg);
+    c->starts++;
+    c->flight = fl;
+  }
+  static void Done(void* arg, int rc, cache_item* it) {
+    auto* c = static_cast<Caller*>(arg);
+    c->answers++;
+    c->rc = rc;
+    if (it) c->value.assign(reinterpret_cast<const char*>(it->value), it->value_len);
+    cache_item_unref(it);
   }
 };
-
-int64_t MonoMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 TEST(CacheAside, ConcurrentMissesLoadOnceThenL1Answers) {
   L1 c(1000);
   cache_aside* ca = cache_aside_create(c.l1, nullptr);
-  Loader l;
-  l.sleep_ms = 200;
-  std::atomic<int> ok{0};
-  std::vector<std::thread> ts;
-  for (int i = 0; i < 16; i++)
-    ts.emplace_back([&] {
-      cache_item* it = nullptr;
-      int from_l1;
-      if (cache_aside_get(ca, "e1", 2, MonoMs() + 5000, Loader::Load, &l, &it, &from_l1) ==
-              STATUS_OK &&
-          it && memcmp(it->value, "loaded", 6) == 0)
-        ok++;
-      cache_item_unref(it);
-    });
-  for (auto& t : ts) t.join();
-  EXPECT_EQ(16, ok.load());
-  EXPECT_EQ(1, l.calls.load());
+  std::vector<std::unique_ptr<Caller>> callers;
+  for (int i = 0; i < 16; i++) {
+    callers.push_back(std::make_unique<Caller>("e1"));
+    cache_item* it = nullptr;
+    EXPECT_EQ(CACHE_ASIDE_PENDING, cache_aside_fetch(ca, &callers.back()->w, &it));
+    EXPECT_EQ(nullptr, it);
+  }
+  // The first caller loads; nobody is answered before the load ends.
+  EXPECT_EQ(1, callers[0]->starts);
+  for (int i = 1; i < 16; i++) EXPECT_EQ(0, callers[i]->starts);
+  for (auto& k : callers) EXPECT_EQ(0, k->answers);
   EXPECT_EQ(1u, cache_aside_loads(ca));
+  cache_aside_loaded(ca, callers[0]->flight, STATUS_OK, Item("loaded"));
+  for (auto& k : callers) {
+    EXPECT_EQ(1, k->answers);
+    EXPECT_EQ(STATUS_OK, k->rc);
+    EXPECT_EQ("loaded", k->value);
+  }
+  // Now in L1: answered at once, no load.
+  Caller hit("e1");
   cache_item* it = nullptr;
-  int from_l1 = 0;
-  EXPECT_EQ(STATUS_OK,
-            cache_aside_get(ca, "e1", 2, MonoMs() + 1000, Loader::Load, &l, &it, &from_l1));
-  EXPECT_EQ(1, from_l1);
+  EXPECT_EQ(STATUS_OK, cache_aside_fetch(ca, &hit.w, &it));
+  ASSERT_NE(nullptr, it);
+  EXPECT_EQ(0, memcmp(it->value, "loaded", 6));
   cache_item_unref(it);
+  EXPECT_EQ(0, hit.starts + hit.answers);
+  // After an invalidation the next caller loads again.
   cache_aside_invalidate(ca, "e1", 2);
-  EXPECT_EQ(STATUS_OK,
-            cache_aside_get(ca, "e1", 2, MonoMs() + 1000, Loader::Load, &l, &it, &from_l1));
-  EXPECT_EQ(0, from_l1);
-  EXPECT_EQ(2, l.calls.load());
-  cache_item_unref(it);
+  Caller again("e1");
+  EXPECT_EQ(CACHE_ASIDE_PENDING, cache_aside_fetch(ca, &again.w, &it));
+  EXPECT_EQ(1, again.starts);
+  EXPECT_EQ(2u, cache_aside_loads(ca));
+  cache_aside_loaded(ca, again.flight, STATUS_OK, Item("reloaded"));
+  EXPECT_EQ("reloaded", again.value);
+  cache_aside_free(ca);
+}
+
+TEST(CacheAside, AnInvalidationDuringTheLoadKeepsTheLoadedCopyOutOfL1) {
+  L1 c(1000);
+  cache_aside* ca = cache_aside_create(c.l1, nullptr);
+  Caller a("k");
+  cache_item* it = nullptr;
+  ASSERT_EQ(CACHE_ASIDE_PENDING, cache_aside_fetch(ca, &a.w, &it));
+  cache_aside_invalidate(ca, "k", 1);  // a write committed while it loaded
+  cache_aside_loaded(ca, a.flight, STATUS_OK, Item("stale?"));
+  EXPECT_EQ(STATUS_OK, a.rc);  // the loader's own answer stands
+  EXPECT_EQ("<miss>", c.Get("k"));
   cache_aside_free(ca);
 }
 
 TEST(CacheAside, NotFoundIsSharedAndNotCached) {
   L1 c(1000);
   cache_aside* ca = cache_aside_create(c.l1, nullptr);
-  Loader l;
-  l.rc = STATUS_ENOTFOUND;
+  Caller a("x"), b("x");
   cache_item* it = nullptr;
-  int from_l1;
-  EXPECT_EQ(STATUS_ENOTFOUND,
-            cache_aside_get(ca, "x", 1, MonoMs() + 1000, Loader::Load, &l, &it, &from_l1));
-  EXPECT_EQ(nullptr, it);
-  EXPECT_EQ(STATUS_ENOTFOUND,
-            cache_aside_get(ca, "x", 1, MonoMs() + 1000, Loader::Load, &l, &it, &from_l1));
-  EXPECT_EQ(2, l.calls.load());  // a later write must be seen: misses are not remembered
+  EXPECT_EQ(CACHE_ASIDE_PENDING, cache_aside_fetch(ca, &a.w, &it));
+  EXPECT_EQ(CACHE_ASIDE_PENDING, cache_aside_fetch(ca, &b.w, &it));
+  cache_aside_loaded(ca, a.flight, STATUS_ENOTFOUND, nullptr);
+  EXPECT_EQ(STATUS_ENOTFOUND, a.rc);
+  EXPECT_EQ(STATUS_ENOTFOUND, b.rc);
+  // A later write must be seen: misses are not remembered.
+  Caller later("x");
+  EXPECT_EQ(CACHE_ASIDE_PENDING, cache_aside_fetch(ca, &later.w, &it));
+  EXPECT_EQ(1, later.starts);
+  cache_aside_loaded(ca, later.flight, STATUS_ENOTFOUND, nullptr);
   cache_aside_free(ca);
 }
 
 TEST(CacheAside, ALoaderFailureIsItsOwnAndWaitersRetry) {
   L1 c(1000);
   cache_aside* ca = cache_aside_create(c.l1, nullptr);
-  Loader failing;
-  failing.sleep_ms = 150;
-  failing.rc = -4;  // e.g. the leader's own timeout
-  Loader good;
-  std::thread leader([&] {
-    cache_item* it = nullptr;
-    int from_l1;
-    EXPECT_EQ(-4,
-              cache_aside_get(ca, "k", 1, MonoMs() + 5000, Loader::Load, &failing, &it, &from_l1));
-  });
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  Caller leader("k"), w1("k"), w2("k");
   cache_item* it = nullptr;
-  int from_l1;
-  // Waits for the leader, sees it fail, loads itself.
-  EXPECT_EQ(STATUS_OK,
-            cache_aside_get(ca, "k", 1, MonoMs() + 5000, Loader::Load, &good, &it, &from_l1));
-  leader.join();
-  EXPECT_EQ(1, good.calls.load());
-  cache_item_unref(it);
+  ASSERT_EQ(CACHE_ASIDE_PENDING, cache_aside_fetch(ca, &leader.w, &it));
+  ASSERT_EQ(CACHE_ASIDE_PENDING, cache_aside_fetch(ca, &w1.w, &it));
+  ASSERT_EQ(CACHE_ASIDE_PENDING, cache_aside_fetch(ca, &w2.w, &it));
+  cache_aside_loaded(ca, leader.flight, STATUS_ETIMEOUT, nullptr);  // e.g. its deadline
+  EXPECT_EQ(1, leader.answers);
+  EXPECT_EQ(STATUS_ETIMEOUT, leader.rc);
+  // Exactly one waiter loads anew; the other waits on it.
+  EXPECT_EQ(0, w1.answers + w2.answers);
+  EXPECT_EQ(1, w1.starts + w2.starts);
+  EXPECT_EQ(2u, cache_aside_loads(ca));
+  Caller* next = w1.starts ? &w1 : &w2;
+  cache_aside_loaded(ca, next->flight, STATUS_OK, Item("second try"));
+  EXPECT_EQ("second try", w1.value);
+  EXPECT_EQ("second try", w2.value);
+  EXPECT_EQ(1, w1.answers);
+  EXPECT_EQ(1, w2.answers);
   cache_aside_free(ca);
 }
 
-TEST(CacheAside, AWaiterGivesUpAtItsDeadline) {
+TEST(CacheAside, AWaiterThatLeavesIsNeverAnsweredAndTheLoaderIsToldToCancel) {
   L1 c(1000);
   cache_aside* ca = cache_aside_create(c.l1, nullptr);
-  Loader slow;
-  slow.sleep_ms = 500;
-  std::thread leader([&] {
-    cache_item* it = nullptr;
-    int from_l1;
-    cache_aside_get(ca, "k", 1, MonoMs() + 5000, Loader::Load, &slow, &it, &from_l1);
-    cache_item_unref(it);
-  });
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  Caller leader("k"), waiter("k"), early("k");
   cache_item* it = nullptr;
-  int from_l1;
-  int64_t t0 = MonoMs();
-  EXPECT_EQ(STATUS_ETIMEOUT,
-            cache_aside_get(ca, "k", 1, MonoMs() + 100, Loader::Load, &slow, &it, &from_l1));
-  EXPECT_LT(MonoMs() - t0, 400);
-  leader.join();
+  ASSERT_EQ(CACHE_ASIDE_PENDING, cache_aside_fetch(ca, &leader.w, &it));
+  ASSERT_EQ(CACHE_ASIDE_PENDING, cache_aside_fetch(ca, &waiter.w, &it));
+  EXPECT_EQ(CACHE_ASIDE_LEFT, cache_aside_cancel(ca, &waiter.w));
+  EXPECT_EQ(CACHE_ASIDE_LOADING, cache_aside_cancel(ca, &leader.w));
+  // A cancel before the fetch: the fetch reports it and joins nothing.
+  EXPECT_EQ(0, cache_aside_cancel(ca, &early.w));
+  EXPECT_EQ(STATUS_ECANCELLED, cache_aside_fetch(ca, &early.w, &it));
+  cache_aside_loaded(ca, leader.flight, STATUS_ECANCELLED, nullptr);
+  EXPECT_EQ(STATUS_ECANCELLED, leader.rc);
+  EXPECT_EQ(0, waiter.answers);
+  EXPECT_EQ(0, waiter.starts);  // it left: not asked to load anew either
+  EXPECT_EQ(0, early.answers + early.starts);
+  EXPECT_EQ(0, cache_aside_cancel(ca, &leader.w));  // answered: nothing to do
+  cache_aside_free(ca);
+}
+
+// Loads ending on other threads while callers keep arriving: every caller
+// is answered exactly once, and with the loaded value.
+TEST(CacheAside, LoadsEndingOnAnotherThreadAnswerEveryCallerOnce) {
+  L1 c(1000);
+  cache_aside* ca = cache_aside_create(c.l1, nullptr);
+  std::mutex mu;
+  std::vector<cache_aside_flight*> flights;
+  struct Threaded : Caller {
+    std::mutex* mu;
+    std::vector<cache_aside_flight*>* flights;
+    Threaded(std::mutex* m, std::vector<cache_aside_flight*>* f) : Caller("t"), mu(m), flights(f) {
+      w.start = StartT;
+    }
+    static void StartT(void* arg, cache_aside_flight* fl) {
+      auto* t = static_cast<Threaded*>(arg);
+      std::lock_guard<std::mutex> g(*t->mu);
+      t->flights->push_back(fl);
+    }
+  };
+  std::vector<std::unique_ptr<Threaded>> callers;
+  for (int i = 0; i < 200; i++) callers.push_back(std::make_unique<Threaded>(&mu, &flights));
+  std::atomic<bool> stop{false};
+  std::thread loader([&] {
+    while (!stop.load()) {
+      cache_aside_flight* fl = nullptr;
+      {
+        std::lock_guard<std::mutex> g(mu);
+        if (!flights.empty()) {
+          fl = flights.back();
+          flights.pop_back();
+        }
+      }
+      if (fl) {
+        cache_aside_loaded(ca, fl, STATUS_OK, Item("v"));
+        cache_aside_invalidate(ca, "t", 1);
+      } else {
+        std::this_thread::yield();
+      }
+    }
+  });
+  for (auto& k : callers) {
+    cache_item* it = nullptr;
+    int rc = cache_aside_fetch(ca, &k->w, &it);
+    if (rc == STATUS_OK) {  // an L1 hit: counts as its answer
+      k->answers++;
+      k->value = "v";
+      cache_item_unref(it);
+    } else {
+      ASSERT_EQ(CACHE_ASIDE_PENDING, rc);
+    }
+  }
+  for (int i = 0; i < 500; i++) {
+    bool all = true;
+    for (auto& k : callers) all = all && k->answers == 1;
+    if (all) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  stop = true;
+  loader.join();
+  for (auto& k : callers) {
+    EXPECT_EQ(1, k->answers);
+    EXPECT_EQ("v", k->value);
+  }
   cache_aside_free(ca);
 }
 
