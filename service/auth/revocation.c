@@ -108,7 +108,7 @@ static int refresh_in(pgq_session *ss, void *arg) {
 static int refresh(revocation *r, int force, char *err, size_t errlen) {
     refresh_args a = {r, force};
     return pgq_run(r->pg, "revocation", clock_mono_ms(NULL) + REFRESH_TIMEOUT_MS,
-                   REFRESH_TIMEOUT_MS, err, errlen, refresh_in, &a) == STATUS_OK
+                   REFRESH_TIMEOUT_MS, NULL, err, errlen, refresh_in, &a) == STATUS_OK
                ? 0
                : -1;
 }

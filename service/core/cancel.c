@@ -4,27 +4,29 @@
 #include <stddef.h>
 
 void cancel_init(cancel_token *t) {
-    atomic_init(&t->fired, 0);
+    t->fired = 0;
     pthread_mutex_init(&t->lock, NULL);
     t->wake = NULL;
     t->wake_arg = NULL;
 }
 
 void cancel_fire(cancel_token *t) {
-    atomic_store(&t->fired, 1);
+    __atomic_store_n(&t->fired, 1, __ATOMIC_SEQ_CST);
     pthread_mutex_lock(&t->lock);
     if (t->wake) t->wake(t->wake_arg);
     pthread_mutex_unlock(&t->lock);
 }
 
-int cancel_fired(const cancel_token *t) { return t && atomic_load(&t->fired); }
+int cancel_fired(const cancel_token *t) {
+    return t && __atomic_load_n(&t->fired, __ATOMIC_SEQ_CST);
+}
 
 int cancel_wait_begin(cancel_token *t, void (*wake)(void *arg), void *arg) {
     if (!t) return 0;
     pthread_mutex_lock(&t->lock);
     /* Checked under the lock: a fire either sees wake installed or is
      * seen here. */
-    int fired = atomic_load(&t->fired);
+    int fired = __atomic_load_n(&t->fired, __ATOMIC_SEQ_CST);
     if (!fired) {
         t->wake = wake;
         t->wake_arg = arg;

@@ -11,10 +11,11 @@
 #define MEMORYD_CORE_CANCEL_H
 
 #include <pthread.h>
-#include <stdatomic.h>
 
+/* fired is read and written with the compiler's atomic builtins (not C11
+ * atomics, which C++ code including this header cannot name). */
 typedef struct cancel_token {
-    atomic_int fired;
+    int fired;
     pthread_mutex_t lock; /* wake and wake_arg */
     void (*wake)(void *arg);
     void *wake_arg;

@@ -265,8 +265,8 @@ static int sync_fn(pgq_session *ss, void *arg) {
 
 int emb_run(op *o, pgq_fn fn) {
     o->c->err[0] = '\0';
-    return pgq_run(o->e->pg, TIER, o->c->deadline_ms, MAX_STATEMENT_MS, o->c->err, sizeof o->c->err,
-                   fn, o);
+    return pgq_run(o->e->pg, TIER, o->c->deadline_ms, MAX_STATEMENT_MS, o->c->cancel, o->c->err,
+                   sizeof o->c->err, fn, o);
 }
 
 /* The collection's state, brought up to date. On STATUS_OK the caller

@@ -14,11 +14,6 @@
 #include "service/core/log.h"
 #include "service/store/apg_internal.h"
 
-/* How often the server checks that a client is still there while it runs
- * a statement: a deadline or cancel closes the connection, and this bounds
- * how long the abandoned statement goes on. */
-#define CHECK_INTERVAL_MS 100
-
 int64_t apg_now_ms(void) { return clock_mono_ms(NULL); }
 
 /* ------------------------------------------------------------ answering */
@@ -291,49 +286,6 @@ static void teardown_on_loop(evloop_task *t) {
     uv_close((uv_handle_t *)&p->cancel_wake, handle_closed);
 }
 
-/* Connection parameters: the URL's, with our settings added to its
- * "options" (the server's per-connection settings). */
-static int build_params(apg *p, char *err, size_t errlen) {
-    char *perr = NULL;
-    p->info = PQconninfoParse(p->o.url, &perr);
-    if (!p->info) {
-        snprintf(err, errlen, "postgres: bad connection URL: %s", perr ? perr : "out of memory");
-        PQfreemem(perr);
-        return -1;
-    }
-    size_t n = 0;
-    const char *user_options = "";
-    for (PQconninfoOption *o = p->info; o->keyword; o++) {
-        if (!o->val) continue;
-        if (strcmp(o->keyword, "options") == 0) user_options = o->val;
-        else n++;
-    }
-    if (asprintf(&p->options, "%s -c client_connection_check_interval=%d", user_options,
-                 CHECK_INTERVAL_MS) < 0) {
-        p->options = NULL;
-        return snprintf(err, errlen, "postgres: out of memory"), -1;
-    }
-    p->kw = calloc(n + 2, sizeof *p->kw);
-    p->vals = calloc(n + 2, sizeof *p->vals);
-    if (!p->kw || !p->vals) return snprintf(err, errlen, "postgres: out of memory"), -1;
-    size_t i = 0;
-    for (PQconninfoOption *o = p->info; o->keyword; o++) {
-        if (!o->val || strcmp(o->keyword, "options") == 0) continue;
-        p->kw[i] = o->keyword;
-        p->vals[i++] = o->val;
-    }
-    p->kw[i] = "options";
-    p->vals[i] = p->options;
-    return 0;
-}
-
-static void free_params(apg *p) {
-    free(p->kw);
-    free(p->vals);
-    free(p->options);
-    if (p->info) PQconninfoFree(p->info);
-}
-
 /* Sets the pool up on the loop thread and waits for it: 0, or -1 with
  * the reason in err. */
 static int setup(apg *p, char *err, size_t errlen) {
@@ -348,7 +300,7 @@ static int setup(apg *p, char *err, size_t errlen) {
 /* Frees what apg_create made once nothing on the loop refers to p. */
 static void destroy(apg *p) {
     evloop_waiter_destroy(&p->setup);
-    free_params(p);
+    pg_params_free(&p->params);
     free(p->conns);
     free(p);
 }
@@ -363,11 +315,11 @@ int apg_create(evloop *loop, const apg_options *o, apg **out, char *err, size_t 
     p->queue_timer_at = INT64_MAX;
     dlist_init(&p->queue);
     atomic_init(&p->connected, 0);
-    int rc = build_params(p, err, errlen);
+    int rc = pg_params_init(&p->params, o->url, err, errlen);
     if (rc == 0 && !(p->conns = calloc((size_t)o->size, sizeof *p->conns)))
         snprintf(err, errlen, "postgres: out of memory"), rc = -1;
     if (rc != 0) {
-        free_params(p);
+        pg_params_free(&p->params);
         free(p);
         return -1;
     }

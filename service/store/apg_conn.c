@@ -157,7 +157,7 @@ static void connect_step(apg_conn *c, PostgresPollingStatusType st) {
 
 void apg_conn_connect(apg_conn *c) {
     apg *p = c->p;
-    c->pg = PQconnectStartParams(p->kw, p->vals, 0);
+    c->pg = PQconnectStartParams(p->params.kw, p->params.vals, 0);
     if (!c->pg) {
         conn_failed(c, "out of memory");
         return;

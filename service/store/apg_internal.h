@@ -8,6 +8,7 @@
 #include <uv.h>
 
 #include "service/store/apg.h"
+#include "service/store/pg_params.h"
 #include "service/store/pgq_internal.h"
 
 typedef struct apg_conn apg_conn;
@@ -49,9 +50,7 @@ struct apg_conn {
 struct apg {
     evloop *loop;
     apg_options o;
-    PQconninfoOption *info; /* parsed URL; kw/vals point into it */
-    const char **kw, **vals;
-    char *options; /* the "options" value with our settings */
+    pg_params params; /* the URL's, with memoryd's settings */
     apg_conn *conns;
     dlist queue; /* apg_query.link, oldest first */
     int qlen;

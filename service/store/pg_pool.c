@@ -10,6 +10,7 @@
 
 #include "service/core/clock.h"
 #include "service/store/conn_pool.h"
+#include "service/store/pg_params.h"
 #include "service/store/pg_watchdog.h"
 
 /* How long past its deadline a round trip may still be waiting before the
@@ -20,7 +21,7 @@
 struct pg_pool {
     conn_pool *pool;
     pg_watchdog *watchdog;
-    char *url;
+    pg_params params; /* the URL's, with memoryd's settings */
     int connect_timeout_s;
 };
 
@@ -29,11 +30,9 @@ struct pg_pool {
  * answers (frozen) costs the caller no more than its deadline. */
 static void *pg_connect(void *ctx, int64_t deadline_ms, char *err, size_t errlen) {
     pg_pool *p = ctx;
-    const char *keys[] = {"dbname", "application_name", NULL};
-    const char *vals[] = {p->url, "memoryd", NULL};
     int64_t until = clock_mono_ms(NULL) + (int64_t)p->connect_timeout_s * 1000;
     if (deadline_ms < until) until = deadline_ms;
-    PGconn *c = PQconnectStartParams(keys, vals, 1);
+    PGconn *c = PQconnectStartParams(p->params.kw, p->params.vals, 0);
     const char *why = NULL;
     PostgresPollingStatusType st = PGRES_POLLING_WRITING; /* libpq: start as if WRITING */
     while (c && PQstatus(c) != CONNECTION_BAD && st != PGRES_POLLING_OK &&
@@ -63,7 +62,12 @@ static const conn_pool_ops pg_ops = {"postgres", pg_connect, pg_close};
 int pg_pool_create(const char *url, int size, int connect_timeout_s, pg_pool **out, char *err,
                    size_t errlen) {
     pg_pool *p = calloc(1, sizeof *p);
-    if (!p || !(p->url = strdup(url)) || !(p->pool = conn_pool_create(size, &pg_ops, p)) ||
+    if (!p) return snprintf(err, errlen, "out of memory"), -1;
+    if (pg_params_init(&p->params, url, err, errlen) != 0) {
+        free(p);
+        return -1;
+    }
+    if (!(p->pool = conn_pool_create(size, &pg_ops, p)) ||
         pg_watchdog_create(size, WATCHDOG_GRACE_MS, &p->watchdog) != 0) {
         pg_pool_free(p);
         return snprintf(err, errlen, "out of memory"), -1;
@@ -81,7 +85,7 @@ void pg_pool_free(pg_pool *p) {
     if (!p) return;
     conn_pool_free(p->pool);
     pg_watchdog_free(p->watchdog);
-    free(p->url);
+    pg_params_free(&p->params);
     free(p);
 }
 
@@ -100,6 +104,8 @@ void pg_pool_release(pg_pool *p, PGconn *conn, int broken) {
 void pg_pool_watch(pg_pool *p, PGconn *conn, int64_t deadline_ms) {
     pg_watchdog_arm(p->watchdog, conn, deadline_ms);
 }
+
+void pg_pool_cut_now(pg_pool *p, const PGconn *conn) { pg_watchdog_expire(p->watchdog, conn); }
 
 int pg_pool_cut(pg_pool *p, const PGconn *conn) { return pg_watchdog_cut(p->watchdog, conn); }
 

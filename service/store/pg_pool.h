@@ -33,7 +33,10 @@ void pg_pool_release(pg_pool *p, PGconn *conn, int broken);
  * a call still waiting shortly after it returns with the connection lost
  * (pg_watchdog.h). */
 void pg_pool_watch(pg_pool *p, PGconn *conn, int64_t deadline_ms);
-/* 1 when the watchdog cut conn because its deadline passed. */
+/* Has the watchdog cut watched conn at once (a client's cancel); any
+ * thread. */
+void pg_pool_cut_now(pg_pool *p, const PGconn *conn);
+/* 1 when the watchdog cut conn (its deadline passed, or pg_pool_cut_now). */
 int pg_pool_cut(pg_pool *p, const PGconn *conn);
 
 /* Runs "SELECT 1" on a pooled connection; 0 when Postgres answers. */

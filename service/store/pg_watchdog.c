@@ -126,6 +126,17 @@ void pg_watchdog_arm(pg_watchdog *w, PGconn *conn, int64_t deadline_ms) {
     if (fd >= 0) close(fd); /* no room: unwatched */
 }
 
+void pg_watchdog_expire(pg_watchdog *w, const PGconn *conn) {
+    pthread_mutex_lock(&w->lock);
+    slot *s = find(w, conn);
+    if (s && !s->cut) {
+        s->deadline_ms = clock_mono_ms(NULL) - w->grace_ms; /* due now */
+        w->wake_at = s->deadline_ms + w->grace_ms;
+        pthread_cond_signal(&w->cond);
+    }
+    pthread_mutex_unlock(&w->lock);
+}
+
 int pg_watchdog_disarm(pg_watchdog *w, PGconn *conn) {
     pthread_mutex_lock(&w->lock);
     slot *s = find(w, conn);

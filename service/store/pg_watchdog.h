@@ -27,6 +27,10 @@ void pg_watchdog_free(pg_watchdog *w);
 /* Arms conn until deadline_ms (CLOCK_MONOTONIC ms; INT64_MAX: never cut).
  * Arming an armed connection moves its deadline. */
 void pg_watchdog_arm(pg_watchdog *w, PGconn *conn, int64_t deadline_ms);
+/* Cuts armed conn now, as if its deadline had passed (a client's cancel):
+ * any thread; the cut itself happens on the watchdog's thread. Nothing
+ * when conn is not armed. */
+void pg_watchdog_expire(pg_watchdog *w, const PGconn *conn);
 /* Disarms conn; 1 when the watchdog had cut it (the connection is then
  * broken: drop it), else 0. */
 int pg_watchdog_disarm(pg_watchdog *w, PGconn *conn);

@@ -287,6 +287,9 @@ int pgq_pg_fail(pgq_session *ss, const PGresult *res, const char *what) {
     int conn_bad = PQstatus(ss->conn) != CONNECTION_OK || !state || strncmp(state, "08", 2) == 0 ||
                    strncmp(state, "57P", 3) == 0;
     if (conn_bad) ss->broken = 1;
+    if (conn_bad && pg_pool_cut(ss->pool, ss->conn) && cancel_fired(ss->cancel))
+        return pgq_fail(ss, STATUS_ECANCELLED,
+                        "the call was cancelled during %s; the connection was closed", what);
     if (conn_bad && pg_pool_cut(ss->pool, ss->conn))
         return pgq_fail(ss, STATUS_ETIMEOUT,
                         "PostgreSQL did not answer %s by the call's deadline; the connection "
@@ -530,14 +533,25 @@ int pgq_copy_in(pgq_session *ss, const char *what, const char *copy_sql, const c
     return pgq_commit(ss, NULL, NULL, NULL);
 }
 
-int pgq_run(pg_pool *pool, const char *tier, int64_t deadline_ms, int max_statement_ms, char *err,
-            size_t errlen, pgq_fn fn, void *arg) {
+/* cancel_token's wake-up: the watchdog cuts the session's connection. */
+static void cut_session(void *arg) {
+    pgq_session *ss = arg;
+    pg_pool_cut_now(ss->pool, ss->conn);
+}
+
+int pgq_run(pg_pool *pool, const char *tier, int64_t deadline_ms, int max_statement_ms,
+            cancel_token *cancel, char *err, size_t errlen, pgq_fn fn, void *arg) {
     int rc = STATUS_EUNAVAILABLE;
     for (int attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
         pgq_session ss;
         rc = pgq_begin(&ss, pool, tier, deadline_ms, max_statement_ms, err, errlen);
         if (rc != STATUS_OK) return rc;
-        rc = fn(&ss, arg);
+        ss.cancel = cancel;
+        if (cancel_wait_begin(cancel, cut_session, &ss) != 0)
+            rc = pgq_fail(&ss, STATUS_ECANCELLED, "the call was cancelled");
+        else rc = fn(&ss, arg);
+        /* Before the connection goes back: no cut may reach it after. */
+        cancel_wait_end(cancel);
         /* Retry only when the connection died before COMMIT was sent: the
          * server rolled the transaction back, nothing happened. */
         int retry = rc == STATUS_EUNAVAILABLE && ss.broken && !ss.commit_sent;

@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "service/core/arena.h"
+#include "service/core/cancel.h"
 #include "service/core/status.h"
 #include "service/store/pg_pool.h"
 
@@ -91,6 +92,7 @@ typedef struct pgq_session {
     char timeout[24];    /* statement_timeout in ms, as text */
     char *err;           /* the caller's message buffer */
     size_t errlen;
+    cancel_token *cancel; /* pgq_run's: fired, it cuts the connection */
 } pgq_session;
 
 /* Acquires a connection for a call with deadline_ms (INT64_MAX: none, then
@@ -146,10 +148,13 @@ int pgq_copy_in(pgq_session *ss, const char *what, const char *copy_sql, const c
                 size_t len);
 
 /* Runs fn in a session, again on a fresh connection (up to 3 tries) when a
- * pooled connection turned out dead before anything was committed. */
+ * pooled connection turned out dead before anything was committed. When
+ * cancel (NULL: none) fires meanwhile, the session's connection is cut at
+ * once (the watchdog's shutdown: the server ends the statement and rolls
+ * its transaction back) and fn's wait ends STATUS_ECANCELLED. */
 typedef int (*pgq_fn)(pgq_session *ss, void *arg);
-int pgq_run(pg_pool *pool, const char *tier, int64_t deadline_ms, int max_statement_ms, char *err,
-            size_t errlen, pgq_fn fn, void *arg);
+int pgq_run(pg_pool *pool, const char *tier, int64_t deadline_ms, int max_statement_ms,
+            cancel_token *cancel, char *err, size_t errlen, pgq_fn fn, void *arg);
 
 /* ---- decoding binary results ---- */
 

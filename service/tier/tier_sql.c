@@ -18,8 +18,8 @@ static int run_one(pgq_session *ss, void *arg) {
 int tier_sql_run(pg_pool *pg, tier_ctx *c, int max_statement_ms, tier_sql_fn fn, void *arg) {
     run_args r = {c, fn, arg};
     c->err[0] = '\0';
-    return pgq_run(pg, c->tier, c->deadline_ms, max_statement_ms, c->err, sizeof c->err, run_one,
-                   &r);
+    return pgq_run(pg, c->tier, c->deadline_ms, max_statement_ms, c->cancel, c->err, sizeof c->err,
+                   run_one, &r);
 }
 
 int tier_sql_commit(pgq_session *ss, tier_ctx *c) {

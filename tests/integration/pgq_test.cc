@@ -149,10 +149,79 @@ TEST_F(PgqTest, AKilledConnectionIsReplacedAndItsStatementsPreparedAgain) {
     PQclear(r);
     return rc;
   };
-  ASSERT_EQ(STATUS_OK, pgq_run(pool_, "test", INT64_MAX, 30000, err_, sizeof err_, fn, &arg))
+  ASSERT_EQ(STATUS_OK,
+            pgq_run(pool_, "test", INT64_MAX, 30000, nullptr, err_, sizeof err_, fn, &arg))
       << err_;
   EXPECT_EQ("b-again", arg.got);
   EXPECT_EQ(1, PreparedCount(sql));
+}
+
+// A cancel fired on another thread while pgq_run's statement waits (on a
+// lock, with no deadline) ends it at once, STATUS_ECANCELLED, leaves no
+// session waiting, and is not retried; the pool serves the next call.
+TEST_F(PgqTest, ACancelCutsTheWaitingStatementAtOnce) {
+  PGconn* admin = PQconnectdb(db_.url().c_str());
+  ASSERT_EQ(CONNECTION_OK, PQstatus(admin));
+  auto value = [&](const char* sql) {
+    PGresult* r = PQexec(admin, sql);
+    std::string v = PQresultStatus(r) == PGRES_TUPLES_OK ? PQgetvalue(r, 0, 0) : "";
+    PQclear(r);
+    return v;
+  };
+  auto waiting = [&] {
+    return value(
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+        " AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()");
+  };
+  value("CREATE TABLE IF NOT EXISTS locked_t (x int)");
+  value("BEGIN");
+  value("LOCK TABLE locked_t IN ACCESS EXCLUSIVE MODE");
+  cancel_token cancel;
+  cancel_init(&cancel);
+  int calls = 0;
+  auto fn = [](pgq_session* s, void* a) -> int {
+    ++*static_cast<int*>(a);
+    pgq_sql b = {};
+    pgq_sql_add(&b, "SELECT count(*) FROM locked_t");
+    PGresult* r = nullptr;
+    int rc = pgq_pipeline(s, "count", nullptr, &b, 1, &r);
+    PQclear(r);
+    return rc;
+  };
+  int rc = 0;
+  int64_t ended = 0;
+  std::thread t([&] {
+    rc = pgq_run(pool_, "test", INT64_MAX, 30000, &cancel, err_, sizeof err_, fn, &calls);
+    ended = NowMs();
+  });
+  bool blocked = false;
+  for (int i = 0; i < 500 && !blocked; i++) {
+    blocked = waiting() == "1";
+    if (!blocked) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(blocked);
+  int64_t fired = NowMs();
+  cancel_fire(&cancel);
+  t.join();
+  EXPECT_EQ(STATUS_ECANCELLED, rc) << err_;
+  EXPECT_LT(ended - fired, 500) << "the cancel took " << ended - fired << " ms";
+  EXPECT_EQ(1, calls) << "a cancelled run was retried";
+  bool gone = false;
+  for (int i = 0; i < 100 && !gone; i++) {
+    gone = waiting() == "0";
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(gone) << "the cancelled statement still waits on the lock";
+  value("ROLLBACK");
+  PQfinish(admin);
+  std::string got;
+  EXPECT_EQ(STATUS_OK, Read("SELECT 'next'", nullptr, INT64_MAX, &got)) << err_;
+  EXPECT_EQ("next", got);
+  // A token fired before the run: nothing is sent.
+  calls = 0;
+  EXPECT_EQ(STATUS_ECANCELLED,
+            pgq_run(pool_, "test", INT64_MAX, 30000, &cancel, err_, sizeof err_, fn, &calls));
+  EXPECT_EQ(0, calls);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 // and label isolation; the write diode and PII policy; bad input that
 // changes nothing; two replicas sharing one store.
 #include <gtest/gtest.h>
+#include <libpq-fe.h>
 
 #include <chrono>
 #include <cmath>
@@ -796,6 +797,58 @@ TEST_F(EpisodicTest, ManyPointsLoadAndSearchAcrossCatchUpPages) {
             Count(alice_, "big", R"({"must":[{"field":{"key":"bucket","matchValue":3}}]})", &b));
   auto ids = SearchIds(alice_, SearchReq("big", std::vector<float>(8, 4321.2f), 3), &b);
   EXPECT_EQ((std::vector<std::string>{"4321", "4322", "4320"}), ids);
+}
+
+// A client's cancel reaches the catalog's PostgreSQL statement (every
+// method starts with it, on a task-pool thread): with the catalog table
+// locked, a Search waits on the lock; its client cancels (the deadline is
+// far off), and a moment later no session waits on the lock any more.
+TEST_F(EpisodicTest, ACancelledCallLeavesNoCatalogStatementWaiting) {
+  MustCreate(alice_, "cat", 2, DISTANCE_DOT);
+  PGconn* admin = PQconnectdb(db_.url().c_str());
+  ASSERT_EQ(CONNECTION_OK, PQstatus(admin)) << PQerrorMessage(admin);
+  auto value = [&](const char* sql) {
+    PGresult* r = PQexec(admin, sql);
+    std::string v = PQresultStatus(r) == PGRES_TUPLES_OK ? PQgetvalue(r, 0, 0) : "";
+    PQclear(r);
+    return v;
+  };
+  auto waiting = [&] {
+    return value(
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+        " AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()");
+  };
+  value("BEGIN");
+  value("LOCK TABLE episodic_collections IN ACCESS EXCLUSIVE MODE");
+  testing_client::Stream search(a_.ch, "/memory.v1.EpisodicMemory/Search", 30000,
+                                {{"authorization", TestKeys::Bearer(alice_)}});
+  ASSERT_TRUE(search.Write(SearchReq("cat", {1, 0}).SerializeAsString()));
+  ASSERT_TRUE(search.WritesDone());
+  bool blocked = false;
+  for (int i = 0; i < 500 && !blocked; i++) {
+    blocked = waiting() == "1";
+    if (!blocked) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(blocked) << "the Search never waited on the lock";
+  search.Cancel();
+  EXPECT_EQ(StatusCode::CANCELLED, search.Finish().error_code());
+  auto cancelled_at = std::chrono::steady_clock::now();
+  bool gone = false;
+  while (!gone && std::chrono::steady_clock::now() - cancelled_at < std::chrono::seconds(5)) {
+    gone = waiting() == "0";
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
+                  std::chrono::steady_clock::now() - cancelled_at)
+                  .count();
+  EXPECT_TRUE(gone) << "the cancelled statement still waits on the lock";
+  // The watchdog cuts at once; the server notices within its check
+  // interval (100 ms). The margin is for a loaded machine.
+  EXPECT_LT(took, 1000) << "the cancelled statement outlived the cancel by " << took << " ms";
+  value("ROLLBACK");
+  PQfinish(admin);
+  // The pool serves the next call (Must fails the test otherwise).
+  EXPECT_TRUE(SearchIds(alice_, SearchReq("cat", {1, 0})).empty());
 }
 
 #ifdef EPISODIC_TEST_QDRANT
