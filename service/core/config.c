@@ -47,7 +47,7 @@ static const opt_def options[] = {
     OPT_NUMBER("workers", workers, "0", 0, 1024,
                "worker threads polling the completion queue; 0 = one per core"),
     OPT_NUMBER("task-threads", task_threads, "16", 1, 1024,
-               "threads running the handlers that still block on a backend or compute for long"),
+               "threads running the handlers that compute or block (EpisodicMemory)"),
     OPT_NUMBER("task-queue-max", task_queue_max, "1024", 1, 1000000,
                "calls that may wait for a task thread; more get RESOURCE_EXHAUSTED"),
     OPT_SECRET(

@@ -21,12 +21,14 @@
  * work as its own deadline (rpc_call_deadline_ms); a client's cancel
  * reaches it through rpc_call_on_cancel, which the handler registers
  * before it returns RPC_PENDING (the backend then ends the work and
- * completes the call, CANCELLED). Handlers not yet on this model, which
- * still wait on a blocking backend client or compute for long, never run
- * on a completion-queue thread: their methods are marked .blocking (or the
+ * completes the call, CANCELLED). Handlers that compute for long or wait
+ * on a blocking backend client (EpisodicMemory's) never run on a
+ * completion-queue thread: their methods are marked .blocking (or the
  * handler hands its slow part over with rpc_call_continue_blocking), and
  * they run on the server's task pool (core/taskpool.h), bounded in threads
- * and queue (see the README's Architecture section). */
+ * and queue; a client's cancel reaches their blocking clients through a
+ * cancel token (core/cancel.h, tier_ctx_watch_cancel). See the README's
+ * Architecture section. */
 #ifndef MEMORYD_RPC_RPC_H
 #define MEMORYD_RPC_RPC_H
 
