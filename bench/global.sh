@@ -121,6 +121,13 @@ via_memoryd() { # label service/method hex
     --concurrency "$CONCURRENCY" --channels 1 --label "$1" | tee -a "$WORK/loadgen.out" |
     grep '^{' >>"$RESULTS"
 }
+# The gRPC floor: Health/Check on the same memoryd with the same token
+# header, no backend: what any gRPC round trip costs on this machine.
+floor() {
+  "$LOADGEN" --target "$ADDR" --header "authorization: Bearer $TOKEN" --duration "$DURATION" \
+    --warmup "$WARMUP" --concurrency "$CONCURRENCY" --channels 1 --label health |
+    tee -a "$WORK/loadgen.out" | grep '^{' >>"$RESULTS"
+}
 direct() { # label what
   "$DIRECT" --pg-url "$MEMORYD_PG_URL" run "$2" --threads "$CONCURRENCY" \
     --duration "$DURATION" --warmup "$WARMUP" --label "$1" | grep '^{' >>"$RESULTS"
@@ -134,7 +141,9 @@ for ((r = 1; r <= ROUNDS; r++)); do
     via_memoryd memoryd-traverse GlobalMemory/Traverse "$TRAVERSE_HEX"
     direct direct-traverse traverse
     via_memoryd memoryd-read Entries/Read "$READ_HEX"; direct direct-read entries-read
+    floor
   else
+    floor
     direct direct-get get; via_memoryd memoryd-get GlobalMemory/GetEntity "$GET_HEX"
     direct direct-traverse traverse
     via_memoryd memoryd-traverse GlobalMemory/Traverse "$TRAVERSE_HEX"
@@ -152,12 +161,21 @@ for what in get traverse read; do
   esac
   # shellcheck disable=SC2059
   printf "$row" side runs "median qps" "p50 us" "p99 us" errors
-  for side in memoryd direct; do
-    l="$side-$what"
+  sides="memoryd-$what direct-$what"
+  [ "$what" = get ] && sides="$sides health"
+  for l in $sides; do
     # shellcheck disable=SC2059
     printf "$row" "$l" "$(field "$l" qps | wc -l)" "$(median "$l" qps)" "$(median "$l" p50_us)" \
       "$(median "$l" p99_us)" "$(total "$l" errors)"
   done
+  if [ "$what" = get ]; then
+    echo "(health: Health/Check on the same memoryd, same token header, no backend: the"
+    echo " gRPC round trip alone on this machine, a floor no gRPC server goes under)"
+    ratio_line "GetEntity c=$CONCURRENCY floor: Health/Check p50 $(median health p50_us) us," \
+      "$(median health qps) qps; GetEntity/(Health + direct) p50 x$(ratio \
+        "$(median memoryd-get p50_us)" "$(awk -v a="$(median health p50_us)" \
+          -v b="$(median direct-get p50_us)" 'BEGIN { printf "%.1f", a + b }')")"
+  fi
   case $what in get) name=GetEntity ;; traverse) name=Traverse ;; read) name=Entries.Read ;; esac
   ratio_line "$name c=$CONCURRENCY workers=$SERVER_THREADS memoryd/direct: p50 x$(ratio \
     "$(median "memoryd-$what" p50_us)" "$(median "direct-$what" p50_us)") (target <= 1.5)," \
