@@ -140,7 +140,7 @@ tier_async *tier_async_new(tier_ctx *c, const char *what, tier_async_decode_fn d
     tier_async *op = arena_zalloc(c->ar, sizeof *op);
     void *copy = op ? arena_alloc(c->ar, size ? size : 1) : NULL;
     if (!copy) return NULL;
-    memcpy(copy, args, size);
+    if (size) memcpy(copy, args, size); /* args may be NULL then */
     op->c = c;
     op->decode = decode;
     op->arg = copy;

@@ -86,8 +86,8 @@ struct tier_async {
     int committing;          /* tier_async_commit's statement is running */
 };
 /* A zeroed op for c in c's arena; what names it in errors ("get entity").
- * The store's arguments (size bytes at args) are copied into the arena:
- * op->arg. NULL when out of memory. */
+ * The store's arguments (size bytes at args; args may be NULL when size is
+ * 0) are copied into the arena: op->arg. NULL when out of memory. */
 tier_async *tier_async_new(tier_ctx *c, const char *what, tier_async_decode_fn decode,
                            const void *args, size_t size, tier_async_done_fn done, void *done_arg);
 /* A transaction of several statements, each a round trip on the loop:
