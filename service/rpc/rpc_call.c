@@ -327,6 +327,18 @@ grpc_status_code rpc_call_intercept(rpc_call *c) {
 
 grpc_status_code rpc_call_decode_request(rpc_call *c, grpc_byte_buffer *payload) {
     const rpc_method *m = &c->entry->m;
+    if (!payload && grpc_call_failed_before_recv_message(c->call)) {
+        /* The stream broke before its message came: the client went away
+         * or the deadline passed, which is what the logs and the audit
+         * row must say (the status itself reaches nobody). */
+        if (c->deadline_ms != INT64_MAX && rpc_now_ms() >= c->deadline_ms) {
+            rpc_call_set_error(c, "%s: the deadline passed before the request arrived", m->path);
+            return GRPC_STATUS_DEADLINE_EXCEEDED;
+        }
+        rpc_call_set_error(c, "%s: the client cancelled the call before its request arrived",
+                           m->path);
+        return GRPC_STATUS_CANCELLED;
+    }
     if (!payload) {
         rpc_call_set_error(c, "%s: the request message is missing", m->path);
         return GRPC_STATUS_INVALID_ARGUMENT;

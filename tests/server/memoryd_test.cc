@@ -157,6 +157,51 @@ TEST_F(MemorydTest, GarbageRequestBodyIsInvalidArgument) {
   EXPECT_EQ(HealthCheckResponse::SERVING, HealthStatus(ch, ""));
 }
 
+// A call whose client goes away, or whose deadline passes, before its
+// request message arrives is logged as what it is (CANCELLED,
+// DEADLINE_EXCEEDED), not as a request without a message; a client that
+// half-closes without sending one is the INVALID_ARGUMENT case.
+TEST_F(MemorydTest, CallsEndedBeforeTheirRequestAreLoggedAsCancelledOrDeadline) {
+  auto m = Launch();
+  auto ch = testing_client::Connect(m->port());
+  auto line_for = [&](const std::string& status) {
+    for (int i = 0; i < 200; i++) {
+      std::string log = m->Log();
+      size_t at = log.find("\"status\":\"" + status + "\"");
+      if (at != std::string::npos) {
+        size_t begin = log.rfind('\n', at);
+        size_t end = log.find('\n', at);
+        return log.substr(begin == std::string::npos ? 0 : begin + 1,
+                          end == std::string::npos ? std::string::npos : end - begin - 1);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return std::string();
+  };
+  {
+    testing_client::Stream s(ch, kCheck, 30000);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // headers out, no message
+    s.Cancel();
+    EXPECT_EQ(grpc::StatusCode::CANCELLED, s.Finish().error_code());
+  }
+  std::string cancelled = line_for("CANCELLED");
+  EXPECT_NE(std::string::npos, cancelled.find("cancelled the call before its request arrived"))
+      << m->Log();
+  {
+    testing_client::Stream s(ch, kCheck, 300);
+    std::this_thread::sleep_for(std::chrono::milliseconds(600));
+    EXPECT_EQ(grpc::StatusCode::DEADLINE_EXCEEDED, s.Finish().error_code());
+  }
+  std::string late = line_for("DEADLINE_EXCEEDED");
+  EXPECT_NE(std::string::npos, late.find("deadline passed before the request arrived")) << m->Log();
+  {
+    testing_client::Stream s(ch, kCheck, 5000);
+    ASSERT_TRUE(s.WritesDone());
+    EXPECT_EQ(grpc::StatusCode::INVALID_ARGUMENT, s.Finish().error_code());
+  }
+  EXPECT_NE(std::string::npos, line_for("INVALID_ARGUMENT").find("request message is missing"));
+}
+
 TEST_F(MemorydTest, OversizeMessageIsRejected) {
   auto m = Launch({"--max-message-bytes=4096"});
   auto ch = testing_client::Connect(m->port());
