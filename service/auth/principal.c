@@ -48,7 +48,7 @@ int principal_has(const principal *p, const char *scope) {
 }
 
 /* Splits "tier:op[:breadth]" into its tier length, op and breadth. Returns
- * 0 for a scope without that shape (admin, pii:write matched exactly). */
+ * 0 for a scope without that shape (admin: matched exactly). */
 typedef struct {
     const char *tier;
     size_t tier_len;

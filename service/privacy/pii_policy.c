@@ -17,7 +17,9 @@ int pii_policy_parse(const char *name, pii_policy *out) {
 }
 
 pii_mode pii_policy_mode(pii_policy policy, const principal *p) {
-    if (principal_has(p, "pii:write")) return PII_MODE_ALLOW;
+    /* The same matching as every scope check and Attenuate's (pii:* holds
+     * pii:write). */
+    if (principal_scope(p, "pii:write") != PRINCIPAL_DENY) return PII_MODE_ALLOW;
     return policy == PII_POLICY_REDACT ? PII_MODE_REDACT : PII_MODE_REJECT;
 }
 

@@ -247,6 +247,14 @@ TEST_F(DiodeTest, RedactPolicyStoresMarkersAndPiiWriteStoresAsIsWithKinds) {
   EXPECT_EQ("mail alice@example.com now", resp.entry().value());
   ASSERT_EQ(1, resp.entry().meta().pii_kinds_size());
   EXPECT_EQ("email", resp.entry().meta().pii_kinds(0));
+
+  // `pii:*` holds `pii:write` here as it does in Attenuate (which lets a
+  // pii:* token mint a pii:write child): one matching rule for both.
+  std::string star = Token("t1", "alice", "entries:read entries:write pii:*");
+  MustWrite(star, "p:w:n", "k3", "mail alice@example.com now");
+  r = Read(star, "p:w:n", "k3");
+  ASSERT_TRUE(resp.ParseFromString(r.body));
+  EXPECT_EQ("mail alice@example.com now", resp.entry().value());
 }
 
 TEST_F(DiodeTest, WritesAndReadsLeaveAuditRowsNamingTheirTargets) {
