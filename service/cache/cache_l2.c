@@ -10,14 +10,21 @@
 #include "service/core/log.h"
 
 /* KEYS[1] key; ARGV: blob, ttl ms, max label, channel, message. Byte 2 of
- * a blob (GETRANGE 2 2) is its label; reading one byte keeps a 1 MiB value
- * from being copied into the script. */
-static const char set_script[] =
-    "local l = redis.call('GETRANGE', KEYS[1], 2, 2) "
-    "if l ~= '' and string.byte(l) > tonumber(ARGV[3]) then return 0 end "
-    "redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) "
-    "redis.call('PUBLISH', ARGV[4], ARGV[5]) "
-    "return 1";
+ * a blob (GETRANGE 2 2; Lua's index 3) is its label; reading one byte keeps
+ * a 1 MiB value from being copied into the script. A write never lowers
+ * the label of what it replaces (common.proto: max(requested, floor,
+ * existing)): the blob is restamped then. Returns the stored label, or 0
+ * when the existing value is above the writer's clearance. */
+static const char set_script[] = "local l = redis.call('GETRANGE', KEYS[1], 2, 2) "
+                                 "local v = ARGV[1] "
+                                 "if l ~= '' then "
+                                 "  if string.byte(l) > tonumber(ARGV[3]) then return 0 end "
+                                 "  if string.byte(l) > string.byte(v, 3) then "
+                                 "    v = string.sub(v, 1, 2) .. l .. string.sub(v, 4) end "
+                                 "end "
+                                 "redis.call('SET', KEYS[1], v, 'PX', ARGV[2]) "
+                                 "redis.call('PUBLISH', ARGV[4], ARGV[5]) "
+                                 "return string.byte(v, 3)";
 
 /* KEYS[1] key; ARGV: max label, channel, message. 1 deleted, 0 absent,
  * -1 denied. */
@@ -101,7 +108,8 @@ static void write_done(aredis_cmd *q, int status, redisReply *r) {
                      : r->integer == 0 ? STATUS_ENOTFOUND
                                        : STATUS_OK;
         } else {
-            status = r->integer == 1 ? STATUS_OK : STATUS_EDENIED;
+            status = r->integer >= 1 ? STATUS_OK : STATUS_EDENIED;
+            w->stored_label = (int)r->integer;
         }
     }
     w->done(w, status);

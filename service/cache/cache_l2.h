@@ -64,7 +64,8 @@ typedef struct cache_l2_write cache_l2_write;
 struct cache_l2_write {
     aredis_cmd cmd; /* first: done finds the write from it */
     void (*done)(cache_l2_write *w, int status);
-    void *arg; /* the caller's */
+    void *arg;        /* the caller's */
+    int stored_label; /* a set's answer: the label Redis stored (never below the old value's) */
     /* cache_l2's */
     int is_delete;
     const char *args[3];

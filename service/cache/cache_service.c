@@ -421,11 +421,16 @@ static grpc_status_code set_settled(pending_write *pw, int rc) {
     const principal *p = authn_principal(call);
     uint64_t mark = pw->mark;
     if (rc == STATUS_EUNAVAILABLE || rc == STATUS_ETIMEOUT) {
-        /* L1 alone decides; the same diode as the Redis script. */
+        /* L1 alone decides; the same diode as the Redis script, and the
+         * same stamp: never below the label of what it replaces. */
         cache_item *old = cache_l1_get(svc->l1, pw->k, pw->klen);
-        rc = old && !old->absent && old->label > (int)principal_clr(p) ? STATUS_EDENIED : STATUS_OK;
+        int present = old && !old->absent;
+        rc = present && old->label > (int)principal_clr(p) ? STATUS_EDENIED : STATUS_OK;
+        if (present && old->label > pw->it->label) pw->it->label = old->label;
         cache_item_unref(old);
         mark = CACHE_L1_UNCONDITIONAL;
+    } else if (rc == STATUS_OK && pw->w.stored_label > pw->it->label) {
+        pw->it->label = pw->w.stored_label; /* the item is still ours alone */
     }
     grpc_status_code st;
     if (rc == STATUS_EDENIED) {

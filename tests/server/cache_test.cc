@@ -275,6 +275,23 @@ TEST_F(CacheTest, TenantsOwnersAndLabelsAreIsolated) {
   it = Get(a, carol_all, "secret");
   EXPECT_EQ("s3cr3t", it.value());
   EXPECT_EQ(LABEL_SECRET, it.meta().label());
+  // A write never lowers a label (max(requested, floor, existing)): a
+  // writer cleared for SECRET with a PUBLIC floor replaces the value, which
+  // stays SECRET in L1 and in Redis, so the PUBLIC reader still cannot read
+  // it on this replica or another.
+  std::string frank = Token(t1, "frank", "cache:read cache:write:all", "SECRET", "PUBLIC");
+  res = Set(a, frank, "secret", "rewritten", 60000, LABEL_PUBLIC);
+  ASSERT_TRUE(res.status.ok()) << res.status.error_message();
+  CacheSetResponse written;
+  ASSERT_TRUE(written.ParseFromString(res.body));
+  EXPECT_EQ(LABEL_SECRET, written.meta().label());
+  Replica b = Launch();
+  for (Replica* r : {&a, &b}) {
+    EXPECT_EQ(CACHE_LOOKUP_MISS, Get(*r, dave_public, "secret").lookup());
+    it = Get(*r, carol_all, "secret");
+    EXPECT_EQ("rewritten", it.value());
+    EXPECT_EQ(LABEL_SECRET, it.meta().label());
+  }
   // The write diode stamps at least the writer's floor.
   std::string conf_writer = Token(t1, "erin", "cache:read cache:write", "SECRET", "CONFIDENTIAL");
   MustSet(a, conf_writer, "floor", "x", 60000, LABEL_PUBLIC);
