@@ -326,7 +326,7 @@ static int decode_revoke(tier_async *op, const PGresult *r) {
                          a->p, a->req->reason);
         return TIER_NEXT;
     }
-    if (authn_revoked(a->auth, r, a->req->token_id, &a->at_s) != 0)
+    if (authn_revoked(a->auth, r, a->p, a->req->token_id, &a->at_s) != 0)
         return tier_fail(op->c, STATUS_EINTERNAL, "unexpected answer storing the revocation");
     return STATUS_OK;
 }

@@ -150,18 +150,19 @@ static int verify(authn *a, const char *token, size_t len, int64_t now_s, jwt_cl
 
 /* 0 if neither the token nor any token it was attenuated from is revoked. */
 static int check_revoked(authn *a, const jwt_claims *c, char *err, size_t errlen) {
-    if (revocation_contains(a->revoked, c->jti)) {
+    /* Ancestors share the token's tenant (Attenuate keeps it). */
+    if (revocation_contains(a->revoked, c->tenant, c->jti)) {
         snprintf(err, errlen, "token %s was revoked", c->jti);
         return -1;
     }
     for (size_t i = 0; i < c->nanc; i++) {
-        if (revocation_contains(a->revoked, c->anc[i])) {
+        if (revocation_contains(a->revoked, c->tenant, c->anc[i])) {
             snprintf(err, errlen, "token %s was attenuated from token %s, which was revoked",
                      c->jti, c->anc[i]);
             return -1;
         }
     }
-    if (c->parent && revocation_contains(a->revoked, c->parent)) {
+    if (c->parent && revocation_contains(a->revoked, c->tenant, c->parent)) {
         snprintf(err, errlen, "token %s was attenuated from token %s, which was revoked", c->jti,
                  c->parent);
         return -1;
@@ -263,8 +264,9 @@ void authn_revoke_sql(pgq_sql *b, const char *jti, const principal *by, const ch
     revocation_store_sql(b, jti, principal_sub(by), principal_tenant(by), reason);
 }
 
-int authn_revoked(authn *a, const PGresult *res, const char *jti, int64_t *revoked_at_s) {
-    return revocation_stored(a->revoked, res, jti, revoked_at_s);
+int authn_revoked(authn *a, const PGresult *res, const principal *by, const char *jti,
+                  int64_t *revoked_at_s) {
+    return revocation_stored(a->revoked, res, principal_tenant(by), jti, revoked_at_s);
 }
 
 EVP_PKEY *authn_signing_key(const authn *a, const char **kid) {

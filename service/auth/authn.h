@@ -46,11 +46,13 @@ const principal *authn_principal(const rpc_call *call);
  * On -1 err says why. */
 int authn_check_live(authn *a, const principal *p, char *err, size_t errlen);
 
-/* Revoking jti on behalf of by: the statement that records it in
+/* Revoking token jti of by's tenant on behalf of by (a revocation never
+ * reaches another tenant's tokens): the statement that records it in
  * PostgreSQL, then, with that statement's answer, the local set updated at
  * once (revocation.h's revocation_store_sql and revocation_stored). */
 void authn_revoke_sql(pgq_sql *b, const char *jti, const principal *by, const char *reason);
-int authn_revoked(authn *a, const PGresult *res, const char *jti, int64_t *revoked_at_s);
+int authn_revoked(authn *a, const PGresult *res, const principal *by, const char *jti,
+                  int64_t *revoked_at_s);
 
 /* memoryd's signing key and kid for minted tokens; NULL if none. */
 EVP_PKEY *authn_signing_key(const authn *a, const char **kid);

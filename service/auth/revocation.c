@@ -16,7 +16,18 @@
 /* Bounds a refresh, and a revocation of a call without a deadline. */
 #define REFRESH_TIMEOUT_MS 5000
 
-/* An immutable sorted array of ids; replaced as a whole under the lock. */
+/* A revocation belongs to a tenant: the set's entries are keys of
+ * (tenant, jti), the tenant's length first so no two pairs share a key. */
+#define KEY_MAX 1100
+
+/* The key of (tenant, jti) into buf (KEY_MAX bytes); NULL when too long
+ * (such a token was refused long before: claims are bounded). */
+static const char *key_of(char *buf, const char *tenant, const char *jti) {
+    int n = snprintf(buf, KEY_MAX, "%zu:%s%s", strlen(tenant), tenant, jti);
+    return n > 0 && n < KEY_MAX ? buf : NULL;
+}
+
+/* An immutable sorted array of keys; replaced as a whole under the lock. */
 typedef struct {
     char **ids;
     size_t n;
@@ -58,11 +69,13 @@ typedef struct {
     int force;
 } refresh_args;
 
-/* Installs every revoked id of res (one column of text). */
+/* Installs every revocation of res (tenant, jti: text). */
 static int install_rows(revocation *r, const PGresult *res, char *err, size_t errlen) {
     id_set fresh = {calloc((size_t)PQntuples(res) + 1, sizeof(char *)), 0};
     for (int i = 0; fresh.ids && i < PQntuples(res); i++) {
-        char *id = strdup(PQgetvalue(res, i, 0));
+        char buf[KEY_MAX];
+        const char *key = key_of(buf, PQgetvalue(res, i, 0), PQgetvalue(res, i, 1));
+        char *id = key ? strdup(key) : NULL;
         if (!id) break;
         fresh.ids[fresh.n++] = id;
     }
@@ -93,7 +106,7 @@ static int refresh_in(pgq_session *ss, void *arg) {
     if (rc != STATUS_OK || (!a->force && cnt == r->seen_count && max_seq == r->seen_max_seq))
         return rc;
     pgq_sql ids = {0};
-    pgq_sql_add(&ids, "SELECT jti FROM revoked_tokens");
+    pgq_sql_add(&ids, "SELECT tenant, jti FROM revoked_tokens");
     if ((rc = pgq_pipeline(ss, "reading revoked_tokens", NULL, &ids, 1, &res)) != STATUS_OK)
         return rc;
     rc = install_rows(r, res, ss->err, ss->errlen);
@@ -164,17 +177,25 @@ void revocation_free(revocation *r) {
     free(r);
 }
 
-int revocation_contains(revocation *r, const char *jti) {
-    if (atomic_load_explicit(&r->count, memory_order_acquire) == 0) return 0;
+static int contains_key(revocation *r, const char *key) {
     pthread_rwlock_rdlock(&r->lock);
-    int found = r->set.n && bsearch(&jti, r->set.ids, r->set.n, sizeof *r->set.ids, cmp_ids);
+    int found = r->set.n && bsearch(&key, r->set.ids, r->set.n, sizeof *r->set.ids, cmp_ids);
     pthread_rwlock_unlock(&r->lock);
     return found;
 }
 
-/* Adds one id to the local set (copy-on-write). */
-static void add_local(revocation *r, const char *jti) {
-    if (revocation_contains(r, jti)) return;
+int revocation_contains(revocation *r, const char *tenant, const char *jti) {
+    if (atomic_load_explicit(&r->count, memory_order_acquire) == 0) return 0;
+    char buf[KEY_MAX];
+    const char *key = key_of(buf, tenant, jti);
+    return key && contains_key(r, key);
+}
+
+/* Adds one revocation to the local set (copy-on-write). */
+static void add_local(revocation *r, const char *tenant, const char *jti) {
+    char buf[KEY_MAX];
+    const char *key = key_of(buf, tenant, jti);
+    if (!key || contains_key(r, key)) return;
     pthread_rwlock_rdlock(&r->lock);
     size_t n = r->set.n;
     id_set fresh = {calloc(n + 1, sizeof(char *)), 0};
@@ -184,7 +205,7 @@ static void add_local(revocation *r, const char *jti) {
         fresh.ids[fresh.n++] = id;
     }
     pthread_rwlock_unlock(&r->lock);
-    char *id = fresh.ids && fresh.n == n ? strdup(jti) : NULL;
+    char *id = fresh.ids && fresh.n == n ? strdup(key) : NULL;
     if (!id) { /* out of memory: the next refresh will pick it up */
         set_free(&fresh);
         return;
@@ -202,14 +223,16 @@ void revocation_store_sql(pgq_sql *b, const char *jti, const char *by, const cha
     int p_tenant = pgq_text(b, tenant);
     pgq_sql_add(b,
                 "INSERT INTO revoked_tokens (jti, revoked_by, tenant, reason)"
-                " VALUES ($%d, $%d, $%d, $%d) ON CONFLICT (jti) DO UPDATE SET jti = EXCLUDED.jti"
+                " VALUES ($%d, $%d, $%d, $%d)"
+                " ON CONFLICT (tenant, jti) DO UPDATE SET jti = EXCLUDED.jti"
                 " RETURNING extract(epoch FROM revoked_at)::int8",
                 p_jti, p_by, p_tenant, pgq_text(b, reason ? reason : ""));
 }
 
-int revocation_stored(revocation *r, const PGresult *res, const char *jti, int64_t *revoked_at_s) {
+int revocation_stored(revocation *r, const PGresult *res, const char *tenant, const char *jti,
+                      int64_t *revoked_at_s) {
     if (PQntuples(res) != 1 || pgq_col_int(res, 0, 0, revoked_at_s) != 0) return -1;
-    add_local(r, jti);
+    add_local(r, tenant, jti);
     return 0;
 }
 

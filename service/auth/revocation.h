@@ -22,10 +22,12 @@ int revocation_create(pg_pool *pg, int poll_ms, revocation **out, char *err, siz
 /* Stops the thread and frees the set; accepts NULL. */
 void revocation_free(revocation *r);
 
-/* 1 if jti is revoked. Lock-free while nothing is revoked. */
-int revocation_contains(revocation *r, const char *jti);
+/* 1 if token jti of tenant is revoked. A revocation belongs to the tenant
+ * it was made in: another tenant's token with the same jti is not
+ * revoked. Lock-free while nothing is revoked. */
+int revocation_contains(revocation *r, const char *tenant, const char *jti);
 
-/* Revoking jti, in two steps so the statement can run wherever the caller
+/* Revoking jti of tenant, in two steps so the statement can run wherever the caller
  * runs its statements (the event loop): revocation_store_sql appends the
  * statement that stores it in PostgreSQL (the first revocation wins, later
  * ones keep its time; the strings are borrowed until it has run), and
@@ -34,7 +36,8 @@ int revocation_contains(revocation *r, const char *jti);
  * 0, or -1 when the answer is not the statement's (nothing changed then). */
 void revocation_store_sql(pgq_sql *b, const char *jti, const char *by, const char *tenant,
                           const char *reason);
-int revocation_stored(revocation *r, const PGresult *res, const char *jti, int64_t *revoked_at_s);
+int revocation_stored(revocation *r, const PGresult *res, const char *tenant, const char *jti,
+                      int64_t *revoked_at_s);
 
 /* Number of revoked ids currently known. */
 size_t revocation_count(revocation *r);

@@ -207,6 +207,12 @@ const pg_migration memoryd_migrations[] = {
      " updated_at timestamptz NOT NULL,"
      " PRIMARY KEY (cid, pid));"
      "CREATE INDEX episodic_points_seq ON episodic_points (cid, seq);"},
+    {7, "revocations per tenant",
+     /* A revocation belongs to the tenant it was made in: an admin of one
+      * tenant cannot revoke another tenant's token by its jti, and two
+      * tenants' tokens may share a jti. */
+     "ALTER TABLE revoked_tokens DROP CONSTRAINT revoked_tokens_pkey;"
+     "ALTER TABLE revoked_tokens ADD PRIMARY KEY (tenant, jti);"},
 };
 
 const size_t memoryd_migrations_count = sizeof memoryd_migrations / sizeof memoryd_migrations[0];

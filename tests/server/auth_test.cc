@@ -344,6 +344,40 @@ TEST_F(AuthTest, RevokingSomeoneElsesTokenNeedsAdmin) {
   EXPECT_TRUE(WhoAmI(foreign.token()).status.ok());
 }
 
+// A revocation belongs to its tenant: an admin of t2 revoking jti "twin"
+// revokes t2's token of that id, never t1's token that happens to share it
+// (operator-minted tokens carry any jti), on this replica and after a
+// restart reloads the set from PostgreSQL.
+TEST_F(AuthTest, RevocationStaysInsideTheRevokersTenant) {
+  Up();
+  TestClaims a, b, admin_b;
+  a.tenant = "t1";
+  a.jti = "twin";
+  b.tenant = "t2";
+  b.sub = "bob";
+  b.jti = "twin";
+  admin_b.tenant = "t2";
+  admin_b.sub = "ops";
+  admin_b.scope = "admin";
+  std::string token_a = keys().Mint(a), token_b = keys().Mint(b);
+  ASSERT_TRUE(WhoAmI(token_a).status.ok());
+  ASSERT_TRUE(WhoAmI(token_b).status.ok());
+  AccessRevokeRequest rev;
+  rev.set_token_id("twin");
+  Result r = Call(kRevoke, rev.SerializeAsString(), keys().Mint(admin_b));
+  ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+  ExpectUnauthenticated(token_b, "revoked");
+  EXPECT_TRUE(WhoAmI(token_a).status.ok()) << "t2's admin revoked t1's token";
+  // A fresh replica loads the set from PostgreSQL: the same answer.
+  auto other = Launch({"--jwks=" + keys().jwks_path()});
+  auto ch = testing_client::Connect(other->port());
+  EXPECT_TRUE(
+      Unary(ch, kWhoAmI, "", 5000, {{"authorization", TestKeys::Bearer(token_a)}}).status.ok());
+  EXPECT_EQ(grpc::StatusCode::UNAUTHENTICATED,
+            Unary(ch, kWhoAmI, "", 5000, {{"authorization", TestKeys::Bearer(token_b)}})
+                .status.error_code());
+}
+
 TEST_F(AuthTest, RevocationOnOneReplicaReachesAnother) {
   Up();
   // Replica B trusts the same keys and shares the database.
