@@ -166,7 +166,9 @@ static void emit(log_level level, const char *msg, va_list *ap) {
             break;
         }
         default:
-            put_raw(&b, "null", 4);
+            /* A cut here drops the field like any other, never leaving a
+             * key without its value. */
+            complete = complete && put_raw(&b, "null", 4) == 0;
             ap = NULL; /* unknown kind: the rest of the list cannot be trusted */
         }
         if (!complete) b.len = field_start; /* drop a field that did not fit */

@@ -307,6 +307,22 @@ TEST_F(LogTest, FieldsAfterACutAreDroppedNotHalfWritten) {
   json_decref(j);
 }
 
+// The cut landing on the field of an unknown kind (a list log.c stops
+// reading) dropped only its value and left `"key":,` behind: every length
+// of control-character value before it must still give one JSON object.
+TEST_F(LogTest, ACutAtAnUnknownKindFieldStillGivesJson) {
+  for (size_t n = 400; n <= 700; n += 7) {
+    ASSERT_EQ(0, ftruncate(fileno(f_), 0));
+    rewind(f_);
+    std::string msg(970, 'm'), ctl(n, '\x01');
+    log_fields(LOG_INFO, msg.c_str(), LOG_F_STR, "", ctl.c_str(), 99, "", LOG_F_END);
+    std::string out = Output();
+    json_t* j = Parse(out.substr(0, out.size() - 1));
+    ASSERT_NE(nullptr, j) << n << ": " << out.substr(out.size() > 60 ? out.size() - 60 : 0);
+    json_decref(j);
+  }
+}
+
 TEST_F(LogTest, ConcurrentLinesNeverInterleave) {
   const int kThreads = 8, kLines = 200;
   std::vector<std::thread> threads;
