@@ -215,6 +215,24 @@ mc "connection refused" "$ADDR" list
 want_rc 1
 want_err "failed to connect to $ADDR"
 
+# ---- a server that accepts TCP and never answers: -connect-timeout ends the wait ----
+python3 -c 'import socket, sys, time
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen(8)
+print(s.getsockname()[1], flush=True)
+time.sleep(60)' >"$T/silent.port" &
+SILENT_PID=$!
+for _ in $(seq 50); do [ -s "$T/silent.port" ] && break; sleep 0.1; done
+SILENT="127.0.0.1:$(cat "$T/silent.port")"
+started=$(date +%s)
+mc "silent server" -connect-timeout 1 "$SILENT" list
+took=$(($(date +%s) - started))
+kill "$SILENT_PID" 2>/dev/null
+want_rc 1
+want_err "failed to connect to $SILENT: no answer within 1s"
+[ "$took" -le 10 ] || fail "memcall took ${took}s to give up on a silent server"
+
 if [ "$FAILS" != 0 ]; then
   echo "$FAILS check(s) failed" >&2
   exit 1
