@@ -15,6 +15,7 @@
 #include "service/core/log.h"
 #include "service/health/health.h"
 #include "service/health/health_probe.h"
+#include "service/pb/page_token.h"
 #include "service/reflection/descpool.h"
 #include "service/reflection/reflection.h"
 #include "service/rpc/rpc.h"
@@ -26,6 +27,7 @@
 #include "service/store/pg_migrate.h"
 #include "service/store/pg_pool.h"
 #include "service/store/redis_pool.h"
+#include "service/store/server_secret.h"
 #include "service/tier/tier.h"
 #include "service/token_cli.h"
 
@@ -109,6 +111,17 @@ static int open_backends(app *a, char *err) {
                    "version", (int64_t)memoryd_migrations[memoryd_migrations_count - 1].version,
                    LOG_F_END);
     }
+    /* Page tokens open on every replica of this database and on nothing
+     * else: their seal's key is the deployment's. */
+    _Static_assert(SERVER_SECRET_LEN == PAGE_TOKEN_KEY_LEN, "the page-token key is a secret");
+    unsigned char key[SERVER_SECRET_LEN];
+    char kerr[ERRLEN];
+    if (server_secret_get(a->pg, "page_token_key", key, kerr, sizeof kerr) != 0) {
+        snprintf(err, ERRLEN, "cannot read the page-token key: %.400s", kerr);
+        return -1;
+    }
+    page_token_set_key(key);
+    memset(key, 0, sizeof key);
     authn_options ao = {
         .jwks_path = c->jwks,
         .signing_key_path = c->signing_key,

@@ -2,38 +2,60 @@
  *
  * Layout before base64url: version (1) | field count (1) | for each field
  * its length (2 bytes, big-endian) and bytes | 16-byte seal, the seal
- * being the first 16 bytes of SHA-256 over the domain, the binding
- * strings (each length-prefixed) and everything before it. */
+ * being the first 16 bytes of HMAC-SHA-256 under the key over the domain,
+ * the binding strings (each length-prefixed) and everything before it. */
 #include "service/pb/page_token.h"
 
+#include <openssl/core_names.h>
 #include <openssl/evp.h>
+#include <openssl/rand.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "service/core/b64url.h"
 
-#define VERSION 2
+#define VERSION 3
 #define SEAL_LEN 16
 
-static void put_field(EVP_MD_CTX *md, const void *p, size_t n) {
+/* Written once before serving (page_token_set_key), read after. */
+static unsigned char seal_key[PAGE_TOKEN_KEY_LEN];
+static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+
+static void random_key(void) {
+    if (RAND_bytes(seal_key, sizeof seal_key) != 1) abort(); /* no entropy: no seal */
+}
+
+void page_token_set_key(const unsigned char key[PAGE_TOKEN_KEY_LEN]) {
+    pthread_once(&key_once, random_key);
+    memcpy(seal_key, key, sizeof seal_key);
+}
+
+static void put_field(EVP_MAC_CTX *mac, const void *p, size_t n) {
     unsigned char len[4] = {(unsigned char)(n >> 24), (unsigned char)(n >> 16),
                             (unsigned char)(n >> 8), (unsigned char)n};
-    EVP_DigestUpdate(md, len, 4);
-    if (n) EVP_DigestUpdate(md, p, n);
+    EVP_MAC_update(mac, len, 4);
+    if (n) EVP_MAC_update(mac, p, n);
 }
 
 static int seal(const char *domain, const char *const *bind, size_t nbind,
                 const unsigned char *body, size_t n, unsigned char out[SEAL_LEN]) {
+    pthread_once(&key_once, random_key);
     unsigned char digest[EVP_MAX_MD_SIZE];
-    unsigned int dlen = 0;
-    EVP_MD_CTX *md = EVP_MD_CTX_new();
-    int ok = md && EVP_DigestInit_ex(md, EVP_sha256(), NULL) == 1;
+    size_t dlen = 0;
+    EVP_MAC *hmac = EVP_MAC_fetch(NULL, "HMAC", NULL);
+    EVP_MAC_CTX *mac = hmac ? EVP_MAC_CTX_new(hmac) : NULL;
+    OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, "SHA256", 0),
+                           OSSL_PARAM_construct_end()};
+    int ok = mac && EVP_MAC_init(mac, seal_key, sizeof seal_key, params) == 1;
     if (ok) {
-        put_field(md, domain, strlen(domain));
-        for (size_t i = 0; i < nbind; i++) put_field(md, bind[i], strlen(bind[i]));
-        put_field(md, body, n);
-        ok = EVP_DigestFinal_ex(md, digest, &dlen) == 1 && dlen >= SEAL_LEN;
+        put_field(mac, domain, strlen(domain));
+        for (size_t i = 0; i < nbind; i++) put_field(mac, bind[i], strlen(bind[i]));
+        put_field(mac, body, n);
+        ok = EVP_MAC_final(mac, digest, &dlen, sizeof digest) == 1 && dlen >= SEAL_LEN;
     }
-    EVP_MD_CTX_free(md);
+    EVP_MAC_CTX_free(mac);
+    EVP_MAC_free(hmac);
     if (ok) memcpy(out, digest, SEAL_LEN);
     return ok ? 0 : -1;
 }
@@ -78,8 +100,7 @@ int page_token_decode(arena *a, const char *domain, const char *const *bind, siz
     size_t body = n - SEAL_LEN;
     unsigned char want[SEAL_LEN];
     if (seal(domain, bind, nbind, raw, body, want) != 0) return -1;
-    /* Constant time is not needed (the seal is not a secret MAC), but it
-     * costs nothing. */
+    /* Compared in constant time: the seal is a MAC. */
     unsigned char diff = 0;
     for (size_t i = 0; i < SEAL_LEN; i++) diff |= (unsigned char)(want[i] ^ raw[body + i]);
     if (diff) return -1;

@@ -4,11 +4,11 @@
  * it is bound to: a domain naming the method, and binding strings (tenant,
  * principal, a digest of the request's filters). A token presented by
  * another caller, with other filters, or altered is refused. The cursor is
- * not secret (the caller saw that item) and the read diode is applied on
- * every page, so a forged position could only start a listing somewhere
- * the caller may list anyway; the seal is therefore a plain SHA-256, not a
- * keyed MAC. Pure functions (no I/O), so tests and fuzzers can feed them
- * bytes. */
+ * not secret (the caller saw that item), but it reaches SQL, so the seal is
+ * a MAC (HMAC-SHA-256) under a key only the servers know: the deployment's
+ * shared key (page_token_set_key, from store/server_secret), so a token
+ * opens on every replica and a forged cursor never reaches a query. No I/O,
+ * so tests and fuzzers can feed them bytes. */
 #ifndef MEMORYD_PB_PAGE_TOKEN_H
 #define MEMORYD_PB_PAGE_TOKEN_H
 
@@ -19,6 +19,12 @@
 #define PAGE_TOKEN_MAX 4096       /* characters; longer input is refused unread */
 #define PAGE_TOKEN_FIELD_MAX 1024 /* bytes per cursor field */
 #define PAGE_TOKEN_FIELDS_MAX 4
+#define PAGE_TOKEN_KEY_LEN 32
+
+/* The seal's key, for the whole process: call once at start-up, before any
+ * token is made or opened. Until then (tests, tools) a random key of this
+ * process seals them. */
+void page_token_set_key(const unsigned char key[PAGE_TOKEN_KEY_LEN]);
 
 /* A token for the cursor fields[0..nfields) in arena a; NULL when out of
  * memory, a field is longer than PAGE_TOKEN_FIELD_MAX or holds a NUL, or

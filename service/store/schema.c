@@ -213,6 +213,14 @@ const pg_migration memoryd_migrations[] = {
       * tenants' tokens may share a jti. */
      "ALTER TABLE revoked_tokens DROP CONSTRAINT revoked_tokens_pkey;"
      "ALTER TABLE revoked_tokens ADD PRIMARY KEY (tenant, jti);"},
+    {8, "server secrets",
+     /* Keys every replica of a deployment shares (store/server_secret):
+      * page tokens are sealed with one, so any replica opens them and no
+      * caller can forge one. */
+     "CREATE TABLE server_secrets ("
+     " name text PRIMARY KEY,"
+     " value bytea NOT NULL,"
+     " created_at timestamptz NOT NULL DEFAULT now());"},
 };
 
 const size_t memoryd_migrations_count = sizeof memoryd_migrations / sizeof memoryd_migrations[0];

@@ -257,6 +257,51 @@ TEST_F(DiodeTest, RedactPolicyStoresMarkersAndPiiWriteStoresAsIsWithKinds) {
   EXPECT_EQ("mail alice@example.com now", resp.entry().value());
 }
 
+// Page tokens are sealed with the deployment's key (server_secrets in
+// PostgreSQL): another replica of the same database opens them, a memoryd of
+// another database (another key) refuses them as INVALID_ARGUMENT before
+// any query, as it refuses an altered one.
+TEST_F(DiodeTest, PageTokensOpenOnEveryReplicaOfTheDeploymentOnly) {
+  Up();
+  std::string t = Token("t1", "alice", "entries:read entries:write");
+  for (int i = 0; i < 3; i++) MustWrite(t, "p:w:n", "k" + std::to_string(i), "v");
+  EntriesListRequest req;
+  req.set_page_size(1);
+  Result first = Call("Entries/List", req, t);
+  ASSERT_TRUE(first.status.ok()) << first.status.error_message();
+  EntriesListResponse page;
+  ASSERT_TRUE(page.ParseFromString(first.body));
+  ASSERT_FALSE(page.next_page_token().empty());
+  req.set_page_token(page.next_page_token());
+  auto list_on = [&](int port) {
+    return Unary(testing_client::Connect(port), "/memory.v1.Entries/List", req.SerializeAsString(),
+                 10000, {{"authorization", TestKeys::Bearer(t)}});
+  };
+  // A second replica of this database: the token opens there.
+  MemorydProcess same(
+      {"--pg-url=" + db_.url(), "--shutdown-grace=1", "--jwks=" + m_->keys()->jwks_path()});
+  ASSERT_TRUE(same.Start()) << same.Log();
+  Result there = list_on(same.port());
+  ASSERT_TRUE(there.status.ok()) << there.status.error_message();
+  EntriesListResponse second;
+  ASSERT_TRUE(second.ParseFromString(there.body));
+  ASSERT_EQ(1, second.entries_size());
+  EXPECT_EQ("k1", second.entries(0).key());
+  // Another deployment (its own database, so its own key), same caller and
+  // request: refused, and no ERROR line (nothing reached SQL).
+  PgTestDb other_db;
+  ASSERT_TRUE(other_db.ok()) << other_db.error();
+  MemorydProcess other(
+      {"--pg-url=" + other_db.url(), "--shutdown-grace=1", "--jwks=" + m_->keys()->jwks_path()});
+  ASSERT_TRUE(other.Start()) << other.Log();
+  Result refused = list_on(other.port());
+  EXPECT_EQ(grpc::StatusCode::INVALID_ARGUMENT, refused.status.error_code())
+      << refused.status.error_message();
+  EXPECT_NE(std::string::npos, refused.status.error_message().find("page_token"))
+      << refused.status.error_message();
+  EXPECT_EQ(std::string::npos, other.Log().find("\"level\":\"error\"")) << other.Log();
+}
+
 TEST_F(DiodeTest, WritesAndReadsLeaveAuditRowsNamingTheirTargets) {
   Up();
   std::string t = Token("t1", "alice", "entries:read entries:write audit:read");

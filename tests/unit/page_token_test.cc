@@ -45,4 +45,28 @@ TEST(PageToken, RoundTripsAndRefusesOtherBindings) {
   arena_free(a);
 }
 
+// The seal is a MAC under the process's key: a token made under one key
+// does not open under another (another deployment), and opens again under
+// its own.
+TEST(PageToken, TheSealIsKeyed) {
+  arena* a = arena_create();
+  unsigned char k1[PAGE_TOKEN_KEY_LEN], k2[PAGE_TOKEN_KEY_LEN];
+  for (int i = 0; i < PAGE_TOKEN_KEY_LEN; i++) {
+    k1[i] = static_cast<unsigned char>(i);
+    k2[i] = static_cast<unsigned char>(i ^ 0x5a);
+  }
+  const char* bind[] = {"t1", "alice", "a:*:*", "*"};
+  const char* fields[] = {"a:b:c", "k"};
+  const char* cur[2] = {nullptr, nullptr};
+  page_token_set_key(k1);
+  char* tok = page_token_encode(a, kDomain, bind, 4, fields, 2);
+  ASSERT_NE(nullptr, tok);
+  page_token_set_key(k2);
+  EXPECT_EQ(-1, page_token_decode(a, kDomain, bind, 4, tok, cur, 2));
+  page_token_set_key(k1);
+  EXPECT_EQ(0, page_token_decode(a, kDomain, bind, 4, tok, cur, 2));
+  EXPECT_STREQ("k", cur[1]);
+  arena_free(a);
+}
+
 }  // namespace
