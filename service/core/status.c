@@ -17,6 +17,7 @@ const char *status_name(int code) {
     case STATUS_EAUTH: return "STATUS_EAUTH";
     case STATUS_EBUSY: return "STATUS_EBUSY";
     case STATUS_ECANCELLED: return "STATUS_ECANCELLED";
+    case STATUS_EPRECONDITION: return "STATUS_EPRECONDITION";
     default: return "STATUS_E?";
     }
 }
@@ -37,6 +38,7 @@ const char *status_text(int code) {
     case STATUS_EAUTH: return "a backend refused memoryd's credentials";
     case STATUS_EBUSY: return "a backend is saturated";
     case STATUS_ECANCELLED: return "cancelled";
+    case STATUS_EPRECONDITION: return "refused in the record's current state";
     default: return "unknown error";
     }
 }

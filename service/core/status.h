@@ -18,12 +18,13 @@
 #define STATUS_ETIMEOUT (-5)     /* the call's deadline passed */
 #define STATUS_EINTERNAL (-6)    /* a bug or corrupt data (a diode mismatch): logged */
 #define STATUS_ENOMEM (-7)
-#define STATUS_EINVALID (-8)    /* the input is refused (bad value, PII, contradicts state) */
-#define STATUS_EEXISTS (-9)     /* a create of something that exists */
-#define STATUS_ETOOBIG (-10)    /* the result would pass a size limit */
-#define STATUS_EAUTH (-11)      /* a backend refused memoryd's own credentials */
-#define STATUS_EBUSY (-12)      /* a bounded queue is full: the backend is saturated */
-#define STATUS_ECANCELLED (-13) /* the caller cancelled the call */
+#define STATUS_EINVALID (-8)       /* the input is refused (bad value, PII, contradicts state) */
+#define STATUS_EEXISTS (-9)        /* a create of something that exists */
+#define STATUS_ETOOBIG (-10)       /* the result would pass a size limit */
+#define STATUS_EAUTH (-11)         /* a backend refused memoryd's own credentials */
+#define STATUS_EBUSY (-12)         /* a bounded queue is full: the backend is saturated */
+#define STATUS_ECANCELLED (-13)    /* the caller cancelled the call */
+#define STATUS_EPRECONDITION (-14) /* the change is refused in the record's current state */
 
 /* "STATUS_ENOTFOUND": for logs and tests. "STATUS_E?" for unknown codes. */
 const char *status_name(int code);

@@ -129,18 +129,41 @@ static void entity_lock_key(const global_delete *d, const tier_ctx *c, pgq_sql *
     lock_entity_sql(b, c, d->key);
 }
 
-/* Relationships touching it go with it (ON DELETE CASCADE). */
+/* Relationships touching it go with it (ON DELETE CASCADE), but only when
+ * the caller may modify every one of them: one owned by another principal
+ * (without global:write:all) or labelled above the caller's ceiling
+ * refuses the delete instead of vanishing with it. Checked and deleted in
+ * one statement under the entity's row lock, which a concurrent
+ * PutRelationship's foreign-key check waits for. */
 static void entity_delete_sql(const global_delete *d, const tier_ctx *c, pgq_sql *b) {
-    pgq_sql_add(b, "DELETE FROM entities WHERE tenant = $%d AND id = $%d",
-                pgq_text(b, principal_tenant(c->p)), pgq_text(b, d->key));
+    int p_tenant = pgq_text(b, principal_tenant(c->p));
+    int p_id = pgq_text(b, d->key);
+    int p_sub = pgq_text(b, principal_sub(c->p));
+    int p_all = pgq_bool(b, c->write_breadth == PRINCIPAL_ALL);
+    pgq_sql_add(b,
+                "DELETE FROM entities e WHERE e.tenant = $%d AND e.id = $%d AND NOT EXISTS ("
+                "SELECT 1 FROM relationships r WHERE r.tenant = $%d"
+                " AND (r.source_id = $%d OR r.target_id = $%d)"
+                " AND (r.label > $%d OR (r.owner <> $%d AND NOT $%d))) RETURNING 1",
+                p_tenant, p_id, p_tenant, p_id, p_id, pgq_int4(b, (int32_t)principal_clr(c->p)),
+                p_sub, p_all);
 }
 
 tier_async *global_delete_entity_async(global_store *s, tier_ctx *c, const char *id,
                                        int has_expected, int64_t expected_version,
                                        tier_async_done_fn done, void *arg) {
     (void)s;
-    global_delete d = {"entity",          id, id, has_expected, expected_version, entity_lock_key,
-                       entity_delete_sql, 0};
+    global_delete d = {.what = "entity",
+                       .name = id,
+                       .key = id,
+                       .has_expected = has_expected,
+                       .expected = expected_version,
+                       .lock_sql = entity_lock_key,
+                       .delete_sql = entity_delete_sql,
+                       .refusable = 1,
+                       .refused_why = "has relationships the caller may not modify (another "
+                                      "principal's, or labelled above its read ceiling); those "
+                                      "must go first"};
     return global_delete_start(c, &d, done, arg);
 }
 

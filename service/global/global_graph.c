@@ -134,14 +134,13 @@ tier_async *global_delete_rel_async(global_store *s, tier_ctx *c, const char *so
     rel_key *k = arena_alloc(c->ar, sizeof *k);
     if (!k) return NULL;
     *k = (rel_key){source_id, type, target_id};
-    global_delete d = {"relationship",
-                       rel_name(c->ar, source_id, type, target_id),
-                       k,
-                       has_expected,
-                       expected_version,
-                       rel_lock_key,
-                       rel_delete_sql,
-                       0};
+    global_delete d = {.what = "relationship",
+                       .name = rel_name(c->ar, source_id, type, target_id),
+                       .key = k,
+                       .has_expected = has_expected,
+                       .expected = expected_version,
+                       .lock_sql = rel_lock_key,
+                       .delete_sql = rel_delete_sql};
     return global_delete_start(c, &d, done, arg);
 }
 

@@ -88,7 +88,11 @@ struct global_delete {
     int has_expected;
     int64_t expected;
     void (*lock_sql)(const global_delete *d, const tier_ctx *c, pgq_sql *b);
+    /* The DELETE; with refusable set it answers one row when it deleted
+     * and none when it refused (the reason: refused_why). */
     void (*delete_sql)(const global_delete *d, const tier_ctx *c, pgq_sql *b);
+    int refusable;
+    const char *refused_why;
     int deleted; /* global_write.c's */
 };
 tier_async *global_delete_start(tier_ctx *c, const global_delete *d, tier_async_done_fn done,

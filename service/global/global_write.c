@@ -76,7 +76,11 @@ tier_async *global_put_start(tier_ctx *c, const global_put *g, size_t in_size,
 static int decode_delete(tier_async *op, const PGresult *r) {
     global_delete *d = op->arg;
     tier_ctx *c = op->c;
-    if (d->deleted) return tier_async_commit(op);
+    if (d->deleted) {
+        if (d->refusable && PQntuples(r) == 0)
+            return tier_fail(c, STATUS_EPRECONDITION, "%s %s %s", d->what, d->name, d->refused_why);
+        return tier_async_commit(op);
+    }
     tier_row row;
     int rc = tier_sql_lock_row(c, r, &row);
     if (rc != STATUS_OK) return rc;

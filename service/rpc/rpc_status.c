@@ -17,6 +17,7 @@ grpc_status_code rpc_status_of(int code) {
     case STATUS_EAUTH: return GRPC_STATUS_UNAVAILABLE;
     case STATUS_EBUSY: return GRPC_STATUS_RESOURCE_EXHAUSTED;
     case STATUS_ECANCELLED: return GRPC_STATUS_CANCELLED;
+    case STATUS_EPRECONDITION: return GRPC_STATUS_FAILED_PRECONDITION;
     default: return GRPC_STATUS_INTERNAL;
     }
 }

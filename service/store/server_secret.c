@@ -38,8 +38,7 @@ static int fetch(pgq_session *ss, void *arg) {
     if (a->found && PQgetlength(r, 0, 0) != SERVER_SECRET_LEN)
         rc = pgq_fail(ss, STATUS_EINTERNAL, "server secret %s has %d bytes, want %d", a->name,
                       PQgetlength(r, 0, 0), SERVER_SECRET_LEN);
-    else if (a->found)
-        memcpy(a->out, PQgetvalue(r, 0, 0), SERVER_SECRET_LEN);
+    else if (a->found) memcpy(a->out, PQgetvalue(r, 0, 0), SERVER_SECRET_LEN);
     PQclear(r);
     return rc;
 }

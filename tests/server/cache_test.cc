@@ -211,7 +211,11 @@ TEST_F(CacheTest, TtlExpiresInL2AndL1) {
   MustSet(a, tok, "short", "s", 1000);
   MustSet(a, tok, "long", "l", 60000);
   EXPECT_EQ(CACHE_LOOKUP_HIT_L2, Get(b, tok, "short").lookup());  // b: L1 from L2
-  EXPECT_EQ(CACHE_LOOKUP_HIT_L1, Get(b, tok, "short").lookup());
+  // The Set's own invalidation may reach b just after that fill and drop
+  // it once (a refill then sticks): allow one more round trip via L2.
+  CacheLookup again = Get(b, tok, "short").lookup();
+  if (again == CACHE_LOOKUP_HIT_L2) again = Get(b, tok, "short").lookup();
+  EXPECT_EQ(CACHE_LOOKUP_HIT_L1, again);
   EXPECT_EQ(CACHE_LOOKUP_HIT_L1, Get(a, tok, "long").lookup());
   std::this_thread::sleep_for(std::chrono::milliseconds(1200));
   // The entry's own TTL ended in both levels on both replicas.

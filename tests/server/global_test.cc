@@ -645,6 +645,48 @@ TEST_F(GlobalTest, RelationshipsNeedVisibleEndsAndGoWithTheirEntities) {
   EXPECT_EQ(V({"y@0"}), Walk(alice_, "y", EDGE_DIRECTION_BOTH, 3));
 }
 
+// DeleteEntity never takes another principal's relationship (or one
+// above the caller's ceiling) with it: it refuses, FAILED_PRECONDITION, and
+// deletes nothing; once that relationship is gone the delete goes through
+// with the caller's own edges; a caller who may modify every edge deletes
+// at once.
+TEST_F(GlobalTest, DeleteEntityRefusesToTakeRelationshipsTheCallerMayNotModify) {
+  Up();
+  std::string alice = Token("t1", "alice", "global:read global:write", "PUBLIC");
+  std::string carol = Token("t1", "carol", "global:read:all global:write:all", "SECRET");
+  MustPut(alice, "a-ent", "n", "alice's");
+  MustPut(alice, "a-two", "n", "alice's other");
+  MustPut(carol, "c-ent", "n", "carol's");
+  MustLink(alice, "a-ent", "own", "a-two");
+  ASSERT_TRUE(Link(carol, "c-ent", "cites", "a-ent", LABEL_SECRET).status.ok());
+  DeleteEntityRequest de;
+  de.set_id("a-ent");
+  Result r = Call("DeleteEntity", de, alice);
+  EXPECT_EQ(StatusCode::FAILED_PRECONDITION, r.status.error_code()) << r.status.error_message();
+  EXPECT_NE(std::string::npos, r.status.error_message().find("may not modify"))
+      << r.status.error_message();
+  // Nothing changed: the entity, alice's edge and carol's SECRET edge.
+  EXPECT_TRUE(Get(alice, "a-ent").status.ok());
+  EXPECT_EQ(V({"a-ent@0", "a-two@1"}), Walk(alice, "a-ent", EDGE_DIRECTION_OUT, 1));
+  EXPECT_EQ(V({"c-ent@0", "a-ent@1"}), Walk(carol, "c-ent", EDGE_DIRECTION_OUT, 1));
+  // Carol drops hers; then alice's delete takes her own edge with it.
+  DeleteRelationshipRequest dr;
+  dr.set_source_id("c-ent");
+  dr.set_type("cites");
+  dr.set_target_id("a-ent");
+  ASSERT_TRUE(Call("DeleteRelationship", dr, carol).status.ok());
+  r = Call("DeleteEntity", de, alice);
+  EXPECT_TRUE(r.status.ok()) << r.status.error_message();
+  EXPECT_EQ(V({"a-two@0"}), Walk(alice, "a-two", EDGE_DIRECTION_BOTH, 1));
+  // Carol may modify every edge: her delete goes through at once.
+  MustPut(alice, "a-ent", "n", "again");
+  MustLink(alice, "a-ent", "own", "a-two");
+  de.set_id("a-two");
+  r = Call("DeleteEntity", de, carol);
+  EXPECT_TRUE(r.status.ok()) << r.status.error_message();
+  EXPECT_EQ(V({"a-ent@0"}), Walk(alice, "a-ent", EDGE_DIRECTION_BOTH, 1));
+}
+
 TEST_F(GlobalTest, TenThousandEntityGraphIsTraversedWithinTheDeadline) {
   Up();
   const int n = 10000;
