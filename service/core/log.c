@@ -104,12 +104,11 @@ static int put_json_string(line_buf *b, const char *s) {
             }
         }
     }
-    if (b->truncated) {
-        drop_partial_utf8(b);
-        put_closing(b, "\"");
-    } else {
-        put_raw(b, "\"", 1);
-    }
+    if (!b->truncated && put_raw(b, "\"", 1) == 0) return 0;
+    /* Cut, or no room left for the closing quote itself (the string ended
+     * exactly at the cap): close it in the reserve all the same. */
+    drop_partial_utf8(b);
+    put_closing(b, "\"");
     return 0;
 }
 

@@ -323,6 +323,28 @@ TEST_F(LogTest, ACutAtAnUnknownKindFieldStillGivesJson) {
   }
 }
 
+// A string that ends exactly where the line is full had its opening quote
+// written and its closing quote refused, leaving `"key":"` open (the
+// fuzzer's find): every key length around the cap, with an empty value
+// after it, must give one JSON object.
+TEST_F(LogTest, AStringEndingExactlyAtTheCapIsStillClosed) {
+  // Escapes are 6 bytes: a message of every length mod 6 shifts where the
+  // key ends, so one of them ends it exactly at the cap.
+  for (size_t pad = 0; pad < 6; pad++) {
+    for (size_t n = 640; n <= 680; n++) {
+      ASSERT_EQ(0, ftruncate(fileno(f_), 0));
+      rewind(f_);
+      std::string msg(pad + 1, 'm'), key(n, '\x7f');
+      log_fields(LOG_ERROR, msg.c_str(), LOG_F_STR, key.c_str(), "", LOG_F_END);
+      std::string out = Output();
+      json_t* j = Parse(out.substr(0, out.size() - 1));
+      ASSERT_NE(nullptr, j) << pad << "/" << n << ": "
+                            << out.substr(out.size() > 60 ? out.size() - 60 : 0);
+      json_decref(j);
+    }
+  }
+}
+
 TEST_F(LogTest, ConcurrentLinesNeverInterleave) {
   const int kThreads = 8, kLines = 200;
   std::vector<std::thread> threads;
