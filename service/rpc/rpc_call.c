@@ -18,6 +18,10 @@
 #include "service/rpc/pb_check.h"
 #include "service/rpc/rpc_internal.h"
 
+/* How close to its deadline a cancel of a call whose request never came
+ * counts as the deadline (see rpc_call_decode_request). */
+#define DEADLINE_SLACK_MS 100
+
 static const char *const status_names[] = {
     "OK",
     "CANCELLED",
@@ -331,7 +335,11 @@ grpc_status_code rpc_call_decode_request(rpc_call *c, grpc_byte_buffer *payload)
         /* The stream broke before its message came: the client went away
          * or the deadline passed, which is what the logs and the audit
          * row must say (the status itself reaches nobody). */
-        if (c->deadline_ms != INT64_MAX && rpc_now_ms() >= c->deadline_ms) {
+        /* The client's deadline and this server's copy of it (from
+         * grpc-timeout, counted from when the headers arrived) are one
+         * instant on two clocks: a cancel that comes within
+         * DEADLINE_SLACK_MS of it is the client's deadline firing first. */
+        if (c->deadline_ms != INT64_MAX && rpc_now_ms() + DEADLINE_SLACK_MS >= c->deadline_ms) {
             rpc_call_set_error(c, "%s: the deadline passed before the request arrived", m->path);
             return GRPC_STATUS_DEADLINE_EXCEEDED;
         }
