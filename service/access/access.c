@@ -240,7 +240,7 @@ static int decode_recorded(tier_async *op, const PGresult *r) {
 }
 
 static grpc_status_code render_attenuated(tier_pending_call *pc) {
-    const jwt_claims *child = pc->arg;
+    const jwt_claims *child = *(const jwt_claims *const *)pc->arg;
     const principal *parent = authn_principal(pc->call);
     audit_add_target(pc->call, child->jti);
     log_fields(LOG_INFO, "token attenuated", LOG_F_STR, "parent", principal_jti(parent), LOG_F_STR,
@@ -285,13 +285,9 @@ static RPC_UNARY_HANDLER(attenuate, access_ctx, Memory__V1__AccessAttenuateReque
     out->claims = out->token ? render_claims(ar, child) : NULL;
     if (!out->claims) return rpc_call_oom(call);
     /* Recorded so Revoke can tell descendants apart; answered once it is. */
-    tier_pending_call *pc =
-        tier_pending_new(call, "access", NULL, 0, render_attenuated, &resp->base);
-    tier_async *op = pc ? tier_async_new(pc->c, "record the new token", decode_recorded, NULL, 0,
-                                         tier_pending_done, pc)
-                        : NULL;
+    tier_async *op = tier_pending_op(call, "access", "record the new token", decode_recorded,
+                                     &child, sizeof child, render_attenuated, &resp->base);
     if (!op || access_store_record_sql(&op->sql, ar, child) != 0) return rpc_call_oom(call);
-    pc->arg = child;
     return tier_pending(call, &ctx->store, op);
 }
 
@@ -359,12 +355,9 @@ static RPC_UNARY_HANDLER(revoke, access_ctx, Memory__V1__AccessRevokeRequest,
     }
     audit_add_target(call, req->token_id);
     revoke_op a = {.auth = ctx->env->auth, .p = p, .req = req};
-    tier_pending_call *pc = tier_pending_new(call, "access", NULL, 0, render_revoked, &resp->base);
-    tier_async *op = pc ? tier_async_new(pc->c, "revoke the token", decode_revoke, &a, sizeof a,
-                                         tier_pending_done, pc)
-                        : NULL;
+    tier_async *op = tier_pending_op(call, "access", "revoke the token", decode_revoke, &a,
+                                     sizeof a, render_revoked, &resp->base);
     if (!op) return rpc_call_oom(call);
-    pc->arg = op->arg;
     if (strcmp(req->token_id, principal_jti(p)) == 0) {
         ((revoke_op *)op->arg)->checked = 1; /* its own token: no ancestry to read */
         authn_revoke_sql(&op->sql, req->token_id, p, req->reason);

@@ -304,7 +304,6 @@ static grpc_status_code lookup_and_answer(rpc_call *call, const cache_service *s
      * the loop thread at any moment. */
     if (rpc_call_on_cancel(call, cancel_lookup, pl) != 0) {
         for (size_t i = 0; i < n; i++) lookup_release(&ks[i]);
-        rpc_call_set_error(call, "the client cancelled the call");
         return GRPC_STATUS_CANCELLED;
     }
     if (cache_l2_mget_start(svc->l2, &pl->lk, a, keys, klens, 2 * m, rpc_call_deadline_ms(call),
@@ -494,7 +493,6 @@ static int arm_write(pending_write *pw) {
     pw->w.done = l2_written;
     if (rpc_call_on_cancel(pw->call, cancel_write, pw) == 0) return 0;
     cache_item_unref(pw->it);
-    rpc_call_set_error(pw->call, "the client cancelled the call");
     return -1;
 }
 

@@ -157,10 +157,7 @@ static grpc_status_code get_entity_cached(rpc_call *call, global_service *svc, t
     if (!(ef->load = global_load_entity_async(&svc->store, c, id, &ef->e, entity_loaded, ef)))
         return rpc_call_oom(call);
     /* Registered first: once fetched, the call may complete at any moment. */
-    if (rpc_call_on_cancel(call, cancel_entity_fetch, ef) != 0) {
-        rpc_call_set_error(call, "the client cancelled the call");
-        return GRPC_STATUS_CANCELLED;
-    }
+    if (rpc_call_on_cancel(call, cancel_entity_fetch, ef) != 0) return GRPC_STATUS_CANCELLED;
     ProtobufCMessage *m = NULL;
     int rc = cache_records_get(svc->entities, &ef->f, id, &m);
     if (rc == CACHE_RECORDS_PENDING) return RPC_PENDING;

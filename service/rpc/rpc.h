@@ -270,8 +270,9 @@ void rpc_call_finish(rpc_call *call, grpc_status_code status, const char *messag
  * deadline passes) or the server cancels open calls at shutdown before
  * rpc_call_finish / rpc_call_complete. The handler must still end the call.
  * Set before returning RPC_PENDING (from a streaming or a unary handler).
- * Returns -1 (and registers nothing) when the call is already cancelled:
- * the handler should then end it at once. */
+ * Returns -1 (and registers nothing, the call's error message set) when the
+ * call is already cancelled: the handler should then end it at once, e.g.
+ * by returning GRPC_STATUS_CANCELLED. */
 int rpc_call_on_cancel(rpc_call *call, void (*fn)(rpc_call *call, void *arg), void *arg);
 /* Ends a unary call whose handler returned RPC_PENDING, with the response
  * the handler was given (filled by now) when status is OK; set the message

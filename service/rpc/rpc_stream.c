@@ -125,6 +125,7 @@ int rpc_call_on_cancel(rpc_call *c, void (*fn)(rpc_call *, void *), void *arg) {
         c->on_cancel_arg = arg;
     }
     pthread_mutex_unlock(&c->lock);
+    if (gone) rpc_call_set_error(c, "the client cancelled the call");
     return gone ? -1 : 0;
 }
 

@@ -29,10 +29,7 @@ grpc_status_code tier_ctx_watch_cancel(tier_ctx *c, rpc_call *call) {
     cancel_token *t = arena_alloc(rpc_call_arena(call), sizeof *t);
     if (!t) return rpc_call_oom(call);
     cancel_init(t);
-    if (rpc_call_on_cancel(call, fire_cancel, t) != 0) {
-        rpc_call_set_error(call, "the client cancelled the call");
-        return GRPC_STATUS_CANCELLED;
-    }
+    if (rpc_call_on_cancel(call, fire_cancel, t) != 0) return GRPC_STATUS_CANCELLED;
     c->cancel = t;
     return GRPC_STATUS_OK;
 }
@@ -66,6 +63,17 @@ tier_pending_call *tier_pending_new(rpc_call *call, const char *tier, audit *wri
     return pc;
 }
 
+tier_async *tier_pending_op(rpc_call *call, const char *tier, const char *what,
+                            tier_async_decode_fn decode, const void *args, size_t size,
+                            grpc_status_code (*render)(tier_pending_call *pc),
+                            ProtobufCMessage *resp) {
+    tier_pending_call *pc = tier_pending_new(call, tier, NULL, 0, render, resp);
+    tier_async *op =
+        pc ? tier_async_new(pc->c, what, decode, args, size, tier_pending_done, pc) : NULL;
+    if (op) pc->arg = op->arg;
+    return op;
+}
+
 grpc_status_code tier_render_nothing(tier_pending_call *pc) {
     (void)pc;
     return GRPC_STATUS_OK;
@@ -94,10 +102,7 @@ grpc_status_code tier_pending(rpc_call *call, const tier_store *s, tier_async *o
     *p = (pending_op){s, op};
     /* Registered before the submit: once submitted, the call may complete
      * on the loop thread at any moment. */
-    if (rpc_call_on_cancel(call, cancel_pending, p) != 0) {
-        rpc_call_set_error(call, "the client cancelled the call");
-        return GRPC_STATUS_CANCELLED;
-    }
+    if (rpc_call_on_cancel(call, cancel_pending, p) != 0) return GRPC_STATUS_CANCELLED;
     tier_async_submit(s, op);
     return RPC_PENDING;
 }

@@ -67,6 +67,17 @@ tier_pending_call *tier_pending_new(rpc_call *call, const char *tier, audit *wri
                                     size_t out_size,
                                     grpc_status_code (*render)(tier_pending_call *pc),
                                     ProtobufCMessage *resp);
+/* For a handler that builds its one statement itself (no store function):
+ * tier_pending_new (a read: no audit hook, nothing in out) and
+ * tier_async_new(what, decode, args, size) in one step, with pc->arg set
+ * to the op's copy of args so render sees what decode filled. The caller
+ * builds op->sql, then returns tier_pending(call, s, op). NULL when out of
+ * memory. */
+tier_async *tier_pending_op(rpc_call *call, const char *tier, const char *what,
+                            tier_async_decode_fn decode, const void *args, size_t size,
+                            grpc_status_code (*render)(tier_pending_call *pc),
+                            ProtobufCMessage *resp);
+
 /* The render of a call whose response carries nothing (a delete). */
 grpc_status_code tier_render_nothing(tier_pending_call *pc);
 /* The store's done for a tier_pending_call (arg): renders on STATUS_OK,
