@@ -32,16 +32,15 @@ cache_records *cache_records_create(cache_aside *ca, cache_l2 *l2, char kind,
 
 void cache_records_free(cache_records *r) { free(r); }
 
-/* The record packed into an item (NULL when out of memory). */
-static cache_item *pack(const cache_record *rec) {
+/* The record packed into an item (the wire bytes pass through arena a;
+ * NULL when out of memory). */
+static cache_item *pack(arena *a, const cache_record *rec) {
     size_t n = protobuf_c_message_get_packed_size(rec->msg);
-    uint8_t *buf = malloc(n ? n : 1);
+    uint8_t *buf = arena_alloc(a, n ? n : 1);
     if (!buf) return NULL;
     protobuf_c_message_pack(rec->msg, buf);
-    cache_item *it = cache_item_create(rec->owner, strlen(rec->owner), buf, n, rec->label,
-                                       rec->update_us / 1000, clock_wall_ms(NULL) + RECORD_TTL_MS);
-    free(buf);
-    return it;
+    return cache_item_create(rec->owner, strlen(rec->owner), buf, n, rec->label,
+                             rec->update_us / 1000, clock_wall_ms(NULL) + RECORD_TTL_MS);
 }
 
 /* The copy it (whose reference this takes) as p may see it: the read
@@ -93,7 +92,7 @@ int cache_records_get(cache_records *r, cache_records_fetch *f, const char *id,
 
 void cache_records_loaded(cache_records_fetch *f, int rc, const cache_record *rec) {
     cache_item *it = NULL;
-    if (rc == STATUS_OK && !(it = pack(rec))) rc = STATUS_ENOMEM;
+    if (rc == STATUS_OK && !(it = pack(f->a, rec))) rc = STATUS_ENOMEM;
     cache_aside_loaded(f->r->ca, f->flight, rc, it);
 }
 

@@ -18,16 +18,19 @@
 #define VERSION 3
 #define SEAL_LEN 16
 
-/* Written once before serving (page_token_set_key), read after. */
+/* Written once before serving (page_token_set_key), read after; the
+ * HMAC implementation is looked up once too, not on every List call. */
 static unsigned char seal_key[PAGE_TOKEN_KEY_LEN];
+static EVP_MAC *hmac;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 
-static void random_key(void) {
+static void init_seal(void) {
     if (RAND_bytes(seal_key, sizeof seal_key) != 1) abort(); /* no entropy: no seal */
+    hmac = EVP_MAC_fetch(NULL, "HMAC", NULL);                /* NULL: every seal fails */
 }
 
 void page_token_set_key(const unsigned char key[PAGE_TOKEN_KEY_LEN]) {
-    pthread_once(&key_once, random_key);
+    pthread_once(&key_once, init_seal);
     memcpy(seal_key, key, sizeof seal_key);
 }
 
@@ -40,10 +43,9 @@ static void put_field(EVP_MAC_CTX *mac, const void *p, size_t n) {
 
 static int seal(const char *domain, const char *const *bind, size_t nbind,
                 const unsigned char *body, size_t n, unsigned char out[SEAL_LEN]) {
-    pthread_once(&key_once, random_key);
+    pthread_once(&key_once, init_seal);
     unsigned char digest[EVP_MAX_MD_SIZE];
     size_t dlen = 0;
-    EVP_MAC *hmac = EVP_MAC_fetch(NULL, "HMAC", NULL);
     EVP_MAC_CTX *mac = hmac ? EVP_MAC_CTX_new(hmac) : NULL;
     OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, "SHA256", 0),
                            OSSL_PARAM_construct_end()};
@@ -55,7 +57,6 @@ static int seal(const char *domain, const char *const *bind, size_t nbind,
         ok = EVP_MAC_final(mac, digest, &dlen, sizeof digest) == 1 && dlen >= SEAL_LEN;
     }
     EVP_MAC_CTX_free(mac);
-    EVP_MAC_free(hmac);
     if (ok) memcpy(out, digest, SEAL_LEN);
     return ok ? 0 : -1;
 }
