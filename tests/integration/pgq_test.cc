@@ -161,24 +161,11 @@ TEST_F(PgqTest, AKilledConnectionIsReplacedAndItsStatementsPreparedAgain) {
 // lock, with no deadline) ends it at once, STATUS_ECANCELLED, leaves no
 // session waiting, and is not retried; the pool serves the next call.
 TEST_F(PgqTest, ACancelCutsTheWaitingStatementAtOnce) {
-  std::unique_ptr<PGconn, decltype(&PQfinish)> conn(PQconnectdb(db_.url().c_str()), PQfinish);
-  PGconn* admin = conn.get();
-  ASSERT_EQ(CONNECTION_OK, PQstatus(admin));
-  auto value = [&](const char* sql) {
-    PGresult* r = PQexec(admin, sql);
-    std::string v = PQresultStatus(r) == PGRES_TUPLES_OK ? PQgetvalue(r, 0, 0) : "";
-    PQclear(r);
-    return v;
-  };
-  auto waiting = [&] {
-    return value(
-        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
-        " AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()"
-        " AND backend_type = 'client backend'");
-  };
-  value("CREATE TABLE IF NOT EXISTS locked_t (x int)");
-  value("BEGIN");
-  value("LOCK TABLE locked_t IN ACCESS EXCLUSIVE MODE");
+  auto admin = std::make_unique<PgSession>(db_.url());
+  ASSERT_TRUE(admin->ok()) << admin->error();
+  admin->Value("CREATE TABLE IF NOT EXISTS locked_t (x int)");
+  admin->Value("BEGIN");
+  admin->Value("LOCK TABLE locked_t IN ACCESS EXCLUSIVE MODE");
   cancel_token cancel;
   cancel_init(&cancel);
   int calls = 0;
@@ -199,7 +186,7 @@ TEST_F(PgqTest, ACancelCutsTheWaitingStatementAtOnce) {
   });
   bool blocked = false;
   for (int i = 0; i < 500 && !blocked; i++) {
-    blocked = waiting() == "1";
+    blocked = admin->LockWaiters() == 1;
     if (!blocked) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   EXPECT_TRUE(blocked);  // not ASSERT: the thread must be joined
@@ -212,12 +199,12 @@ TEST_F(PgqTest, ACancelCutsTheWaitingStatementAtOnce) {
   EXPECT_EQ(1, calls) << "a cancelled run was retried";
   bool gone = false;
   for (int i = 0; i < 100 && !gone; i++) {
-    gone = waiting() == "0";
+    gone = admin->LockWaiters() == 0;
     if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   EXPECT_TRUE(gone) << "the cancelled statement still waits on the lock";
-  value("ROLLBACK");
-  conn.reset();
+  admin->Value("ROLLBACK");
+  admin.reset();
   std::string got;
   EXPECT_EQ(STATUS_OK, Read("SELECT 'next'", nullptr, INT64_MAX, &got)) << err_;
   EXPECT_EQ("next", got);

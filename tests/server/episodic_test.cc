@@ -806,26 +806,10 @@ TEST_F(EpisodicTest, ManyPointsLoadAndSearchAcrossCatchUpPages) {
 // far off), and a moment later no session waits on the lock any more.
 TEST_F(EpisodicTest, ACancelledCallLeavesNoCatalogStatementWaiting) {
   MustCreate(alice_, "cat", 2, DISTANCE_DOT);
-  std::unique_ptr<PGconn, decltype(&PQfinish)> conn(PQconnectdb(db_.url().c_str()), PQfinish);
-  PGconn* admin = conn.get();
-  ASSERT_EQ(CONNECTION_OK, PQstatus(admin)) << PQerrorMessage(admin);
-  auto value = [&](const char* sql) {
-    PGresult* r = PQexec(admin, sql);
-    std::string v = PQresultStatus(r) == PGRES_TUPLES_OK ? PQgetvalue(r, 0, 0) : "";
-    PQclear(r);
-    return v;
-  };
-  // Client sessions only (an autovacuum worker may wait for the table
-  // too). Not by query text: a statement prepared earlier on its connection
-  // waits for the lock at Bind, before pg_stat_activity shows its text.
-  auto waiting = [&] {
-    return value(
-        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
-        " AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()"
-        " AND backend_type = 'client backend'");
-  };
-  value("BEGIN");
-  value("LOCK TABLE episodic_collections IN ACCESS EXCLUSIVE MODE");
+  PgSession admin(db_.url());
+  ASSERT_TRUE(admin.ok()) << admin.error();
+  admin.Value("BEGIN");
+  admin.Value("LOCK TABLE episodic_collections IN ACCESS EXCLUSIVE MODE");
   testing_client::Stream search(a_.ch, "/memory.v1.EpisodicMemory/Search", 30000,
                                 {{"authorization", TestKeys::Bearer(alice_)}});
   ASSERT_TRUE(search.Write(SearchReq("cat", {1, 0}).SerializeAsString()));
@@ -834,11 +818,11 @@ TEST_F(EpisodicTest, ACancelledCallLeavesNoCatalogStatementWaiting) {
   // reach PostgreSQL.
   bool blocked = false;
   for (int i = 0; i < 1500 && !blocked; i++) {
-    blocked = waiting() != "0";
+    blocked = admin.LockWaiters() != 0;
     if (!blocked) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   if (!blocked) {  // say what PostgreSQL saw instead
-    PGresult* r = PQexec(admin,
+    PGresult* r = PQexec(admin.conn(),
                          "SELECT backend_type || ' ' || coalesce(wait_event_type, '-') || ' ' ||"
                          " coalesce(state, '-') || ' ' || left(query, 100) FROM pg_stat_activity"
                          " WHERE datname = current_database()");
@@ -851,7 +835,7 @@ TEST_F(EpisodicTest, ACancelledCallLeavesNoCatalogStatementWaiting) {
   auto cancelled_at = std::chrono::steady_clock::now();
   bool gone = false;
   while (!gone && std::chrono::steady_clock::now() - cancelled_at < std::chrono::seconds(5)) {
-    gone = waiting() == "0";
+    gone = admin.LockWaiters() == 0;
     if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -861,7 +845,7 @@ TEST_F(EpisodicTest, ACancelledCallLeavesNoCatalogStatementWaiting) {
   // The watchdog cuts at once; the server notices within its check
   // interval (100 ms). The margin is for a loaded machine.
   EXPECT_LT(took, 1000) << "the cancelled statement outlived the cancel by " << took << " ms";
-  value("ROLLBACK");
+  admin.Value("ROLLBACK");
   // The pool serves the next call (Must fails the test otherwise).
   EXPECT_TRUE(SearchIds(alice_, SearchReq("cat", {1, 0})).empty());
 }

@@ -1226,26 +1226,10 @@ TEST_F(GlobalTest, ClientCancelLeavesNoQueryRunningInPostgres) {
 TEST_F(GlobalTest, ConcurrentMissesShareOneLoad) {
   Up({"--workers=1", "--health-interval-ms=600000"});
   MustPut(alice_, "shared", "k", "loaded once");
-  std::unique_ptr<PGconn, decltype(&PQfinish)> conn(PQconnectdb(db_.url().c_str()), PQfinish);
-  PGconn* admin = conn.get();
-  ASSERT_EQ(CONNECTION_OK, PQstatus(admin)) << PQerrorMessage(admin);
-  auto exec = [&](const char* sql) {
-    PGresult* r = PQexec(admin, sql);
-    std::string v = PQresultStatus(r) == PGRES_TUPLES_OK ? PQgetvalue(r, 0, 0) : "";
-    PQclear(r);
-    return v;
-  };
-  // Client sessions only (an autovacuum worker may wait for the table too;
-  // and not by query text, which a prepared statement waiting at Bind does
-  // not show yet).
-  auto waiting = [&] {
-    return exec(
-        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
-        " AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()"
-        " AND backend_type = 'client backend'");
-  };
-  exec("BEGIN");
-  exec("LOCK TABLE entities IN ACCESS EXCLUSIVE MODE");
+  PgSession admin(db_.url());
+  ASSERT_TRUE(admin.ok()) << admin.error();
+  admin.Value("BEGIN");
+  admin.Value("LOCK TABLE entities IN ACCESS EXCLUSIVE MODE");
   const int kCalls = 16;
   std::vector<Result> results(kCalls);
   std::vector<std::thread> ts;
@@ -1264,20 +1248,20 @@ TEST_F(GlobalTest, ConcurrentMissesShareOneLoad) {
   quitter.WritesDone();
   bool blocked = false;
   for (int i = 0; i < 500 && !blocked; i++) {
-    blocked = waiting() != "0";
+    blocked = admin.LockWaiters() != 0;
     if (!blocked) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   // EXPECT, not ASSERT: the calls' threads must be joined whatever happens.
   EXPECT_TRUE(blocked) << "no GetEntity waited on the lock\n" << m_->Log();
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // let every call arrive
-  EXPECT_EQ("1", waiting()) << "the calls did not share one load";
+  EXPECT_EQ(1, admin.LockWaiters()) << "the calls did not share one load";
   // The one worker is free while they all wait.
   Result h = Unary(ch_, "/grpc.health.v1.Health/Check", "", 5000);
   EXPECT_TRUE(h.status.ok()) << h.status.error_message();
   EXPECT_LT(h.elapsed.count(), 250) << "Health/Check waited behind the load";
   quitter.Cancel();
   EXPECT_EQ(StatusCode::CANCELLED, quitter.Finish().error_code());
-  exec("ROLLBACK");
+  admin.Value("ROLLBACK");
   for (auto& t : ts) t.join();
   for (int i = 0; i < kCalls; i++) {
     ASSERT_TRUE(results[i].status.ok()) << i << ": " << results[i].status.error_message();

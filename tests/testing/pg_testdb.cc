@@ -72,3 +72,24 @@ std::string TestRedisUrl() {
   const char* r = getenv("MEMORYD_TEST_REDIS_URL");
   return r ? r : "";
 }
+
+PgSession::PgSession(const std::string& url) : conn_(PQconnectdb(url.c_str())) {}
+PgSession::~PgSession() { PQfinish(conn_); }
+bool PgSession::ok() const { return PQstatus(conn_) == CONNECTION_OK; }
+std::string PgSession::error() const { return PQerrorMessage(conn_); }
+
+std::string PgSession::Value(const std::string& sql) {
+  PGresult* r = PQexec(conn_, sql.c_str());
+  std::string v =
+      PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) > 0 ? PQgetvalue(r, 0, 0) : "";
+  PQclear(r);
+  return v;
+}
+
+int PgSession::LockWaiters() {
+  std::string n = Value(
+      "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+      " AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()"
+      " AND backend_type = 'client backend'");
+  return n.empty() ? -1 : std::stoi(n);  // -1: the query failed
+}
