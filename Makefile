@@ -22,7 +22,7 @@ MEMORYD_LISTEN ?= 127.0.0.1:50051
 export MEMORYD_LISTEN
 MEMORYD_BIN ?= $(ROOT)/bazel-bin/service/memoryd
 
-.PHONY: help deps build run stop test test-asan bench format format-check clean distclean
+.PHONY: help deps build run stop test test-asan faults bench format format-check clean distclean
 
 help: ## list the targets
 	@echo "memoryd -- make targets:"
@@ -76,6 +76,15 @@ test: deps ## start Postgres + Redis, bazel test //... against them
 
 test-asan: deps ## like test, with --config=asan (ASan + UBSan)
 	$(call bazel_test,--config=asan)
+
+faults: deps ## the fault suite alone (SIGKILL, PostgreSQL stopped/frozen, Redis killed, SIGTERM under load), with its figures
+	@cd "$(ROOT)"
+	mkdir -p .local
+	rc=0
+	$(BAZEL) test //tests/server:fault_test --nocache_test_results --test_output=all $(BAZEL_TEST_FLAGS) > .local/last-faults.log 2>&1 || rc=$$?
+	grep -E '^fault-suite:|^\[  (FAILED|PASSED|  OK) |Failure$$' .local/last-faults.log || true
+	if ((rc != 0)); then echo "make: the fault suite failed (.local/last-faults.log)" >&2; fi
+	exit $$rc
 
 bench: deps build ## build, start Postgres + Redis, run the benchmarks: vs grpc++, auth cost, GlobalMemory vs libpq, Cache vs Redis, EpisodicMemory vs FAISS
 	@cd "$(ROOT)"

@@ -84,7 +84,7 @@ static const opt_def options[] = {
     OPT_NUMBER("keepalive-timeout", keepalive_timeout_s, "20", 1, 3600,
                "seconds to wait for a keepalive ping answer before closing the connection"),
     OPT_NUMBER("shutdown-grace", shutdown_grace_s, "10", 0, 3600,
-               "seconds in-flight calls get to finish on SIGTERM before streams are cancelled"),
+               "seconds the calls accepted before SIGTERM get to finish before they are cancelled"),
     OPT_NUMBER("health-interval-ms", health_interval_ms, "1000", 50, 600000,
                "milliseconds between backend health probes"),
     OPT_SWITCH("reflection", reflection, "true",

@@ -198,7 +198,13 @@ static grpc_status_code watch(rpc_call *call, const ProtobufCMessage *req_msg, v
 
 #define SVC "grpc.health.v1.Health"
 static const rpc_method methods[] = {
-    RPC_METHOD_UNARY(SVC, "Check", grpc__health__v1__health_check, NULL, check),
+    /* Answered while the server drains: balancers must hear NOT_SERVING. */
+    {.path = "/" SVC "/Check",
+     .kind = RPC_UNARY,
+     .request = &grpc__health__v1__health_check_request__descriptor,
+     .response = &grpc__health__v1__health_check_response__descriptor,
+     .unary = check,
+     .serves_while_draining = 1},
     RPC_METHOD_SERVER_STREAM(SVC, "Watch", grpc__health__v1__health_check, NULL, watch),
 };
 

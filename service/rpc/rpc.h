@@ -89,6 +89,10 @@ typedef struct rpc_method {
      * task pool (rpc_call_continue_blocking), never on a completion-queue
      * thread. */
     int blocking;
+    /* Answered normally while the server drains for shutdown (health
+     * checks, so a balancer hears NOT_SERVING); every other method is
+     * refused UNAVAILABLE then (see rpc_server_shutdown). */
+    int serves_while_draining;
 } rpc_method;
 
 /* Interceptor: runs for every call of a registered method after the request
@@ -199,9 +203,16 @@ int rpc_server_start(rpc_server *srv, char *err, size_t errlen);
 /* The port actually bound (useful with port 0). */
 int rpc_server_port(const rpc_server *srv);
 
-/* Stops accepting calls, lets in-flight calls finish for up to grace_ms,
- * then cancels what is left (open streams) and joins the workers. Blocks.
- * Safe to call once; later calls do nothing. */
+/* Shuts the server down in three steps. Blocks; safe to call once.
+ *  1. Drain: every call the runtime had been handed before this call (those
+ *     already running, and those the completion queue held for a busy
+ *     worker) carries on; any later call is refused UNAVAILABLE "shutting
+ *     down" without running (safe for a client to retry elsewhere), except
+ *     methods marked serves_while_draining. Open streams end at once with
+ *     UNAVAILABLE (their handlers hear it through rpc_call_on_cancel).
+ *  2. When those calls have ended, or grace_ms has passed, gRPC shuts down
+ *     (GOAWAY to clients); what still runs then is cancelled, logged.
+ *  3. The workers are joined. */
 void rpc_server_shutdown(rpc_server *srv, int grace_ms);
 /* Frees a server (shutting it down first if needed); accepts NULL. */
 void rpc_server_free(rpc_server *srv);
@@ -267,11 +278,12 @@ int rpc_call_send(rpc_call *call, const ProtobufCMessage *msg);
  * reference; message may be NULL. Queued messages go out first. */
 void rpc_call_finish(rpc_call *call, grpc_status_code status, const char *message);
 /* Called at most once, on a worker thread, when the client cancels (or its
- * deadline passes) or the server cancels open calls at shutdown before
- * rpc_call_finish / rpc_call_complete. The handler must still end the call.
+ * deadline passes), a stream is ended by the server's drain (its status is
+ * then already UNAVAILABLE) or the server cancels open calls at shutdown,
+ * before rpc_call_finish / rpc_call_complete. The handler must still end the call.
  * Set before returning RPC_PENDING (from a streaming or a unary handler).
  * Returns -1 (and registers nothing, the call's error message set) when the
- * call is already cancelled: the handler should then end it at once, e.g.
+ * call is already cancelled or ended: the handler should then end it at once, e.g.
  * by returning GRPC_STATUS_CANCELLED. */
 int rpc_call_on_cancel(rpc_call *call, void (*fn)(rpc_call *call, void *arg), void *arg);
 /* Ends a unary call whose handler returned RPC_PENDING, with the response

@@ -237,7 +237,14 @@ static void call_destroy(rpc_call *c) {
     pthread_mutex_destroy(&c->lock);
     rpc_server *srv = c->srv;
     arena_pool_put(srv->arenas, c->msg_arena);
+    int served = c->served;
+    if (c->stream_link.next) {
+        pthread_mutex_lock(&srv->lock);
+        dlist_remove(&c->stream_link);
+        pthread_mutex_unlock(&srv->lock);
+    }
     arena_pool_put(srv->arenas, c->arena); /* the call itself lived in it */
+    if (served) atomic_fetch_sub(&srv->served_calls, 1);
     atomic_fetch_sub(&srv->live_calls, 1);
 }
 
@@ -431,6 +438,34 @@ grpc_status_code rpc_call_continue_blocking(rpc_call *c, rpc_unary_fn fn, void *
 
 /* ---- dispatch ---- */
 
+/* Whether the drain refuses c: once the backlog the drain began with is
+ * served, every call but the methods that serve while draining; streams
+ * from the start of the drain, which ends them anyway. */
+static int refused_by_drain(const rpc_call *c) {
+    int drain = atomic_load(&c->srv->drain);
+    if (drain == RPC_SERVING) return 0;
+    if (c->entry && c->entry->m.serves_while_draining) return 0;
+    if (drain == RPC_DRAIN_REFUSING) return 1;
+    return c->entry && c->entry->m.kind != RPC_UNARY;
+}
+
+/* Counts c as served (shutdown waits for it) and, for a stream, lists it
+ * for the drain to end; the check and the listing are one step under the
+ * server's lock, so a stream is either refused or ended by the drain. */
+static int serve(rpc_call *c) {
+    rpc_server *srv = c->srv;
+    int streaming = c->entry && c->entry->m.kind != RPC_UNARY;
+    if (streaming) pthread_mutex_lock(&srv->lock);
+    int refused = refused_by_drain(c);
+    if (!refused) {
+        c->served = 1;
+        atomic_fetch_add(&srv->served_calls, 1);
+        if (streaming) dlist_push_back(&srv->streams, &c->stream_link);
+    }
+    if (streaming) pthread_mutex_unlock(&srv->lock);
+    return !refused;
+}
+
 static void run_unknown(rpc_call *c) {
     const char *known =
         c->srv->unknown_fn ? c->srv->unknown_fn(c->path, c->srv->unknown_arg) : NULL;
@@ -477,12 +512,20 @@ void rpc_call_dispatch(rpc_server *srv, const rpc_method_entry *entry, grpc_call
         c->deadline_ms = gpr_time_to_millis(mono) + srv->gpr_mono_offset_ms;
     }
     take_client_request_id(c);
+    c->path = entry ? entry->m.path : arena_strdup(a, unknown_path);
+    if (!serve(c)) {
+        if (payload) grpc_byte_buffer_destroy(payload);
+        rpc_call_set_error(c,
+                           "memoryd is shutting down: %s did not run; retry it (on another "
+                           "replica)",
+                           c->path ? c->path : "the call");
+        unary_finish(c, GRPC_STATUS_UNAVAILABLE, NULL);
+        return;
+    }
     if (!entry) {
-        c->path = arena_strdup(a, unknown_path);
         run_unknown(c);
         return;
     }
-    c->path = entry->m.path;
     switch (entry->m.kind) {
     case RPC_UNARY: run_unary(c, payload); break;
     case RPC_SERVER_STREAM: rpc_stream_run(c, payload); break;

@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 
 #include "service/core/arena_pool.h"
+#include "service/core/dlist.h"
 #include "service/core/taskpool.h"
 #include "service/rpc/rpc.h"
 
@@ -54,6 +55,16 @@ struct rpc_server {
     void *unknown_arg;
 
     atomic_int started, shutting_down, shut_down;
+    /* Shutdown's drain (rpc_server_shutdown): while DRAIN_BACKLOG, the
+     * calls the completion queue held when it began are still served;
+     * the drain marker's completion, queued behind them, turns it to
+     * DRAIN_REFUSING. */
+    atomic_int drain;
+    atomic_int drain_markers_seen;
+    rpc_tag drain_tag;
+    grpc_channel *drain_marker; /* an idle channel whose watch is the marker */
+    atomic_int served_calls;    /* calls handed to handlers, not yet destroyed */
+    dlist streams;              /* streaming calls being served; guarded by lock */
     /* rpc_call objects alive: the queue may only shut down at zero, or a
      * handler still running would start a batch on a dead queue. */
     atomic_int live_calls;
@@ -62,7 +73,7 @@ struct rpc_server {
     int64_t gpr_mono_offset_ms; /* CLOCK_MONOTONIC ms minus gpr's monotonic ms */
     size_t max_message_bytes;   /* the send limit the channel args set */
     rpc_tag shutdown_tag;
-    pthread_mutex_t lock;
+    pthread_mutex_t lock; /* shutdown_notified, streams */
     pthread_cond_t cond;
     int shutdown_notified; /* guarded by lock */
 };
@@ -75,6 +86,8 @@ typedef struct send_item {
     struct send_item *next;
     grpc_byte_buffer *bb;
 } send_item;
+
+enum { RPC_SERVING = 0, RPC_DRAIN_BACKLOG = 1, RPC_DRAIN_REFUSING = 2 };
 
 struct rpc_call {
     rpc_server *srv;
@@ -119,6 +132,8 @@ struct rpc_call {
     taskpool_task blocking_task;
     rpc_unary_fn blocking_fn;
     void *blocking_arg;
+    int served;                    /* counted in srv->served_calls */
+    dlist stream_link;             /* on srv->streams while a served stream lives */
     arena *msg_arena;              /* bidi: per-message requests and responses */
     grpc_byte_buffer *recv_buffer; /* bidi: RECV_MESSAGE target */
 };
@@ -157,5 +172,8 @@ void rpc_call_status_op(rpc_call *c, grpc_op *op, grpc_status_code status, const
 void rpc_stream_init(rpc_call *c);
 void rpc_stream_run(rpc_call *c, grpc_byte_buffer *payload);
 void rpc_stream_run_bidi(rpc_call *c);
+/* Ends a served stream for shutdown's drain: UNAVAILABLE, and its handler
+ * hears it through its cancel callback. Takes a reference it drops. */
+void rpc_stream_end_for_drain(rpc_call *c);
 
 #endif

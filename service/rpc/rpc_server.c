@@ -122,6 +122,55 @@ static void shutdown_done(rpc_tag *tag, int ok) {
     pthread_mutex_unlock(&srv->lock);
 }
 
+/* The drain marker's completion: everything the queue held when the drain
+ * began has been handed out, so later calls are refused. */
+static void drain_marker_done(rpc_tag *tag, int ok) {
+    (void)ok; /* a watch that times out completes "not ok": the point */
+    rpc_server *srv = RPC_CONTAINER_OF(tag, rpc_server, drain_tag);
+    atomic_store(&srv->drain, RPC_DRAIN_REFUSING);
+    atomic_fetch_add(&srv->drain_markers_seen, 1);
+}
+
+/* Queues the drain marker behind whatever the completion queue holds: an
+ * idle channel's connectivity watch with a deadline of now, which gRPC
+ * completes on the queue when its timer fires (the C API has no other
+ * way to post a tag). Without it the drain refuses at once. */
+static void post_drain_marker(rpc_server *srv) {
+    if (!srv->drain_marker) {
+        grpc_channel_credentials *creds = grpc_insecure_credentials_create();
+        srv->drain_marker =
+            creds ? grpc_channel_create("unix:/nonexistent/memoryd-drain-marker", creds, NULL)
+                  : NULL;
+        if (creds) grpc_channel_credentials_release(creds);
+    }
+    if (!srv->drain_marker) { /* as if it had come */
+        drain_marker_done(&srv->drain_tag, 0);
+        return;
+    }
+    grpc_channel_watch_connectivity_state(srv->drain_marker, GRPC_CHANNEL_IDLE,
+                                          gpr_now(GPR_CLOCK_MONOTONIC), srv->cq, &srv->drain_tag);
+}
+
+/* Ends every served stream (UNAVAILABLE). The list is copied under the
+ * lock with a reference each: ending one may destroy it. */
+static void end_streams(rpc_server *srv) {
+    for (;;) {
+        rpc_call *batch[64];
+        size_t n = 0;
+        pthread_mutex_lock(&srv->lock);
+        for (dlist *l = srv->streams.next; l != &srv->streams && n < 64; l = l->next) {
+            rpc_call *c = DLIST_ENTRY(l, rpc_call, stream_link);
+            batch[n++] = c;
+            rpc_call_ref(c);
+        }
+        /* Off the list now, so the next round sees the rest. */
+        for (size_t i = 0; i < n; i++) dlist_remove(&batch[i]->stream_link);
+        pthread_mutex_unlock(&srv->lock);
+        if (n == 0) return;
+        for (size_t i = 0; i < n; i++) rpc_stream_end_for_drain(batch[i]);
+    }
+}
+
 static void *worker_main(void *arg) {
     rpc_server *srv = arg;
     for (;;) {
@@ -151,6 +200,8 @@ int rpc_server_create(const rpc_server_options *opts, rpc_server **out, char *er
     pthread_mutex_init(&srv->lock, NULL);
     clock_cond_init(&srv->cond);
     srv->shutdown_tag.done = shutdown_done;
+    srv->drain_tag.done = drain_marker_done;
+    dlist_init(&srv->streams);
     /* Enough idle arenas for the calls a busy server has in flight. */
     srv->arenas = arena_pool_create(1024);
     int task_threads = opts->task_threads > 0 ? opts->task_threads : 16;
@@ -346,21 +397,53 @@ static int wait_notified(rpc_server *srv, int64_t deadline_ms) {
     return done;
 }
 
+static void sleep_ms(int ms) {
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
+    nanosleep(&ts, NULL);
+}
+
 void rpc_server_shutdown(rpc_server *srv, int grace_ms) {
     if (!atomic_load(&srv->started) || atomic_exchange(&srv->shutting_down, 1)) return;
-    grpc_server_shutdown_and_notify(srv->server, srv->cq, &srv->shutdown_tag);
-    /* The core only reports shutdown once every connection is gone, and
-     * clients may keep idle connections open for long. So: wait for the
-     * calls in flight (up to the grace period), then force the rest. */
     int64_t deadline = rpc_now_ms() + (grace_ms > 0 ? grace_ms : 0);
+    /* Drain first, with gRPC still serving: were it shut down now, it
+     * would cancel the calls it holds for want of a request slot and the
+     * ones arriving before clients hear GOAWAY (CANCELLED, which a client
+     * cannot safely retry), and count neither. */
+    atomic_store(&srv->drain, RPC_DRAIN_BACKLOG);
+    int posted = 1;
+    post_drain_marker(srv);
+    end_streams(srv);
+    /* Done when nothing is served across a whole marker round: a call the
+     * queue held when the count last fell to zero (a health check, which
+     * is still served) is dispatched, and counted, before the next marker
+     * comes back. */
+    int quiet = 0;
+    while (rpc_now_ms() < deadline) {
+        if (atomic_load(&srv->served_calls) > 0) quiet = 0;
+        if (atomic_load(&srv->served_calls) > 0 || atomic_load(&srv->drain_markers_seen) < posted) {
+            sleep_ms(5);
+            continue;
+        }
+        if (quiet) break;
+        quiet = 1;
+        posted++;
+        post_drain_marker(srv);
+    }
+    int left = atomic_load(&srv->served_calls);
+    atomic_store(&srv->drain, RPC_DRAIN_REFUSING);
+    grpc_server_shutdown_and_notify(srv->server, srv->cq, &srv->shutdown_tag);
+    if (left > 0) {
+        log_fields(LOG_WARN, "grace period over: cancelling the calls still running", LOG_F_INT,
+                   "grace_ms", (int64_t)grace_ms, LOG_F_INT, "calls", (int64_t)left, LOG_F_END);
+        grpc_server_cancel_all_calls(srv->server);
+    }
+    /* The core reports shutdown once every connection is gone, and clients
+     * may keep idle connections open for long: cancel what arrived since
+     * (refusals on their way out) after a short wait, and go on. */
     int forced = 0;
+    int64_t force_at = rpc_now_ms() + 1000;
     while (!wait_notified(srv, rpc_now_ms() + 20)) {
-        if (forced) continue;
-        int live = atomic_load(&srv->live_calls);
-        if (live > 0 && rpc_now_ms() < deadline) continue;
-        if (live > 0)
-            log_fields(LOG_INFO, "grace period over: cancelling open calls", LOG_F_INT, "grace_ms",
-                       (int64_t)grace_ms, LOG_F_INT, "calls", (int64_t)live, LOG_F_END);
+        if (forced || (atomic_load(&srv->live_calls) > 0 && rpc_now_ms() < force_at)) continue;
         grpc_server_cancel_all_calls(srv->server);
         forced = 1;
     }
@@ -373,9 +456,10 @@ void rpc_server_shutdown(rpc_server *srv, int grace_ms) {
                        (int64_t)atomic_load(&srv->live_calls), LOG_F_END);
             warned_at = rpc_now_ms();
         }
-        struct timespec ts = {0, 5 * 1000000};
-        nanosleep(&ts, NULL);
+        sleep_ms(5);
     }
+    if (srv->drain_marker) grpc_channel_destroy(srv->drain_marker);
+    srv->drain_marker = NULL;
     grpc_server_destroy(srv->server);
     srv->server = NULL;
     grpc_completion_queue_shutdown(srv->cq);

@@ -119,7 +119,9 @@ int rpc_call_on_cancel(rpc_call *c, void (*fn)(rpc_call *, void *), void *arg) {
      * (the handler's thread, before it returns RPC_PENDING). */
     if (c->entry && c->entry->m.kind == RPC_UNARY && !c->close_posted) rpc_call_watch_close(c);
     pthread_mutex_lock(&c->lock);
-    int gone = c->cancelled || c->closed;
+    /* finish_requested: the drain ended the stream before its handler got
+     * here, and would never call the callback. */
+    int gone = c->cancelled || c->closed || c->finish_requested;
     if (!gone) {
         c->on_cancel = fn;
         c->on_cancel_arg = arg;
@@ -153,6 +155,26 @@ void rpc_call_watch_close(rpc_call *c) {
     c->close_posted = 1;
     rpc_call_ref(c); /* dropped by the close tag */
     rpc_call_start_batch(c, &op, 1, &c->close_tag);
+}
+
+void rpc_stream_end_for_drain(rpc_call *c) {
+    void (*fn)(rpc_call *, void *) = NULL;
+    void *arg = NULL;
+    pthread_mutex_lock(&c->lock);
+    int ended = c->finish_requested;
+    if (!ended) { /* the same rule as a client's cancel (close_done) */
+        fn = c->on_cancel;
+        arg = c->on_cancel_arg;
+        c->on_cancel = NULL;
+    }
+    pthread_mutex_unlock(&c->lock);
+    if (!ended) {
+        request_finish(c, GRPC_STATUS_UNAVAILABLE,
+                       "memoryd is shutting down: reconnect (to another replica) to resume "
+                       "the stream");
+        if (fn) fn(c, arg); /* the handler lets go; its own status comes too late */
+    }
+    rpc_call_unref(c);
 }
 
 /* Ends a stream from the runtime side (the handler holds no reference). */

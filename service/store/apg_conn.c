@@ -11,8 +11,10 @@
 #include "service/core/log.h"
 #include "service/store/apg_internal.h"
 
+/* Short enough that writes work again within about a second of
+ * PostgreSQL's return; a refused connect costs next to nothing. */
 #define BACKOFF_FIRST_MS 100
-#define BACKOFF_MAX_MS 5000
+#define BACKOFF_MAX_MS 1000
 
 /* ------------------------------------------------------------ sockets */
 

@@ -20,7 +20,7 @@
 #include "service/store/redis_url.h"
 
 #define BACKOFF_FIRST_MS 100
-#define BACKOFF_MAX_MS 5000
+#define BACKOFF_MAX_MS 1000
 
 struct aredis {
     evloop *loop;

@@ -10,7 +10,7 @@
 #include "service/core/log.h"
 
 #define BACKOFF_MIN_MS 100
-#define BACKOFF_MAX_MS 5000
+#define BACKOFF_MAX_MS 1000
 
 typedef struct {
     void *conn; /* NULL: not connected */

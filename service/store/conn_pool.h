@@ -2,7 +2,8 @@
  * shared by pg_pool (libpq) and redis_pool (hiredis).
  *
  * Slots start empty and are connected on demand. A failed connect starts an
- * exponential backoff (100 ms doubling to 5 s) during which acquiring an
+ * exponential backoff (100 ms doubling to 1 s, so a backend that comes back is in use
+ * again within a second or so) during which acquiring an
  * empty slot fails at once: a backend outage costs callers a quick
  * "unavailable" instead of a connect timeout each. Thread-safe. */
 #ifndef MEMORYD_STORE_CONN_POOL_H

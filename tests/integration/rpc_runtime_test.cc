@@ -232,6 +232,14 @@ class RuntimeTest : public ::testing::Test {
     Add("/test.T/Count", RPC_SERVER_STREAM, nullptr, Count, nullptr);
     Add("/test.T/Forever", RPC_SERVER_STREAM, nullptr, Forever, nullptr);
     Add("/test.T/Echo", RPC_BIDI_STREAM, nullptr, nullptr, Echo);
+    rpc_method exempt = {};  // answered while the server drains, as health checks are
+    exempt.path = "/test.T/Exempt";
+    exempt.kind = RPC_UNARY;
+    exempt.request = kReq;
+    exempt.response = kResp;
+    exempt.unary = Slow;
+    exempt.serves_while_draining = 1;
+    ASSERT_EQ(0, rpc_server_add_method(srv_, &exempt));
     ASSERT_EQ(0, rpc_server_add_interceptor(srv_, DenyInterceptor, nullptr));
     ASSERT_EQ(0, rpc_server_add_observer(srv_, CountObserver, nullptr));
     rpc_server_set_unknown_describer(srv_, Describe, nullptr);
@@ -568,20 +576,80 @@ TEST_F(RuntimeTest, ShutdownLetsInflightUnaryFinish) {
   EXPECT_TRUE(r.status.ok()) << r.status.error_message();
 }
 
-TEST_F(RuntimeTest, ShutdownCancelsOpenStreamsAfterGrace) {
+// Streams never end by themselves: the drain ends them at once with
+// UNAVAILABLE (a client reconnects elsewhere) and their handlers hear it,
+// instead of holding shutdown for the whole grace period.
+TEST_F(RuntimeTest, ShutdownEndsOpenStreamsUnavailableAtOnce) {
   int before = g_cancelled.load();
   Stream s(ch_, "/test.T/Forever", 20000);
   ASSERT_TRUE(s.Write(Req("")));
   std::string msg;
   ASSERT_TRUE(s.Read(&msg));
   auto start = std::chrono::steady_clock::now();
-  rpc_server_shutdown(srv_, 300);
+  rpc_server_shutdown(srv_, 5000);
   auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
       std::chrono::steady_clock::now() - start);
-  EXPECT_GE(took.count(), 250);
-  EXPECT_LT(took.count(), 5000);
+  EXPECT_LT(took.count(), 2500) << "shutdown waited for the stream's grace";
   EXPECT_EQ(before + 1, g_cancelled.load());
   EXPECT_FALSE(s.Read(&msg));
+  grpc::Status st = s.Finish();
+  EXPECT_EQ(grpc::StatusCode::UNAVAILABLE, st.error_code()) << st.error_message();
+  EXPECT_NE(std::string::npos, st.error_message().find("shutting down")) << st.error_message();
+}
+
+// Both workers are busy in slow handlers and six more calls wait in the
+// completion queue when shutdown begins: the six were accepted, so they
+// run and succeed; a call arriving once that backlog is served is refused
+// UNAVAILABLE without running (never CANCELLED: a client cannot tell
+// whether a cancelled call ran), except on a method that serves while
+// draining; shutdown then returns well within its grace.
+TEST_F(RuntimeTest, ShutdownServesAcceptedCallsAndRefusesLaterOnesUnavailable) {
+  std::vector<testing_client::Result> rs(8);
+  std::vector<std::thread> ts;
+  for (int i = 0; i < 2; i++)
+    ts.emplace_back([&, i] { rs[i] = Unary(ch_, "/test.T/Slow", Req("1500"), 20000); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));  // both workers asleep
+  for (int i = 2; i < 8; i++)
+    ts.emplace_back([&, i] { rs[i] = Unary(ch_, "/test.T/Slow", Req("0"), 20000); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // queued behind them
+  auto start = std::chrono::steady_clock::now();
+  std::thread stopper([&] { rpc_server_shutdown(srv_, 10000); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  auto late = Unary(ch_, "/test.T/Later", Req("0"), 5000);
+  auto fresh =
+      Unary(testing_client::Connect(rpc_server_port(srv_)), "/test.T/Slow", Req("0"), 5000);
+  // Queued behind the slow calls too, and still served when they end.
+  auto exempt = Unary(ch_, "/test.T/Exempt", Req("0"), 5000);
+  for (auto& t : ts) t.join();
+  stopper.join();
+  auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - start);
+  for (int i = 0; i < 8; i++)
+    EXPECT_TRUE(rs[i].status.ok())
+        << i << ": " << rs[i].status.error_code() << " " << rs[i].status.error_message();
+  for (auto* r : {&late, &fresh}) {
+    EXPECT_EQ(grpc::StatusCode::UNAVAILABLE, r->status.error_code()) << r->status.error_message();
+    EXPECT_NE(std::string::npos, r->status.error_message().find("shutting down"))
+        << r->status.error_message();
+  }
+  EXPECT_TRUE(exempt.status.ok()) << exempt.status.error_message();
+  EXPECT_LT(took.count(), 5000) << "shutdown waited out its grace with nothing running";
+}
+
+// A pending call accepted before shutdown completes normally, however long
+// it takes within the grace.
+TEST_F(RuntimeTest, ShutdownWaitsForPendingCallsWithinGrace) {
+  testing_client::Result r;
+  std::thread t([&] { r = Unary(ch_, "/test.T/Later", Req("1200"), 20000); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  auto start = std::chrono::steady_clock::now();
+  rpc_server_shutdown(srv_, 10000);
+  auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - start);
+  t.join();
+  EXPECT_TRUE(r.status.ok()) << r.status.error_code() << " " << r.status.error_message();
+  EXPECT_GE(took.count(), 900);
+  EXPECT_LT(took.count(), 6000);
 }
 
 TEST_F(RuntimeTest, DuplicateOrLateRegistrationIsRefused) {

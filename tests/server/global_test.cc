@@ -1061,7 +1061,7 @@ TEST_F(GlobalTest, PostgresRestartGivesUnavailableThenRecoversWithoutRestartingM
   r = Put(alice_, "during", "k", "x");
   EXPECT_EQ(StatusCode::UNAVAILABLE, r.status.error_code()) << r.status.error_message();
   ASSERT_TRUE(pg.Start()) << pg.error();
-  // The pool reconnects after its backoff (at most 5 s).
+  // The pool reconnects after its backoff (at most 1 s).
   bool back = false;
   for (int i = 0; i < 100 && !back; i++) {
     back = Get(alice_, "before").status.ok();

@@ -120,7 +120,7 @@ TEST_F(MemorydTest, PostgresLossTurnsHealthNotServingAndRecoveryServingAgain) {
   EXPECT_EQ(HealthCheckResponse::NOT_SERVING, HealthStatus(ch, "memory.v1.GlobalMemory"));
   EXPECT_EQ(HealthCheckResponse::SERVING, HealthStatus(ch, "memory.v1.Cache"));
   ASSERT_TRUE(AdminExec("CREATE DATABASE " + db_.name()));
-  // Backoff tops out at 5 s between attempts.
+  // Backoff tops out at 1 s between attempts.
   EXPECT_TRUE(WaitForHealth(ch, "", HealthCheckResponse::SERVING, 10000));
   EXPECT_NE(std::string::npos, m->Log().find("postgres is down")) << m->Log();
   EXPECT_NE(std::string::npos, m->Log().find("postgres is back")) << m->Log();
