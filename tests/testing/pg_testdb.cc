@@ -87,6 +87,11 @@ std::string PgSession::Value(const std::string& sql) {
 }
 
 int PgSession::LockWaiters() {
+  // Inside a transaction (the one holding the lock, typically)
+  // pg_stat_activity is read once and kept until it ends: without
+  // discarding that snapshot every poll would see the first one's sessions
+  // (a call that began waiting later never shows).
+  Value("SELECT pg_stat_clear_snapshot()");
   std::string n = Value(
       "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
       " AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()"

@@ -38,7 +38,8 @@ class PgSession {
   // lock. Client backends only (an autovacuum worker may wait for the same
   // table), and not told apart by query text: a statement prepared earlier
   // on its connection waits for the lock at Bind, before pg_stat_activity
-  // shows its text. -1 when the query fails.
+  // shows its text. Fresh on every call, also inside a transaction. -1
+  // when the query fails.
   int LockWaiters();
 
  private:
