@@ -11,6 +11,7 @@
 #include "protos/descriptor_set.h"
 #include "service/audit/audit.h"
 #include "service/auth/authn.h"
+#include "service/auth/stream_quota.h"
 #include "service/core/config.h"
 #include "service/core/log.h"
 #include "service/health/health.h"
@@ -58,6 +59,7 @@ typedef struct {
     rpc_server *srv;
     instance *inst;
     authn *auth;
+    stream_quota *quota;
     audit *audit;
     tier_set *tiers;
 } app;
@@ -177,6 +179,9 @@ static int build_server(app *a, char *err) {
         .keepalive_timeout_ms = c->keepalive_timeout_s * 1000,
         .tls_cert_pem = cert,
         .tls_key_pem = key,
+        .max_call_memory = (size_t)c->max_call_memory_mb << 20,
+        .stream_buffer_bytes = (size_t)c->stream_buffer_bytes,
+        .max_streams = c->max_streams,
     };
     int rc = rpc_server_create(&o, &a->srv, err, ERRLEN);
     free(cert);
@@ -188,9 +193,13 @@ static int build_server(app *a, char *err) {
     }
     /* The interceptor chain, in order: authenticate + authorize, then the
      * handler; observers see every finished call (access log, audit). */
-    if (!(a->health = health_create()) || health_register(a->srv, a->health) != 0 ||
+    if (!(a->health = health_create(c->max_health_watchers)) ||
+        health_register(a->srv, a->health) != 0 ||
         (c->reflection && reflection_register(a->srv, a->pool) != 0) ||
         rpc_server_add_interceptor(a->srv, authn_interceptor, a->auth) != 0 ||
+        !(a->quota =
+              stream_quota_create(c->max_streams_per_tenant, c->max_streams_per_principal)) ||
+        rpc_server_add_interceptor(a->srv, stream_quota_interceptor, a->quota) != 0 ||
         rpc_server_add_observer(a->srv, rpc_log_observer, NULL) != 0) {
         snprintf(err, ERRLEN, "cannot register the built-in services");
         return -1;
@@ -226,6 +235,7 @@ static void teardown(app *a) {
     tier_set_free(a->tiers);
     audit_free(a->audit);
     authn_free(a->auth);
+    stream_quota_free(a->quota); /* after the server: streams hand places back */
     instance_stop(a->inst, a->pg);
     health_free(a->health);
     descpool_free(a->pool);

@@ -23,12 +23,10 @@
  * the rows the notification announced), with their own statement_timeout.
  *
  * Slow streams: fan-out never blocks (rpc_call_send only queues), so a
- * slow client cannot hold up the others. What a client that stops reading
- * costs is not bounded yet: the runtime queues its messages without limit
- * and rpc.h does not say how many are pending. With such a count the
- * policy would be drop-and-end: finish the stream with RESOURCE_EXHAUSTED
- * (an audit consumer must not silently miss records; it can reconnect and
- * List the gap). */
+ * slow client cannot hold up the others, and a stream's queue is bounded
+ * (--stream-buffer-bytes). A stream whose queue is full ends with
+ * RESOURCE_EXHAUSTED rather than skip records: an audit consumer must not
+ * silently miss any; it reconnects and Lists the gap. */
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
@@ -175,15 +173,34 @@ void audit_watch_fan_out(audit_watch *w, const audit_row *row, uint64_t seq) {
     audit_codec_record(row, &rec, &ts, &d, idbuf);
     Memory__V1__AuditWatchResponse resp = MEMORY__V1__AUDIT_WATCH_RESPONSE__INIT;
     resp.record = &rec;
+    watcher *slow = NULL;
     pthread_mutex_lock(&w->lock);
-    for (watcher *wt = w->list; wt; wt = wt->next) {
+    for (watcher **pp = &w->list; *pp;) {
+        watcher *wt = *pp;
         if (seq <= wt->start_seq || strcmp(wt->tenant, row->tenant) != 0 ||
-            !audit_codec_filter_match(&wt->f, row))
+            !audit_codec_filter_match(&wt->f, row)) {
+            pp = &wt->next;
             continue;
+        }
         /* -1 means the stream is ending; its cancel callback unlinks it. */
-        rpc_call_send(wt->call, &resp.base);
+        if (rpc_call_send(wt->call, &resp.base) != RPC_SEND_OVERFLOW) {
+            pp = &wt->next;
+            continue;
+        }
+        *pp = wt->next;
+        w->n--;
+        wt->next = slow;
+        slow = wt;
     }
     pthread_mutex_unlock(&w->lock);
+    while (slow) { /* ended outside the lock, as check_live ends its own */
+        watcher *wt = slow;
+        slow = wt->next;
+        rpc_call_finish(wt->call, GRPC_STATUS_RESOURCE_EXHAUSTED,
+                        "audit: " RPC_OVERFLOW_MESSAGE
+                        "; reconnect and use Audit.List for the gap");
+        watcher_free(wt);
+    }
 }
 
 /* ---- live checks ---- */

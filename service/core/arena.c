@@ -22,6 +22,9 @@ struct arena {
     arena_block *cur;   /* block small allocations bump from */
     arena_block *extra; /* malloc'd blocks to free (never includes first) */
     size_t total;
+    size_t held;  /* bytes of every block, the first one included */
+    size_t limit; /* 0: none */
+    int over;     /* an allocation was refused for the limit */
     ProtobufCAllocator pb;
     arena_block first; /* must stay last: its data[] runs into the allocation */
 };
@@ -39,12 +42,15 @@ static void init_state(arena *a) {
     a->cur = &a->first;
     a->extra = NULL;
     a->total = 0;
+    a->held = ARENA_BLOCK_SIZE;
+    a->over = 0;
 }
 
 arena *arena_create(void) {
     arena *a = malloc(sizeof(arena) + ARENA_BLOCK_SIZE);
     if (!a) return NULL;
     init_state(a);
+    a->limit = 0;
     a->pb.alloc = pb_alloc;
     a->pb.free = pb_free;
     a->pb.allocator_data = a;
@@ -72,12 +78,17 @@ void arena_reset(arena *a) {
 }
 
 static arena_block *new_block(arena *a, size_t cap) {
+    if (a->limit && (cap > a->limit || a->held > a->limit - cap)) {
+        a->over = 1;
+        return NULL;
+    }
     arena_block *b = malloc(sizeof(arena_block) + cap);
     if (!b) return NULL;
     b->cap = cap;
     b->used = 0;
     b->next = a->extra;
     a->extra = b;
+    a->held += cap;
     return b;
 }
 
@@ -137,6 +148,9 @@ char *arena_printf(arena *a, const char *fmt, ...) {
 ProtobufCAllocator *arena_protobuf_allocator(arena *a) { return &a->pb; }
 
 size_t arena_used(const arena *a) { return a->total; }
+
+void arena_set_limit(arena *a, size_t limit) { a->limit = limit; }
+int arena_over_limit(const arena *a) { return a->over; }
 
 void *arena_message(arena *a, const ProtobufCMessageDescriptor *desc) {
     ProtobufCMessage *m = arena_alloc(a, desc->sizeof_message);

@@ -38,4 +38,10 @@ void *arena_message(arena *a, const ProtobufCMessageDescriptor *desc);
 /* Bytes handed out so far (for limits and tests). */
 size_t arena_used(const arena *a);
 
+/* Caps the memory the arena holds (its blocks, the first one included) at
+ * limit bytes; 0 = no cap. An allocation past it returns NULL and marks the
+ * arena (arena_over_limit) until the next reset; the cap itself stays. */
+void arena_set_limit(arena *a, size_t limit);
+int arena_over_limit(const arena *a);
+
 #endif

@@ -30,6 +30,12 @@ typedef struct config {
     int keepalive_time_s;           /* server pings an idle connection this often */
     int keepalive_timeout_s;        /* and drops it when the ping is not answered */
     int shutdown_grace_s;           /* in-flight calls get this long on SIGTERM */
+    int max_call_memory_mb;         /* one call's decoded request and working memory */
+    int stream_buffer_bytes;        /* messages queued for one slow stream reader */
+    int max_streams;                /* open streams, server-wide */
+    int max_streams_per_tenant;     /* ... of one tenant */
+    int max_streams_per_principal;  /* ... of one principal */
+    int max_health_watchers;        /* open Health/Watch streams (no token needed) */
     int health_interval_ms;         /* how often backends are probed */
     int reflection;                 /* serve grpc.reflection v1 + v1alpha */
     int migrate;                    /* apply schema migrations at start-up */

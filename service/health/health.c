@@ -26,12 +26,14 @@ struct health {
     pthread_mutex_t lock;
     entry *entries;
     watcher *watchers;
+    int nwatchers, max_watchers;
     int shut_down;
 };
 
-health *health_create(void) {
+health *health_create(int max_watchers) {
     health *h = calloc(1, sizeof *h);
     if (!h) return NULL;
+    h->max_watchers = max_watchers > 0 ? max_watchers : 1024;
     pthread_mutex_init(&h->lock, NULL);
     return h;
 }
@@ -71,14 +73,16 @@ static int wire_status_locked(health *h, const char *service) {
                : GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__NOT_SERVING;
 }
 
-/* Sends the current status to w if it changed. Returns -1 when the call is
- * gone (the caller drops the watcher). */
+/* Sends the current status to w if it changed. Returns rpc_call_send's
+ * refusal when the call is gone or its client stopped reading (the caller
+ * drops the watcher). */
 static int update_watcher_locked(health *h, watcher *w) {
     int now = wire_status_locked(h, w->service);
     if (now == w->last_sent) return 0;
     Grpc__Health__V1__HealthCheckResponse resp = GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__INIT;
     resp.status = now;
-    if (rpc_call_send(w->call, &resp.base) != 0) return -1;
+    int rc = rpc_call_send(w->call, &resp.base);
+    if (rc != 0) return rc;
     w->last_sent = now;
     return 0;
 }
@@ -87,12 +91,17 @@ static void notify_locked(health *h, const char *service) {
     watcher **pp = &h->watchers;
     while (*pp) {
         watcher *w = *pp;
-        if ((service && strcmp(w->service, service) != 0) || update_watcher_locked(h, w) == 0) {
+        int rc = 0;
+        if ((service && strcmp(w->service, service) != 0) ||
+            (rc = update_watcher_locked(h, w)) == 0) {
             pp = &w->next;
             continue;
         }
         *pp = w->next;
-        rpc_call_finish(w->call, GRPC_STATUS_CANCELLED, "watch ended");
+        h->nwatchers--;
+        if (rc == RPC_SEND_OVERFLOW)
+            rpc_call_finish(w->call, GRPC_STATUS_RESOURCE_EXHAUSTED, RPC_OVERFLOW_MESSAGE);
+        else rpc_call_finish(w->call, GRPC_STATUS_CANCELLED, "watch ended");
         free(w->service);
         free(w);
     }
@@ -145,6 +154,11 @@ static grpc_status_code check(rpc_call *call, const ProtobufCMessage *req_msg,
     const Grpc__Health__V1__HealthCheckRequest *req = (const void *)req_msg;
     Grpc__Health__V1__HealthCheckResponse *resp = (void *)resp_msg;
     const char *service = req->service ? req->service : "";
+    if (strlen(service) > HEALTH_SERVICE_NAME_MAX) {
+        rpc_call_set_error(call, "the service name is over %d bytes: no service is named so",
+                           HEALTH_SERVICE_NAME_MAX);
+        return GRPC_STATUS_INVALID_ARGUMENT;
+    }
     health_status st = health_get(h, service);
     if (st == HEALTH_UNKNOWN) {
         rpc_call_set_error(call, "unknown service \"%s\"", service);
@@ -163,6 +177,7 @@ static void watch_cancelled(rpc_call *call, void *arg) {
         watcher *w = *pp;
         if (w->call != call) continue;
         *pp = w->next;
+        h->nwatchers--;
         free(w->service);
         free(w);
         pthread_mutex_unlock(&h->lock);
@@ -175,6 +190,11 @@ static void watch_cancelled(rpc_call *call, void *arg) {
 static grpc_status_code watch(rpc_call *call, const ProtobufCMessage *req_msg, void *arg) {
     health *h = arg;
     const Grpc__Health__V1__HealthCheckRequest *req = (const void *)req_msg;
+    if (req->service && strlen(req->service) > HEALTH_SERVICE_NAME_MAX) {
+        rpc_call_set_error(call, "the service name is over %d bytes: no service is named so",
+                           HEALTH_SERVICE_NAME_MAX);
+        return GRPC_STATUS_INVALID_ARGUMENT;
+    }
     watcher *w = calloc(1, sizeof *w);
     if (!w || !(w->service = strdup(req->service ? req->service : ""))) {
         free(w);
@@ -184,6 +204,16 @@ static grpc_status_code watch(rpc_call *call, const ProtobufCMessage *req_msg, v
     w->call = call;
     w->last_sent = -1;
     pthread_mutex_lock(&h->lock);
+    if (h->nwatchers >= h->max_watchers) {
+        pthread_mutex_unlock(&h->lock);
+        free(w->service);
+        free(w);
+        rpc_call_set_error(call,
+                           "%d Health/Watch streams are open, this server's limit "
+                           "(--max-health-watchers); poll Health/Check instead",
+                           h->max_watchers);
+        return GRPC_STATUS_RESOURCE_EXHAUSTED;
+    }
     if (update_watcher_locked(h, w) != 0 || rpc_call_on_cancel(call, watch_cancelled, h) != 0) {
         pthread_mutex_unlock(&h->lock);
         free(w->service);
@@ -192,6 +222,7 @@ static grpc_status_code watch(rpc_call *call, const ProtobufCMessage *req_msg, v
     }
     w->next = h->watchers;
     h->watchers = w;
+    h->nwatchers++;
     pthread_mutex_unlock(&h->lock);
     return RPC_PENDING;
 }

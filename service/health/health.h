@@ -16,8 +16,14 @@ typedef enum {
 
 typedef struct health health;
 
-/* Returns a table knowing no services, or NULL (out of memory). */
-health *health_create(void);
+/* Longest service name Check and Watch accept (the longest real one is
+ * about 30 bytes): a watcher keeps its name for the stream's life. */
+#define HEALTH_SERVICE_NAME_MAX 256
+
+/* Returns a table knowing no services, or NULL (out of memory). At most
+ * max_watchers Watch streams are open at once (<= 0: 1024); Watch is open
+ * without a token, so this is what bounds its memory. */
+health *health_create(int max_watchers);
 /* Frees the table; watchers must be gone (server shut down). Accepts NULL. */
 void health_free(health *h);
 

@@ -95,9 +95,11 @@ typedef struct rpc_method {
     int serves_while_draining;
 } rpc_method;
 
-/* Interceptor: runs for every call of a registered method after the request
- * was decoded and before the handler. A non-OK return ends the call with
- * that status (set the message with rpc_call_set_error). */
+/* Interceptor: runs for every call of a registered method before its
+ * request is decoded (it sees the method and the metadata: an
+ * unauthenticated caller makes memoryd decode nothing) and before the
+ * handler. A non-OK return ends the call with that status (set the message
+ * with rpc_call_set_error). */
 typedef grpc_status_code (*rpc_interceptor_fn)(rpc_call *call, void *arg);
 
 /* Observer: runs once per call when its final status is decided (logging,
@@ -119,6 +121,10 @@ typedef struct rpc_server_options {
     const char *tls_key_pem;
     int task_threads;   /* the task pool's threads (blocking handlers); <= 0: 16 */
     int task_queue_max; /* calls waiting for one of them; <= 0: 1024 */
+    /* Bounds per caller. <= 0: the defaults in brackets. */
+    size_t max_call_memory;     /* bytes a call's arena may hold [64 MiB] */
+    size_t stream_buffer_bytes; /* encoded messages queued on one stream [256 KiB] */
+    int max_streams;            /* streams open at once, server-wide [1024] */
 } rpc_server_options;
 
 /* Creates a server (nothing listens yet). *out is freed with
@@ -271,9 +277,19 @@ void *rpc_call_audit(const rpc_call *call);
 
 /* ---- streaming (thread-safe) ---- */
 
-/* Queues msg (encoded now; the caller keeps msg). Returns 0, or -1 once the
- * call was finished or cancelled. */
+/* Queues msg (encoded now; the caller keeps msg). Returns 0; -1 once the
+ * call was finished or cancelled; RPC_SEND_OVERFLOW (nothing queued) when
+ * the client reads so slowly that the stream's buffer
+ * (--stream-buffer-bytes) would overflow: the method then does what its
+ * proto documents for a slow reader (end the stream, or resynchronise). */
+#define RPC_SEND_OVERFLOW (-2)
 int rpc_call_send(rpc_call *call, const ProtobufCMessage *msg);
+/* The status message of a stream ended on RPC_SEND_OVERFLOW. */
+#define RPC_OVERFLOW_MESSAGE                                                                       \
+    "the client reads the stream too slowly: its send buffer (--stream-buffer-bytes) is full"
+/* Runs fn(arg) when the call is destroyed, whatever ended it (one slot:
+ * per-caller quotas hand their place back with it). */
+void rpc_call_on_destroy(rpc_call *call, void (*fn)(void *arg), void *arg);
 /* Ends a stream the handler kept (RPC_PENDING) and drops the handler's
  * reference; message may be NULL. Queued messages go out first. */
 void rpc_call_finish(rpc_call *call, grpc_status_code status, const char *message);

@@ -19,7 +19,7 @@
 #include "service/rpc/rpc_internal.h"
 
 /* How close to its deadline a cancel of a call whose request never came
- * counts as the deadline (see rpc_call_decode_request). */
+ * counts as the deadline (see request_arrived). */
 #define DEADLINE_SLACK_MS 100
 
 static const char *const status_names[] = {
@@ -130,8 +130,22 @@ grpc_status_code rpc_call_invalid(rpc_call *c, const char *fmt, ...) {
 }
 
 grpc_status_code rpc_call_oom(rpc_call *c) {
-    c->error_message = (char *)"out of memory"; /* static; never freed (arena memory) */
+    if (arena_over_limit(c->arena)) {
+        /* Lift the cap for the few bytes of the message: the call ends now. */
+        arena_set_limit(c->arena, 0);
+        rpc_call_set_error(c,
+                           "%s: the call needs more than the %zu MiB of memory a call may use "
+                           "(--max-call-memory)",
+                           c->path, c->srv->max_call_memory >> 20);
+    } else {
+        c->error_message = (char *)"out of memory"; /* static; never freed (arena memory) */
+    }
     return GRPC_STATUS_RESOURCE_EXHAUSTED;
+}
+
+void rpc_call_on_destroy(rpc_call *c, void (*fn)(void *), void *arg) {
+    c->on_destroy = fn;
+    c->on_destroy_arg = arg;
 }
 
 /* ---- request ids ---- */
@@ -218,6 +232,7 @@ grpc_byte_buffer *rpc_call_encode(const ProtobufCMessage *msg) {
 /* ---- lifetime ---- */
 
 static void call_destroy(rpc_call *c) {
+    if (c->on_destroy) c->on_destroy(c->on_destroy_arg);
     if (c->principal && c->principal_release) c->principal_release(c->principal);
     while (c->queue_head) {
         send_item *it = c->queue_head;
@@ -238,9 +253,12 @@ static void call_destroy(rpc_call *c) {
     rpc_server *srv = c->srv;
     arena_pool_put(srv->arenas, c->msg_arena);
     int served = c->served;
-    if (c->stream_link.next) {
+    if (c->stream_link.next) { /* listed once: still on the list unless the drain took it */
         pthread_mutex_lock(&srv->lock);
-        dlist_remove(&c->stream_link);
+        if (c->stream_link.next != &c->stream_link) {
+            dlist_remove(&c->stream_link);
+            srv->nstreams--;
+        }
         pthread_mutex_unlock(&srv->lock);
     }
     arena_pool_put(srv->arenas, c->arena); /* the call itself lived in it */
@@ -336,9 +354,13 @@ grpc_status_code rpc_call_intercept(rpc_call *c) {
     return GRPC_STATUS_OK;
 }
 
-grpc_status_code rpc_call_decode_request(rpc_call *c, grpc_byte_buffer *payload) {
+/* Whether the request of a unary or server-streaming call came (payload
+ * is NULL otherwise): CANCELLED / DEADLINE_EXCEEDED when the stream broke
+ * first, INVALID_ARGUMENT when the client sent none. */
+static grpc_status_code request_arrived(rpc_call *c, const grpc_byte_buffer *payload) {
     const rpc_method *m = &c->entry->m;
-    if (!payload && grpc_call_failed_before_recv_message(c->call)) {
+    if (payload) return GRPC_STATUS_OK;
+    if (grpc_call_failed_before_recv_message(c->call)) {
         /* The stream broke before its message came: the client went away
          * or the deadline passed, which is what the logs and the audit
          * row must say (the status itself reaches nobody). */
@@ -354,25 +376,43 @@ grpc_status_code rpc_call_decode_request(rpc_call *c, grpc_byte_buffer *payload)
                            m->path);
         return GRPC_STATUS_CANCELLED;
     }
-    if (!payload) {
-        rpc_call_set_error(c, "%s: the request message is missing", m->path);
-        return GRPC_STATUS_INVALID_ARGUMENT;
-    }
+    rpc_call_set_error(c, "%s: the request message is missing", m->path);
+    return GRPC_STATUS_INVALID_ARGUMENT;
+}
+
+grpc_status_code rpc_call_decode_into(rpc_call *c, arena *a, grpc_byte_buffer *bb,
+                                      const ProtobufCMessage **out) {
+    const rpc_method *m = &c->entry->m;
     const char *why;
-    c->request = rpc_call_decode(c->arena, m->request, payload, &why);
-    grpc_byte_buffer_destroy(payload);
-    if (!c->request) {
-        rpc_call_set_error(c, "%s: the request is not a valid %s message (%s)", m->path,
-                           m->request->name, why);
-        return GRPC_STATUS_INVALID_ARGUMENT;
+    *out = rpc_call_decode(a, m->request, bb, &why);
+    if (*out) return GRPC_STATUS_OK;
+    if (arena_over_limit(a)) {
+        arena_set_limit(a, 0); /* room for the message: the call ends now */
+        arena_set_limit(c->arena, 0);
+        rpc_call_set_error(c,
+                           "%s: the request needs more than the %zu MiB of memory a call may "
+                           "use, decoded (--max-call-memory)",
+                           m->path, c->srv->max_call_memory >> 20);
+        return GRPC_STATUS_RESOURCE_EXHAUSTED;
     }
-    return GRPC_STATUS_OK;
+    rpc_call_set_error(c, "%s: %s is not a valid %s message (%s)", m->path,
+                       a == c->arena ? "the request" : "a request", m->request->name, why);
+    return GRPC_STATUS_INVALID_ARGUMENT;
+}
+
+grpc_status_code rpc_call_take_request(rpc_call *c, grpc_byte_buffer *payload) {
+    grpc_status_code st = request_arrived(c, payload);
+    /* Authenticate from the metadata before decoding anything: a caller
+     * without a valid token costs no arena memory. */
+    if (st == GRPC_STATUS_OK) st = rpc_call_intercept(c);
+    if (st == GRPC_STATUS_OK) st = rpc_call_decode_into(c, c->arena, payload, &c->request);
+    if (payload) grpc_byte_buffer_destroy(payload);
+    return st;
 }
 
 static void run_unary(rpc_call *c, grpc_byte_buffer *payload) {
     const rpc_method *m = &c->entry->m;
-    grpc_status_code st = rpc_call_decode_request(c, payload);
-    if (st == GRPC_STATUS_OK) st = rpc_call_intercept(c);
+    grpc_status_code st = rpc_call_take_request(c, payload);
     ProtobufCMessage *resp = NULL;
     if (st == GRPC_STATUS_OK) {
         resp = arena_message(c->arena, m->response);
@@ -451,19 +491,37 @@ static int refused_by_drain(const rpc_call *c) {
 
 /* Counts c as served (shutdown waits for it) and, for a stream, lists it
  * for the drain to end; the check and the listing are one step under the
- * server's lock, so a stream is either refused or ended by the drain. */
-static int serve(rpc_call *c) {
+ * server's lock, so a stream is either refused or ended by the drain.
+ * Returns OK, or the refusal's status with its message set. */
+static grpc_status_code serve(rpc_call *c) {
     rpc_server *srv = c->srv;
     int streaming = c->entry && c->entry->m.kind != RPC_UNARY;
+    grpc_status_code st = GRPC_STATUS_OK;
     if (streaming) pthread_mutex_lock(&srv->lock);
-    int refused = refused_by_drain(c);
-    if (!refused) {
+    if (refused_by_drain(c)) {
+        st = GRPC_STATUS_UNAVAILABLE;
+    } else if (streaming && srv->nstreams >= srv->max_streams) {
+        st = GRPC_STATUS_RESOURCE_EXHAUSTED;
+    } else {
         c->served = 1;
         atomic_fetch_add(&srv->served_calls, 1);
-        if (streaming) dlist_push_back(&srv->streams, &c->stream_link);
+        if (streaming) {
+            dlist_push_back(&srv->streams, &c->stream_link);
+            srv->nstreams++;
+        }
     }
     if (streaming) pthread_mutex_unlock(&srv->lock);
-    return !refused;
+    if (st == GRPC_STATUS_UNAVAILABLE)
+        rpc_call_set_error(c,
+                           "memoryd is shutting down: %s did not run; retry it (on another "
+                           "replica)",
+                           c->path ? c->path : "the call");
+    else if (st == GRPC_STATUS_RESOURCE_EXHAUSTED)
+        rpc_call_set_error(c,
+                           "%s: this server already has %d streams open, its limit "
+                           "(--max-streams); retry later or on another replica",
+                           c->path, srv->max_streams);
+    return st;
 }
 
 static void run_unknown(rpc_call *c) {
@@ -490,6 +548,7 @@ void rpc_call_dispatch(rpc_server *srv, const rpc_method_entry *entry, grpc_call
         return;
     }
     atomic_fetch_add(&srv->live_calls, 1);
+    arena_set_limit(a, srv->max_call_memory);
     c->srv = srv;
     c->entry = entry;
     c->arena = a;
@@ -513,13 +572,10 @@ void rpc_call_dispatch(rpc_server *srv, const rpc_method_entry *entry, grpc_call
     }
     take_client_request_id(c);
     c->path = entry ? entry->m.path : arena_strdup(a, unknown_path);
-    if (!serve(c)) {
+    grpc_status_code refused = serve(c);
+    if (refused != GRPC_STATUS_OK) {
         if (payload) grpc_byte_buffer_destroy(payload);
-        rpc_call_set_error(c,
-                           "memoryd is shutting down: %s did not run; retry it (on another "
-                           "replica)",
-                           c->path ? c->path : "the call");
-        unary_finish(c, GRPC_STATUS_UNAVAILABLE, NULL);
+        unary_finish(c, refused, NULL);
         return;
     }
     if (!entry) {

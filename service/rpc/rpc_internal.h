@@ -72,6 +72,10 @@ struct rpc_server {
     taskpool *tasks;            /* where blocking handlers run */
     int64_t gpr_mono_offset_ms; /* CLOCK_MONOTONIC ms minus gpr's monotonic ms */
     size_t max_message_bytes;   /* the send limit the channel args set */
+    size_t max_call_memory;     /* per call arena */
+    size_t stream_buffer_bytes; /* per stream send queue */
+    int max_streams;            /* served streams at once */
+    int nstreams;               /* on streams; guarded by lock */
     rpc_tag shutdown_tag;
     pthread_mutex_t lock; /* shutdown_notified, streams */
     pthread_cond_t cond;
@@ -85,6 +89,7 @@ struct rpc_server {
 typedef struct send_item {
     struct send_item *next;
     grpc_byte_buffer *bb;
+    size_t bytes;
 } send_item;
 
 enum { RPC_SERVING = 0, RPC_DRAIN_BACKLOG = 1, RPC_DRAIN_REFUSING = 2 };
@@ -104,6 +109,8 @@ struct rpc_call {
     char *error_message;   /* in the arena (handler thread) */
     void *principal;
     void (*principal_release)(void *);
+    void (*on_destroy)(void *);
+    void *on_destroy_arg;
     void *audit; /* the audit module's per-call note (arena memory) */
 
     /* Final batch (status + trailing metadata) and what it references. */
@@ -123,6 +130,7 @@ struct rpc_call {
     int send_in_flight;
     grpc_byte_buffer *sending;
     send_item *queue_head, *queue_tail;
+    size_t queued_bytes; /* encoded bytes on the queue */
     int finish_requested, status_sent, closed, cancelled;
     grpc_status_code final_status;
     char *final_message; /* malloc'd: finish may come from any thread */
@@ -157,9 +165,15 @@ void rpc_call_unref(rpc_call *c); /* destroys the call with the last reference *
 const ProtobufCMessage *rpc_call_decode(arena *a, const ProtobufCMessageDescriptor *desc,
                                         grpc_byte_buffer *bb, const char **why);
 grpc_byte_buffer *rpc_call_encode(const ProtobufCMessage *msg);
-/* The request of a unary or server-streaming call into c->request (takes
- * payload); INVALID_ARGUMENT when missing or malformed. */
-grpc_status_code rpc_call_decode_request(rpc_call *c, grpc_byte_buffer *payload);
+/* The request of a unary or server-streaming call (takes payload): checks
+ * it came, runs the interceptors (authentication) before decoding it, then
+ * decodes it into c->request. */
+grpc_status_code rpc_call_take_request(rpc_call *c, grpc_byte_buffer *payload);
+/* Decodes bb into arena a (c's, or its per-message one) as c's request
+ * type: INVALID_ARGUMENT for bad bytes, RESOURCE_EXHAUSTED past the call's
+ * memory cap, with the message set. bb stays the caller's. */
+grpc_status_code rpc_call_decode_into(rpc_call *c, arena *a, grpc_byte_buffer *bb,
+                                      const ProtobufCMessage **out);
 grpc_status_code rpc_call_intercept(rpc_call *c); /* the interceptor chain */
 void rpc_call_notify(rpc_call *c, grpc_status_code status, const char *message);
 /* grpc_call_start_batch, completing tag itself (logged) when it fails. */

@@ -165,6 +165,7 @@ static void end_streams(rpc_server *srv) {
         }
         /* Off the list now, so the next round sees the rest. */
         for (size_t i = 0; i < n; i++) dlist_remove(&batch[i]->stream_link);
+        srv->nstreams -= (int)n;
         pthread_mutex_unlock(&srv->lock);
         if (n == 0) return;
         for (size_t i = 0; i < n; i++) rpc_stream_end_for_drain(batch[i]);
@@ -214,6 +215,10 @@ int rpc_server_create(const rpc_server_options *opts, rpc_server **out, char *er
 
     int max_msg = opts->max_message_bytes > 0 ? opts->max_message_bytes : 4 << 20;
     srv->max_message_bytes = (size_t)max_msg;
+    srv->max_call_memory = opts->max_call_memory > 0 ? opts->max_call_memory : (size_t)64 << 20;
+    srv->stream_buffer_bytes =
+        opts->stream_buffer_bytes > 0 ? opts->stream_buffer_bytes : (size_t)256 << 10;
+    srv->max_streams = opts->max_streams > 0 ? opts->max_streams : 1024;
     /* Channel-arg helpers are not exported from Debian's build: build the
      * grpc_arg structs by hand. */
     grpc_arg args[] = {

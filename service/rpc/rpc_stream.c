@@ -40,6 +40,7 @@ static void pump_sends_locked(rpc_call *c) {
     send_item *it = c->queue_head;
     c->queue_head = it->next;
     if (!c->queue_head) c->queue_tail = NULL;
+    c->queued_bytes -= it->bytes;
     c->sending = it->bb;
     free(it);
     c->send_in_flight = 1;
@@ -72,10 +73,16 @@ static void send_done(rpc_tag *tag, int ok) {
 }
 
 int rpc_call_send(rpc_call *c, const ProtobufCMessage *msg) {
+    size_t bytes = protobuf_c_message_get_packed_size(msg);
     pthread_mutex_lock(&c->lock);
     if (c->finish_requested || c->cancelled || c->closed) {
         pthread_mutex_unlock(&c->lock);
         return -1;
+    }
+    /* One message always fits an empty queue (or a big one could never go). */
+    if (c->queue_head && c->queued_bytes + bytes > c->srv->stream_buffer_bytes) {
+        pthread_mutex_unlock(&c->lock);
+        return RPC_SEND_OVERFLOW;
     }
     send_item *it = malloc(sizeof *it);
     if (!it) {
@@ -83,6 +90,8 @@ int rpc_call_send(rpc_call *c, const ProtobufCMessage *msg) {
         return -1;
     }
     it->bb = rpc_call_encode(msg);
+    it->bytes = bytes;
+    c->queued_bytes += bytes;
     it->next = NULL;
     if (c->queue_tail) c->queue_tail->next = it;
     else c->queue_head = it;
@@ -186,8 +195,7 @@ static void stream_end(rpc_call *c, grpc_status_code status) {
 void rpc_stream_run(rpc_call *c, grpc_byte_buffer *payload) {
     const rpc_method *m = &c->entry->m;
     rpc_call_watch_close(c);
-    grpc_status_code st = rpc_call_decode_request(c, payload);
-    if (st == GRPC_STATUS_OK) st = rpc_call_intercept(c);
+    grpc_status_code st = rpc_call_take_request(c, payload);
     if (st == GRPC_STATUS_OK) {
         rpc_call_ref(c); /* the handler's reference, dropped by rpc_call_finish */
         st = m->stream(c, c->request, m->arg);
@@ -213,16 +221,14 @@ static void bidi_recv_done(rpc_tag *tag, int ok) {
         return;
     }
     arena_reset(c->msg_arena);
-    const char *why;
-    const ProtobufCMessage *req = rpc_call_decode(c->msg_arena, m->request, bb, &why);
+    arena_set_limit(c->msg_arena, c->srv->max_call_memory);
+    const ProtobufCMessage *req = NULL;
+    grpc_status_code st = rpc_call_decode_into(c, c->msg_arena, bb, &req);
     grpc_byte_buffer_destroy(bb);
-    grpc_status_code st;
     int send = 1;
     ProtobufCMessage *resp = NULL;
-    if (!req) {
-        rpc_call_set_error(c, "%s: a request is not a valid %s message (%s)", m->path,
-                           m->request->name, why);
-        st = GRPC_STATUS_INVALID_ARGUMENT;
+    if (st != GRPC_STATUS_OK) {
+        /* the message is set */
     } else if (!(resp = arena_message(c->msg_arena, m->response))) {
         st = GRPC_STATUS_RESOURCE_EXHAUSTED;
     } else {

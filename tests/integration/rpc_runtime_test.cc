@@ -597,11 +597,13 @@ TEST_F(RuntimeTest, ShutdownEndsOpenStreamsUnavailableAtOnce) {
   EXPECT_NE(std::string::npos, st.error_message().find("shutting down")) << st.error_message();
 }
 
-// Both workers are busy in slow handlers and six more calls wait in the
-// completion queue when shutdown begins: the six were accepted, so they
-// run and succeed; a call arriving once that backlog is served is refused
-// UNAVAILABLE without running (never CANCELLED: a client cannot tell
-// whether a cancelled call ran), except on a method that serves while
+// Both workers are busy in slow handlers and six more calls wait behind
+// them when shutdown begins. The running two succeed; each waiting one
+// either runs and succeeds (the completion queue held it: it was accepted)
+// or, when gRPC had not read it yet (the workers are its pollers, and they
+// were asleep), is refused UNAVAILABLE without running; never CANCELLED (a
+// client cannot tell whether a cancelled call ran). A call arriving once
+// that backlog is served is refused, except on a method that serves while
 // draining; shutdown then returns well within its grace.
 TEST_F(RuntimeTest, ShutdownServesAcceptedCallsAndRefusesLaterOnesUnavailable) {
   std::vector<testing_client::Result> rs(8);

@@ -237,6 +237,25 @@ TEST_F(ArenaTest, ProtobufAllocatorSurvivesMalformedInput) {
   EXPECT_STREQ("x", got->service);
 }
 
+// A limited arena refuses what would take it past the limit, big blocks
+// and small ones alike, says so, and forgets it (not the limit) on reset.
+TEST_F(ArenaTest, LimitRefusesAllocationsPastItUntilReset) {
+  arena_set_limit(a_, 64 * 1024);
+  EXPECT_FALSE(arena_over_limit(a_));
+  EXPECT_NE(nullptr, arena_alloc(a_, 40 * 1024));
+  EXPECT_EQ(nullptr, arena_alloc(a_, 40 * 1024));
+  EXPECT_TRUE(arena_over_limit(a_));
+  arena_reset(a_);
+  EXPECT_FALSE(arena_over_limit(a_));
+  int small = 0;
+  while (arena_alloc(a_, 100) != nullptr && small < 100000) small++;
+  EXPECT_TRUE(arena_over_limit(a_));
+  EXPECT_GT(small * 100, 48 * 1024);  // most of the limit was usable
+  EXPECT_LE(small * 100, 64 * 1024);
+  arena_set_limit(a_, 0);  // no limit again
+  EXPECT_NE(nullptr, arena_alloc(a_, 1 << 20));
+}
+
 TEST(ArenaFreeTest, AcceptsNull) {
   arena_free(nullptr);
   SUCCEED();
