@@ -232,17 +232,17 @@ static grpc_status_code build_child(rpc_call *call, const principal *parent,
     return GRPC_STATUS_OK;
 }
 
-/* Attenuate's statement records the new token; the response is built
- * before it runs and sent once it has. */
+/* Attenuate's transaction records the new token, then commits with the
+ * call's audit row; the response is built before it runs and sent once it
+ * has committed. */
 static int decode_recorded(tier_async *op, const PGresult *r) {
-    (void)op, (void)r;
-    return STATUS_OK;
+    (void)r;
+    return tier_async_commit(op);
 }
 
 static grpc_status_code render_attenuated(tier_pending_call *pc) {
     const jwt_claims *child = *(const jwt_claims *const *)pc->arg;
     const principal *parent = authn_principal(pc->call);
-    audit_add_target(pc->call, child->jti);
     log_fields(LOG_INFO, "token attenuated", LOG_F_STR, "parent", principal_jti(parent), LOG_F_STR,
                "jti", child->jti, LOG_F_STR, "principal", principal_sub(parent), LOG_F_END);
     return GRPC_STATUS_OK;
@@ -285,17 +285,22 @@ static RPC_UNARY_HANDLER(attenuate, access_ctx, Memory__V1__AccessAttenuateReque
     out->claims = out->token ? render_claims(ar, child) : NULL;
     if (!out->claims) return rpc_call_oom(call);
     /* Recorded so Revoke can tell descendants apart; answered once it is. */
-    tier_async *op = tier_pending_op(call, "access", "record the new token", decode_recorded,
-                                     &child, sizeof child, render_attenuated, &resp->base);
+    /* Named before the commit so its audit row (written in the
+     * transaction) carries it. */
+    audit_add_target(call, child->jti);
+    tier_async *op =
+        tier_pending_op(call, "access", ctx->env->audit, "record the new token", decode_recorded,
+                        &child, sizeof child, render_attenuated, &resp->base);
     if (!op || access_store_record_sql(&op->sql, ar, child) != 0) return rpc_call_oom(call);
+    tier_async_begin(op, "BEGIN");
     return tier_pending(call, &ctx->store, op);
 }
 
 /* ---- Revoke ---- */
 
-/* Revoke's statements: the target's ancestry when the caller revokes
- * another token than its own (then the store in the same transaction),
- * else the store alone. */
+/* Revoke's transaction: the target's ancestry when the caller revokes
+ * another token than its own, the store, then the commit with the call's
+ * audit row. */
 typedef struct {
     authn *auth;
     const principal *p;
@@ -318,13 +323,13 @@ static int decode_revoke(tier_async *op, const PGresult *r) {
                              "revoking other tokens needs scope `admin`",
                              a->req->token_id);
         a->checked = 1;
-        authn_revoke_sql(tier_async_next(op, "store the revocation", "COMMIT"), a->req->token_id,
-                         a->p, a->req->reason);
+        authn_revoke_sql(tier_async_next(op, "store the revocation", NULL), a->req->token_id, a->p,
+                         a->req->reason);
         return TIER_NEXT;
     }
     if (authn_revoked(a->auth, r, a->p, a->req->token_id, &a->at_s) != 0)
         return tier_fail(op->c, STATUS_EINTERNAL, "unexpected answer storing the revocation");
-    return STATUS_OK;
+    return tier_async_commit(op);
 }
 
 static grpc_status_code render_revoked(tier_pending_call *pc) {
@@ -355,14 +360,14 @@ static RPC_UNARY_HANDLER(revoke, access_ctx, Memory__V1__AccessRevokeRequest,
     }
     audit_add_target(call, req->token_id);
     revoke_op a = {.auth = ctx->env->auth, .p = p, .req = req};
-    tier_async *op = tier_pending_op(call, "access", "revoke the token", decode_revoke, &a,
-                                     sizeof a, render_revoked, &resp->base);
+    tier_async *op = tier_pending_op(call, "access", ctx->env->audit, "revoke the token",
+                                     decode_revoke, &a, sizeof a, render_revoked, &resp->base);
     if (!op) return rpc_call_oom(call);
+    tier_async_begin(op, "BEGIN");
     if (strcmp(req->token_id, principal_jti(p)) == 0) {
         ((revoke_op *)op->arg)->checked = 1; /* its own token: no ancestry to read */
         authn_revoke_sql(&op->sql, req->token_id, p, req->reason);
     } else {
-        tier_async_begin(op, "BEGIN");
         access_store_ancestry_sql(&op->sql, req->token_id, principal_jti(p), principal_tenant(p));
     }
     return tier_pending(call, &ctx->store, op);

@@ -53,6 +53,12 @@ struct audit {
     pthread_t writer;
 
     atomic_uint_fast64_t queued, written, dropped, failed, batches;
+    /* Calls that ended before a token was verified: counted, logged at
+     * most once a second, never queued (a flood of bad tokens must not
+     * push real records out of the queue). */
+    atomic_uint_fast64_t unauthenticated;
+    atomic_int_fast64_t unauth_logged_ms;
+    atomic_uint_fast64_t unauth_logged_count;
 };
 
 /* The per-call note hung on rpc_call_set_audit (call arena). */
@@ -159,6 +165,19 @@ static void observe(rpc_call *call, grpc_status_code status, const char *message
     if (!m || !m->scope) return; /* unknown, health, reflection */
     const audit_note *note = rpc_call_audit(call);
     if (note && note->committed && status == GRPC_STATUS_OK) return; /* written in its tx */
+    if (!rpc_call_principal(call)) {
+        uint64_t n = atomic_fetch_add(&a->unauthenticated, 1) + 1;
+        int64_t now = rpc_now_ms(), last = atomic_load(&a->unauth_logged_ms);
+        if (now - last >= 1000 &&
+            atomic_compare_exchange_strong(&a->unauth_logged_ms, &last, now)) {
+            uint64_t before = atomic_exchange(&a->unauth_logged_count, n);
+            log_fields(LOG_WARN, "calls refused before a token was verified (not audited)",
+                       LOG_F_INT, "since_last", (int64_t)(n - before), LOG_F_INT, "total",
+                       (int64_t)n, LOG_F_STR, "last_method", rpc_call_path(call), LOG_F_STR,
+                       "last_status", rpc_status_name(status), LOG_F_END);
+        }
+        return;
+    }
     audit_rec *r = rec_build(call, (int)status, clock_wall_us());
     int warn = 0;
     uint64_t dropped = 0;
@@ -443,6 +462,7 @@ int audit_create(pg_pool *pg, const audit_options *o, audit **out, char *err, si
     clock_cond_init(&a->qwake);
     clock_cond_init(&a->qdone);
     a->last_drop_warn_ms = a->last_fail_log_ms = INT64_MIN / 2;
+    atomic_store(&a->unauth_logged_ms, INT64_MIN / 2);
     if (!a->ring) {
         snprintf(err, errlen, "audit: out of memory (queue of %zu)", a->o.queue_capacity);
         goto fail;
@@ -525,6 +545,7 @@ void audit_get_stats(const audit *a, audit_stats *out) {
     out->dropped = atomic_load(&m->dropped);
     out->failed = atomic_load(&m->failed);
     out->batches = atomic_load(&m->batches);
+    out->unauthenticated = atomic_load(&m->unauthenticated);
 }
 
 int audit_observe(rpc_server *srv, audit *a) { return rpc_server_add_observer(srv, observe, a); }

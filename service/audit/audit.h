@@ -1,12 +1,18 @@
 /* audit: the audit trail (protos/memory/v1/audit.proto). An observer turns
  * every finished call of an authenticated method into one audit_log row
  * (principal, token id, tenant, method, target ids, status, duration,
- * request id, time). Write handlers record their row inside their own
- * transaction (audit_write_in_tx) so data and audit commit together; every
- * other call goes through a bounded in-memory queue drained by a writer
- * thread in batches, whose drops are counted and logged. Health and
- * reflection (methods without a scope) and unknown methods are not
- * audited. Reading the trail is the Audit service's (audit_service.h).
+ * request id, time). Every write stores its row before it is answered:
+ * inside its own transaction (audit_write_in_tx, the tier kit's commit
+ * hooks) so data and audit commit together, or, for data outside
+ * PostgreSQL (Redis, Qdrant), in a statement of its own right after (the
+ * tier kit's tier_pending_audit_row / tier_sql_audit_row). Every other
+ * call (reads, failures) goes through a bounded in-memory queue drained by
+ * a writer thread in batches, whose drops are counted and logged. Calls
+ * that end before a token is verified are counted and logged (at most once
+ * a second), never queued, so a flood of them cannot crowd real records
+ * out. Health and reflection (methods without a scope) and unknown methods
+ * are not audited. Reading the trail is the Audit service's
+ * (audit_service.h).
  *
  * The writer thread drains the queue with one COPY per batch on pgq (a
  * statement timeout bounds each), retrying with backoff while PostgreSQL
@@ -94,11 +100,12 @@ int audit_flush(audit *a, int64_t deadline_ms);
 uint64_t audit_dropped(const audit *a);
 
 typedef struct audit_stats {
-    uint64_t queued;  /* records accepted into the queue */
-    uint64_t written; /* rows the writer inserted */
-    uint64_t dropped; /* = audit_dropped */
-    uint64_t failed;  /* rows PostgreSQL refused for good (not a connection problem) */
-    uint64_t batches; /* COPY statements that succeeded */
+    uint64_t queued;          /* records accepted into the queue */
+    uint64_t written;         /* rows the writer inserted */
+    uint64_t dropped;         /* = audit_dropped */
+    uint64_t failed;          /* rows PostgreSQL refused for good (not a connection problem) */
+    uint64_t batches;         /* COPY statements that succeeded */
+    uint64_t unauthenticated; /* calls that ended before a token was verified: not audited */
 } audit_stats;
 void audit_get_stats(const audit *a, audit_stats *out);
 

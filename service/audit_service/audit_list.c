@@ -131,7 +131,7 @@ RPC_UNARY_HANDLER(audit_list_handler, audit_service, Memory__V1__AuditListReques
     RPC_CHECK(tier_page_open(call, &la.pg, req->page_token, cur, 2, 1, &la.resumed));
     if (la.resumed && parse_cursor(cur, &la.after_time_us, &la.after_id) != 0)
         return tier_page_refuse(call, &la.pg);
-    tier_async *op = tier_pending_op(call, "audit", "list the audit trail", decode_list, &la,
+    tier_async *op = tier_pending_op(call, "audit", NULL, "list the audit trail", decode_list, &la,
                                      sizeof la, render_list, &resp->base);
     if (!op) return rpc_call_oom(call);
     list_sql(op->arg, &op->sql);

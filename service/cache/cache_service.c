@@ -18,8 +18,10 @@
 #include "service/core/text.h"
 #include "service/pb/pbtime.h"
 #include "service/privacy/pii_policy.h"
+#include "service/tier/tier_call.h"
 #include "service/tier/tier_check.h"
 #include "service/tier/tier_meta.h"
+#include "service/tier/tier_sql.h"
 
 #define KEY_MAX 512
 #define VALUE_MAX (1024 * 1024)
@@ -39,6 +41,8 @@ typedef struct cache_service {
     cache_aside *aside; /* with --cache-entities */
     cache_records *entities;
     pii_policy pii;
+    tier_store store; /* PostgreSQL, for the audit rows of writes */
+    audit *audit;
 } cache_service;
 
 static grpc_status_code check_key(rpc_call *call, const char *field, const char *key) {
@@ -468,6 +472,13 @@ static grpc_status_code delete_settled(pending_write *pw, int rc) {
     return GRPC_STATUS_OK;
 }
 
+/* A write that succeeded is answered once its audit row is stored (in
+ * PostgreSQL: Redis keeps no history); st is the settled status. */
+static grpc_status_code audited(pending_write *pw, grpc_status_code st) {
+    if (st != GRPC_STATUS_OK) return st;
+    return tier_pending_audit_row(pw->call, &pw->svc->store, pw->svc->audit, pw->resp);
+}
+
 /* On the loop thread, once Redis answered (or did not). */
 static void l2_written(cache_l2_write *w, int status) {
     pending_write *pw = (pending_write *)w;
@@ -476,8 +487,9 @@ static void l2_written(cache_l2_write *w, int status) {
                    pw->is_delete ? "cache: L2 delete failed; deleted from this replica's L1 only"
                                  : "cache: L2 write failed; value kept in this replica's L1 only",
                    LOG_F_STR, "reason", w->cmd.err, LOG_F_END);
-    rpc_call_complete(pw->call,
-                      pw->is_delete ? delete_settled(pw, status) : set_settled(pw, status));
+    grpc_status_code st =
+        audited(pw, pw->is_delete ? delete_settled(pw, status) : set_settled(pw, status));
+    if (st != RPC_PENDING) rpc_call_complete(pw->call, st);
 }
 
 static void cancel_write(rpc_call *call, void *arg) {
@@ -534,7 +546,7 @@ static RPC_UNARY_HANDLER(do_set, cache_service, Memory__V1__CacheSetRequest,
     pw->key = req->key;
     pw->resp = &resp->base;
     pw->mark = cache_l1_mark(svc->l1, pw->k, pw->klen);
-    if (!svc->l2) return set_settled(pw, STATUS_EUNAVAILABLE);
+    if (!svc->l2) return audited(pw, set_settled(pw, STATUS_EUNAVAILABLE));
     size_t blen;
     uint8_t *blob = cache_blob_encode(a, pw->it, &blen);
     if (!blob) return set_settled(pw, STATUS_ENOMEM);
@@ -555,7 +567,7 @@ static RPC_UNARY_HANDLER(do_delete, cache_service, Memory__V1__CacheDeleteKeyReq
     pw->key = req->key;
     pw->resp = &resp->base;
     pw->is_delete = 1;
-    if (!svc->l2) return delete_settled(pw, STATUS_EUNAVAILABLE);
+    if (!svc->l2) return audited(pw, delete_settled(pw, STATUS_EUNAVAILABLE));
     if (arm_write(pw) != 0) return GRPC_STATUS_CANCELLED;
     return write_l2(pw, cache_l2_delete_start(svc->l2, &pw->w, a, pw->k, pw->klen,
                                               (int)principal_clr(p), rpc_call_deadline_ms(call)));
@@ -595,6 +607,8 @@ static int cache_open(tier_env *env, void **state, char *err, size_t errlen) {
         return snprintf(err, errlen, "no randomness for the replica id"), -1;
     for (size_t i = 0; i < sizeof rnd; i++) snprintf(replica + 2 * i, 3, "%02x", rnd[i]);
     svc->pii = env->pii;
+    svc->store = tier_store_on(env->pg, env->pga, 0);
+    svc->audit = env->audit;
     cache_l1_options lo = {(size_t)c->cache_l1_max_entries, (size_t)c->cache_l1_max_bytes,
                            c->cache_l1_ttl_ms, NULL};
     if (!(svc->l1 = cache_l1_create(&lo)) ||

@@ -47,7 +47,7 @@ static int one_row(tier_ctx *c, PGresult *r, const call *a, int missing, const c
 /* The end of a write: the caller's hook joins its transaction; COMMIT. */
 static int hook_commit(pgq_session *ss, tier_ctx *c, const call *a, int rc, vs_collection *col) {
     if (rc == STATUS_OK && a->hook) rc = a->hook(c, col, a->arg);
-    return rc == STATUS_OK ? pgq_commit(ss, NULL, NULL, NULL) : rc;
+    return rc == STATUS_OK ? tier_sql_commit(ss, c) : rc;
 }
 
 static int create_fn(pgq_session *ss, tier_ctx *c, void *arg) {

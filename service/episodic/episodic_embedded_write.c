@@ -9,6 +9,7 @@
 #include "service/core/clock.h"
 #include "service/episodic/episodic_embedded_internal.h"
 #include "service/episodic/episodic_filter.h"
+#include "service/tier/tier_sql.h"
 
 /* Existing points among pids: (pid, owner, label, version, created_at). */
 static int load_existing(pgq_session *ss, op *o, const char *pids_literal, PGresult **out) {
@@ -129,7 +130,7 @@ static int upsert_fn(pgq_session *ss, void *arg) {
     free(rows_text);
     json_decref(rows);
     free(vecs);
-    if (rc == STATUS_OK) rc = pgq_commit(ss, NULL, NULL, NULL);
+    if (rc == STATUS_OK) rc = tier_sql_commit(ss, o->c);
     return rc;
 }
 
@@ -180,7 +181,7 @@ static int delete_ids_fn(pgq_session *ss, void *arg) {
     PQclear(r);
     if (rc != STATUS_OK || found == 0) return rc; /* nothing to delete: roll back */
     if ((rc = tombstone(ss, o, seq, lit, &o->deleted)) != STATUS_OK) return rc;
-    return pgq_commit(ss, NULL, NULL, NULL);
+    return tier_sql_commit(ss, o->c);
 }
 
 int emb_delete_ids(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_id *ids, size_t n,
@@ -232,7 +233,7 @@ static int delete_filter_fn(pgq_session *ss, void *arg) {
     int64_t seq;
     if ((rc = bump_seq(ss, o, 1, &seq)) != STATUS_OK) return rc;
     if ((rc = tombstone(ss, o, seq, lit, &o->deleted)) != STATUS_OK) return rc;
-    return pgq_commit(ss, NULL, NULL, NULL);
+    return tier_sql_commit(ss, o->c);
 }
 
 int emb_delete_filter(vstore *vs, tier_ctx *c, const vs_collection *col,

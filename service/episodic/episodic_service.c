@@ -34,6 +34,8 @@ typedef struct episodic_service {
     vstore *vs;
     int remote; /* Qdrant: a backend of its own for health */
     pii_policy pii;
+    pg_pool *pg;  /* the catalog's (and the audit rows of Qdrant writes) */
+    audit *audit; /* writes' rows */
 } episodic_service;
 
 static grpc_status_code vs_status(rpc_call *call, int rc, const tier_ctx *c) {
@@ -46,6 +48,19 @@ static grpc_status_code vs_status(rpc_call *call, int rc, const tier_ctx *c) {
 static grpc_status_code init_ctx(tier_ctx *c, rpc_call *call) {
     *c = tier_ctx_for(call, "episodic", NULL);
     return tier_ctx_watch_cancel(c, call);
+}
+
+/* A write's context: its audit row is stored before it is answered, in
+ * the write's own transaction on the embedded backend (its catalog and
+ * points are in PostgreSQL), in one of its own after a Qdrant write. The
+ * targets must be named before the write runs. */
+static void audit_writes(const episodic_service *svc, tier_ctx *c, rpc_call *call) {
+    tier_ctx_audit_writes(c, call, svc->audit);
+}
+
+static int audited(const episodic_service *svc, tier_ctx *c, int rc) {
+    if (rc != STATUS_OK || !svc->remote) return rc;
+    return tier_sql_audit_row(svc->pg, c);
 }
 
 static void point_target(rpc_call *call, const char *collection, const vs_id *id) {
@@ -197,10 +212,11 @@ static RPC_UNARY_HANDLER(do_create_collection, episodic_service,
                                 (int)req->distance);
     tier_ctx c;
     RPC_CHECK(init_ctx(&c, call));
+    audit_writes(svc, &c, call);
+    tier_target(call, "collection:%s", req->name);
     vs_collection col;
     int rc = vstore_create_collection(svc->vs, &c, req->name, req->dims, (int)req->distance, &col);
     if (rc != STATUS_OK) return vs_status(call, rc, &c);
-    tier_target(call, "collection:%s", req->name);
     if (!(resp->collection = render_collection(c.ar, c.p, &col))) return rpc_call_oom(call);
     return GRPC_STATUS_OK;
 }
@@ -254,9 +270,10 @@ static RPC_UNARY_HANDLER(do_delete_collection, episodic_service,
     RPC_CHECK(check_name(call, "name", req->name));
     tier_ctx c;
     RPC_CHECK(init_ctx(&c, call));
+    audit_writes(svc, &c, call);
+    tier_target(call, "collection:%s", req->name);
     int rc = vstore_delete_collection(svc->vs, &c, req->name);
     if (rc != STATUS_OK) return vs_status(call, rc, &c);
-    tier_target(call, "collection:%s", req->name);
     return GRPC_STATUS_OK;
 }
 
@@ -338,12 +355,11 @@ static RPC_UNARY_HANDLER(do_upsert, episodic_service, Memory__V1__EpisodicMemory
         }
     }
     if (st == GRPC_STATUS_OK) {
-        int rc = vstore_upsert(svc->vs, &c, &col, in, n);
+        audit_writes(svc, &c, call);
+        for (size_t i = 0; i < n; i++) point_target(call, col.name, &in[i].id);
+        int rc = audited(svc, &c, vstore_upsert(svc->vs, &c, &col, in, n));
         st = vs_status(call, rc, &c);
-        if (rc == STATUS_OK) {
-            resp->upserted_count = (int64_t)n;
-            for (size_t i = 0; i < n; i++) point_target(call, col.name, &in[i].id);
-        }
+        if (rc == STATUS_OK) resp->upserted_count = (int64_t)n;
     }
     release_inputs(in, n);
     return st;
@@ -446,12 +462,14 @@ static RPC_UNARY_HANDLER(do_delete_points, episodic_service, Memory__V1__DeleteP
     vs_collection col;
     RPC_CHECK(collection_of(call, svc, req->collection, &c, &col));
     int64_t deleted = 0;
-    int rc = ids ? vstore_delete_ids(svc->vs, &c, &col, ids, nids, &deleted)
-                 : vstore_delete_filter(svc->vs, &c, &col, req->filter, &deleted);
-    if (rc != STATUS_OK) return vs_status(call, rc, &c);
-    resp->deleted_count = deleted;
+    audit_writes(svc, &c, call);
     for (size_t i = 0; i < nids; i++) point_target(call, col.name, &ids[i]);
     if (!ids) tier_target(call, "collection:%s", col.name);
+    int rc = ids ? vstore_delete_ids(svc->vs, &c, &col, ids, nids, &deleted)
+                 : vstore_delete_filter(svc->vs, &c, &col, req->filter, &deleted);
+    rc = audited(svc, &c, rc);
+    if (rc != STATUS_OK) return vs_status(call, rc, &c);
+    resp->deleted_count = deleted;
     return GRPC_STATUS_OK;
 }
 
@@ -472,6 +490,8 @@ static int episodic_open(tier_env *env, void **state, char *err, size_t errlen) 
     episodic_service *svc = *state = tier_state_new(sizeof *svc, err, errlen);
     if (!svc) return -1;
     svc->pii = env->pii;
+    svc->pg = env->pg;
+    svc->audit = env->audit;
     svc->remote = c && c->qdrant_url && c->qdrant_url[0];
     if (svc->remote) {
         qdrant_options qo = {.url = c->qdrant_url,

@@ -11,13 +11,40 @@ tier_ctx tier_ctx_for(rpc_call *call, const char *tier, audit *write_audit) {
     tier_ctx c;
     tier_ctx_make(&c, tier, authn_principal(call), rpc_call_deadline_ms(call),
                   rpc_call_arena(call));
-    if (write_audit) {
-        c.before_commit = audit_hook_before_commit;
-        c.after_commit = audit_hook_after_commit;
-        c.commit_sql = audit_hook_commit_sql;
-        c.hook_arg = call;
-    }
+    tier_ctx_audit_writes(&c, call, write_audit);
     return c;
+}
+
+void tier_ctx_audit_writes(tier_ctx *c, rpc_call *call, audit *write_audit) {
+    if (!write_audit) return;
+    c->before_commit = audit_hook_before_commit;
+    c->after_commit = audit_hook_after_commit;
+    c->commit_sql = audit_hook_commit_sql;
+    c->hook_arg = call;
+}
+
+/* The audit row's statement ran (autocommitted): the observer must not
+ * record the call again. */
+static int decode_audit_row(tier_async *op, const PGresult *r) {
+    (void)r;
+    op->c->after_commit(op->c->hook_arg);
+    return STATUS_OK;
+}
+
+grpc_status_code tier_pending_audit_row(rpc_call *call, const tier_store *s, audit *write_audit,
+                                        ProtobufCMessage *resp) {
+    tier_pending_call *pc =
+        tier_pending_new(call, "audit", write_audit, 0, tier_render_nothing, resp);
+    tier_async *op = pc ? tier_async_new(pc->c, "store the write's audit row", decode_audit_row,
+                                         NULL, 0, tier_pending_done, pc)
+                        : NULL;
+    if (!op || !pc->c->commit_sql) return rpc_call_oom(call);
+    char why[256] = "";
+    if (pc->c->commit_sql(pc->c->hook_arg, &op->sql, why, sizeof why) != 0) {
+        rpc_call_set_error(call, "cannot build the write's audit row: %s", why);
+        return GRPC_STATUS_RESOURCE_EXHAUSTED;
+    }
+    return tier_pending(call, s, op);
 }
 
 static void fire_cancel(rpc_call *call, void *arg) {
@@ -63,11 +90,11 @@ tier_pending_call *tier_pending_new(rpc_call *call, const char *tier, audit *wri
     return pc;
 }
 
-tier_async *tier_pending_op(rpc_call *call, const char *tier, const char *what,
+tier_async *tier_pending_op(rpc_call *call, const char *tier, audit *write_audit, const char *what,
                             tier_async_decode_fn decode, const void *args, size_t size,
                             grpc_status_code (*render)(tier_pending_call *pc),
                             ProtobufCMessage *resp) {
-    tier_pending_call *pc = tier_pending_new(call, tier, NULL, 0, render, resp);
+    tier_pending_call *pc = tier_pending_new(call, tier, write_audit, 0, render, resp);
     tier_async *op =
         pc ? tier_async_new(pc->c, what, decode, args, size, tier_pending_done, pc) : NULL;
     if (op) pc->arg = op->arg;

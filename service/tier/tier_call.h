@@ -15,6 +15,9 @@
  * written inside the write's transaction, so data and audit commit
  * together; NULL for reads. */
 tier_ctx tier_ctx_for(rpc_call *call, const char *tier, audit *write_audit);
+/* Gives c (made for call) the audit hooks of a write: tier_ctx_for's with
+ * write_audit, for a context made before the call was known to write. */
+void tier_ctx_audit_writes(tier_ctx *c, rpc_call *call, audit *write_audit);
 
 /* For a handler that blocks its thread (a method marked .blocking): gives
  * c a cancel token (c->cancel, in the call's arena) that the client's
@@ -67,16 +70,26 @@ tier_pending_call *tier_pending_new(rpc_call *call, const char *tier, audit *wri
                                     size_t out_size,
                                     grpc_status_code (*render)(tier_pending_call *pc),
                                     ProtobufCMessage *resp);
-/* For a handler that builds its one statement itself (no store function):
- * tier_pending_new (a read: no audit hook, nothing in out) and
- * tier_async_new(what, decode, args, size) in one step, with pc->arg set
- * to the op's copy of args so render sees what decode filled. The caller
- * builds op->sql, then returns tier_pending(call, s, op). NULL when out of
- * memory. */
-tier_async *tier_pending_op(rpc_call *call, const char *tier, const char *what,
+/* For a handler that builds its statements itself (no store function):
+ * tier_pending_new (nothing in out; write_audit as there: a write's decode
+ * ends its transaction with tier_async_commit, which adds the audit row)
+ * and tier_async_new(what, decode, args, size) in one step, with pc->arg
+ * set to the op's copy of args so render sees what decode filled. The
+ * caller builds op->sql, then returns tier_pending(call, s, op). NULL when
+ * out of memory. */
+tier_async *tier_pending_op(rpc_call *call, const char *tier, audit *write_audit, const char *what,
                             tier_async_decode_fn decode, const void *args, size_t size,
                             grpc_status_code (*render)(tier_pending_call *pc),
                             ProtobufCMessage *resp);
+
+/* For a write whose data lives outside PostgreSQL (Redis), once it
+ * succeeded and its response is filled: stores the call's audit row on s's
+ * asynchronous pool and answers the call OK when it is durable, or
+ * UNAVAILABLE saying the row could not be stored (the write stands: the
+ * client retries an idempotent write). Returns RPC_PENDING, or a status
+ * to answer at once. Any thread the call's arena may be used on. */
+grpc_status_code tier_pending_audit_row(rpc_call *call, const tier_store *s, audit *write_audit,
+                                        ProtobufCMessage *resp);
 
 /* The render of a call whose response carries nothing (a delete). */
 grpc_status_code tier_render_nothing(tier_pending_call *pc);

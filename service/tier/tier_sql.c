@@ -22,6 +22,25 @@ int tier_sql_run(pg_pool *pg, tier_ctx *c, int max_statement_ms, tier_sql_fn fn,
                    run_one, &r);
 }
 
+static int audit_row_fn(pgq_session *ss, tier_ctx *c, void *arg) {
+    (void)arg;
+    pgq_sql b = {0};
+    char why[256] = "";
+    if (c->commit_sql(c->hook_arg, &b, why, sizeof why) != 0)
+        return tier_fail(c, STATUS_ENOMEM, "cannot build the write's audit row: %s", why);
+    PGresult *r;
+    int rc = pgq_exec_ok(ss, &b, "store the write's audit row", &r);
+    PQclear(r);
+    return rc;
+}
+
+int tier_sql_audit_row(pg_pool *pg, tier_ctx *c) {
+    if (!c->commit_sql) return STATUS_OK;
+    int rc = tier_sql_run(pg, c, 0, audit_row_fn, NULL);
+    if (rc == STATUS_OK && c->after_commit) c->after_commit(c->hook_arg);
+    return rc;
+}
+
 int tier_sql_commit(pgq_session *ss, tier_ctx *c) {
     return pgq_commit(ss, c->before_commit, c->after_commit, c->hook_arg);
 }

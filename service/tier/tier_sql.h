@@ -40,6 +40,13 @@ typedef struct tier_store {
 /* The store on pg and pga; max_response_bytes 0: TIER_STORE_RESPONSE_BYTES. */
 tier_store tier_store_on(pg_pool *pg, apg *pga, size_t max_response_bytes);
 
+/* For a write whose data lives outside PostgreSQL (Qdrant), once it
+ * succeeded: c's audit row (c made with the write hooks), stored durably
+ * on pg before the call is answered; STATUS_OK when c has no hooks. On
+ * failure the code and c->err say the row could not be stored (the write
+ * stands). Blocks: task-pool threads only. */
+int tier_sql_audit_row(pg_pool *pg, tier_ctx *c);
+
 /* The read diode as a WHERE fragment (no leading AND) on the table alias
  * (NULL: none): the caller's tenant, labels up to clr, and its own records
  * unless it reads with breadth :all. Values go in as parameters. */

@@ -557,19 +557,40 @@ TEST_F(AuditTest, FailedCallIsAuditedWithItsStatusAndTargets) {
                               "WHERE request_id = 'req-fail'"));
 }
 
-TEST_F(AuditTest, CallRejectedBeforeATokenIsAuditedWithEmptyPrincipal) {
-  auto md = Md(kAlice, "req-rejected");
-  md["x-test-reject"] = "1";
-  auto r = Unary(node_.ch, "/test.Memory/Touch", Req("x"), 5000, md);
-  EXPECT_EQ(grpc::StatusCode::UNAUTHENTICATED, r.status.error_code());
+// A call refused before a token was verified is counted, not queued: a
+// flood of them (here 200, with room for 4 records) crowds out no real
+// record. A caller refused after authentication is audited as usual.
+TEST_F(AuditTest, CallsRejectedBeforeATokenAreCountedAndCrowdOutNothing) {
+  audit_options o = {};
+  o.queue_capacity = 4;
+  o.batch_max = 2;
+  Node* small = NewNode(o);
+  // The writer's COPY waits on the lock, so the queue cannot drain.
+  PGconn* locker = PQconnectdb(db_.url().c_str());
+  ASSERT_EQ(CONNECTION_OK, PQstatus(locker));
+  PQclear(PQexec(locker, "BEGIN; LOCK TABLE audit_log IN ACCESS EXCLUSIVE MODE"));
+  for (int i = 0; i < 200; i++) {
+    auto md = Md(kAlice, "req-rejected-" + std::to_string(i));
+    md["x-test-reject"] = "1";
+    ASSERT_EQ(grpc::StatusCode::UNAUTHENTICATED,
+              Unary(small->ch, "/test.Memory/Touch", Req("x"), 5000, md).status.error_code());
+  }
   EXPECT_EQ(grpc::StatusCode::PERMISSION_DENIED,
-            node_.Call("/test.Memory/Touch", "x", Who{"eve", "t1", "audit:read"}, "req-denied")
+            small->Call("/test.Memory/Touch", "x", Who{"eve", "t1", "audit:read"}, "req-denied")
                 .error_code());
-  node_.Flush();
-  EXPECT_EQ("16||", Sql("SELECT status_code || '|' || principal || '|' || tenant "
-                        "FROM audit_log WHERE request_id = 'req-rejected'"));
+  ASSERT_TRUE(small->Call("/test.Memory/Touch", "real", kAlice, "req-real").ok());
+  EXPECT_EQ(0u, audit_dropped(small->a));
+  PQclear(PQexec(locker, "COMMIT"));
+  PQfinish(locker);
+  small->Flush();
+  audit_stats st;
+  audit_get_stats(small->a, &st);
+  EXPECT_EQ(200u, st.unauthenticated);
+  EXPECT_EQ(0u, st.dropped);
+  EXPECT_EQ(0, Count("request_id LIKE 'req-rejected-%'"));
   EXPECT_EQ("7|eve|t1", Sql("SELECT status_code || '|' || principal || '|' || tenant "
                             "FROM audit_log WHERE request_id = 'req-denied'"));
+  EXPECT_EQ(1, Count("request_id = 'req-real'"));
 }
 
 TEST_F(AuditTest, MethodsWithoutScopeAndUnknownMethodsAreNotAudited) {

@@ -4,6 +4,7 @@
 // a claim, and Revoke takes a token (and its descendants) out on every
 // replica.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <chrono>
 #include <thread>
@@ -89,6 +90,42 @@ class AuthTest : public ::testing::Test {
   std::unique_ptr<MemorydProcess> m_;
   std::shared_ptr<grpc::Channel> ch_;
 };
+
+// Attenuate and Revoke are writes: each is answered only once its audit
+// row is committed with it, so memoryd killed the moment the answer
+// arrives leaves the row behind (through the audit queue, which waits up to
+// 10 ms to batch, it died with the process).
+TEST_F(AuthTest, AttenuateAndRevokeAreAuditedBeforeTheyAreAnswered) {
+  PgSession db(db_.url());
+  ASSERT_TRUE(db.ok()) << db.error();
+  Up();
+  auto first = std::move(m_);  // owns the keys every later process trusts
+  TestClaims c;
+  c.scope = "entries:read access:attenuate";
+  std::string root = first->keys()->Mint(c);
+  auto killed_after = [&](MemorydProcess* p, const char* method, const std::string& body,
+                          const std::string& token, const std::string& rid) {
+    auto ch = testing_client::Connect(p->port());
+    Result r = Unary(ch, method, body, 5000,
+                     {{"authorization", TestKeys::Bearer(token)}, {"x-request-id", rid}});
+    kill(p->pid(), SIGKILL);
+    p->Wait(5000);
+    EXPECT_TRUE(r.status.ok()) << method << ": " << r.status.error_message();
+    return std::make_pair(r, db.Value("SELECT count(*) || '|' || min(target_ids::text) FROM "
+                                      "audit_log WHERE status_code = 0 AND request_id = '" +
+                                      rid + "'"));
+  };
+  auto att = killed_after(first.get(), kAttenuate, Narrow({"entries:read"}).SerializeAsString(),
+                          root, "w-attenuate");
+  AccessAttenuateResponse child;
+  ASSERT_TRUE(child.ParseFromString(att.first.body));
+  EXPECT_EQ("1|{" + child.claims().token_id() + "}", att.second);
+  auto second = Launch({"--jwks=" + first->keys()->jwks_path()});
+  AccessRevokeRequest rev;
+  rev.set_token_id(child.claims().token_id());
+  EXPECT_EQ("1|{" + child.claims().token_id() + "}",
+            killed_after(second.get(), kRevoke, rev.SerializeAsString(), root, "w-revoke").second);
+}
 
 TEST_F(AuthTest, NoTokenIsUnauthenticatedAndSaysWhatToSend) {
   Up();

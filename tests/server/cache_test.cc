@@ -5,6 +5,7 @@
 // the propagation delay measured), Redis killed and restarted under load,
 // and GlobalMemory.GetEntity through the cache-aside L1.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -145,6 +146,40 @@ class CacheTest : public ::testing::Test {
   PgTestDb db_;
   TestKeys* keys_ = nullptr;  // owned by the first replica
 };
+
+// Set and DeleteKey are writes: each is answered only once its audit row
+// is stored in PostgreSQL, so memoryd killed the moment the answer arrives
+// leaves the row behind (through the audit queue, which waits up to 10 ms
+// to batch, it died with the process).
+TEST_F(CacheTest, SetAndDeleteAreAuditedBeforeTheyAreAnswered) {
+  PgSession db(db_.url());
+  ASSERT_TRUE(db.ok()) << db.error();
+  std::vector<Replica> killed;  // the first owns the keys the others trust
+  Replica r = Launch();
+  std::string tok = Token(Tenant("audited"), "alice", "cache:read cache:write");
+  auto killed_after = [&](const std::string& method, const google::protobuf::Message& req,
+                          const std::string& rid) {
+    Result res = Unary(r.ch, method, req.SerializeAsString(), 5000,
+                       {{"authorization", TestKeys::Bearer(tok)}, {"x-request-id", rid}});
+    kill(r.proc->pid(), SIGKILL);
+    r.proc->Wait(5000);
+    EXPECT_TRUE(res.status.ok()) << method << ": " << res.status.error_message();
+    killed.push_back(std::move(r));
+    r = Launch();
+    return db.Value(
+        "SELECT count(*) || '|' || min(target_ids::text) FROM audit_log WHERE "
+        "status_code = 0 AND request_id = '" +
+        rid + "'");
+  };
+  CacheSetRequest set;
+  set.set_key("k1");
+  set.set_value("v");
+  set.mutable_ttl()->set_seconds(60);
+  EXPECT_EQ("1|{cache:k1}", killed_after("/memory.v1.Cache/Set", set, "w-set"));
+  memory::v1::CacheDeleteKeyRequest del;
+  del.set_key("k1");
+  EXPECT_EQ("1|{cache:k1}", killed_after("/memory.v1.Cache/DeleteKey", del, "w-delete"));
+}
 
 TEST_F(CacheTest, SetGetAnswersFromL1ThenL2PromotesAndDeleteRemoves) {
   Replica a = Launch(), b = Launch();

@@ -7,6 +7,7 @@
 // changes nothing; two replicas sharing one store.
 #include <gtest/gtest.h>
 #include <libpq-fe.h>
+#include <signal.h>
 
 #include <chrono>
 #include <cmath>
@@ -798,6 +799,50 @@ TEST_F(EpisodicTest, ManyPointsLoadAndSearchAcrossCatchUpPages) {
             Count(alice_, "big", R"({"must":[{"field":{"key":"bucket","matchValue":3}}]})", &b));
   auto ids = SearchIds(alice_, SearchReq("big", std::vector<float>(8, 4321.2f), 3), &b);
   EXPECT_EQ((std::vector<std::string>{"4321", "4322", "4320"}), ids);
+}
+
+// Every write is answered only once its audit row is stored (with the
+// embedded backend in the write's own transaction, with Qdrant right after
+// the write): killed the moment its answer arrives, memoryd leaves the row
+// behind. (Through the audit queue, which waits up to 10 ms to batch, the
+// row died with the process.)
+TEST_F(EpisodicTest, EveryWriteIsAuditedBeforeItIsAnswered) {
+  PgSession db(db_.url());
+  ASSERT_TRUE(db.ok()) << db.error();
+  std::vector<Replica> killed;  // kept: the first one owns the test keys
+  auto rows_after_kill = [&](const std::string& method, const google::protobuf::Message& req,
+                             const std::string& rid) {
+    Result r = Unary(a_.ch, "/memory.v1.EpisodicMemory/" + method, req.SerializeAsString(), 10000,
+                     {{"authorization", TestKeys::Bearer(alice_)}, {"x-request-id", rid}});
+    kill(a_.proc->pid(), SIGKILL);
+    a_.proc->Wait(5000);
+    EXPECT_TRUE(r.status.ok()) << method << ": " << r.status.error_message();
+    std::string n =
+        db.Value("SELECT count(*) FROM audit_log WHERE request_id = '" + rid +
+                 "' AND status_code = 0 AND method = '/memory.v1.EpisodicMemory/" + method + "'");
+    killed.push_back(std::move(a_));
+    a_ = Launch();
+    return n;
+  };
+  CreateCollectionRequest create;
+  create.set_name("audited");
+  create.set_dims(2);
+  create.set_distance(DISTANCE_DOT);
+  EXPECT_EQ("1", rows_after_kill("CreateCollection", create, "w-create"));
+  EpisodicMemoryUpsertRequest up;
+  up.set_collection("audited");
+  *up.add_points() = P(Num(1), {1, 0});
+  EXPECT_EQ("1", rows_after_kill("Upsert", up, "w-upsert"));
+  DeletePointsRequest del;
+  del.set_collection("audited");
+  *del.mutable_ids()->add_ids() = Num(1);
+  EXPECT_EQ("1", rows_after_kill("DeletePoints", del, "w-delete"));
+  DeleteCollectionRequest drop;
+  drop.set_name("audited");
+  EXPECT_EQ("1", rows_after_kill("DeleteCollection", drop, "w-drop"));
+  // The targets are in the rows.
+  EXPECT_EQ("{point:audited/1}",
+            db.Value("SELECT target_ids::text FROM audit_log WHERE request_id = 'w-upsert'"));
 }
 
 // A client's cancel reaches the catalog's PostgreSQL statement (every

@@ -208,26 +208,40 @@ TEST_F(LimitsTest, StreamsAreCappedPerPrincipalPerTenantAndServerWide) {
   Launch({"--max-streams-per-principal=2", "--max-streams-per-tenant=3", "--max-streams=5"});
   std::string alice = Token("t1", "alice"), bob = Token("t1", "bob"), carol = Token("t2", "carol");
   std::vector<std::unique_ptr<Stream>> open;
-  open.push_back(Watch(alice));
-  open.push_back(Watch(alice));
+  // Each stream meant to open is given time to register before the next
+  // call (the server may take calls of one channel in any order).
+  auto open_one = [&](const std::string& tok) {
+    open.push_back(Watch(tok));
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  };
+  open_one(alice);
+  open_one(alice);
   auto a3 = Watch(alice);
   grpc::Status st = Refusal(a3.get());
   EXPECT_EQ(StatusCode::RESOURCE_EXHAUSTED, st.error_code()) << st.error_message();
   EXPECT_NE(std::string::npos, st.error_message().find("--max-streams-per-principal"))
       << st.error_message();
-  open.push_back(Watch(bob));  // t1's third
+  open_one(bob);  // t1's third
   auto b2 = Watch(bob);
   st = Refusal(b2.get());
   EXPECT_EQ(StatusCode::RESOURCE_EXHAUSTED, st.error_code()) << st.error_message();
   EXPECT_NE(std::string::npos, st.error_message().find("--max-streams-per-tenant"))
       << st.error_message();
-  open.push_back(Watch(carol));  // another tenant is not held back by t1
+  open_one(carol);  // another tenant is not held back by t1
   // The fifth stream (a health watcher) fills the server; a sixth is refused.
-  auto h = std::make_unique<Stream>(ch_, "/grpc.health.v1.Health/Watch", 30000);
-  ASSERT_TRUE(h->Write(CheckReq("")));
-  ASSERT_TRUE(h->WritesDone());
+  // (The refused streams count until memoryd has destroyed them, a moment
+  // after their clients saw the refusal.)
+  std::unique_ptr<Stream> h;
   std::string msg;
-  ASSERT_TRUE(h->Read(&msg));
+  bool opened = false;
+  for (int i = 0; i < 40 && !opened; i++) {
+    h = std::make_unique<Stream>(ch_, "/grpc.health.v1.Health/Watch", 30000);
+    ASSERT_TRUE(h->Write(CheckReq("")));
+    ASSERT_TRUE(h->WritesDone());
+    opened = h->Read(&msg);
+    if (!opened) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(opened);
   auto c2 = Watch(carol);
   st = Refusal(c2.get());
   EXPECT_EQ(StatusCode::RESOURCE_EXHAUSTED, st.error_code()) << st.error_message();
