@@ -132,6 +132,7 @@ static int open_backends(app *a, char *err) {
         .open_infra = c->open_health,
         .cache_max = (size_t)c->token_cache_size,
         .revocation_poll_ms = c->revocation_poll_ms,
+        .jwks_reload_ms = c->jwks_reload_ms,
     };
     if (authn_create(&ao, a->pg, &a->auth, err, ERRLEN) != 0) return -1;
     if (c->redis_url[0]) {

@@ -4,6 +4,7 @@
 
 #include <ctype.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,30 +14,52 @@
 #include "service/auth/jwk_private.h"
 #include "service/auth/revocation.h"
 #include "service/auth/token_cache.h"
+#include "service/core/clock.h"
 #include "service/core/log.h"
 
-#define KEY_RELOAD_MIN_INTERVAL_S 1
+#define KEY_RELOAD_DEFAULT_MS 1000
+
+/* What identifies a version of the key file. */
+typedef struct {
+    struct timespec mtime;
+    ino_t ino;
+    off_t size;
+} file_version;
 
 struct authn {
     char *jwks_path;
     char *issuer;
     int skew_s;
     int open_infra;
-    pthread_rwlock_t keys_lock; /* guards keys, keys_mtime, keys_checked */
+    /* Guards keys. Readers verify a token and cache it under it; a reload
+     * swaps the set and empties the token cache under it, so no token of a
+     * removed key is cached after the reload. */
+    pthread_rwlock_t keys_lock;
     jwks *keys;
-    struct timespec keys_mtime;
-    int64_t keys_checked_s;
+    /* The file check: at most once per reload_ms (keys_checked_ms, taken
+     * by compare-and-swap so a flood of calls, or of unknown kids, costs
+     * an atomic load each and never waits); reload_lock (try-locked) and
+     * keys_version belong to the one thread checking. */
+    int reload_ms;
+    atomic_int_fast64_t keys_checked_ms;
+    pthread_mutex_t reload_lock;
+    file_version keys_version;
     EVP_PKEY *signing_key;
     char *signing_kid;
     token_cache *cache;
     revocation *revoked;
 };
 
-static int file_mtime(const char *path, struct timespec *out) {
+static int file_version_of(const char *path, file_version *out) {
     struct stat st;
     if (stat(path, &st) != 0) return -1;
-    *out = st.st_mtim;
+    *out = (file_version){st.st_mtim, st.st_ino, st.st_size};
     return 0;
+}
+
+static int same_version(const file_version *a, const file_version *b) {
+    return a->mtime.tv_sec == b->mtime.tv_sec && a->mtime.tv_nsec == b->mtime.tv_nsec &&
+           a->ino == b->ino && a->size == b->size;
 }
 
 int authn_create(const authn_options *o, pg_pool *pg, authn **out, char *err, size_t errlen) {
@@ -47,6 +70,8 @@ int authn_create(const authn_options *o, pg_pool *pg, authn **out, char *err, si
         return -1;
     }
     pthread_rwlock_init(&a->keys_lock, NULL);
+    pthread_mutex_init(&a->reload_lock, NULL);
+    a->reload_ms = o->jwks_reload_ms > 0 ? o->jwks_reload_ms : KEY_RELOAD_DEFAULT_MS;
     a->skew_s = o->skew_s < 0 ? 0 : o->skew_s;
     a->open_infra = o->open_infra;
     a->jwks_path = strdup(o->jwks_path ? o->jwks_path : "");
@@ -61,8 +86,8 @@ int authn_create(const authn_options *o, pg_pool *pg, authn **out, char *err, si
         snprintf(err, errlen, "--jwks (MEMORYD_JWKS): %s", why);
         goto fail;
     }
-    file_mtime(a->jwks_path, &a->keys_mtime);
-    a->keys_checked_s = (int64_t)time(NULL);
+    file_version_of(a->jwks_path, &a->keys_version);
+    atomic_store(&a->keys_checked_ms, clock_mono_ms(NULL));
     if (o->signing_key_path && o->signing_key_path[0]) {
         if (jwk_private_load_file(o->signing_key_path, &a->signing_key, &a->signing_kid, why,
                                   sizeof why) != 0) {
@@ -102,50 +127,81 @@ void authn_free(authn *a) {
     free(a->jwks_path);
     free(a->issuer);
     pthread_rwlock_destroy(&a->keys_lock);
+    pthread_mutex_destroy(&a->reload_lock);
     free(a);
 }
 
-/* Key rotation without a restart: when a token names a kid we do not
- * know, re-read the JWKS file if it changed (at most once a second). */
-static int maybe_reload_keys(authn *a, int64_t now_s) {
-    pthread_rwlock_wrlock(&a->keys_lock);
-    int reloaded = 0;
-    struct timespec mt;
-    if (now_s - a->keys_checked_s >= KEY_RELOAD_MIN_INTERVAL_S &&
-        file_mtime(a->jwks_path, &mt) == 0 &&
-        (mt.tv_sec != a->keys_mtime.tv_sec || mt.tv_nsec != a->keys_mtime.tv_nsec)) {
-        jwks *fresh = NULL;
-        char why[512];
-        if (jwks_load_file(a->jwks_path, &fresh, why, sizeof why) == 0) {
-            jwks_free(a->keys);
-            a->keys = fresh;
-            reloaded = 1;
-            log_fields(LOG_INFO, "token keys reloaded", LOG_F_STR, "jwks", a->jwks_path, LOG_F_INT,
-                       "keys", (int64_t)jwks_count(fresh), LOG_F_END);
-        } else {
-            log_fields(LOG_WARN,
-                       "token keys file changed but cannot be used; keeping the old "
-                       "keys",
-                       LOG_F_STR, "error", why, LOG_F_END);
-        }
-        a->keys_mtime = mt;
+/* The kids of old that fresh lacks, space-separated into out; how many. */
+static size_t removed_kids(const jwks *old, const jwks *fresh, char *out, size_t outlen) {
+    size_t n = 0, used = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < jwks_count(old); i++) {
+        if (jwks_find(fresh, jwks_kid(old, i))) continue;
+        n++;
+        if (used < outlen)
+            used += (size_t)snprintf(out + used, outlen - used, "%s%s", used ? " " : "",
+                                     jwks_kid(old, i));
     }
-    a->keys_checked_s = now_s;
-    pthread_rwlock_unlock(&a->keys_lock);
-    return reloaded;
+    return n;
 }
 
-static int verify(authn *a, const char *token, size_t len, int64_t now_s, jwt_claims **claims,
-                  char *err, size_t errlen) {
-    pthread_rwlock_rdlock(&a->keys_lock);
-    int rc = jwt_verify(a->keys, token, len, now_s, a->skew_s, claims, err, errlen);
-    pthread_rwlock_unlock(&a->keys_lock);
-    if (rc == JWT_EKID && maybe_reload_keys(a, now_s)) {
-        pthread_rwlock_rdlock(&a->keys_lock);
-        rc = jwt_verify(a->keys, token, len, now_s, a->skew_s, claims, err, errlen);
-        pthread_rwlock_unlock(&a->keys_lock);
+/* Key rotation and retirement without a restart: re-reads the JWKS file
+ * when it changed, at most once per reload_ms, whoever calls (every call
+ * does: a cheap atomic check). A key gone from the file stops verifying at
+ * once, and the tokens it signed leave the token cache. */
+static void maybe_reload_keys(authn *a) {
+    int64_t now = clock_mono_ms(NULL), last = atomic_load(&a->keys_checked_ms);
+    if (now - last < a->reload_ms ||
+        !atomic_compare_exchange_strong(&a->keys_checked_ms, &last, now))
+        return;
+    if (pthread_mutex_trylock(&a->reload_lock) != 0) return; /* a slow check still runs */
+    file_version v;
+    if (file_version_of(a->jwks_path, &v) == 0 && !same_version(&v, &a->keys_version)) {
+        jwks *fresh = NULL;
+        char why[512], removed[512];
+        if (jwks_load_file(a->jwks_path, &fresh, why, sizeof why) == 0) {
+            /* Only this thread replaces keys: reading them unlocked is safe. */
+            size_t nremoved = removed_kids(a->keys, fresh, removed, sizeof removed);
+            pthread_rwlock_wrlock(&a->keys_lock);
+            jwks *old = a->keys;
+            a->keys = fresh;
+            if (nremoved) token_cache_clear(a->cache);
+            pthread_rwlock_unlock(&a->keys_lock);
+            jwks_free(old);
+            log_fields(nremoved ? LOG_WARN : LOG_INFO, "token keys reloaded", LOG_F_STR, "jwks",
+                       a->jwks_path, LOG_F_INT, "keys", (int64_t)jwks_count(fresh), LOG_F_STR,
+                       "removed", removed, LOG_F_END);
+        } else {
+            log_fields(LOG_WARN, "token keys file changed but cannot be used; keeping the old keys",
+                       LOG_F_STR, "error", why, LOG_F_END);
+        }
+        a->keys_version = v;
     }
-    return rc;
+    pthread_mutex_unlock(&a->reload_lock);
+}
+
+/* Verifies a token not in the cache and caches its principal, both under
+ * the key-set lock (see struct authn). NULL with why set, *status the
+ * call's. */
+static principal *verify_and_cache(authn *a, const char *token, size_t len, int64_t now_s,
+                                   grpc_status_code *status, char *why, size_t whylen) {
+    jwt_claims *claims = NULL;
+    pthread_rwlock_rdlock(&a->keys_lock);
+    int rc = jwt_verify(a->keys, token, len, now_s, a->skew_s, &claims, why, whylen);
+    principal *p = NULL;
+    if (rc == JWT_OK) {
+        int64_t valid_until = claims->exp + a->skew_s;
+        p = principal_create(claims);
+        if (p) token_cache_put(a->cache, token, len, p, valid_until);
+    }
+    pthread_rwlock_unlock(&a->keys_lock);
+    if (rc != JWT_OK) {
+        *status = GRPC_STATUS_UNAUTHENTICATED;
+    } else if (!p) {
+        snprintf(why, whylen, "out of memory");
+        *status = GRPC_STATUS_RESOURCE_EXHAUSTED;
+    }
+    return p;
 }
 
 /* 0 if neither the token nor any token it was attenuated from is revoked. */
@@ -174,6 +230,15 @@ int authn_check_live(authn *a, const principal *p, char *err, size_t errlen) {
     const jwt_claims *c = principal_claims(p);
     if ((int64_t)time(NULL) - a->skew_s >= c->exp) {
         snprintf(err, errlen, "token %s expired", c->jti);
+        return -1;
+    }
+    maybe_reload_keys(a);
+    pthread_rwlock_rdlock(&a->keys_lock);
+    int known = c->kid && jwks_find(a->keys, c->kid) != NULL;
+    pthread_rwlock_unlock(&a->keys_lock);
+    if (!known) {
+        snprintf(err, errlen, "token %s was signed with key %s, no longer in the key set", c->jti,
+                 c->kid ? c->kid : "?");
         return -1;
     }
     return check_revoked(a, c, err, errlen);
@@ -223,23 +288,19 @@ grpc_status_code authn_interceptor(rpc_call *call, void *arg) {
         rpc_call_set_error(call, "the authorization metadata must be `Bearer <jwt>`");
         return GRPC_STATUS_UNAUTHENTICATED;
     }
+    maybe_reload_keys(a);
     int64_t now_s = (int64_t)time(NULL);
     principal *p = token_cache_get(a->cache, token, len, now_s);
     char why[512];
     if (!p) {
-        jwt_claims *claims = NULL;
-        int rc = verify(a, token, len, now_s, &claims, why, sizeof why);
-        if (rc != JWT_OK) {
-            rpc_call_set_error(call, "invalid capability token: %s", why);
-            return GRPC_STATUS_UNAUTHENTICATED;
-        }
-        int64_t valid_until = claims->exp + a->skew_s;
-        p = principal_create(claims);
+        grpc_status_code st;
+        p = verify_and_cache(a, token, len, now_s, &st, why, sizeof why);
         if (!p) {
-            rpc_call_set_error(call, "out of memory");
-            return GRPC_STATUS_RESOURCE_EXHAUSTED;
+            rpc_call_set_error(
+                call, "%s%s", st == GRPC_STATUS_UNAUTHENTICATED ? "invalid capability token: " : "",
+                why);
+            return st;
         }
-        token_cache_put(a->cache, token, len, p, valid_until);
     }
     if (check_revoked(a, principal_claims(p), why, sizeof why) != 0) {
         principal_unref(p);

@@ -26,6 +26,7 @@ typedef struct authn_options {
     int open_infra;               /* health and reflection callable without a token */
     size_t cache_max;             /* verified tokens kept */
     int revocation_poll_ms;       /* how often the revocation set is re-checked */
+    int jwks_reload_ms;           /* how often the JWKS file is checked for changes */
 } authn_options;
 
 /* Loads keys and the revocation set (pg may be NULL in unit tests: no

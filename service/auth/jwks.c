@@ -212,6 +212,8 @@ EVP_PKEY *jwks_find(const jwks *set, const char *kid) {
 
 size_t jwks_count(const jwks *set) { return set == NULL ? 0 : set->nkeys; }
 
+const char *jwks_kid(const jwks *set, size_t i) { return set->keys[i].kid; }
+
 size_t jwks_skipped(const jwks *set) { return set == NULL ? 0 : set->skipped; }
 
 int jwks_generate_ed25519(EVP_PKEY **out) {

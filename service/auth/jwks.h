@@ -39,7 +39,9 @@ void jwks_free(jwks *set);
  * lives until jwks_free; callers must not free it. */
 EVP_PKEY *jwks_find(const jwks *set, const char *kid);
 
-size_t jwks_count(const jwks *set);   /* usable Ed25519 keys */
+size_t jwks_count(const jwks *set); /* usable Ed25519 keys */
+/* The kid of usable key i (< jwks_count). */
+const char *jwks_kid(const jwks *set, size_t i);
 size_t jwks_skipped(const jwks *set); /* entries skipped as not Ed25519 */
 
 /* Generates a fresh Ed25519 key pair. On 0, *out is owned by the caller

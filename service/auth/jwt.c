@@ -41,6 +41,7 @@ static void free_strv(char **v, size_t n) {
 
 void jwt_claims_free(jwt_claims *c) {
     if (c == NULL) return;
+    free(c->kid);
     free(c->iss);
     free(c->sub);
     free(c->tenant);
@@ -387,6 +388,10 @@ int jwt_verify(const jwks *keys, const char *token, size_t len, int64_t now_s, i
         goto done;
     }
     rc = take_claims(pl, now_s, skew_s, c, err, errlen);
+    if (rc == JWT_OK && !(c->kid = strdup(kid))) {
+        text_errf(err, errlen, "jwt: out of memory");
+        rc = JWT_ENOMEM;
+    }
     if (rc == JWT_OK) {
         *out = c;
         c = NULL;

@@ -54,8 +54,10 @@ typedef enum jwt_label {
  * - anc: ids of the tokens this one was attenuated from, root first and
  *   parent last (memoryd's own claim, written by Access.Attenuate so a
  *   revocation reaches every descendant without a lookup); when present
- *   its last element equals parent. */
+ *   its last element equals parent.
+ * - kid: the key (of the key set) the signature was verified with. */
 typedef struct jwt_claims {
+    char *kid;
     char *iss;
     char *sub;
     char *tenant;

@@ -79,17 +79,32 @@ static void free_entry(entry *e) {
     free(e);
 }
 
+/* Caller holds sh->lock (or owns the cache alone). */
+static void drop_all(shard *sh) {
+    for (entry *e = sh->oldest, *next; e; e = next) {
+        next = e->newer;
+        free_entry(e);
+    }
+    memset(sh->buckets, 0, sizeof sh->buckets);
+    sh->oldest = sh->newest = NULL;
+    sh->count = 0;
+}
+
 void token_cache_free(token_cache *tc) {
     if (!tc) return;
     for (int i = 0; i < SHARDS; i++) {
-        shard *sh = &tc->shards[i];
-        for (entry *e = sh->oldest, *next; e; e = next) {
-            next = e->newer;
-            free_entry(e);
-        }
-        pthread_mutex_destroy(&sh->lock);
+        drop_all(&tc->shards[i]);
+        pthread_mutex_destroy(&tc->shards[i].lock);
     }
     free(tc);
+}
+
+void token_cache_clear(token_cache *tc) {
+    for (int i = 0; i < SHARDS; i++) {
+        pthread_mutex_lock(&tc->shards[i].lock);
+        drop_all(&tc->shards[i]);
+        pthread_mutex_unlock(&tc->shards[i].lock);
+    }
 }
 
 static entry *find(shard *sh, uint64_t h, const char *token, size_t len) {

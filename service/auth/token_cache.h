@@ -26,5 +26,8 @@ principal *token_cache_get(token_cache *tc, const char *token, size_t len, int64
 void token_cache_put(token_cache *tc, const char *token, size_t len, principal *p,
                      int64_t valid_until);
 size_t token_cache_count(token_cache *tc);
+/* Drops every entry (a key left the key set: its tokens must be verified
+ * again, and fail). */
+void token_cache_clear(token_cache *tc);
 
 #endif

@@ -117,6 +117,9 @@ static const opt_def options[] = {
                "verified tokens kept in memory (each until its exp)"),
     OPT_NUMBER("revocation-poll-ms", revocation_poll_ms, "1000", 50, 600000,
                "how often revocations made by other replicas are picked up"),
+    OPT_NUMBER("jwks-reload-ms", jwks_reload_ms, "1000", 100, 600000,
+               "how often the --jwks file is checked for changes; a key removed from it stops "
+               "verifying tokens (cached ones too) within this delay"),
     OPT_TEXT("pii-policy", pii_policy, "reject",
              "what a write holding PII gets without the pii:write scope: reject (INVALID_ARGUMENT "
              "naming the kinds) | redact (stored with [REDACTED:<kind>] markers)"),

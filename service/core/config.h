@@ -45,6 +45,7 @@ typedef struct config {
     int token_skew_s;               /* clock skew allowed on exp/nbf */
     int token_cache_size;           /* verified tokens cached */
     int revocation_poll_ms;         /* revocation set refresh period */
+    int jwks_reload_ms;             /* how often the JWKS file is checked for changes */
     int open_health;                /* health + reflection without a token */
     char *pii_policy;               /* reject | redact */
     int traverse_max_depth;         /* GlobalMemory.Traverse max_depth ceiling (1..10) */

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <atomic>
 #include <chrono>
 #include <thread>
 
@@ -244,6 +245,62 @@ TEST_F(AuthTest, KeyAddedToTheJwksFileIsTrustedWithoutARestart) {
   std::string token = keys().MintWithNewKey(TestClaims());
   EXPECT_TRUE(WhoAmI(token).status.ok()) << WhoAmI(token).status.error_message();
   EXPECT_TRUE(WhoAmI(keys().Mint(TestClaims())).status.ok());  // the old key still works
+}
+
+// Retiring a key: removed from the JWKS file, it stops verifying within
+// the reload delay (--jwks-reload-ms), tokens it signed that sit in the
+// token cache included, and an open Audit.Watch stream of such a token
+// ends UNAUTHENTICATED; the new key's tokens go on working. A flood of
+// unknown kids meanwhile costs no reload each and blocks nobody.
+TEST_F(AuthTest, ARemovedKeyStopsVerifyingCachedTokensAndStreamsWithinTheReloadDelay) {
+  Up({"--jwks-reload-ms=200"});
+  TestClaims c;
+  c.scope = "audit:read";
+  std::string old_token = keys().Mint(c);
+  ASSERT_TRUE(WhoAmI(old_token).status.ok());  // verified once: now cached
+  testing_client::Stream watch(ch_, "/memory.v1.Audit/Watch", 30000,
+                               {{"authorization", TestKeys::Bearer(old_token)}});
+  memory::v1::AuditWatchRequest wreq;
+  ASSERT_TRUE(watch.Write(wreq.SerializeAsString()));
+  ASSERT_TRUE(watch.WritesDone());
+  keys().AddKey("test-2");
+  std::string new_token = keys().MintWithNewKey(c);
+  keys().RemoveFirstKey();
+  // Unknown kids in a loop while the reload comes.
+  std::atomic<bool> stop{false};
+  std::atomic<int> flood{0};
+  std::thread flooder([&] {
+    std::string bad = keys().SignPayload(TestKeys::PayloadJson(c), "no-such-kid");
+    while (!stop) {
+      if (WhoAmI(bad).status.error_code() == grpc::StatusCode::UNAUTHENTICATED) flood++;
+    }
+  });
+  auto start = std::chrono::steady_clock::now();
+  bool dead = false;
+  while (!dead && std::chrono::steady_clock::now() - start < std::chrono::seconds(5)) {
+    dead = WhoAmI(old_token).status.error_code() == grpc::StatusCode::UNAUTHENTICATED;
+    if (!dead) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
+                  std::chrono::steady_clock::now() - start)
+                  .count();
+  stop = true;
+  flooder.join();
+  EXPECT_TRUE(dead) << "a token of the removed key still works";
+  EXPECT_LT(took, 2000) << "the removal took " << took << " ms to take effect";
+  EXPECT_GT(flood.load(), 10);
+  ExpectUnauthenticated(old_token, "unknown kid");
+  Result n = WhoAmI(new_token);
+  EXPECT_TRUE(n.status.ok()) << n.status.error_message();
+  // The stream's periodic check ends it.
+  std::string msg;
+  while (watch.Read(&msg, 15000)) {
+  }
+  grpc::Status st = watch.Finish();
+  EXPECT_EQ(grpc::StatusCode::UNAUTHENTICATED, st.error_code()) << st.error_message();
+  EXPECT_NE(std::string::npos, st.error_message().find("no longer in the key set"))
+      << st.error_message();
+  EXPECT_NE(std::string::npos, m_->Log().find("\"removed\":\"test-1\"")) << m_->Log();
 }
 
 TEST_F(AuthTest, AttenuateMintsANarrowerChildThatWorks) {

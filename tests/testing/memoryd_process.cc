@@ -19,7 +19,7 @@ std::string MemorydProcess::BinaryPath() {
 
 MemorydProcess::MemorydProcess(std::vector<std::string> args) : args_(std::move(args)) {
   for (const auto& a : args_)
-    if (a.rfind("--jwks", 0) == 0) return;
+    if (a.rfind("--jwks=", 0) == 0 || a == "--jwks") return;
   keys_.reset(new TestKeys());
   args_.push_back("--jwks=" + keys_->jwks_path());
   args_.push_back("--signing-key=" + keys_->signing_key_path());

@@ -130,6 +130,11 @@ std::string TestKeys::AddKey(const std::string& kid) {
   return kid;
 }
 
+void TestKeys::RemoveFirstKey() {
+  public_jwks_.erase(public_jwks_.begin());
+  WriteJwks();
+}
+
 std::string TestKeys::PayloadJson(const TestClaims& c) {
   int64_t now = static_cast<int64_t>(time(nullptr));
   std::string p = "{\"iss\":" + JsonString(c.iss) + ",\"sub\":" + JsonString(c.sub) +

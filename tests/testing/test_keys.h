@@ -45,6 +45,9 @@ class TestKeys {
   // Adds a second key to the JWKS file (rotation); later Mint calls with
   // use_new_key sign with it.
   std::string AddKey(const std::string& kid);
+  // Removes the first key from the JWKS file (retiring it after AddKey):
+  // tokens Mint signs are no longer verifiable.
+  void RemoveFirstKey();
 
   // A signed EdDSA token with these claims (kid = the first key).
   std::string Mint(const TestClaims& c) const;

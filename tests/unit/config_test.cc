@@ -60,6 +60,7 @@ const std::vector<std::pair<std::string, std::string>> kOptions = {
     {"token-skew", "MEMORYD_TOKEN_SKEW"},
     {"token-cache-size", "MEMORYD_TOKEN_CACHE_SIZE"},
     {"revocation-poll-ms", "MEMORYD_REVOCATION_POLL_MS"},
+    {"jwks-reload-ms", "MEMORYD_JWKS_RELOAD_MS"},
     {"pii-policy", "MEMORYD_PII_POLICY"},
     {"traverse-max-depth", "MEMORYD_TRAVERSE_MAX_DEPTH"},
     {"cache-l1-max-entries", "MEMORYD_CACHE_L1_MAX_ENTRIES"},
