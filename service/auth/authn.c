@@ -102,7 +102,8 @@ int authn_create(const authn_options *o, pg_pool *pg, authn **out, char *err, si
             goto fail;
         }
     }
-    if (revocation_create(pg, o->revocation_poll_ms, &a->revoked, why, sizeof why) != 0) {
+    if (revocation_create(pg, o->revocation_poll_ms, a->skew_s, &a->revoked, why, sizeof why) !=
+        0) {
         snprintf(err, errlen, "%s", why);
         goto fail;
     }
@@ -322,7 +323,9 @@ grpc_status_code authn_interceptor(rpc_call *call, void *arg) {
 const principal *authn_principal(const rpc_call *call) { return rpc_call_principal(call); }
 
 void authn_revoke_sql(pgq_sql *b, const char *jti, const principal *by, const char *reason) {
-    revocation_store_sql(b, jti, principal_sub(by), principal_tenant(by), reason);
+    /* The caller's own token: its expiry is known here. */
+    int64_t exp_s = strcmp(jti, principal_jti(by)) == 0 ? principal_claims(by)->exp : 0;
+    revocation_store_sql(b, jti, principal_sub(by), principal_tenant(by), reason, exp_s);
 }
 
 int authn_revoked(authn *a, const PGresult *res, const principal *by, const char *jti,

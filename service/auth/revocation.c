@@ -40,7 +40,9 @@ struct revocation {
     id_set set;
     atomic_size_t count; /* set.n, readable without the lock */
     int64_t seen_count, seen_max_seq;
-    worker *poller; /* NULL without PostgreSQL */
+    int skew_s;
+    int64_t next_prune_ms; /* poller thread only */
+    worker *poller;        /* NULL without PostgreSQL */
 };
 
 static int cmp_ids(const void *a, const void *b) {
@@ -126,10 +128,48 @@ static int refresh(revocation *r, int force, char *err, size_t errlen) {
                : -1;
 }
 
+/* Deletes revocations and issued tokens past expiry (+ skew): what no
+ * token can present any more. Every replica prunes; the deletes are
+ * idempotent. */
+static int prune_in(pgq_session *ss, void *arg) {
+    revocation *r = arg;
+    pgq_sql b = {0};
+    int p_skew = pgq_int8(&b, r->skew_s);
+    pgq_sql_add(&b,
+                "WITH gone AS (DELETE FROM revoked_tokens WHERE expires_at < now() -"
+                " make_interval(secs => $%d) RETURNING 1), issued AS (DELETE FROM issued_tokens"
+                " WHERE expires_at < now() - make_interval(secs => $%d) RETURNING 1)"
+                " SELECT (SELECT count(*) FROM gone)::int8, (SELECT count(*) FROM issued)::int8",
+                p_skew, p_skew);
+    PGresult *res;
+    int rc = pgq_pipeline(ss, "pruning expired revocations", NULL, &b, 1, &res);
+    if (rc != STATUS_OK) return rc;
+    int64_t revoked = 0, issued = 0;
+    if (PQntuples(res) == 1 && pgq_col_int(res, 0, 0, &revoked) == 0 &&
+        pgq_col_int(res, 0, 1, &issued) == 0 && (revoked || issued))
+        log_fields(LOG_INFO, "expired revocations and issued tokens pruned", LOG_F_INT,
+                   "revocations", revoked, LOG_F_INT, "issued_tokens", issued, LOG_F_END);
+    PQclear(res);
+    return STATUS_OK;
+}
+
+static void maybe_prune(revocation *r) {
+    int64_t now = clock_mono_ms(NULL);
+    if (now < r->next_prune_ms) return;
+    r->next_prune_ms = now + REVOCATION_PRUNE_MS;
+    char err[256];
+    if (pgq_run(r->pg, "revocation", now + REFRESH_TIMEOUT_MS, REFRESH_TIMEOUT_MS, NULL, err,
+                sizeof err, prune_in, r) != STATUS_OK)
+        log_fields(LOG_WARN, "cannot prune expired revocations; retrying later", LOG_F_STR, "error",
+                   err, LOG_F_END);
+}
+
 static void poll_main(worker *w, void *arg) {
     revocation *r = arg;
     log_outage failing = {0};
+    maybe_prune(r);
     while (!worker_nap(w, r->poll_ms)) {
+        maybe_prune(r);
         char err[256];
         if (refresh(r, 0, err, sizeof err) == 0)
             log_outage_end(&failing, "revoked tokens refreshed again");
@@ -141,7 +181,8 @@ static void poll_main(worker *w, void *arg) {
     }
 }
 
-int revocation_create(pg_pool *pg, int poll_ms, revocation **out, char *err, size_t errlen) {
+int revocation_create(pg_pool *pg, int poll_ms, int skew_s, revocation **out, char *err,
+                      size_t errlen) {
     revocation *r = calloc(1, sizeof *r);
     if (!r) {
         snprintf(err, errlen, "out of memory");
@@ -149,6 +190,7 @@ int revocation_create(pg_pool *pg, int poll_ms, revocation **out, char *err, siz
     }
     r->pg = pg;
     r->poll_ms = poll_ms > 0 ? poll_ms : 1000;
+    r->skew_s = skew_s > 0 ? skew_s : 0;
     r->seen_count = r->seen_max_seq = -1;
     pthread_rwlock_init(&r->lock, NULL);
     atomic_init(&r->count, 0);
@@ -217,16 +259,18 @@ static void add_local(revocation *r, const char *tenant, const char *jti) {
 /* The no-op update makes RETURNING yield the first revocation's row when
  * the id was already revoked. */
 void revocation_store_sql(pgq_sql *b, const char *jti, const char *by, const char *tenant,
-                          const char *reason) {
+                          const char *reason, int64_t exp_s) {
     int p_jti = pgq_text(b, jti);
     int p_by = pgq_text(b, by);
     int p_tenant = pgq_text(b, tenant);
+    int p_reason = pgq_text(b, reason ? reason : "");
     pgq_sql_add(b,
-                "INSERT INTO revoked_tokens (jti, revoked_by, tenant, reason)"
-                " VALUES ($%d, $%d, $%d, $%d)"
+                "INSERT INTO revoked_tokens (jti, revoked_by, tenant, reason, expires_at)"
+                " VALUES ($%d, $%d, $%d, $%d, coalesce(to_timestamp(nullif($%d, 0)),"
+                " (SELECT expires_at FROM issued_tokens WHERE jti = $%d AND tenant = $%d)))"
                 " ON CONFLICT (tenant, jti) DO UPDATE SET jti = EXCLUDED.jti"
                 " RETURNING extract(epoch FROM revoked_at)::int8",
-                p_jti, p_by, p_tenant, pgq_text(b, reason ? reason : ""));
+                p_jti, p_by, p_tenant, p_reason, pgq_int8(b, exp_s), p_jti, p_tenant);
 }
 
 int revocation_stored(revocation *r, const PGresult *res, const char *tenant, const char *jti,

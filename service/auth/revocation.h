@@ -16,9 +16,13 @@ typedef struct revocation revocation;
 /* Loads the set from pg (borrowed; must outlive the set) and starts the
  * refresh thread polling every poll_ms. pg NULL = a local-only set (unit
  * tests). Failing to load at start is an error: serving while unable to
- * know which tokens are revoked would let them through. On 0 *out is owned
- * by the caller (revocation_free). */
-int revocation_create(pg_pool *pg, int poll_ms, revocation **out, char *err, size_t errlen);
+ * know which tokens are revoked would let them through. The thread also
+ * prunes, at start and every REVOCATION_PRUNE_MS, the revocations and the
+ * issued tokens that expired more than skew_s ago (tokens are accepted up
+ * to skew_s past exp). On 0 *out is owned by the caller (revocation_free). */
+#define REVOCATION_PRUNE_MS 60000
+int revocation_create(pg_pool *pg, int poll_ms, int skew_s, revocation **out, char *err,
+                      size_t errlen);
 /* Stops the thread and frees the set; accepts NULL. */
 void revocation_free(revocation *r);
 
@@ -34,8 +38,11 @@ int revocation_contains(revocation *r, const char *tenant, const char *jti);
  * revocation_stored takes that statement's answer: *revoked_at_s gets the
  * stored time in Unix seconds and jti joins the local set at once. Returns
  * 0, or -1 when the answer is not the statement's (nothing changed then). */
+/* exp_s: the revoked token's expiry (Unix seconds) when the caller knows
+ * it (its own token); 0 = take it from issued_tokens (tokens memoryd
+ * minted), else unknown (kept for good). */
 void revocation_store_sql(pgq_sql *b, const char *jti, const char *by, const char *tenant,
-                          const char *reason);
+                          const char *reason, int64_t exp_s);
 int revocation_stored(revocation *r, const PGresult *res, const char *tenant, const char *jti,
                       int64_t *revoked_at_s);
 

@@ -53,6 +53,7 @@ typedef struct config {
     int cache_l1_max_bytes;         /* in-process cache byte bound */
     int cache_l1_ttl_ms;            /* longest an L1 entry lives */
     int cache_entities;             /* GetEntity through the cache-aside L1 */
+    int episodic_index_max_mb;      /* the embedded vector index's memory budget */
 } config;
 
 /* Outcome of config_load besides 0 (= run the service). */

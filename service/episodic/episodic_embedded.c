@@ -61,17 +61,70 @@ void emb_release(embedded *e, ecoll *ec) {
     if (last) ecoll_free(ec);
 }
 
-/* Unlinks key's entry (if any) under e->mu; returns it for release. */
+/* Unlinks key's entry (if any) under e->mu, its memory off the total;
+ * returns it for release. */
 static ecoll *unlink_locked(embedded *e, const char *key) {
     ecoll **pp = &e->buckets[bucket_of(key)];
     for (; *pp; pp = &(*pp)->next) {
         if (strcmp((*pp)->key, key) == 0) {
             ecoll *ec = *pp;
             *pp = ec->next;
+            e->total -= ec->bytes;
+            ec->bytes = 0;
             return ec;
         }
     }
     return NULL;
+}
+
+/* Caller holds e->mu. The least recently used collection no call holds
+ * (only the map's reference), other than keep; NULL when none. */
+static ecoll *idle_lru_locked(embedded *e, const ecoll *keep) {
+    ecoll *lru = NULL;
+    for (size_t b = 0; b < EMB_BUCKETS; b++)
+        for (ecoll *ec = e->buckets[b]; ec; ec = ec->next)
+            if (ec != keep && ec->refs == 1 && (!lru || ec->used_ms < lru->used_ms)) lru = ec;
+    return lru;
+}
+
+int emb_account(embedded *e, tier_ctx *c, ecoll *ec, const char *name) {
+    pthread_rwlock_rdlock(&ec->rw);
+    size_t bytes = eidx_bytes(ec->x);
+    pthread_rwlock_unlock(&ec->rw);
+    ecoll *gone[8], *too_big = NULL;
+    size_t ngone = 0, evicted_bytes = 0;
+    pthread_mutex_lock(&e->mu);
+    ec->used_ms = clock_mono_ms(NULL);
+    int mapped = 0;
+    for (ecoll *m = e->buckets[bucket_of(ec->key)]; m; m = m->next) mapped |= m == ec;
+    if (mapped) { /* a collection dropped meanwhile counts no more */
+        e->total += bytes - ec->bytes;
+        ec->bytes = bytes;
+    }
+    if (mapped && e->budget && bytes > e->budget) {
+        too_big = unlink_locked(e, ec->key);
+    } else {
+        ecoll *lru;
+        while (e->budget && e->total > e->budget && ngone < 8 &&
+               (lru = idle_lru_locked(e, ec)) != NULL) {
+            evicted_bytes += lru->bytes;
+            gone[ngone++] = unlink_locked(e, lru->key);
+        }
+    }
+    size_t total = e->total;
+    pthread_mutex_unlock(&e->mu);
+    for (size_t i = 0; i < ngone; i++) emb_release(e, gone[i]); /* the map's reference */
+    if (ngone)
+        log_fields(LOG_INFO, "episodic: idle collections left memory (--episodic-index-max-mb)",
+                   LOG_F_INT, "collections", (int64_t)ngone, LOG_F_INT, "freed_bytes",
+                   (int64_t)evicted_bytes, LOG_F_INT, "in_memory_bytes", (int64_t)total, LOG_F_END);
+    if (!too_big) return STATUS_OK;
+    emb_release(e, too_big); /* the map's reference; the caller still holds its own */
+    return tier_fail(c, STATUS_ENOMEM,
+                     "collection %s needs %zu MiB of this replica's memory, more than the whole "
+                     "embedded index may hold (--episodic-index-max-mb %zu): raise the limit or "
+                     "keep points in Qdrant (--qdrant-url)",
+                     name, (bytes + (1 << 20) - 1) >> 20, e->budget >> 20);
 }
 
 /* Drops this replica's index of a collection that no longer exists. */
@@ -276,6 +329,7 @@ static int open_current(embedded *e, tier_ctx *c, const vs_collection *col, ecol
     if (!ec) return tier_fail(c, STATUS_ENOMEM, "out of memory");
     op o = {.e = e, .c = c, .col = col, .ec = ec};
     int rc = emb_run(&o, sync_fn);
+    if (rc == STATUS_OK) rc = emb_account(e, c, ec, col->name);
     if (rc != STATUS_OK) {
         emb_release(e, ec);
         if (rc == STATUS_ENOTFOUND) emb_forget(e, c, col->name);
@@ -460,11 +514,12 @@ static void emb_free(vstore *vs) {
 
 static const vstore_ops embedded_ops = VSTORE_OPS("embedded", emb);
 
-int episodic_embedded_open(pg_pool *pg, vstore **out) {
+int episodic_embedded_open(pg_pool *pg, size_t budget_bytes, vstore **out) {
     embedded *e = calloc(1, sizeof *e);
     if (!e) return -1;
     e->base.ops = &embedded_ops;
     e->pg = pg;
+    e->budget = budget_bytes;
     pthread_mutex_init(&e->mu, NULL);
     *out = &e->base;
     return 0;

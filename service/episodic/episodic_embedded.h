@@ -12,8 +12,13 @@
 #include "service/episodic/vstore.h"
 #include "service/store/pg_pool.h"
 
-/* pg is borrowed and must outlive the store. On 0 *out is owned by the
- * caller (vstore_free). -1 when out of memory. */
-int episodic_embedded_open(pg_pool *pg, vstore **out);
+/* pg is borrowed and must outlive the store. The in-memory indexes of all
+ * collections together may hold budget_bytes (vectors, ids, metadata and
+ * hash tables, as eidx_bytes counts them; payloads come on top; 0: no
+ * limit): past it the least recently used idle collections leave memory
+ * (a later read loads them again), and a collection that alone needs more
+ * fails its reads RESOURCE_EXHAUSTED naming --episodic-index-max-mb. On 0
+ * *out is owned by the caller (vstore_free). -1 when out of memory. */
+int episodic_embedded_open(pg_pool *pg, size_t budget_bytes, vstore **out);
 
 #endif

@@ -21,6 +21,8 @@ typedef struct ecoll {
     eidx *x;
     int64_t applied; /* the collection seq this index reflects */
     int refs;        /* the map's reference + callers'; under embedded.mu */
+    size_t bytes;    /* eidx_bytes when last accounted; under embedded.mu */
+    int64_t used_ms; /* last read or write; under embedded.mu */
     struct ecoll *next;
 } ecoll;
 
@@ -29,6 +31,8 @@ typedef struct embedded {
     pg_pool *pg;
     pthread_mutex_t mu;
     ecoll *buckets[EMB_BUCKETS];
+    size_t budget; /* bytes all indexes may hold; 0: no limit */
+    size_t total;  /* sum of the mapped collections' bytes; under mu */
 } embedded;
 
 /* One operation's arguments, handed through pgq_run. */
@@ -61,6 +65,10 @@ int emb_query(pgq_session *ss, int in_tx, const char *what, const pgq_sql *b, PG
 const char *emb_pid_text(arena *a, const vs_id *id);
 /* Drops name's state from this replica (the collection is gone). */
 void emb_forget(embedded *e, const tier_ctx *c, const char *name);
+/* After ec was brought up to date: counts its memory against the budget,
+ * evicting idle collections as needed. STATUS_ENOMEM (c->err naming the
+ * flag) when ec alone is over the budget: it is dropped from memory. */
+int emb_account(embedded *e, tier_ctx *c, ecoll *ec, const char *name);
 
 /* Whether the point in slot passes the read diode, the filter and (with
  * modifiable) the write diode: an eidx accept callback. */

@@ -244,6 +244,7 @@ int emb_delete_filter(vstore *vs, tier_ctx *c, const vs_collection *col,
     if (!ec) return tier_fail(c, STATUS_ENOMEM, "out of memory");
     op o = {.e = e, .c = c, .col = col, .ec = ec, .filter = filter};
     int rc = emb_run(&o, delete_filter_fn);
+    if (rc == STATUS_OK) emb_account(e, c, ec, col->name); /* it was written: no failure now */
     emb_release(e, ec);
     if (rc == STATUS_ENOTFOUND) emb_forget(e, c, col->name);
     if (rc == STATUS_OK) *deleted = o.deleted;

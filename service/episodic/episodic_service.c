@@ -499,7 +499,8 @@ static int episodic_open(tier_env *env, void **state, char *err, size_t errlen) 
                              .collection_prefix = c->qdrant_collection_prefix,
                              .timeout_ms = c->qdrant_timeout_ms};
         if (episodic_qdrant_open(env->pg, &qo, &svc->vs, err, errlen) != 0) return -1;
-    } else if (episodic_embedded_open(env->pg, &svc->vs) != 0) {
+    } else if (episodic_embedded_open(env->pg, c ? (size_t)c->episodic_index_max_mb << 20 : 0,
+                                      &svc->vs) != 0) {
         return tier_oom(err, errlen);
     }
     log_fields(LOG_INFO, "episodic memory serving", LOG_F_STR, "backend", vstore_name(svc->vs),

@@ -221,6 +221,14 @@ const pg_migration memoryd_migrations[] = {
      " name text PRIMARY KEY,"
      " value bytea NOT NULL,"
      " created_at timestamptz NOT NULL DEFAULT now());"},
+    {9, "revocations expire",
+     /* A revocation matters until the revoked token expires (its
+      * descendants expire no later): it is pruned then, as are issued
+      * tokens. NULL: the expiry is unknown (a token memoryd did not mint,
+      * revoked by an admin by its id), and the revocation is kept. */
+     "ALTER TABLE revoked_tokens ADD COLUMN expires_at timestamptz;"
+     "CREATE INDEX revoked_tokens_expires_at ON revoked_tokens (expires_at);"
+     "CREATE INDEX issued_tokens_expires_at ON issued_tokens (expires_at);"},
 };
 
 const size_t memoryd_migrations_count = sizeof memoryd_migrations / sizeof memoryd_migrations[0];

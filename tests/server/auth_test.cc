@@ -303,6 +303,57 @@ TEST_F(AuthTest, ARemovedKeyStopsVerifyingCachedTokensAndStreamsWithinTheReloadD
   EXPECT_NE(std::string::npos, m_->Log().find("\"removed\":\"test-1\"")) << m_->Log();
 }
 
+// Revocations and issued tokens are kept only while a token could still
+// present them: once the revoked token (which its descendants never
+// outlive) has expired, past the skew, they are pruned; a revocation whose
+// token's expiry is unknown (an admin revoking a token memoryd did not
+// mint) is kept, and so is one of a live token.
+TEST_F(AuthTest, ExpiredRevocationsAndIssuedTokensArePruned) {
+  PgSession db(db_.url());
+  ASSERT_TRUE(db.ok()) << db.error();
+  Up({"--token-skew=0"});
+  auto first = std::move(m_);  // owns the keys
+  TestClaims brief;
+  brief.scope = "entries:read access:attenuate admin";
+  brief.jti = "brief-1";
+  brief.exp_in_s = 3;
+  std::string tok = first->keys()->Mint(brief);
+  ch_ = testing_client::Connect(first->port());
+  AccessAttenuateRequest narrow = Narrow({"entries:read"});
+  narrow.mutable_ttl()->set_seconds(1);
+  AccessAttenuateResponse child = Attenuate(tok, narrow);
+  ASSERT_FALSE(child.token().empty());
+  TestClaims lasting = brief;
+  lasting.jti = "lasting-1";
+  lasting.exp_in_s = 3600;
+  for (const auto& [who, target] : std::vector<std::pair<std::string, std::string>>{
+           {tok, "operator-minted-9"},
+           {tok, "brief-1"},
+           {first->keys()->Mint(lasting), "lasting-1"}}) {
+    AccessRevokeRequest rev;
+    rev.set_token_id(target);
+    Result r = Call(kRevoke, rev.SerializeAsString(), who);
+    ASSERT_TRUE(r.status.ok()) << target << ": " << r.status.error_message();
+  }
+  EXPECT_EQ("brief-1|true,lasting-1|true,operator-minted-9|false",
+            db.Value("SELECT string_agg(jti || '|' || (expires_at IS NOT NULL), ',' ORDER BY jti)"
+                     " FROM revoked_tokens"));
+  EXPECT_EQ("1", db.Value("SELECT count(*) FROM issued_tokens"));
+  EXPECT_EQ(0, first->Stop(SIGTERM, 10000));
+  std::this_thread::sleep_for(std::chrono::milliseconds(3500));  // brief-1 has expired
+  auto again = Launch({"--token-skew=0", "--jwks=" + first->keys()->jwks_path()});
+  std::string left;
+  for (int i = 0; i < 100; i++) {
+    left = db.Value("SELECT string_agg(jti, ',' ORDER BY jti) FROM revoked_tokens");
+    if (left == "lasting-1,operator-minted-9") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ("lasting-1,operator-minted-9", left);
+  EXPECT_EQ("0", db.Value("SELECT count(*) FROM issued_tokens"));
+  EXPECT_NE(std::string::npos, again->Log().find("expired revocations and issued tokens pruned"))
+      << again->Log();
+}
+
 TEST_F(AuthTest, AttenuateMintsANarrowerChildThatWorks) {
   Up();
   TestClaims c;

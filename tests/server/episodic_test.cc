@@ -895,6 +895,43 @@ TEST_F(EpisodicTest, ACancelledCallLeavesNoCatalogStatementWaiting) {
   EXPECT_TRUE(SearchIds(alice_, SearchReq("cat", {1, 0})).empty());
 }
 
+#ifndef EPISODIC_TEST_QDRANT
+// The embedded index's memory budget (--episodic-index-max-mb): past it the
+// least recently used idle collection leaves memory and comes back on its
+// next read; a collection that alone needs more than the budget fails its
+// reads RESOURCE_EXHAUSTED naming the flag, and the others go on.
+TEST_F(EpisodicTest, EmbeddedIndexKeepsToItsMemoryBudget) {
+  auto fill = [&](const std::string& name, int n) {
+    MustCreate(alice_, name, 128, DISTANCE_EUCLID);
+    for (int start = 0; start < n; start += 1000) {
+      std::vector<PointInput> pts;
+      for (int i = start; i < n && i < start + 1000; i++)
+        pts.push_back(P(Num(i), std::vector<float>(128, float(i))));
+      MustUpsert(alice_, name, pts);
+    }
+  };
+  fill("a", 600);  // about 0.6 MiB in memory each
+  fill("b", 600);
+  fill("c", 1500);  // about 1.2 MiB: over the whole budget alone
+  Replica small = Launch({"--episodic-index-max-mb=1"});
+  auto nearest = [&](const std::string& coll, float at) {
+    return SearchIds(alice_, SearchReq(coll, std::vector<float>(128, at), 1), &small);
+  };
+  EXPECT_EQ((std::vector<std::string>{"17"}), nearest("a", 17.2f));
+  EXPECT_EQ((std::vector<std::string>{"18"}), nearest("b", 18.1f));  // a leaves memory
+  EXPECT_NE(std::string::npos, small.proc->Log().find("idle collections left memory"))
+      << small.proc->Log();
+  EXPECT_EQ((std::vector<std::string>{"599"}), nearest("a", 700.0f));  // loaded again
+  Result big = Call("Search", SearchReq("c", std::vector<float>(128, 1.0f), 1), alice_, &small);
+  EXPECT_EQ(StatusCode::RESOURCE_EXHAUSTED, big.status.error_code()) << big.status.error_message();
+  EXPECT_NE(std::string::npos, big.status.error_message().find("--episodic-index-max-mb"))
+      << big.status.error_message();
+  EXPECT_EQ((std::vector<std::string>{"3"}), nearest("b", 3.0f));
+  // The default budget holds all three.
+  EXPECT_EQ(1500, Count(alice_, "c"));
+}
+#endif
+
 #ifdef EPISODIC_TEST_QDRANT
 // ---------------------------------------------------------------- Qdrant only
 

@@ -65,6 +65,7 @@ const std::vector<std::pair<std::string, std::string>> kOptions = {
     {"traverse-max-depth", "MEMORYD_TRAVERSE_MAX_DEPTH"},
     {"cache-l1-max-entries", "MEMORYD_CACHE_L1_MAX_ENTRIES"},
     {"cache-l1-max-bytes", "MEMORYD_CACHE_L1_MAX_BYTES"},
+    {"episodic-index-max-mb", "MEMORYD_EPISODIC_INDEX_MAX_MB"},
     {"cache-l1-ttl-ms", "MEMORYD_CACHE_L1_TTL_MS"},
     {"cache-entities", "MEMORYD_CACHE_ENTITIES"},
     {"open-health", "MEMORYD_OPEN_HEALTH"},
