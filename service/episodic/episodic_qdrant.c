@@ -13,6 +13,8 @@
 #include "service/core/log.h"
 #include "service/episodic/episodic_catalog.h"
 #include "service/episodic/episodic_qdrant_internal.h"
+#include "service/store/pgq.h"
+#include "service/tier/tier_sql.h"
 
 static int64_t mono_ms(void) { return clock_mono_ms(NULL); }
 
@@ -112,6 +114,34 @@ int qdrant_missing(tier_ctx *c, const char *qn, const char *name) {
 
 /* call() for an operation on a collection's points: a 404 means the
  * Qdrant collection is missing. */
+typedef struct {
+    const vs_collection *col;
+    int (*fn)(void *arg);
+    void *arg;
+} serialized_args;
+
+/* The lock lives as long as this transaction, which holds nothing else:
+ * pgq_run ends the session with a ROLLBACK that releases it. */
+static int serialized_in(pgq_session *ss, tier_ctx *c, void *arg) {
+    serialized_args *s = arg;
+    pgq_sql b = {0};
+    pgq_sql_add(&b,
+                "SELECT pg_advisory_xact_lock(hashtextextended('memoryd qdrant write ' || $%d,"
+                " 0))",
+                pgq_text(&b, arena_printf(c->ar, "%lld", (long long)s->col->cid)));
+    PGresult *r;
+    int rc = pgq_pipeline(ss, "waiting for the collection's other writers", "BEGIN", &b, 0, &r);
+    if (rc != STATUS_OK) return rc;
+    PQclear(r);
+    return s->fn(s->arg);
+}
+
+int qdrant_serialized(qdrant *q, tier_ctx *c, const vs_collection *col, int (*fn)(void *arg),
+                      void *arg) {
+    serialized_args s = {col, fn, arg};
+    return tier_sql_run(q->pg, c, 0, serialized_in, &s);
+}
+
 int qdrant_points_call(const qtarget *t, tier_ctx *c, const char *op, const char *method,
                        const char *suffix, const char *body, size_t blen, qdrant_resp *r) {
     char path[QDRANT_PATH_MAX];

@@ -33,6 +33,14 @@ typedef struct qtarget {
 } qtarget;
 /* Fills t for collection name of vs (after qdrant_ready). */
 int qdrant_target(vstore *vs, tier_ctx *c, const char *name, qtarget *t);
+/* Runs fn(arg) (a write: read the points it touches, apply the write
+ * diode, write) holding col's write lock, a PostgreSQL advisory lock
+ * every replica takes the same way: Qdrant has no conditional write, so
+ * without it two writers of one new id could both see it absent, and the
+ * later would overwrite (and relabel) the other's point. Waits for the
+ * lock until the call's deadline or cancel; returns fn's code. */
+int qdrant_serialized(qdrant *q, tier_ctx *c, const vs_collection *col, int (*fn)(void *arg),
+                      void *arg);
 /* qdrant_http_call for an operation op on t's points, at
  * /collections/<qn>/points<suffix> (suffix "", "/scroll", "?wait=true"...):
  * a 404 means the Qdrant collection is gone (STATUS_ENOTFOUND naming it). */

@@ -56,7 +56,8 @@ static int existing(const qtarget *t, tier_ctx *c, const vs_collection *col, con
     return STATUS_OK;
 }
 
-int q_upsert(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_point_in *pts, size_t n) {
+static int upsert_checked(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_point_in *pts,
+                          size_t n) {
     qtarget t;
     int rc = qdrant_target(vs, c, col->name, &t);
     if (rc != STATUS_OK || n == 0) return rc;
@@ -259,8 +260,8 @@ static int delete_by_ids(const qtarget *t, tier_ctx *c, const vs_id *ids, size_t
     return qdrant_logged("delete", rc, c->err);
 }
 
-int q_delete_ids(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_id *ids, size_t n,
-                 int64_t *deleted) {
+static int delete_ids_checked(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_id *ids,
+                              size_t n, int64_t *deleted) {
     qtarget t;
     *deleted = 0;
     int rc = qdrant_target(vs, c, col->name, &t);
@@ -288,8 +289,8 @@ int q_delete_ids(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_id 
     return rc;
 }
 
-int q_delete_filter(vstore *vs, tier_ctx *c, const vs_collection *col,
-                    const Memory__V1__Filter *filter, int64_t *deleted) {
+static int delete_filter_checked(vstore *vs, tier_ctx *c, const vs_collection *col,
+                                 const Memory__V1__Filter *filter, int64_t *deleted) {
     qtarget t;
     *deleted = 0;
     int rc = qdrant_target(vs, c, col->name, &t);
@@ -366,6 +367,53 @@ int q_delete_filter(vstore *vs, tier_ctx *c, const vs_collection *col,
     /* Pages deleted before a failure stay deleted: report them. */
     *deleted = total;
     return rc;
+}
+
+/* ---- writes, each under the collection's write lock ---- */
+
+typedef struct {
+    vstore *vs;
+    tier_ctx *c;
+    const vs_collection *col;
+    const vs_point_in *pts;
+    const vs_id *ids;
+    size_t n;
+    const Memory__V1__Filter *filter;
+    int64_t *deleted;
+} write_args;
+
+static int run_upsert(void *arg) {
+    write_args *w = arg;
+    return upsert_checked(w->vs, w->c, w->col, w->pts, w->n);
+}
+
+static int run_delete_ids(void *arg) {
+    write_args *w = arg;
+    return delete_ids_checked(w->vs, w->c, w->col, w->ids, w->n, w->deleted);
+}
+
+static int run_delete_filter(void *arg) {
+    write_args *w = arg;
+    return delete_filter_checked(w->vs, w->c, w->col, w->filter, w->deleted);
+}
+
+int q_upsert(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_point_in *pts, size_t n) {
+    write_args w = {.vs = vs, .c = c, .col = col, .pts = pts, .n = n};
+    return n ? qdrant_serialized((qdrant *)vs, c, col, run_upsert, &w) : run_upsert(&w);
+}
+
+int q_delete_ids(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_id *ids, size_t n,
+                 int64_t *deleted) {
+    write_args w = {.vs = vs, .c = c, .col = col, .ids = ids, .n = n, .deleted = deleted};
+    *deleted = 0;
+    return n ? qdrant_serialized((qdrant *)vs, c, col, run_delete_ids, &w) : run_delete_ids(&w);
+}
+
+int q_delete_filter(vstore *vs, tier_ctx *c, const vs_collection *col,
+                    const Memory__V1__Filter *filter, int64_t *deleted) {
+    write_args w = {.vs = vs, .c = c, .col = col, .filter = filter, .deleted = deleted};
+    *deleted = 0;
+    return qdrant_serialized((qdrant *)vs, c, col, run_delete_filter, &w);
 }
 
 int q_count(vstore *vs, tier_ctx *c, const vs_collection *col, const Memory__V1__Filter *filter,

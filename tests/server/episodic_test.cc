@@ -9,6 +9,7 @@
 #include <libpq-fe.h>
 #include <signal.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -893,6 +894,52 @@ TEST_F(EpisodicTest, ACancelledCallLeavesNoCatalogStatementWaiting) {
   admin.Value("ROLLBACK");
   // The pool serves the next call (Must fails the test otherwise).
   EXPECT_TRUE(SearchIds(alice_, SearchReq("cat", {1, 0})).empty());
+}
+
+// Two principals, each allowed to modify only its own points, upsert the
+// same new id at the same moment through two replicas, 30 times: each time
+// exactly one of them creates the point and the other is refused (the
+// point is no longer absent: it is the other's), and the stored owner is
+// the one that succeeded. (On Qdrant, which has no conditional write, both
+// used to see the id absent and both succeed, the later silently taking
+// over the other's point.)
+TEST_F(EpisodicTest, ConcurrentWritersOfOneNewIdNeverBothSucceed) {
+  MustCreate(alice_, "race", 2, DISTANCE_DOT);
+  std::string alice = Token("t1", "alice", "episodic:read:all episodic:write");
+  std::string bob = Token("t1", "bob", "episodic:read:all episodic:write");
+  Replica b = Launch();
+  int both = 0, neither = 0, wrong_owner = 0;
+  for (int round = 0; round < 30; round++) {
+    Result ra, rb;
+    std::atomic<int> ready{0};
+    auto go = [&](const std::string& tok, const Replica* r, Result* out) {
+      ready++;
+      while (ready.load() < 2) {
+      }
+      *out = Upsert(tok, "race", {P(Num(1000 + round), {1, 0})}, r);
+    };
+    std::thread ta(go, alice, &a_, &ra), tb(go, bob, &b, &rb);
+    ta.join();
+    tb.join();
+    if (ra.status.ok() && rb.status.ok()) both++;
+    if (!ra.status.ok() && !rb.status.ok()) neither++;
+    for (const Result* r : {&ra, &rb}) {
+      if (!r->status.ok()) {
+        EXPECT_EQ(StatusCode::PERMISSION_DENIED, r->status.error_code())
+            << r->status.error_message();
+      }
+    }
+    GetPointsRequest get;
+    get.set_collection("race");
+    *get.add_ids() = Num(1000 + round);
+    auto got = Must<GetPointsResponse>("GetPoints", get, alice_);
+    if (got.points_size() != 1 ||
+        got.points(0).meta().owner() != (ra.status.ok() ? "alice" : "bob"))
+      wrong_owner++;
+  }
+  EXPECT_EQ(0, both) << "both writers of a new id succeeded";
+  EXPECT_EQ(0, neither);
+  EXPECT_EQ(0, wrong_owner);
 }
 
 #ifndef EPISODIC_TEST_QDRANT
