@@ -70,9 +70,9 @@ static count *find_locked(stream_quota *q, const char *tenant, const char *sub, 
     return c;
 }
 
-/* Caller holds the lock. Drops one from c, and c itself at zero. */
-static void release_locked(stream_quota *q, count *c) {
-    if (--c->open > 0) return;
+/* Caller holds the lock. Frees c once no stream counts in it. */
+static void drop_if_idle_locked(stream_quota *q, count *c) {
+    if (c->open > 0) return;
     for (count **pp = &q->counts; *pp; pp = &(*pp)->next)
         if (*pp == c) {
             *pp = c->next;
@@ -84,8 +84,10 @@ static void release_locked(stream_quota *q, count *c) {
 static void give_back(void *arg) {
     places *pl = arg;
     pthread_mutex_lock(&pl->q->lock);
-    release_locked(pl->q, pl->principal);
-    release_locked(pl->q, pl->tenant);
+    pl->principal->open--;
+    pl->tenant->open--;
+    drop_if_idle_locked(pl->q, pl->principal);
+    drop_if_idle_locked(pl->q, pl->tenant);
     pthread_mutex_unlock(&pl->q->lock);
 }
 
@@ -123,14 +125,8 @@ grpc_status_code stream_quota_interceptor(rpc_call *call, void *arg) {
         *pl = (places){q, t, s};
         rpc_call_on_destroy(call, give_back, pl);
     } else { /* counts made for this call alone go again */
-        if (s) {
-            s->open++;
-            release_locked(q, s);
-        }
-        if (t) {
-            t->open++;
-            release_locked(q, t);
-        }
+        if (s) drop_if_idle_locked(q, s);
+        if (t) drop_if_idle_locked(q, t);
     }
     pthread_mutex_unlock(&q->lock);
     return st;

@@ -123,12 +123,13 @@ typedef struct {
 /* The lock lives as long as this transaction, which holds nothing else:
  * pgq_run ends the session with a ROLLBACK that releases it. */
 static int serialized_in(pgq_session *ss, tier_ctx *c, void *arg) {
+    (void)c;
     serialized_args *s = arg;
     pgq_sql b = {0};
     pgq_sql_add(&b,
-                "SELECT pg_advisory_xact_lock(hashtextextended('memoryd qdrant write ' || $%d,"
-                " 0))",
-                pgq_text(&b, arena_printf(c->ar, "%lld", (long long)s->col->cid)));
+                "SELECT pg_advisory_xact_lock(hashtextextended('memoryd qdrant write ' ||"
+                " $%d::text, 0))",
+                pgq_int8(&b, s->col->cid));
     PGresult *r;
     int rc = pgq_pipeline(ss, "waiting for the collection's other writers", "BEGIN", &b, 0, &r);
     if (rc != STATUS_OK) return rc;

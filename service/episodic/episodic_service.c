@@ -50,14 +50,11 @@ static grpc_status_code init_ctx(tier_ctx *c, rpc_call *call) {
     return tier_ctx_watch_cancel(c, call);
 }
 
-/* A write's context: its audit row is stored before it is answered, in
- * the write's own transaction on the embedded backend (its catalog and
- * points are in PostgreSQL), in one of its own after a Qdrant write. The
- * targets must be named before the write runs. */
-static void audit_writes(const episodic_service *svc, tier_ctx *c, rpc_call *call) {
-    tier_ctx_audit_writes(c, call, svc->audit);
-}
-
+/* A write's audit row is stored before it is answered: in the write's own
+ * transaction on the embedded backend (its catalog and points are in
+ * PostgreSQL, and the context carries the audit hooks:
+ * tier_ctx_audit_writes, with the targets named before the write runs),
+ * in one of its own after a Qdrant write, here. */
 static int audited(const episodic_service *svc, tier_ctx *c, int rc) {
     if (rc != STATUS_OK || !svc->remote) return rc;
     return tier_sql_audit_row(svc->pg, c);
@@ -212,7 +209,7 @@ static RPC_UNARY_HANDLER(do_create_collection, episodic_service,
                                 (int)req->distance);
     tier_ctx c;
     RPC_CHECK(init_ctx(&c, call));
-    audit_writes(svc, &c, call);
+    tier_ctx_audit_writes(&c, call, svc->audit);
     tier_target(call, "collection:%s", req->name);
     vs_collection col;
     int rc = vstore_create_collection(svc->vs, &c, req->name, req->dims, (int)req->distance, &col);
@@ -270,7 +267,7 @@ static RPC_UNARY_HANDLER(do_delete_collection, episodic_service,
     RPC_CHECK(check_name(call, "name", req->name));
     tier_ctx c;
     RPC_CHECK(init_ctx(&c, call));
-    audit_writes(svc, &c, call);
+    tier_ctx_audit_writes(&c, call, svc->audit);
     tier_target(call, "collection:%s", req->name);
     int rc = vstore_delete_collection(svc->vs, &c, req->name);
     if (rc != STATUS_OK) return vs_status(call, rc, &c);
@@ -355,7 +352,7 @@ static RPC_UNARY_HANDLER(do_upsert, episodic_service, Memory__V1__EpisodicMemory
         }
     }
     if (st == GRPC_STATUS_OK) {
-        audit_writes(svc, &c, call);
+        tier_ctx_audit_writes(&c, call, svc->audit);
         for (size_t i = 0; i < n; i++) point_target(call, col.name, &in[i].id);
         int rc = audited(svc, &c, vstore_upsert(svc->vs, &c, &col, in, n));
         st = vs_status(call, rc, &c);
@@ -462,7 +459,7 @@ static RPC_UNARY_HANDLER(do_delete_points, episodic_service, Memory__V1__DeleteP
     vs_collection col;
     RPC_CHECK(collection_of(call, svc, req->collection, &c, &col));
     int64_t deleted = 0;
-    audit_writes(svc, &c, call);
+    tier_ctx_audit_writes(&c, call, svc->audit);
     for (size_t i = 0; i < nids; i++) point_target(call, col.name, &ids[i]);
     if (!ids) tier_target(call, "collection:%s", col.name);
     int rc = ids ? vstore_delete_ids(svc->vs, &c, &col, ids, nids, &deleted)

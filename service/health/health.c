@@ -148,17 +148,22 @@ void health_shutdown(health *h) {
 
 /* ---- handlers ---- */
 
+/* Service names are looked up, and a watcher keeps its own for the
+ * stream's life: longer than any real one is refused up front. */
+static grpc_status_code check_name(rpc_call *call, const char *service) {
+    if (strlen(service) <= HEALTH_SERVICE_NAME_MAX) return GRPC_STATUS_OK;
+    rpc_call_set_error(call, "the service name is over %d bytes: no service is named so",
+                       HEALTH_SERVICE_NAME_MAX);
+    return GRPC_STATUS_INVALID_ARGUMENT;
+}
+
 static grpc_status_code check(rpc_call *call, const ProtobufCMessage *req_msg,
                               ProtobufCMessage *resp_msg, void *arg) {
     health *h = arg;
     const Grpc__Health__V1__HealthCheckRequest *req = (const void *)req_msg;
     Grpc__Health__V1__HealthCheckResponse *resp = (void *)resp_msg;
     const char *service = req->service ? req->service : "";
-    if (strlen(service) > HEALTH_SERVICE_NAME_MAX) {
-        rpc_call_set_error(call, "the service name is over %d bytes: no service is named so",
-                           HEALTH_SERVICE_NAME_MAX);
-        return GRPC_STATUS_INVALID_ARGUMENT;
-    }
+    RPC_CHECK(check_name(call, service));
     health_status st = health_get(h, service);
     if (st == HEALTH_UNKNOWN) {
         rpc_call_set_error(call, "unknown service \"%s\"", service);
@@ -190,11 +195,7 @@ static void watch_cancelled(rpc_call *call, void *arg) {
 static grpc_status_code watch(rpc_call *call, const ProtobufCMessage *req_msg, void *arg) {
     health *h = arg;
     const Grpc__Health__V1__HealthCheckRequest *req = (const void *)req_msg;
-    if (req->service && strlen(req->service) > HEALTH_SERVICE_NAME_MAX) {
-        rpc_call_set_error(call, "the service name is over %d bytes: no service is named so",
-                           HEALTH_SERVICE_NAME_MAX);
-        return GRPC_STATUS_INVALID_ARGUMENT;
-    }
+    RPC_CHECK(check_name(call, req->service ? req->service : ""));
     watcher *w = calloc(1, sizeof *w);
     if (!w || !(w->service = strdup(req->service ? req->service : ""))) {
         free(w);

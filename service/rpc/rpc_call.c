@@ -198,8 +198,8 @@ static void generate_request_id(rpc_call *c) {
 
 /* Decodes bb as a desc message into the arena; NULL (with the reason in
  * *why) when the bytes are malformed or fail the pb_check guard. */
-const ProtobufCMessage *rpc_call_decode(arena *a, const ProtobufCMessageDescriptor *desc,
-                                        grpc_byte_buffer *bb, const char **why) {
+static const ProtobufCMessage *decode(arena *a, const ProtobufCMessageDescriptor *desc,
+                                      grpc_byte_buffer *bb, const char **why) {
     grpc_byte_buffer_reader reader;
     *why = "malformed protobuf";
     if (!grpc_byte_buffer_reader_init(&reader, bb)) return NULL;
@@ -384,7 +384,7 @@ grpc_status_code rpc_call_decode_into(rpc_call *c, arena *a, grpc_byte_buffer *b
                                       const ProtobufCMessage **out) {
     const rpc_method *m = &c->entry->m;
     const char *why;
-    *out = rpc_call_decode(a, m->request, bb, &why);
+    *out = decode(a, m->request, bb, &why);
     if (*out) return GRPC_STATUS_OK;
     if (arena_over_limit(a)) {
         arena_set_limit(a, 0); /* room for the message: the call ends now */

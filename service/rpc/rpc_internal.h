@@ -160,10 +160,6 @@ void rpc_call_watch_close(rpc_call *c);
 /* rpc_call.c, for rpc_stream.c. */
 void rpc_call_ref(rpc_call *c);
 void rpc_call_unref(rpc_call *c); /* destroys the call with the last reference */
-/* Decodes bb as a desc message into the arena; NULL (with the reason in
- * *why) when the bytes are malformed or fail the pb_check guard. */
-const ProtobufCMessage *rpc_call_decode(arena *a, const ProtobufCMessageDescriptor *desc,
-                                        grpc_byte_buffer *bb, const char **why);
 grpc_byte_buffer *rpc_call_encode(const ProtobufCMessage *msg);
 /* The request of a unary or server-streaming call (takes payload): checks
  * it came, runs the interceptors (authentication) before decoding it, then
