@@ -268,6 +268,13 @@ static void call_destroy(rpc_call *c) {
 
 void rpc_call_ref(rpc_call *c) { atomic_fetch_add(&c->refs, 1); }
 
+int rpc_call_try_ref(rpc_call *c) {
+    int n = atomic_load(&c->refs);
+    while (n > 0)
+        if (atomic_compare_exchange_weak(&c->refs, &n, n + 1)) return 1;
+    return 0;
+}
+
 void rpc_call_unref(rpc_call *c) {
     if (atomic_fetch_sub(&c->refs, 1) == 1) call_destroy(c);
 }

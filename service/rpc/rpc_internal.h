@@ -159,6 +159,9 @@ void rpc_call_watch_close(rpc_call *c);
 
 /* rpc_call.c, for rpc_stream.c. */
 void rpc_call_ref(rpc_call *c);
+/* A reference unless the last one is gone already (the call is being
+ * destroyed): 1 if taken. For finding calls through a list. */
+int rpc_call_try_ref(rpc_call *c);
 void rpc_call_unref(rpc_call *c); /* destroys the call with the last reference */
 grpc_byte_buffer *rpc_call_encode(const ProtobufCMessage *msg);
 /* The request of a unary or server-streaming call (takes payload): checks

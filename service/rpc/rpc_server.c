@@ -152,7 +152,9 @@ static void post_drain_marker(rpc_server *srv) {
 }
 
 /* Ends every served stream (UNAVAILABLE). The list is copied under the
- * lock with a reference each: ending one may destroy it. */
+ * lock with a reference each: ending one may destroy it. A call whose last
+ * reference is already gone is being destroyed (it leaves the list under
+ * the lock, after its count reached zero): it is skipped, not revived. */
 static void end_streams(rpc_server *srv) {
     for (;;) {
         rpc_call *batch[64];
@@ -160,8 +162,7 @@ static void end_streams(rpc_server *srv) {
         pthread_mutex_lock(&srv->lock);
         for (dlist *l = srv->streams.next; l != &srv->streams && n < 64; l = l->next) {
             rpc_call *c = DLIST_ENTRY(l, rpc_call, stream_link);
-            batch[n++] = c;
-            rpc_call_ref(c);
+            if (rpc_call_try_ref(c)) batch[n++] = c;
         }
         /* Off the list now, so the next round sees the rest. */
         for (size_t i = 0; i < n; i++) dlist_remove(&batch[i]->stream_link);
