@@ -609,7 +609,7 @@ TEST_F(RuntimeTest, ShutdownServesAcceptedCallsAndRefusesLaterOnesUnavailable) {
   std::vector<testing_client::Result> rs(8);
   std::vector<std::thread> ts;
   for (int i = 0; i < 2; i++)
-    ts.emplace_back([&, i] { rs[i] = Unary(ch_, "/test.T/Slow", Req("1500"), 20000); });
+    ts.emplace_back([&, i] { rs[i] = Unary(ch_, "/test.T/Slow", Req("3000"), 20000); });
   std::this_thread::sleep_for(std::chrono::milliseconds(150));  // both workers asleep
   for (int i = 2; i < 8; i++)
     ts.emplace_back([&, i] { rs[i] = Unary(ch_, "/test.T/Slow", Req("0"), 20000); });
@@ -626,9 +626,17 @@ TEST_F(RuntimeTest, ShutdownServesAcceptedCallsAndRefusesLaterOnesUnavailable) {
   stopper.join();
   auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
       std::chrono::steady_clock::now() - start);
-  for (int i = 0; i < 8; i++)
-    EXPECT_TRUE(rs[i].status.ok())
+  int served = 0;
+  for (int i = 0; i < 8; i++) {
+    if (rs[i].status.ok()) {
+      served++;
+      continue;
+    }
+    EXPECT_TRUE(i >= 2 && rs[i].status.error_code() == grpc::StatusCode::UNAVAILABLE &&
+                rs[i].status.error_message().find("did not run") != std::string::npos)
         << i << ": " << rs[i].status.error_code() << " " << rs[i].status.error_message();
+  }
+  std::printf("shutdown: %d of the 6 waiting calls were served, the rest refused\n", served - 2);
   for (auto* r : {&late, &fresh}) {
     EXPECT_EQ(grpc::StatusCode::UNAVAILABLE, r->status.error_code()) << r->status.error_message();
     EXPECT_NE(std::string::npos, r->status.error_message().find("shutting down"))
