@@ -138,6 +138,9 @@ static void on_reply(redisAsyncContext *ac, void *reply_, void *privdata) {
     aredis_cmd *q = r->cmds[r->head];
     r->head = slot(r, 1);
     r->count--;
+    if (!reply) /* hiredis answers NULL only when the connection is going: say so before
+                 * the caller hears it, not after (on_disconnect runs later) */
+        atomic_store(&r->connected, 0);
     if (!q) return; /* answered early; its reply is dropped */
     if (!reply)
         answer_err(q, STATUS_EUNAVAILABLE, "%s: Redis connection lost (%s)", what(q),
