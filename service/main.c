@@ -36,7 +36,7 @@
  * offers in tier_env: the cache before GlobalMemory), each by the name of
  * the `const tier <name>_tier` its folder exports. Adding a tier is its
  * folder, its library in BUILD and its name on this one line. */
-#define TIERS(X) X(access) X(audit) X(entries) X(cache) X(global) X(episodic)
+#define TIERS(X) X(access) X(audit) X(entries) X(cache) X(global) X(episodic) X(blackboard)
 
 #define TIER_DECLARE(name) extern const tier name##_tier;
 #define TIER_ENTRY(name) &name##_tier,
@@ -217,6 +217,7 @@ static int build_server(app *a, char *err) {
         .pga = a->pga,
         .redis = a->redis,
         .redis_async = a->redis_async,
+        .loop = a->loop,
         .auth = a->auth,
         .audit = a->audit,
         /* A List/Search answer must fit the message limit with room for

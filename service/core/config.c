@@ -138,6 +138,14 @@ static const opt_def options[] = {
                "MiB the embedded vector index may hold in memory across collections; idle "
                "collections leave memory past it, and one that alone needs more fails its reads "
                "RESOURCE_EXHAUSTED"),
+    OPT_NUMBER("blackboard-log-entries", blackboard_log_entries, "1000", 1, 1000000,
+               "changes each board keeps in Redis so a Blackboard.Subscribe can resume from "
+               "after_version instead of downloading a SNAPSHOT"),
+    OPT_NUMBER("blackboard-log-bytes", blackboard_log_bytes, "4194304", 1024, 1073741824,
+               "bytes each board's change log may hold (the oldest changes go first)"),
+    OPT_NUMBER("blackboard-redis-grace-ms", blackboard_redis_grace_ms, "5000", 0, 600000,
+               "how long open Blackboard.Subscribe streams wait for a lost Redis to return (then "
+               "they catch up); past it they end UNAVAILABLE"),
     OPT_SWITCH("cache-entities", cache_entities, "false",
                "GlobalMemory.GetEntity answers from the in-process cache (single-flight loads, "
                "invalidated on every replica through Redis pub/sub)"),

@@ -54,6 +54,9 @@ typedef struct config {
     int cache_l1_ttl_ms;            /* longest an L1 entry lives */
     int cache_entities;             /* GetEntity through the cache-aside L1 */
     int episodic_index_max_mb;      /* the embedded vector index's memory budget */
+    int blackboard_log_entries;     /* a board's change log: entries ... */
+    int blackboard_log_bytes;       /* ... and bytes kept for resuming streams */
+    int blackboard_redis_grace_ms;  /* how long Subscribe streams wait for Redis */
 } config;
 
 /* Outcome of config_load besides 0 (= run the service). */

@@ -228,11 +228,27 @@ int pbjson_to_struct(arena *a, const char *json, size_t len, Google__Protobuf__S
     return *out ? 0 : -1;
 }
 
-Google__Protobuf__Struct *pbjson_struct_copy(arena *a, const Google__Protobuf__Struct *st) {
-    size_t n = protobuf_c_message_get_packed_size(&st->base);
+int pbjson_to_value(arena *a, const char *json, size_t len, Google__Protobuf__Value **out) {
+    json_error_t jerr;
+    json_t *j = json_loadb(json, len, JSON_DECODE_INT_AS_REAL | JSON_DECODE_ANY, &jerr);
+    *out = j ? to_value(a, j) : NULL;
+    json_decref(j);
+    return *out ? 0 : -1;
+}
+
+/* A deep copy through the wire form, in arena a. */
+static ProtobufCMessage *message_copy(arena *a, const ProtobufCMessage *m) {
+    size_t n = protobuf_c_message_get_packed_size(m);
     uint8_t *buf = arena_alloc(a, n ? n : 1);
     if (!buf) return NULL;
-    protobuf_c_message_pack(&st->base, buf);
-    return (Google__Protobuf__Struct *)protobuf_c_message_unpack(
-        &google__protobuf__struct__descriptor, arena_protobuf_allocator(a), n, buf);
+    protobuf_c_message_pack(m, buf);
+    return protobuf_c_message_unpack(m->descriptor, arena_protobuf_allocator(a), n, buf);
+}
+
+Google__Protobuf__Struct *pbjson_struct_copy(arena *a, const Google__Protobuf__Struct *st) {
+    return (Google__Protobuf__Struct *)message_copy(a, &st->base);
+}
+
+Google__Protobuf__Value *pbjson_value_copy(arena *a, const Google__Protobuf__Value *v) {
+    return (Google__Protobuf__Value *)message_copy(a, &v->base);
 }

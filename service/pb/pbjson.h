@@ -39,8 +39,15 @@ Google__Protobuf__Struct *pbjson_json_to_struct(arena *a, json_t *obj);
  * -1 when json is not an object (or out of memory). */
 int pbjson_to_struct(arena *a, const char *json, size_t len, Google__Protobuf__Struct **out);
 
+/* Parses any JSON value (object, array, string, number, true, false,
+ * null) into a Value allocated in arena a. Returns 0, or -1 when json is
+ * not JSON (or out of memory). */
+int pbjson_to_value(arena *a, const char *json, size_t len, Google__Protobuf__Value **out);
+
 /* A deep copy of st in arena a (so it can be changed, e.g. redacted,
  * without touching the request); NULL when out of memory. */
 Google__Protobuf__Struct *pbjson_struct_copy(arena *a, const Google__Protobuf__Struct *st);
+/* The same for a Value. */
+Google__Protobuf__Value *pbjson_value_copy(arena *a, const Google__Protobuf__Value *v);
 
 #endif

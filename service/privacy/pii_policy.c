@@ -31,6 +31,8 @@ static int scan(pii_findings *found, const pii_field *f) {
     size_t before = found->total;
     if (f->text) {
         pii_scan_field(found, f->path, *f->text, text_len(f));
+    } else if (f->v) {
+        if (*f->v && pii_scan_value(found, f->path, *f->v) != 0) return -1;
     } else if (*f->st && pii_scan_struct(found, f->path, *f->st) != 0) {
         return -1;
     }
@@ -38,6 +40,13 @@ static int scan(pii_findings *found, const pii_field *f) {
 }
 
 static int redact(arena *a, pii_field *f) {
+    if (f->v) {
+        if (!*f->v) return 0;
+        Google__Protobuf__Value *copy = pbjson_value_copy(a, *f->v);
+        if (!copy || pii_redact_value(a, copy) != 0) return -1;
+        *f->v = copy;
+        return 0;
+    }
     if (!f->text && !*f->st) return 0;
     if (f->text) {
         size_t n = 0;

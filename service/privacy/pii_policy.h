@@ -39,24 +39,28 @@ typedef enum pii_mode {
 /* The mode for a write by p: ALLOW with `pii:write`, else the policy's. */
 pii_mode pii_policy_mode(pii_policy policy, const principal *p);
 
-/* One field a write stores. Exactly one of text and st is set. */
+/* One field a write stores. Exactly one of text, st and v is set. */
 typedef struct pii_field {
     const char *path;                    /* "value", "tags[2]", "points[0].payload": messages */
     const char **text;                   /* text or bytes; replaced by a redacted copy */
     size_t *len;                         /* its length; NULL: NUL-terminated */
     const Google__Protobuf__Struct **st; /* a Struct (NULL *st: absent); replaced */
+    const Google__Protobuf__Value **v;   /* a Value of any kind (NULL *v: absent); replaced */
     int names_record;                    /* an id or key: never redacted */
 } pii_field;
 
-/* Field initialisers: PII_TEXT("name", &in.name), PII_STRUCT("properties", &st). */
+/* Field initialisers: PII_TEXT("name", &in.name), PII_STRUCT("properties", &st),
+ * PII_VALUE("value", &v). */
 #define PII_NAME(path_, pp)                                                                        \
-    { (path_), (pp), NULL, NULL, 1 }
+    { .path = (path_), .text = (pp), .names_record = 1 }
 #define PII_TEXT(path_, pp)                                                                        \
-    { (path_), (pp), NULL, NULL, 0 }
+    { .path = (path_), .text = (pp) }
 #define PII_BYTES(path_, pp, lenp)                                                                 \
-    { (path_), (pp), (lenp), NULL, 0 }
+    { .path = (path_), .text = (pp), .len = (lenp) }
 #define PII_STRUCT(path_, stp)                                                                     \
-    { (path_), NULL, NULL, (stp), 0 }
+    { .path = (path_), .st = (stp) }
+#define PII_VALUE(path_, vp)                                                                       \
+    { .path = (path_), .v = (vp) }
 
 /* Applies mode to f[0..n). STATUS_OK: the fields may now point at
  * redacted copies, and *kinds / *nkinds (both may be NULL) name the kinds

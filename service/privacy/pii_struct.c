@@ -84,6 +84,12 @@ int pii_scan_struct(pii_findings *f, const char *root, const Google__Protobuf__S
     return scan_struct(f, path, strlen(path), st, 0);
 }
 
+int pii_scan_value(pii_findings *f, const char *root, const Google__Protobuf__Value *v) {
+    char path[PII_PATH_MAX];
+    snprintf(path, sizeof path, "%s", root);
+    return scan_value(f, path, strlen(path), v, 0);
+}
+
 void pii_findings_format(const pii_findings *f, char *out, size_t outlen) {
     size_t used = 0;
     if (outlen == 0) return;
@@ -155,3 +161,5 @@ static int redact_value(arena *a, Google__Protobuf__Value *v, int depth) {
 }
 
 int pii_redact_struct(arena *a, Google__Protobuf__Struct *st) { return redact_struct(a, st, 0); }
+
+int pii_redact_value(arena *a, Google__Protobuf__Value *v) { return redact_value(a, v, 0); }

@@ -33,6 +33,9 @@ void pii_scan_field(pii_findings *f, const char *path, const char *s, size_t n);
  * then: callers refuse the write). */
 int pii_scan_struct(pii_findings *f, const char *root, const Google__Protobuf__Struct *st);
 
+/* The same for one Value of any kind, found under root ("value"). */
+int pii_scan_value(pii_findings *f, const char *root, const Google__Protobuf__Value *v);
+
 /* "email at metadata.contact; payment_card at value" (bounded by outlen,
  * always NUL-terminated; "and N more" when locations were dropped). */
 void pii_findings_format(const pii_findings *f, char *out, size_t outlen);
@@ -45,5 +48,7 @@ const char *pii_redact_arena(arena *a, const char *s, size_t n, size_t *outlen);
  * with arena copies (the old strings are left to their owner). Returns 0,
  * or -1 on OOM or nesting deeper than PII_MAX_DEPTH. */
 int pii_redact_struct(arena *a, Google__Protobuf__Struct *st);
+/* The same for one Value. */
+int pii_redact_value(arena *a, Google__Protobuf__Value *v);
 
 #endif

@@ -284,6 +284,10 @@ void *rpc_call_audit(const rpc_call *call);
  * proto documents for a slow reader (end the stream, or resynchronise). */
 #define RPC_SEND_OVERFLOW (-2)
 int rpc_call_send(rpc_call *call, const ProtobufCMessage *msg);
+/* Bytes queued on the stream behind the message being sent: 0 when a
+ * message of any size would be taken now (a method that resynchronises a
+ * slow reader waits for that). */
+size_t rpc_call_queued_bytes(rpc_call *call);
 /* The status message of a stream ended on RPC_SEND_OVERFLOW. */
 #define RPC_OVERFLOW_MESSAGE                                                                       \
     "the client reads the stream too slowly: its send buffer (--stream-buffer-bytes) is full"

@@ -101,6 +101,13 @@ int rpc_call_send(rpc_call *c, const ProtobufCMessage *msg) {
     return 0;
 }
 
+size_t rpc_call_queued_bytes(rpc_call *c) {
+    pthread_mutex_lock(&c->lock);
+    size_t n = c->queued_bytes;
+    pthread_mutex_unlock(&c->lock);
+    return n;
+}
+
 /* Records the final status once; returns 1 if this call did it. */
 static int request_finish(rpc_call *c, grpc_status_code status, const char *message) {
     pthread_mutex_lock(&c->lock);

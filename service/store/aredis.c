@@ -186,6 +186,7 @@ static void lost(aredis *r, const char *why) {
     snprintf(r->last_error, sizeof r->last_error, "%s", why);
     uv_timer_stop(&r->conn_timer);
     schedule_reconnect(r);
+    if (was_up && r->o.on_state) r->o.on_state(r->o.arg, 0);
 }
 
 /* Closes the connection ourselves: what is in flight is answered
@@ -213,6 +214,7 @@ static void on_connect(const redisAsyncContext *ac, int status) {
         log_fields(LOG_INFO, "redis: connected again", LOG_F_END);
         r->last_error[0] = '\0';
     }
+    if (r->o.on_state) r->o.on_state(r->o.arg, 1);
 }
 
 static void on_disconnect(const redisAsyncContext *ac, int status) {
@@ -290,6 +292,43 @@ void aredis_cancel(aredis *r, aredis_cmd *q) {
 }
 
 int aredis_connected(const aredis *r) { return atomic_load(&((aredis *)r)->connected); }
+
+/* ------------------------------------------------------------ pub/sub */
+
+/* hiredis's callback for every reply on a subscribed channel: ["subscribe",
+ * channel, count], ["message", channel, payload], ["unsubscribe", channel,
+ * count]; NULL when the connection goes (lost() tells the user). */
+static void on_sub_reply(redisAsyncContext *ac, void *reply_, void *privdata) {
+    (void)privdata;
+    aredis *r = ac->data;
+    const redisReply *rp = reply_;
+    if (!rp || rp->type != REDIS_REPLY_ARRAY || rp->elements != 3 ||
+        rp->element[0]->type != REDIS_REPLY_STRING || rp->element[1]->type != REDIS_REPLY_STRING)
+        return;
+    const char *kind = rp->element[0]->str;
+    const redisReply *ch = rp->element[1], *third = rp->element[2];
+    if (strcmp(kind, "message") == 0 && third->type == REDIS_REPLY_STRING)
+        r->o.on_message(r->o.arg, AREDIS_MESSAGE, ch->str, ch->len, third->str, third->len);
+    else if (strcmp(kind, "subscribe") == 0)
+        r->o.on_message(r->o.arg, AREDIS_SUBSCRIBED, ch->str, ch->len, NULL, 0);
+    else if (strcmp(kind, "unsubscribe") == 0)
+        r->o.on_message(r->o.arg, AREDIS_UNSUBSCRIBED, ch->str, ch->len, NULL, 0);
+}
+
+static int sub_command(aredis *r, const char *verb, const char *channel, size_t len) {
+    if (!r->ac || !r->up) return -1;
+    const char *argv[2] = {verb, channel};
+    size_t lens[2] = {strlen(verb), len};
+    return redisAsyncCommandArgv(r->ac, on_sub_reply, NULL, 2, argv, lens) == REDIS_OK ? 0 : -1;
+}
+
+int aredis_subscribe(aredis *r, const char *channel, size_t len) {
+    return sub_command(r, "SUBSCRIBE", channel, len);
+}
+
+int aredis_unsubscribe(aredis *r, const char *channel, size_t len) {
+    return sub_command(r, "UNSUBSCRIBE", channel, len);
+}
 
 typedef struct {
     aredis_cmd q;

@@ -29,11 +29,30 @@
 typedef struct aredis aredis;
 typedef struct aredis_cmd aredis_cmd;
 
+/* A subscriber connection's news (aredis_options.on_message), on the loop
+ * thread: a channel's subscription confirmed or ended, or a message on it.
+ * The bytes are hiredis's, valid during the call only. */
+typedef enum aredis_sub_kind {
+    AREDIS_SUBSCRIBED = 0,
+    AREDIS_UNSUBSCRIBED = 1,
+    AREDIS_MESSAGE = 2,
+} aredis_sub_kind;
+typedef void (*aredis_message_fn)(void *arg, aredis_sub_kind kind, const char *channel,
+                                  size_t channel_len, const char *msg, size_t msg_len);
+
 typedef struct aredis_options {
     const char *url;            /* redis_url.h */
     int connect_timeout_ms;     /* one connection attempt */
     int64_t default_timeout_ms; /* a command submitted without a deadline */
     int max_in_flight;          /* commands awaiting replies; more: STATUS_EBUSY */
+    /* A subscriber connection (pub/sub) when set: it takes no commands but
+     * aredis_subscribe / aredis_unsubscribe, and hears its channels through
+     * on_message. on_state(arg, up) tells when the connection comes up (no
+     * channel is subscribed then: the user subscribes again) and when it is
+     * lost (every subscription with it). Both on the loop thread. */
+    aredis_message_fn on_message;
+    void (*on_state)(void *arg, int up);
+    void *arg;
 } aredis_options;
 
 /* Called once per command on the loop thread: STATUS_OK with reply (not
@@ -75,6 +94,14 @@ void aredis_cancel(aredis *r, aredis_cmd *q);
 
 /* 1 while the connection is up; a racy snapshot for health and logs. */
 int aredis_connected(const aredis *r);
+
+/* A subscriber connection's (UN)SUBSCRIBE of one channel, on the loop
+ * thread: 0 when sent (on_message confirms it), -1 when the connection is
+ * down (on_state will say when it is back). Do not subscribe to a channel
+ * whose unsubscription is not yet confirmed: hiredis would drop the new
+ * subscription's messages. */
+int aredis_subscribe(aredis *r, const char *channel, size_t len);
+int aredis_unsubscribe(aredis *r, const char *channel, size_t len);
 
 /* PING with deadline_ms, waiting for the answer: 0 when Redis answered
  * PONG, else a STATUS_E* code (a hung Redis is noticed by the deadline).

@@ -33,6 +33,7 @@ typedef struct tier_env {
     apg *pga;            /* PostgreSQL on the event loop (store/apg.h): always there */
     redis_pool *redis;   /* NULL: no Redis configured */
     aredis *redis_async; /* Redis on the event loop (store/aredis.h); NULL with redis */
+    evloop *loop;        /* the event loop the backends' I/O runs on */
     authn *auth;         /* tokens, revocations */
     audit *audit;        /* the audit trail */
     pii_policy pii;      /* --pii-policy, for every write path */

@@ -162,7 +162,7 @@ TEST_F(CppClientTest, EveryServiceStubReachesItsService) {
       {"memory.v1.Entries/Read", Unary<Entries>(&Entries::Stub::Read),
        grpc::StatusCode::UNAUTHENTICATED},
       {"memory.v1.Blackboard/Read", Unary<Blackboard>(&Blackboard::Stub::Read),
-       grpc::StatusCode::UNIMPLEMENTED},
+       grpc::StatusCode::UNAUTHENTICATED},
       {"memory.v1.Router/Query", Unary<Router>(&Router::Stub::Query),
        grpc::StatusCode::UNIMPLEMENTED},
       {"memory.v1.Audit/List", Unary<Audit>(&Audit::Stub::List), grpc::StatusCode::UNAUTHENTICATED},
@@ -185,8 +185,8 @@ TEST_F(CppClientTest, EveryServiceStubReachesItsService) {
 }
 
 TEST_F(CppClientTest, ServerStreamingStubEndsWithTheStatus) {
-  // Blackboard.Subscribe through the generated ClientReader: no message,
-  // then the status. Changes when the blackboard lands.
+  // Blackboard.Subscribe through the generated ClientReader without a
+  // token: no message, then the status.
   auto stub = memory::v1::Blackboard::NewStub(channel_);
   memory::v1::BlackboardSubscribeRequest req;
   grpc::ClientContext ctx;
@@ -195,7 +195,7 @@ TEST_F(CppClientTest, ServerStreamingStubEndsWithTheStatus) {
   memory::v1::BlackboardSubscribeResponse msg;
   EXPECT_FALSE(reader->Read(&msg));
   grpc::Status st = reader->Finish();
-  EXPECT_EQ(grpc::StatusCode::UNIMPLEMENTED, st.error_code()) << st.error_message();
+  EXPECT_EQ(grpc::StatusCode::UNAUTHENTICATED, st.error_code()) << st.error_message();
 }
 
 TEST_F(CppClientTest, ExampleWithoutATokenShowsGetEntityUnauthenticatedAndExitsZero) {

@@ -161,7 +161,7 @@ class AgainstMemoryd(unittest.TestCase):
             (c.cache.Get, cache_pb2.CacheGetRequest(), "memory.v1.Cache/Get", unauth),
             (c.entries.Read, entries_pb2.EntriesReadRequest(), "memory.v1.Entries/Read", unauth),
             (c.blackboard.Read, blackboard_pb2.BlackboardReadRequest(),
-             "memory.v1.Blackboard/Read", unimpl),
+             "memory.v1.Blackboard/Read", unauth),
             (c.router.Query, router_pb2.RouterQueryRequest(), "memory.v1.Router/Query", unimpl),
             (c.audit.List, audit_pb2.AuditListRequest(), "memory.v1.Audit/List", unauth),
             (c.access.WhoAmI, access_pb2.AccessWhoAmIRequest(), "memory.v1.Access/WhoAmI",
@@ -310,7 +310,9 @@ class WhatTheClientSends(unittest.TestCase):
 
     def test_server_streams_get_no_default_deadline(self):
         with MemorydClient(self.target, timeout=7.0) as client:
-            list(client.blackboard.Subscribe(blackboard_pb2.BlackboardSubscribeRequest()))
+            with self.assertRaises(grpc.RpcError) as cm:  # no token
+                list(client.blackboard.Subscribe(blackboard_pb2.BlackboardSubscribeRequest()))
+            self.assertEqual(grpc.StatusCode.UNAUTHENTICATED, cm.exception.code())
         # grpcio reports "no deadline" as a huge time_remaining().
         remaining = self.last_call()["remaining"]
         self.assertTrue(remaining is None or remaining > 1e6, remaining)

@@ -95,8 +95,8 @@ bool WaitForHealth(const std::shared_ptr<grpc::Channel>& ch, const std::string& 
   return false;
 }
 
-// Blackboard, Router and Privacy have no tier yet: they answer UNIMPLEMENTED,
-// so they must not report SERVING however healthy the backends are.
+// Router and Privacy have no tier yet: they answer UNIMPLEMENTED, so they
+// must not report SERVING however healthy the backends are; Blackboard does.
 TEST_F(MemorydTest, ServicesWithoutATierAreNotServingWithEveryBackendUp) {
   ASSERT_FALSE(TestRedisUrl().empty()) << "needs the Redis that make test starts";
   auto m = Launch();
@@ -104,7 +104,8 @@ TEST_F(MemorydTest, ServicesWithoutATierAreNotServingWithEveryBackendUp) {
   // Every backend is up: the services that need PostgreSQL and Redis serve.
   EXPECT_TRUE(WaitForHealth(ch, "memory.v1.Cache.L2", HealthCheckResponse::SERVING, 10000));
   EXPECT_EQ(HealthCheckResponse::SERVING, HealthStatus(ch, "memory.v1.Entries"));
-  for (const char* svc : {"memory.v1.Blackboard", "memory.v1.Router", "memory.v1.Privacy"})
+  EXPECT_TRUE(WaitForHealth(ch, "memory.v1.Blackboard", HealthCheckResponse::SERVING, 10000));
+  for (const char* svc : {"memory.v1.Router", "memory.v1.Privacy"})
     EXPECT_EQ(HealthCheckResponse::NOT_SERVING, HealthStatus(ch, svc)) << svc;
   EXPECT_EQ(0, m->Stop(SIGTERM, 10000)) << m->Log();
 }
@@ -139,10 +140,10 @@ TEST_F(MemorydTest, UnknownMethodIsUnimplementedPromptly) {
 TEST_F(MemorydTest, ApiMethodNotBuiltYetSaysSo) {
   auto m = Launch();
   auto ch = testing_client::Connect(m->port());
-  // Blackboard is not built yet; this changes when it lands.
-  auto r = Unary(ch, "/memory.v1.Blackboard/Read", "", 10000);
+  // Router is not built yet; this changes when it lands.
+  auto r = Unary(ch, "/memory.v1.Router/Query", "", 10000);
   EXPECT_EQ(grpc::StatusCode::UNIMPLEMENTED, r.status.error_code());
-  EXPECT_NE(std::string::npos, r.status.error_message().find("memory.v1.Blackboard/Read"))
+  EXPECT_NE(std::string::npos, r.status.error_message().find("memory.v1.Router/Query"))
       << r.status.error_message();
   EXPECT_LT(r.elapsed.count(), 1000);
 }
