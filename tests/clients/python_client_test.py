@@ -310,9 +310,7 @@ class WhatTheClientSends(unittest.TestCase):
 
     def test_server_streams_get_no_default_deadline(self):
         with MemorydClient(self.target, timeout=7.0) as client:
-            with self.assertRaises(grpc.RpcError) as cm:  # no token
-                list(client.blackboard.Subscribe(blackboard_pb2.BlackboardSubscribeRequest()))
-            self.assertEqual(grpc.StatusCode.UNAUTHENTICATED, cm.exception.code())
+            list(client.blackboard.Subscribe(blackboard_pb2.BlackboardSubscribeRequest()))
         # grpcio reports "no deadline" as a huge time_remaining().
         remaining = self.last_call()["remaining"]
         self.assertTrue(remaining is None or remaining > 1e6, remaining)
