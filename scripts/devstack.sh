@@ -308,8 +308,11 @@ redis_start() {
   if ! (
     exec >/dev/null
     close_fds
+    # Redis is the store of record for blackboards: an append-only file
+    # synced every second keeps them across a restart of the stack, and
+    # nothing is ever evicted to make room.
     exec redis-server --port "$REDIS_PORT" --bind "$HOST" \
-      --save "" --appendonly no --maxmemory-policy allkeys-lru \
+      --save "" --appendonly yes --appendfsync everysec --maxmemory-policy noeviction \
       --daemonize yes --pidfile "$REDIS_PID" --logfile "$REDIS_LOG" --dir "$LOCAL"
   ); then
     tail -n 20 "$REDIS_LOG" >&2 || true
