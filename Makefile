@@ -86,7 +86,7 @@ faults: deps ## the fault suite alone (SIGKILL, PostgreSQL stopped/frozen, Redis
 	if ((rc != 0)); then echo "make: the fault suite failed (.local/last-faults.log)" >&2; fi
 	exit $$rc
 
-bench: deps build ## build, start Postgres + Redis, run the benchmarks: vs grpc++, auth cost, GlobalMemory vs libpq, Cache vs Redis, EpisodicMemory vs FAISS
+bench: deps build ## build, start Postgres + Redis, run the benchmarks: vs grpc++, auth cost, GlobalMemory vs libpq, Cache vs Redis, EpisodicMemory vs FAISS, Blackboard vs its Lua script
 	@cd "$(ROOT)"
 	"$(DEVSTACK)" start
 	if [[ ! -f bench/run.sh ]]; then
@@ -105,6 +105,7 @@ bench: deps build ## build, start Postgres + Redis, run the benchmarks: vs grpc+
 	BENCH_CONCURRENCY=16 BENCH_SERVER_THREADS=1 BENCH_SKIP_BUILD=1 bash bench/global.sh
 	bash bench/cache.sh
 	bash bench/episodic.sh
+	bash bench/blackboard.sh
 
 format: ## clang-format every C/C++ source in place (.clang-format, service/.clang-format)
 	scripts/format.sh
