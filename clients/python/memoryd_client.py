@@ -23,13 +23,20 @@ On PYTHONPATH: this directory and the generated stubs
 """
 
 import collections
+import random
+import threading
+import time
 
 import grpc
+from google.protobuf import duration_pb2
+from google.protobuf import json_format
+from google.protobuf import struct_pb2
 
 import health_v1_pb2
 import health_v1_pb2_grpc
 from memory.v1 import access_pb2_grpc
 from memory.v1 import audit_pb2_grpc
+from memory.v1 import blackboard_pb2
 from memory.v1 import blackboard_pb2_grpc
 from memory.v1 import cache_pb2_grpc
 from memory.v1 import entries_pb2_grpc
@@ -38,7 +45,7 @@ from memory.v1 import global_memory_pb2_grpc
 from memory.v1 import privacy_pb2_grpc
 from memory.v1 import router_pb2_grpc
 
-__all__ = ["MemorydClient", "DEFAULT_TARGET", "SERVING", "NOT_SERVING"]
+__all__ = ["MemorydClient", "Board", "DEFAULT_TARGET", "SERVING", "NOT_SERVING"]
 
 DEFAULT_TARGET = "localhost:50051"
 SERVING = health_v1_pb2.HealthCheckResponse.SERVING
@@ -145,6 +152,11 @@ class MemorydClient:
                                   timeout=timeout)
         return reply.status
 
+    def board(self, task_id):
+        """The blackboard of task_id (a Board: post with compare-and-set
+        retry, leases, a subscription that resumes by itself)."""
+        return Board(self, task_id)
+
     @property
     def closed(self):
         return self._closed
@@ -163,3 +175,190 @@ class MemorydClient:
 
     def __repr__(self):
         return f"MemorydClient({self.target!r}{', closed' if self._closed else ''})"
+
+
+def to_value(obj):
+    """A JSON-shaped Python value (dict, list, str, int, float, bool, None)
+    as a google.protobuf.Value."""
+    return json_format.ParseDict(obj, struct_pb2.Value())
+
+
+def from_value(value):
+    """A google.protobuf.Value as a Python value (numbers come back as
+    float, as JSON has one number type)."""
+    return json_format.MessageToDict(value)
+
+
+def _duration(seconds):
+    d = duration_pb2.Duration()
+    d.FromNanoseconds(int(seconds * 1e9))
+    return d
+
+
+_EVENT = blackboard_pb2.BlackboardEventKind
+# Statuses after which a subscription reconnects (and resumes) by itself.
+_RETRYABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED,
+              grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.INTERNAL)
+
+
+class Board:
+    """One task's blackboard (memory.v1.Blackboard) through a MemorydClient.
+
+    Values are JSON-shaped Python values. Errors are grpc.RpcError with the
+    status code and memoryd's message as they came (.code(), .details()).
+
+        board = client.board("task-42")
+        board.post("plan", {"steps": 3})
+        if board.claim("subtask/7", "agent-1", lease=30):   # ours for 30 s
+            ...
+            board.claim("subtask/7", "agent-1", lease=30, renew=True)
+        board.update("done", lambda n: (n or 0) + 1)        # CAS, retried
+        for event in board.subscribe():                     # resumes by itself
+            ...
+    """
+
+    def __init__(self, client, task_id):
+        self.client = client
+        self.task_id = task_id
+
+    def read(self, timeout=None):
+        """The board as visible to the caller: (items, version, board_id),
+        items a dict key -> BlackboardItem (the value: from_value(item.value))."""
+        reply = self.client.blackboard.Read(
+            blackboard_pb2.BlackboardReadRequest(task_id=self.task_id), timeout=timeout)
+        return {it.key: it for it in reply.items}, reply.version, reply.board_id
+
+    def get(self, key, default=None):
+        """One key's value, or default when it is absent or hidden."""
+        items, _, _ = self.read()
+        return from_value(items[key].value) if key in items else default
+
+    def post(self, key, value, expected_version=None, ttl=None, lease=None, label=None,
+             timeout=None):
+        """Sets key to value. expected_version: compare-and-set (0 = only if
+        absent; ABORTED otherwise). ttl: the board's life in seconds (extends
+        it only). lease: seconds the key lives unless posted again. Returns
+        the BlackboardPostResponse (meta.version: the new version)."""
+        req = blackboard_pb2.BlackboardPostRequest(task_id=self.task_id, key=key,
+                                                   value=to_value(value))
+        if expected_version is not None:
+            req.expected_version = expected_version
+        if ttl is not None:
+            req.ttl.CopyFrom(_duration(ttl))
+        if lease is not None:
+            req.lease_ttl.CopyFrom(_duration(lease))
+        if label is not None:
+            req.label = label
+        return self.client.blackboard.Post(req, timeout=timeout)
+
+    def delete(self, key, expected_version=None, timeout=None):
+        """Deletes key (NOT_FOUND when absent); with expected_version, only
+        at that version."""
+        req = blackboard_pb2.BlackboardPostRequest(task_id=self.task_id, key=key,
+                                                   delete_key=True)
+        if expected_version is not None:
+            req.expected_version = expected_version
+        return self.client.blackboard.Post(req, timeout=timeout)
+
+    def update(self, key, fn, attempts=32, lease=None):
+        """Read-modify-write with compare-and-set: sets key to fn(current
+        value, or None when absent), retrying (with jittered backoff) when
+        another writer got there first. Returns the value written; raises
+        the last ABORTED after `attempts` tries."""
+        for attempt in range(attempts):
+            items, _, _ = self.read()
+            item = items.get(key)
+            current = from_value(item.value) if item is not None else None
+            new = fn(current)
+            try:
+                self.post(key, new, expected_version=item.meta.version if item else 0,
+                          lease=lease)
+                return new
+            except grpc.RpcError as e:
+                if e.code() != grpc.StatusCode.ABORTED or attempt == attempts - 1:
+                    raise
+            time.sleep(random.uniform(0, 0.002 * (attempt + 1)))
+        raise AssertionError("unreachable")
+
+    def claim(self, key, value, lease, renew=False):
+        """Claims key for `lease` seconds: True when it was free (or, with
+        renew, already ours: the lease starts again), False when another
+        holds it. An agent that dies loses its claims when their leases run
+        out."""
+        try:
+            if renew:
+                self.post(key, value, lease=lease)
+            else:
+                self.post(key, value, expected_version=0, lease=lease)
+            return True
+        except grpc.RpcError as e:
+            if e.code() in (grpc.StatusCode.ABORTED, grpc.StatusCode.PERMISSION_DENIED):
+                return False
+            raise
+
+    def subscribe(self, after_version=None, board_id=None, reconnect=True, backoff=0.1,
+                  max_backoff=2.0):
+        """A Subscription: iterate it for BlackboardSubscribeResponse events
+        (a SNAPSHOT first unless resuming). When the stream breaks
+        (UNAVAILABLE: a replica shut down, Redis away too long, the network)
+        it reconnects with after_version/board_id of the last event, so
+        nothing is missed and no full board is downloaded when the server's
+        change log still reaches back. It ends after an EXPIRED event, on
+        cancel(), or with the error that is not worth retrying."""
+        return Subscription(self, after_version, board_id, reconnect, backoff, max_backoff)
+
+
+class Subscription:
+    """See Board.subscribe. .version and .board_id: where it would resume;
+    .reconnects: how many times it did."""
+
+    def __init__(self, board, after_version, board_id, reconnect, backoff, max_backoff):
+        self.board = board
+        self.version = after_version
+        self.board_id = board_id or ""
+        self.reconnect = reconnect
+        self.reconnects = 0
+        self._backoff = backoff
+        self._max_backoff = max_backoff
+        self._call = None
+        self._cancelled = threading.Event()
+
+    def cancel(self):
+        """Ends the subscription (from any thread)."""
+        self._cancelled.set()
+        call = self._call
+        if call is not None:
+            call.cancel()
+
+    def _open(self):
+        req = blackboard_pb2.BlackboardSubscribeRequest(task_id=self.board.task_id)
+        if self.version is not None:
+            req.after_version = self.version
+            req.board_id = self.board_id
+        self._call = self.board.client.blackboard.Subscribe(req)
+        if self._cancelled.is_set():
+            self._call.cancel()
+        return self._call
+
+    def __iter__(self):
+        delay = self._backoff
+        while not self._cancelled.is_set():
+            try:
+                for event in self._open():
+                    delay = self._backoff
+                    if event.kind == _EVENT.BLACKBOARD_EVENT_KIND_EXPIRED:
+                        yield event
+                        return
+                    self.version = event.version
+                    self.board_id = event.board_id
+                    yield event
+                return  # the server ended the stream OK
+            except grpc.RpcError as e:
+                if self._cancelled.is_set() or e.code() == grpc.StatusCode.CANCELLED:
+                    return
+                if not self.reconnect or e.code() not in _RETRYABLE:
+                    raise
+            self.reconnects += 1
+            if self._cancelled.wait(delay):
+                return
+            delay = min(delay * 2, self._max_backoff)

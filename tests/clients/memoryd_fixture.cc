@@ -3,11 +3,11 @@
 // tests (tests/testing). Once memoryd serves it prints two lines on stdout,
 // "address 127.0.0.1:PORT" and "token JWT" (a capability token memoryd
 // accepts: tenant "clients", principal "client-test", scopes global:read
-// global:write — minted here because the signing key is the harness's),
-// then waits for its stdin to close (the test ended or died), stops
-// memoryd with SIGTERM, drops the database and exits with memoryd's exit
-// status. When memoryd cannot start (no MEMORYD_TEST_PG_URL, PostgreSQL
-// down, ...) it says why on stderr and exits 1 without printing anything.
+// global:write blackboard:read:all blackboard:write — minted here because the signing key is the
+// harness's), then waits for its stdin to close (the test ended or died), stops memoryd with
+// SIGTERM, drops the database and exits with memoryd's exit status. When memoryd cannot start (no
+// MEMORYD_TEST_PG_URL, PostgreSQL down, ...) it says why on stderr and exits 1 without printing
+// anything.
 #include <unistd.h>
 
 #include <cstdio>
@@ -22,7 +22,9 @@ int main() {
     return 1;
   }
   std::printf("address %s\n", server.address().c_str());
-  std::printf("token %s\n", server.Token("global:read global:write").c_str());
+  std::printf(
+      "token %s\n",
+      server.Token("global:read global:write blackboard:read:all blackboard:write").c_str());
   std::fflush(stdout);
   char buf[256];
   while (read(0, buf, sizeof buf) > 0) {

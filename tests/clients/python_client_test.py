@@ -56,7 +56,8 @@ def run_example(target, token=""):
 
 class Memoryd:
     """memoryd under memoryd_fixture: .address, and .token, a capability
-    token for it with global:read global:write (tenant "clients", principal
+    token for it with global:read global:write blackboard:read:all
+    blackboard:write (tenant "clients", principal
     "client-test"). close() stops it and returns the fixture's exit code (0:
     memoryd exited 0 on SIGTERM)."""
 
