@@ -35,6 +35,7 @@
 #include <thread>
 #include <vector>
 
+#include "grpc/health/v1/health.grpc.pb.h"
 #include "memory/v1/blackboard.grpc.pb.h"
 
 extern "C" {
@@ -149,6 +150,25 @@ Stats ReadThroughMemoryd(Blackboard::Stub* stub, const Options& o, int seconds) 
   return s;
 }
 
+// Health/Check from the same client: the floor any call through gRPC pays
+// here (client stub, loopback, server runtime), with no backend.
+Stats HealthThroughMemoryd(const std::string& addr, int seconds) {
+  auto stub = grpc::health::v1::Health::NewStub(
+      grpc::CreateChannel(addr, grpc::InsecureChannelCredentials()));
+  Stats s;
+  auto start = Clock::now(), end = start + std::chrono::seconds(seconds);
+  while (Clock::now() < end) {
+    grpc::ClientContext ctx;
+    grpc::health::v1::HealthCheckRequest req;
+    grpc::health::v1::HealthCheckResponse resp;
+    auto t0 = Clock::now();
+    if (!stub->Check(&ctx, req, &resp).ok()) break;
+    s.us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+  }
+  s.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return s;
+}
+
 // The script's KEYS and ARGV as bb_store.c's bb_post_start builds them.
 Stats PostDirect(redisContext* c, const Options& o, int seconds) {
   Stats s;
@@ -228,7 +248,7 @@ void BenchPost(const Options& o) {
   if (u.password[0]) freeReplyObject(redisCommand(c, "AUTH %s", u.password));
   if (u.db) freeReplyObject(redisCommand(c, "SELECT %d", u.db));
   auto stub = Stub(o.a);
-  std::vector<double> m50, m99, mq, d50, d99, dq, r50;
+  std::vector<double> m50, m99, mq, d50, d99, dq, r50, h50;
   PostThroughMemoryd(stub.get(), o, 1);  // warm-up
   PostDirect(c, o, 1);
   for (int r = 0; r < o.rounds; r++) {
@@ -236,6 +256,7 @@ void BenchPost(const Options& o) {
     Stats d = PostDirect(c, o, o.seconds);
     Stats rd = ReadThroughMemoryd(stub.get(), o, o.seconds);
     r50.push_back(rd.P(0.5));
+    h50.push_back(HealthThroughMemoryd(o.a, o.seconds).P(0.5));
     m50.push_back(m.P(0.5)), m99.push_back(m.P(0.99)), mq.push_back(m.Qps());
     d50.push_back(d.P(0.5)), d99.push_back(d.P(0.99)), dq.push_back(d.Qps());
     std::printf(
@@ -247,8 +268,10 @@ void BenchPost(const Options& o) {
       "post (median of %d rounds, 1 in flight): memoryd p50 %.0f us p99 %.0f us %.0f/s; "
       "script via hiredis p50 %.0f us p99 %.0f us %.0f/s\n",
       o.rounds, Median(m50), Median(m99), Median(mq), Median(d50), Median(d99), Median(dq));
-  std::printf("read of that 16-key board through memoryd (no audit row): p50 %.0f us\n",
-              Median(r50));
+  std::printf(
+      "read of that 16-key board through memoryd (no audit row): p50 %.0f us; "
+      "Health/Check (gRPC alone, no backend): p50 %.0f us\n",
+      Median(r50), Median(h50));
   std::printf("RATIO: Post memoryd/direct-script p50 x%.2f (goal <= 1.5), p99 x%.2f\n",
               Median(m50) / Median(d50), Median(m99) / Median(d99));
   redisFree(c);
@@ -383,6 +406,9 @@ void BenchFanout(const Options& o) {
   }
   // Tags: the Sub pointer for StartCall, pointer+1 for each Read.
   std::atomic<long> snapshots_seen{0}, events{0};
+  std::mutex lat_mu;
+  Stats lat;  // post-to-event delays of the paced phase
+  bool measure = false;
   std::thread reader([&] {
     void* tag;
     bool ok;
@@ -400,6 +426,9 @@ void BenchFanout(const Options& o) {
         } else {
           s->puts++;
           events++;
+          std::lock_guard<std::mutex> g(lat_mu);
+          if (measure && s->ev.items_size() == 1)
+            lat.us.push_back((NowNs() - s->ev.items(0).value().number_value()) / 1000.0);
         }
       }
       s->r->Read(&s->ev, reinterpret_cast<void*>(t | 1));
@@ -411,53 +440,86 @@ void BenchFanout(const Options& o) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   long rss1 = o.b_pid ? RssKiB(o.b_pid) : -1;
   long connected = snapshots_seen.load();
-  std::atomic<long> posted{0};
-  auto start = Clock::now(), end = start + std::chrono::seconds(o.seconds);
-  std::vector<std::thread> ps;
-  for (int t = 0; t < o.posters; t++) {
-    ps.emplace_back([&, t] {
-      auto pst = Stub(o.a);
-      int i = 0;
-      while (Clock::now() < end) {
-        grpc::ClientContext ctx;
-        Auth(&ctx, o);
-        BlackboardPostResponse resp;
-        i++;
-        if (!pst->Post(&ctx, Req(task, "f" + std::to_string(t) + "-" + std::to_string(i % 8), i),
-                       &resp)
-                 .ok())
-          break;
-        posted++;
-      }
-    });
-  }
-  for (auto& t : ps) t.join();
-  double secs = std::chrono::duration<double>(Clock::now() - start).count();
-  // Let the streams drain what is queued for them.
-  long last = -1;
-  while (events.load() != last) {
-    last = events.load();
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  }
-  double drained = std::chrono::duration<double>(Clock::now() - start).count();
-  long complete = 0, resynced = 0;
-  for (auto& s : subs) {
-    if (s->puts >= posted) complete++;
-    if (s->snapshots > 1) resynced++;
-  }
-  std::printf(
-      "fanout: %ld of %d subscribers connected on B; %ld posts on A in %.1f s = %.0f "
-      "posts/s (%d posters); %ld events delivered in %.1f s = %.0f events/s; %ld "
-      "streams got every post, %ld caught up by a fresh SNAPSHOT\n",
-      connected, o.subscribers, posted.load(), secs, posted / secs, o.posters, events.load(),
-      drained, events / drained, complete, resynced);
   if (rss0 > 0 && rss1 > 0 && connected > 0)
     std::printf(
         "fanout: B's resident memory %ld KiB before the subscribers, %ld KiB with them: "
         "%.1f KiB per subscriber (gRPC's per-stream state included)\n",
         rss0, rss1, static_cast<double>(rss1 - rss0) / connected);
-  std::printf("RATIO: fanout %d subscribers: %.0f posts/s, %.0f events/s\n", o.subscribers,
-              posted / secs, events / drained);
+
+  // Two phases: paced (rate > 0: one poster, every event's delay
+  // measured), then as fast as the posters go.
+  for (int rate : {o.rate, 0}) {
+    for (auto& s : subs) s->puts = 0, s->snapshots = 0;
+    events = 0;
+    {
+      std::lock_guard<std::mutex> g(lat_mu);
+      lat.us.clear();
+      measure = rate > 0;
+    }
+    int posters = rate > 0 ? 1 : o.posters;
+    std::atomic<long> posted{0};
+    auto start = Clock::now(), end = start + std::chrono::seconds(o.seconds);
+    std::vector<std::thread> ps;
+    for (int t = 0; t < posters; t++) {
+      ps.emplace_back([&, t] {
+        auto pst = Stub(o.a);
+        int i = 0;
+        while (Clock::now() < end) {
+          if (rate > 0) {
+            std::this_thread::sleep_until(start +
+                                          std::chrono::microseconds(posted * 1000000L / rate));
+            if (Clock::now() >= end) break;
+          }
+          grpc::ClientContext ctx;
+          Auth(&ctx, o);
+          BlackboardPostResponse resp;
+          i++;
+          BlackboardPostRequest req =
+              Req(task, "f" + std::to_string(t) + "-" + std::to_string(i % 8),
+                  static_cast<double>(NowNs()));
+          if (!pst->Post(&ctx, req, &resp).ok()) break;
+          posted++;
+        }
+      });
+    }
+    for (auto& t : ps) t.join();
+    double secs = std::chrono::duration<double>(Clock::now() - start).count();
+    long last = -1;  // let the streams drain what is queued for them
+    while (events.load() != last) {
+      last = events.load();
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    }
+    double drained = std::chrono::duration<double>(Clock::now() - start).count() - 0.5;
+    long complete = 0, resynced = 0;
+    for (auto& s : subs) {
+      if (s->puts >= posted) complete++;
+      if (s->snapshots > 0) resynced++;
+    }
+    std::lock_guard<std::mutex> g(lat_mu);
+    measure = false;
+    if (rate > 0) {
+      std::printf(
+          "fanout at %d posts/s to %ld subscribers: %ld posts, %ld events (%ld expected); %ld "
+          "streams got every post, %ld a fresh SNAPSHOT; post-to-event delay p50 %.0f us p99 "
+          "%.0f us\n",
+          rate, connected, posted.load(), events.load(), posted * connected, complete, resynced,
+          lat.P(0.5), lat.P(0.99));
+      std::printf(
+          "RATIO: fanout %ld subscribers at %d posts/s: %.0f%% of events delivered, p99 "
+          "delay %.2f ms\n",
+          connected, rate, 100.0 * events / std::max(1L, posted * connected), lat.P(0.99) / 1000);
+    } else {
+      std::printf(
+          "fanout as fast as %d posters go, %ld subscribers: %.0f posts/s; %ld events delivered "
+          "in %.1f s = %.0f events/s; %ld streams got every post, %ld caught up by a fresh "
+          "SNAPSHOT (they read slower than that: this one client reads all %ld streams on one "
+          "thread)\n",
+          posters, connected, posted / secs, events.load(), drained, events / drained, complete,
+          resynced, connected);
+      std::printf("RATIO: fanout %ld subscribers, highest rate: %.0f posts/s, %.0f events/s\n",
+                  connected, posted / secs, events / drained);
+    }
+  }
   for (auto& s : subs) s->ctx.TryCancel();
   until = Clock::now() + std::chrono::seconds(10);
   while (Clock::now() < until) {
@@ -473,6 +535,7 @@ void BenchFanout(const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // lines reach the driver as they come
   Options o;
   static const struct option longopts[] = {{"a", required_argument, nullptr, 'a'},
                                            {"b", required_argument, nullptr, 'b'},

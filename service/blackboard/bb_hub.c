@@ -34,6 +34,7 @@ typedef struct hub_event {
     bb_header h;
     char id[BB_BOARD_ID_LEN + 1];
     Memory__V1__BlackboardSubscribeResponse *msg;
+    rpc_msg *enc; /* msg encoded once for every stream */
     size_t bytes;
 } hub_event;
 
@@ -110,8 +111,13 @@ static board *board_find(bb_hub *h, const char *base, size_t n) {
     return NULL;
 }
 
+static void event_free(hub_event *e) {
+    rpc_msg_free(e->enc);
+    arena_free(e->ar); /* e with it */
+}
+
 static void ring_clear(board *b) {
-    for (int i = 0; i < b->ring_n; i++) arena_free(b->ring[(b->ring_head + i) % RING_MAX]->ar);
+    for (int i = 0; i < b->ring_n; i++) event_free(b->ring[(b->ring_head + i) % RING_MAX]);
     b->ring_head = b->ring_n = 0;
     b->ring_bytes = 0;
 }
@@ -270,7 +276,8 @@ static void deliver(watcher *w, const hub_event *e) {
     }
     if (!w->id[0]) memcpy(w->id, e->id, sizeof w->id);
     w->rev = e->rev;
-    if (bb_visible(&w->c, &e->h)) send_to(w, &e->msg->base);
+    if (bb_visible(&w->c, &e->h) && rpc_call_send_msg(w->call, e->enc) == RPC_SEND_OVERFLOW)
+        w->state = W_BEHIND;
 }
 
 /* After a read brought w to w->rev: what the channel brought meanwhile. */
@@ -453,7 +460,7 @@ static void ring_push(board *b, hub_event *e) {
         b->ring_head = (b->ring_head + 1) % RING_MAX;
         b->ring_n--;
         b->ring_bytes -= old->bytes;
-        arena_free(old->ar);
+        event_free(old);
     }
     b->ring[(b->ring_head + b->ring_n++) % RING_MAX] = e;
     b->ring_bytes += e->bytes;
@@ -479,8 +486,9 @@ static void on_event(board *b, const char *msg, size_t len) {
         memcpy(e->id, ev.id, BB_BOARD_ID_LEN);
         e->bytes = len;
         e->msg = e->h.owner ? event_message(a, b->tenant, &ev) : NULL;
+        e->enc = e->msg ? rpc_msg_encode(&e->msg->base) : NULL;
     }
-    if (e && e->msg) {
+    if (e && e->enc) {
         ring_push(b, e);
     } else {
         arena_free(a);

@@ -284,6 +284,15 @@ void *rpc_call_audit(const rpc_call *call);
  * proto documents for a slow reader (end the stream, or resynchronise). */
 #define RPC_SEND_OVERFLOW (-2)
 int rpc_call_send(rpc_call *call, const ProtobufCMessage *msg);
+/* One message encoded once for many streams (a change fanned out to every
+ * subscriber): each send takes a reference to the same bytes. Create and
+ * free on any thread; free it when no more sends need it (the queued
+ * copies keep their own references). NULL when out of memory. */
+typedef struct rpc_msg rpc_msg;
+rpc_msg *rpc_msg_encode(const ProtobufCMessage *msg);
+void rpc_msg_free(rpc_msg *m); /* accepts NULL */
+/* rpc_call_send of an encoded message: the same results. */
+int rpc_call_send_msg(rpc_call *call, const rpc_msg *m);
 /* Bytes queued on the stream behind the message being sent: 0 when a
  * message of any size would be taken now (a method that resynchronises a
  * slow reader waits for that). */

@@ -72,8 +72,32 @@ static void send_done(rpc_tag *tag, int ok) {
     rpc_call_unref(c);
 }
 
-int rpc_call_send(rpc_call *c, const ProtobufCMessage *msg) {
-    size_t bytes = protobuf_c_message_get_packed_size(msg);
+struct rpc_msg {
+    grpc_byte_buffer *bb;
+    size_t bytes;
+};
+
+rpc_msg *rpc_msg_encode(const ProtobufCMessage *msg) {
+    rpc_msg *m = malloc(sizeof *m);
+    if (!m) return NULL;
+    m->bytes = protobuf_c_message_get_packed_size(msg);
+    if (!(m->bb = rpc_call_encode(msg))) {
+        free(m);
+        return NULL;
+    }
+    return m;
+}
+
+void rpc_msg_free(rpc_msg *m) {
+    if (!m) return;
+    grpc_byte_buffer_destroy(m->bb);
+    free(m);
+}
+
+/* Queues the bytes of msg or m (one is NULL): encoded only once it is
+ * known to fit, a copy of m's (a reference to its slices) otherwise. */
+static int send_queued(rpc_call *c, const ProtobufCMessage *msg, const rpc_msg *m) {
+    size_t bytes = m ? m->bytes : protobuf_c_message_get_packed_size(msg);
     pthread_mutex_lock(&c->lock);
     if (c->finish_requested || c->cancelled || c->closed) {
         pthread_mutex_unlock(&c->lock);
@@ -89,7 +113,7 @@ int rpc_call_send(rpc_call *c, const ProtobufCMessage *msg) {
         pthread_mutex_unlock(&c->lock);
         return -1;
     }
-    it->bb = rpc_call_encode(msg);
+    it->bb = m ? grpc_byte_buffer_copy(m->bb) : rpc_call_encode(msg);
     it->bytes = bytes;
     c->queued_bytes += bytes;
     it->next = NULL;
@@ -100,6 +124,10 @@ int rpc_call_send(rpc_call *c, const ProtobufCMessage *msg) {
     pthread_mutex_unlock(&c->lock);
     return 0;
 }
+
+int rpc_call_send(rpc_call *c, const ProtobufCMessage *msg) { return send_queued(c, msg, NULL); }
+
+int rpc_call_send_msg(rpc_call *c, const rpc_msg *m) { return send_queued(c, NULL, m); }
 
 size_t rpc_call_queued_bytes(rpc_call *c) {
     pthread_mutex_lock(&c->lock);
