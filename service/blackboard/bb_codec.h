@@ -36,7 +36,10 @@
 #include "service/core/arena.h"
 
 #define BB_LEASE_INDEX "memoryd:bb:leases"
-#define BB_BOARD_ID_LEN 16 /* hex digits of a board id */
+/* A board id: 16 hex digits, its creation time (12 digits of Unix ms, by
+ * Redis's clock) then 4 random ones, so the ids of one task's successive
+ * boards compare (memcmp) in the order they were created. */
+#define BB_BOARD_ID_LEN 16
 
 /* The five keys of a board and its channel. */
 typedef enum bb_key {

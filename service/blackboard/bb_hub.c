@@ -14,15 +14,17 @@
 #include "service/core/log.h"
 #include "service/core/status.h"
 
-#define TICK_MS 50            /* retries, slow readers, expiry, linger */
-#define LIVE_CHECK_MS 1000    /* tokens that expired or were revoked */
-#define SYNC_TIMEOUT_MS 5000  /* one snapshot or catch-up read */
-#define RETRY_MS 200          /* after a read failed */
-#define LINGER_MS 5000        /* a board's channel outlives its last stream */
-#define RING_MAX 64           /* recent events a board keeps ... */
-#define RING_BYTES (1u << 20) /* ... and their bytes at most */
-#define SWEEP_BATCH 64        /* boards per lease sweep */
-#define BUCKETS 1024          /* boards' hash table */
+#define TICK_MS 50                 /* retries, slow readers, expiry, linger */
+#define LIVE_CHECK_MS 1000         /* tokens that expired or were revoked */
+#define SYNC_TIMEOUT_MS 5000       /* one snapshot or catch-up read */
+#define RETRY_MS 200               /* after a read failed */
+#define LINGER_MS 5000             /* a board's channel outlives its last stream */
+#define RING_MAX 64                /* recent events a board keeps ... */
+#define RING_BYTES (1u << 20)      /* ... and their bytes at most */
+#define HUB_RING_BYTES (64u << 20) /* every board's rings together */
+#define RECHECK_MS 250             /* between expiry checks of one board */
+#define SWEEP_BATCH 64             /* boards per lease sweep */
+#define BUCKETS 1024               /* boards' hash table */
 
 enum chan_state { CH_NONE, CH_SUBSCRIBING, CH_LIVE, CH_UNSUBSCRIBING };
 enum watch_state { W_WAIT, W_SYNC, W_LIVE, W_BEHIND, W_ENDED };
@@ -35,10 +37,11 @@ typedef struct hub_event {
     char id[BB_BOARD_ID_LEN + 1];
     Memory__V1__BlackboardSubscribeResponse *msg;
     rpc_msg *enc; /* msg encoded once for every stream */
-    size_t bytes;
+    size_t bytes; /* what it holds: the message decoded and encoded */
 } hub_event;
 
 typedef struct board {
+    struct bb_hub *hub;
     struct board *hnext;
     dlist link; /* hub->boards */
     arena *ar;  /* names, tenant */
@@ -50,8 +53,9 @@ typedef struct board {
     int64_t idle_since; /* mono ms the last stream left; 0 while watched */
     int64_t last_rev;   /* the last revision heard on the channel; 0: none yet */
     char id[BB_BOARD_ID_LEN + 1];
-    int64_t expire_ms; /* wall; 0 unknown or no board */
-    int checking;      /* an expiry check in flight */
+    int64_t expire_ms;     /* wall; 0 unknown or no board */
+    int checking;          /* an expiry check in flight */
+    int64_t next_check_ms; /* wall: not before */
     hub_event *ring[RING_MAX];
     int ring_head, ring_n;
     size_t ring_bytes;
@@ -71,8 +75,10 @@ typedef struct watcher {
     int64_t rev;
     char id[BB_BOARD_ID_LEN + 1];
     unsigned sync_seq; /* the read whose answer counts */
-    int64_t retry_at, failing_since;
-    int refs; /* the stream's own, and one per read in flight (loop thread) */
+    int need_snapshot; /* a send overflowed: what the client has is not w->rev */
+    int64_t retry_at;
+    int64_t waiting_since; /* mono ms it last stopped being live; 0 while live */
+    int refs;              /* the stream's own, and one per read in flight (loop thread) */
     int added, cancel_pending;
     evloop_task add_task, cancel_task;
 } watcher;
@@ -86,6 +92,7 @@ struct bb_hub {
     int64_t down_since; /* mono ms; the hub starts down */
     int64_t last_live_check, last_sweep;
     int sweeping, closing, ops;
+    size_t ring_bytes; /* every board's rings */
     board *buckets[BUCKETS];
     dlist boards;
     pthread_mutex_t lock; /* all */
@@ -96,6 +103,10 @@ struct bb_hub {
 };
 
 static int64_t mono(void) { return clock_mono_ms(NULL); }
+
+/* Board ids sort by creation (bb_codec.h): < 0 when a is the older board.
+ * Both are set (BB_BOARD_ID_LEN digits). */
+static int id_cmp(const char *a, const char *b) { return memcmp(a, b, BB_BOARD_ID_LEN); }
 
 /* ------------------------------------------------------------ boards */
 
@@ -118,6 +129,7 @@ static void event_free(hub_event *e) {
 
 static void ring_clear(board *b) {
     for (int i = 0; i < b->ring_n; i++) event_free(b->ring[(b->ring_head + i) % RING_MAX]);
+    b->hub->ring_bytes -= b->ring_bytes;
     b->ring_head = b->ring_n = 0;
     b->ring_bytes = 0;
 }
@@ -150,6 +162,7 @@ static board *board_get(bb_hub *h, const char *tenant, const char *task) {
         return NULL;
     }
     b->ar = a;
+    b->hub = h;
     b->n = n;
     dlist_init(&b->watchers);
     unsigned k = hash(n.base, n.base_len);
@@ -255,9 +268,14 @@ static void on_cancel(rpc_call *call, void *arg) {
 /* ------------------------------------------------------------ sending */
 
 /* 0 sent (or the stream is ending); 1 the client reads too slowly. */
+static void overflowed(watcher *w) {
+    w->state = W_BEHIND;
+    w->need_snapshot = 1; /* until one is queued, whatever happens meanwhile */
+}
+
 static int send_to(watcher *w, const ProtobufCMessage *m) {
     if (rpc_call_send(w->call, m) != RPC_SEND_OVERFLOW) return 0;
-    w->state = W_BEHIND;
+    overflowed(w);
     return 1;
 }
 
@@ -265,9 +283,13 @@ static void start_sync(watcher *w, int snapshot);
 
 /* One change to a live stream, in revision order. */
 static void deliver(watcher *w, const hub_event *e) {
-    if (w->id[0] && strcmp(w->id, e->id) != 0) { /* its board expired; this is a new one */
-        end(w, GRPC_STATUS_OK, NULL, 1);
-        return;
+    if (w->id[0]) {
+        int c = id_cmp(e->id, w->id);
+        if (c < 0) return; /* an older board's */
+        if (c > 0) {       /* its board expired; this is a new one */
+            end(w, GRPC_STATUS_OK, NULL, 1);
+            return;
+        }
     }
     if (e->rev <= w->rev) return;
     if (e->rev != w->rev + 1) { /* a revision missed: catch up from the log */
@@ -277,13 +299,22 @@ static void deliver(watcher *w, const hub_event *e) {
     if (!w->id[0]) memcpy(w->id, e->id, sizeof w->id);
     w->rev = e->rev;
     if (bb_visible(&w->c, &e->h) && rpc_call_send_msg(w->call, e->enc) == RPC_SEND_OVERFLOW)
-        w->state = W_BEHIND;
+        overflowed(w);
 }
 
 /* After a read brought w to w->rev: what the channel brought meanwhile. */
 static void catch_up(watcher *w) {
     board *b = w->b;
-    if (!b || b->last_rev <= w->rev) return;
+    if (!b) return;
+    if (w->id[0] && b->id[0]) {
+        int c = id_cmp(b->id, w->id);
+        if (c > 0) { /* the channel has a newer board: w's expired */
+            end(w, GRPC_STATUS_OK, NULL, 1);
+            return;
+        }
+        if (c < 0) return; /* the channel has not heard of w's board yet: it will */
+    }
+    if (b->last_rev <= w->rev) return;
     for (int i = 0; i < b->ring_n && w->state == W_LIVE; i++) {
         const hub_event *e = b->ring[(b->ring_head + i) % RING_MAX];
         if (e->rev <= w->rev) continue;
@@ -361,10 +392,12 @@ static int apply_sync(watcher *w, const bb_sync *s, arena *a) {
         snprintf(w->id, sizeof w->id, "%.*s", (int)s->board_id_len, s->board_id);
         w->resume = 1;
         w->state = W_LIVE;
-        send_to(w, &m->base);
+        w->waiting_since = 0;
+        if (send_to(w, &m->base) == 0) w->need_snapshot = 0;
         return 0;
     }
     w->state = W_LIVE;
+    w->waiting_since = 0;
     for (size_t i = 0; i < s->nevents && w->state == W_LIVE; i++) {
         const bb_event *ev = &s->events[i];
         if (!bb_check_visible(&w->c, &ev->h, ev->key, ev->key_len)) continue;
@@ -383,7 +416,6 @@ static void sync_done(bb_sync *s, int status) {
     bb_hub *h = w->hub;
     if (w->state == W_SYNC && op->seq == w->sync_seq) {
         if (status == STATUS_OK) {
-            w->failing_since = 0;
             if (apply_sync(w, s, op->ar) != 0)
                 end(w, GRPC_STATUS_RESOURCE_EXHAUSTED, "blackboard: out of memory", 0);
             else if (w->state == W_LIVE) catch_up(w);
@@ -392,7 +424,7 @@ static void sync_done(bb_sync *s, int status) {
                        "reason", s->err, LOG_F_END);
             w->state = W_WAIT;
             w->retry_at = mono() + RETRY_MS;
-            if (!w->failing_since) w->failing_since = mono();
+            if (!w->waiting_since) w->waiting_since = mono();
         }
     }
     arena_free(op->ar);
@@ -406,7 +438,9 @@ static void start_sync(watcher *w, int snapshot) {
     bb_hub *h = w->hub;
     sync_op *op = calloc(1, sizeof *op);
     arena *a = op ? arena_create() : NULL;
-    if (!a) {
+    bb_names n; /* in the op's arena: the board may go before the answer */
+    if (!a || bb_names_from_base(a, w->b->n.base, w->b->n.base_len, &n) != 0) {
+        arena_free(a);
         free(op);
         end(w, GRPC_STATUS_RESOURCE_EXHAUSTED, "blackboard: out of memory", 0);
         return;
@@ -417,8 +451,8 @@ static void start_sync(watcher *w, int snapshot) {
     op->ar = a;
     op->seq = ++w->sync_seq;
     op->s.done = sync_done;
-    int64_t after = w->resume && !snapshot ? w->rev : -1;
-    if (bb_sync_start(&op->s, h->o.redis, a, &w->b->n, &h->o.lim, &w->c, after, w->id,
+    int64_t after = w->resume && !snapshot && !w->need_snapshot ? w->rev : -1;
+    if (bb_sync_start(&op->s, h->o.redis, a, &n, &h->o.lim, &w->c, after, w->id,
                       mono() + SYNC_TIMEOUT_MS) != 0) {
         arena_free(a);
         free(op);
@@ -455,15 +489,19 @@ static Memory__V1__BlackboardSubscribeResponse *event_message(arena *a, const ch
 }
 
 static void ring_push(board *b, hub_event *e) {
-    while (b->ring_n > 0 && (b->ring_n == RING_MAX || b->ring_bytes + e->bytes > RING_BYTES)) {
+    bb_hub *h = b->hub;
+    while (b->ring_n > 0 && (b->ring_n == RING_MAX || b->ring_bytes + e->bytes > RING_BYTES ||
+                             h->ring_bytes + e->bytes > HUB_RING_BYTES)) {
         hub_event *old = b->ring[b->ring_head];
         b->ring_head = (b->ring_head + 1) % RING_MAX;
         b->ring_n--;
         b->ring_bytes -= old->bytes;
+        h->ring_bytes -= old->bytes;
         event_free(old);
     }
     b->ring[(b->ring_head + b->ring_n++) % RING_MAX] = e;
     b->ring_bytes += e->bytes;
+    h->ring_bytes += e->bytes;
 }
 
 static void on_event(board *b, const char *msg, size_t len) {
@@ -473,8 +511,14 @@ static void on_event(board *b, const char *msg, size_t len) {
                    "board", b->n.base, LOG_F_END);
         return;
     }
-    int same_board = b->id[0] && memcmp(b->id, ev.id, BB_BOARD_ID_LEN) == 0;
+    int age = b->id[0] ? id_cmp(ev.id, b->id) : 1;
+    if (age < 0) return; /* an older board's, late */
+    int same_board = age == 0;
     if (same_board && ev.rev <= b->last_rev) return;
+    if (!same_board) { /* a new board: the ring holds the old one's */
+        ring_clear(b);
+        b->last_rev = 0;
+    }
     int gap = same_board && b->last_rev && ev.rev != b->last_rev + 1;
     arena *a = arena_create();
     hub_event *e = a ? arena_zalloc(a, sizeof *e) : NULL;
@@ -484,7 +528,7 @@ static void on_event(board *b, const char *msg, size_t len) {
         e->h = ev.h;
         e->h.owner = arena_strndup(a, ev.h.owner, ev.h.owner_len);
         memcpy(e->id, ev.id, BB_BOARD_ID_LEN);
-        e->bytes = len;
+        e->bytes = 3 * len; /* the message decoded and encoded besides the text */
         e->msg = e->h.owner ? event_message(a, b->tenant, &ev) : NULL;
         e->enc = e->msg ? rpc_msg_encode(&e->msg->base) : NULL;
     }
@@ -560,6 +604,7 @@ static void on_state(void *arg, int up) {
             w->state = W_WAIT; /* a read in flight no longer counts */
             w->sync_seq++;
             w->retry_at = 0;
+            if (!w->waiting_since) w->waiting_since = mono();
         }
         if (up) board_kick(h, b);
         else if (!b->nwatchers && !b->checking) board_free(h, b);
@@ -577,6 +622,7 @@ typedef struct check_op {
     aredis_cmd cmd; /* first */
     bb_hub *h;
     board *b;
+    char id[BB_BOARD_ID_LEN + 1]; /* the board it asks about */
     const char *argv[4];
     size_t lens[4];
 } check_op;
@@ -586,7 +632,11 @@ static void checked(aredis_cmd *q, int status, redisReply *r) {
     bb_hub *h = op->h;
     board *b = op->b;
     b->checking = 0;
-    if (status == STATUS_OK && r->type == REDIS_REPLY_ARRAY && r->elements == 2) {
+    b->next_check_ms = clock_wall_ms(NULL) + RECHECK_MS;
+    /* The channel may have moved on to a newer board meanwhile: then the
+     * answer is about a board whose streams deliver() ends. */
+    if (status == STATUS_OK && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+        strcmp(b->id, op->id) == 0) {
         const redisReply *id = r->element[0], *x = r->element[1];
         int same = id->type == REDIS_REPLY_STRING && id->len == BB_BOARD_ID_LEN &&
                    memcmp(id->str, b->id, BB_BOARD_ID_LEN) == 0;
@@ -614,6 +664,7 @@ static void check_expiry(bb_hub *h, board *b) {
     if (!op) return;
     op->h = h;
     op->b = b;
+    memcpy(op->id, b->id, sizeof op->id);
     op->argv[0] = "HMGET", op->lens[0] = 5;
     op->argv[1] = b->n.key[BB_KEY_META], op->lens[1] = b->n.base_len + 2;
     op->argv[2] = "id", op->lens[2] = 2;
@@ -710,7 +761,8 @@ static void sweep(bb_hub *h) {
 
 /* ------------------------------------------------------------ the tick */
 
-static void check_live(bb_hub *h, watcher *w) {
+/* 1 when it ended w (which may be freed then). */
+static int check_live(bb_hub *h, watcher *w) {
     char err[160] = "";
     int bad;
     if (h->o.check_live) {
@@ -719,16 +771,19 @@ static void check_live(bb_hub *h, watcher *w) {
         bad = principal_claims(w->p)->exp <= clock_wall_ms(NULL) / 1000;
         snprintf(err, sizeof err, "the token expired");
     }
-    if (!bad) return;
+    if (!bad) return 0;
     char msg[200];
     snprintf(msg, sizeof msg, "blackboard: %s", err[0] ? err : "the token is no longer valid");
     end(w, GRPC_STATUS_UNAUTHENTICATED, msg, 0);
+    return 1;
 }
 
 static void tick_watcher(bb_hub *h, board *b, watcher *w, int64_t now, int live_check) {
-    if (live_check) check_live(h, w);
-    if (w->state == W_ENDED) return;
-    if (w->failing_since && now - w->failing_since > h->o.grace_ms) {
+    if (live_check && check_live(h, w)) return;
+    /* Not live (Redis lost, or reads failing) for longer than the grace,
+     * however often the connection came and went meanwhile. */
+    if ((w->state == W_WAIT || w->state == W_SYNC) && w->waiting_since &&
+        now - w->waiting_since > h->o.grace_ms) {
         end(w, GRPC_STATUS_UNAVAILABLE,
             "blackboard: Redis is unreachable; reconnect and resume with after_version", 0);
         return;
@@ -744,19 +799,17 @@ static void on_tick(uv_timer_t *t) {
     int64_t now = mono(), wall = clock_wall_ms(NULL);
     int live_check = now - h->last_live_check >= LIVE_CHECK_MS;
     if (live_check) h->last_live_check = now;
-    int down_too_long = !h->up && now - h->down_since > h->o.grace_ms;
+
     for (dlist *l = h->boards.next, *next; l != &h->boards; l = next) {
         next = l->next;
         board *b = DLIST_ENTRY(l, board, link);
         for (dlist *k = b->watchers.next, *kn; k != &b->watchers; k = kn) {
             kn = k->next;
             watcher *w = DLIST_ENTRY(k, watcher, link);
-            if (down_too_long)
-                end(w, GRPC_STATUS_UNAVAILABLE,
-                    "blackboard: Redis is unreachable; reconnect and resume with after_version", 0);
-            else tick_watcher(h, b, w, now, live_check);
+            tick_watcher(h, b, w, now, live_check);
         }
-        if (b->nwatchers && b->id[0] && b->expire_ms && wall >= b->expire_ms && !b->checking)
+        if (b->nwatchers && b->id[0] && b->expire_ms && wall >= b->expire_ms &&
+            wall >= b->next_check_ms && !b->checking)
             check_expiry(h, b);
         if (!b->nwatchers && !b->checking && now - b->idle_since > LINGER_MS) {
             if (b->chan == CH_LIVE || b->chan == CH_SUBSCRIBING) {
@@ -794,6 +847,7 @@ static void add_on_loop(evloop_task *t) {
     }
     w->b = b;
     w->state = W_WAIT;
+    w->waiting_since = mono();
     dlist_push_back(&b->watchers, &w->link);
     b->nwatchers++;
     b->idle_since = 0;

@@ -10,161 +10,161 @@
 #include "service/core/arena.h"
 #include "service/core/status.h"
 
+/* The scripts are Lua, one line per L(): clang-format would fold them. */
+/* clang-format off */
 #define L(line) line "\n"
 
 /* What every board script shares: the keys, the clock (Redis's: one clock
  * for every replica), headers, the board's state, events and leases. */
-#define PRELUDE                                                                                    \
-    L("local K_HDR, K_VAL, K_META, K_LOG, K_LEASE, K_INDEX =")                                     \
-    L("  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]")                                    \
-    L("local BASE, CHANNEL = ARGV[1], ARGV[2]")                                                    \
-    L("local LOG_MAX, LOG_BYTES = tonumber(ARGV[3]), tonumber(ARGV[4])")                           \
-    L("local function num(n) return string.format('%d', n) end")                                   \
-    L("local function now_ms()")                                                                   \
-    L("  local t = redis.call('TIME')")                                                            \
-    L("  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)")                        \
-    L("end")                                                                                       \
-    L("local function header_at(s, init)")                                                         \
-    L("  local v, l, c, u, le, p, z, ol, pos = string.match(s,")                                   \
-    L("    '^(%d+) (%d+) (%d+) (%d+) (%d+) (%d+) (%d+) (%d+):()', init)")                          \
-    L("  if not v then return nil end")                                                            \
-    L("  ol = tonumber(ol)")                                                                       \
-    L("  return {ver = tonumber(v), label = tonumber(l), create = c, update = u,")                 \
-    L("    lease = tonumber(le), pii = p, size = tonumber(z),")                                    \
-    L("    owner = string.sub(s, pos, pos + ol - 1)}, pos + ol")                                   \
-    L("end")                                                                                       \
-    L("local function header(h)")                                                                  \
-    L("  return num(h.ver) .. ' ' .. num(h.label) .. ' ' .. h.create .. ' ' .. h.update .. ' ' "   \
-      "..")                                                                                        \
-    L("    num(h.lease) .. ' ' .. h.pii .. ' ' .. num(h.size) .. ' ' .. #h.owner .. ':' .. "       \
-      "h.owner")                                                                                   \
-    L("end")                                                                                       \
-    L("local function board()")                                                                    \
-    L("  local m = redis.call('HMGET', K_META, 'r', 'id', 'x', 'b', 'f')")                         \
-    L("  if not m[1] then return nil end")                                                         \
-    L("  return {r = tonumber(m[1]), id = m[2], x = tonumber(m[3]), b = tonumber(m[4]),")          \
-    L("    f = tonumber(m[5])}")                                                                   \
-    L("end")                                                                                       \
-    /* One revision's event: logged (the log trimmed to its bounds, f                              \
-     * following the oldest entry) and published. */                                               \
-    L("local function emit(bd, kind, now, key, hdr, json)")                                        \
-    L("  local ev = kind .. ' ' .. num(bd.r) .. ' ' .. num(now) .. ' ' .. num(bd.x) .. ' ' ..")    \
-    L("    #bd.id .. ':' .. bd.id .. #key .. ':' .. key .. hdr .. (json or '')")                   \
-    L("  redis.call('RPUSH', K_LOG, ev)")                                                          \
-    L("  local lb = redis.call('HINCRBY', K_META, 'lb', #ev)")                                     \
-    L("  local n = redis.call('LLEN', K_LOG)")                                                     \
-    L("  while n > LOG_MAX or (n > 1 and lb > LOG_BYTES) do")                                      \
-    L("    local old = redis.call('LPOP', K_LOG)")                                                 \
-    L("    lb = redis.call('HINCRBY', K_META, 'lb', -#old)")                                       \
-    L("    bd.f = bd.f + 1")                                                                       \
-    L("    n = n - 1")                                                                             \
-    L("  end")                                                                                     \
-    L("  redis.call('PUBLISH', CHANNEL, ev)")                                                      \
-    L("end")                                                                                       \
-    L("local function index_leases()")                                                             \
-    L("  local first = redis.call('ZRANGE', K_LEASE, 0, 0, 'WITHSCORES')")                         \
-    L("  if #first == 0 then redis.call('ZREM', K_INDEX, BASE)")                                   \
-    L("  else redis.call('ZADD', K_INDEX, first[2], BASE) end")                                    \
-    L("end")                                                                                       \
-    L("local function save(bd)")                                                                   \
-    L("  redis.call('HSET', K_META, 'r', num(bd.r), 'id', bd.id, 'x', num(bd.x),")                 \
-    L("    'b', num(bd.b), 'f', num(bd.f))")                                                       \
-    L("  for _, k in ipairs({K_HDR, K_VAL, K_META, K_LOG, K_LEASE}) do")                           \
-    L("    redis.call('PEXPIREAT', k, num(bd.x))")                                                 \
-    L("  end")                                                                                     \
-    L("  index_leases()")                                                                          \
-    L("end")                                                                                       \
-    /* Deletes the keys whose lease ran out, one revision each; true when                          \
-     * it changed the board (the caller saves it). */                                              \
-    L("local function expire_due(bd, now)")                                                        \
-    L("  local due = redis.call('ZRANGEBYSCORE', K_LEASE, '-inf', now)")                           \
-    L("  if #due == 0 then return false end")                                                      \
-    L("  for _, key in ipairs(due) do")                                                            \
-    L("    redis.call('ZREM', K_LEASE, key)")                                                      \
-    L("    local hs = redis.call('HGET', K_HDR, key)")                                             \
-    L("    local h = hs and header_at(hs, 1)")                                                     \
-    L("    if h and h.lease > 0 and h.lease <= now then")                                          \
-    L("      bd.r = bd.r + 1")                                                                     \
-    L("      bd.b = bd.b - h.size")                                                                \
-    L("      redis.call('HDEL', K_HDR, key)")                                                      \
-    L("      redis.call('HDEL', K_VAL, key)")                                                      \
-    L("      h.ver = bd.r")                                                                        \
-    L("      emit(bd, 'L', now, key, header(h), nil)")                                             \
-    L("    end")                                                                                   \
-    L("  end")                                                                                     \
-    L("  return true")                                                                             \
+#define PRELUDE \
+    L("local K_HDR, K_VAL, K_META, K_LOG, K_LEASE, K_INDEX =") \
+    L("  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]") \
+    L("local BASE, CHANNEL = ARGV[1], ARGV[2]") \
+    L("local LOG_MAX, LOG_BYTES = tonumber(ARGV[3]), tonumber(ARGV[4])") \
+    L("local function num(n) return string.format('%d', n) end") \
+    L("local function now_ms()") \
+    L("  local t = redis.call('TIME')") \
+    L("  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)") \
+    L("end") \
+    L("local function header_at(s, init)") \
+    L("  local v, l, c, u, le, p, z, ol, pos = string.match(s,") \
+    L("    '^(%d+) (%d+) (%d+) (%d+) (%d+) (%d+) (%d+) (%d+):()', init)") \
+    L("  if not v then return nil end") \
+    L("  ol = tonumber(ol)") \
+    L("  return {ver = tonumber(v), label = tonumber(l), create = c, update = u,") \
+    L("    lease = tonumber(le), pii = p, size = tonumber(z),") \
+    L("    owner = string.sub(s, pos, pos + ol - 1)}, pos + ol") \
+    L("end") \
+    L("local function header(h)") \
+    L("  return num(h.ver) .. ' ' .. num(h.label) .. ' ' .. h.create .. ' ' .. h.update .. ' ' ..") \
+    L("    num(h.lease) .. ' ' .. h.pii .. ' ' .. num(h.size) .. ' ' .. #h.owner .. ':' .. h.owner") \
+    L("end") \
+    L("local function board()") \
+    L("  local m = redis.call('HMGET', K_META, 'r', 'id', 'x', 'b', 'f')") \
+    L("  if not m[1] then return nil end") \
+    L("  return {r = tonumber(m[1]), id = m[2], x = tonumber(m[3]), b = tonumber(m[4]),") \
+    L("    f = tonumber(m[5])}") \
+    L("end") \
+    /* One revision's event: logged (the log trimmed to its bounds, f \
+     * following the oldest entry) and published. */ \
+    L("local function emit(bd, kind, now, key, hdr, json)") \
+    L("  local ev = kind .. ' ' .. num(bd.r) .. ' ' .. num(now) .. ' ' .. num(bd.x) .. ' ' ..") \
+    L("    #bd.id .. ':' .. bd.id .. #key .. ':' .. key .. hdr .. (json or '')") \
+    L("  redis.call('RPUSH', K_LOG, ev)") \
+    L("  local lb = redis.call('HINCRBY', K_META, 'lb', #ev)") \
+    L("  local n = redis.call('LLEN', K_LOG)") \
+    L("  while n > LOG_MAX or (n > 1 and lb > LOG_BYTES) do") \
+    L("    local old = redis.call('LPOP', K_LOG)") \
+    L("    lb = redis.call('HINCRBY', K_META, 'lb', -#old)") \
+    L("    bd.f = bd.f + 1") \
+    L("    n = n - 1") \
+    L("  end") \
+    L("  redis.call('PUBLISH', CHANNEL, ev)") \
+    L("end") \
+    L("local function index_leases()") \
+    L("  local first = redis.call('ZRANGE', K_LEASE, 0, 0, 'WITHSCORES')") \
+    L("  if #first == 0 then redis.call('ZREM', K_INDEX, BASE)") \
+    L("  else redis.call('ZADD', K_INDEX, first[2], BASE) end") \
+    L("end") \
+    L("local function save(bd)") \
+    L("  redis.call('HSET', K_META, 'r', num(bd.r), 'id', bd.id, 'x', num(bd.x),") \
+    L("    'b', num(bd.b), 'f', num(bd.f))") \
+    L("  for _, k in ipairs({K_HDR, K_VAL, K_META, K_LOG, K_LEASE}) do") \
+    L("    redis.call('PEXPIREAT', k, num(bd.x))") \
+    L("  end") \
+    L("  index_leases()") \
+    L("end") \
+    /* Deletes the keys whose lease ran out, one revision each; true when \
+     * it changed the board (the caller saves it). */ \
+    L("local function expire_due(bd, now)") \
+    L("  local due = redis.call('ZRANGEBYSCORE', K_LEASE, '-inf', now)") \
+    L("  if #due == 0 then return false end") \
+    L("  for _, key in ipairs(due) do") \
+    L("    redis.call('ZREM', K_LEASE, key)") \
+    L("    local hs = redis.call('HGET', K_HDR, key)") \
+    L("    local h = hs and header_at(hs, 1)") \
+    L("    if h and h.lease > 0 and h.lease <= now then") \
+    L("      bd.r = bd.r + 1") \
+    L("      bd.b = bd.b - h.size") \
+    L("      redis.call('HDEL', K_HDR, key)") \
+    L("      redis.call('HDEL', K_VAL, key)") \
+    L("      h.ver = bd.r") \
+    L("      emit(bd, 'L', now, key, header(h), nil)") \
+    L("    end") \
+    L("  end") \
+    L("  return true") \
     L("end")
 
 /* ARGV[5..]: key, caller, clearance, write:all (1/0), has expected (1/0),
  * expected, delete (1/0), label, ttl ms (0: unset), lease ms (0: none),
- * PII kinds, size, JSON value, a new board id, most keys, most bytes,
- * default ttl ms. Answers {0, revision, expiry, created, header, board id}
- * or an error: {1} label above the clearance, {2, current version} not
- * the expected version, {3} no such key to delete, {4, keys} full, {5,
- * bytes, bytes after} too big, {6} another's key. */
-static const char post_body[] = PRELUDE L("local key, sub, clr, wall = ARGV[5], ARGV[6], "
-                                          "tonumber(ARGV[7]), ARGV[8] == '1'")
-    L("local has_exp, expected, del = ARGV[9] == '1', tonumber(ARGV[10]), ARGV[11] == '1'") L(
-        "local label, ttl, lease = tonumber(ARGV[12]), tonumber(ARGV[13]), tonumber(ARGV[14])")
-        L("local pii, size, json, new_id = ARGV[15], tonumber(ARGV[16]), ARGV[17], ARGV[18]") L(
-            "local max_keys, max_bytes, def_ttl = tonumber(ARGV[19]), tonumber(ARGV[20]), "
-            "tonumber(ARGV[21])") L("local now = now_ms()") L("local bd = board()")
-            L("if bd and expire_due(bd, now) then save(bd) end") L(
-                "local hs = bd and "
-                "redis.call('HGET', K_HDR, key)") L("local old = hs and header_at(hs, 1) or nil")
-                L("if old and old.label > clr then "
-                  "return {1} end") L("local cur = old and old.ver or 0") L("if has_exp and cur ~= "
-                                                                            "expected then return "
-                                                                            "{2, cur} end")
-                    L("if old and old.owner ~= sub and not wall then return {6} end") L(
-                        "if del and not old then return {3} end") L("if not del then")
-                        L("  if not old and bd and redis.call('HLEN', K_HDR) >= max_keys then "
-                          "return "
-                          "{4, max_keys} end") L("  local b = (bd and bd.b or 0) - (old and "
-                                                 "old.size "
-                                                 "or 0) + size") L("  if b > max_bytes then return "
-                                                                   "{5, bd and bd.b or 0, b} end")
-                            L("end") L("local created = 0") L("if not bd then") L(
-                                "  bd = {r = 0, id = new_id, x = now + (ttl > 0 and ttl or "
-                                "def_ttl), b "
-                                "= 0, f = 1}") L("  redis.call('DEL', K_HDR, K_VAL, K_LOG, "
-                                                 "K_LEASE)") L("  redis.call('HDEL', K_META, 'lb')")
-                                L("  created = 1") L("elseif ttl > 0 and now + ttl > bd.x then") L(
-                                    "  bd.x = now + ttl") L("end") L("bd.r = bd.r + 1") L("local h")
-                                    L("if del then") L("  bd.b = bd.b - old.size") L(
-                                        "  redis.call('HDEL', K_HDR, "
-                                        "key)") L("  redis.call('HDEL', "
-                                                  "K_VAL, key)") L("  redis.call('ZREM', K_LEASE, "
-                                                                   "key)") L("  old.ver = bd.r")
-                                        L("  h = header(old)") L(
-                                            "  emit(bd, 'D', now, key, h, "
-                                            "nil)") L("else") L("  if old and old.label > label "
-                                                                "then label = "
-                                                                "old.label end") L("  local "
-                                                                                   "lease_at = "
-                                                                                   "lease > "
-                                                                                   "0 and now + "
-                                                                                   "lease or 0")
-                                            L("  h = header({ver = bd.r, label = label, create = "
-                                              "old "
-                                              "and old.create or num(now),") L("    update = "
-                                                                               "num(now), lease = "
-                                                                               "lease_at, pii = "
-                                                                               "pii, "
-                                                                               "size = size,")
-                                                L("    owner = old and old.owner or "
-                                                  "sub})") L("  bd.b = bd.b - (old and old.size or "
-                                                             "0) + size") L("  redis.call('HSET', "
-                                                                            "K_HDR, key, h)")
-                                                    L("  redis.call('HSET', K_VAL, key, json)") L(
-                                                        "  if lease_at > 0 then redis.call('ZADD', "
-                                                        "K_LEASE, lease_at, key)")
-                                                        L("  elseif old and old.lease > 0 then "
-                                                          "redis.call('ZREM', K_LEASE, key) end")
-                                                            L("  emit(bd, 'P', now, key, h, json)")
-                                                                L("end") L("save(bd)")
-                                                                    L("return {0, bd.r, bd.x, "
-                                                                      "created, h, bd.id}");
+ * PII kinds, size, JSON value, 4 random hex digits for a new board's id,
+ * most keys, most bytes, default ttl ms. A new board's id is its creation
+ * time (Redis's, 12 hex digits of Unix ms) and the random digits: the ids
+ * of one task's boards sort by age. Answers {0, revision, expiry, created,
+ * header, board id} or an error: {1} label above the clearance, {2,
+ * current version, the caller's own key (1/0)} not the expected version,
+ * {3} no such key to delete, {4, keys} full, {5, bytes, bytes after} too
+ * big, {6} another's key. The version is compared before the owner, so a
+ * claim held by another agent is ABORTED, as a claim race lost is. */
+static const char post_body[] =
+    PRELUDE
+    L("local key, sub, clr, wall = ARGV[5], ARGV[6], tonumber(ARGV[7]), ARGV[8] == '1'")
+    L("local has_exp, expected, del = ARGV[9] == '1', tonumber(ARGV[10]), ARGV[11] == '1'")
+    L("local label, ttl, lease = tonumber(ARGV[12]), tonumber(ARGV[13]), tonumber(ARGV[14])")
+    L("local pii, size, json, rnd = ARGV[15], tonumber(ARGV[16]), ARGV[17], ARGV[18]")
+    L("local max_keys, max_bytes, def_ttl = tonumber(ARGV[19]), tonumber(ARGV[20]), tonumber(ARGV[21])")
+    L("local now = now_ms()")
+    L("local bd = board()")
+    L("if bd and expire_due(bd, now) then save(bd) end")
+    L("local hs = bd and redis.call('HGET', K_HDR, key)")
+    L("local old = hs and header_at(hs, 1) or nil")
+    L("if old and old.label > clr then return {1} end")
+    L("local cur = old and old.ver or 0")
+    L("if has_exp and cur ~= expected then")
+    L("  return {2, cur, (old and old.owner == sub) and 1 or 0}")
+    L("end")
+    L("if old and old.owner ~= sub and not wall then return {6} end")
+    L("if del and not old then return {3} end")
+    L("if not del then")
+    L("  if not old and bd and redis.call('HLEN', K_HDR) >= max_keys then return {4, max_keys} end")
+    L("  local b = (bd and bd.b or 0) - (old and old.size or 0) + size")
+    L("  if b > max_bytes then return {5, bd and bd.b or 0, b} end")
+    L("end")
+    L("local created = 0")
+    L("if not bd then")
+    L("  bd = {r = 0, id = string.format('%012x', now) .. string.sub(rnd, 1, 4),")
+    L("    x = now + (ttl > 0 and ttl or def_ttl), b = 0, f = 1}")
+    L("  redis.call('DEL', K_HDR, K_VAL, K_LOG, K_LEASE)")
+    L("  redis.call('HDEL', K_META, 'lb')")
+    L("  created = 1")
+    L("elseif ttl > 0 and now + ttl > bd.x then")
+    L("  bd.x = now + ttl")
+    L("end")
+    L("bd.r = bd.r + 1")
+    L("local h")
+    L("if del then")
+    L("  bd.b = bd.b - old.size")
+    L("  redis.call('HDEL', K_HDR, key)")
+    L("  redis.call('HDEL', K_VAL, key)")
+    L("  redis.call('ZREM', K_LEASE, key)")
+    L("  old.ver = bd.r")
+    L("  h = header(old)")
+    L("  emit(bd, 'D', now, key, h, nil)")
+    L("else")
+    L("  if old and old.label > label then label = old.label end")
+    L("  local lease_at = lease > 0 and now + lease or 0")
+    L("  h = header({ver = bd.r, label = label, create = old and old.create or num(now),")
+    L("    update = num(now), lease = lease_at, pii = pii, size = size,")
+    L("    owner = old and old.owner or sub})")
+    L("  bd.b = bd.b - (old and old.size or 0) + size")
+    L("  redis.call('HSET', K_HDR, key, h)")
+    L("  redis.call('HSET', K_VAL, key, json)")
+    L("  if lease_at > 0 then redis.call('ZADD', K_LEASE, lease_at, key)")
+    L("  elseif old and old.lease > 0 then redis.call('ZREM', K_LEASE, key) end")
+    L("  emit(bd, 'P', now, key, h, json)")
+    L("end")
+    L("save(bd)")
+    L("return {0, bd.r, bd.x, created, h, bd.id}");
 
 /* ARGV[5..]: caller, clearance, read:all (1/0), after ('' : a snapshot),
  * board id. Answers {'S', revision, expiry, board id, now, key, header,
@@ -173,44 +173,60 @@ static const char post_body[] = PRELUDE L("local key, sub, clr, wall = ARGV[5], 
  * events after `after` the caller may read) when after and the board id
  * match the board and its log reaches back that far. Leases that ran out
  * are expired first, as every script does. */
-static const char sync_body[] = PRELUDE L(
-    "local sub, clr, rall, after, want_id = ARGV[5], tonumber(ARGV[6]), ARGV[7] == '1',")
-    L("  ARGV[8], ARGV[9]") L(
-        "local function visible(h) return h and h.label <= clr and (rall or h.owner == sub) end")
-        L("local now = now_ms()") L("local bd = board()")
-            L("if not bd then return {'S', 0, 0, '', now} end") L(
-                "if expire_due(bd, now) then save(bd) end")
-                L("local a = after ~= '' and tonumber(after) or nil") L(
-                    "if a and want_id == bd.id and a <= bd.r and a + 1 >= bd.f then")
-                    L("  local out = {'E', bd.r, bd.x, bd.id, now}") L("  if a < bd.r then") L(
-                        "    for _, ev in ipairs(redis.call('LRANGE', K_LOG, a + 1 - bd.f, -1)) do")
-                        L("      local il, p = string.match(ev, '^%a %d+ %d+ %d+ (%d+):()')")
-                            L("      local kl, q = string.match(ev, '^(%d+):()', p + tonumber(il))")
-                                L("      if visible(header_at(ev, q + tonumber(kl))) then out[#out "
-                                  "+ 1] = ev end") L("    end") L("  end") L("  return out")
-                                    L("end") L("local out = {'S', bd.r, bd.x, bd.id, now}")
-                                        L("local hk = redis.call('HGETALL', K_HDR)")
-                                            L("for i = 1, #hk, 2 do") L(
-                                                "  if visible(header_at(hk[i + 1], 1)) then")
-                                                L("    local v = redis.call('HGET', K_VAL, hk[i])")
-                                                    L("    if v then")
-                                                        L("      out[#out + 1] = hk[i]")
-                                                            L("      out[#out + 1] = hk[i + 1]")
-                                                                L("      out[#out + 1] = v")
-                                                                    L("    end") L("  end") L("end")
-                                                                        L("return out");
+static const char sync_body[] =
+    PRELUDE
+    L("local sub, clr, rall, after, want_id = ARGV[5], tonumber(ARGV[6]), ARGV[7] == '1',")
+    L("  ARGV[8], ARGV[9]")
+    L("local function visible(h) return h and h.label <= clr and (rall or h.owner == sub) end")
+    L("local now = now_ms()")
+    L("local bd = board()")
+    L("if not bd then return {'S', 0, 0, '', now} end")
+    L("if expire_due(bd, now) then save(bd) end")
+    L("local a = after ~= '' and tonumber(after) or nil")
+    L("if a and want_id == bd.id and a <= bd.r and a + 1 >= bd.f then")
+    L("  local out = {'E', bd.r, bd.x, bd.id, now}")
+    L("  if a < bd.r then")
+    L("    for _, ev in ipairs(redis.call('LRANGE', K_LOG, a + 1 - bd.f, -1)) do")
+    L("      local il, p = string.match(ev, '^%a %d+ %d+ %d+ (%d+):()')")
+    L("      local kl, q = string.match(ev, '^(%d+):()', p + tonumber(il))")
+    L("      if visible(header_at(ev, q + tonumber(kl))) then out[#out + 1] = ev end")
+    L("    end")
+    L("  end")
+    L("  return out")
+    L("end")
+    L("local out = {'S', bd.r, bd.x, bd.id, now}")
+    L("local hk = redis.call('HGETALL', K_HDR)")
+    L("for i = 1, #hk, 2 do")
+    L("  if visible(header_at(hk[i + 1], 1)) then")
+    L("    local v = redis.call('HGET', K_VAL, hk[i])")
+    L("    if v then")
+    L("      out[#out + 1] = hk[i]")
+    L("      out[#out + 1] = hk[i + 1]")
+    L("      out[#out + 1] = v")
+    L("    end")
+    L("  end")
+    L("end")
+    L("return out");
 
 /* No ARGV beyond the four. Answers 1 (the board's due leases expired), or
  * 0 when the board is gone (its index entry goes with it). */
-static const char sweep_body[] = PRELUDE L("local bd = board()") L("if not bd then")
-    L("  redis.call('ZREM', K_INDEX, BASE)") L("  return 0") L("end")
-        L("if expire_due(bd, now_ms()) then save(bd) else index_leases() end") L("return 1");
+static const char sweep_body[] =
+    PRELUDE
+    L("local bd = board()")
+    L("if not bd then")
+    L("  redis.call('ZREM', K_INDEX, BASE)")
+    L("  return 0")
+    L("end")
+    L("if expire_due(bd, now_ms()) then save(bd) else index_leases() end")
+    L("return 1");
 
 /* KEYS[1] the lease index; ARGV[1] how many. The bases of boards with a
  * lease that ran out, by Redis's clock. */
-static const char due_body[] = L("local t = redis.call('TIME')")
+static const char due_body[] =
+    L("local t = redis.call('TIME')")
     L("local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)")
-        L("return redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, ARGV[1])");
+    L("return redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, ARGV[1])");
+/* clang-format on */
 
 static bb_script scripts[BB_SCRIPT_COUNT] = {
     {"blackboard post", post_body, sizeof post_body - 1, ""},

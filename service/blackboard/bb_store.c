@@ -80,12 +80,14 @@ static int post_answer(bb_post *p, const redisReply *r) {
         return STATUS_EDENIED;
     case 2: {
         int64_t cur = r->elements > 1 ? integer(r->element[1]) : -1;
+        int own = r->elements > 2 && integer(r->element[2]) == 1;
         if (cur == 0)
             snprintf(p->err, sizeof p->err,
                      "expected_version does not match: the key does not exist");
-        else
+        else if (own || p->read_all) /* a version the caller may read anyway */
             snprintf(p->err, sizeof p->err,
                      "expected_version does not match: the key is at version %lld", (long long)cur);
+        else snprintf(p->err, sizeof p->err, "expected_version does not match: the key exists");
         return STATUS_ECONFLICT;
     }
     case 3: snprintf(p->err, sizeof p->err, "the key does not exist"); return STATUS_ENOTFOUND;
@@ -120,6 +122,7 @@ int bb_post_start(bb_post *p, aredis *r, arena *a, const bb_names *n, const bb_l
     bb_eval *e = &p->e;
     int i;
     p->ar = a;
+    p->read_all = c->read_all;
     p->err[0] = '\0';
     if (bb_eval_init(e, r, a, BB_SCRIPT_POST, BOARD_KEYS, BOARD_ARGS + 17) != 0 ||
         board_words(e, a, n, lim, &i) != 0)

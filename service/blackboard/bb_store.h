@@ -49,7 +49,7 @@ typedef struct bb_post_in {
     int64_t lease_ms; /* 0: none */
     unsigned pii;     /* kinds the value holds (written with pii:write) */
     int64_t size;     /* the item's encoded bytes, for the board's limit */
-    char board_id[BB_BOARD_ID_LEN + 1]; /* the id the board gets if this post creates it */
+    char board_id[BB_BOARD_ID_LEN + 1]; /* random hex; a board this post creates takes 4 digits */
 } bb_post_in;
 
 typedef struct bb_post bb_post;
@@ -65,6 +65,7 @@ struct bb_post {
     const char *board_id; /* in the arena */
     char err[256];        /* why, on failure */
     arena *ar;
+    int read_all; /* the caller's: may the version of another's key be named */
 };
 /* Starts p on board n for caller c (in and c themselves may go when this
  * returns; the strings they point to are borrowed until done):

@@ -207,6 +207,10 @@ static void on_connect(const redisAsyncContext *ac, int status) {
         return;
     }
     uv_timer_stop(&r->conn_timer);
+    /* A peer that vanished without a FIN (a dead host, a cut link) is
+     * noticed by TCP keepalive: a subscriber connection sends nothing
+     * that would notice it otherwise. */
+    redisEnableKeepAlive(&r->ac->c);
     r->up = 1;
     r->backoff_ms = 0;
     atomic_store(&r->connected, 1);

@@ -586,6 +586,18 @@ TEST_F(BlackboardTest, AnExpiredBoardEndsItsStreamsWithExpired) {
   EXPECT_TRUE(again.board_created());
   EXPECT_EQ(1, again.meta().version());
   EXPECT_NE(made.board_id(), again.board_id());
+  // A stream on the new board (this replica still watches the old one's
+  // channel) gets the new board's changes, not an EXPIRED of the old one.
+  auto fresh = Subscribe(r, tok, "short");
+  ASSERT_TRUE(Next(fresh.get(), &ev));
+  EXPECT_EQ(BLACKBOARD_EVENT_KIND_SNAPSHOT, ev.kind());
+  EXPECT_EQ(again.board_id(), ev.board_id());
+  ASSERT_TRUE(Post(r, tok, PostReq("short", "k2", Num(5))).status.ok());
+  ASSERT_TRUE(Next(fresh.get(), &ev));
+  EXPECT_EQ(BLACKBOARD_EVENT_KIND_PUT, ev.kind());
+  EXPECT_EQ(2, ev.version());
+  // Board ids sort by creation.
+  EXPECT_LT(made.board_id(), again.board_id());
   // A later post may extend the board.
   BlackboardPostRequest extend = PostReq("short", "k", Num(4));
   extend.mutable_ttl()->set_seconds(3 * 86400);
@@ -612,6 +624,20 @@ TEST_F(BlackboardTest, RevokedTokenEndsItsStreamsUnauthenticated) {
   EXPECT_FALSE(s->Read(&msg, 10000));
   grpc::Status st = s->Finish();
   EXPECT_EQ(StatusCode::UNAUTHENTICATED, st.error_code()) << st.error_message();
+}
+
+TEST_F(BlackboardTest, ExpiredTokenEndsItsStreamsUnauthenticated) {
+  Replica r = Launch({"--token-skew=0"});
+  std::string tok = Token(Tenant("exp"), "alice", "blackboard:read blackboard:write", "SECRET", 2);
+  auto s = Subscribe(r, tok, "ex");
+  BlackboardSubscribeResponse ev;
+  ASSERT_TRUE(Next(s.get(), &ev));
+  auto t0 = Clock::now();
+  std::string msg;
+  EXPECT_FALSE(s->Read(&msg, 10000));
+  grpc::Status st = s->Finish();
+  EXPECT_EQ(StatusCode::UNAUTHENTICATED, st.error_code()) << st.error_message();
+  EXPECT_LT(MsSince(t0), 6000);
 }
 
 TEST_F(BlackboardTest, BadInputIsInvalidArgumentAndChangesNothing) {
