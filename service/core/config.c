@@ -92,7 +92,7 @@ static const opt_def options[] = {
                "bytes of messages queued for one stream whose client reads slowly; past it the "
                "method's overflow rule applies (Audit.Watch ends RESOURCE_EXHAUSTED)"),
     OPT_NUMBER("max-streams", max_streams, "1024", 1, 1000000,
-               "streams (Watch, reflection) open at once on this server"),
+               "streams (Watch, Subscribe, reflection) open at once on this server"),
     OPT_NUMBER("max-streams-per-tenant", max_streams_per_tenant, "256", 1, 1000000,
                "streams one tenant may have open at once"),
     OPT_NUMBER("max-streams-per-principal", max_streams_per_principal, "32", 1, 1000000,
