@@ -265,16 +265,22 @@ TEST_F(AuthTest, ARemovedKeyStopsVerifyingCachedTokensAndStreamsWithinTheReloadD
   ASSERT_TRUE(watch.WritesDone());
   keys().AddKey("test-2");
   std::string new_token = keys().MintWithNewKey(c);
-  keys().RemoveFirstKey();
-  // Unknown kids in a loop while the reload comes.
+  // Unknown kids in a loop while the reload comes: the flood is under way
+  // (10 refusals) before the key goes, however slow the machine.
   std::atomic<bool> stop{false};
   std::atomic<int> flood{0};
+  std::string bad = keys().SignPayload(TestKeys::PayloadJson(c), "no-such-kid");
   std::thread flooder([&] {
-    std::string bad = keys().SignPayload(TestKeys::PayloadJson(c), "no-such-kid");
     while (!stop) {
       if (WhoAmI(bad).status.error_code() == grpc::StatusCode::UNAUTHENTICATED) flood++;
     }
   });
+  auto flooding = std::chrono::steady_clock::now();
+  while (flood.load() < 10 &&
+         std::chrono::steady_clock::now() - flooding < std::chrono::seconds(10))
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  keys().RemoveFirstKey();
+  int before = flood.load();
   auto start = std::chrono::steady_clock::now();
   bool dead = false;
   while (!dead && std::chrono::steady_clock::now() - start < std::chrono::seconds(5)) {
@@ -288,7 +294,7 @@ TEST_F(AuthTest, ARemovedKeyStopsVerifyingCachedTokensAndStreamsWithinTheReloadD
   flooder.join();
   EXPECT_TRUE(dead) << "a token of the removed key still works";
   EXPECT_LT(took, 2000) << "the removal took " << took << " ms to take effect";
-  EXPECT_GT(flood.load(), 10);
+  EXPECT_GE(before, 10) << "the flood was not under way when the key went";
   ExpectUnauthenticated(old_token, "unknown kid");
   Result n = WhoAmI(new_token);
   EXPECT_TRUE(n.status.ok()) << n.status.error_message();
