@@ -35,9 +35,8 @@ typedef struct hub_event {
     int64_t rev;
     bb_header h;
     char id[BB_BOARD_ID_LEN + 1];
-    Memory__V1__BlackboardSubscribeResponse *msg;
-    rpc_msg *enc; /* msg encoded once for every stream */
-    size_t bytes; /* what it holds: the message decoded and encoded */
+    rpc_msg *enc; /* the event's message, encoded once for every stream */
+    size_t bytes; /* what it holds: about its encoded message */
 } hub_event;
 
 typedef struct board {
@@ -528,9 +527,13 @@ static void on_event(board *b, const char *msg, size_t len) {
         e->h = ev.h;
         e->h.owner = arena_strndup(a, ev.h.owner, ev.h.owner_len);
         memcpy(e->id, ev.id, BB_BOARD_ID_LEN);
-        e->bytes = 3 * len; /* the message decoded and encoded besides the text */
-        e->msg = e->h.owner ? event_message(a, b->tenant, &ev) : NULL;
-        e->enc = e->msg ? rpc_msg_encode(&e->msg->base) : NULL;
+        e->bytes = len; /* the encoded message, about the size of the text */
+        /* The decoded message is needed only to encode it: a scratch arena. */
+        arena *scratch = e->h.owner ? arena_create() : NULL;
+        Memory__V1__BlackboardSubscribeResponse *m =
+            scratch ? event_message(scratch, b->tenant, &ev) : NULL;
+        e->enc = m ? rpc_msg_encode(&m->base) : NULL;
+        arena_free(scratch);
     }
     if (e && e->enc) {
         ring_push(b, e);
@@ -764,14 +767,7 @@ static void sweep(bb_hub *h) {
 /* 1 when it ended w (which may be freed then). */
 static int check_live(bb_hub *h, watcher *w) {
     char err[160] = "";
-    int bad;
-    if (h->o.check_live) {
-        bad = h->o.check_live(h->o.check_live_ctx, w->p, err, sizeof err) != 0;
-    } else {
-        bad = principal_claims(w->p)->exp <= clock_wall_ms(NULL) / 1000;
-        snprintf(err, sizeof err, "the token expired");
-    }
-    if (!bad) return 0;
+    if (authn_check_live(h->o.auth, w->p, err, sizeof err) == 0) return 0;
     char msg[200];
     snprintf(msg, sizeof msg, "blackboard: %s", err[0] ? err : "the token is no longer valid");
     end(w, GRPC_STATUS_UNAUTHENTICATED, msg, 0);

@@ -29,6 +29,7 @@
 
 #include <stdint.h>
 
+#include "service/auth/authn.h"
 #include "service/auth/principal.h"
 #include "service/blackboard/bb_store.h"
 #include "service/rpc/rpc.h"
@@ -45,9 +46,7 @@ typedef struct bb_hub_options {
     const char *redis_url; /* the hub's own subscriber connection */
     bb_limits lim;
     int64_t grace_ms; /* how long streams wait for Redis to return */
-    /* 0 while p's token is usable (authn_check_live); NULL: expiry only. */
-    int (*check_live)(void *ctx, const principal *p, char *err, size_t errlen);
-    void *check_live_ctx;
+    authn *auth;      /* tokens that expired or were revoked end their streams */
 } bb_hub_options;
 
 /* Starts the hub on o->loop: 0 with *out, or -1 with the reason in err. */

@@ -15,7 +15,6 @@
 #include "service/blackboard/bb_store.h"
 #include "service/core/log.h"
 #include "service/pb/pbjson.h"
-#include "service/pb/pbtime.h"
 #include "service/privacy/pii.h"
 #include "service/privacy/pii_policy.h"
 #include "service/tier/tier.h"
@@ -54,20 +53,6 @@ static bb_caller caller_of(const principal *p) {
                        .clr = (int)principal_clr(p),
                        .read_all = principal_scope(p, "blackboard:read") == PRINCIPAL_ALL,
                        .write_all = principal_scope(p, "blackboard:write") == PRINCIPAL_ALL};
-}
-
-/* A Duration field in [min, max] ms; *ms 0 when unset. */
-static grpc_status_code check_duration(rpc_call *call, const char *field,
-                                       const Google__Protobuf__Duration *d, int64_t min,
-                                       int64_t max, const char *range, int64_t *ms) {
-    int64_t us;
-    *ms = 0;
-    if (!d) return GRPC_STATUS_OK;
-    if (pbtime_duration_us(d, &us) != 0 || us < min * 1000 || us > max * 1000)
-        return rpc_call_invalid(call, "%s: %llds + %dns; must be %s", field, (long long)d->seconds,
-                                (int)d->nanos, range);
-    *ms = us / 1000;
-    return GRPC_STATUS_OK;
 }
 
 static void cancel_eval(rpc_call *call, void *arg) {
@@ -123,9 +108,7 @@ static grpc_status_code value_json(rpc_call *call, const bb_service *svc, const 
                               &nkinds, why, sizeof why);
     if (rc == STATUS_EINVALID) return rpc_call_invalid(call, "%s", why);
     if (rc != STATUS_OK) return rpc_call_oom(call);
-    for (size_t i = 0; i < nkinds; i++)
-        for (unsigned k = 1; k < (1u << PII_KIND_COUNT); k <<= 1)
-            if (strcmp(pii_kind_name(k), kinds[i]) == 0) in->pii |= k;
+    for (size_t i = 0; i < nkinds; i++) in->pii |= pii_kind_of(kinds[i]);
     if (req->delete_key) return GRPC_STATUS_OK;
     char *json;
     size_t len;
@@ -144,13 +127,14 @@ static grpc_status_code value_json(rpc_call *call, const bb_service *svc, const 
     return GRPC_STATUS_OK;
 }
 
-static grpc_status_code new_board_id(rpc_call *call, char *id) {
-    unsigned char rnd[BB_BOARD_ID_LEN / 2];
+/* The random tail of the id of a board the post may create (bb_codec.h). */
+static grpc_status_code board_id_random(rpc_call *call, unsigned *out) {
+    unsigned char rnd[2];
     if (RAND_bytes(rnd, sizeof rnd) != 1) {
         rpc_call_set_error(call, "no randomness for a board id");
         return GRPC_STATUS_INTERNAL;
     }
-    for (size_t i = 0; i < sizeof rnd; i++) snprintf(id + 2 * i, 3, "%02x", rnd[i]);
+    *out = (unsigned)rnd[0] << 8 | rnd[1];
     return GRPC_STATUS_OK;
 }
 
@@ -166,10 +150,10 @@ static RPC_UNARY_HANDLER(do_post, bb_service, Memory__V1__BlackboardPostRequest,
     if (req->delete_key && req->lease_ttl)
         return rpc_call_invalid(call, "lease_ttl: must be unset with delete_key");
     bb_post_in in = {.key = req->key, .del = req->delete_key};
-    RPC_CHECK(check_duration(call, "ttl", req->ttl, TTL_MIN_MS, TTL_MAX_MS, "1 s to 30 days",
-                             &in.ttl_ms));
-    RPC_CHECK(check_duration(call, "lease_ttl", req->lease_ttl, LEASE_MIN_MS, LEASE_MAX_MS,
-                             "1 s to 24 h", &in.lease_ms));
+    RPC_CHECK(tier_check_duration(call, "ttl", req->ttl, TTL_MIN_MS, TTL_MAX_MS, "1 s to 30 days",
+                                  &in.ttl_ms));
+    RPC_CHECK(tier_check_duration(call, "lease_ttl", req->lease_ttl, LEASE_MIN_MS, LEASE_MAX_MS,
+                                  "1 s to 24 h", &in.lease_ms));
     RPC_CHECK(tier_check_label(call, "label", (int)req->label));
     RPC_CHECK(TIER_CHECK_PRECONDITION(call, req, MEMORY__V1__BLACKBOARD_POST_REQUEST,
                                       req->delete_key ? TIER_EXPECT_VERSION : TIER_EXPECT_CREATE_OK,
@@ -178,7 +162,7 @@ static RPC_UNARY_HANDLER(do_post, bb_service, Memory__V1__BlackboardPostRequest,
     const principal *p = authn_principal(call);
     RPC_CHECK(value_json(call, svc, p, req, &in));
     in.label = principal_stamp_label(p, (int)req->label, 0);
-    RPC_CHECK(new_board_id(call, in.board_id));
+    RPC_CHECK(board_id_random(call, &in.id_random));
 
     arena *a = rpc_call_arena(call);
     pending_post *pp = arena_zalloc(a, sizeof *pp);
@@ -290,10 +274,6 @@ static grpc_status_code do_subscribe(rpc_call *call, const ProtobufCMessage *msg
 
 /* ------------------------------------------------------------ the tier */
 
-static int check_live(void *ctx, const principal *p, char *err, size_t errlen) {
-    return authn_check_live(ctx, p, err, errlen);
-}
-
 static void bb_free(void *state) {
     bb_service *svc = state;
     if (!svc) return;
@@ -325,8 +305,7 @@ static int bb_open(tier_env *env, void **state, char *err, size_t errlen) {
                          .redis_url = c->redis_url,
                          .lim = svc->lim,
                          .grace_ms = c->blackboard_redis_grace_ms,
-                         .check_live = env->auth ? check_live : NULL,
-                         .check_live_ctx = env->auth};
+                         .auth = env->auth};
     if (bb_hub_create(&ho, &svc->hub, err, errlen) != 0) return -1;
     log_fields(LOG_INFO, "blackboard tier", LOG_F_INT, "log_entries",
                (int64_t)c->blackboard_log_entries, LOG_F_INT, "log_bytes",

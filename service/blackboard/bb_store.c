@@ -139,9 +139,9 @@ int bb_post_start(bb_post *p, aredis *r, arena *a, const bb_names *n, const bb_l
         number(e, a, i++, in->size) != 0)
         return -1;
     word(e, i++, in->json ? in->json : "", in->json ? in->json_len : 0);
-    const char *id = arena_strdup(a, in->board_id); /* in may be the caller's stack */
+    const char *id = arena_printf(a, "%04x", in->id_random & 0xffffu);
     if (!id) return -1;
-    word(e, i++, id, strlen(id));
+    word(e, i++, id, 4);
     if (number(e, a, i++, lim->max_keys) != 0 || number(e, a, i++, lim->max_bytes) != 0 ||
         number(e, a, i++, lim->default_ttl_ms) != 0)
         return -1;

@@ -44,12 +44,12 @@ typedef struct bb_post_in {
     size_t json_len;
     int has_expected;
     int64_t expected;
-    int label;        /* the write diode's stamp (the script keeps the old one if higher) */
-    int64_t ttl_ms;   /* 0: unset */
-    int64_t lease_ms; /* 0: none */
-    unsigned pii;     /* kinds the value holds (written with pii:write) */
-    int64_t size;     /* the item's encoded bytes, for the board's limit */
-    char board_id[BB_BOARD_ID_LEN + 1]; /* random hex; a board this post creates takes 4 digits */
+    int label;          /* the write diode's stamp (the script keeps the old one if higher) */
+    int64_t ttl_ms;     /* 0: unset */
+    int64_t lease_ms;   /* 0: none */
+    unsigned pii;       /* kinds the value holds (written with pii:write) */
+    int64_t size;       /* the item's encoded bytes, for the board's limit */
+    unsigned id_random; /* 16 random bits: the tail of the id of a board this post creates */
 } bb_post_in;
 
 typedef struct bb_post bb_post;

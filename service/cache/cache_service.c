@@ -16,7 +16,6 @@
 #include "service/core/clock.h"
 #include "service/core/log.h"
 #include "service/core/text.h"
-#include "service/pb/pbtime.h"
 #include "service/privacy/pii_policy.h"
 #include "service/tier/tier_call.h"
 #include "service/tier/tier_check.h"
@@ -520,15 +519,10 @@ static RPC_UNARY_HANDLER(do_set, cache_service, Memory__V1__CacheSetRequest,
     RPC_CHECK(check_key(call, "key", req->key));
     if (req->value.len > VALUE_MAX)
         return rpc_call_invalid(call, "value: %zu bytes; at most %d", req->value.len, VALUE_MAX);
-    int64_t ttl_us;
+    int64_t ttl_ms;
     if (!req->ttl) return rpc_call_invalid(call, "ttl: required (1 s to 3600 s)");
-    if (pbtime_duration_us(req->ttl, &ttl_us) != 0 || ttl_us / 1000 < TTL_MIN_MS ||
-        ttl_us / 1000 > TTL_MAX_MS)
-        return req->ttl->nanos
-                   ? rpc_call_invalid(call, "ttl: %llds + %dns; must be 1 s to 3600 s",
-                                      (long long)req->ttl->seconds, (int)req->ttl->nanos)
-                   : rpc_call_invalid(call, "ttl: %llds; must be 1 s to 3600 s",
-                                      (long long)req->ttl->seconds);
+    RPC_CHECK(tier_check_duration(call, "ttl", req->ttl, TTL_MIN_MS, TTL_MAX_MS, "1 s to 3600 s",
+                                  &ttl_ms));
     RPC_CHECK(tier_check_label(call, "label", (int)req->label));
     const principal *p = authn_principal(call);
     ProtobufCBinaryData value = req->value;
@@ -537,7 +531,7 @@ static RPC_UNARY_HANDLER(do_set, cache_service, Memory__V1__CacheSetRequest,
     arena *a = rpc_call_arena(call);
     pending_write *pw = arena_zalloc(a, sizeof *pw);
     if (!pw || write_slot(call, p, req->key, &pw->k, &pw->klen) != 0) return rpc_call_oom(call);
-    int64_t now = clock_wall_ms(NULL), ttl_ms = ttl_us / 1000;
+    int64_t now = clock_wall_ms(NULL);
     pw->it = cache_item_create(principal_sub(p), strlen(principal_sub(p)), value.data, value.len,
                                principal_stamp_label(p, req->label, 0), now, now + ttl_ms);
     if (!pw->it) return rpc_call_oom(call);

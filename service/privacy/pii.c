@@ -15,6 +15,12 @@ const char *pii_kind_name(unsigned kind) {
     return "unknown";
 }
 
+unsigned pii_kind_of(const char *name) {
+    for (int i = 0; i < PII_KIND_COUNT; i++)
+        if (strcmp(name, kind_names[i]) == 0) return 1u << i;
+    return 0;
+}
+
 size_t pii_kind_names(unsigned kinds, const char **out, size_t max) {
     size_t n = 0;
     for (int i = 0; i < PII_KIND_COUNT && n < max; i++)

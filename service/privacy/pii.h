@@ -51,6 +51,9 @@ unsigned pii_scan(const char *s, size_t n, pii_hit *hits, size_t max, size_t *nh
 
 /* Stable name of one kind ("email", ...), or "unknown". */
 const char *pii_kind_name(unsigned kind);
+/* The kind named name ("email" -> PII_EMAIL), 0 for no kind: the
+ * inverse of pii_kind_name, for stores that keep the kinds as flags. */
+unsigned pii_kind_of(const char *name);
 /* Names of the kinds in kinds, in the PII_* order, into out[0..max);
  * returns how many were written. */
 size_t pii_kind_names(unsigned kinds, const char **out, size_t max);

@@ -105,6 +105,21 @@ grpc_status_code tier_check_time(rpc_call *call, const char *field,
     return GRPC_STATUS_OK;
 }
 
+grpc_status_code tier_check_duration(rpc_call *call, const char *field,
+                                     const Google__Protobuf__Duration *d, int64_t min_ms,
+                                     int64_t max_ms, const char *range, int64_t *ms) {
+    int64_t us;
+    *ms = 0;
+    if (!d) return GRPC_STATUS_OK;
+    if (pbtime_duration_us(d, &us) != 0 || us / 1000 < min_ms || us / 1000 > max_ms)
+        return d->nanos ? rpc_call_invalid(call, "%s: %llds + %dns; must be %s", field,
+                                           (long long)d->seconds, (int)d->nanos, range)
+                        : rpc_call_invalid(call, "%s: %llds; must be %s", field,
+                                           (long long)d->seconds, range);
+    *ms = us / 1000;
+    return GRPC_STATUS_OK;
+}
+
 grpc_status_code tier_check_time_range(rpc_call *call, const char *field,
                                        const Memory__V1__TimeRange *tr, tier_time_range *out) {
     memset(out, 0, sizeof *out);

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "google/protobuf/duration.pb-c.h"
 #include "google/protobuf/struct.pb-c.h"
 #include "google/protobuf/timestamp.pb-c.h"
 #include "memory/v1/common.pb-c.h"
@@ -58,6 +59,13 @@ grpc_status_code tier_check_tags(rpc_call *call, const char *field, char *const 
 /* ts as Unix microseconds; invalid when outside the documented range. */
 grpc_status_code tier_check_time(rpc_call *call, const char *field,
                                  const Google__Protobuf__Timestamp *ts, int64_t *us);
+
+/* A Duration of min_ms to max_ms (whole milliseconds) as *ms; d unset
+ * gives 0 (the caller decides whether unset is allowed). The message names
+ * the field, the value and range ("1 s to 3600 s"). */
+grpc_status_code tier_check_duration(rpc_call *call, const char *field,
+                                     const Google__Protobuf__Duration *d, int64_t min_ms,
+                                     int64_t max_ms, const char *range, int64_t *ms);
 
 /* A time range [start, end) with either end open. */
 typedef struct tier_time_range {
