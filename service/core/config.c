@@ -126,6 +126,9 @@ static const opt_def options[] = {
     OPT_NUMBER("traverse-max-depth", traverse_max_depth, "10", 1, 10,
                "deepest GlobalMemory.Traverse a caller may ask for (max_depth above it is "
                "INVALID_ARGUMENT)"),
+    OPT_NUMBER("router-default-deadline-ms", router_default_deadline_ms, "5000", 1, 600000,
+               "the budget of a Router.Query or QueryStream call that has no deadline (a tier "
+               "still running when it ends is cancelled and reported DEADLINE_EXCEEDED)"),
     OPT_NUMBER("cache-l1-max-entries", cache_l1_max_entries, "1000", 0, 10000000,
                "entries the in-process cache (L1) keeps; 0 turns L1 off (every Cache lookup goes "
                "to Redis)"),

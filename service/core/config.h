@@ -49,6 +49,7 @@ typedef struct config {
     int open_health;                /* health + reflection without a token */
     char *pii_policy;               /* reject | redact */
     int traverse_max_depth;         /* GlobalMemory.Traverse max_depth ceiling (1..10) */
+    int router_default_deadline_ms; /* Router budget of a call without a deadline */
     int cache_l1_max_entries;       /* in-process cache entries; 0 = no L1 */
     int cache_l1_max_bytes;         /* in-process cache byte bound */
     int cache_l1_ttl_ms;            /* longest an L1 entry lives */

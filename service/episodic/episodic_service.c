@@ -364,6 +364,66 @@ static RPC_UNARY_HANDLER(do_upsert, episodic_service, Memory__V1__EpisodicMemory
 
 /* ------------------------------------------------------------ reads */
 
+/* A search's request fields, from EpisodicMemory.Search or a routed
+ * VectorSearchQuery. */
+typedef struct search_req {
+    const char *collection;
+    const float *vector;
+    size_t n_vector;
+    const Memory__V1__Filter *filter;
+    int has_threshold;
+    float score_threshold;
+    int limit, offset; /* checked by the caller */
+    int with_payload, with_vector;
+} search_req;
+
+/* Checks r (errors name prefix + the field) and looks up its collection
+ * with c (blocks: the catalog). */
+static grpc_status_code search_prepare(episodic_service *svc, rpc_call *call, const char *prefix,
+                                       const search_req *r, tier_ctx *c, vs_collection *col,
+                                       vs_search *q) {
+    char field[96];
+    if (r->has_threshold && !isfinite(r->score_threshold))
+        return rpc_call_invalid(call, "%sscore_threshold: must be a finite number", prefix);
+    snprintf(field, sizeof field, "%sfilter", prefix);
+    RPC_CHECK(check_filter(call, field, r->filter));
+    snprintf(field, sizeof field, "%scollection", prefix);
+    RPC_CHECK(check_name(call, field, r->collection));
+    RPC_CHECK(vs_status(call, vstore_get_collection(svc->vs, c, r->collection, col), c));
+    *q = (vs_search){.limit = r->limit,
+                     .offset = r->offset,
+                     .filter = r->filter,
+                     .has_threshold = r->has_threshold,
+                     .threshold = r->score_threshold,
+                     .with_payload = r->with_payload,
+                     .with_vector = r->with_vector};
+    snprintf(field, sizeof field, "%svector", prefix);
+    return check_vector(call, field, r->vector, r->n_vector, col, &q->vector);
+}
+
+/* The hits as ScoredPoints in c's arena (the payloads released), each
+ * named in the call's audit row: 0, or -1 when out of memory. */
+static int render_hits(rpc_call *call, tier_ctx *c, const vs_collection *col, vs_hit *hits,
+                       size_t n, Memory__V1__ScoredPoint ***out) {
+    Memory__V1__ScoredPoint **pts = arena_alloc(c->ar, (n ? n : 1) * sizeof *pts);
+    int rc = pts ? 0 : -1;
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        Memory__V1__ScoredPoint *sp = arena_alloc(c->ar, sizeof *sp);
+        if (!sp) {
+            rc = -1;
+            break;
+        }
+        memory__v1__scored_point__init(sp);
+        sp->score = hits[i].score;
+        if (!(sp->point = render_point(c->ar, c->p, &hits[i].point, col->dims))) rc = -1;
+        pts[i] = sp;
+        point_target(call, col->name, &hits[i].point.id);
+    }
+    vs_hits_release(hits, n);
+    *out = pts;
+    return rc;
+}
+
 static RPC_UNARY_HANDLER(do_search, episodic_service, Memory__V1__EpisodicMemorySearchRequest,
                          Memory__V1__EpisodicMemorySearchResponse) {
     if (req->limit < 0 || req->limit > LIMIT_MAX)
@@ -371,47 +431,75 @@ static RPC_UNARY_HANDLER(do_search, episodic_service, Memory__V1__EpisodicMemory
                                 LIMIT_DEFAULT);
     if (req->offset < 0 || req->offset > OFFSET_MAX)
         return rpc_call_invalid(call, "offset: %d; must be 0 to %d", req->offset, OFFSET_MAX);
-    int has_threshold = req->threshold_case ==
-                        MEMORY__V1__EPISODIC_MEMORY_SEARCH_REQUEST__THRESHOLD_SCORE_THRESHOLD;
-    if (has_threshold && !isfinite(req->score_threshold))
-        return rpc_call_invalid(call, "score_threshold: must be a finite number");
-    RPC_CHECK(check_filter(call, "filter", req->filter));
+    search_req r = {
+        .collection = req->collection,
+        .vector = req->vector,
+        .n_vector = req->n_vector,
+        .filter = req->filter,
+        .has_threshold = req->threshold_case ==
+                         MEMORY__V1__EPISODIC_MEMORY_SEARCH_REQUEST__THRESHOLD_SCORE_THRESHOLD,
+        .score_threshold = req->score_threshold,
+        .limit = req->limit ? req->limit : LIMIT_DEFAULT,
+        .offset = req->offset,
+        .with_payload = req->with_payload,
+        .with_vector = req->with_vector,
+    };
     tier_ctx c;
     vs_collection col;
-    RPC_CHECK(collection_of(call, svc, req->collection, &c, &col));
-    vs_search q = {.limit = req->limit ? req->limit : LIMIT_DEFAULT,
-                   .offset = req->offset,
-                   .filter = req->filter,
-                   .has_threshold = has_threshold,
-                   .threshold = req->score_threshold,
-                   .with_payload = req->with_payload,
-                   .with_vector = req->with_vector};
-    RPC_CHECK(check_vector(call, "vector", req->vector, req->n_vector, &col, &q.vector));
+    vs_search q;
+    RPC_CHECK(init_ctx(&c, call));
+    RPC_CHECK(search_prepare(svc, call, "", &r, &c, &col, &q));
     vs_hit *hits;
     size_t n;
     int rc = vstore_search(svc->vs, &c, &col, &q, &hits, &n);
     if (rc != STATUS_OK) return vs_status(call, rc, &c);
-    resp->points = arena_alloc(c.ar, (n ? n : 1) * sizeof *resp->points);
-    grpc_status_code st = resp->points ? GRPC_STATUS_OK : rpc_call_oom(call);
-    for (size_t i = 0; st == GRPC_STATUS_OK && i < n; i++) {
-        Memory__V1__ScoredPoint *sp = arena_alloc(c.ar, sizeof *sp);
-        if (!sp) {
-            st = rpc_call_oom(call);
-            break;
-        }
-        memory__v1__scored_point__init(sp);
-        sp->score = hits[i].score;
-        if (!(sp->point = render_point(c.ar, c.p, &hits[i].point, col.dims))) {
-            st = rpc_call_oom(call);
-            break;
-        }
-        resp->points[i] = sp;
-        resp->n_points = i + 1;
-        point_target(call, col.name, &hits[i].point.id);
-    }
-    vs_hits_release(hits, n);
-    return st;
+    if (render_hits(call, &c, &col, hits, n, &resp->points) != 0) return rpc_call_oom(call);
+    resp->n_points = n;
+    return GRPC_STATUS_OK;
 }
+
+/* ---- the router's part (episodic_service.h) ---- */
+
+struct episodic_search {
+    episodic_service *svc;
+    rpc_call *call;
+    tier_ctx *c;
+    vs_collection col;
+    vs_search q;
+};
+
+grpc_status_code episodic_search_prepare(episodic_service *svc, rpc_call *call, const char *prefix,
+                                         const Memory__V1__VectorSearchQuery *vq, int limit,
+                                         tier_ctx *c, episodic_search **out) {
+    episodic_search *s = arena_zalloc(c->ar, sizeof *s);
+    if (!s) return rpc_call_oom(call);
+    *s = (episodic_search){.svc = svc, .call = call, .c = c};
+    search_req r = {
+        .collection = vq->collection,
+        .vector = vq->vector,
+        .n_vector = vq->n_vector,
+        .filter = vq->filter,
+        .has_threshold =
+            vq->threshold_case == MEMORY__V1__VECTOR_SEARCH_QUERY__THRESHOLD_SCORE_THRESHOLD,
+        .score_threshold = vq->score_threshold,
+        .limit = limit,
+        .with_payload = vq->with_payload,
+    };
+    RPC_CHECK(search_prepare(svc, call, prefix, &r, c, &s->col, &s->q));
+    *out = s;
+    return GRPC_STATUS_OK;
+}
+
+int episodic_search_run(episodic_search *s, Memory__V1__ScoredPoint ***points, size_t *n) {
+    vs_hit *hits;
+    int rc = vstore_search(s->svc->vs, s->c, &s->col, &s->q, &hits, n);
+    if (rc != STATUS_OK) return rc;
+    if (render_hits(s->call, s->c, &s->col, hits, *n, points) != 0)
+        return tier_fail(s->c, STATUS_ENOMEM, "out of memory");
+    return STATUS_OK;
+}
+
+int episodic_search_distance(const episodic_search *s) { return s->col.distance; }
 
 static RPC_UNARY_HANDLER(do_get_points, episodic_service, Memory__V1__GetPointsRequest,
                          Memory__V1__GetPointsResponse) {
@@ -500,6 +588,7 @@ static int episodic_open(tier_env *env, void **state, char *err, size_t errlen) 
                                       &svc->vs) != 0) {
         return tier_oom(err, errlen);
     }
+    env->episodic = svc;
     log_fields(LOG_INFO, "episodic memory serving", LOG_F_STR, "backend", vstore_name(svc->vs),
                LOG_F_END);
     return 0;

@@ -233,7 +233,7 @@ static int sort_key(tier_ctx *c, const PGresult *r, int i, global_order order,
     return *out ? STATUS_OK : tier_fail(c, STATUS_ENOMEM, "out of memory");
 }
 
-static int build_query(tier_ctx *c, const global_query_in *in, pgq_sql *b) {
+int global_sql_query(tier_ctx *c, const global_query_in *in, pgq_sql *b) {
     /* $1 is always the text query (used by the match and the rank). */
     pgq_text(b, in->text_query);
     const char *key = order_expr(in->order);
@@ -245,6 +245,11 @@ static int build_query(tier_ctx *c, const global_query_in *in, pgq_sql *b) {
         int rc = global_pred_sql(b, c->ar, i, &in->preds[i], c->err, sizeof c->err);
         if (rc == -2) return tier_fail(c, STATUS_ENOMEM, "out of memory");
         if (rc != 0) return STATUS_EINVALID;
+    }
+    if (in->nids) {
+        const char *lit = pgq_array_literal(c->ar, in->ids, in->nids);
+        if (!lit) return tier_fail(c, STATUS_ENOMEM, "out of memory");
+        pgq_sql_add(b, " AND e.id = ANY($%d)", pgq_text_array(b, lit));
     }
     if (in->after_id) add_cursor(b, in, key);
     const char *dir = in->descending ? "DESC" : "ASC";
@@ -275,5 +280,5 @@ tier_async *global_query_entities_async(global_store *s, tier_ctx *c, const glob
     (void)s;
     query_args a = {*in, out};
     tier_async *op = tier_async_new(c, "query entities", decode_query, &a, sizeof a, done, arg);
-    return tier_async_built(op, op ? build_query(c, in, &op->sql) : STATUS_OK);
+    return tier_async_built(op, op ? global_sql_query(c, in, &op->sql) : STATUS_OK);
 }

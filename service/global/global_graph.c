@@ -150,7 +150,8 @@ typedef struct {
     global_traverse_in in;
     global_traverse_out *out;
     size_t max_response_bytes;
-    int edges; /* the second statement's result is next */
+    int edges;              /* the second statement's result is next */
+    global_query_in filter; /* in.filter's copy, narrowed to the walk's ids */
 } traverse_args;
 
 /* One direction's neighbours of the frontier w.frontier as rows (nid),
@@ -270,25 +271,63 @@ static int walk_edges(tier_ctx *c, const PGresult *r, size_t budget, global_trav
     return STATUS_OK;
 }
 
-/* The walk, then the edges among the entities it returned, in one
- * read-only snapshot: two round trips on the same connection, the second
- * ending the transaction. */
+/* Keeps the walk's entities the filter query returned (rows of
+ * global_sql_query: the entity columns, then the sort key), in the walk's
+ * order, with their full-text rank when the filter has a text query. */
+static int walk_filtered(tier_ctx *c, const PGresult *r, const global_query_in *filter,
+                         global_traverse_out *out) {
+    int rows = PQntuples(r), text = filter->text_query[0] != 0;
+    if (text && !(out->ranks = arena_alloc(c->ar, (out->nnodes + 1) * sizeof *out->ranks)))
+        return tier_fail(c, STATUS_ENOMEM, "out of memory");
+    size_t kept = 0;
+    for (size_t i = 0; i < out->nnodes; i++) {
+        for (int row = 0; row < rows; row++) {
+            if (strcmp(PQgetvalue(r, row, 1), out->nodes[i].id) != 0) continue;
+            float rank = 0;
+            if (text && pgq_col_float4(r, row, GLOBAL_E_NCOLS, &rank) != 0)
+                return tier_fail(c, STATUS_EINTERNAL, "unreadable rank");
+            out->nodes[kept] = out->nodes[i];
+            out->depths[kept] = out->depths[i];
+            if (text) out->ranks[kept] = rank;
+            kept++;
+            break;
+        }
+    }
+    out->nnodes = kept;
+    return STATUS_OK;
+}
+
+/* The walk, then the edges among the entities it returned (or, with a
+ * filter, those of them matching it), in one read-only snapshot: two
+ * round trips on the same connection, the second ending the transaction. */
 static int decode_traverse(tier_async *op, const PGresult *r) {
     traverse_args *a = op->arg;
-    if (a->edges) return walk_edges(op->c, r, a->max_response_bytes, a->out);
+    if (a->edges)
+        return a->in.filter ? walk_filtered(op->c, r, &a->filter, a->out)
+                            : walk_edges(op->c, r, a->max_response_bytes, a->out);
     const char **ids = NULL;
     int rc = walk_nodes(op->c, r, &a->in, a->out, &ids);
     if (rc != STATUS_OK) return rc;
+    a->edges = 1;
+    if (a->in.filter) {
+        a->filter = *a->in.filter;
+        a->filter.ids = ids;
+        a->filter.nids = a->out->nnodes;
+        a->filter.after_id = NULL;
+        a->filter.order = a->filter.text_query[0] ? GLOBAL_ORDER_RELEVANCE : GLOBAL_ORDER_ID;
+        a->filter.limit = (int)a->out->nnodes;
+        rc = global_sql_query(op->c, &a->filter, tier_async_next(op, "filter traversal", "COMMIT"));
+        return rc == STATUS_OK ? TIER_NEXT : rc;
+    }
     pgq_sql *b = tier_async_next(op, "traverse edges", "COMMIT");
     if (global_sql_traverse_edges(op->c, &a->in, ids, a->out->nnodes, b) != 0)
         return tier_fail(op->c, STATUS_ENOMEM, "out of memory");
-    a->edges = 1;
     return TIER_NEXT;
 }
 
 tier_async *global_traverse_async(global_store *s, tier_ctx *c, const global_traverse_in *in,
                                   global_traverse_out *out, tier_async_done_fn done, void *arg) {
-    traverse_args a = {*in, out, s->max_response_bytes, 0};
+    traverse_args a = {*in, out, s->max_response_bytes, 0, {0}};
     tier_async *op = tier_async_new(c, "traverse", decode_traverse, &a, sizeof a, done, arg);
     if (!op) return NULL;
     tier_async_begin(op, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");

@@ -218,20 +218,26 @@ static global_kind value_kind(const Google__Protobuf__Value *v) {
     }
 }
 
-/* The request's property predicates, checked, with their operands as
- * JSON text. */
-static grpc_status_code predicates(rpc_call *call, const Memory__V1__QueryEntitiesRequest *req,
-                                   global_query_in *in) {
+grpc_status_code global_check_query(rpc_call *call, const char *prefix, const char *type,
+                                    const char *text_query,
+                                    Memory__V1__PropertyPredicate *const *pps, size_t npreds,
+                                    global_query_in *in) {
+    char field[96];
+    snprintf(field, sizeof field, "%stype", prefix);
+    RPC_CHECK(tier_check_name(call, field, type, GLOBAL_TYPE_MAX, 0));
+    snprintf(field, sizeof field, "%stext_query", prefix);
+    RPC_CHECK(tier_check_text(call, field, text_query, TEXT_QUERY_MAX));
+    in->type = type;
+    in->text_query = text_query;
     arena *a = rpc_call_arena(call);
-    if (req->n_predicates > PREDICATES_MAX)
-        return rpc_call_invalid(call, "predicates: %zu; at most %d", req->n_predicates,
+    if (npreds > PREDICATES_MAX)
+        return rpc_call_invalid(call, "%spredicates: %zu; at most %d", prefix, npreds,
                                 PREDICATES_MAX);
-    global_pred *preds = arena_alloc(a, (req->n_predicates + 1) * sizeof *preds);
+    global_pred *preds = arena_alloc(a, (npreds + 1) * sizeof *preds);
     if (!preds) return rpc_call_oom(call);
-    for (size_t i = 0; i < req->n_predicates; i++) {
-        const Memory__V1__PropertyPredicate *pp = req->predicates[i];
-        char field[48];
-        snprintf(field, sizeof field, "predicates[%zu].path", i);
+    for (size_t i = 0; i < npreds; i++) {
+        const Memory__V1__PropertyPredicate *pp = pps[i];
+        snprintf(field, sizeof field, "%spredicates[%zu].path", prefix, i);
         RPC_CHECK(tier_check_text(call, field, pp->path, PATH_MAX_CHARS));
         preds[i].path = pp->path;
         preds[i].op = (int)pp->op;
@@ -239,7 +245,7 @@ static grpc_status_code predicates(rpc_call *call, const Memory__V1__QueryEntiti
         if (pp->value && pp->op != MEMORY__V1__PREDICATE_OP__PREDICATE_OP_EXISTS) {
             char *json = NULL, why[300];
             size_t len = 0;
-            snprintf(field, sizeof field, "predicates[%zu].value", i);
+            snprintf(field, sizeof field, "%spredicates[%zu].value", prefix, i);
             if (pbjson_from_value(pp->value, field, &json, &len, why, sizeof why) != 0)
                 return rpc_call_invalid(call, "%s", why);
             preds[i].value_json = arena_strndup(a, json, len);
@@ -248,7 +254,7 @@ static grpc_status_code predicates(rpc_call *call, const Memory__V1__QueryEntiti
         }
     }
     in->preds = preds;
-    in->npreds = req->n_predicates;
+    in->npreds = npreds;
     return GRPC_STATUS_OK;
 }
 
@@ -297,11 +303,8 @@ static grpc_status_code render_query(tier_pending_call *pc) {
 RPC_UNARY_HANDLER(global_do_query_entities, global_service, Memory__V1__QueryEntitiesRequest,
                   Memory__V1__QueryEntitiesResponse) {
     global_query_in in = {0};
-    in.type = req->type;
-    in.text_query = req->text_query;
-    RPC_CHECK(tier_check_name(call, "type", req->type, GLOBAL_TYPE_MAX, 0));
-    RPC_CHECK(tier_check_text(call, "text_query", req->text_query, TEXT_QUERY_MAX));
-    RPC_CHECK(predicates(call, req, &in));
+    RPC_CHECK(global_check_query(call, "", req->type, req->text_query, req->predicates,
+                                 req->n_predicates, &in));
     RPC_CHECK(tier_page_size(call, req->page_size, &in.limit));
     RPC_CHECK(ordering(call, req, &in));
     tier_pending_call *pc =

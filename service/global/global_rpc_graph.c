@@ -84,34 +84,45 @@ RPC_UNARY_HANDLER(global_do_delete_rel, global_service, Memory__V1__DeleteRelati
 
 /* ------------------------------------------------------------ Traverse */
 
-static grpc_status_code traverse_in(rpc_call *call, const global_service *svc,
-                                    const Memory__V1__TraverseRequest *req,
-                                    global_traverse_in *in) {
-    in->start_id = req->start_id;
-    RPC_CHECK(tier_check_id(call, "start_id", &in->start_id, 0));
-    if (req->n_relationship_types > REL_TYPES_MAX)
-        return rpc_call_invalid(call, "relationship_types: %zu; at most %d",
-                                req->n_relationship_types, REL_TYPES_MAX);
-    for (size_t i = 0; i < req->n_relationship_types; i++) {
-        char field[48];
-        snprintf(field, sizeof field, "relationship_types[%zu]", i);
-        RPC_CHECK(tier_check_name(call, field, req->relationship_types[i], GLOBAL_TYPE_MAX, 1));
+grpc_status_code global_check_traverse(rpc_call *call, const global_service *svc,
+                                       const char *prefix, const char *start_id, char *const *types,
+                                       size_t ntypes, int direction, int max_depth,
+                                       global_traverse_in *in) {
+    char field[96];
+    snprintf(field, sizeof field, "%sstart_id", prefix);
+    in->start_id = start_id;
+    RPC_CHECK(tier_check_id(call, field, &in->start_id, 0));
+    if (ntypes > REL_TYPES_MAX)
+        return rpc_call_invalid(call, "%srelationship_types: %zu; at most %d", prefix, ntypes,
+                                REL_TYPES_MAX);
+    for (size_t i = 0; i < ntypes; i++) {
+        snprintf(field, sizeof field, "%srelationship_types[%zu]", prefix, i);
+        RPC_CHECK(tier_check_name(call, field, types[i], GLOBAL_TYPE_MAX, 1));
     }
-    in->types = (const char *const *)req->relationship_types;
-    in->ntypes = req->n_relationship_types;
-    switch (req->direction) {
+    in->types = (const char *const *)types;
+    in->ntypes = ntypes;
+    switch (direction) {
     case MEMORY__V1__EDGE_DIRECTION__EDGE_DIRECTION_UNSPECIFIED:
     case MEMORY__V1__EDGE_DIRECTION__EDGE_DIRECTION_OUT: in->dir = GLOBAL_DIR_OUT; break;
     case MEMORY__V1__EDGE_DIRECTION__EDGE_DIRECTION_IN: in->dir = GLOBAL_DIR_IN; break;
     case MEMORY__V1__EDGE_DIRECTION__EDGE_DIRECTION_BOTH: in->dir = GLOBAL_DIR_BOTH; break;
     default:
-        return rpc_call_invalid(call, "direction: %d is not a memory.v1.EdgeDirection",
-                                (int)req->direction);
+        return rpc_call_invalid(call, "%sdirection: %d is not a memory.v1.EdgeDirection", prefix,
+                                direction);
     }
-    in->max_depth = req->max_depth ? req->max_depth : DEFAULT_DEPTH;
+    in->max_depth = max_depth ? max_depth : DEFAULT_DEPTH;
     if (in->max_depth < 1 || in->max_depth > svc->max_depth)
-        return rpc_call_invalid(call, "max_depth: %d; must be 1 to %d (0 = %d)", req->max_depth,
-                                svc->max_depth, DEFAULT_DEPTH);
+        return rpc_call_invalid(call, "%smax_depth: %d; must be 1 to %d (0 = %d)", prefix,
+                                max_depth, svc->max_depth, DEFAULT_DEPTH);
+    return GRPC_STATUS_OK;
+}
+
+static grpc_status_code traverse_in(rpc_call *call, const global_service *svc,
+                                    const Memory__V1__TraverseRequest *req,
+                                    global_traverse_in *in) {
+    RPC_CHECK(global_check_traverse(call, svc, "", req->start_id, req->relationship_types,
+                                    req->n_relationship_types, (int)req->direction, req->max_depth,
+                                    in));
     in->limit = req->limit ? req->limit : DEFAULT_LIMIT;
     if (in->limit < 1 || in->limit > TIER_PAGE_MAX)
         return rpc_call_invalid(call, "limit: %d; must be 1 to %d (0 = %d)", req->limit,

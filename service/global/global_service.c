@@ -101,6 +101,7 @@ static int global_open(tier_env *env, void **state, char *err, size_t errlen) {
     svc->max_depth = env->cfg ? env->cfg->traverse_max_depth : 10;
     if (svc->max_depth <= 0 || svc->max_depth > 10) svc->max_depth = 10;
     svc->entities = env->entity_cache;
+    env->global = svc;
     svc->store = tier_store_on(env->pg, env->pga, env->max_response_bytes);
     return 0;
 }

@@ -30,6 +30,19 @@ grpc_status_code global_pii(rpc_call *call, const global_service *svc, const cha
                             const char **id, pii_field *f, size_t n, const char *const **kinds,
                             size_t *nkinds);
 
+/* An entity query's criteria, checked (errors name prefix + the field:
+ * "graph_query.type"), into in's type, text_query and predicates (with
+ * their operands as JSON text). */
+grpc_status_code global_check_query(rpc_call *call, const char *prefix, const char *type,
+                                    const char *text_query,
+                                    Memory__V1__PropertyPredicate *const *pps, size_t npreds,
+                                    global_query_in *in);
+/* A traversal's start, relationship types, direction and depth, checked
+ * (errors name prefix + the field), into in. */
+grpc_status_code global_check_traverse(rpc_call *call, const global_service *svc,
+                                       const char *prefix, const char *start_id, char *const *types,
+                                       size_t ntypes, int direction, int max_depth,
+                                       global_traverse_in *in);
 Memory__V1__Entity *global_render_entity(arena *a, const global_entity *e);
 Memory__V1__Relationship *global_render_rel(arena *a, const global_rel *r);
 Memory__V1__Task *global_render_task(arena *a, const global_task *t);

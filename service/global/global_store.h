@@ -130,6 +130,9 @@ typedef struct global_query_in {
      * and id of the last entity of the previous page; NULL = first page */
     const char *after_key;
     const char *after_id;
+    /* only these entities (a traversal's, filtered); nids 0 = any */
+    const char *const *ids;
+    size_t nids;
 } global_query_in;
 
 /* What QueryEntities answers: keys[i] is entity i's sort key as text
@@ -181,11 +184,17 @@ typedef struct global_traverse_in {
     global_dir dir;
     int max_depth; /* 1..10 */
     int limit;     /* 1..1000 */
+    /* NULL: the walk's entities and the edges among them. Otherwise the
+     * walk's entities that also match this query (its type, predicates
+     * and text; order, limit and cursor ignored), without edges: a routed
+     * graph query (router.proto's GraphQuery). */
+    const global_query_in *filter;
 } global_traverse_in;
 
 typedef struct global_traverse_out {
     global_entity *nodes; /* by depth, then id */
     int *depths;
+    float *ranks; /* with a filter's text query: each node's full-text rank; else NULL */
     size_t nnodes;
     global_rel *edges; /* followed relationships with both ends in nodes */
     size_t nedges;

@@ -33,6 +33,10 @@ int global_decode_entity(tier_ctx *c, const PGresult *r, int row, global_entity 
 int global_decode_rel(tier_ctx *c, const PGresult *r, int row, global_rel *e);
 int global_decode_task(tier_ctx *c, const PGresult *r, int row, global_task *t);
 
+/* QueryEntities' statement for in (global_entities.c): the entity
+ * columns, then the sort key (the rank for GLOBAL_ORDER_RELEVANCE). */
+int global_sql_query(tier_ctx *c, const global_query_in *in, pgq_sql *b);
+
 /* ---- writes on the event loop (global_write.c) ---- */
 
 /* A put of one record (PutEntity, PutRelationship, RecordTask) as a

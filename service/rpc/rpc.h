@@ -253,6 +253,9 @@ int64_t rpc_call_start_ms(const rpc_call *call);
 
 /* Sets the status message for the error status the handler returns. */
 void rpc_call_set_error(rpc_call *call, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The message rpc_call_set_error set (in the call's arena), NULL when none:
+ * for a stream's rpc_call_finish. */
+const char *rpc_call_error(const rpc_call *call);
 /* The same, returning INVALID_ARGUMENT (name the offending field first:
  * "limit: 1001; must be 1 to 1000"), or RESOURCE_EXHAUSTED with "out of
  * memory": `return rpc_call_invalid(call, ...);` */
@@ -327,7 +330,9 @@ void rpc_call_complete(rpc_call *call, grpc_status_code status);
  * passed while it waited for a thread ends DEADLINE_EXCEEDED without fn;
  * a full queue answers RESOURCE_EXHAUSTED at once, naming
  * --task-threads/--task-queue-max (nothing runs). Methods with .blocking
- * go this way as a whole. */
+ * go this way as a whole. A server-streaming handler may hand over the
+ * same way (resp is then NULL): fn's status ends the stream, or fn returns
+ * RPC_PENDING and the stream ends later with rpc_call_finish. */
 grpc_status_code rpc_call_continue_blocking(rpc_call *call, rpc_unary_fn fn, void *arg);
 
 /* ---- helpers ---- */

@@ -143,6 +143,8 @@ grpc_status_code rpc_call_oom(rpc_call *c) {
     return GRPC_STATUS_RESOURCE_EXHAUSTED;
 }
 
+const char *rpc_call_error(const rpc_call *c) { return c->error_message; }
+
 void rpc_call_on_destroy(rpc_call *c, void (*fn)(void *), void *arg) {
     c->on_destroy = fn;
     c->on_destroy_arg = arg;
@@ -465,7 +467,11 @@ static void run_blocking(taskpool_task *t) {
     } else {
         st = c->blocking_fn(c, c->request, c->unary_resp, c->blocking_arg);
     }
-    if (st != RPC_PENDING) unary_finish(c, st, c->unary_resp);
+    if (st != RPC_PENDING) {
+        if (c->entry->m.kind == RPC_SERVER_STREAM)
+            rpc_call_finish(c, st, st == GRPC_STATUS_OK ? NULL : c->error_message);
+        else unary_finish(c, st, c->unary_resp);
+    }
     rpc_call_unref(c);
 }
 

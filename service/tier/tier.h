@@ -26,6 +26,8 @@
 #include "service/store/redis_pool.h"
 
 struct cache_records;
+struct global_service;
+struct episodic_service;
 
 typedef struct tier_env {
     const config *cfg;   /* every flag (core/config.h) */
@@ -44,6 +46,10 @@ typedef struct tier_env {
     /* Offered by the cache tier when --cache-entities is on (NULL
      * otherwise): GlobalMemory.GetEntity's cache-aside (cache_records.h). */
     struct cache_records *entity_cache;
+    /* Offered to the router by GlobalMemory and EpisodicMemory: their
+     * parts of a routed query (global_service.h, episodic_service.h). */
+    struct global_service *global;
+    struct episodic_service *episodic;
 } tier_env;
 
 /* A gRPC service (or a health sub-service such as "memory.v1.Cache.L2")

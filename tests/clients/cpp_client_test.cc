@@ -164,7 +164,7 @@ TEST_F(CppClientTest, EveryServiceStubReachesItsService) {
       {"memory.v1.Blackboard/Read", Unary<Blackboard>(&Blackboard::Stub::Read),
        grpc::StatusCode::UNAUTHENTICATED},
       {"memory.v1.Router/Query", Unary<Router>(&Router::Stub::Query),
-       grpc::StatusCode::UNIMPLEMENTED},
+       grpc::StatusCode::UNAUTHENTICATED},
       {"memory.v1.Audit/List", Unary<Audit>(&Audit::Stub::List), grpc::StatusCode::UNAUTHENTICATED},
       {"memory.v1.Access/WhoAmI", Unary<Access>(&Access::Stub::WhoAmI),
        grpc::StatusCode::UNAUTHENTICATED},

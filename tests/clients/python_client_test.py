@@ -163,7 +163,7 @@ class AgainstMemoryd(unittest.TestCase):
             (c.entries.Read, entries_pb2.EntriesReadRequest(), "memory.v1.Entries/Read", unauth),
             (c.blackboard.Read, blackboard_pb2.BlackboardReadRequest(),
              "memory.v1.Blackboard/Read", unauth),
-            (c.router.Query, router_pb2.RouterQueryRequest(), "memory.v1.Router/Query", unimpl),
+            (c.router.Query, router_pb2.RouterQueryRequest(), "memory.v1.Router/Query", unauth),
             (c.audit.List, audit_pb2.AuditListRequest(), "memory.v1.Audit/List", unauth),
             (c.access.WhoAmI, access_pb2.AccessWhoAmIRequest(), "memory.v1.Access/WhoAmI",
              unauth),

@@ -95,8 +95,8 @@ bool WaitForHealth(const std::shared_ptr<grpc::Channel>& ch, const std::string& 
   return false;
 }
 
-// Router and Privacy have no tier yet: they answer UNIMPLEMENTED, so they
-// must not report SERVING however healthy the backends are; Blackboard does.
+// Privacy has no tier yet: it answers UNIMPLEMENTED, so it must not
+// report SERVING however healthy the backends are; Blackboard and Router do.
 TEST_F(MemorydTest, ServicesWithoutATierAreNotServingWithEveryBackendUp) {
   ASSERT_FALSE(TestRedisUrl().empty()) << "needs the Redis that make test starts";
   auto m = Launch();
@@ -105,8 +105,8 @@ TEST_F(MemorydTest, ServicesWithoutATierAreNotServingWithEveryBackendUp) {
   EXPECT_TRUE(WaitForHealth(ch, "memory.v1.Cache.L2", HealthCheckResponse::SERVING, 10000));
   EXPECT_EQ(HealthCheckResponse::SERVING, HealthStatus(ch, "memory.v1.Entries"));
   EXPECT_TRUE(WaitForHealth(ch, "memory.v1.Blackboard", HealthCheckResponse::SERVING, 10000));
-  for (const char* svc : {"memory.v1.Router", "memory.v1.Privacy"})
-    EXPECT_EQ(HealthCheckResponse::NOT_SERVING, HealthStatus(ch, svc)) << svc;
+  EXPECT_EQ(HealthCheckResponse::SERVING, HealthStatus(ch, "memory.v1.Router"));
+  EXPECT_EQ(HealthCheckResponse::NOT_SERVING, HealthStatus(ch, "memory.v1.Privacy"));
   EXPECT_EQ(0, m->Stop(SIGTERM, 10000)) << m->Log();
 }
 
@@ -140,10 +140,10 @@ TEST_F(MemorydTest, UnknownMethodIsUnimplementedPromptly) {
 TEST_F(MemorydTest, ApiMethodNotBuiltYetSaysSo) {
   auto m = Launch();
   auto ch = testing_client::Connect(m->port());
-  // Router is not built yet; this changes when it lands.
-  auto r = Unary(ch, "/memory.v1.Router/Query", "", 10000);
+  // Privacy is not built yet; this changes when it lands.
+  auto r = Unary(ch, "/memory.v1.Privacy/Forget", "", 10000);
   EXPECT_EQ(grpc::StatusCode::UNIMPLEMENTED, r.status.error_code());
-  EXPECT_NE(std::string::npos, r.status.error_message().find("memory.v1.Router/Query"))
+  EXPECT_NE(std::string::npos, r.status.error_message().find("memory.v1.Privacy/Forget"))
       << r.status.error_message();
   EXPECT_LT(r.elapsed.count(), 1000);
 }

@@ -63,6 +63,7 @@ const std::vector<std::pair<std::string, std::string>> kOptions = {
     {"jwks-reload-ms", "MEMORYD_JWKS_RELOAD_MS"},
     {"pii-policy", "MEMORYD_PII_POLICY"},
     {"traverse-max-depth", "MEMORYD_TRAVERSE_MAX_DEPTH"},
+    {"router-default-deadline-ms", "MEMORYD_ROUTER_DEFAULT_DEADLINE_MS"},
     {"cache-l1-max-entries", "MEMORYD_CACHE_L1_MAX_ENTRIES"},
     {"cache-l1-max-bytes", "MEMORYD_CACHE_L1_MAX_BYTES"},
     {"episodic-index-max-mb", "MEMORYD_EPISODIC_INDEX_MAX_MB"},

@@ -1,0 +1,575 @@
+/* router_service: memory.v1.Router; see router_service.h. */
+#include "service/router/router_service.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memory/v1/router.pb-c.h"
+#include "service/auth/authn.h"
+#include "service/core/cancel.h"
+#include "service/core/log.h"
+#include "service/episodic/episodic_service.h"
+#include "service/global/global_service.h"
+#include "service/pb/pbtime.h"
+#include "service/router/router_fuse.h"
+#include "service/tier/tier_call.h"
+
+#define LIMIT_MAX 1000
+#define LIMIT_DEFAULT 10
+/* The reply margin kept from the caller's deadline: a tenth of what is
+ * left, at most this. */
+#define REPLY_MARGIN_MS 20
+/* A point names the entity it is about with this top-level payload field
+ * (router.proto's fusion). */
+#define ENTITY_FIELD "entity_id"
+
+typedef struct router_service {
+    struct global_service *global;
+    struct episodic_service *episodic;
+    int64_t default_deadline_ms;
+} router_service;
+
+/* A request of either method, normalised (the two messages have the same
+ * fields). */
+typedef struct query {
+    const Memory__V1__VectorSearchQuery *vector;
+    const Memory__V1__GraphQuery *graph;
+    const char *vector_prefix, *graph_prefix; /* field names in errors */
+    int hybrid;
+    int limit;
+} query;
+
+enum { PART_VECTOR = 0, PART_GRAPH = 1, NPARTS = 2 };
+
+typedef struct part {
+    int rc;      /* how it ended (STATUS_*) */
+    int used;    /* consulted (or skipped: outcome set up front) */
+    int running; /* started; ends through part_end */
+    Memory__V1__Tier tier;
+    Memory__V1__TierOutcome outcome;
+    const char *detail;
+    int64_t end_ms;
+    Memory__V1__RouterResult **results; /* best first */
+    size_t n;
+    tier_ctx c;
+} part;
+
+typedef struct run {
+    rpc_call *call;
+    router_service *svc;
+    query q;
+    int stream;
+    Memory__V1__RouterQueryResponse *resp; /* Query's */
+    int64_t start_ms, deadline_ms;
+    pthread_mutex_t lock;
+    int pending; /* running parts not yet ended */
+    int cancelled;
+    part parts[NPARTS];
+    int order[NPARTS]; /* parts in the order they ended */
+    int nended;
+    cancel_token cancel;     /* the vector part's */
+    global_graph *graph;     /* the graph part's query */
+    arena *graph_arena;      /* the graph part's memory (the loop thread's while it runs) */
+    global_graph_hit *ghits; /* what it found */
+    long nghits;
+    episodic_search *search; /* the vector part's */
+    Memory__V1__ScoredPoint **points;
+    size_t npoints;
+} run;
+
+/* ------------------------------------------------------------ results */
+
+static Memory__V1__Tier *tier_list(arena *a, Memory__V1__Tier first, Memory__V1__Tier second,
+                                   size_t *n) {
+    Memory__V1__Tier *t = arena_alloc(a, 2 * sizeof *t);
+    if (!t) return NULL;
+    t[0] = first;
+    t[1] = second;
+    *n = second ? 2 : 1;
+    return t;
+}
+
+static Memory__V1__RouterResult *new_result(arena *a, Memory__V1__Tier tier, Memory__V1__Tier also,
+                                            double score) {
+    Memory__V1__RouterResult *r = arena_message(a, &memory__v1__router_result__descriptor);
+    if (!r || !(r->tiers = tier_list(a, tier, also, &r->n_tiers))) return NULL;
+    r->tier = tier;
+    r->score = score;
+    return r;
+}
+
+static Memory__V1__RouterResult *entity_result(arena *a, const global_graph_hit *h, double score,
+                                               Memory__V1__Tier also) {
+    Memory__V1__RouterResult *r = new_result(a, MEMORY__V1__TIER__TIER_GLOBAL, also, score);
+    if (!r) return NULL;
+    r->record_case = MEMORY__V1__ROUTER_RESULT__RECORD_ENTITY;
+    r->entity = h->entity;
+    r->depth = h->depth;
+    return r;
+}
+
+static Memory__V1__RouterResult *point_result(arena *a, Memory__V1__ScoredPoint *sp, double score) {
+    Memory__V1__RouterResult *r = new_result(a, MEMORY__V1__TIER__TIER_EPISODIC, 0, score);
+    if (!r) return NULL;
+    r->record_case = MEMORY__V1__ROUTER_RESULT__RECORD_POINT;
+    r->point = sp->point;
+    return r;
+}
+
+/* The graph part's hits as results, in a (the part's arena while it
+ * runs): 0, or -1 when out of memory. */
+static int graph_results(run *r, arena *a) {
+    part *pt = &r->parts[PART_GRAPH];
+    if ((r->nghits = global_graph_hits(r->graph, a, &r->ghits)) < 0) return -1;
+    if (!(pt->results = arena_alloc(a, ((size_t)r->nghits + 1) * sizeof *pt->results))) return -1;
+    for (long i = 0; i < r->nghits; i++)
+        if (!(pt->results[i] = entity_result(a, &r->ghits[i], r->ghits[i].score, 0))) return -1;
+    pt->n = (size_t)r->nghits;
+    return 0;
+}
+
+static int vector_results(run *r, arena *a) {
+    part *pt = &r->parts[PART_VECTOR];
+    if (!(pt->results = arena_alloc(a, (r->npoints + 1) * sizeof *pt->results))) return -1;
+    for (size_t i = 0; i < r->npoints; i++)
+        if (!(pt->results[i] = point_result(a, r->points[i], r->points[i]->score))) return -1;
+    pt->n = r->npoints;
+    return 0;
+}
+
+/* The entity a point names: its payload's top-level string entity_id. */
+static const char *point_entity(const Memory__V1__ScoredPoint *sp) {
+    const Google__Protobuf__Struct *s = sp->point ? sp->point->payload : NULL;
+    for (size_t i = 0; s && i < s->n_fields; i++) {
+        const Google__Protobuf__Value *v = s->fields[i]->value;
+        if (strcmp(s->fields[i]->key, ENTITY_FIELD) == 0 && v &&
+            v->kind_case == GOOGLE__PROTOBUF__VALUE__KIND_STRING_VALUE)
+            return v->string_value;
+    }
+    return NULL;
+}
+
+/* The hybrid's fused ranking (router.proto), at most limit results, in
+ * the call's arena. */
+static int fused_results(run *r, Memory__V1__RouterResult ***out, size_t *nout) {
+    arena *a = rpc_call_arena(r->call);
+    size_t ne = r->nghits > 0 ? (size_t)r->nghits : 0, np = r->npoints;
+    rfuse_entity *ents = arena_alloc(a, (ne + 1) * sizeof *ents);
+    const char **names = arena_alloc(a, (np + 1) * sizeof *names);
+    rfuse_result *fr = arena_alloc(a, (ne + np + 1) * sizeof *fr);
+    Memory__V1__RouterResult **res = arena_alloc(a, (ne + np + 1) * sizeof *res);
+    if (!ents || !names || !fr || !res) return -1;
+    for (size_t i = 0; i < ne; i++)
+        ents[i] = (rfuse_entity){r->ghits[i].entity->id, r->ghits[i].depth};
+    for (size_t j = 0; j < np; j++) names[j] = point_entity(r->points[j]);
+    int traversal = r->q.graph && r->q.graph->start_id[0];
+    size_t n = rfuse(ents, ne, traversal, names, np, fr);
+    if (n > (size_t)r->q.limit) n = (size_t)r->q.limit;
+    for (size_t k = 0; k < n; k++) {
+        if (fr[k].entity >= 0) {
+            Memory__V1__Tier also = fr[k].point >= 0 ? MEMORY__V1__TIER__TIER_EPISODIC : 0;
+            if (!(res[k] = entity_result(a, &r->ghits[fr[k].entity], fr[k].score, also))) return -1;
+            if (fr[k].point >= 0) res[k]->entity_point = r->points[fr[k].point]->point;
+        } else if (!(res[k] = point_result(a, r->points[fr[k].point], fr[k].score))) {
+            return -1;
+        }
+    }
+    *out = res;
+    *nout = n;
+    return 0;
+}
+
+/* ------------------------------------------------------------ reports */
+
+static Memory__V1__TierReport *report(arena *a, const run *r, const part *pt) {
+    Memory__V1__TierReport *m = arena_message(a, &memory__v1__tier_report__descriptor);
+    if (!m) return NULL;
+    m->tier = pt->tier;
+    m->outcome = pt->outcome;
+    m->result_count = (int32_t)pt->n;
+    if (pt->detail && !(m->detail = arena_strdup(a, pt->detail))) return NULL;
+    int64_t ms = (pt->end_ms > r->start_ms ? pt->end_ms : r->start_ms) - r->start_ms;
+    if (!(m->latency = pbtime_duration(a, ms * 1000))) return NULL;
+    return m;
+}
+
+/* A part's end code as its outcome. */
+static void set_outcome(part *pt, int rc) {
+    pt->rc = rc;
+    if (rc == STATUS_OK) {
+        pt->outcome = MEMORY__V1__TIER_OUTCOME__TIER_OUTCOME_ANSWERED;
+        return;
+    }
+    pt->outcome = rc == STATUS_ETIMEOUT ? MEMORY__V1__TIER_OUTCOME__TIER_OUTCOME_DEADLINE_EXCEEDED
+                                        : MEMORY__V1__TIER_OUTCOME__TIER_OUTCOME_UNAVAILABLE;
+    pt->detail = pt->c.err[0] ? pt->c.err : status_text(rc);
+    pt->n = 0;
+}
+
+/* ------------------------------------------------------------ the run's end */
+
+/* The status when no part answered: DEADLINE_EXCEEDED when one ran out of
+ * budget, CANCELLED after the client's cancel, else UNAVAILABLE. */
+static grpc_status_code none_answered(run *r) {
+    if (r->cancelled) {
+        rpc_call_set_error(r->call, "the client cancelled the call");
+        return GRPC_STATUS_CANCELLED;
+    }
+    char msg[1200];
+    size_t at = 0;
+    int late = 0;
+    msg[0] = '\0';
+    for (int i = 0; i < NPARTS; i++) {
+        const part *pt = &r->parts[i];
+        if (!pt->used) continue;
+        late |= pt->outcome == MEMORY__V1__TIER_OUTCOME__TIER_OUTCOME_DEADLINE_EXCEEDED;
+        int w = snprintf(msg + at, sizeof msg - at, "%s%s: %s", at ? "; " : "",
+                         i == PART_GRAPH ? "global memory" : "episodic memory",
+                         pt->detail ? pt->detail : "no answer");
+        if (w > 0 && (size_t)w < sizeof msg - at) at += (size_t)w;
+    }
+    if (late) {
+        rpc_call_set_error(r->call, "no tier answered within the budget: %s", msg);
+        return GRPC_STATUS_DEADLINE_EXCEEDED;
+    }
+    rpc_call_set_error(r->call, "every tier failed: %s", msg);
+    return GRPC_STATUS_UNAVAILABLE;
+}
+
+/* The results the call answers with (every part has ended; one thread). */
+static int final_results(run *r, Memory__V1__RouterResult ***out, size_t *n) {
+    if (r->q.hybrid) return fused_results(r, out, n);
+    const part *pt = &r->parts[r->parts[PART_GRAPH].used ? PART_GRAPH : PART_VECTOR];
+    *out = pt->results;
+    *n = pt->n < (size_t)r->q.limit ? pt->n : (size_t)r->q.limit;
+    return 0;
+}
+
+/* Names every record returned in the call's audit row. */
+static void name_targets(run *r) {
+    for (long i = 0; i < r->nghits; i++) tier_target(r->call, "entity:%s", r->ghits[i].entity->id);
+    /* The vector part named its points as it rendered them. */
+}
+
+static void finish(run *r) {
+    rpc_call *call = r->call;
+    name_targets(r);
+    int answered = 0, partial = 0;
+    for (int i = 0; i < NPARTS; i++) {
+        if (!r->parts[i].used) continue;
+        if (r->parts[i].outcome == MEMORY__V1__TIER_OUTCOME__TIER_OUTCOME_ANSWERED) answered = 1;
+        else partial = 1;
+    }
+    grpc_status_code st = GRPC_STATUS_OK;
+    Memory__V1__RouterResult **res = NULL;
+    size_t n = 0;
+    /* A start entity that does not exist is the request's fault. */
+    const part *gp = &r->parts[PART_GRAPH];
+    if (gp->used && gp->rc == STATUS_ENOTFOUND) st = tier_status(call, gp->rc, &gp->c);
+    else if (!answered) st = none_answered(r);
+    else if (final_results(r, &res, &n) != 0) st = rpc_call_oom(call);
+    if (r->stream) {
+        if (st == GRPC_STATUS_OK && r->q.hybrid) {
+            Memory__V1__RouterQueryStreamResponse m =
+                MEMORY__V1__ROUTER_QUERY_STREAM_RESPONSE__INIT;
+            m.results = res;
+            m.n_results = n;
+            m.fused = 1;
+            if (rpc_call_send(call, &m.base) == RPC_SEND_OVERFLOW) {
+                rpc_call_set_error(call, RPC_OVERFLOW_MESSAGE);
+                st = GRPC_STATUS_RESOURCE_EXHAUSTED;
+            }
+        }
+        /* Messages are encoded when sent: the graph part's memory may go. */
+        arena_free(r->graph_arena);
+        r->graph_arena = NULL;
+        rpc_call_finish(call, st, st == GRPC_STATUS_OK ? NULL : rpc_call_error(call));
+        return;
+    }
+    if (st == GRPC_STATUS_OK) {
+        Memory__V1__RouterQueryResponse *resp = r->resp;
+        arena *a = rpc_call_arena(call);
+        resp->results = res;
+        resp->n_results = n;
+        resp->partial = partial;
+        resp->tiers = arena_alloc(a, NPARTS * sizeof *resp->tiers);
+        if (!resp->tiers) st = rpc_call_oom(call);
+        for (int k = 0; st == GRPC_STATUS_OK && k < r->nended; k++) {
+            if (!(resp->tiers[k] = report(a, r, &r->parts[r->order[k]]))) st = rpc_call_oom(call);
+            resp->n_tiers = (size_t)k + 1;
+        }
+    }
+    /* The response is encoded by rpc_call_complete, which may free the
+     * call (and r in its arena): the graph part's memory goes after it. */
+    arena *ga = r->graph_arena;
+    rpc_call_complete(call, st);
+    arena_free(ga);
+}
+
+/* ------------------------------------------------------------ parts */
+
+/* Part i ended with rc (its results rendered when STATUS_OK). A stream
+ * gets its message now; the last part to end finishes the call. */
+/* A stream's message for part i (its report and results, in a). A
+ * stream the client left ends with the run; one whose reader is too slow
+ * for a message or two is not a Router concern (the buffer holds them). */
+static void announce(run *r, int i, arena *a) {
+    const part *pt = &r->parts[i];
+    if (!r->stream || r->cancelled) return;
+    Memory__V1__RouterQueryStreamResponse m = MEMORY__V1__ROUTER_QUERY_STREAM_RESPONSE__INIT;
+    m.report = report(a, r, pt);
+    m.results = pt->results;
+    m.n_results = pt->n < (size_t)r->q.limit ? pt->n : (size_t)r->q.limit;
+    if (m.report) rpc_call_send(r->call, &m.base);
+}
+
+static void part_end(run *r, int i, int rc, arena *a) {
+    part *pt = &r->parts[i];
+    pt->end_ms = rpc_now_ms();
+    set_outcome(pt, rc);
+    announce(r, i, a);
+    pthread_mutex_lock(&r->lock);
+    r->order[r->nended++] = i;
+    int last = --r->pending == 0;
+    pthread_mutex_unlock(&r->lock);
+    if (last) finish(r);
+}
+
+/* The graph part's statement ended (loop thread). */
+static void graph_done(void *arg, int rc) {
+    run *r = arg;
+    if (rc == STATUS_OK && graph_results(r, r->graph_arena) != 0)
+        rc = tier_fail(&r->parts[PART_GRAPH].c, STATUS_ENOMEM, "out of memory");
+    part_end(r, PART_GRAPH, rc, r->graph_arena);
+}
+
+/* The client cancelled, its deadline passed, or the server drains: both
+ * parts stop (each then ends through part_end). */
+static void on_cancel(rpc_call *call, void *arg) {
+    (void)call;
+    run *r = arg;
+    r->cancelled = 1;
+    cancel_fire(&r->cancel);
+    if (r->graph) global_graph_cancel(r->graph);
+}
+
+/* Starts the running parts once every check passed: the graph part on the
+ * loop; the vector part (already prepared) runs on this task thread. */
+static grpc_status_code start(run *r) {
+    if (rpc_call_on_cancel(r->call, on_cancel, r) != 0) {
+        arena_free(r->graph_arena);
+        r->graph_arena = NULL;
+        return GRPC_STATUS_CANCELLED;
+    }
+    for (int k = 0; k < r->nended; k++) announce(r, r->order[k], rpc_call_arena(r->call));
+    if (r->parts[PART_GRAPH].running) global_graph_submit(r->graph);
+    if (r->parts[PART_VECTOR].running) {
+        part *pt = &r->parts[PART_VECTOR];
+        int rc = episodic_search_run(r->search, &r->points, &r->npoints);
+        if (rc == STATUS_OK && vector_results(r, pt->c.ar) != 0)
+            rc = tier_fail(&pt->c, STATUS_ENOMEM, "out of memory");
+        part_end(r, PART_VECTOR, rc, pt->c.ar);
+    }
+    return RPC_PENDING;
+}
+
+/* Whether a failure of the vector part's preparation is the request's
+ * fault (the call fails with it) or the tier's (reported, the rest runs). */
+static int request_fault(grpc_status_code st) {
+    return st == GRPC_STATUS_INVALID_ARGUMENT || st == GRPC_STATUS_NOT_FOUND ||
+           st == GRPC_STATUS_PERMISSION_DENIED || st == GRPC_STATUS_RESOURCE_EXHAUSTED ||
+           st == GRPC_STATUS_CANCELLED;
+}
+
+/* On a task-pool thread: the vector part's collection and checks, then
+ * both parts. */
+static grpc_status_code with_vector(rpc_call *call, const ProtobufCMessage *req,
+                                    ProtobufCMessage *resp, void *arg) {
+    (void)req, (void)resp;
+    run *r = arg;
+    part *pt = &r->parts[PART_VECTOR];
+    grpc_status_code st = episodic_search_prepare(r->svc->episodic, call, r->q.vector_prefix,
+                                                  r->q.vector, r->q.limit, &pt->c, &r->search);
+    if (st != GRPC_STATUS_OK) {
+        if (request_fault(st)) {
+            arena_free(r->graph_arena);
+            r->graph_arena = NULL;
+            return st;
+        }
+        /* The catalog failed: the tier is unavailable for this call. */
+        pt->running = 0;
+        set_outcome(pt,
+                    st == GRPC_STATUS_DEADLINE_EXCEEDED ? STATUS_ETIMEOUT : STATUS_EUNAVAILABLE);
+        pt->detail = rpc_call_error(call);
+        pt->end_ms = rpc_now_ms();
+        r->order[r->nended++] = PART_VECTOR;
+        if (--r->pending == 0) { /* nothing else runs (the graph part skipped) */
+            finish(r);
+            return RPC_PENDING;
+        }
+    }
+    return start(r);
+}
+
+/* ------------------------------------------------------------ the request */
+
+static grpc_status_code check_limit(rpc_call *call, int32_t limit, int *out) {
+    if (limit < 0 || limit > LIMIT_MAX)
+        return rpc_call_invalid(call, "limit: %d; must be 1 to %d (0 = %d)", (int)limit, LIMIT_MAX,
+                                LIMIT_DEFAULT);
+    *out = limit ? limit : LIMIT_DEFAULT;
+    return GRPC_STATUS_OK;
+}
+
+/* A part skipped for want of its tier's read scope: reported, not run. */
+static void skip(run *r, int i, const char *scope) {
+    part *pt = &r->parts[i];
+    pt->used = 1;
+    pt->outcome = MEMORY__V1__TIER_OUTCOME__TIER_OUTCOME_SKIPPED;
+    pt->detail = arena_printf(rpc_call_arena(r->call), "the token lacks %s", scope);
+    pt->end_ms = r->start_ms;
+    r->order[r->nended++] = i;
+}
+
+/* The run's budget (router.proto): the caller's deadline, or the default,
+ * less the reply margin. */
+static int64_t budget_end(const router_service *svc, rpc_call *call, int64_t now) {
+    int64_t dl = rpc_call_deadline_ms(call);
+    if (dl == INT64_MAX) dl = now + svc->default_deadline_ms;
+    int64_t margin = (dl - now) / 10;
+    if (margin > REPLY_MARGIN_MS) margin = REPLY_MARGIN_MS;
+    return dl - margin;
+}
+
+static grpc_status_code route(rpc_call *call, router_service *svc, const query *q, int stream,
+                              Memory__V1__RouterQueryResponse *resp) {
+    const principal *p = authn_principal(call);
+    int may_vector = principal_scope(p, "episodic:read") != PRINCIPAL_DENY;
+    int may_graph = principal_scope(p, "global:read") != PRINCIPAL_DENY;
+    if (q->vector && !q->hybrid && !may_vector) {
+        rpc_call_set_error(call, "vector_search needs the episodic:read scope");
+        return GRPC_STATUS_PERMISSION_DENIED;
+    }
+    if (q->graph && !q->hybrid && !may_graph) {
+        rpc_call_set_error(call, "graph_query needs the global:read scope");
+        return GRPC_STATUS_PERMISSION_DENIED;
+    }
+    if (q->hybrid && !may_vector && !may_graph) {
+        rpc_call_set_error(call, "hybrid needs episodic:read or global:read (it has neither)");
+        return GRPC_STATUS_PERMISSION_DENIED;
+    }
+    arena *a = rpc_call_arena(call);
+    run *r = arena_zalloc(a, sizeof *r);
+    if (!r) return rpc_call_oom(call);
+    r->call = call;
+    r->svc = svc;
+    r->q = *q;
+    r->stream = stream;
+    r->resp = resp;
+    r->start_ms = rpc_now_ms();
+    r->deadline_ms = budget_end(svc, call, r->start_ms);
+    pthread_mutex_init(&r->lock, NULL); /* a default mutex holds no resources */
+    cancel_init(&r->cancel);
+    if (q->graph && !may_graph) skip(r, PART_GRAPH, "global:read");
+    if (q->vector && !may_vector) skip(r, PART_VECTOR, "episodic:read");
+    if (q->graph && may_graph) {
+        part *pt = &r->parts[PART_GRAPH];
+        *pt = (part){.used = 1, .running = 1, .tier = MEMORY__V1__TIER__TIER_GLOBAL};
+        if (!(r->graph_arena = arena_create())) return rpc_call_oom(call);
+        pt->c = tier_ctx_for(call, "global", NULL);
+        pt->c.deadline_ms = r->deadline_ms;
+        pt->c.ar = r->graph_arena;
+        grpc_status_code st = global_graph_prepare(svc->global, call, q->graph_prefix, q->graph,
+                                                   q->limit, &pt->c, graph_done, r, &r->graph);
+        if (st != GRPC_STATUS_OK) {
+            arena_free(r->graph_arena);
+            return st;
+        }
+        r->pending++;
+    }
+    r->parts[PART_GRAPH].tier = MEMORY__V1__TIER__TIER_GLOBAL;
+    r->parts[PART_VECTOR].tier = MEMORY__V1__TIER__TIER_EPISODIC;
+    if (q->vector && may_vector) {
+        part *pt = &r->parts[PART_VECTOR];
+        pt->used = pt->running = 1;
+        pt->c = tier_ctx_for(call, "episodic", NULL);
+        pt->c.deadline_ms = r->deadline_ms;
+        pt->c.cancel = &r->cancel;
+        r->pending++;
+        return rpc_call_continue_blocking(call, with_vector, r);
+    }
+    return start(r);
+}
+
+/* A request's query, normalised: INVALID_ARGUMENT when none or half a
+ * hybrid is given. */
+static grpc_status_code query_of(rpc_call *call, int kind, const Memory__V1__VectorSearchQuery *v,
+                                 const Memory__V1__GraphQuery *g, const Memory__V1__HybridQuery *h,
+                                 int32_t limit, query *q) {
+    memset(q, 0, sizeof *q);
+    RPC_CHECK(check_limit(call, limit, &q->limit));
+    switch (kind) {
+    case 1: q->vector = v, q->vector_prefix = "vector_search."; break;
+    case 2: q->graph = g, q->graph_prefix = "graph_query."; break;
+    case 3:
+        return rpc_call_invalid(call, "recent_lookup: not built yet (the router answers "
+                                      "vector_search, graph_query and hybrid)");
+    case 4:
+        if (!h->vector_search) return rpc_call_invalid(call, "hybrid.vector_search: required");
+        if (!h->graph_query) return rpc_call_invalid(call, "hybrid.graph_query: required");
+        q->hybrid = 1;
+        q->vector = h->vector_search, q->vector_prefix = "hybrid.vector_search.";
+        q->graph = h->graph_query, q->graph_prefix = "hybrid.graph_query.";
+        break;
+    default:
+        return rpc_call_invalid(call, "query: required (set one of vector_search, graph_query, "
+                                      "recent_lookup, hybrid)");
+    }
+    return GRPC_STATUS_OK;
+}
+
+static RPC_UNARY_HANDLER(do_query, router_service, Memory__V1__RouterQueryRequest,
+                         Memory__V1__RouterQueryResponse) {
+    query q;
+    RPC_CHECK(query_of(call, (int)req->query_case, req->vector_search, req->graph_query,
+                       req->hybrid, req->limit, &q));
+    return route(call, svc, &q, 0, resp);
+}
+
+static grpc_status_code do_query_stream(rpc_call *call, const ProtobufCMessage *msg, void *arg) {
+    const Memory__V1__RouterQueryStreamRequest *req =
+        (const Memory__V1__RouterQueryStreamRequest *)msg;
+    query q;
+    RPC_CHECK(query_of(call, (int)req->query_case, req->vector_search, req->graph_query,
+                       req->hybrid, req->limit, &q));
+    return route(call, arg, &q, 1, NULL);
+}
+
+/* ------------------------------------------------------------ the tier */
+
+static int router_open(tier_env *env, void **state, char *err, size_t errlen) {
+    router_service *svc = *state = tier_state_new(sizeof *svc, err, errlen);
+    if (!svc) return -1;
+    if (!env->global || !env->episodic)
+        return snprintf(err, errlen, "the router opens after GlobalMemory and EpisodicMemory"), -1;
+    svc->global = env->global;
+    svc->episodic = env->episodic;
+    svc->default_deadline_ms = env->cfg ? env->cfg->router_default_deadline_ms : 5000;
+    if (svc->default_deadline_ms <= 0) svc->default_deadline_ms = 5000;
+    return 0;
+}
+
+static void router_free(void *state) { free(state); }
+
+#define SVC "memory.v1.Router"
+static const rpc_method methods[] = {
+    RPC_METHOD_UNARY(SVC, "Query", memory__v1__router_query, "router:query", do_query),
+    RPC_METHOD_SERVER_STREAM(SVC, "QueryStream", memory__v1__router_query_stream, "router:query",
+                             do_query_stream),
+};
+
+static const tier_service services[] = {{SVC, HEALTH_NEEDS_PG}};
+
+const tier router_tier = {TIER_FIELDS("router", services, methods, router_open, router_free)};

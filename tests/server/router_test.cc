@@ -1,0 +1,536 @@
+// The Router end to end: a real memoryd and PostgreSQL. Each query kind
+// against the tier's own method, the hybrid fusion on a hand-computed
+// example, a slow tier (PostgreSQL holding a lock) giving a partial answer
+// within the deadline with its statement cancelled, QueryStream's order and
+// cancellation, scopes, the read diode and bad input.
+#include <google/protobuf/util/json_util.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <cmath>
+#include <thread>
+
+#include "memory/v1/episodic_memory.pb.h"
+#include "memory/v1/global_memory.pb.h"
+#include "memory/v1/router.pb.h"
+#include "tests/testing/grpc_client.h"
+#include "tests/testing/memoryd_process.h"
+#include "tests/testing/pg_testdb.h"
+#include "tests/testing/test_keys.h"
+
+namespace {
+
+using namespace memory::v1;  // NOLINT: many message types
+using google::protobuf::Struct;
+using grpc::StatusCode;
+using testing_client::Result;
+using testing_client::Unary;
+using Clock = std::chrono::steady_clock;
+
+Struct Json(const std::string& json) {
+  Struct s;
+  EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(json, &s).ok()) << json;
+  return s;
+}
+
+class RouterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(db_.ok()) << db_.error();
+    proc_ = std::make_unique<MemorydProcess>(
+        std::vector<std::string>{"--pg-url=" + db_.url(), "--shutdown-grace=1"});
+    ASSERT_TRUE(proc_->Start()) << proc_->Log();
+    ch_ = testing_client::Connect(proc_->port());
+    all_ = Token("t1", "alice", kAll);
+  }
+
+  // memoryd ends cleanly: under ASan/UBSan a report (a leak of a run's
+  // memory, say) makes its exit code non-zero or shows in its log.
+  void TearDown() override {
+    if (!proc_) return;
+    EXPECT_EQ(0, proc_->Stop(SIGTERM, 10000)) << proc_->Log();
+    EXPECT_EQ(std::string::npos, proc_->Log().find("runtime error")) << proc_->Log();
+  }
+
+  static constexpr const char* kAll =
+      "router:query global:read global:write episodic:read episodic:write";
+
+  std::string Token(const std::string& tenant, const std::string& sub, const std::string& scope,
+                    const std::string& clr = "SECRET") {
+    TestClaims c;
+    c.tenant = tenant;
+    c.sub = sub;
+    c.scope = scope;
+    c.clr = clr;
+    c.lvl = "PUBLIC";
+    return proc_->keys()->Mint(c);
+  }
+
+  Result Call(const std::string& method, const google::protobuf::Message& req,
+              const std::string& token, int timeout_ms = 10000) {
+    return Unary(ch_, method, req.SerializeAsString(), timeout_ms,
+                 {{"authorization", TestKeys::Bearer(token)}});
+  }
+
+  void MustCall(const std::string& method, const google::protobuf::Message& req,
+                const std::string& token) {
+    Result r = Call(method, req, token);
+    ASSERT_TRUE(r.status.ok()) << method << ": " << r.status.error_message();
+  }
+
+  void Entity(const std::string& token, const std::string& id, const std::string& type,
+              const std::string& name, Label label = LABEL_UNSPECIFIED) {
+    PutEntityRequest req;
+    req.set_id(id);
+    req.set_type(type);
+    req.set_name(name);
+    req.set_label(label);
+    MustCall("/memory.v1.GlobalMemory/PutEntity", req, token);
+  }
+
+  void Link(const std::string& token, const std::string& src, const std::string& dst) {
+    PutRelationshipRequest req;
+    req.set_source_id(src);
+    req.set_type("knows");
+    req.set_target_id(dst);
+    MustCall("/memory.v1.GlobalMemory/PutRelationship", req, token);
+  }
+
+  void Collection(const std::string& token, const std::string& name) {
+    CreateCollectionRequest req;
+    req.set_name(name);
+    req.set_dims(2);
+    req.set_distance(DISTANCE_COSINE);
+    MustCall("/memory.v1.EpisodicMemory/CreateCollection", req, token);
+  }
+
+  void Point(const std::string& token, const std::string& coll, uint64_t id, float x, float y,
+             const std::string& payload = "{}", Label label = LABEL_UNSPECIFIED) {
+    EpisodicMemoryUpsertRequest req;
+    req.set_collection(coll);
+    PointInput* p = req.add_points();
+    p->mutable_id()->set_num(id);
+    p->add_vector(x);
+    p->add_vector(y);
+    *p->mutable_payload() = Json(payload);
+    p->set_label(label);
+    MustCall("/memory.v1.EpisodicMemory/Upsert", req, token);
+  }
+
+  static VectorSearchQuery Vector(const std::string& coll, float x, float y) {
+    VectorSearchQuery q;
+    q.set_collection(coll);
+    q.add_vector(x);
+    q.add_vector(y);
+    q.set_with_payload(true);
+    return q;
+  }
+
+  RouterQueryResponse MustQuery(const RouterQueryRequest& req, const std::string& token) {
+    Result r = Call("/memory.v1.Router/Query", req, token);
+    EXPECT_TRUE(r.status.ok()) << r.status.error_message();
+    RouterQueryResponse resp;
+    EXPECT_TRUE(resp.ParseFromString(r.body));
+    return resp;
+  }
+
+  // "e:<id>" or "p:<num>" per result, in order.
+  static std::vector<std::string> Names(const RouterQueryResponse& resp) {
+    std::vector<std::string> out;
+    for (const auto& r : resp.results())
+      out.push_back(r.has_entity() ? "e:" + r.entity().id()
+                                   : "p:" + std::to_string(r.point().id().num()));
+    return out;
+  }
+
+  static const TierReport* Report(const RouterQueryResponse& resp, Tier tier) {
+    for (const auto& t : resp.tiers())
+      if (t.tier() == tier) return &t;
+    return nullptr;
+  }
+
+  // The hand-computed example's data: graph a, b, c (type "doc"); points 1
+  // (names b), 2 (names nothing), 3 (names z, not in the graph).
+  void FusionData(const std::string& token) {
+    Entity(token, "a", "doc", "alpha");
+    Entity(token, "b", "doc", "beta");
+    Entity(token, "c", "doc", "gamma");
+    Collection(token, "mem");
+    Point(token, "mem", 1, 1, 0, R"({"entity_id":"b"})");
+    Point(token, "mem", 2, 1, 0.5, R"({"note":"x"})");
+    Point(token, "mem", 3, 0.5, 1, R"({"entity_id":"z"})");
+  }
+
+  PgTestDb db_;
+  std::unique_ptr<MemorydProcess> proc_;
+  std::shared_ptr<grpc::Channel> ch_;
+  std::string all_;
+};
+
+TEST_F(RouterTest, GraphQueryAnswersAsQueryEntitiesAndTraverseDo) {
+  Entity(all_, "ada", "person", "Ada Lovelace");
+  Entity(all_, "bob", "person", "Bob Engine");
+  Entity(all_, "eng", "machine", "Analytical Engine");
+  Entity(all_, "far", "person", "Far Away");
+  Link(all_, "ada", "eng");
+  Link(all_, "eng", "bob");
+  Link(all_, "bob", "far");
+
+  RouterQueryRequest req;
+  req.mutable_graph_query()->set_entity_type("person");
+  RouterQueryResponse resp = MustQuery(req, all_);
+  EXPECT_EQ((std::vector<std::string>{"e:ada", "e:bob", "e:far"}), Names(resp));
+  ASSERT_EQ(1, resp.tiers_size());
+  EXPECT_EQ(TIER_GLOBAL, resp.tiers(0).tier());
+  EXPECT_EQ(TIER_OUTCOME_ANSWERED, resp.tiers(0).outcome());
+  EXPECT_EQ(3, resp.tiers(0).result_count());
+  EXPECT_FALSE(resp.partial());
+  EXPECT_EQ(TIER_GLOBAL, resp.results(0).tier());
+  EXPECT_DOUBLE_EQ(1.0, resp.results(0).score());
+
+  // Full text: only the entities whose name matches, best rank first.
+  req.mutable_graph_query()->set_entity_type("");
+  req.mutable_graph_query()->set_text_query("engine");
+  resp = MustQuery(req, all_);
+  std::vector<std::string> names = Names(resp);
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ((std::vector<std::string>{"e:bob", "e:eng"}), names);
+  EXPECT_GT(resp.results(0).score(), 0);
+
+  // A traversal from ada, depth 2, filtered to persons: bob at depth 2
+  // (far is at depth 3); ada herself at depth 0.
+  req.mutable_graph_query()->set_text_query("");
+  req.mutable_graph_query()->set_start_id("ada");
+  req.mutable_graph_query()->set_entity_type("person");
+  req.mutable_graph_query()->set_max_depth(2);
+  resp = MustQuery(req, all_);
+  EXPECT_EQ((std::vector<std::string>{"e:ada", "e:bob"}), Names(resp));
+  ASSERT_EQ(2, resp.results_size());
+  EXPECT_EQ(2, resp.results(1).depth());
+  EXPECT_DOUBLE_EQ(1.0 / 3, resp.results(1).score());
+
+  // The same traversal through GlobalMemory.Traverse reaches the same
+  // persons: the router adds nothing and loses nothing.
+  TraverseRequest tr;
+  tr.set_start_id("ada");
+  tr.set_max_depth(2);
+  Result t = Call("/memory.v1.GlobalMemory/Traverse", tr, all_);
+  ASSERT_TRUE(t.status.ok()) << t.status.error_message();
+  TraverseResponse tresp;
+  ASSERT_TRUE(tresp.ParseFromString(t.body));
+  std::vector<std::string> persons;
+  for (const auto& n : tresp.nodes())
+    if (n.entity().type() == "person") persons.push_back("e:" + n.entity().id());
+  EXPECT_EQ(persons, Names(resp));
+
+  // An unknown start entity is NOT_FOUND.
+  req.mutable_graph_query()->set_start_id("nobody");
+  Result r = Call("/memory.v1.Router/Query", req, all_);
+  EXPECT_EQ(StatusCode::NOT_FOUND, r.status.error_code()) << r.status.error_message();
+}
+
+TEST_F(RouterTest, VectorSearchAnswersAsEpisodicSearchDoes) {
+  Collection(all_, "mem");
+  Point(all_, "mem", 1, 1, 0);
+  Point(all_, "mem", 2, 1, 0.5, R"({"k":"v"})");
+  Point(all_, "mem", 3, 0, 1);
+  RouterQueryRequest req;
+  *req.mutable_vector_search() = Vector("mem", 1, 0.4f);
+  req.mutable_vector_search()->set_score_threshold(0.5f);
+  RouterQueryResponse resp = MustQuery(req, all_);
+
+  EpisodicMemorySearchRequest sreq;
+  sreq.set_collection("mem");
+  sreq.add_vector(1);
+  sreq.add_vector(0.4f);
+  sreq.set_score_threshold(0.5f);
+  sreq.set_with_payload(true);
+  Result s = Call("/memory.v1.EpisodicMemory/Search", sreq, all_);
+  ASSERT_TRUE(s.status.ok()) << s.status.error_message();
+  EpisodicMemorySearchResponse sresp;
+  ASSERT_TRUE(sresp.ParseFromString(s.body));
+  ASSERT_EQ(2, sresp.points_size());  // point 3 is under the threshold
+  ASSERT_EQ(sresp.points_size(), resp.results_size());
+  for (int i = 0; i < resp.results_size(); i++) {
+    EXPECT_EQ(TIER_EPISODIC, resp.results(i).tier());
+    EXPECT_EQ(sresp.points(i).point().id().num(), resp.results(i).point().id().num());
+    EXPECT_FLOAT_EQ(sresp.points(i).score(), static_cast<float>(resp.results(i).score()));
+  }
+  EXPECT_EQ("v", resp.results(0).point().payload().fields().at("k").string_value());
+  ASSERT_EQ(1, resp.tiers_size());
+  EXPECT_EQ(TIER_EPISODIC, resp.tiers(0).tier());
+  EXPECT_EQ(TIER_OUTCOME_ANSWERED, resp.tiers(0).outcome());
+  EXPECT_EQ(2, resp.tiers(0).result_count());
+}
+
+TEST_F(RouterTest, HybridFusesByReciprocalRankOnAHandComputedExample) {
+  FusionData(all_);
+  RouterQueryRequest req;
+  *req.mutable_hybrid()->mutable_vector_search() = Vector("mem", 1, 0);
+  req.mutable_hybrid()->mutable_graph_query()->set_entity_type("doc");
+  RouterQueryResponse resp = MustQuery(req, all_);
+  // Graph ranks (by id): a 1, b 2, c 3. Vector ranks (cosine to (1,0)):
+  // point 1 (names b) 1, point 2 2, point 3 (names z) 3.
+  //   b = 1/62 + 1/61, a = 1/61, p2 = 1/62, c = 1/63, p3 = 1/63 (a tie:
+  //   graph results first).
+  EXPECT_EQ((std::vector<std::string>{"e:b", "e:a", "p:2", "e:c", "p:3"}), Names(resp));
+  ASSERT_EQ(5, resp.results_size());
+  EXPECT_NEAR(1.0 / 62 + 1.0 / 61, resp.results(0).score(), 1e-12);
+  EXPECT_NEAR(1.0 / 61, resp.results(1).score(), 1e-12);
+  EXPECT_NEAR(1.0 / 62, resp.results(2).score(), 1e-12);
+  EXPECT_NEAR(1.0 / 63, resp.results(3).score(), 1e-12);
+  EXPECT_NEAR(1.0 / 63, resp.results(4).score(), 1e-12);
+  // b was produced by both tiers and carries the point that named it.
+  ASSERT_EQ(2, resp.results(0).tiers_size());
+  EXPECT_EQ(TIER_GLOBAL, resp.results(0).tiers(0));
+  EXPECT_EQ(TIER_EPISODIC, resp.results(0).tiers(1));
+  EXPECT_EQ(1u, resp.results(0).entity_point().id().num());
+  EXPECT_EQ(1, resp.results(1).tiers_size());
+  EXPECT_EQ(TIER_EPISODIC, resp.results(2).tier());
+  EXPECT_EQ(2, resp.tiers_size());
+  EXPECT_FALSE(resp.partial());
+
+  // A traversal boosts nearer entities: from a (a -> b -> c), a at depth
+  // 0 weighs 2, b at depth 1 weighs 1.5, c at depth 2 weighs 4/3.
+  Link(all_, "a", "b");
+  Link(all_, "b", "c");
+  req.mutable_hybrid()->mutable_graph_query()->set_start_id("a");
+  req.set_limit(3);
+  resp = MustQuery(req, all_);
+  //   a = 2/61, b = 1.5/62 + 1/61, p2 = 1/62, c = (4/3)/63, p3 = 1/63.
+  EXPECT_EQ((std::vector<std::string>{"e:b", "e:a", "e:c"}), Names(resp));
+  ASSERT_EQ(3, resp.results_size());
+  EXPECT_NEAR(1.5 / 62 + 1.0 / 61, resp.results(0).score(), 1e-12);
+  EXPECT_NEAR(2.0 / 61, resp.results(1).score(), 1e-12);
+  EXPECT_NEAR((4.0 / 3) / 63, resp.results(2).score(), 1e-12);
+  EXPECT_EQ(2, resp.results(2).depth());
+}
+
+TEST_F(RouterTest, ScopesDecideWhichPartsRun) {
+  FusionData(all_);
+  RouterQueryRequest hybrid;
+  *hybrid.mutable_hybrid()->mutable_vector_search() = Vector("mem", 1, 0);
+  hybrid.mutable_hybrid()->mutable_graph_query()->set_entity_type("doc");
+
+  // Without episodic:read the hybrid runs its graph part alone.
+  std::string graph_only = Token("t1", "alice", "router:query global:read");
+  RouterQueryResponse resp = MustQuery(hybrid, graph_only);
+  EXPECT_EQ((std::vector<std::string>{"e:a", "e:b", "e:c"}), Names(resp));
+  EXPECT_TRUE(resp.partial());
+  const TierReport* ep = Report(resp, TIER_EPISODIC);
+  ASSERT_NE(nullptr, ep);
+  EXPECT_EQ(TIER_OUTCOME_SKIPPED, ep->outcome());
+  EXPECT_NE(std::string::npos, ep->detail().find("episodic:read")) << ep->detail();
+
+  // A single-tier query without its scope, or a hybrid without either, is
+  // refused.
+  RouterQueryRequest vec;
+  *vec.mutable_vector_search() = Vector("mem", 1, 0);
+  Result r = Call("/memory.v1.Router/Query", vec, graph_only);
+  EXPECT_EQ(StatusCode::PERMISSION_DENIED, r.status.error_code());
+  EXPECT_NE(std::string::npos, r.status.error_message().find("episodic:read"));
+  r = Call("/memory.v1.Router/Query", hybrid, Token("t1", "alice", "router:query"));
+  EXPECT_EQ(StatusCode::PERMISSION_DENIED, r.status.error_code());
+  // router:query itself is required.
+  r = Call("/memory.v1.Router/Query", vec, Token("t1", "alice", "global:read episodic:read"));
+  EXPECT_EQ(StatusCode::PERMISSION_DENIED, r.status.error_code());
+}
+
+TEST_F(RouterTest, TheReadDiodeHoldsOnEveryQueryKind) {
+  // alice's records, one of them SECRET; bob's (same tenant); t2's.
+  Entity(all_, "pub", "doc", "public doc");
+  Entity(all_, "sec", "doc", "secret doc", LABEL_SECRET);
+  Collection(all_, "mem");
+  Point(all_, "mem", 1, 1, 0, R"({"entity_id":"pub"})");
+  Point(all_, "mem", 2, 1, 0.1f, R"({"entity_id":"sec"})", LABEL_SECRET);
+  std::string bob = Token("t1", "bob", kAll);
+  Entity(bob, "bobs", "doc", "bob doc");
+  Point(bob, "mem", 3, 1, 0.2f, R"({"entity_id":"bobs"})");
+  std::string other = Token("t2", "alice", kAll);
+  Entity(other, "foreign", "doc", "foreign doc");
+  Collection(other, "mem");
+  Point(other, "mem", 4, 1, 0, R"({"entity_id":"foreign"})");
+
+  // alice cleared for INTERNAL only, reading her own records.
+  std::string low = Token("t1", "alice", "router:query global:read episodic:read", "INTERNAL");
+  RouterQueryRequest req;
+  *req.mutable_hybrid()->mutable_vector_search() = Vector("mem", 1, 0);
+  req.mutable_hybrid()->mutable_graph_query()->set_entity_type("doc");
+  EXPECT_EQ((std::vector<std::string>{"e:pub"}), Names(MustQuery(req, low)));
+  RouterQueryRequest g;
+  g.mutable_graph_query()->set_entity_type("doc");
+  EXPECT_EQ((std::vector<std::string>{"e:pub"}), Names(MustQuery(g, low)));
+  RouterQueryRequest v;
+  *v.mutable_vector_search() = Vector("mem", 1, 0);
+  EXPECT_EQ((std::vector<std::string>{"p:1"}), Names(MustQuery(v, low)));
+
+  // With the :all breadths and full clearance: the whole tenant, never t2.
+  std::string wide =
+      Token("t1", "alice", "router:query global:read:all episodic:read:all", "SECRET");
+  std::vector<std::string> names = Names(MustQuery(g, wide));
+  EXPECT_EQ((std::vector<std::string>{"e:bobs", "e:pub", "e:sec"}), names);
+  names = Names(MustQuery(v, wide));
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ((std::vector<std::string>{"p:1", "p:2", "p:3"}), names);
+}
+
+TEST_F(RouterTest, BadInputIsRefusedNamingTheField) {
+  Collection(all_, "mem");
+  struct Case {
+    RouterQueryRequest req;
+    std::string field;
+  };
+  std::vector<Case> cases(6);
+  cases[0].field = "query";
+  cases[1].req.set_limit(1001);
+  cases[1].req.mutable_graph_query();
+  cases[1].field = "limit";
+  cases[2].req.mutable_hybrid()->mutable_graph_query();
+  cases[2].field = "hybrid.vector_search";
+  *cases[3].req.mutable_hybrid()->mutable_vector_search() = Vector("mem", 1, 0);
+  cases[3].field = "hybrid.graph_query";
+  cases[4].req.mutable_vector_search()->set_collection("mem");
+  cases[4].req.mutable_vector_search()->add_vector(1);
+  cases[4].field = "vector_search.vector";
+  *cases[5].req.mutable_hybrid()->mutable_vector_search() = Vector("mem", 1, NAN);
+  cases[5].req.mutable_hybrid()->mutable_graph_query()->set_entity_type(std::string(200, 't'));
+  cases[5].field = "hybrid.graph_query.type";
+  for (const Case& c : cases) {
+    Result r = Call("/memory.v1.Router/Query", c.req, all_);
+    EXPECT_EQ(StatusCode::INVALID_ARGUMENT, r.status.error_code()) << c.field;
+    EXPECT_EQ(0u, r.status.error_message().rfind(c.field, 0))
+        << c.field << ": " << r.status.error_message();
+  }
+  RouterQueryRequest unknown;
+  *unknown.mutable_vector_search() = Vector("nope", 1, 0);
+  Result r = Call("/memory.v1.Router/Query", unknown, all_);
+  EXPECT_EQ(StatusCode::NOT_FOUND, r.status.error_code()) << r.status.error_message();
+}
+
+// The graph part waits on a lock PostgreSQL holds for another session: the
+// call answers within its deadline with the vector part's results, the
+// graph reported DEADLINE_EXCEEDED, and its statement no longer runs.
+TEST_F(RouterTest, ASlowTierGivesAPartialAnswerWithinTheDeadline) {
+  FusionData(all_);
+  PgSession locker(db_.url());
+  ASSERT_TRUE(locker.ok()) << locker.error();
+  locker.Value("BEGIN");
+  locker.Value("LOCK TABLE entities IN ACCESS EXCLUSIVE MODE");
+  RouterQueryRequest req;
+  *req.mutable_hybrid()->mutable_vector_search() = Vector("mem", 1, 0);
+  req.mutable_hybrid()->mutable_graph_query()->set_entity_type("doc");
+  auto t0 = Clock::now();
+  Result r = Call("/memory.v1.Router/Query", req, all_, 1500);
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
+  ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+  EXPECT_LT(ms, 1500);
+  RouterQueryResponse resp;
+  ASSERT_TRUE(resp.ParseFromString(r.body));
+  EXPECT_TRUE(resp.partial());
+  EXPECT_EQ((std::vector<std::string>{"p:1", "p:2", "p:3"}), Names(resp));
+  const TierReport* g = Report(resp, TIER_GLOBAL);
+  ASSERT_NE(nullptr, g);
+  EXPECT_EQ(TIER_OUTCOME_DEADLINE_EXCEEDED, g->outcome());
+  EXPECT_EQ(0, g->result_count());
+  EXPECT_GE(g->latency().seconds() * 1000 + g->latency().nanos() / 1000000, 1000);
+  EXPECT_EQ(TIER_OUTCOME_ANSWERED, Report(resp, TIER_EPISODIC)->outcome());
+  // Nobody waits on the lock any more: the statement was cancelled (the
+  // cancel request reaches PostgreSQL just after the answer).
+  auto until = Clock::now() + std::chrono::seconds(2);
+  while (locker.LockWaiters() > 0 && Clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(0, locker.LockWaiters());
+
+  // Every tier late: DEADLINE_EXCEEDED for the call.
+  RouterQueryRequest graph;
+  graph.mutable_graph_query()->set_entity_type("doc");
+  r = Call("/memory.v1.Router/Query", graph, all_, 500);
+  EXPECT_EQ(StatusCode::DEADLINE_EXCEEDED, r.status.error_code()) << r.status.error_message();
+  locker.Value("ROLLBACK");
+}
+
+// QueryStream sends each tier's message as it answers (the free vector part
+// first, the blocked graph part never), and the client's cancel stops the
+// graph part's statement in PostgreSQL within milliseconds.
+TEST_F(RouterTest, QueryStreamSendsTiersAsTheyAnswerAndCancelStopsTheRest) {
+  FusionData(all_);
+  RouterQueryStreamRequest req;
+  *req.mutable_hybrid()->mutable_vector_search() = Vector("mem", 1, 0);
+  req.mutable_hybrid()->mutable_graph_query()->set_entity_type("doc");
+  {
+    // Unhindered: two tier messages, then the fused one, then OK.
+    testing_client::Stream s(ch_, "/memory.v1.Router/QueryStream", 10000,
+                             {{"authorization", TestKeys::Bearer(all_)}});
+    ASSERT_TRUE(s.Write(req.SerializeAsString()));
+    ASSERT_TRUE(s.WritesDone());
+    std::vector<RouterQueryStreamResponse> msgs;
+    std::string body;
+    while (s.Read(&body)) {
+      RouterQueryStreamResponse m;
+      ASSERT_TRUE(m.ParseFromString(body));
+      msgs.push_back(m);
+    }
+    EXPECT_TRUE(s.Finish().ok());
+    ASSERT_EQ(3u, msgs.size());
+    EXPECT_FALSE(msgs[0].fused());
+    EXPECT_FALSE(msgs[1].fused());
+    EXPECT_NE(msgs[0].report().tier(), msgs[1].report().tier());
+    EXPECT_TRUE(msgs[2].fused());
+    EXPECT_FALSE(msgs[2].has_report());
+    ASSERT_EQ(5, msgs[2].results_size());
+    EXPECT_EQ("b", msgs[2].results(0).entity().id());
+  }
+  PgSession locker(db_.url());
+  ASSERT_TRUE(locker.ok()) << locker.error();
+  locker.Value("BEGIN");
+  locker.Value("LOCK TABLE entities IN ACCESS EXCLUSIVE MODE");
+  testing_client::Stream s(ch_, "/memory.v1.Router/QueryStream", 30000,
+                           {{"authorization", TestKeys::Bearer(all_)}});
+  ASSERT_TRUE(s.Write(req.SerializeAsString()));
+  ASSERT_TRUE(s.WritesDone());
+  std::string body;
+  ASSERT_TRUE(s.Read(&body, 5000));
+  RouterQueryStreamResponse first;
+  ASSERT_TRUE(first.ParseFromString(body));
+  EXPECT_EQ(TIER_EPISODIC, first.report().tier());
+  EXPECT_EQ(3, first.results_size());
+  // The graph part waits on the lock until the client cancels.
+  auto until = Clock::now() + std::chrono::seconds(5);
+  while (locker.LockWaiters() < 1 && Clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_EQ(1, locker.LockWaiters());
+  auto t0 = Clock::now();
+  s.Cancel();
+  while (locker.LockWaiters() > 0 && Clock::now() < t0 + std::chrono::seconds(5))
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
+  EXPECT_EQ(0, locker.LockWaiters());
+  EXPECT_LT(ms, 1000) << "the graph statement ran on " << ms << " ms after the cancel";
+  printf("cancel -> graph statement gone: %lld ms\n", static_cast<long long>(ms));
+  locker.Value("ROLLBACK");
+}
+
+TEST_F(RouterTest, OneAuditRowNamesEveryRecordReturned) {
+  FusionData(all_);
+  RouterQueryRequest req;
+  *req.mutable_hybrid()->mutable_vector_search() = Vector("mem", 1, 0);
+  req.mutable_hybrid()->mutable_graph_query()->set_entity_type("doc");
+  Result r = Unary(ch_, "/memory.v1.Router/Query", req.SerializeAsString(), 10000,
+                   {{"authorization", TestKeys::Bearer(all_)}, {"x-request-id", "route-1"}});
+  ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+  PgSession pg(db_.url());
+  std::string targets;
+  auto until = Clock::now() + std::chrono::seconds(5);
+  while (Clock::now() < until) {
+    targets = pg.Value(
+        "SELECT count(*) || '|' || string_agg(t, ',' ORDER BY t) FROM audit_log, "
+        "unnest(target_ids) t WHERE request_id = 'route-1' GROUP BY id");
+    if (!targets.empty()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ("6|entity:a,entity:b,entity:c,point:mem/1,point:mem/2,point:mem/3", targets);
+  EXPECT_EQ("1", pg.Value("SELECT count(*) FROM audit_log WHERE request_id = 'route-1'"));
+}
+
+}  // namespace
