@@ -282,10 +282,12 @@ static void finish(run *r) {
                 st = GRPC_STATUS_RESOURCE_EXHAUSTED;
             }
         }
-        /* Messages are encoded when sent: the graph part's memory may go. */
-        arena_free(r->graph_arena);
-        r->graph_arena = NULL;
+        /* Messages are encoded when sent; the graph part's memory goes
+         * once the stream has ended (a cancel may still come until then,
+         * and it reaches the graph part's query). */
+        arena *ga = r->graph_arena;
         rpc_call_finish(call, st, st == GRPC_STATUS_OK ? NULL : rpc_call_error(call));
+        arena_free(ga);
         return;
     }
     if (st == GRPC_STATUS_OK) {
@@ -368,6 +370,7 @@ static grpc_status_code start(run *r) {
     if (r->parts[PART_VECTOR].running) {
         part *pt = &r->parts[PART_VECTOR];
         int rc = episodic_search_run(r->search, &r->points, &r->npoints);
+        if (rc != STATUS_OK) r->npoints = 0;
         if (rc == STATUS_OK && vector_results(r, pt->c.ar) != 0)
             rc = tier_fail(&pt->c, STATUS_ENOMEM, "out of memory");
         part_end(r, PART_VECTOR, rc, pt->c.ar);
