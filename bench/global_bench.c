@@ -72,7 +72,7 @@ static principal *bench_principal(void) {
 /* One GetEntity, Traverse or Entries.Read worth of SQL; 0 on success. */
 static int one_call(PGconn *conn, void *arg, int *prepared, arena *a) {
   bench *w = arg;
-  global_traverse_in tin = {"e0", NULL, 0, GLOBAL_DIR_OUT, 2, 100};
+  global_traverse_in tin = {"e0", NULL, 0, GLOBAL_DIR_OUT, 2, 100, NULL};
   pgq_sql b = {0};
   tier_ctx c; /* the caller, as the tier sees it */
   tier_ctx_make(&c, w->what == WHAT_ENTRIES_READ ? "entries" : "global", w->p, INT64_MAX, a);
