@@ -33,11 +33,11 @@
 #include "service/token_cli.h"
 
 /* The tiers, in the order they open (a tier may use what an earlier one
- * offers in tier_env: the cache before GlobalMemory), each by the name of
+ * offers in tier_env: the cache before Entries and GlobalMemory), each by the name of
  * the `const tier <name>_tier` its folder exports. Adding a tier is its
  * folder, its library in BUILD and its name on this one line. */
 #define TIERS(X)                                                                                   \
-    X(access) X(audit) X(entries) X(cache) X(global) X(episodic) X(blackboard) X(router)
+    X(access) X(audit) X(cache) X(entries) X(global) X(episodic) X(blackboard) X(router)
 
 #define TIER_DECLARE(name) extern const tier name##_tier;
 #define TIER_ENTRY(name) &name##_tier,

@@ -203,3 +203,151 @@ void cache_l2_publish(cache_l2 *l2, const char *key, size_t klen, const char *id
                           .done = published};
     aredis_submit(l2->ar, &p->cmd);
 }
+
+/* ---- records kept in L2 too ---- */
+
+/* KEYS: the record's value key, its generation key. ARGV: blob, ttl ms,
+ * the generation its load started from ("" for none). A fill lands only
+ * if no change came since (a change bumps the generation), so a load that
+ * raced a write never stores what the write replaced. */
+static const char fill_script[] = "if (redis.call('GET', KEYS[2]) or '') == ARGV[3] then "
+                                  "  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) "
+                                  "end return 0";
+
+/* KEYS: value key, generation key. ARGV: the generation's TTL ms, the
+ * channel, the invalidation message. */
+static const char changed_script[] = "redis.call('INCR', KEYS[2]) "
+                                     "redis.call('PEXPIRE', KEYS[2], ARGV[1]) "
+                                     "redis.call('DEL', KEYS[1]) "
+                                     "redis.call('PUBLISH', ARGV[2], ARGV[3]) return 0";
+
+/* How long a record's generation outlives its last change: far longer
+ * than any load (a load's deadline), so a load never sees it vanish and
+ * come back as the same number. */
+#define GENERATION_TTL_MS "86400000"
+
+static void record_got(aredis_cmd *q, int status, redisReply *r) {
+    cache_l2_record_get *g = q->arg;
+    if (status == STATUS_OK && (r->type != REDIS_REPLY_ARRAY || r->elements != 2)) {
+        snprintf(q->err, sizeof q->err, "Redis answered MGET with something else than 2 values");
+        status = STATUS_EUNAVAILABLE;
+    }
+    if (status == STATUS_OK) {
+        const redisReply *v = r->element[0], *gen = r->element[1];
+        if (v->type == REDIS_REPLY_STRING)
+            g->item = cache_blob_decode((const uint8_t *)v->str, v->len);
+        if (gen->type == REDIS_REPLY_STRING) {
+            if (gen->len >= sizeof g->gen) {
+                snprintf(q->err, sizeof q->err, "a record generation is not a number");
+                status = STATUS_EUNAVAILABLE;
+            } else {
+                memcpy(g->gen, gen->str, gen->len);
+                g->gen[gen->len] = '\0';
+            }
+        }
+    }
+    g->done(g, status);
+}
+
+void cache_l2_record_get_start(cache_l2 *l2, cache_l2_record_get *g, const char *key, size_t klen,
+                               const char *gkey, size_t gklen, int64_t deadline_ms) {
+    g->item = NULL;
+    g->gen[0] = '\0';
+    g->argv[0] = "MGET", g->lens[0] = 4;
+    g->argv[1] = key, g->lens[1] = klen;
+    g->argv[2] = gkey, g->lens[2] = gklen;
+    g->cmd = (aredis_cmd){.argc = 3,
+                          .argv = g->argv,
+                          .lens = g->lens,
+                          .what = "record lookup",
+                          .deadline_ms = bounded(deadline_ms),
+                          .done = record_got,
+                          .arg = g};
+    aredis_submit(l2->ar, &g->cmd);
+}
+
+void cache_l2_record_get_cancel(cache_l2 *l2, cache_l2_record_get *g) {
+    aredis_cancel(l2->ar, &g->cmd);
+}
+
+/* A script sent without waiting for its answer: the command and copies of
+ * its words, freed when done. */
+typedef struct {
+    aredis_cmd cmd;
+    const char *argv[8];
+    size_t lens[8];
+    char id[200]; /* the record, for the log */
+    const char *what;
+    char bytes[];
+} script_cmd;
+
+static void script_done(aredis_cmd *q, int status, redisReply *r) {
+    (void)r;
+    script_cmd *s = (script_cmd *)q;
+    if (status != STATUS_OK)
+        log_fields(LOG_WARN, s->what, LOG_F_STR, "id", s->id, LOG_F_STR, "reason", q->err,
+                   LOG_F_END);
+    free(s);
+}
+
+/* EVAL body on 2 keys with nargs args (each copied), without waiting;
+ * what is logged when it fails. */
+static void send_script(cache_l2 *l2, const char *what, const char *id, const char *body,
+                        const char *const *words, const size_t *lens, int nwords) {
+    size_t total = 0;
+    for (int i = 0; i < nwords; i++) total += lens[i];
+    script_cmd *s = malloc(sizeof *s + total + 1);
+    if (!s) {
+        log_fields(LOG_WARN, what, LOG_F_STR, "id", id, LOG_F_STR, "reason", "out of memory",
+                   LOG_F_END);
+        return;
+    }
+    snprintf(s->id, sizeof s->id, "%s", id);
+    s->what = what;
+    int argc = 0;
+    s->argv[argc] = "EVAL", s->lens[argc++] = 4;
+    s->argv[argc] = body, s->lens[argc++] = strlen(body);
+    s->argv[argc] = "2", s->lens[argc++] = 1;
+    char *p = s->bytes;
+    for (int i = 0; i < nwords; i++) {
+        memcpy(p, words[i], lens[i]);
+        s->argv[argc] = p, s->lens[argc++] = lens[i];
+        p += lens[i];
+    }
+    s->cmd = (aredis_cmd){.argc = argc,
+                          .argv = s->argv,
+                          .lens = s->lens,
+                          .what = "record script",
+                          .deadline_ms = INT64_MAX,
+                          .done = script_done};
+    aredis_submit(l2->ar, &s->cmd);
+}
+
+void cache_l2_record_fill(cache_l2 *l2, const char *key, size_t klen, const char *gkey,
+                          size_t gklen, const uint8_t *blob, size_t blen, int64_t ttl_ms,
+                          const char *gen) {
+    char ttl[24];
+    snprintf(ttl, sizeof ttl, "%lld", (long long)ttl_ms);
+    const char *w[] = {key, gkey, (const char *)blob, ttl, gen};
+    size_t l[] = {klen, gklen, blen, strlen(ttl), strlen(gen)};
+    send_script(l2, "record not kept in L2 (the next lookup loads it again)", key, fill_script, w,
+                l, 5);
+}
+
+void cache_l2_record_changed(cache_l2 *l2, const char *key, size_t klen, const char *gkey,
+                             size_t gklen, const char *id) {
+    static const char what[] = "record change not announced: other replicas drop their L1 when "
+                               "their subscription recovers; L2 may keep the old copy until its "
+                               "TTL";
+    char *msg = malloc(CACHE_INVAL_BYTES(klen));
+    if (!msg) {
+        log_fields(LOG_WARN, what, LOG_F_STR, "id", id, LOG_F_STR, "reason", "out of memory",
+                   LOG_F_END);
+        return;
+    }
+    size_t mlen = cache_inval_encode(l2->replica, key, klen, msg);
+    const char *w[] = {key, gkey, GENERATION_TTL_MS, CACHE_INVALIDATE_CHANNEL, msg};
+    size_t l[] = {klen, gklen, strlen(GENERATION_TTL_MS), strlen(CACHE_INVALIDATE_CHANNEL), mlen};
+    send_script(l2, what, id, changed_script, w, l, 5);
+    free(msg);
+}

@@ -91,4 +91,39 @@ void cache_l2_write_cancel(cache_l2 *l2, cache_l2_write *w);
  * other replicas then drop their L1 when their subscription recovers). */
 void cache_l2_publish(cache_l2 *l2, const char *key, size_t klen, const char *id);
 
+/* ---- records kept in L2 too (cache_records.h) ----
+ *
+ * A record's value lives under its key, beside a generation counter under
+ * its generation key that every change bumps. A load reads both; it fills
+ * L2 only if the generation is still the one it read (one script), so a
+ * load racing a write never leaves the old record in L2. */
+typedef struct cache_l2_record_get cache_l2_record_get;
+struct cache_l2_record_get {
+    aredis_cmd cmd;
+    const char *argv[3];
+    size_t lens[3];
+    /* The answer: the stored record (a new item, the caller's reference)
+     * or NULL, and the generation ("" when none). */
+    cache_item *item;
+    char gen[24];
+    void (*done)(cache_l2_record_get *g, int status);
+    void *arg; /* the caller's */
+};
+/* One MGET of key and gkey (borrowed until done) on the event loop, ended
+ * by deadline_ms or CACHE_L2_COMMAND_MS; done(g, status) runs once on the
+ * loop thread, STATUS_OK or the reason in g->cmd.err. */
+void cache_l2_record_get_start(cache_l2 *l2, cache_l2_record_get *g, const char *key, size_t klen,
+                               const char *gkey, size_t gklen, int64_t deadline_ms);
+void cache_l2_record_get_cancel(cache_l2 *l2, cache_l2_record_get *g);
+/* Stores blob under key for ttl_ms if gkey still holds gen (the lookup's);
+ * sent without waiting (the words are copied). */
+void cache_l2_record_fill(cache_l2 *l2, const char *key, size_t klen, const char *gkey,
+                          size_t gklen, const uint8_t *blob, size_t blen, int64_t ttl_ms,
+                          const char *gen);
+/* After a change of record id committed: bumps gkey, deletes key and
+ * publishes key's invalidation, in one script sent without waiting (a
+ * failure is logged). */
+void cache_l2_record_changed(cache_l2 *l2, const char *key, size_t klen, const char *gkey,
+                             size_t gklen, const char *id);
+
 #endif

@@ -4,7 +4,14 @@
  * with, plus its owner and label, and gets one back. This module keys it
  * per tenant, packs it, keeps it in L1 with single flight (cache_aside.h),
  * applies the caller's read diode to every copy it hands out, and
- * announces changes to every replica (cache_l2_publish). */
+ * announces changes to every replica (cache_l2_publish).
+ *
+ * A kind may be kept in L2 (Redis) too: a lookup that misses L1 then reads
+ * L2 before the tier's store, and what the store returns fills L2 unless a
+ * change came meanwhile (cache_l2_record_fill's generation check); a change
+ * bumps the generation, deletes the L2 copy and announces it, in one
+ * script. A change whose script cannot reach Redis is logged: L2 may then
+ * serve the old copy until its TTL (l2_ttl_ms) ends. */
 #ifndef MEMORYD_CACHE_CACHE_RECORDS_H
 #define MEMORYD_CACHE_CACHE_RECORDS_H
 
@@ -24,13 +31,15 @@ typedef struct cache_record {
     const char *owner;
     int label;
     int64_t update_us; /* Unix µs of its last change */
+    int64_t expire_ms; /* Unix ms it expires at; 0 = never */
 } cache_record;
 
-/* Records of one kind ('e': entities), whose messages are of type desc.
- * ca and l2 are borrowed (l2 may be NULL: no Redis, one replica). NULL when
- * out of memory. */
+/* Records of one kind (a lower-case letter; 'e': entities, 'n': entries),
+ * whose messages are of type desc. ca and l2 are borrowed (l2 may be NULL:
+ * no Redis, one replica). l2_ttl_ms > 0 keeps them in L2 too, that long at
+ * most. NULL when out of memory. */
 cache_records *cache_records_create(cache_aside *ca, cache_l2 *l2, char kind,
-                                    const ProtobufCMessageDescriptor *desc);
+                                    const ProtobufCMessageDescriptor *desc, int64_t l2_ttl_ms);
 void cache_records_free(cache_records *r); /* accepts NULL */
 
 /* Record id of p's tenant as p may see it (reading with breadth), from L1
@@ -54,10 +63,20 @@ int cache_records_peek(cache_records *r, const principal *p, principal_breadth b
  * (absent, or hidden from f->p), STATUS_ENOMEM, or the load's own failure
  * when this caller ran it. */
 typedef struct cache_records_fetch cache_records_fetch;
+/* Where a fetch's answer came from (f->level, set before done). */
+#define CACHE_RECORDS_FROM_L1 1    /* L1, or a concurrent lookup's load */
+#define CACHE_RECORDS_FROM_L2 2    /* Redis */
+#define CACHE_RECORDS_FROM_STORE 3 /* the tier's load */
 struct cache_records_fetch {
     cache_aside_wait w;         /* private */
     cache_records *r;           /* private */
     cache_aside_flight *flight; /* private: the load this fetch runs */
+    cache_l2_record_get l2get;  /* private: its L2 lookup */
+    const char *gkey;           /* private: the generation key */
+    size_t gklen;               /* private */
+    int l2_state;               /* private (atomic): 1 looking in L2, 2 generation known */
+    int64_t deadline_ms;        /* the caller's (bounds the L2 lookup) */
+    int level;                  /* CACHE_RECORDS_FROM_*, set before done */
     const principal *p;
     principal_breadth breadth;
     arena *a;

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "memory/v1/cache.pb-c.h"
+#include "memory/v1/entries.pb-c.h"
 #include "service/audit/audit.h"
 #include "service/auth/authn.h"
 #include "service/cache/cache_codec.h"
@@ -30,15 +31,21 @@
 /* How long L1 may remember that a slot is empty (L1's TTL caps it too). */
 #define ABSENT_MS 3600000
 
+/* How long an entry cached for the router stays in L2 at most: also how
+ * long a copy may outlive a change whose announcement Redis missed. */
+#define ENTRY_L2_TTL_MS 60000
+
 /* The cache tier: this replica's L1, and with Redis the L2, the
- * invalidation subscriber and (with --cache-entities) the record cache it
- * offers GlobalMemory. */
+ * invalidation subscriber, the record caches it offers: GlobalMemory's
+ * entities (with --cache-entities), and the entries the router looks up
+ * (RecentLookupQuery). */
 typedef struct cache_service {
     cache_l1 *l1;
-    cache_l2 *l2;       /* NULL: no Redis configured */
-    cache_sub *sub;     /* with l2 */
-    cache_aside *aside; /* with --cache-entities */
-    cache_records *entities;
+    cache_l2 *l2;   /* NULL: no Redis configured */
+    cache_sub *sub; /* with l2 */
+    cache_aside *aside;
+    cache_records *entities; /* with --cache-entities */
+    cache_records *entries;
     pii_policy pii;
     tier_store store; /* PostgreSQL, for the audit rows of writes */
     audit *audit;
@@ -573,6 +580,7 @@ static void cache_free(void *state) {
     cache_service *svc = state;
     if (!svc) return;
     cache_records_free(svc->entities);
+    cache_records_free(svc->entries);
     cache_aside_free(svc->aside);
     cache_sub_stop(svc->sub);
     cache_l2_free(svc->l2);
@@ -608,14 +616,17 @@ static int cache_open(tier_env *env, void **state, char *err, size_t errlen) {
     if (!(svc->l1 = cache_l1_create(&lo)) ||
         (env->redis && (!(svc->l2 = cache_l2_create(env->redis_async, replica)) ||
                         !(svc->sub = cache_sub_start(env->redis, svc->l1, replica)))) ||
-        (c->cache_entities && (!(svc->aside = cache_aside_create(svc->l1, svc->sub)) ||
-                               !(svc->entities = cache_records_create(
-                                     svc->aside, svc->l2, 'e', &memory__v1__entity__descriptor)))))
+        !(svc->aside = cache_aside_create(svc->l1, svc->sub)) ||
+        !(svc->entries = cache_records_create(svc->aside, svc->l2, 'n',
+                                              &memory__v1__entry__descriptor, ENTRY_L2_TTL_MS)) ||
+        (c->cache_entities && !(svc->entities = cache_records_create(
+                                    svc->aside, svc->l2, 'e', &memory__v1__entity__descriptor, 0))))
         return snprintf(err, errlen, "cannot start the cache (out of memory or threads)"), -1;
     /* Serve with invalidations heard when Redis is there: until then the
      * entity cache bypasses L1. A Redis that is down does not hold us up. */
     if (svc->sub) cache_sub_wait_live(svc->sub, rpc_now_ms() + 2000);
     env->entity_cache = svc->entities;
+    env->entry_cache = svc->entries;
     log_fields(LOG_INFO, "cache tier", LOG_F_STR, "replica", replica, LOG_F_INT, "l1_max_entries",
                (int64_t)c->cache_l1_max_entries, LOG_F_INT, "l1_max_bytes",
                (int64_t)c->cache_l1_max_bytes, LOG_F_STR, "l2", svc->l2 ? "redis" : "none",

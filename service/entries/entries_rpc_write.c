@@ -82,11 +82,13 @@ static grpc_status_code write_pii(rpc_call *call, const entries_service *svc,
 typedef struct {
     entries_record rec;
     int created;
+    const char *ns, *key; /* the request's */
 } written;
 
 static grpc_status_code render_write(tier_pending_call *pc) {
     const written *w = pc->out;
     Memory__V1__EntriesWriteResponse *resp = (Memory__V1__EntriesWriteResponse *)pc->resp;
+    entries_changed(pc->arg, pc->c, w->ns, w->key);
     if (!(resp->meta = tier_meta_render(pc->c->ar, &w->rec.meta))) return rpc_call_oom(pc->call);
     resp->created = w->created;
     return GRPC_STATUS_OK;
@@ -120,10 +122,18 @@ RPC_UNARY_HANDLER(entries_do_write, entries_service, Memory__V1__EntriesWriteReq
     tier_pending_call *pc = tier_pending_new(call, "entries", svc->env->audit, sizeof(written),
                                              render_write, &resp->base);
     written *w = pc ? pc->out : NULL;
+    if (w) pc->arg = svc, w->ns = in.ns, w->key = in.key;
     tier_async *op = w ? entries_store_write_async(&svc->store, pc->c, &in, &w->rec, &w->created,
                                                    tier_pending_done, pc)
                        : NULL;
     return op ? tier_pending(call, &svc->store, op) : rpc_call_oom(call);
+}
+
+/* Delete answers nothing; the router's copies of the entry go. */
+static grpc_status_code render_delete(tier_pending_call *pc) {
+    const char *const *addr = pc->out;
+    entries_changed(pc->arg, pc->c, addr[0], addr[1]);
+    return GRPC_STATUS_OK;
 }
 
 /* On the event loop, as Write. */
@@ -134,8 +144,14 @@ RPC_UNARY_HANDLER(entries_do_delete, entries_service, Memory__V1__EntriesDeleteE
     if (has_expected) RPC_CHECK(tier_check_expected(call, req->expected_version, TIER_EXPECT_ANY));
     RPC_CHECK(entries_check_ns_allowed(call, authn_principal(call), req->namespace_));
     entries_target(call, req->namespace_, req->key);
-    tier_pending_call *pc =
-        tier_pending_new(call, "entries", svc->env->audit, 1, tier_render_nothing, &resp->base);
+    tier_pending_call *pc = tier_pending_new(call, "entries", svc->env->audit,
+                                             2 * sizeof(const char *), render_delete, &resp->base);
+    if (pc) {
+        pc->arg = svc;
+        const char **addr = pc->out;
+        addr[0] = req->namespace_;
+        addr[1] = req->key;
+    }
     tier_async *op =
         pc ? entries_store_delete_async(&svc->store, pc->c, req->namespace_, req->key, has_expected,
                                         req->expected_version, tier_pending_done, pc)
@@ -231,10 +247,12 @@ typedef struct {
     Memory__V1__RecordMeta **meta;
     int64_t *size_bytes;        /* Append's, or NULL */
     int64_t *replacement_count; /* Replace's, or NULL */
+    const char *ns, *key;       /* the request's */
 } modify_pending;
 
 static grpc_status_code render_modify(tier_pending_call *pc) {
     modify_pending *m = pc->out;
+    entries_changed(pc->arg, pc->c, m->ns, m->key);
     if (!(*m->meta = tier_meta_render(pc->c->ar, &m->rec.meta))) return rpc_call_oom(pc->call);
     if (m->size_bytes) *m->size_bytes = m->rec.size_bytes;
     if (m->replacement_count) *m->replacement_count = m->e.count;
@@ -255,7 +273,10 @@ static grpc_status_code modify(rpc_call *call, entries_service *svc, ProtobufCMe
                                              sizeof(modify_pending), render_modify, resp);
     if (!pc) return rpc_call_oom(call);
     modify_pending *m = pc->out;
+    pc->arg = svc;
     *m = *tmpl;
+    m->ns = ns;
+    m->key = key;
     m->e.a = rpc_call_arena(call);
     m->e.mode = pii_policy_mode(svc->env->pii, p);
     entries_modify_in in = {ns, key, has_expected, expected, edit, &m->e};

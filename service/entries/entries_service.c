@@ -9,6 +9,7 @@
 
 #include "service/auth/authn.h"
 #include "service/auth/nsglob.h"
+#include "service/core/log.h"
 #include "service/core/text.h"
 #include "service/entries/entries_service_internal.h"
 #include "service/pb/pbjson.h"
@@ -32,11 +33,11 @@ grpc_status_code entries_check_namespace(rpc_call *call, const char *field, cons
     return GRPC_STATUS_OK;
 }
 
-grpc_status_code entries_check_key(rpc_call *call, const char *key) {
+grpc_status_code entries_check_key(rpc_call *call, const char *field, const char *key) {
     char why[256];
-    if (!key[0]) return rpc_call_invalid(call, "key: required");
+    if (!key[0]) return rpc_call_invalid(call, "%s: required", field);
     if (nsglob_check_key(key, strlen(key), why, sizeof why) != 0)
-        return rpc_call_invalid(call, "key: \"%s\" is not a key: %s",
+        return rpc_call_invalid(call, "%s: \"%s\" is not a key: %s", field,
                                 text_quote(rpc_call_arena(call), key), reason(why));
     return GRPC_STATUS_OK;
 }
@@ -67,8 +68,23 @@ grpc_status_code entries_check_ns_allowed(rpc_call *call, const principal *p, co
 
 grpc_status_code entries_check_address(rpc_call *call, const char *ns, const char *key) {
     RPC_CHECK(entries_check_namespace(call, "namespace", ns));
-    RPC_CHECK(entries_check_key(call, key));
+    RPC_CHECK(entries_check_key(call, "key", key));
     return GRPC_STATUS_OK;
+}
+
+/* ------------------------------------------------------------ the router's copies */
+
+const char *entries_cache_id(arena *a, const char *ns, const char *key) {
+    return arena_printf(a, "%zu:%s%s", strlen(ns), ns, key);
+}
+
+void entries_changed(const entries_service *svc, tier_ctx *c, const char *ns, const char *key) {
+    if (!svc->records) return;
+    const char *id = entries_cache_id(c->ar, ns, key);
+    if (id) cache_records_changed(svc->records, c->ar, principal_tenant(c->p), id);
+    else
+        log_fields(LOG_WARN, "entry change not announced to the router's cache: out of memory",
+                   LOG_F_STR, "namespace", ns, LOG_F_STR, "key", key, LOG_F_END);
 }
 
 /* ------------------------------------------------------------ rendering */
@@ -103,6 +119,8 @@ static int entries_open(tier_env *env, void **state, char *err, size_t errlen) {
     if (!svc) return -1;
     svc->env = env;
     svc->store = tier_store_on(env->pg, env->pga, env->max_response_bytes);
+    svc->records = env->entry_cache;
+    env->entries = svc;
     return 0;
 }
 

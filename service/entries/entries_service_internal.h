@@ -5,6 +5,7 @@
 #define MEMORYD_ENTRIES_ENTRIES_SERVICE_INTERNAL_H
 
 #include "memory/v1/entries.pb-c.h"
+#include "service/cache/cache_records.h"
 #include "service/entries/entries_service.h"
 #include "service/entries/entries_store.h"
 #include "service/tier/tier.h"
@@ -15,14 +16,22 @@
 #define ENTRIES_CONTENT_TYPE_MAX 128 /* characters */
 
 typedef struct entries_service {
-    const tier_env *env; /* audit trail, PII policy, answer budget */
+    const tier_env *env;    /* audit trail, PII policy, answer budget */
+    cache_records *records; /* the router's copies (env->entry_cache); NULL: none */
     entries_store store;
 } entries_service;
+
+/* The id of entry ns/key in the record cache (the namespace's length
+ * first, so no two entries share one), in arena a; NULL when out of
+ * memory. */
+const char *entries_cache_id(arena *a, const char *ns, const char *key);
+/* After a change of ns/key committed: every replica's copy is dropped. */
+void entries_changed(const entries_service *svc, tier_ctx *c, const char *ns, const char *key);
 
 /* Request checks naming the field. An empty namespace pattern becomes
  * "*:*:*", an empty key pattern "*". */
 grpc_status_code entries_check_namespace(rpc_call *call, const char *field, const char *ns);
-grpc_status_code entries_check_key(rpc_call *call, const char *key);
+grpc_status_code entries_check_key(rpc_call *call, const char *field, const char *key);
 grpc_status_code entries_check_ns_pattern(rpc_call *call, const char *field, const char **pat);
 grpc_status_code entries_check_key_pattern(rpc_call *call, const char **pat);
 /* PERMISSION_DENIED when ns is outside the token's ns claim. */

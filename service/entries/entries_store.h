@@ -101,6 +101,12 @@ tier_async *entries_store_write_async(entries_store *s, tier_ctx *c, const entri
  * when absent, expired or hidden by the read diode. */
 tier_async *entries_store_read_async(entries_store *s, tier_ctx *c, const char *ns, const char *key,
                                      entries_record *out, tier_async_done_fn done, void *arg);
+/* The entry of c's tenant whatever its owner and label (unexpired), as
+ * entries_store_read_async: for a cache shared by the tenant's callers,
+ * which must apply the rest of the read diode (principal_may_read, the ns
+ * claim) to every copy it hands out. */
+tier_async *entries_store_load_async(entries_store *s, tier_ctx *c, const char *ns, const char *key,
+                                     entries_record *out, tier_async_done_fn done, void *arg);
 /* Read's statement (the benchmark's direct side runs it too). */
 void entries_sql_read(const tier_ctx *c, const char *ns, const char *key, pgq_sql *b);
 

@@ -40,6 +40,30 @@ tier_async *entries_store_read_async(entries_store *s, tier_ctx *c, const char *
     return op;
 }
 
+/* The entry of the caller's tenant whatever its owner and label, unless
+ * expired: for the router's cache, shared by the tenant's callers. */
+static int decode_load(tier_async *op, const PGresult *res) {
+    read_args *a = op->arg;
+    if (PQntuples(res) == 0)
+        return tier_fail(op->c, STATUS_ENOTFOUND, "entry %s/%s not found", a->ns, a->key);
+    return entries_decode_row(op->c, res, 0, 1, a->out);
+}
+
+tier_async *entries_store_load_async(entries_store *s, tier_ctx *c, const char *ns, const char *key,
+                                     entries_record *out, tier_async_done_fn done, void *arg) {
+    (void)s;
+    read_args a = {ns, key, out};
+    tier_async *op = tier_async_new(c, "load entry", decode_load, &a, sizeof a, done, arg);
+    if (op)
+        pgq_sql_add(&op->sql,
+                    "SELECT " ENTRIES_COLS ", value FROM entries WHERE tenant = $%d"
+                    " AND namespace = $%d AND key = $%d"
+                    " AND (expires_at IS NULL OR expires_at > now())",
+                    pgq_text(&op->sql, principal_tenant(c->p)), pgq_text(&op->sql, ns),
+                    pgq_text(&op->sql, key));
+    return op;
+}
+
 /* ------------------------------------------------------------ List / Search */
 
 /* How many leading rows came back with their value: with values, a

@@ -116,7 +116,8 @@ static void entity_loaded(void *arg, int rc) {
     cache_record rec = {0};
     Memory__V1__Entity *m = NULL;
     if (rc == STATUS_OK && !(m = global_render_entity(ef->c->ar, &ef->e))) rc = STATUS_ENOMEM;
-    if (m) rec = (cache_record){&m->base, ef->e.meta.owner, ef->e.meta.label, ef->e.meta.update_us};
+    if (m)
+        rec = (cache_record){&m->base, ef->e.meta.owner, ef->e.meta.label, ef->e.meta.update_us, 0};
     cache_records_loaded(&ef->f, rc, &rec);
 }
 

@@ -10,6 +10,7 @@
 #include "service/auth/authn.h"
 #include "service/core/cancel.h"
 #include "service/core/log.h"
+#include "service/entries/entries_service.h"
 #include "service/episodic/episodic_service.h"
 #include "service/global/global_service.h"
 #include "service/pb/pbtime.h"
@@ -20,7 +21,7 @@
 #define LIMIT_DEFAULT 10
 /* The reply margin kept from the caller's deadline: a tenth of what is
  * left, at most this. */
-#define REPLY_MARGIN_MS 20
+#define REPLY_MARGIN_MS 100
 /* A point names the entity it is about with this top-level payload field
  * (router.proto's fusion). */
 #define ENTITY_FIELD "entity_id"
@@ -28,6 +29,8 @@
 typedef struct router_service {
     struct global_service *global;
     struct episodic_service *episodic;
+    struct entries_service *entries;
+    int has_l2; /* Redis configured: the recent lookup has an L2 */
     int64_t default_deadline_ms;
 } router_service;
 
@@ -36,12 +39,15 @@ typedef struct router_service {
 typedef struct query {
     const Memory__V1__VectorSearchQuery *vector;
     const Memory__V1__GraphQuery *graph;
+    const Memory__V1__RecentLookupQuery *recent;
     const char *vector_prefix, *graph_prefix; /* field names in errors */
     int hybrid;
     int limit;
 } query;
 
-enum { PART_VECTOR = 0, PART_GRAPH = 1, NPARTS = 2 };
+enum { PART_VECTOR = 0, PART_GRAPH = 1, PART_RECENT = 2, NPARTS = 3 };
+/* Reports one part may give: the recent lookup's three levels. */
+#define LEVELS 3
 
 typedef struct part {
     int rc;      /* how it ended (STATUS_*) */
@@ -54,6 +60,11 @@ typedef struct part {
     Memory__V1__RouterResult **results; /* best first */
     size_t n;
     tier_ctx c;
+    /* The recent lookup reports each level it passed (L1, L2, Entries);
+     * the one that answered (tier) carries the results. */
+    int nlevels;
+    Memory__V1__Tier level_tier[LEVELS];
+    Memory__V1__TierOutcome level_outcome[LEVELS];
 } part;
 
 typedef struct run {
@@ -75,6 +86,7 @@ typedef struct run {
     global_graph_hit *ghits; /* what it found */
     long nghits;
     episodic_search *search; /* the vector part's */
+    entries_lookup *lookup;  /* the recent part's */
     Memory__V1__ScoredPoint **points;
     size_t npoints;
 } run;
@@ -183,16 +195,30 @@ static int fused_results(run *r, Memory__V1__RouterResult ***out, size_t *nout) 
 
 /* ------------------------------------------------------------ reports */
 
-static Memory__V1__TierReport *report(arena *a, const run *r, const part *pt) {
+static Memory__V1__TierReport *report_of(arena *a, const run *r, const part *pt,
+                                         Memory__V1__Tier tier, Memory__V1__TierOutcome outcome) {
     Memory__V1__TierReport *m = arena_message(a, &memory__v1__tier_report__descriptor);
     if (!m) return NULL;
-    m->tier = pt->tier;
-    m->outcome = pt->outcome;
-    m->result_count = (int32_t)pt->n;
-    if (pt->detail && !(m->detail = arena_strdup(a, pt->detail))) return NULL;
+    m->tier = tier;
+    m->outcome = outcome;
+    int answering = tier == pt->tier;
+    m->result_count = answering ? (int32_t)pt->n : 0;
+    if (answering && pt->detail && !(m->detail = arena_strdup(a, pt->detail))) return NULL;
     int64_t ms = (pt->end_ms > r->start_ms ? pt->end_ms : r->start_ms) - r->start_ms;
     if (!(m->latency = pbtime_duration(a, ms * 1000))) return NULL;
     return m;
+}
+
+/* A part's reports into out (room for LEVELS): how many, or -1 when out
+ * of memory. */
+static int part_reports(arena *a, const run *r, const part *pt, Memory__V1__TierReport **out) {
+    if (!pt->nlevels) return (out[0] = report_of(a, r, pt, pt->tier, pt->outcome)) ? 1 : -1;
+    for (int k = 0; k < pt->nlevels; k++) {
+        Memory__V1__TierOutcome o =
+            pt->level_tier[k] == pt->tier ? pt->outcome : pt->level_outcome[k];
+        if (!(out[k] = report_of(a, r, pt, pt->level_tier[k], o))) return -1;
+    }
+    return pt->nlevels;
 }
 
 /* A part's end code as its outcome. */
@@ -225,8 +251,8 @@ static grpc_status_code none_answered(run *r) {
         const part *pt = &r->parts[i];
         if (!pt->used) continue;
         late |= pt->outcome == MEMORY__V1__TIER_OUTCOME__TIER_OUTCOME_DEADLINE_EXCEEDED;
-        int w = snprintf(msg + at, sizeof msg - at, "%s%s: %s", at ? "; " : "",
-                         i == PART_GRAPH ? "global memory" : "episodic memory",
+        static const char *const names[NPARTS] = {"episodic memory", "global memory", "entries"};
+        int w = snprintf(msg + at, sizeof msg - at, "%s%s: %s", at ? "; " : "", names[i],
                          pt->detail ? pt->detail : "no answer");
         if (w > 0 && (size_t)w < sizeof msg - at) at += (size_t)w;
     }
@@ -241,7 +267,8 @@ static grpc_status_code none_answered(run *r) {
 /* The results the call answers with (every part has ended; one thread). */
 static int final_results(run *r, Memory__V1__RouterResult ***out, size_t *n) {
     if (r->q.hybrid) return fused_results(r, out, n);
-    const part *pt = &r->parts[r->parts[PART_GRAPH].used ? PART_GRAPH : PART_VECTOR];
+    int i = r->parts[PART_GRAPH].used ? PART_GRAPH : r->q.recent ? PART_RECENT : PART_VECTOR;
+    const part *pt = &r->parts[i];
     *out = pt->results;
     *n = pt->n < (size_t)r->q.limit ? pt->n : (size_t)r->q.limit;
     return 0;
@@ -296,11 +323,12 @@ static void finish(run *r) {
         resp->results = res;
         resp->n_results = n;
         resp->partial = partial;
-        resp->tiers = arena_alloc(a, NPARTS * sizeof *resp->tiers);
+        resp->tiers = arena_alloc(a, NPARTS * LEVELS * sizeof *resp->tiers);
         if (!resp->tiers) st = rpc_call_oom(call);
         for (int k = 0; st == GRPC_STATUS_OK && k < r->nended; k++) {
-            if (!(resp->tiers[k] = report(a, r, &r->parts[r->order[k]]))) st = rpc_call_oom(call);
-            resp->n_tiers = (size_t)k + 1;
+            int got = part_reports(a, r, &r->parts[r->order[k]], resp->tiers + resp->n_tiers);
+            if (got < 0) st = rpc_call_oom(call);
+            else resp->n_tiers += (size_t)got;
         }
     }
     /* The response is encoded by rpc_call_complete, which may free the
@@ -312,27 +340,34 @@ static void finish(run *r) {
 
 /* ------------------------------------------------------------ parts */
 
-/* Part i ended with rc (its results rendered when STATUS_OK). A stream
- * gets its message now; the last part to end finishes the call. */
 /* A stream's message for part i (its report and results, in a). A
  * stream the client left ends with the run; one whose reader is too slow
  * for a message or two is not a Router concern (the buffer holds them). */
 static void announce(run *r, int i, arena *a) {
     const part *pt = &r->parts[i];
     if (!r->stream || r->cancelled) return;
-    Memory__V1__RouterQueryStreamResponse m = MEMORY__V1__ROUTER_QUERY_STREAM_RESPONSE__INIT;
-    m.report = report(a, r, pt);
-    m.results = pt->results;
-    m.n_results = pt->n < (size_t)r->q.limit ? pt->n : (size_t)r->q.limit;
-    if (m.report) rpc_call_send(r->call, &m.base);
+    Memory__V1__TierReport *reps[LEVELS];
+    int n = part_reports(a, r, pt, reps);
+    for (int k = 0; k < n; k++) {
+        Memory__V1__RouterQueryStreamResponse m = MEMORY__V1__ROUTER_QUERY_STREAM_RESPONSE__INIT;
+        m.report = reps[k];
+        if (reps[k]->tier == pt->tier) {
+            m.results = pt->results;
+            m.n_results = pt->n < (size_t)r->q.limit ? pt->n : (size_t)r->q.limit;
+        }
+        rpc_call_send(r->call, &m.base);
+    }
 }
 
+/* Part i ended with rc (its results rendered when STATUS_OK). A stream
+ * gets its message now; the last part to end finishes the call. */
 static void part_end(run *r, int i, int rc, arena *a) {
     part *pt = &r->parts[i];
     pt->end_ms = rpc_now_ms();
     set_outcome(pt, rc);
     announce(r, i, a);
     pthread_mutex_lock(&r->lock);
+    pt->running = 0; /* a cancel no longer reaches into it */
     r->order[r->nended++] = i;
     int last = --r->pending == 0;
     pthread_mutex_unlock(&r->lock);
@@ -347,14 +382,55 @@ static void graph_done(void *arg, int rc) {
     part_end(r, PART_GRAPH, rc, r->graph_arena);
 }
 
-/* The client cancelled, its deadline passed, or the server drains: both
- * parts stop (each then ends through part_end). */
+/* The client cancelled, its deadline passed, or the server drains: the
+ * running parts stop (each then ends through part_end). The graph part's
+ * query lives in its own arena, which the run's end frees: it is cancelled
+ * under the run's lock, and only while it runs (its cancel is only a flag
+ * for the loop, so nothing ends under the lock). */
 static void on_cancel(rpc_call *call, void *arg) {
     (void)call;
     run *r = arg;
+    pthread_mutex_lock(&r->lock);
     r->cancelled = 1;
+    if (r->parts[PART_GRAPH].running) global_graph_cancel(r->graph);
+    pthread_mutex_unlock(&r->lock);
     cancel_fire(&r->cancel);
-    if (r->graph) global_graph_cancel(r->graph);
+    if (r->lookup) entries_lookup_cancel(r->lookup);
+}
+
+/* The recent lookup ended (any thread): the levels it passed, and the
+ * entry if there is one. */
+static void recent_done(void *arg, int rc, int from) {
+    run *r = arg;
+    part *pt = &r->parts[PART_RECENT];
+    static const Memory__V1__Tier levels[LEVELS] = {MEMORY__V1__TIER__TIER_CACHE_L1,
+                                                    MEMORY__V1__TIER__TIER_CACHE_L2,
+                                                    MEMORY__V1__TIER__TIER_ENTRIES};
+    int at = from - ENTRIES_FROM_L1; /* the level that answered */
+    pt->tier = levels[at];
+    pt->nlevels = LEVELS;
+    for (int k = 0; k < LEVELS; k++) {
+        pt->level_tier[k] = levels[k];
+        pt->level_outcome[k] = k < at ? MEMORY__V1__TIER_OUTCOME__TIER_OUTCOME_MISS
+                                      : MEMORY__V1__TIER_OUTCOME__TIER_OUTCOME_SKIPPED;
+    }
+    /* Without Redis there is no L2 to miss. */
+    if (!r->svc->has_l2) pt->level_outcome[1] = MEMORY__V1__TIER_OUTCOME__TIER_OUTCOME_SKIPPED;
+    Memory__V1__Entry *e = rc == STATUS_OK ? entries_lookup_entry(r->lookup) : NULL;
+    if (e) {
+        arena *a = pt->c.ar;
+        Memory__V1__RouterResult *res = new_result(a, pt->tier, 0, 1.0);
+        if (!res || !(pt->results = arena_alloc(a, sizeof *pt->results))) {
+            rc = tier_fail(&pt->c, STATUS_ENOMEM, "out of memory");
+        } else {
+            res->record_case = MEMORY__V1__ROUTER_RESULT__RECORD_ENTRY;
+            res->entry = e;
+            pt->results[0] = res;
+            pt->n = 1;
+            tier_target(r->call, "%s/%s", e->namespace_, e->key);
+        }
+    }
+    part_end(r, PART_RECENT, rc, pt->c.ar);
 }
 
 /* Starts the running parts once every check passed: the graph part on the
@@ -366,6 +442,10 @@ static grpc_status_code start(run *r) {
         return GRPC_STATUS_CANCELLED;
     }
     for (int k = 0; k < r->nended; k++) announce(r, r->order[k], rpc_call_arena(r->call));
+    if (r->parts[PART_RECENT].running) {
+        entries_lookup_start(r->lookup); /* may end the call: r is not touched after */
+        return RPC_PENDING;
+    }
     if (r->parts[PART_GRAPH].running) global_graph_submit(r->graph);
     if (r->parts[PART_VECTOR].running) {
         part *pt = &r->parts[PART_VECTOR];
@@ -459,6 +539,10 @@ static grpc_status_code route(rpc_call *call, router_service *svc, const query *
         rpc_call_set_error(call, "graph_query needs the global:read scope");
         return GRPC_STATUS_PERMISSION_DENIED;
     }
+    if (q->recent && principal_scope(p, "entries:read") == PRINCIPAL_DENY) {
+        rpc_call_set_error(call, "recent_lookup needs the entries:read scope");
+        return GRPC_STATUS_PERMISSION_DENIED;
+    }
     if (q->hybrid && !may_vector && !may_graph) {
         rpc_call_set_error(call, "hybrid needs episodic:read or global:read (it has neither)");
         return GRPC_STATUS_PERMISSION_DENIED;
@@ -492,6 +576,15 @@ static grpc_status_code route(rpc_call *call, router_service *svc, const query *
         }
         r->pending++;
     }
+    if (q->recent) {
+        part *pt = &r->parts[PART_RECENT];
+        *pt = (part){.used = 1, .running = 1, .tier = MEMORY__V1__TIER__TIER_CACHE_L1};
+        pt->c = tier_ctx_for(call, "entries", NULL);
+        pt->c.deadline_ms = r->deadline_ms;
+        RPC_CHECK(entries_lookup_prepare(svc->entries, call, "recent_lookup.", q->recent, &pt->c,
+                                         recent_done, r, &r->lookup));
+        r->pending++;
+    }
     r->parts[PART_GRAPH].tier = MEMORY__V1__TIER__TIER_GLOBAL;
     r->parts[PART_VECTOR].tier = MEMORY__V1__TIER__TIER_EPISODIC;
     if (q->vector && may_vector) {
@@ -509,16 +602,15 @@ static grpc_status_code route(rpc_call *call, router_service *svc, const query *
 /* A request's query, normalised: INVALID_ARGUMENT when none or half a
  * hybrid is given. */
 static grpc_status_code query_of(rpc_call *call, int kind, const Memory__V1__VectorSearchQuery *v,
-                                 const Memory__V1__GraphQuery *g, const Memory__V1__HybridQuery *h,
-                                 int32_t limit, query *q) {
+                                 const Memory__V1__GraphQuery *g,
+                                 const Memory__V1__RecentLookupQuery *r,
+                                 const Memory__V1__HybridQuery *h, int32_t limit, query *q) {
     memset(q, 0, sizeof *q);
     RPC_CHECK(check_limit(call, limit, &q->limit));
     switch (kind) {
     case 1: q->vector = v, q->vector_prefix = "vector_search."; break;
     case 2: q->graph = g, q->graph_prefix = "graph_query."; break;
-    case 3:
-        return rpc_call_invalid(call, "recent_lookup: not built yet (the router answers "
-                                      "vector_search, graph_query and hybrid)");
+    case 3: q->recent = r; break;
     case 4:
         if (!h->vector_search) return rpc_call_invalid(call, "hybrid.vector_search: required");
         if (!h->graph_query) return rpc_call_invalid(call, "hybrid.graph_query: required");
@@ -537,7 +629,7 @@ static RPC_UNARY_HANDLER(do_query, router_service, Memory__V1__RouterQueryReques
                          Memory__V1__RouterQueryResponse) {
     query q;
     RPC_CHECK(query_of(call, (int)req->query_case, req->vector_search, req->graph_query,
-                       req->hybrid, req->limit, &q));
+                       req->recent_lookup, req->hybrid, req->limit, &q));
     return route(call, svc, &q, 0, resp);
 }
 
@@ -546,7 +638,7 @@ static grpc_status_code do_query_stream(rpc_call *call, const ProtobufCMessage *
         (const Memory__V1__RouterQueryStreamRequest *)msg;
     query q;
     RPC_CHECK(query_of(call, (int)req->query_case, req->vector_search, req->graph_query,
-                       req->hybrid, req->limit, &q));
+                       req->recent_lookup, req->hybrid, req->limit, &q));
     return route(call, arg, &q, 1, NULL);
 }
 
@@ -555,10 +647,14 @@ static grpc_status_code do_query_stream(rpc_call *call, const ProtobufCMessage *
 static int router_open(tier_env *env, void **state, char *err, size_t errlen) {
     router_service *svc = *state = tier_state_new(sizeof *svc, err, errlen);
     if (!svc) return -1;
-    if (!env->global || !env->episodic)
-        return snprintf(err, errlen, "the router opens after GlobalMemory and EpisodicMemory"), -1;
+    if (!env->global || !env->episodic || !env->entries)
+        return snprintf(err, errlen,
+                        "the router opens after GlobalMemory, EpisodicMemory and Entries"),
+               -1;
     svc->global = env->global;
     svc->episodic = env->episodic;
+    svc->entries = env->entries;
+    svc->has_l2 = env->redis != NULL;
     svc->default_deadline_ms = env->cfg ? env->cfg->router_default_deadline_ms : 5000;
     if (svc->default_deadline_ms <= 0) svc->default_deadline_ms = 5000;
     return 0;

@@ -27,6 +27,7 @@
 
 struct cache_records;
 struct global_service;
+struct entries_service;
 struct episodic_service;
 
 typedef struct tier_env {
@@ -46,10 +47,14 @@ typedef struct tier_env {
     /* Offered by the cache tier when --cache-entities is on (NULL
      * otherwise): GlobalMemory.GetEntity's cache-aside (cache_records.h). */
     struct cache_records *entity_cache;
+    /* Offered by the cache tier (always): the router's cache-aside over
+     * Entries (RecentLookupQuery), which Entries' writes invalidate. */
+    struct cache_records *entry_cache;
     /* Offered to the router by GlobalMemory and EpisodicMemory: their
      * parts of a routed query (global_service.h, episodic_service.h). */
     struct global_service *global;
     struct episodic_service *episodic;
+    struct entries_service *entries;
 } tier_env;
 
 /* A gRPC service (or a health sub-service such as "memory.v1.Cache.L2")

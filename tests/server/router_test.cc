@@ -6,17 +6,20 @@
 #include <google/protobuf/util/json_util.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cmath>
 #include <thread>
 
+#include "memory/v1/entries.pb.h"
 #include "memory/v1/episodic_memory.pb.h"
 #include "memory/v1/global_memory.pb.h"
 #include "memory/v1/router.pb.h"
 #include "tests/testing/grpc_client.h"
 #include "tests/testing/memoryd_process.h"
 #include "tests/testing/pg_testdb.h"
+#include "tests/testing/qdrant_standin.h"
 #include "tests/testing/test_keys.h"
 
 namespace {
@@ -36,10 +39,14 @@ Struct Json(const std::string& json) {
 
 class RouterTest : public ::testing::Test {
  protected:
+  // More memoryd flags (the Qdrant fixture's).
+  virtual std::vector<std::string> ExtraArgs() { return {}; }
+
   void SetUp() override {
     ASSERT_TRUE(db_.ok()) << db_.error();
-    proc_ = std::make_unique<MemorydProcess>(
-        std::vector<std::string>{"--pg-url=" + db_.url(), "--shutdown-grace=1"});
+    std::vector<std::string> args = {"--pg-url=" + db_.url(), "--shutdown-grace=1"};
+    for (const auto& a : ExtraArgs()) args.push_back(a);
+    proc_ = std::make_unique<MemorydProcess>(args);
     ASSERT_TRUE(proc_->Start()) << proc_->Log();
     ch_ = testing_client::Connect(proc_->port());
     all_ = Token("t1", "alice", kAll);
@@ -160,6 +167,54 @@ class RouterTest : public ::testing::Test {
     Point(token, "mem", 1, 1, 0, R"({"entity_id":"b"})");
     Point(token, "mem", 2, 1, 0.5, R"({"note":"x"})");
     Point(token, "mem", 3, 0.5, 1, R"({"entity_id":"z"})");
+  }
+
+  // A replica on the test Redis, trusting the first memoryd's keys.
+  std::unique_ptr<MemorydProcess> Replica() {
+    auto m = std::make_unique<MemorydProcess>(std::vector<std::string>{
+        "--pg-url=" + db_.url(), "--shutdown-grace=1", "--redis-url=" + TestRedisUrl(),
+        "--jwks=" + proc_->keys()->jwks_path()});
+    EXPECT_TRUE(m->Start()) << m->Log();
+    return m;
+  }
+
+  // The recent lookup of ns/key on ch: its response.
+  RouterQueryResponse Recent(const std::shared_ptr<grpc::Channel>& ch, const std::string& token,
+                             const std::string& ns, const std::string& key) {
+    RouterQueryRequest req;
+    req.mutable_recent_lookup()->set_namespace_(ns);
+    req.mutable_recent_lookup()->set_key(key);
+    Result r = Unary(ch, "/memory.v1.Router/Query", req.SerializeAsString(), 10000,
+                     {{"authorization", TestKeys::Bearer(token)}});
+    EXPECT_TRUE(r.status.ok()) << r.status.error_message();
+    RouterQueryResponse resp;
+    EXPECT_TRUE(resp.ParseFromString(r.body));
+    return resp;
+  }
+
+  // "<tier>:<outcome>" per report, and the value found ("" for none).
+  static std::string Levels(const RouterQueryResponse& resp) {
+    std::string out;
+    for (const auto& t : resp.tiers())
+      out += (out.empty() ? "" : " ") + Tier_Name(t.tier()).substr(5) + ":" +
+             TierOutcome_Name(t.outcome()).substr(13);
+    return out;
+  }
+  static std::string Value(const RouterQueryResponse& resp) {
+    return resp.results_size() ? resp.results(0).entry().value() : "";
+  }
+
+  void Write(const std::shared_ptr<grpc::Channel>& ch, const std::string& token,
+             const std::string& ns, const std::string& key, const std::string& value,
+             Label label = LABEL_UNSPECIFIED) {
+    EntriesWriteRequest req;
+    req.set_namespace_(ns);
+    req.set_key(key);
+    req.set_value(value);
+    req.set_label(label);
+    Result r = Unary(ch, "/memory.v1.Entries/Write", req.SerializeAsString(), 10000,
+                     {{"authorization", TestKeys::Bearer(token)}});
+    ASSERT_TRUE(r.status.ok()) << r.status.error_message();
   }
 
   PgTestDb db_;
@@ -531,6 +586,244 @@ TEST_F(RouterTest, OneAuditRowNamesEveryRecordReturned) {
   }
   EXPECT_EQ("6|entity:a,entity:b,entity:c,point:mem/1,point:mem/2,point:mem/3", targets);
   EXPECT_EQ("1", pg.Value("SELECT count(*) FROM audit_log WHERE request_id = 'route-1'"));
+}
+
+}  // namespace
+
+namespace {
+
+// Tenants unique to this run: the shared Redis outlives test runs.
+std::string Tenant(const std::string& name) {
+  static const std::string run =
+      std::to_string(getpid()) + "-" + std::to_string(Clock::now().time_since_epoch().count());
+  return name + "-" + run;
+}
+
+// recent_lookup on two replicas sharing Redis: PostgreSQL fills L2 and L1,
+// the next lookup answers from L1, the other replica's from L2; a write on
+// either replica is seen at once there and within the invalidation delay on
+// the other; a delete empties both.
+TEST_F(RouterTest, RecentLookupIsCacheAsideAndEveryWriteInvalidatesIt) {
+  ASSERT_FALSE(TestRedisUrl().empty()) << "MEMORYD_TEST_REDIS_URL is not set: run `make test`";
+  auto a = Replica(), b = Replica();
+  auto cha = testing_client::Connect(a->port()), chb = testing_client::Connect(b->port());
+  std::string tok = Token(Tenant("recent"), "alice", "router:query entries:read entries:write");
+  Write(cha, tok, "app:notes:x", "k", "v1");
+
+  RouterQueryResponse r = Recent(cha, tok, "app:notes:x", "k");
+  EXPECT_EQ("CACHE_L1:MISS CACHE_L2:MISS ENTRIES:ANSWERED", Levels(r));
+  EXPECT_EQ("v1", Value(r));
+  ASSERT_EQ(1, r.results_size());
+  EXPECT_EQ(TIER_ENTRIES, r.results(0).tier());
+  EXPECT_EQ("alice", r.results(0).entry().meta().owner());
+  r = Recent(cha, tok, "app:notes:x", "k");
+  EXPECT_EQ("CACHE_L1:ANSWERED CACHE_L2:SKIPPED ENTRIES:SKIPPED", Levels(r));
+  EXPECT_EQ("v1", Value(r));
+  EXPECT_EQ(TIER_CACHE_L1, r.results(0).tier());
+  // a's fill of L2 is sent as a answers; give it a wide margin to land.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  r = Recent(chb, tok, "app:notes:x", "k");
+  EXPECT_EQ("CACHE_L1:MISS CACHE_L2:ANSWERED ENTRIES:SKIPPED", Levels(r));
+  EXPECT_EQ("v1", Value(r));
+
+  // A write on b: b reads it at once; a within the invalidation delay.
+  Write(chb, tok, "app:notes:x", "k", "v2");
+  EXPECT_EQ("v2", Value(Recent(chb, tok, "app:notes:x", "k")));
+  auto t0 = Clock::now();
+  std::string seen;
+  while (Clock::now() - t0 < std::chrono::seconds(2) &&
+         (seen = Value(Recent(cha, tok, "app:notes:x", "k"))) != "v2")
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_EQ("v2", seen);
+  printf("invalidation on the other replica: %lld us\n",
+         static_cast<long long>(
+             std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count()));
+
+  // Append goes through the same invalidation.
+  EntriesAppendRequest app;
+  app.set_namespace_("app:notes:x");
+  app.set_key("k");
+  app.set_value("+");
+  Result ar = Unary(cha, "/memory.v1.Entries/Append", app.SerializeAsString(), 10000,
+                    {{"authorization", TestKeys::Bearer(tok)}});
+  ASSERT_TRUE(ar.status.ok()) << ar.status.error_message();
+  EXPECT_EQ("v2+", Value(Recent(cha, tok, "app:notes:x", "k")));
+
+  // A delete empties every copy: no result, not NOT_FOUND.
+  EntriesDeleteEntryRequest del;
+  del.set_namespace_("app:notes:x");
+  del.set_key("k");
+  Result dr = Unary(cha, "/memory.v1.Entries/DeleteEntry", del.SerializeAsString(), 10000,
+                    {{"authorization", TestKeys::Bearer(tok)}});
+  ASSERT_TRUE(dr.status.ok()) << dr.status.error_message();
+  r = Recent(cha, tok, "app:notes:x", "k");
+  EXPECT_EQ(0, r.results_size());
+  EXPECT_EQ("CACHE_L1:MISS CACHE_L2:MISS ENTRIES:ANSWERED", Levels(r));
+  t0 = Clock::now();
+  while (Clock::now() - t0 < std::chrono::seconds(2) &&
+         Recent(chb, tok, "app:notes:x", "k").results_size() != 0)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_EQ(0, Recent(chb, tok, "app:notes:x", "k").results_size());
+  EXPECT_EQ(0, a->Stop(SIGTERM, 10000)) << a->Log();
+  EXPECT_EQ(0, b->Stop(SIGTERM, 10000)) << b->Log();
+}
+
+// Copies are tenant-wide, so the read diode applies to each one handed
+// out: another owner, a label above the clearance and another tenant see
+// nothing, and a hidden copy looks exactly like an absent entry (the
+// reports too). The namespace must be within the token's ns claim.
+TEST_F(RouterTest, RecentLookupKeepsTheReadDiodeOnEveryCopy) {
+  ASSERT_FALSE(TestRedisUrl().empty()) << "MEMORYD_TEST_REDIS_URL is not set: run `make test`";
+  auto a = Replica();
+  auto ch = testing_client::Connect(a->port());
+  std::string t = Tenant("diode");
+  std::string alice = Token(t, "alice", "router:query entries:read entries:write");
+  Write(ch, alice, "app:notes:x", "pub", "p");
+  Write(ch, alice, "app:notes:x", "sec", "s", LABEL_SECRET);
+  // Warm every copy as alice (cleared SECRET).
+  EXPECT_EQ("p", Value(Recent(ch, alice, "app:notes:x", "pub")));
+  EXPECT_EQ("s", Value(Recent(ch, alice, "app:notes:x", "sec")));
+  EXPECT_EQ("s", Value(Recent(ch, alice, "app:notes:x", "sec")));
+
+  std::string bob = Token(t, "bob", "router:query entries:read");
+  RouterQueryResponse r = Recent(ch, bob, "app:notes:x", "pub");
+  EXPECT_EQ(0, r.results_size());
+  EXPECT_EQ("CACHE_L1:MISS CACHE_L2:MISS ENTRIES:ANSWERED", Levels(r));
+  std::string low = Token(t, "alice", "router:query entries:read", "INTERNAL");
+  EXPECT_EQ(0, Recent(ch, low, "app:notes:x", "sec").results_size());
+  EXPECT_EQ("p", Value(Recent(ch, low, "app:notes:x", "pub")));
+  std::string wide = Token(t, "bob", "router:query entries:read:all", "SECRET");
+  EXPECT_EQ("s", Value(Recent(ch, wide, "app:notes:x", "sec")));
+  std::string other = Token(Tenant("other"), "alice", "router:query entries:read:all");
+  EXPECT_EQ(0, Recent(ch, other, "app:notes:x", "pub").results_size());
+
+  TestClaims c;
+  c.tenant = t;
+  c.sub = "alice";
+  c.scope = "router:query entries:read";
+  c.ns = {"other:*:*"};
+  RouterQueryRequest req;
+  req.mutable_recent_lookup()->set_namespace_("app:notes:x");
+  req.mutable_recent_lookup()->set_key("pub");
+  Result res = Unary(ch, "/memory.v1.Router/Query", req.SerializeAsString(), 10000,
+                     {{"authorization", TestKeys::Bearer(proc_->keys()->Mint(c))}});
+  EXPECT_EQ(StatusCode::PERMISSION_DENIED, res.status.error_code()) << res.status.error_message();
+  // Without entries:read: PERMISSION_DENIED; a bad key: INVALID_ARGUMENT.
+  res = Unary(ch, "/memory.v1.Router/Query", req.SerializeAsString(), 10000,
+              {{"authorization", TestKeys::Bearer(Token(t, "alice", "router:query"))}});
+  EXPECT_EQ(StatusCode::PERMISSION_DENIED, res.status.error_code());
+  req.mutable_recent_lookup()->set_key("");
+  res = Unary(ch, "/memory.v1.Router/Query", req.SerializeAsString(), 10000,
+              {{"authorization", TestKeys::Bearer(alice)}});
+  EXPECT_EQ(StatusCode::INVALID_ARGUMENT, res.status.error_code());
+  EXPECT_EQ(0u, res.status.error_message().rfind("recent_lookup.key", 0))
+      << res.status.error_message();
+  EXPECT_EQ(0, a->Stop(SIGTERM, 10000)) << a->Log();
+}
+
+}  // namespace
+
+namespace {
+
+// EpisodicMemory on Qdrant (the contract stand-in, which can be slowed or
+// stopped), one task thread: a slow Qdrant costs the vector part its
+// budget and no more (the transfer is abandoned, so the thread is free at
+// once), a stopped one is reported UNAVAILABLE while the graph answers.
+class RouterQdrantTest : public RouterTest {
+ protected:
+  std::vector<std::string> ExtraArgs() override {
+    EXPECT_TRUE(qdrant_.Start()) << qdrant_.Log();
+    return {"--qdrant-url=" + qdrant_.url(), "--task-threads=1"};
+  }
+
+  RouterQueryRequest Hybrid() {
+    RouterQueryRequest req;
+    *req.mutable_hybrid()->mutable_vector_search() = Vector("mem", 1, 0);
+    req.mutable_hybrid()->mutable_graph_query()->set_entity_type("doc");
+    return req;
+  }
+
+  // How long the one task thread takes to serve GetCollection (ms).
+  int64_t TaskThreadWait() {
+    GetCollectionRequest gr;
+    gr.set_name("mem");
+    auto t0 = Clock::now();
+    Result r = Call("/memory.v1.EpisodicMemory/GetCollection", gr, all_, 10000);
+    EXPECT_TRUE(r.status.ok()) << r.status.error_message();
+    return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
+  }
+
+  QdrantStandin qdrant_;
+};
+
+TEST_F(RouterQdrantTest, ASlowQdrantCostsTheVectorPartItsBudgetAndNoMore) {
+  FusionData(all_);
+  ASSERT_EQ(5u, Names(MustQuery(Hybrid(), all_)).size());
+  ASSERT_EQ(
+      std::string::npos,
+      qdrant_.Fault(R"({"path_regex":"/points/(query|search)$","delay_ms":4000})").find("ERROR"));
+  auto t0 = Clock::now();
+  Result r = Call("/memory.v1.Router/Query", Hybrid(), all_, 1000);
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
+  ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+  EXPECT_LT(ms, 1000);
+  RouterQueryResponse resp;
+  ASSERT_TRUE(resp.ParseFromString(r.body));
+  EXPECT_TRUE(resp.partial());
+  EXPECT_EQ((std::vector<std::string>{"e:a", "e:b", "e:c"}), Names(resp));
+  EXPECT_EQ(TIER_OUTCOME_DEADLINE_EXCEEDED, Report(resp, TIER_EPISODIC)->outcome());
+  EXPECT_EQ(TIER_OUTCOME_ANSWERED, Report(resp, TIER_GLOBAL)->outcome());
+  // The Qdrant transfer was abandoned: the one task thread is free now,
+  // not in 3 s when the stand-in would answer.
+  EXPECT_LT(TaskThreadWait(), 1000);
+  EXPECT_EQ("[]", qdrant_.Violations());
+}
+
+TEST_F(RouterQdrantTest, AStoppedQdrantIsReportedUnavailableWhileTheGraphAnswers) {
+  FusionData(all_);
+  qdrant_.Stop();
+  RouterQueryResponse resp = MustQuery(Hybrid(), all_);
+  EXPECT_TRUE(resp.partial());
+  EXPECT_EQ((std::vector<std::string>{"e:a", "e:b", "e:c"}), Names(resp));
+  const TierReport* ep = Report(resp, TIER_EPISODIC);
+  ASSERT_NE(nullptr, ep);
+  EXPECT_EQ(TIER_OUTCOME_UNAVAILABLE, ep->outcome());
+  EXPECT_FALSE(ep->detail().empty());
+  // The vector part alone: every tier failed.
+  RouterQueryRequest vec;
+  *vec.mutable_vector_search() = Vector("mem", 1, 0);
+  Result r = Call("/memory.v1.Router/Query", vec, all_);
+  EXPECT_EQ(StatusCode::UNAVAILABLE, r.status.error_code()) << r.status.error_message();
+}
+
+// QueryStream: the graph answers first, the client cancels, and the
+// vector part's Qdrant transfer ends at once.
+TEST_F(RouterQdrantTest, CancellingAStreamEndsTheQdrantTransfer) {
+  FusionData(all_);
+  ASSERT_EQ(
+      std::string::npos,
+      qdrant_.Fault(R"({"path_regex":"/points/(query|search)$","delay_ms":6000})").find("ERROR"));
+  qdrant_.ClearRequests();
+  RouterQueryStreamRequest req;
+  *req.mutable_hybrid() = Hybrid().hybrid();
+  testing_client::Stream s(ch_, "/memory.v1.Router/QueryStream", 30000,
+                           {{"authorization", TestKeys::Bearer(all_)}});
+  ASSERT_TRUE(s.Write(req.SerializeAsString()));
+  ASSERT_TRUE(s.WritesDone());
+  std::string body;
+  ASSERT_TRUE(s.Read(&body, 5000));
+  RouterQueryStreamResponse first;
+  ASSERT_TRUE(first.ParseFromString(body));
+  EXPECT_EQ(TIER_GLOBAL, first.report().tier());
+  bool at_qdrant = false;
+  for (int i = 0; i < 500 && !at_qdrant; i++) {
+    at_qdrant = qdrant_.Requests().find("/points/") != std::string::npos;
+    if (!at_qdrant) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(at_qdrant) << qdrant_.Requests();
+  s.Cancel();
+  EXPECT_EQ(StatusCode::CANCELLED, s.Finish().error_code());
+  EXPECT_LT(TaskThreadWait(), 1000);
 }
 
 }  // namespace

@@ -1,0 +1,155 @@
+/* entries_recent: Entries' part of a routed query, the cache-aside lookup
+ * of one entry (router.proto's RecentLookupQuery); see entries_service.h. */
+#include <stdio.h>
+
+#include "service/auth/authn.h"
+#include "service/entries/entries_service_internal.h"
+
+struct entries_lookup {
+    entries_service *svc;
+    tier_ctx *c;
+    const char *ns, *key, *id;
+    cache_records_fetch f;
+    entries_record rec; /* what a load or a read found */
+    tier_async *load;   /* the tenant-wide load that fills the cache */
+    tier_async *read;   /* the caller's own read (no cache, or a hidden copy) */
+    int reading;        /* read was submitted */
+    Memory__V1__Entry *entry;
+    void (*done)(void *arg, int rc, int from);
+    void *arg;
+};
+
+grpc_status_code entries_lookup_prepare(struct entries_service *svc, rpc_call *call,
+                                        const char *prefix, const Memory__V1__RecentLookupQuery *q,
+                                        tier_ctx *c, void (*done)(void *arg, int rc, int from),
+                                        void *arg, entries_lookup **out) {
+    char field[96];
+    snprintf(field, sizeof field, "%snamespace", prefix);
+    RPC_CHECK(entries_check_namespace(call, field, q->namespace_));
+    snprintf(field, sizeof field, "%skey", prefix);
+    RPC_CHECK(entries_check_key(call, field, q->key));
+    RPC_CHECK(entries_check_ns_allowed(call, c->p, q->namespace_));
+    entries_lookup *lk = arena_zalloc(c->ar, sizeof *lk);
+    if (!lk) return rpc_call_oom(call);
+    *lk = (entries_lookup){
+        .svc = svc, .c = c, .ns = q->namespace_, .key = q->key, .done = done, .arg = arg};
+    *out = lk;
+    return GRPC_STATUS_OK;
+}
+
+/* The end, once: a missing or hidden entry is no result. */
+static void answer(entries_lookup *lk, int rc, Memory__V1__Entry *e, int from) {
+    if (rc == STATUS_ENOTFOUND) rc = STATUS_OK, e = NULL;
+    lk->entry = e;
+    lk->done(lk->arg, rc, from);
+}
+
+/* The caller's own read answered (loop thread). */
+static void read_done(void *arg, int rc) {
+    entries_lookup *lk = arg;
+    Memory__V1__Entry *e = NULL;
+    if (rc == STATUS_OK && !(e = entries_render(lk->c->ar, &lk->rec)))
+        rc = tier_fail(lk->c, STATUS_ENOMEM, "out of memory");
+    answer(lk, rc, e, ENTRIES_FROM_STORE);
+}
+
+/* Reads the entry as the caller may see it, from PostgreSQL. A copy in L1
+ * or L2 that is hidden from the caller ends here too, so a hidden entry
+ * looks exactly like an absent one (both: PostgreSQL answered, nothing). */
+static void read_own(entries_lookup *lk) {
+    lk->read =
+        entries_store_read_async(&lk->svc->store, lk->c, lk->ns, lk->key, &lk->rec, read_done, lk);
+    if (!lk->read) {
+        answer(lk, tier_fail(lk->c, STATUS_ENOMEM, "out of memory"), NULL, ENTRIES_FROM_STORE);
+        return;
+    }
+    __atomic_store_n(&lk->reading, 1, __ATOMIC_RELEASE);
+    tier_async_submit(&lk->svc->store, lk->read);
+}
+
+/* The tenant-wide load answered (loop thread): the entry as the cache
+ * keeps it. */
+static void loaded(void *arg, int rc) {
+    entries_lookup *lk = arg;
+    cache_record rec = {0};
+    Memory__V1__Entry *m = NULL;
+    const tier_meta *meta = &lk->rec.meta;
+    if (rc == STATUS_OK && !(m = entries_render(lk->c->ar, &lk->rec))) rc = STATUS_ENOMEM;
+    if (m)
+        rec = (cache_record){&m->base, meta->owner, meta->label, meta->update_us,
+                             meta->has_expire ? meta->expire_us / 1000 : 0};
+    cache_records_loaded(&lk->f, rc, &rec);
+}
+
+static void start_load(void *arg, cache_records_fetch *f) {
+    (void)f;
+    entries_lookup *lk = arg;
+    tier_async_submit(&lk->svc->store, lk->load);
+}
+
+static int from_level(int level) {
+    return level == CACHE_RECORDS_FROM_L2      ? ENTRIES_FROM_L2
+           : level == CACHE_RECORDS_FROM_STORE ? ENTRIES_FROM_STORE
+                                               : ENTRIES_FROM_L1;
+}
+
+/* The cache's answer: a copy hidden from the caller (or none in a level
+ * above PostgreSQL) sends the caller to its own read. */
+static void settle(entries_lookup *lk, int rc, ProtobufCMessage *m, int level) {
+    if (rc == STATUS_ENOTFOUND && level != CACHE_RECORDS_FROM_STORE) {
+        read_own(lk);
+        return;
+    }
+    answer(lk, rc, (Memory__V1__Entry *)m, from_level(level));
+}
+
+static void fetched(void *arg, int rc, ProtobufCMessage *m) {
+    entries_lookup *lk = arg;
+    settle(lk, rc, m, lk->f.level);
+}
+
+void entries_lookup_start(entries_lookup *lk) {
+    entries_service *svc = lk->svc;
+    tier_ctx *c = lk->c;
+    if (!svc->records) {
+        read_own(lk);
+        return;
+    }
+    ProtobufCMessage *m = NULL;
+    if (!(lk->id = entries_cache_id(c->ar, lk->ns, lk->key)) ||
+        !(lk->load =
+              entries_store_load_async(&svc->store, c, lk->ns, lk->key, &lk->rec, loaded, lk))) {
+        answer(lk, tier_fail(c, STATUS_ENOMEM, "out of memory"), NULL, ENTRIES_FROM_L1);
+        return;
+    }
+    lk->f.p = c->p;
+    lk->f.breadth = c->read_breadth;
+    lk->f.a = c->ar;
+    lk->f.deadline_ms = c->deadline_ms;
+    lk->f.start = start_load;
+    lk->f.start_arg = lk;
+    lk->f.done = fetched;
+    lk->f.done_arg = lk;
+    int rc = cache_records_get(svc->records, &lk->f, lk->id, &m);
+    if (rc == CACHE_RECORDS_PENDING) return;
+    if (rc == STATUS_ECANCELLED) tier_fail(c, rc, "the client cancelled the call");
+    settle(lk, rc, m, CACHE_RECORDS_FROM_L1);
+}
+
+void entries_lookup_cancel(entries_lookup *lk) {
+    entries_service *svc = lk->svc;
+    if (__atomic_load_n(&lk->reading, __ATOMIC_ACQUIRE)) {
+        tier_async_cancel(&svc->store, lk->read);
+        return;
+    }
+    if (!svc->records) return; /* the read is yet to come: it will find the client gone */
+    int r = cache_records_cancel(svc->records, &lk->f);
+    if (r == CACHE_ASIDE_LOADING) {
+        tier_async_cancel(&svc->store, lk->load);
+    } else if (r == CACHE_ASIDE_LEFT) {
+        tier_fail(lk->c, STATUS_ECANCELLED, "the client cancelled the call");
+        answer(lk, STATUS_ECANCELLED, NULL, ENTRIES_FROM_L1);
+    }
+}
+
+Memory__V1__Entry *entries_lookup_entry(const entries_lookup *lk) { return lk->entry; }
