@@ -61,6 +61,7 @@ ENTITIES=${BENCH_ENTITIES:-1000}
 POINTS=${BENCH_POINTS:-2000}
 SERVER_THREADS=${BENCH_SERVER_THREADS:-2}
 ADDR=${BENCH_ROUTER_ADDR:-127.0.0.1:50077}
+START_TIMEOUT=${BENCH_START_TIMEOUT:-30}
 OUT=${BENCH_OUT:-.local/bench}
 LOADGEN=bazel-bin/bench/loadgen
 MEMORYD=${MEMORYD_BIN:-bazel-bin/service/memoryd}
@@ -122,26 +123,30 @@ for ((i = 0; i < ENTITIES; i++)); do
   name="doc $i"
   ((i % 10 == 0)) && name="doc $i alpha"
   echo "{\"id\":\"doc-$i\",\"type\":\"doc\",\"name\":\"$name\"}"
-done | while read -r body; do memcall memory.v1.GlobalMemory/PutEntity "$body"; done
+done | while read -r body; do memcall memory.v1.GlobalMemory/PutEntity "$body" || exit 1; done ||
+  die "loading the entities failed"
 for ((i = 0; i + 1 < ENTITIES && i < 50; i++)); do
   memcall memory.v1.GlobalMemory/PutRelationship \
     "{\"sourceId\":\"doc-$i\",\"type\":\"next\",\"targetId\":\"doc-$((i + 1))\"}"
 done
 memcall memory.v1.EpisodicMemory/CreateCollection \
   "{\"name\":\"bench\",\"dims\":$DIMS,\"distance\":\"DISTANCE_COSINE\"}"
-# Points in batches of 250, vectors from a fixed seed; point i names doc-(i mod ENTITIES).
+# Points in batches of 50 (one argument of memcall stays far below the
+# kernel's 128 KiB), vectors from a fixed seed; point i names
+# doc-(i mod ENTITIES).
 awk -v n="$POINTS" -v d="$DIMS" -v ents="$ENTITIES" 'BEGIN {
   srand(7)
-  for (b = 0; b < n; b += 250) {
+  for (b = 0; b < n; b += 50) {
     printf "{\"collection\":\"bench\",\"points\":["
-    for (i = b; i < b + 250 && i < n; i++) {
+    for (i = b; i < b + 50 && i < n; i++) {
       printf "%s{\"id\":{\"num\":\"%d\"},\"vector\":[", (i > b ? "," : ""), i + 1
       for (j = 0; j < d; j++) printf "%s%.4f", (j ? "," : ""), rand() - 0.5
       printf "],\"payload\":{\"entity_id\":\"doc-%d\"}}", i % ents
     }
     print "]}"
   }
-}' | while read -r body; do memcall memory.v1.EpisodicMemory/Upsert "$body"; done
+}' | while read -r body; do memcall memory.v1.EpisodicMemory/Upsert "$body" || exit 1; done ||
+  die "loading the points failed"
 memcall memory.v1.Entries/Write '{"namespace":"bench:router:x","key":"hot","value":"aG90IHZhbHVl"}'
 memcall memory.v1.Cache/Set '{"key":"hot","value":"aG90IHZhbHVl","ttl":"3600s"}'
 

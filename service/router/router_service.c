@@ -77,6 +77,7 @@ typedef struct run {
     pthread_mutex_t lock;
     int pending; /* running parts not yet ended */
     int cancelled;
+    grpc_status_code fault; /* the request's fault found by a part (its message set) */
     part parts[NPARTS];
     int order[NPARTS]; /* parts in the order they ended */
     int nended;
@@ -294,7 +295,8 @@ static void finish(run *r) {
     size_t n = 0;
     /* A start entity that does not exist is the request's fault. */
     const part *gp = &r->parts[PART_GRAPH];
-    if (gp->used && gp->rc == STATUS_ENOTFOUND) st = tier_status(call, gp->rc, &gp->c);
+    if (r->fault) st = r->fault;
+    else if (gp->used && gp->rc == STATUS_ENOTFOUND) st = tier_status(call, gp->rc, &gp->c);
     else if (!answered) st = none_answered(r);
     else if (final_results(r, &res, &n) != 0) st = rpc_call_oom(call);
     if (r->stream) {
@@ -345,7 +347,7 @@ static void finish(run *r) {
  * for a message or two is not a Router concern (the buffer holds them). */
 static void announce(run *r, int i, arena *a) {
     const part *pt = &r->parts[i];
-    if (!r->stream || r->cancelled) return;
+    if (!r->stream || r->cancelled || r->fault) return;
     Memory__V1__TierReport *reps[LEVELS];
     int n = part_reports(a, r, pt, reps);
     for (int k = 0; k < n; k++) {
@@ -433,8 +435,58 @@ static void recent_done(void *arg, int rc, int from) {
     part_end(r, PART_RECENT, rc, pt->c.ar);
 }
 
-/* Starts the running parts once every check passed: the graph part on the
- * loop; the vector part (already prepared) runs on this task thread. */
+/* Whether a failure of the vector part's preparation is the request's
+ * fault (the call fails with it) or the tier's (reported, the rest runs). */
+static int request_fault(grpc_status_code st) {
+    return st == GRPC_STATUS_INVALID_ARGUMENT || st == GRPC_STATUS_NOT_FOUND ||
+           st == GRPC_STATUS_PERMISSION_DENIED || st == GRPC_STATUS_RESOURCE_EXHAUSTED ||
+           st == GRPC_STATUS_CANCELLED;
+}
+
+/* The vector part failed before its search: the tier's failure
+ * (reported; the rest answers), or the request's (the call fails with st,
+ * its message set, once the graph part, cancelled now, has ended). */
+static void vector_failed(run *r, grpc_status_code st) {
+    part *pt = &r->parts[PART_VECTOR];
+    if (request_fault(st)) {
+        pthread_mutex_lock(&r->lock);
+        r->fault = st;
+        if (r->parts[PART_GRAPH].running) global_graph_cancel(r->graph);
+        pthread_mutex_unlock(&r->lock);
+    }
+    const char *why = rpc_call_error(r->call);
+    snprintf(pt->c.err, sizeof pt->c.err, "%s", why ? why : rpc_status_name(st));
+    part_end(r, PART_VECTOR,
+             st == GRPC_STATUS_DEADLINE_EXCEEDED ? STATUS_ETIMEOUT : STATUS_EUNAVAILABLE,
+             rpc_call_arena(r->call));
+}
+
+/* On a task-pool thread, while the graph part runs on the loop: the
+ * vector part's collection and checks (they block on the catalog), then
+ * its search. */
+static grpc_status_code with_vector(rpc_call *call, const ProtobufCMessage *req,
+                                    ProtobufCMessage *resp, void *arg) {
+    (void)req, (void)resp;
+    run *r = arg;
+    part *pt = &r->parts[PART_VECTOR];
+    grpc_status_code st = episodic_search_prepare(r->svc->episodic, call, r->q.vector_prefix,
+                                                  r->q.vector, r->q.limit, &pt->c, &r->search);
+    if (st != GRPC_STATUS_OK) {
+        vector_failed(r, st);
+        return RPC_PENDING;
+    }
+    int rc = episodic_search_run(r->search, &r->points, &r->npoints);
+    if (rc != STATUS_OK) r->npoints = 0;
+    if (rc == STATUS_OK && vector_results(r, pt->c.ar) != 0)
+        rc = tier_fail(&pt->c, STATUS_ENOMEM, "out of memory");
+    part_end(r, PART_VECTOR, rc, pt->c.ar);
+    return RPC_PENDING;
+}
+
+/* Starts the running parts once the checks that need no backend passed:
+ * the graph part on the loop, the recent lookup, and the vector part on a
+ * task-pool thread (its collection's checks run there, in parallel with
+ * the graph part). */
 static grpc_status_code start(run *r) {
     if (rpc_call_on_cancel(r->call, on_cancel, r) != 0) {
         arena_free(r->graph_arena);
@@ -446,54 +498,15 @@ static grpc_status_code start(run *r) {
         entries_lookup_start(r->lookup); /* may end the call: r is not touched after */
         return RPC_PENDING;
     }
+    int vector = r->parts[PART_VECTOR].running;
     if (r->parts[PART_GRAPH].running) global_graph_submit(r->graph);
-    if (r->parts[PART_VECTOR].running) {
-        part *pt = &r->parts[PART_VECTOR];
-        int rc = episodic_search_run(r->search, &r->points, &r->npoints);
-        if (rc != STATUS_OK) r->npoints = 0;
-        if (rc == STATUS_OK && vector_results(r, pt->c.ar) != 0)
-            rc = tier_fail(&pt->c, STATUS_ENOMEM, "out of memory");
-        part_end(r, PART_VECTOR, rc, pt->c.ar);
+    if (vector) {
+        /* It always runs, past the deadline too: the run ends through it. */
+        grpc_status_code st = rpc_call_run_blocking(r->call, with_vector, r);
+        /* No task thread for it (the queue is full): the tier is busy. */
+        if (st != RPC_PENDING) vector_failed(r, GRPC_STATUS_UNAVAILABLE);
     }
     return RPC_PENDING;
-}
-
-/* Whether a failure of the vector part's preparation is the request's
- * fault (the call fails with it) or the tier's (reported, the rest runs). */
-static int request_fault(grpc_status_code st) {
-    return st == GRPC_STATUS_INVALID_ARGUMENT || st == GRPC_STATUS_NOT_FOUND ||
-           st == GRPC_STATUS_PERMISSION_DENIED || st == GRPC_STATUS_RESOURCE_EXHAUSTED ||
-           st == GRPC_STATUS_CANCELLED;
-}
-
-/* On a task-pool thread: the vector part's collection and checks, then
- * both parts. */
-static grpc_status_code with_vector(rpc_call *call, const ProtobufCMessage *req,
-                                    ProtobufCMessage *resp, void *arg) {
-    (void)req, (void)resp;
-    run *r = arg;
-    part *pt = &r->parts[PART_VECTOR];
-    grpc_status_code st = episodic_search_prepare(r->svc->episodic, call, r->q.vector_prefix,
-                                                  r->q.vector, r->q.limit, &pt->c, &r->search);
-    if (st != GRPC_STATUS_OK) {
-        if (request_fault(st)) {
-            arena_free(r->graph_arena);
-            r->graph_arena = NULL;
-            return st;
-        }
-        /* The catalog failed: the tier is unavailable for this call. */
-        pt->running = 0;
-        set_outcome(pt,
-                    st == GRPC_STATUS_DEADLINE_EXCEEDED ? STATUS_ETIMEOUT : STATUS_EUNAVAILABLE);
-        pt->detail = rpc_call_error(call);
-        pt->end_ms = rpc_now_ms();
-        r->order[r->nended++] = PART_VECTOR;
-        if (--r->pending == 0) { /* nothing else runs (the graph part skipped) */
-            finish(r);
-            return RPC_PENDING;
-        }
-    }
-    return start(r);
 }
 
 /* ------------------------------------------------------------ the request */
@@ -594,7 +607,6 @@ static grpc_status_code route(rpc_call *call, router_service *svc, const query *
         pt->c.deadline_ms = r->deadline_ms;
         pt->c.cancel = &r->cancel;
         r->pending++;
-        return rpc_call_continue_blocking(call, with_vector, r);
     }
     return start(r);
 }

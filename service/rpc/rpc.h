@@ -334,6 +334,10 @@ void rpc_call_complete(rpc_call *call, grpc_status_code status);
  * same way (resp is then NULL): fn's status ends the stream, or fn returns
  * RPC_PENDING and the stream ends later with rpc_call_finish. */
 grpc_status_code rpc_call_continue_blocking(rpc_call *call, rpc_unary_fn fn, void *arg);
+/* The same, but fn runs even when the deadline passed while it waited for
+ * a thread (it then finds rpc_call_remaining_ms at 0): for a handler whose
+ * other work, already started, ends through fn. */
+grpc_status_code rpc_call_run_blocking(rpc_call *call, rpc_unary_fn fn, void *arg);
 
 /* ---- helpers ---- */
 

@@ -461,7 +461,7 @@ void rpc_call_complete(rpc_call *c, grpc_status_code status) {
 static void run_blocking(taskpool_task *t) {
     rpc_call *c = RPC_CONTAINER_OF(t, rpc_call, blocking_task);
     grpc_status_code st;
-    if (rpc_now_ms() >= c->deadline_ms) {
+    if (rpc_now_ms() >= c->deadline_ms && !c->blocking_always) {
         rpc_call_set_error(c, "the deadline passed while the call waited for a task thread");
         st = GRPC_STATUS_DEADLINE_EXCEEDED;
     } else {
@@ -473,6 +473,11 @@ static void run_blocking(taskpool_task *t) {
         else unary_finish(c, st, c->unary_resp);
     }
     rpc_call_unref(c);
+}
+
+grpc_status_code rpc_call_run_blocking(rpc_call *c, rpc_unary_fn fn, void *arg) {
+    c->blocking_always = 1;
+    return rpc_call_continue_blocking(c, fn, arg);
 }
 
 grpc_status_code rpc_call_continue_blocking(rpc_call *c, rpc_unary_fn fn, void *arg) {

@@ -140,6 +140,7 @@ struct rpc_call {
     taskpool_task blocking_task;
     rpc_unary_fn blocking_fn;
     void *blocking_arg;
+    int blocking_always;           /* run blocking_fn even past the deadline */
     int served;                    /* counted in srv->served_calls */
     dlist stream_link;             /* on srv->streams while a served stream lives */
     arena *msg_arena;              /* bidi: per-message requests and responses */

@@ -461,6 +461,30 @@ TEST_F(RouterTest, BadInputIsRefusedNamingTheField) {
   *unknown.mutable_vector_search() = Vector("nope", 1, 0);
   Result r = Call("/memory.v1.Router/Query", unknown, all_);
   EXPECT_EQ(StatusCode::NOT_FOUND, r.status.error_code()) << r.status.error_message();
+  // A hybrid's graph part starts before the vector part's collection is
+  // checked: the request's fault still fails the call, the graph part
+  // cancelled.
+  RouterQueryRequest h;
+  h.mutable_hybrid()->mutable_graph_query()->set_entity_type("doc");
+  h.mutable_hybrid()->mutable_vector_search()->set_collection("mem");
+  h.mutable_hybrid()->mutable_vector_search()->add_vector(1);
+  r = Call("/memory.v1.Router/Query", h, all_);
+  EXPECT_EQ(StatusCode::INVALID_ARGUMENT, r.status.error_code());
+  EXPECT_EQ(0u, r.status.error_message().rfind("hybrid.vector_search.vector", 0))
+      << r.status.error_message();
+  h.mutable_hybrid()->mutable_vector_search()->set_collection("nope");
+  r = Call("/memory.v1.Router/Query", h, all_);
+  EXPECT_EQ(StatusCode::NOT_FOUND, r.status.error_code()) << r.status.error_message();
+  RouterQueryStreamRequest hs;
+  *hs.mutable_hybrid() = h.hybrid();
+  testing_client::Stream s(ch_, "/memory.v1.Router/QueryStream", 10000,
+                           {{"authorization", TestKeys::Bearer(all_)}});
+  ASSERT_TRUE(s.Write(hs.SerializeAsString()));
+  ASSERT_TRUE(s.WritesDone());
+  std::string body;
+  while (s.Read(&body)) {
+  }
+  EXPECT_EQ(StatusCode::NOT_FOUND, s.Finish().error_code());
 }
 
 // The graph part waits on a lock PostgreSQL holds for another session: the
