@@ -275,10 +275,12 @@ static int final_results(run *r, Memory__V1__RouterResult ***out, size_t *n) {
     return 0;
 }
 
-/* Names every record returned in the call's audit row. */
+/* Names every record the parts returned in the call's audit row (for a
+ * hybrid Query, also those the fusion then cut past limit). */
 static void name_targets(run *r) {
     for (long i = 0; i < r->nghits; i++) tier_target(r->call, "entity:%s", r->ghits[i].entity->id);
-    /* The vector part named its points as it rendered them. */
+    /* The vector part named its points as it rendered them; the recent
+     * part its entry. */
 }
 
 static void finish(run *r) {
@@ -311,9 +313,9 @@ static void finish(run *r) {
                 st = GRPC_STATUS_RESOURCE_EXHAUSTED;
             }
         }
-        /* Messages are encoded when sent; the graph part's memory goes
-         * once the stream has ended (a cancel may still come until then,
-         * and it reaches the graph part's query). */
+        /* Messages are encoded when sent (the fused one refers to the
+         * graph part's entities); a cancel no longer reaches the graph
+         * part, which has ended: its memory goes. */
         arena *ga = r->graph_arena;
         rpc_call_finish(call, st, st == GRPC_STATUS_OK ? NULL : rpc_call_error(call));
         arena_free(ga);
@@ -612,7 +614,17 @@ static grpc_status_code route(rpc_call *call, router_service *svc, const query *
 }
 
 /* A request's query, normalised: INVALID_ARGUMENT when none or half a
- * hybrid is given. */
+ * hybrid is given. kind is the request's query_case (both messages number
+ * their oneof alike: checked below). */
+_Static_assert((int)MEMORY__V1__ROUTER_QUERY_STREAM_REQUEST__QUERY_HYBRID ==
+                       (int)MEMORY__V1__ROUTER_QUERY_REQUEST__QUERY_HYBRID &&
+                   (int)MEMORY__V1__ROUTER_QUERY_STREAM_REQUEST__QUERY_RECENT_LOOKUP ==
+                       (int)MEMORY__V1__ROUTER_QUERY_REQUEST__QUERY_RECENT_LOOKUP &&
+                   (int)MEMORY__V1__ROUTER_QUERY_STREAM_REQUEST__QUERY_GRAPH_QUERY ==
+                       (int)MEMORY__V1__ROUTER_QUERY_REQUEST__QUERY_GRAPH_QUERY &&
+                   (int)MEMORY__V1__ROUTER_QUERY_STREAM_REQUEST__QUERY_VECTOR_SEARCH ==
+                       (int)MEMORY__V1__ROUTER_QUERY_REQUEST__QUERY_VECTOR_SEARCH,
+               "RouterQueryRequest and RouterQueryStreamRequest number their query alike");
 static grpc_status_code query_of(rpc_call *call, int kind, const Memory__V1__VectorSearchQuery *v,
                                  const Memory__V1__GraphQuery *g,
                                  const Memory__V1__RecentLookupQuery *r,
@@ -620,10 +632,14 @@ static grpc_status_code query_of(rpc_call *call, int kind, const Memory__V1__Vec
     memset(q, 0, sizeof *q);
     RPC_CHECK(check_limit(call, limit, &q->limit));
     switch (kind) {
-    case 1: q->vector = v, q->vector_prefix = "vector_search."; break;
-    case 2: q->graph = g, q->graph_prefix = "graph_query."; break;
-    case 3: q->recent = r; break;
-    case 4:
+    case MEMORY__V1__ROUTER_QUERY_REQUEST__QUERY_VECTOR_SEARCH:
+        q->vector = v, q->vector_prefix = "vector_search.";
+        break;
+    case MEMORY__V1__ROUTER_QUERY_REQUEST__QUERY_GRAPH_QUERY:
+        q->graph = g, q->graph_prefix = "graph_query.";
+        break;
+    case MEMORY__V1__ROUTER_QUERY_REQUEST__QUERY_RECENT_LOOKUP: q->recent = r; break;
+    case MEMORY__V1__ROUTER_QUERY_REQUEST__QUERY_HYBRID:
         if (!h->vector_search) return rpc_call_invalid(call, "hybrid.vector_search: required");
         if (!h->graph_query) return rpc_call_invalid(call, "hybrid.graph_query: required");
         q->hybrid = 1;
