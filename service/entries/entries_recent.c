@@ -116,8 +116,18 @@ void entries_lookup_start(entries_lookup *lk) {
         return;
     }
     ProtobufCMessage *m = NULL;
-    if (!(lk->id = entries_cache_id(c->ar, lk->ns, lk->key)) ||
-        !(lk->load =
+    if (!(lk->id = entries_cache_id(c->ar, lk->ns, lk->key))) {
+        answer(lk, tier_fail(c, STATUS_ENOMEM, "out of memory"), NULL, ENTRIES_FROM_L1);
+        return;
+    }
+    /* A hot entry: L1 answers without the fetch's machinery. */
+    int rc = cache_records_peek(svc->records, c->p, c->read_breadth, lk->id, c->ar, &m);
+    if (rc != CACHE_RECORDS_MISS) {
+        if (rc == STATUS_ENOMEM) tier_fail(c, rc, "out of memory");
+        settle(lk, rc, m, CACHE_RECORDS_FROM_L1);
+        return;
+    }
+    if (!(lk->load =
               entries_store_load_async(&svc->store, c, lk->ns, lk->key, &lk->rec, loaded, lk))) {
         answer(lk, tier_fail(c, STATUS_ENOMEM, "out of memory"), NULL, ENTRIES_FROM_L1);
         return;
@@ -130,7 +140,7 @@ void entries_lookup_start(entries_lookup *lk) {
     lk->f.start_arg = lk;
     lk->f.done = fetched;
     lk->f.done_arg = lk;
-    int rc = cache_records_get(svc->records, &lk->f, lk->id, &m);
+    rc = cache_records_get(svc->records, &lk->f, lk->id, &m);
     if (rc == CACHE_RECORDS_PENDING) return;
     if (rc == STATUS_ECANCELLED) tier_fail(c, rc, "the client cancelled the call");
     settle(lk, rc, m, CACHE_RECORDS_FROM_L1);
