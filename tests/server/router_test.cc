@@ -692,6 +692,34 @@ TEST_F(RouterTest, RecentLookupIsCacheAsideAndEveryWriteInvalidatesIt) {
   EXPECT_EQ(0, b->Stop(SIGTERM, 10000)) << b->Log();
 }
 
+// Concurrent lookups of a cold entry load it once: with the entries table
+// locked, 16 lookups leave one statement waiting on the lock, not 16; when
+// the lock goes, all 16 answer with the entry.
+TEST_F(RouterTest, ConcurrentRecentLookupsOfOneEntryLoadItOnce) {
+  ASSERT_FALSE(TestRedisUrl().empty()) << "MEMORYD_TEST_REDIS_URL is not set: run `make test`";
+  auto a = Replica();
+  auto ch = testing_client::Connect(a->port());
+  std::string tok = Token(Tenant("flight"), "alice", "router:query entries:read entries:write");
+  Write(ch, tok, "app:notes:x", "cold", "c");
+  PgSession locker(db_.url());
+  ASSERT_TRUE(locker.ok()) << locker.error();
+  locker.Value("BEGIN");
+  locker.Value("LOCK TABLE entries IN ACCESS EXCLUSIVE MODE");
+  std::vector<std::thread> calls;
+  std::vector<std::string> values(16);
+  for (int i = 0; i < 16; i++)
+    calls.emplace_back([&, i] { values[i] = Value(Recent(ch, tok, "app:notes:x", "cold")); });
+  auto until = Clock::now() + std::chrono::seconds(5);
+  while (locker.LockWaiters() < 1 && Clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the others arrive
+  EXPECT_EQ(1, locker.LockWaiters());
+  locker.Value("ROLLBACK");
+  for (auto& t : calls) t.join();
+  for (const auto& v : values) EXPECT_EQ("c", v);
+  EXPECT_EQ(0, a->Stop(SIGTERM, 10000)) << a->Log();
+}
+
 // Copies are tenant-wide, so the read diode applies to each one handed
 // out: another owner, a label above the clearance and another tenant see
 // nothing, and a hidden copy looks exactly like an absent entry (the
