@@ -161,49 +161,6 @@ int cache_l2_delete_start(cache_l2 *l2, cache_l2_write *w, arena *a, const char 
 
 void cache_l2_write_cancel(cache_l2 *l2, cache_l2_write *w) { aredis_cancel(l2->ar, &w->cmd); }
 
-/* A PUBLISH on its way: the command and its words, freed when done. */
-typedef struct {
-    aredis_cmd cmd;
-    const char *argv[3];
-    size_t lens[3];
-    char id[200]; /* the record, for the log */
-    char msg[];
-} publish_cmd;
-
-static void published(aredis_cmd *q, int status, redisReply *r) {
-    (void)r;
-    publish_cmd *p = (publish_cmd *)q;
-    if (status != STATUS_OK)
-        log_fields(LOG_WARN,
-                   "record invalidation not announced; other replicas drop their L1 "
-                   "when their subscription recovers",
-                   LOG_F_STR, "id", p->id, LOG_F_STR, "reason", q->err, LOG_F_END);
-    free(p);
-}
-
-void cache_l2_publish(cache_l2 *l2, const char *key, size_t klen, const char *id) {
-    publish_cmd *p = malloc(sizeof *p + CACHE_INVAL_BYTES(klen));
-    if (!p) {
-        log_fields(LOG_WARN, "record invalidation not announced: out of memory", LOG_F_STR, "id",
-                   id, LOG_F_END);
-        return;
-    }
-    snprintf(p->id, sizeof p->id, "%s", id);
-    p->argv[0] = "PUBLISH";
-    p->argv[1] = CACHE_INVALIDATE_CHANNEL;
-    p->argv[2] = p->msg;
-    p->lens[0] = 7;
-    p->lens[1] = strlen(CACHE_INVALIDATE_CHANNEL);
-    p->lens[2] = cache_inval_encode(l2->replica, key, klen, p->msg);
-    p->cmd = (aredis_cmd){.argc = 3,
-                          .argv = p->argv,
-                          .lens = p->lens,
-                          .what = "invalidation",
-                          .deadline_ms = INT64_MAX,
-                          .done = published};
-    aredis_submit(l2->ar, &p->cmd);
-}
-
 /* ---- records kept in L2 too ---- */
 
 /* KEYS: the record's value key, its generation key. ARGV: blob, ttl ms,
@@ -240,6 +197,8 @@ static void record_got(aredis_cmd *q, int status, redisReply *r) {
             if (gen->len >= sizeof g->gen) {
                 snprintf(q->err, sizeof q->err, "a record generation is not a number");
                 status = STATUS_EUNAVAILABLE;
+                cache_item_unref(g->item);
+                g->item = NULL;
             } else {
                 memcpy(g->gen, gen->str, gen->len);
                 g->gen[gen->len] = '\0';
@@ -270,8 +229,8 @@ void cache_l2_record_get_cancel(cache_l2 *l2, cache_l2_record_get *g) {
     aredis_cancel(l2->ar, &g->cmd);
 }
 
-/* A script sent without waiting for its answer: the command and copies of
- * its words, freed when done. */
+/* A command sent without waiting for its answer: the command and copies
+ * of its words, freed when done; a failure is logged as what, naming id. */
 typedef struct {
     aredis_cmd cmd;
     const char *argv[8];
@@ -279,48 +238,68 @@ typedef struct {
     char id[200]; /* the record, for the log */
     const char *what;
     char bytes[];
-} script_cmd;
+} unwaited_cmd;
 
-static void script_done(aredis_cmd *q, int status, redisReply *r) {
+static void unwaited_done(aredis_cmd *q, int status, redisReply *r) {
     (void)r;
-    script_cmd *s = (script_cmd *)q;
+    unwaited_cmd *u = (unwaited_cmd *)q;
     if (status != STATUS_OK)
-        log_fields(LOG_WARN, s->what, LOG_F_STR, "id", s->id, LOG_F_STR, "reason", q->err,
+        log_fields(LOG_WARN, u->what, LOG_F_STR, "id", u->id, LOG_F_STR, "reason", q->err,
                    LOG_F_END);
-    free(s);
+    free(u);
 }
 
-/* EVAL body on 2 keys with nargs args (each copied), without waiting;
- * what is logged when it fails. */
-static void send_script(cache_l2 *l2, const char *what, const char *id, const char *body,
-                        const char *const *words, const size_t *lens, int nwords) {
+/* Sends words[0..n) (n <= 8; each copied) on the event loop without
+ * waiting (any thread). */
+static void send_unwaited(cache_l2 *l2, const char *what, const char *id, const char *const *words,
+                          const size_t *lens, int n) {
     size_t total = 0;
-    for (int i = 0; i < nwords; i++) total += lens[i];
-    script_cmd *s = malloc(sizeof *s + total + 1);
-    if (!s) {
+    for (int i = 0; i < n; i++) total += lens[i];
+    unwaited_cmd *u = malloc(sizeof *u + total + 1);
+    if (!u) {
         log_fields(LOG_WARN, what, LOG_F_STR, "id", id, LOG_F_STR, "reason", "out of memory",
                    LOG_F_END);
         return;
     }
-    snprintf(s->id, sizeof s->id, "%s", id);
-    s->what = what;
-    int argc = 0;
-    s->argv[argc] = "EVAL", s->lens[argc++] = 4;
-    s->argv[argc] = body, s->lens[argc++] = strlen(body);
-    s->argv[argc] = "2", s->lens[argc++] = 1;
-    char *p = s->bytes;
-    for (int i = 0; i < nwords; i++) {
+    snprintf(u->id, sizeof u->id, "%s", id);
+    u->what = what;
+    char *p = u->bytes;
+    for (int i = 0; i < n; i++) {
         memcpy(p, words[i], lens[i]);
-        s->argv[argc] = p, s->lens[argc++] = lens[i];
+        u->argv[i] = p, u->lens[i] = lens[i];
         p += lens[i];
     }
-    s->cmd = (aredis_cmd){.argc = argc,
-                          .argv = s->argv,
-                          .lens = s->lens,
-                          .what = "record script",
+    u->cmd = (aredis_cmd){.argc = n,
+                          .argv = u->argv,
+                          .lens = u->lens,
+                          .what = "unwaited command",
                           .deadline_ms = INT64_MAX,
-                          .done = script_done};
-    aredis_submit(l2->ar, &s->cmd);
+                          .done = unwaited_done};
+    aredis_submit(l2->ar, &u->cmd);
+}
+
+/* key's invalidation message, malloc'd (*len set); NULL when out of
+ * memory (logged as what). */
+static char *inval_message(const cache_l2 *l2, const char *what, const char *key, size_t klen,
+                           const char *id, size_t *len) {
+    char *msg = malloc(CACHE_INVAL_BYTES(klen));
+    if (!msg)
+        log_fields(LOG_WARN, what, LOG_F_STR, "id", id, LOG_F_STR, "reason", "out of memory",
+                   LOG_F_END);
+    else *len = cache_inval_encode(l2->replica, key, klen, msg);
+    return msg;
+}
+
+void cache_l2_publish(cache_l2 *l2, const char *key, size_t klen, const char *id) {
+    static const char what[] = "record invalidation not announced; other replicas drop their "
+                               "L1 when their subscription recovers";
+    size_t mlen;
+    char *msg = inval_message(l2, what, key, klen, id, &mlen);
+    if (!msg) return;
+    const char *w[] = {"PUBLISH", CACHE_INVALIDATE_CHANNEL, msg};
+    size_t l[] = {7, strlen(CACHE_INVALIDATE_CHANNEL), mlen};
+    send_unwaited(l2, what, id, w, l, 3);
+    free(msg);
 }
 
 void cache_l2_record_fill(cache_l2 *l2, const char *key, size_t klen, const char *gkey,
@@ -328,10 +307,9 @@ void cache_l2_record_fill(cache_l2 *l2, const char *key, size_t klen, const char
                           const char *gen) {
     char ttl[24];
     snprintf(ttl, sizeof ttl, "%lld", (long long)ttl_ms);
-    const char *w[] = {key, gkey, (const char *)blob, ttl, gen};
-    size_t l[] = {klen, gklen, blen, strlen(ttl), strlen(gen)};
-    send_script(l2, "record not kept in L2 (the next lookup loads it again)", key, fill_script, w,
-                l, 5);
+    const char *w[] = {"EVAL", fill_script, "2", key, gkey, (const char *)blob, ttl, gen};
+    size_t l[] = {4, strlen(fill_script), 1, klen, gklen, blen, strlen(ttl), strlen(gen)};
+    send_unwaited(l2, "record not kept in L2 (the next lookup loads it again)", key, w, l, 8);
 }
 
 void cache_l2_record_changed(cache_l2 *l2, const char *key, size_t klen, const char *gkey,
@@ -339,15 +317,19 @@ void cache_l2_record_changed(cache_l2 *l2, const char *key, size_t klen, const c
     static const char what[] = "record change not announced: other replicas drop their L1 when "
                                "their subscription recovers; L2 may keep the old copy until its "
                                "TTL";
-    char *msg = malloc(CACHE_INVAL_BYTES(klen));
-    if (!msg) {
-        log_fields(LOG_WARN, what, LOG_F_STR, "id", id, LOG_F_STR, "reason", "out of memory",
-                   LOG_F_END);
-        return;
-    }
-    size_t mlen = cache_inval_encode(l2->replica, key, klen, msg);
-    const char *w[] = {key, gkey, GENERATION_TTL_MS, CACHE_INVALIDATE_CHANNEL, msg};
-    size_t l[] = {klen, gklen, strlen(GENERATION_TTL_MS), strlen(CACHE_INVALIDATE_CHANNEL), mlen};
-    send_script(l2, what, id, changed_script, w, l, 5);
+    size_t mlen;
+    char *msg = inval_message(l2, what, key, klen, id, &mlen);
+    if (!msg) return;
+    const char *w[] = {
+        "EVAL", changed_script, "2", key, gkey, GENERATION_TTL_MS, CACHE_INVALIDATE_CHANNEL, msg};
+    size_t l[] = {4,
+                  strlen(changed_script),
+                  1,
+                  klen,
+                  gklen,
+                  strlen(GENERATION_TTL_MS),
+                  strlen(CACHE_INVALIDATE_CHANNEL),
+                  mlen};
+    send_unwaited(l2, what, id, w, l, 8);
     free(msg);
 }

@@ -1,5 +1,6 @@
 /* global_graph: relationships (PutRelationship, DeleteRelationship) and
  * Traverse, the breadth-first walk over them; see global_store.h. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "service/global/global_store_internal.h"
@@ -271,27 +272,41 @@ static int walk_edges(tier_ctx *c, const PGresult *r, size_t budget, global_trav
     return STATUS_OK;
 }
 
+/* A row of the filter query, by id. */
+typedef struct {
+    const char *id;
+    int row;
+} matched;
+
+static int by_id(const void *x, const void *y) {
+    return strcmp(((const matched *)x)->id, ((const matched *)y)->id);
+}
+
 /* Keeps the walk's entities the filter query returned (rows of
  * global_sql_query: the entity columns, then the sort key), in the walk's
- * order, with their full-text rank when the filter has a text query. */
+ * order, with their full-text rank when the filter has a text query. The
+ * rows are sorted by id and each entity looked up in them: n log n on the
+ * loop thread, for up to TIER_PAGE_MAX entities. */
 static int walk_filtered(tier_ctx *c, const PGresult *r, const global_query_in *filter,
                          global_traverse_out *out) {
     int rows = PQntuples(r), text = filter->text_query[0] != 0;
-    if (text && !(out->ranks = arena_alloc(c->ar, (out->nnodes + 1) * sizeof *out->ranks)))
+    matched *m = arena_alloc(c->ar, ((size_t)rows + 1) * sizeof *m);
+    if (!m || (text && !(out->ranks = arena_alloc(c->ar, (out->nnodes + 1) * sizeof *out->ranks))))
         return tier_fail(c, STATUS_ENOMEM, "out of memory");
+    for (int row = 0; row < rows; row++) m[row] = (matched){PQgetvalue(r, row, 1), row};
+    qsort(m, (size_t)rows, sizeof *m, by_id);
     size_t kept = 0;
     for (size_t i = 0; i < out->nnodes; i++) {
-        for (int row = 0; row < rows; row++) {
-            if (strcmp(PQgetvalue(r, row, 1), out->nodes[i].id) != 0) continue;
-            float rank = 0;
-            if (text && pgq_col_float4(r, row, GLOBAL_E_NCOLS, &rank) != 0)
-                return tier_fail(c, STATUS_EINTERNAL, "unreadable rank");
-            out->nodes[kept] = out->nodes[i];
-            out->depths[kept] = out->depths[i];
-            if (text) out->ranks[kept] = rank;
-            kept++;
-            break;
-        }
+        matched key = {out->nodes[i].id, 0};
+        const matched *hit = bsearch(&key, m, (size_t)rows, sizeof *m, by_id);
+        if (!hit) continue;
+        float rank = 0;
+        if (text && pgq_col_float4(r, hit->row, GLOBAL_E_NCOLS, &rank) != 0)
+            return tier_fail(c, STATUS_EINTERNAL, "unreadable rank");
+        out->nodes[kept] = out->nodes[i];
+        out->depths[kept] = out->depths[i];
+        if (text) out->ranks[kept] = rank;
+        kept++;
     }
     out->nnodes = kept;
     return STATUS_OK;

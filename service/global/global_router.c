@@ -53,14 +53,15 @@ void global_graph_submit(global_graph *g) { tier_async_submit(&g->svc->store, g-
 
 void global_graph_cancel(global_graph *g) { tier_async_cancel(&g->svc->store, g->op); }
 
-/* Best score first, ties in the store's order (depth, then id): an
- * insertion sort, stable, over at most TIER_PAGE_MAX hits. */
-static void sort_by_score(global_graph_hit *h, size_t n) {
+/* Best score first, ties in the store's order (depth, then id), moving
+ * each hit's entity index along: an insertion sort, stable, over at most
+ * TIER_PAGE_MAX hits. */
+static void sort_by_score(global_graph_hit *h, size_t *at, size_t n) {
     for (size_t i = 1; i < n; i++) {
         global_graph_hit x = h[i];
-        size_t j = i;
-        for (; j > 0 && h[j - 1].score < x.score; j--) h[j] = h[j - 1];
-        h[j] = x;
+        size_t xat = at[i], j = i;
+        for (; j > 0 && h[j - 1].score < x.score; j--) h[j] = h[j - 1], at[j] = at[j - 1];
+        h[j] = x, at[j] = xat;
     }
 }
 
@@ -68,19 +69,22 @@ long global_graph_hits(global_graph *g, arena *a, global_graph_hit **hits) {
     const global_entity *ents = g->traverse ? g->tout.nodes : g->qout.ents;
     size_t n = g->traverse ? g->tout.nnodes : g->qout.n;
     global_graph_hit *h = arena_alloc(a, (n + 1) * sizeof *h);
-    if (!h) return -1;
+    size_t *at = arena_alloc(a, (n + 1) * sizeof *at); /* each hit's entity */
+    if (!h || !at) return -1;
     int text = g->q.text_query[0] != 0;
     for (size_t i = 0; i < n; i++) {
-        if (!(h[i].entity = global_render_entity(a, &ents[i]))) return -1;
+        at[i] = i;
         h[i].depth = g->traverse ? g->tout.depths[i] : 0;
         if (text)
             h[i].score = g->traverse ? (double)g->tout.ranks[i] : strtod(g->qout.keys[i], NULL);
         else h[i].score = 1.0 / (1.0 + h[i].depth);
     }
     /* Entity queries come best first from the store; a traversal with a
-     * text query is ranked here. */
-    if (g->traverse && text) sort_by_score(h, n);
+     * text query is ranked here. Only the hits kept are rendered. */
+    if (g->traverse && text) sort_by_score(h, at, n);
     if (n > (size_t)g->limit) n = (size_t)g->limit;
+    for (size_t i = 0; i < n; i++)
+        if (!(h[i].entity = global_render_entity(a, &ents[at[i]]))) return -1;
     *hits = h;
     return (long)n;
 }

@@ -544,8 +544,9 @@ static int64_t budget_end(const router_service *svc, rpc_call *call, int64_t now
 static grpc_status_code route(rpc_call *call, router_service *svc, const query *q, int stream,
                               Memory__V1__RouterQueryResponse *resp) {
     const principal *p = authn_principal(call);
-    int may_vector = principal_scope(p, "episodic:read") != PRINCIPAL_DENY;
-    int may_graph = principal_scope(p, "global:read") != PRINCIPAL_DENY;
+    /* Only the scopes of the parts the query has are looked up. */
+    int may_vector = q->vector && principal_scope(p, "episodic:read") != PRINCIPAL_DENY;
+    int may_graph = q->graph && principal_scope(p, "global:read") != PRINCIPAL_DENY;
     if (q->vector && !q->hybrid && !may_vector) {
         rpc_call_set_error(call, "vector_search needs the episodic:read scope");
         return GRPC_STATUS_PERMISSION_DENIED;
@@ -574,11 +575,14 @@ static grpc_status_code route(rpc_call *call, router_service *svc, const query *
     r->deadline_ms = budget_end(svc, call, r->start_ms);
     pthread_mutex_init(&r->lock, NULL); /* a default mutex holds no resources */
     cancel_init(&r->cancel);
+    r->parts[PART_VECTOR].tier = MEMORY__V1__TIER__TIER_EPISODIC;
+    r->parts[PART_GRAPH].tier = MEMORY__V1__TIER__TIER_GLOBAL;
+    r->parts[PART_RECENT].tier = MEMORY__V1__TIER__TIER_CACHE_L1; /* until it answers */
     if (q->graph && !may_graph) skip(r, PART_GRAPH, "global:read");
     if (q->vector && !may_vector) skip(r, PART_VECTOR, "episodic:read");
-    if (q->graph && may_graph) {
+    if (may_graph) {
         part *pt = &r->parts[PART_GRAPH];
-        *pt = (part){.used = 1, .running = 1, .tier = MEMORY__V1__TIER__TIER_GLOBAL};
+        pt->used = pt->running = 1;
         if (!(r->graph_arena = arena_create())) return rpc_call_oom(call);
         pt->c = tier_ctx_for(call, "global", NULL);
         pt->c.deadline_ms = r->deadline_ms;
@@ -593,16 +597,14 @@ static grpc_status_code route(rpc_call *call, router_service *svc, const query *
     }
     if (q->recent) {
         part *pt = &r->parts[PART_RECENT];
-        *pt = (part){.used = 1, .running = 1, .tier = MEMORY__V1__TIER__TIER_CACHE_L1};
+        pt->used = pt->running = 1;
         pt->c = tier_ctx_for(call, "entries", NULL);
         pt->c.deadline_ms = r->deadline_ms;
         RPC_CHECK(entries_lookup_prepare(svc->entries, call, "recent_lookup.", q->recent, &pt->c,
                                          recent_done, r, &r->lookup));
         r->pending++;
     }
-    r->parts[PART_GRAPH].tier = MEMORY__V1__TIER__TIER_GLOBAL;
-    r->parts[PART_VECTOR].tier = MEMORY__V1__TIER__TIER_EPISODIC;
-    if (q->vector && may_vector) {
+    if (may_vector) {
         part *pt = &r->parts[PART_VECTOR];
         pt->used = pt->running = 1;
         pt->c = tier_ctx_for(call, "episodic", NULL);

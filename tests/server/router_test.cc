@@ -10,6 +10,8 @@
 
 #include <chrono>
 #include <cmath>
+#include <map>
+#include <memory>
 #include <thread>
 
 #include "memory/v1/entries.pb.h"
@@ -155,6 +157,36 @@ class RouterTest : public ::testing::Test {
     for (const auto& t : resp.tiers())
       if (t.tier() == tier) return &t;
     return nullptr;
+  }
+
+  // A QueryStream call of req, its request sent and half-closed.
+  std::unique_ptr<testing_client::Stream> QueryStream(const RouterQueryStreamRequest& req,
+                                                      int timeout_ms) {
+    auto s = std::make_unique<testing_client::Stream>(
+        ch_, "/memory.v1.Router/QueryStream", timeout_ms,
+        std::map<std::string, std::string>{{"authorization", TestKeys::Bearer(all_)}});
+    EXPECT_TRUE(s->Write(req.SerializeAsString()));
+    EXPECT_TRUE(s->WritesDone());
+    return s;
+  }
+
+  // A session holding table locked (ACCESS EXCLUSIVE, until ROLLBACK):
+  // every statement on it waits.
+  std::unique_ptr<PgSession> LockTable(const std::string& table) {
+    auto locker = std::make_unique<PgSession>(db_.url());
+    EXPECT_TRUE(locker->ok()) << locker->error();
+    locker->Value("BEGIN");
+    locker->Value("LOCK TABLE " + table + " IN ACCESS EXCLUSIVE MODE");
+    return locker;
+  }
+
+  // Polls until pred holds or ms pass; true if it held.
+  template <typename Pred>
+  static bool Eventually(Pred pred, int ms, int every_ms = 10) {
+    auto until = Clock::now() + std::chrono::milliseconds(ms);
+    while (!pred() && Clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(every_ms));
+    return pred();
   }
 
   // The hand-computed example's data: graph a, b, c (type "doc"); points 1
@@ -477,14 +509,11 @@ TEST_F(RouterTest, BadInputIsRefusedNamingTheField) {
   EXPECT_EQ(StatusCode::NOT_FOUND, r.status.error_code()) << r.status.error_message();
   RouterQueryStreamRequest hs;
   *hs.mutable_hybrid() = h.hybrid();
-  testing_client::Stream s(ch_, "/memory.v1.Router/QueryStream", 10000,
-                           {{"authorization", TestKeys::Bearer(all_)}});
-  ASSERT_TRUE(s.Write(hs.SerializeAsString()));
-  ASSERT_TRUE(s.WritesDone());
+  auto s = QueryStream(hs, 10000);
   std::string body;
-  while (s.Read(&body)) {
+  while (s->Read(&body)) {
   }
-  EXPECT_EQ(StatusCode::NOT_FOUND, s.Finish().error_code());
+  EXPECT_EQ(StatusCode::NOT_FOUND, s->Finish().error_code());
 }
 
 // The graph part waits on a lock PostgreSQL holds for another session: the
@@ -492,10 +521,7 @@ TEST_F(RouterTest, BadInputIsRefusedNamingTheField) {
 // graph reported DEADLINE_EXCEEDED, and its statement no longer runs.
 TEST_F(RouterTest, ASlowTierGivesAPartialAnswerWithinTheDeadline) {
   FusionData(all_);
-  PgSession locker(db_.url());
-  ASSERT_TRUE(locker.ok()) << locker.error();
-  locker.Value("BEGIN");
-  locker.Value("LOCK TABLE entities IN ACCESS EXCLUSIVE MODE");
+  auto locker = LockTable("entities");
   RouterQueryRequest req;
   *req.mutable_hybrid()->mutable_vector_search() = Vector("mem", 1, 0);
   req.mutable_hybrid()->mutable_graph_query()->set_entity_type("doc");
@@ -516,17 +542,15 @@ TEST_F(RouterTest, ASlowTierGivesAPartialAnswerWithinTheDeadline) {
   EXPECT_EQ(TIER_OUTCOME_ANSWERED, Report(resp, TIER_EPISODIC)->outcome());
   // Nobody waits on the lock any more: the statement was cancelled (the
   // cancel request reaches PostgreSQL just after the answer).
-  auto until = Clock::now() + std::chrono::seconds(2);
-  while (locker.LockWaiters() > 0 && Clock::now() < until)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  EXPECT_EQ(0, locker.LockWaiters());
+  Eventually([&] { return locker->LockWaiters() == 0; }, 2000);
+  EXPECT_EQ(0, locker->LockWaiters());
 
   // Every tier late: DEADLINE_EXCEEDED for the call.
   RouterQueryRequest graph;
   graph.mutable_graph_query()->set_entity_type("doc");
   r = Call("/memory.v1.Router/Query", graph, all_, 500);
   EXPECT_EQ(StatusCode::DEADLINE_EXCEEDED, r.status.error_code()) << r.status.error_message();
-  locker.Value("ROLLBACK");
+  locker->Value("ROLLBACK");
 }
 
 // QueryStream sends each tier's message as it answers (the free vector part
@@ -539,18 +563,15 @@ TEST_F(RouterTest, QueryStreamSendsTiersAsTheyAnswerAndCancelStopsTheRest) {
   req.mutable_hybrid()->mutable_graph_query()->set_entity_type("doc");
   {
     // Unhindered: two tier messages, then the fused one, then OK.
-    testing_client::Stream s(ch_, "/memory.v1.Router/QueryStream", 10000,
-                             {{"authorization", TestKeys::Bearer(all_)}});
-    ASSERT_TRUE(s.Write(req.SerializeAsString()));
-    ASSERT_TRUE(s.WritesDone());
+    auto s = QueryStream(req, 10000);
     std::vector<RouterQueryStreamResponse> msgs;
     std::string body;
-    while (s.Read(&body)) {
+    while (s->Read(&body)) {
       RouterQueryStreamResponse m;
       ASSERT_TRUE(m.ParseFromString(body));
       msgs.push_back(m);
     }
-    EXPECT_TRUE(s.Finish().ok());
+    EXPECT_TRUE(s->Finish().ok());
     ASSERT_EQ(3u, msgs.size());
     EXPECT_FALSE(msgs[0].fused());
     EXPECT_FALSE(msgs[1].fused());
@@ -560,34 +581,25 @@ TEST_F(RouterTest, QueryStreamSendsTiersAsTheyAnswerAndCancelStopsTheRest) {
     ASSERT_EQ(5, msgs[2].results_size());
     EXPECT_EQ("b", msgs[2].results(0).entity().id());
   }
-  PgSession locker(db_.url());
-  ASSERT_TRUE(locker.ok()) << locker.error();
-  locker.Value("BEGIN");
-  locker.Value("LOCK TABLE entities IN ACCESS EXCLUSIVE MODE");
-  testing_client::Stream s(ch_, "/memory.v1.Router/QueryStream", 30000,
-                           {{"authorization", TestKeys::Bearer(all_)}});
-  ASSERT_TRUE(s.Write(req.SerializeAsString()));
-  ASSERT_TRUE(s.WritesDone());
+  auto locker = LockTable("entities");
+  auto s = QueryStream(req, 30000);
   std::string body;
-  ASSERT_TRUE(s.Read(&body, 5000));
+  ASSERT_TRUE(s->Read(&body, 5000));
   RouterQueryStreamResponse first;
   ASSERT_TRUE(first.ParseFromString(body));
   EXPECT_EQ(TIER_EPISODIC, first.report().tier());
   EXPECT_EQ(3, first.results_size());
   // The graph part waits on the lock until the client cancels.
-  auto until = Clock::now() + std::chrono::seconds(5);
-  while (locker.LockWaiters() < 1 && Clock::now() < until)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  ASSERT_EQ(1, locker.LockWaiters());
+  Eventually([&] { return locker->LockWaiters() >= 1; }, 5000);
+  ASSERT_EQ(1, locker->LockWaiters());
   auto t0 = Clock::now();
-  s.Cancel();
-  while (locker.LockWaiters() > 0 && Clock::now() < t0 + std::chrono::seconds(5))
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  s->Cancel();
+  Eventually([&] { return locker->LockWaiters() == 0; }, 5000, 2);
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
-  EXPECT_EQ(0, locker.LockWaiters());
+  EXPECT_EQ(0, locker->LockWaiters());
   EXPECT_LT(ms, 1000) << "the graph statement ran on " << ms << " ms after the cancel";
   printf("cancel -> graph statement gone: %lld ms\n", static_cast<long long>(ms));
-  locker.Value("ROLLBACK");
+  locker->Value("ROLLBACK");
 }
 
 TEST_F(RouterTest, OneAuditRowNamesEveryRecordReturned) {
@@ -600,14 +612,14 @@ TEST_F(RouterTest, OneAuditRowNamesEveryRecordReturned) {
   ASSERT_TRUE(r.status.ok()) << r.status.error_message();
   PgSession pg(db_.url());
   std::string targets;
-  auto until = Clock::now() + std::chrono::seconds(5);
-  while (Clock::now() < until) {
-    targets = pg.Value(
-        "SELECT count(*) || '|' || string_agg(t, ',' ORDER BY t) FROM audit_log, "
-        "unnest(target_ids) t WHERE request_id = 'route-1' GROUP BY id");
-    if (!targets.empty()) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  Eventually(
+      [&] {
+        targets = pg.Value(
+            "SELECT count(*) || '|' || string_agg(t, ',' ORDER BY t) FROM audit_log, "
+            "unnest(target_ids) t WHERE request_id = 'route-1' GROUP BY id");
+        return !targets.empty();
+      },
+      5000, 20);
   EXPECT_EQ("6|entity:a,entity:b,entity:c,point:mem/1,point:mem/2,point:mem/3", targets);
   EXPECT_EQ("1", pg.Value("SELECT count(*) FROM audit_log WHERE request_id = 'route-1'"));
 }
@@ -655,9 +667,7 @@ TEST_F(RouterTest, RecentLookupIsCacheAsideAndEveryWriteInvalidatesIt) {
   EXPECT_EQ("v2", Value(Recent(chb, tok, "app:notes:x", "k")));
   auto t0 = Clock::now();
   std::string seen;
-  while (Clock::now() - t0 < std::chrono::seconds(2) &&
-         (seen = Value(Recent(cha, tok, "app:notes:x", "k"))) != "v2")
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  Eventually([&] { return (seen = Value(Recent(cha, tok, "app:notes:x", "k"))) == "v2"; }, 2000, 1);
   EXPECT_EQ("v2", seen);
   printf("invalidation on the other replica: %lld us\n",
          static_cast<long long>(
@@ -683,10 +693,7 @@ TEST_F(RouterTest, RecentLookupIsCacheAsideAndEveryWriteInvalidatesIt) {
   r = Recent(cha, tok, "app:notes:x", "k");
   EXPECT_EQ(0, r.results_size());
   EXPECT_EQ("CACHE_L1:MISS CACHE_L2:MISS ENTRIES:ANSWERED", Levels(r));
-  t0 = Clock::now();
-  while (Clock::now() - t0 < std::chrono::seconds(2) &&
-         Recent(chb, tok, "app:notes:x", "k").results_size() != 0)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  Eventually([&] { return Recent(chb, tok, "app:notes:x", "k").results_size() == 0; }, 2000, 1);
   EXPECT_EQ(0, Recent(chb, tok, "app:notes:x", "k").results_size());
   EXPECT_EQ(0, a->Stop(SIGTERM, 10000)) << a->Log();
   EXPECT_EQ(0, b->Stop(SIGTERM, 10000)) << b->Log();
@@ -701,20 +708,15 @@ TEST_F(RouterTest, ConcurrentRecentLookupsOfOneEntryLoadItOnce) {
   auto ch = testing_client::Connect(a->port());
   std::string tok = Token(Tenant("flight"), "alice", "router:query entries:read entries:write");
   Write(ch, tok, "app:notes:x", "cold", "c");
-  PgSession locker(db_.url());
-  ASSERT_TRUE(locker.ok()) << locker.error();
-  locker.Value("BEGIN");
-  locker.Value("LOCK TABLE entries IN ACCESS EXCLUSIVE MODE");
+  auto locker = LockTable("entries");
   std::vector<std::thread> calls;
   std::vector<std::string> values(16);
   for (int i = 0; i < 16; i++)
     calls.emplace_back([&, i] { values[i] = Value(Recent(ch, tok, "app:notes:x", "cold")); });
-  auto until = Clock::now() + std::chrono::seconds(5);
-  while (locker.LockWaiters() < 1 && Clock::now() < until)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  Eventually([&] { return locker->LockWaiters() >= 1; }, 5000);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the others arrive
-  EXPECT_EQ(1, locker.LockWaiters());
-  locker.Value("ROLLBACK");
+  EXPECT_EQ(1, locker->LockWaiters());
+  locker->Value("ROLLBACK");
   for (auto& t : calls) t.join();
   for (const auto& v : values) EXPECT_EQ("c", v);
   EXPECT_EQ(0, a->Stop(SIGTERM, 10000)) << a->Log();
@@ -858,23 +860,17 @@ TEST_F(RouterQdrantTest, CancellingAStreamEndsTheQdrantTransfer) {
   qdrant_.ClearRequests();
   RouterQueryStreamRequest req;
   *req.mutable_hybrid() = Hybrid().hybrid();
-  testing_client::Stream s(ch_, "/memory.v1.Router/QueryStream", 30000,
-                           {{"authorization", TestKeys::Bearer(all_)}});
-  ASSERT_TRUE(s.Write(req.SerializeAsString()));
-  ASSERT_TRUE(s.WritesDone());
+  auto s = QueryStream(req, 30000);
   std::string body;
-  ASSERT_TRUE(s.Read(&body, 5000));
+  ASSERT_TRUE(s->Read(&body, 5000));
   RouterQueryStreamResponse first;
   ASSERT_TRUE(first.ParseFromString(body));
   EXPECT_EQ(TIER_GLOBAL, first.report().tier());
-  bool at_qdrant = false;
-  for (int i = 0; i < 500 && !at_qdrant; i++) {
-    at_qdrant = qdrant_.Requests().find("/points/") != std::string::npos;
-    if (!at_qdrant) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  bool at_qdrant =
+      Eventually([&] { return qdrant_.Requests().find("/points/") != std::string::npos; }, 5000);
   ASSERT_TRUE(at_qdrant) << qdrant_.Requests();
-  s.Cancel();
-  EXPECT_EQ(StatusCode::CANCELLED, s.Finish().error_code());
+  s->Cancel();
+  EXPECT_EQ(StatusCode::CANCELLED, s->Finish().error_code());
   EXPECT_LT(TaskThreadWait(), 1000);
 }
 
