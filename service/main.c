@@ -17,6 +17,7 @@
 #include "service/health/health.h"
 #include "service/health/health_probe.h"
 #include "service/pb/page_token.h"
+#include "service/receipt_cli.h"
 #include "service/reflection/descpool.h"
 #include "service/reflection/reflection.h"
 #include "service/rpc/rpc.h"
@@ -33,11 +34,12 @@
 #include "service/token_cli.h"
 
 /* The tiers, in the order they open (a tier may use what an earlier one
- * offers in tier_env: the cache before Entries and GlobalMemory), each by the name of
+ * offers in tier_env: the cache before Entries and GlobalMemory, every tier
+ * that keeps records before Privacy, which runs their erasers), each by the name of
  * the `const tier <name>_tier` its folder exports. Adding a tier is its
  * folder, its library in BUILD and its name on this one line. */
 #define TIERS(X)                                                                                   \
-    X(access) X(audit) X(cache) X(entries) X(global) X(episodic) X(blackboard) X(router)
+    X(access) X(audit) X(cache) X(entries) X(global) X(episodic) X(blackboard) X(router) X(privacy)
 
 #define TIER_DECLARE(name) extern const tier name##_tier;
 #define TIER_ENTRY(name) &name##_tier,
@@ -297,6 +299,7 @@ static int run(app *a, const sigset_t *signals) {
 
 int main(int argc, char **argv) {
     if (argc >= 2 && strcmp(argv[1], "token") == 0) return token_cli_main(argc - 1, argv + 1);
+    if (argc >= 2 && strcmp(argv[1], "receipt") == 0) return receipt_cli_main(argc - 1, argv + 1);
     app a;
     memset(&a, 0, sizeof a);
     char err[ERRLEN];

@@ -17,6 +17,7 @@
 #include "service/auth/jwks.h"
 #include "service/auth/jwt.h"
 #include "service/core/b64url.h"
+#include "service/core/text.h"
 
 #define MAX_NS 64
 
@@ -48,31 +49,6 @@ static int fail(const char *fmt, const char *a, const char *b) {
     fprintf(stderr, fmt, a, b);
     fputc('\n', stderr);
     return 2;
-}
-
-static char *read_text(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap + 1);
-    size_t r;
-    while (buf && (r = fread(buf + n, 1, cap - n, f)) > 0) {
-        n += r;
-        if (n == cap) {
-            char *bigger = cap < (1 << 20) ? realloc(buf, cap * 2 + 1) : NULL;
-            if (!bigger) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = bigger;
-            cap *= 2;
-        }
-    }
-    fclose(f);
-    if (buf) buf[n] = '\0';
-    if (len) *len = n;
-    return buf;
 }
 
 /* Writes data to path via a temporary file and rename, with mode. */
@@ -141,7 +117,7 @@ static int keygen(int argc, char **argv) {
 
     json_t *doc = NULL;
     size_t len = 0;
-    char *existing = read_text(jwks_path, &len);
+    char *existing = text_read_file(jwks_path, &len);
     if (existing) {
         json_error_t jerr;
         doc = json_loadb(existing, len, 0, &jerr);

@@ -74,6 +74,19 @@
     L("  end") \
     L("  index_leases()") \
     L("end") \
+    /* Deletes key (its header h) in a revision of its own, logged and \
+     * published as an event of kind ('D' or 'L'), h taking the delete's \
+     * version; the caller saves the board. Every way a key goes (a post, \
+     * a lease, an erasure) goes through here, so all look alike. */ \
+    L("local function remove(bd, kind, now, key, h)") \
+    L("  bd.r = bd.r + 1") \
+    L("  bd.b = bd.b - h.size") \
+    L("  redis.call('HDEL', K_HDR, key)") \
+    L("  redis.call('HDEL', K_VAL, key)") \
+    L("  redis.call('ZREM', K_LEASE, key)") \
+    L("  h.ver = bd.r") \
+    L("  emit(bd, kind, now, key, header(h), nil)") \
+    L("end") \
     /* Deletes the keys whose lease ran out, one revision each; true when \
      * it changed the board (the caller saves it). */ \
     L("local function expire_due(bd, now)") \
@@ -83,14 +96,7 @@
     L("    redis.call('ZREM', K_LEASE, key)") \
     L("    local hs = redis.call('HGET', K_HDR, key)") \
     L("    local h = hs and header_at(hs, 1)") \
-    L("    if h and h.lease > 0 and h.lease <= now then") \
-    L("      bd.r = bd.r + 1") \
-    L("      bd.b = bd.b - h.size") \
-    L("      redis.call('HDEL', K_HDR, key)") \
-    L("      redis.call('HDEL', K_VAL, key)") \
-    L("      h.ver = bd.r") \
-    L("      emit(bd, 'L', now, key, header(h), nil)") \
-    L("    end") \
+    L("    if h and h.lease > 0 and h.lease <= now then remove(bd, 'L', now, key, h) end") \
     L("  end") \
     L("  return true") \
     L("end")
@@ -140,17 +146,12 @@ static const char post_body[] =
     L("elseif ttl > 0 and now + ttl > bd.x then")
     L("  bd.x = now + ttl")
     L("end")
-    L("bd.r = bd.r + 1")
     L("local h")
     L("if del then")
-    L("  bd.b = bd.b - old.size")
-    L("  redis.call('HDEL', K_HDR, key)")
-    L("  redis.call('HDEL', K_VAL, key)")
-    L("  redis.call('ZREM', K_LEASE, key)")
-    L("  old.ver = bd.r")
+    L("  remove(bd, 'D', now, key, old)")
     L("  h = header(old)")
-    L("  emit(bd, 'D', now, key, h, nil)")
     L("else")
+    L("  bd.r = bd.r + 1")
     L("  if old and old.label > label then label = old.label end")
     L("  local lease_at = lease > 0 and now + lease or 0")
     L("  h = header({ver = bd.r, label = label, create = old and old.create or num(now),")
@@ -220,6 +221,57 @@ static const char sweep_body[] =
     L("if expire_due(bd, now_ms()) then save(bd) else index_leases() end")
     L("return 1");
 
+/* ARGV[5..]: by owner (1/0), the owner, by subject (1/0), the subject id,
+ * dry run (1/0). Deletes every key of the board whose owner is the owner
+ * and whose value is a JSON object with a top-level string "subject_id"
+ * equal to the subject id (each test only when asked for), whatever its
+ * label: each a delete as a post's, in a revision of its own (a DELETE
+ * event for every stream), so the board's items, bytes, log and streams
+ * stay as consistent as after any delete. The board stays, empty or not,
+ * until it expires, as a post's delete of its last key leaves it. A dry
+ * run changes nothing: it skips the keys whose lease ran out, which the
+ * next script expires anyway. Answers how many keys matched. */
+static const char erase_body[] =
+    PRELUDE
+    L("local by_owner, owner = ARGV[5] == '1', ARGV[6]")
+    L("local by_subject, subject, dry = ARGV[7] == '1', ARGV[8], ARGV[9] == '1'")
+    L("local bd = board()")
+    L("if not bd then return 0 end")
+    L("local now = now_ms()")
+    L("local changed = not dry and expire_due(bd, now)")
+    /* Values are compact JSON (bb_service.c) that would write the name
+     * plainly: one without it, or without an escape that could spell it,
+     * is not decoded. */
+    L("local UESC = string.char(92) .. 'u'")
+    L("local function names_subject(v)")
+    L("  if not (string.find(v, 'subject_id', 1, true) or string.find(v, UESC, 1, true)) then")
+    L("    return false")
+    L("  end")
+    L("  local ok, doc = pcall(cjson.decode, v)")
+    L("  return ok and type(doc) == 'table' and type(doc.subject_id) == 'string' and")
+    L("    doc.subject_id == subject")
+    L("end")
+    L("local n = 0")
+    L("local hk = redis.call('HGETALL', K_HDR)")
+    L("for i = 1, #hk, 2 do")
+    L("  local key, h = hk[i], header_at(hk[i + 1], 1)")
+    L("  local hit = h and (not by_owner or h.owner == owner) and")
+    L("    not (dry and h.lease > 0 and h.lease <= now)")
+    L("  if hit and by_subject then")
+    L("    local v = redis.call('HGET', K_VAL, key)")
+    L("    hit = v and names_subject(v)")
+    L("  end")
+    L("  if hit then")
+    L("    n = n + 1")
+    L("    if not dry then")
+    L("      remove(bd, 'D', now, key, h)")
+    L("      changed = true")
+    L("    end")
+    L("  end")
+    L("end")
+    L("if changed then save(bd) end")
+    L("return n");
+
 /* KEYS[1] the lease index; ARGV[1] how many. The bases of boards with a
  * lease that ran out, by Redis's clock. */
 static const char due_body[] =
@@ -233,6 +285,7 @@ static bb_script scripts[BB_SCRIPT_COUNT] = {
     {"blackboard sync", sync_body, sizeof sync_body - 1, ""},
     {"blackboard lease sweep", sweep_body, sizeof sweep_body - 1, ""},
     {"blackboard lease index", due_body, sizeof due_body - 1, ""},
+    {"blackboard erase", erase_body, sizeof erase_body - 1, ""},
 };
 
 static pthread_once_t hashed = PTHREAD_ONCE_INIT;

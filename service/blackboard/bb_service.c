@@ -33,7 +33,8 @@
 #define ITEM_OVERHEAD 96                 /* an item's meta, encoded, about */
 
 typedef struct bb_service {
-    aredis *redis; /* NULL: no Redis configured (every call UNAVAILABLE) */
+    aredis *redis;    /* NULL: no Redis configured (every call UNAVAILABLE) */
+    redis_pool *pool; /* the same Redis for the eraser, which may block */
     bb_hub *hub;
     bb_limits lim;
     pii_policy pii;
@@ -272,6 +273,17 @@ static grpc_status_code do_subscribe(rpc_call *call, const ProtobufCMessage *msg
     return bb_hub_watch(svc->hub, call, p, &c, &w);
 }
 
+/* ------------------------------------------------------------ Forget */
+
+/* The tier's eraser (tier_erase.h), on a task-pool thread. Without Redis
+ * there are no boards, so nothing to erase. */
+static int bb_erase(void *state, tier_ctx *c, const tier_erase_sel *sel, int64_t *count) {
+    const bb_service *svc = state;
+    *count = 0;
+    if (!svc->pool) return STATUS_OK;
+    return bb_erase_tenant(svc->pool, &svc->lim, c, sel, count);
+}
+
 /* ------------------------------------------------------------ the tier */
 
 static void bb_free(void *state) {
@@ -294,12 +306,18 @@ static int bb_open(tier_env *env, void **state, char *err, size_t errlen) {
                            .default_ttl_ms = TTL_DEFAULT_MS,
                            .log_entries = c->blackboard_log_entries,
                            .log_bytes = c->blackboard_log_bytes};
+    tier_eraser eraser = {.tier = MEMORY__V1__TIER__TIER_BLACKBOARD,
+                          .name = "blackboard",
+                          .fn = bb_erase,
+                          .state = svc};
+    if (tier_env_add_eraser(env, &eraser, err, errlen) != 0) return -1;
     if (!env->redis_async) {
         log_fields(LOG_INFO, "blackboard tier", LOG_F_STR, "redis",
                    "none (calls answer UNAVAILABLE)", LOG_F_END);
         return 0;
     }
     svc->redis = env->redis_async;
+    svc->pool = env->redis;
     bb_hub_options ho = {.loop = env->loop,
                          .redis = env->redis_async,
                          .redis_url = c->redis_url,

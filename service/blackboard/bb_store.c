@@ -5,6 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "service/core/array.h"
+#include "service/core/cancel.h"
+#include "service/core/clock.h"
+#include "service/core/log.h"
 #include "service/core/status.h"
 
 #define BOARD_KEYS (BB_KEY_COUNT + 1) /* the board's, then the lease index */
@@ -290,4 +294,169 @@ int bb_sweep_board_start(bb_sweep *s, aredis *r, arena *a, const bb_names *n, co
     e->done = swept;
     bb_eval_submit(e, "blackboard lease sweep", deadline_ms);
     return 0;
+}
+
+/* ------------------------------------------------------------ erasure */
+
+#define ERASE_SCAN_COUNT "256" /* keys Redis looks at per SCAN step */
+
+/* The bases of the boards found (malloc'd, each base too). */
+typedef struct erase_boards {
+    char **base;
+    size_t n, cap;
+} erase_boards;
+
+static void boards_free(erase_boards *b) {
+    for (size_t i = 0; i < b->n; i++) free(b->base[i]);
+    free(b->base);
+}
+
+static int boards_add(erase_boards *b, const char *base, size_t len) {
+    char **grown = array_grow(b->base, &b->cap, b->n + 1, sizeof *b->base, 64);
+    char *copy = grown ? strndup(base, len) : NULL;
+    if (!copy) return -1;
+    b->base = grown;
+    b->base[b->n++] = copy;
+    return 0;
+}
+
+static int base_cmp(const void *x, const void *y) {
+    return strcmp(*(char *const *)x, *(char *const *)y);
+}
+
+/* Why Redis failed, in c->err: past the deadline ETIMEOUT (hiredis's
+ * timeout reads as an I/O error), else EUNAVAILABLE. */
+static int erase_failed(tier_ctx *c, redisContext *conn, const redisReply *r, const char *what) {
+    if (clock_mono_us() / 1000 >= c->deadline_ms)
+        return tier_fail(c, STATUS_ETIMEOUT, "blackboard erase: the deadline passed during %s",
+                         what);
+    if (r && r->type == REDIS_REPLY_ERROR)
+        return tier_fail(c, STATUS_EUNAVAILABLE, "blackboard erase: Redis refused %s: %.200s", what,
+                         r->str);
+    return tier_fail(c, STATUS_EUNAVAILABLE, "blackboard erase: %s failed: %s", what,
+                     conn->err ? conn->errstr : "Redis answered something memoryd did not ask for");
+}
+
+/* STATUS_OK while the erasure may go on. */
+static int erase_go_on(tier_ctx *c) {
+    if (c->cancel && cancel_fired(c->cancel))
+        return tier_fail(c, STATUS_ECANCELLED, "blackboard erase: cancelled");
+    if (clock_mono_us() / 1000 >= c->deadline_ms)
+        return tier_fail(c, STATUS_ETIMEOUT, "blackboard erase: the deadline passed");
+    return STATUS_OK;
+}
+
+/* Every board of tenant into *out, sorted and without repeats (SCAN may
+ * return a key twice). A board has one meta key; the MATCH pattern is the
+ * tenant's prefix (bb_codec.h) with the glob characters escaped, and the
+ * tenant's length in it keeps other tenants' boards out. */
+static int erase_find_boards(redisContext *conn, tier_ctx *c, const char *tenant,
+                             erase_boards *out) {
+    size_t tl = strlen(tenant);
+    char *pattern = malloc(2 * tl + 64);
+    if (!pattern) return tier_fail(c, STATUS_ENOMEM, "out of memory");
+    size_t plen = (size_t)sprintf(pattern, "memoryd:bb:{%zu:", tl);
+    for (size_t i = 0; i < tl; i++) {
+        if (strchr("*?[]\\", tenant[i])) pattern[plen++] = '\\';
+        pattern[plen++] = tenant[i];
+    }
+    plen += (size_t)sprintf(pattern + plen, ":*}:m");
+    char cursor[32] = "0";
+    int code = STATUS_OK;
+    do {
+        if ((code = erase_go_on(c)) != STATUS_OK) break;
+        redisReply *r =
+            redisCommand(conn, "SCAN %s MATCH %b COUNT " ERASE_SCAN_COUNT, cursor, pattern, plen);
+        if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2 || !is_string(r->element[0]) ||
+            r->element[0]->len >= sizeof cursor || r->element[1]->type != REDIS_REPLY_ARRAY) {
+            code = erase_failed(c, conn, r, "SCAN");
+            if (r) freeReplyObject(r);
+            break;
+        }
+        memcpy(cursor, r->element[0]->str, r->element[0]->len);
+        cursor[r->element[0]->len] = '\0';
+        const redisReply *keys = r->element[1];
+        for (size_t i = 0; code == STATUS_OK && i < keys->elements; i++) {
+            const redisReply *k = keys->element[i];
+            /* the base: the meta key without its ":m" */
+            if (is_string(k) && k->len > 2 && boards_add(out, k->str, k->len - 2) != 0)
+                code = tier_fail(c, STATUS_ENOMEM, "out of memory");
+        }
+        freeReplyObject(r);
+    } while (code == STATUS_OK && strcmp(cursor, "0") != 0);
+    free(pattern);
+    if (code != STATUS_OK || out->n < 2) return code;
+    /* A base holds no NUL (its tenant and task are C strings). */
+    qsort(out->base, out->n, sizeof *out->base, base_cmp);
+    size_t kept = 1;
+    for (size_t i = 1; i < out->n; i++) {
+        if (strcmp(out->base[i], out->base[kept - 1]) == 0) free(out->base[i]);
+        else out->base[kept++] = out->base[i];
+    }
+    out->n = kept;
+    return STATUS_OK;
+}
+
+/* One board's erasure: one script, so Redis applies it atomically. */
+static int erase_board(redisContext *conn, tier_ctx *c, arena *a, const bb_limits *lim,
+                       const char *base, const tier_erase_sel *sel, int64_t *count) {
+    bb_names n;
+    bb_eval e;
+    int i;
+    if (bb_names_from_base(a, base, strlen(base), &n) != 0 ||
+        bb_eval_init(&e, NULL, a, BB_SCRIPT_ERASE, BOARD_KEYS, BOARD_ARGS + 5) != 0 ||
+        board_words(&e, a, &n, lim, &i) != 0)
+        return tier_fail(c, STATUS_ENOMEM, "out of memory");
+    word(&e, i++, sel->owner ? "1" : "0", 1);
+    word(&e, i++, sel->owner ? sel->owner : "", sel->owner ? strlen(sel->owner) : 0);
+    word(&e, i++, sel->subject_id ? "1" : "0", 1);
+    word(&e, i++, sel->subject_id ? sel->subject_id : "",
+         sel->subject_id ? strlen(sel->subject_id) : 0);
+    word(&e, i++, sel->dry_run ? "1" : "0", 1);
+    redisReply *r = redisCommandArgv(conn, e.argc, e.argv, e.lens);
+    /* Redis forgot the script (restarted, SCRIPT FLUSH): send it whole, as
+     * bb_lua's eval does on the loop. */
+    if (r && r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0) {
+        freeReplyObject(r);
+        e.argv[0] = "EVAL";
+        e.lens[0] = 4;
+        e.argv[1] = e.script->body;
+        e.lens[1] = e.script->len;
+        r = redisCommandArgv(conn, e.argc, e.argv, e.lens);
+    }
+    int code = STATUS_OK;
+    if (!r || r->type != REDIS_REPLY_INTEGER) code = erase_failed(c, conn, r, "the erase script");
+    else *count += r->integer;
+    if (r) freeReplyObject(r);
+    return code;
+}
+
+int bb_erase_tenant(redis_pool *redis, const bb_limits *lim, tier_ctx *c, const tier_erase_sel *sel,
+                    int64_t *count) {
+    *count = 0;
+    char err[256] = "";
+    redisContext *conn = redis_pool_acquire(redis, c->deadline_ms, err, sizeof err);
+    if (!conn) {
+        int code = clock_mono_us() / 1000 >= c->deadline_ms ? STATUS_ETIMEOUT : STATUS_EUNAVAILABLE;
+        return tier_fail(c, code, "blackboard erase: Redis: %s", err);
+    }
+    erase_boards b = {0};
+    arena *a = arena_create(); /* one board's script words at a time */
+    int code = a ? erase_find_boards(conn, c, sel->tenant, &b)
+                 : tier_fail(c, STATUS_ENOMEM, "out of memory");
+    for (size_t i = 0; code == STATUS_OK && i < b.n; i++) {
+        if ((code = erase_go_on(c)) == STATUS_OK)
+            code = erase_board(conn, c, a, lim, b.base[i], sel, count);
+        arena_reset(a);
+    }
+    /* After an I/O error or a timeout the connection's replies are out of
+     * step: the pool reopens it. (A refusal by Redis leaves it usable, but
+     * telling the two apart is not worth it on a failure path.) */
+    redis_pool_release(redis, conn, code != STATUS_OK);
+    arena_free(a);
+    boards_free(&b);
+    if (code != STATUS_OK)
+        log_fields(LOG_WARN, "blackboard erase failed", LOG_F_STR, "error", c->err, LOG_F_INT,
+                   "erased", *count, LOG_F_END);
+    return code;
 }

@@ -1,7 +1,9 @@
 /* bb_store: the blackboard's operations on Redis, each one script
  * (bb_lua.h) run on the event loop, with its arguments marshalled and its
- * answer parsed. No gRPC: callers give the caller's identity and
- * breadths, and get STATUS_* codes (core/status.h) with the reason.
+ * answer parsed; and the erasure of a data subject (Privacy.Forget), which
+ * runs the same way but blocking on a pooled connection, as erasers do. No
+ * gRPC: callers give the caller's identity and breadths, and get STATUS_*
+ * codes (core/status.h) with the reason.
  *
  * Every operation lives in memory that outlives the command (a call's
  * arena, or one the caller owns), and its done runs once on the loop
@@ -17,6 +19,8 @@
 #include "service/blackboard/bb_lua.h"
 #include "service/core/arena.h"
 #include "service/store/aredis.h"
+#include "service/store/redis_pool.h"
+#include "service/tier/tier_erase.h"
 
 /* The bounds every board has (bb_service.c fills them from the flags). */
 typedef struct bb_limits {
@@ -129,5 +133,23 @@ int bb_sweep_due_start(bb_sweep *s, aredis *r, arena *a, int max, int64_t deadli
 /* Expires the due leases of board n (DELETE events with cause expiry). */
 int bb_sweep_board_start(bb_sweep *s, aredis *r, arena *a, const bb_names *n, const bb_limits *lim,
                          int64_t deadline_ms);
+
+/* ---- erasure (tier/tier_erase.h) ---- */
+
+/* Erases (or with sel->dry_run counts) the keys of every board of
+ * sel->tenant that sel selects: owned by sel->owner and/or with a value
+ * whose top-level "subject_id" is sel->subject_id, whatever their labels.
+ * Boards are found by SCAN (bounded steps, never KEYS); each board's keys
+ * go in one script (BB_SCRIPT_ERASE), each as a delete by a post: a
+ * revision, a DELETE in the change log, published to every replica's
+ * streams. Blocks on a connection of redis (borrowed) until c->deadline_ms
+ * at most, or until c->cancel fires. STATUS_OK with *count (keys erased,
+ * or that would be); else STATUS_EUNAVAILABLE (Redis down or refusing),
+ * STATUS_ETIMEOUT, STATUS_ECANCELLED or STATUS_ENOMEM with c->err, and
+ * *count the keys erased before the failure (run it again: it is
+ * idempotent). Only the selection is read from c (and its deadline,
+ * cancel and err): the principal is not consulted. */
+int bb_erase_tenant(redis_pool *redis, const bb_limits *lim, tier_ctx *c, const tier_erase_sel *sel,
+                    int64_t *count);
 
 #endif

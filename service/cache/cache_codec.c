@@ -84,14 +84,23 @@ size_t cache_inval_encode(const char *replica, const char *key, size_t keylen, c
     return CACHE_INVAL_BYTES(keylen);
 }
 
+size_t cache_inval_encode_prefix(const char *replica, const char *prefix, size_t plen, char *buf) {
+    size_t n = cache_inval_encode(replica, prefix, plen, buf);
+    buf[CACHE_REPLICA_ID_LEN] = '*';
+    return n;
+}
+
 int cache_inval_decode(const char *msg, size_t len, const char *replica, const char **key,
                        size_t *keylen) {
-    if (len <= CACHE_REPLICA_ID_LEN + 1 || msg[CACHE_REPLICA_ID_LEN] != ' ') return -1;
+    if (len <= CACHE_REPLICA_ID_LEN + 1) return -1;
+    char sep = msg[CACHE_REPLICA_ID_LEN];
+    if (sep != ' ' && sep != '*') return -1;
     for (size_t i = 0; i < CACHE_REPLICA_ID_LEN; i++) {
         char c = msg[i];
         if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return -1;
     }
     *key = msg + CACHE_REPLICA_ID_LEN + 1;
     *keylen = len - CACHE_REPLICA_ID_LEN - 1;
-    return memcmp(msg, replica, CACHE_REPLICA_ID_LEN) == 0 ? 1 : 0;
+    if (memcmp(msg, replica, CACHE_REPLICA_ID_LEN) == 0) return 1;
+    return sep == '*' ? 2 : 0;
 }

@@ -19,7 +19,9 @@
  * Byte 2 is the label so a Redis script can read it with GETRANGE k 2 2.
  *
  * Invalidation messages on CACHE_INVALIDATE_CHANNEL: "<replica id> <key>",
- * the replica id being 16 hex digits (a replica skips its own). */
+ * the replica id being 16 hex digits (a replica skips its own), or
+ * "<replica id>*<prefix>" for every key starting with prefix (an erasure
+ * flushing a tenant's or a principal's entries). */
 #ifndef MEMORYD_CACHE_CACHE_CODEC_H
 #define MEMORYD_CACHE_CACHE_CODEC_H
 
@@ -53,8 +55,11 @@ cache_item *cache_blob_decode(const uint8_t *b, size_t len);
  * CACHE_INVAL_BYTES(keylen) bytes; returns its length (no NUL written). */
 #define CACHE_INVAL_BYTES(keylen) ((keylen) + CACHE_REPLICA_ID_LEN + 1)
 size_t cache_inval_encode(const char *replica, const char *key, size_t keylen, char *buf);
-/* Splits a message: 0 with *key and *keylen pointing into msg, 1 when it is
- * this replica's own (skip it), -1 when malformed. */
+/* The same for every key starting with prefix[0..plen). */
+size_t cache_inval_encode_prefix(const char *replica, const char *prefix, size_t plen, char *buf);
+/* Splits a message: 0 with *key and *keylen pointing into msg, 2 the same
+ * for a prefix, 1 when it is this replica's own (skip it), -1 when
+ * malformed. */
 int cache_inval_decode(const char *msg, size_t len, const char *replica, const char **key,
                        size_t *keylen);
 

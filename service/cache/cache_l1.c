@@ -270,6 +270,39 @@ void cache_l1_clear(cache_l1 *l1) {
     }
 }
 
+static int entry_matches(const entry *e, const void *prefix, size_t plen, const char *owner) {
+    return e->klen >= plen && memcmp(e->key, prefix, plen) == 0 && !e->item->absent &&
+           (!owner || strcmp(e->item->owner, owner) == 0);
+}
+
+size_t cache_l1_erase(cache_l1 *l1, const void *prefix, size_t plen, const char *owner,
+                      int dry_run) {
+    if (!l1->enabled) return 0;
+    size_t n = 0;
+    for (size_t i = 0; i < l1->nshards; i++) {
+        shard *s = &l1->shards[i];
+        pthread_mutex_lock(&s->lock);
+        if (!dry_run) s->mark++;
+        for (entry *e = s->mru, *next; e; e = next) {
+            next = e->next_lru;
+            if (!entry_matches(e, prefix, plen, owner)) continue;
+            n++;
+            if (dry_run) continue;
+            remove_entry(s, e);
+            s->invalidations++;
+        }
+        /* Absent markers under the prefix go too (without counting): a
+         * marker is no record, but it must not outlive what it shadowed. */
+        if (!dry_run && !owner)
+            for (entry *e = s->mru, *next; e; e = next) {
+                next = e->next_lru;
+                if (e->klen >= plen && memcmp(e->key, prefix, plen) == 0) remove_entry(s, e);
+            }
+        pthread_mutex_unlock(&s->lock);
+    }
+    return n;
+}
+
 void cache_l1_get_stats(cache_l1 *l1, cache_l1_stats *out) {
     memset(out, 0, sizeof *out);
     for (size_t i = 0; i < l1->nshards; i++) {

@@ -55,6 +55,12 @@ int cache_l1_put(cache_l1 *l1, const void *key, size_t klen, cache_item *it, uin
 /* Removes key; 1 if an entry (live or not) was there. Stales the shard's
  * marks either way. */
 int cache_l1_delete(cache_l1 *l1, const void *key, size_t klen);
+/* Removes every value whose key starts with prefix[0..plen) and, when
+ * owner is not NULL, whose item that principal owns (an erasure, and the
+ * cross-replica prefix invalidation); stales every mark. Returns how many
+ * values it removed. With dry_run it removes nothing and counts them. */
+size_t cache_l1_erase(cache_l1 *l1, const void *prefix, size_t plen, const char *owner,
+                      int dry_run);
 /* Removes everything and stales every mark (after missed invalidations). */
 void cache_l1_clear(cache_l1 *l1);
 void cache_l1_get_stats(cache_l1 *l1, cache_l1_stats *out);

@@ -12,6 +12,7 @@
 #include "service/audit/audit.h"
 #include "service/auth/authn.h"
 #include "service/cache/cache_codec.h"
+#include "service/cache/cache_erase.h"
 #include "service/cache/cache_records.h"
 #include "service/cache/cache_sub.h"
 #include "service/core/clock.h"
@@ -49,6 +50,8 @@ typedef struct cache_service {
     pii_policy pii;
     tier_store store; /* PostgreSQL, for the audit rows of writes */
     audit *audit;
+    redis_pool *redis; /* the eraser's (blocking) Redis; NULL: none */
+    char replica[CACHE_REPLICA_ID_LEN + 1];
 } cache_service;
 
 static grpc_status_code check_key(rpc_call *call, const char *field, const char *key) {
@@ -596,6 +599,11 @@ static void cache_free(void *state) {
     free(svc);
 }
 
+static int erase(void *state, tier_ctx *c, const tier_erase_sel *sel, int64_t *count) {
+    cache_service *svc = state;
+    return cache_erase(svc->l1, svc->redis, svc->replica, c, sel, count);
+}
+
 /* L1 always (unless sized 0), L2 and the invalidation subscriber when
  * Redis is configured. Replicas tell their own invalidations apart by a
  * random id. */
@@ -627,6 +635,14 @@ static int cache_open(tier_env *env, void **state, char *err, size_t errlen) {
     if (svc->sub) cache_sub_wait_live(svc->sub, rpc_now_ms() + 2000);
     env->entity_cache = svc->entities;
     env->entry_cache = svc->entries;
+    svc->redis = env->redis;
+    memcpy(svc->replica, replica, sizeof replica);
+    tier_eraser eraser = {.tier = env->redis ? MEMORY__V1__TIER__TIER_CACHE_L2
+                                             : MEMORY__V1__TIER__TIER_CACHE_L1,
+                          .name = "cache",
+                          .fn = erase,
+                          .state = svc};
+    if (tier_env_add_eraser(env, &eraser, err, errlen) != 0) return -1;
     log_fields(LOG_INFO, "cache tier", LOG_F_STR, "replica", replica, LOG_F_INT, "l1_max_entries",
                (int64_t)c->cache_l1_max_entries, LOG_F_INT, "l1_max_bytes",
                (int64_t)c->cache_l1_max_bytes, LOG_F_STR, "l2", svc->l2 ? "redis" : "none",

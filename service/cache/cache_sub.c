@@ -44,6 +44,7 @@ static void handle(cache_sub *s, const redisReply *r) {
     size_t klen;
     int rc = cache_inval_decode(r->element[2]->str, r->element[2]->len, s->replica, &key, &klen);
     if (rc == 0) cache_l1_delete(s->l1, key, klen);
+    else if (rc == 2) cache_l1_erase(s->l1, key, klen, NULL, 0);
     else if (rc < 0) log_fields(LOG_WARN, "malformed cache invalidation ignored", LOG_F_END);
 }
 

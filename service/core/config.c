@@ -231,9 +231,11 @@ void config_free(config *c) {
 void config_print_help(FILE *out, const char *argv0) {
     fprintf(out,
             "memoryd %s - gRPC memory service for AI agents\n\n"
-            "usage: %s [--flag=value ...]\n\n"
+            "usage: %s [--flag=value ...]\n"
+            "       %s token <command> ...     capability tokens and signing keys\n"
+            "       %s receipt verify ...      check a Forget receipt offline\n\n"
             "Every flag can also be set by its environment variable; flags win.\n\n",
-            MEMORYD_VERSION, argv0);
+            MEMORYD_VERSION, argv0, argv0, argv0);
     for (size_t i = 0; i < N_OPTIONS; i++) {
         const opt_def *o = &options[i];
         fprintf(out, "  --%-20s %-28s default: %s\n      %s\n", o->flag, env_of(o).s,

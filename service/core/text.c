@@ -2,6 +2,7 @@
 #include "service/core/text.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 int text_utf8_valid(const uint8_t *s, size_t n) {
@@ -89,4 +90,30 @@ void text_errf(char *err, size_t errlen, const char *fmt, ...) {
     va_start(ap, fmt);
     text_verrf(err, errlen, fmt, ap);
     va_end(ap);
+}
+
+char *text_read_file(const char *path, size_t *len) {
+    int std = strcmp(path, "-") == 0;
+    FILE *f = std ? stdin : fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap + 1);
+    size_t r;
+    while (buf && (r = fread(buf + n, 1, cap - n, f)) > 0) {
+        n += r;
+        if (n == cap) {
+            char *bigger = cap < (1 << 20) ? realloc(buf, cap * 2 + 1) : NULL;
+            if (!bigger) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = bigger;
+            cap *= 2;
+        }
+    }
+    if (!std) fclose(f);
+    if (buf) buf[n] = '\0';
+    if (len) *len = n;
+    return buf;
 }

@@ -121,7 +121,11 @@ static int entries_open(tier_env *env, void **state, char *err, size_t errlen) {
     svc->store = tier_store_on(env->pg, env->pga, env->max_response_bytes);
     svc->records = env->entry_cache;
     env->entries = svc;
-    return 0;
+    tier_eraser eraser = {.tier = MEMORY__V1__TIER__TIER_ENTRIES,
+                          .name = "entries",
+                          .fn = entries_erase,
+                          .state = svc};
+    return tier_env_add_eraser(env, &eraser, err, errlen);
 }
 
 #define SVC "memory.v1.Entries"

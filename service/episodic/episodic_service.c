@@ -1,6 +1,7 @@
 /* episodic_service: the episodic tier and memory.v1.EpisodicMemory; see
  * episodic_service.h. */
 #include "service/episodic/episodic_service.h"
+#include "service/episodic/episodic_erase.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -570,6 +571,10 @@ static RPC_UNARY_HANDLER(do_count, episodic_service, Memory__V1__EpisodicMemoryC
 
 /* ------------------------------------------------------------ the tier */
 
+static int erase(void *state, tier_ctx *c, const tier_erase_sel *sel, int64_t *count) {
+    return episodic_erase(((episodic_service *)state)->vs, c, sel, count);
+}
+
 static int episodic_open(tier_env *env, void **state, char *err, size_t errlen) {
     const config *c = env->cfg;
     episodic_service *svc = *state = tier_state_new(sizeof *svc, err, errlen);
@@ -589,6 +594,9 @@ static int episodic_open(tier_env *env, void **state, char *err, size_t errlen) 
         return tier_oom(err, errlen);
     }
     env->episodic = svc;
+    tier_eraser eraser = {
+        .tier = MEMORY__V1__TIER__TIER_EPISODIC, .name = "episodic", .fn = erase, .state = svc};
+    if (tier_env_add_eraser(env, &eraser, err, errlen) != 0) return -1;
     log_fields(LOG_INFO, "episodic memory serving", LOG_F_STR, "backend", vstore_name(svc->vs),
                LOG_F_END);
     return 0;

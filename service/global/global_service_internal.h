@@ -23,6 +23,9 @@ typedef struct global_service {
     global_store store;
 } global_service;
 
+/* The tier's eraser (global_erase.c; tier_erase_fn). */
+int global_erase(void *state, tier_ctx *c, const tier_erase_sel *sel, int64_t *count);
+
 /* The PII policy over what a write stores: the field naming the record
  * (id_path / *id: never redacted), then the fields f[0..n). With
  * `pii:write` the kinds found go to *kinds. */

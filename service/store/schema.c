@@ -229,6 +229,28 @@ const pg_migration memoryd_migrations[] = {
      "ALTER TABLE revoked_tokens ADD COLUMN expires_at timestamptz;"
      "CREATE INDEX revoked_tokens_expires_at ON revoked_tokens (expires_at);"
      "CREATE INDEX issued_tokens_expires_at ON issued_tokens (expires_at);"},
+    {10, "privacy",
+     /* Privacy.Forget's stored receipts (the signed JWS and its payload;
+      * identifiers and counts, never erased content), newest first per
+      * tenant for ListReceipts; subject_principal is the erased principal
+      * (NULL for an erasure by subject id), so a principal lists the
+      * receipts about itself. And the indexes that find a data subject's
+      * records by the top-level "subject_id" of their JSON content
+      * (entities' properties have a GIN index already). */
+     "CREATE TABLE privacy_receipts ("
+     " tenant text NOT NULL,"
+     " receipt_id text COLLATE \"C\" NOT NULL,"
+     " requested_by text NOT NULL,"
+     " subject_principal text,"
+     " complete_time timestamptz NOT NULL,"
+     " receipt jsonb NOT NULL,"
+     " signed text NOT NULL,"
+     " PRIMARY KEY (tenant, receipt_id));"
+     "CREATE INDEX privacy_receipts_time ON privacy_receipts"
+     " (tenant, complete_time DESC, receipt_id DESC);"
+     "CREATE INDEX entries_subject ON entries (tenant, (metadata->>'subject_id'));"
+     "CREATE INDEX relationships_subject ON relationships (tenant, (properties->>'subject_id'));"
+     "CREATE INDEX tasks_subject ON tasks (tenant, (provenance->>'subject_id'));"},
 };
 
 const size_t memoryd_migrations_count = sizeof memoryd_migrations / sizeof memoryd_migrations[0];

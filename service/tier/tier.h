@@ -24,6 +24,7 @@
 #include "service/store/aredis.h"
 #include "service/store/pg_pool.h"
 #include "service/store/redis_pool.h"
+#include "service/tier/tier_erase.h"
 
 struct cache_records;
 struct global_service;
@@ -55,7 +56,15 @@ typedef struct tier_env {
     struct global_service *global;
     struct episodic_service *episodic;
     struct entries_service *entries;
+    /* Offered by every tier that keeps records (tier_env_add_eraser): how
+     * its records of a data subject are erased (tier_erase.h). */
+    tier_eraser erasers[TIER_MAX_ERASERS];
+    size_t nerasers;
 } tier_env;
+
+/* Offers an eraser (from a tier's open): 0, or -1 with err when the table
+ * is full (a programming error: raise TIER_MAX_ERASERS). */
+int tier_env_add_eraser(tier_env *env, const tier_eraser *e, char *err, size_t errlen);
 
 /* A gRPC service (or a health sub-service such as "memory.v1.Cache.L2")
  * a tier serves, and the backends it is SERVING only with. */

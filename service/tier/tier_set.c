@@ -94,3 +94,12 @@ int tier_set_serves(const tier_set *s, const char *service) {
             if (strcmp(s->tiers[i]->services[j].name, service) == 0) return 1;
     return 0;
 }
+
+int tier_env_add_eraser(tier_env *env, const tier_eraser *e, char *err, size_t errlen) {
+    if (env->nerasers >= TIER_MAX_ERASERS) {
+        snprintf(err, errlen, "too many erasers (TIER_MAX_ERASERS is %d)", TIER_MAX_ERASERS);
+        return -1;
+    }
+    env->erasers[env->nerasers++] = *e;
+    return 0;
+}

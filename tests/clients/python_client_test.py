@@ -168,7 +168,7 @@ class AgainstMemoryd(unittest.TestCase):
             (c.access.WhoAmI, access_pb2.AccessWhoAmIRequest(), "memory.v1.Access/WhoAmI",
              unauth),
             (c.privacy.Forget, privacy_pb2.PrivacyForgetRequest(), "memory.v1.Privacy/Forget",
-             unimpl),
+             unauth),
         ]
         self.assertEqual(9, len(cases))
         for method, request, path, want in cases:

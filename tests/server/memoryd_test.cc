@@ -95,9 +95,9 @@ bool WaitForHealth(const std::shared_ptr<grpc::Channel>& ch, const std::string& 
   return false;
 }
 
-// Privacy has no tier yet: it answers UNIMPLEMENTED, so it must not
-// report SERVING however healthy the backends are; Blackboard and Router do.
-TEST_F(MemorydTest, ServicesWithoutATierAreNotServingWithEveryBackendUp) {
+// With every backend up every service of the API serves (each has its
+// tier now; a service without one would stay NOT_SERVING).
+TEST_F(MemorydTest, EveryServiceServesWithEveryBackendUp) {
   ASSERT_FALSE(TestRedisUrl().empty()) << "needs the Redis that make test starts";
   auto m = Launch();
   auto ch = testing_client::Connect(m->port());
@@ -106,7 +106,7 @@ TEST_F(MemorydTest, ServicesWithoutATierAreNotServingWithEveryBackendUp) {
   EXPECT_EQ(HealthCheckResponse::SERVING, HealthStatus(ch, "memory.v1.Entries"));
   EXPECT_TRUE(WaitForHealth(ch, "memory.v1.Blackboard", HealthCheckResponse::SERVING, 10000));
   EXPECT_EQ(HealthCheckResponse::SERVING, HealthStatus(ch, "memory.v1.Router"));
-  EXPECT_EQ(HealthCheckResponse::NOT_SERVING, HealthStatus(ch, "memory.v1.Privacy"));
+  EXPECT_EQ(HealthCheckResponse::SERVING, HealthStatus(ch, "memory.v1.Privacy"));
   EXPECT_EQ(0, m->Stop(SIGTERM, 10000)) << m->Log();
 }
 
@@ -140,10 +140,10 @@ TEST_F(MemorydTest, UnknownMethodIsUnimplementedPromptly) {
 TEST_F(MemorydTest, ApiMethodNotBuiltYetSaysSo) {
   auto m = Launch();
   auto ch = testing_client::Connect(m->port());
-  // Privacy is not built yet; this changes when it lands.
-  auto r = Unary(ch, "/memory.v1.Privacy/Forget", "", 10000);
+  // Privacy.Export is not built yet; this changes when it lands.
+  auto r = Unary(ch, "/memory.v1.Privacy/Export", "", 10000);
   EXPECT_EQ(grpc::StatusCode::UNIMPLEMENTED, r.status.error_code());
-  EXPECT_NE(std::string::npos, r.status.error_message().find("memory.v1.Privacy/Forget"))
+  EXPECT_NE(std::string::npos, r.status.error_message().find("memory.v1.Privacy/Export"))
       << r.status.error_message();
   EXPECT_LT(r.elapsed.count(), 1000);
 }

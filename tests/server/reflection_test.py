@@ -398,7 +398,7 @@ class DynamicCallTest(LiveMemorydTest):
         self.assertEqual(response.status, SERVING, str(response))
 
     def test_reflected_but_unimplemented_method_is_unimplemented_promptly(self):
-        service, name = "memory.v1.Privacy", "Forget"  # the next tier to land
+        service, name = "memory.v1.Privacy", "Export"  # the next method to land
         pool = self.lookup(service)
         method = pool.FindServiceByName(service).methods_by_name[name]
         request_cls = message_class(method.input_type)

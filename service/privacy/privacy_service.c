@@ -1,0 +1,274 @@
+/* privacy_service: the Privacy tier; see privacy_service.h. */
+#include "service/privacy/privacy_service.h"
+
+#include <libpq-fe.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memory/v1/privacy.pb-c.h"
+#include "service/auth/authn.h"
+#include "service/auth/jwt.h"
+#include "service/core/clock.h"
+#include "service/core/log.h"
+#include "service/privacy/privacy_receipt.h"
+#include "service/tier/tier_call.h"
+#include "service/tier/tier_check.h"
+#include "service/tier/tier_page.h"
+#include "service/tier/tier_sql.h"
+
+#define REASON_MAX 1024
+
+typedef struct privacy_service {
+    const tier_env *env; /* the erasers, the audit trail, the signing key */
+} privacy_service;
+
+/* ------------------------------------------------------------ Forget */
+
+/* The request's selection for caller p, checked. */
+static grpc_status_code selection(rpc_call *call, const principal *p,
+                                  const Memory__V1__PrivacyForgetRequest *req,
+                                  tier_erase_sel *sel) {
+    memset(sel, 0, sizeof *sel);
+    sel->tenant = principal_tenant(p);
+    sel->dry_run = req->dry_run;
+    principal_breadth breadth = principal_scope(p, "privacy:forget");
+    switch (req->subject_case) {
+    case MEMORY__V1__PRIVACY_FORGET_REQUEST__SUBJECT_PRINCIPAL:
+        RPC_CHECK(tier_check_name(call, "principal", req->principal, PRIVACY_SUBJECT_MAX, 1));
+        if (breadth != PRINCIPAL_ALL && strcmp(req->principal, principal_sub(p)) != 0) {
+            rpc_call_set_error(call,
+                               "principal: erasing another principal's records needs "
+                               "privacy:forget:all (this token may erase only its own, \"%s\")",
+                               principal_sub(p));
+            return GRPC_STATUS_PERMISSION_DENIED;
+        }
+        sel->owner = req->principal;
+        break;
+    case MEMORY__V1__PRIVACY_FORGET_REQUEST__SUBJECT_SUBJECT_ID:
+        RPC_CHECK(tier_check_name(call, "subject_id", req->subject_id, PRIVACY_SUBJECT_MAX, 1));
+        sel->subject_id = req->subject_id;
+        if (breadth != PRINCIPAL_ALL) sel->owner = principal_sub(p);
+        break;
+    default: return rpc_call_invalid(call, "subject: set principal or subject_id");
+    }
+    return tier_check_text(call, "reason", req->reason, REASON_MAX);
+}
+
+/* Runs every eraser into r->counts; the first failure ends the call
+ * (tiers before it stay erased: Forget is run again). */
+static grpc_status_code erase_all(rpc_call *call, const privacy_service *svc,
+                                  const tier_erase_sel *sel, privacy_receipt *r) {
+    principal *ep = tier_erase_principal(sel);
+    if (!ep) return rpc_call_oom(call);
+    tier_ctx c = tier_ctx_for(call, "privacy", NULL);
+    c.p = ep;
+    c.read_breadth = c.write_breadth = sel->owner ? PRINCIPAL_OWN : PRINCIPAL_ALL;
+    grpc_status_code st = tier_ctx_watch_cancel(&c, call);
+    for (int t = 1; st == GRPC_STATUS_OK && t <= PRIVACY_TIERS; t++)
+        for (size_t i = 0; st == GRPC_STATUS_OK && i < svc->env->nerasers; i++) {
+            const tier_eraser *e = &svc->env->erasers[i];
+            if (e->tier != t) continue;
+            int64_t n = 0;
+            c.err[0] = '\0';
+            int rc = e->fn(e->state, &c, sel, &n);
+            if (rc == STATUS_OK) {
+                r->counts[t] += n;
+                continue;
+            }
+            log_fields(LOG_WARN, "forget stopped at a tier: call it again", LOG_F_STR, "tier",
+                       e->name, LOG_F_STR, "code", status_name(rc), LOG_F_STR, "reason", c.err,
+                       LOG_F_STR, "request_id", rpc_call_request_id(call), LOG_F_END);
+            char why[300];
+            snprintf(why, sizeof why, "%.*s", (int)sizeof why - 1,
+                     c.err[0] ? c.err : status_name(rc));
+            snprintf(c.err, sizeof c.err,
+                     "%s: %s (the tiers before it are erased; Forget is idempotent: call it "
+                     "again)",
+                     e->name, why);
+            st = tier_status(call, rc, &c);
+        }
+    principal_unref(ep);
+    return st;
+}
+
+typedef struct store_job {
+    const privacy_receipt *r;
+    const char *json, *signed_receipt;
+} store_job;
+
+static int store_in(pgq_session *ss, tier_ctx *c, void *arg) {
+    const store_job *j = arg;
+    pgq_sql b = {0};
+    pgq_sql_add(&b,
+                "INSERT INTO privacy_receipts (tenant, receipt_id, requested_by, "
+                "subject_principal, complete_time, receipt, signed) VALUES "
+                "($%d, $%d, $%d, $%d, $%d, $%d, $%d)",
+                pgq_text(&b, j->r->tenant), pgq_text(&b, j->r->receipt_id),
+                pgq_text(&b, j->r->requested_by),
+                j->r->principal ? pgq_text(&b, j->r->principal) : pgq_null(&b, PGQ_OID_TEXT),
+                pgq_ts(&b, j->r->complete_us), pgq_jsonb(&b, j->json),
+                pgq_text(&b, j->signed_receipt));
+    PGresult *res = NULL;
+    int rc = pgq_pipeline(ss, "store receipt", "BEGIN", &b, 0, &res);
+    PQclear(res);
+    return rc == STATUS_OK ? tier_sql_commit(ss, c) : rc;
+}
+
+/* The receipt and the call's audit row, durable together. */
+static grpc_status_code store(rpc_call *call, const privacy_service *svc, const privacy_receipt *r,
+                              const char *signed_receipt) {
+    char *json = privacy_receipt_json(r);
+    if (!json) return rpc_call_oom(call);
+    tier_ctx c = tier_ctx_for(call, "privacy", svc->env->audit);
+    store_job j = {r, json, signed_receipt};
+    int rc = tier_sql_run(svc->env->pg, &c, TIER_MAX_STATEMENT_MS, store_in, &j);
+    free(json);
+    return rc == STATUS_OK ? GRPC_STATUS_OK : tier_status(call, rc, &c);
+}
+
+static const char *count_text(arena *a, const privacy_receipt *r) {
+    char buf[256];
+    size_t n = 0;
+    for (int t = 1; t <= PRIVACY_TIERS && n < sizeof buf; t++)
+        n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%s=%lld", t > 1 ? " " : "",
+                              privacy_tier_name(t), (long long)r->counts[t]);
+    return arena_strdup(a, buf);
+}
+
+static RPC_UNARY_HANDLER(do_forget, privacy_service, Memory__V1__PrivacyForgetRequest,
+                         Memory__V1__PrivacyForgetResponse) {
+    const principal *p = authn_principal(call);
+    tier_erase_sel sel;
+    RPC_CHECK(selection(call, p, req, &sel));
+    arena *a = rpc_call_arena(call);
+    privacy_receipt r = {.tenant = sel.tenant,
+                         .principal = req->subject_case ==
+                                              MEMORY__V1__PRIVACY_FORGET_REQUEST__SUBJECT_PRINCIPAL
+                                          ? req->principal
+                                          : NULL,
+                         .subject_id = sel.subject_id,
+                         .dry_run = sel.dry_run,
+                         .request_id = rpc_call_request_id(call),
+                         .requested_by = principal_sub(p)};
+    jwt_new_id(r.receipt_id);
+    tier_target(call, "receipt:%s", r.receipt_id);
+    RPC_CHECK(erase_all(call, svc, &sel, &r));
+    r.complete_us = clock_wall_us();
+
+    const char *kid = NULL;
+    EVP_PKEY *key = authn_signing_key(svc->env->auth, &kid);
+    char *jws = NULL, err[256];
+    if (key && privacy_receipt_sign(key, kid, &r, &jws, err, sizeof err) != 0) {
+        log_fields(LOG_ERROR, "receipt not signed", LOG_F_STR, "reason", err, LOG_F_END);
+        return rpc_call_fail(call, STATUS_EINTERNAL, "the receipt could not be signed");
+    }
+    const char *signed_receipt = jws ? arena_strdup(a, jws) : "";
+    free(jws);
+    if (!signed_receipt) return rpc_call_oom(call);
+    if (!sel.dry_run) RPC_CHECK(store(call, svc, &r, signed_receipt));
+
+    log_fields(LOG_INFO, sel.dry_run ? "forget dry run" : "forget done", LOG_F_STR, "receipt_id",
+               r.receipt_id, LOG_F_STR, r.principal ? "principal" : "subject_id",
+               r.principal ? r.principal : r.subject_id, LOG_F_STR, "tenant", r.tenant, LOG_F_STR,
+               "requested_by", r.requested_by, LOG_F_STR, "counts", count_text(a, &r), LOG_F_STR,
+               "reason", req->reason, LOG_F_STR, "request_id", r.request_id, LOG_F_END);
+    if (!(resp->receipt = privacy_receipt_render(a, &r, signed_receipt))) return rpc_call_oom(call);
+    return GRPC_STATUS_OK;
+}
+
+/* ------------------------------------------------------------ ListReceipts */
+
+typedef struct list_job {
+    int limit;
+    const char *after_time, *after_id; /* the cursor; NULL on the first page */
+    PGresult *res;
+} list_job;
+
+static int list_in(pgq_session *ss, tier_ctx *c, void *arg) {
+    list_job *j = arg;
+    pgq_sql b = {0};
+    pgq_sql_add(&b,
+                "SELECT receipt, signed, (extract(epoch FROM complete_time) * 1000000)::int8, "
+                "receipt_id FROM privacy_receipts WHERE tenant = $%d",
+                pgq_text(&b, principal_tenant(c->p)));
+    if (c->read_breadth != PRINCIPAL_ALL) {
+        int me = pgq_text(&b, principal_sub(c->p));
+        pgq_sql_add(&b, " AND (requested_by = $%d OR subject_principal = $%d)", me, me);
+    }
+    if (j->after_time)
+        pgq_sql_add(&b, " AND (complete_time, receipt_id) < (to_timestamp($%d::int8 / 1e6), $%d)",
+                    pgq_int8(&b, atoll(j->after_time)), pgq_text(&b, j->after_id));
+    pgq_sql_add(&b, " ORDER BY complete_time DESC, receipt_id DESC LIMIT %d", j->limit + 1);
+    return pgq_pipeline(ss, "list receipts", NULL, &b, 1, &j->res);
+}
+
+static RPC_UNARY_HANDLER(do_list_receipts, privacy_service, Memory__V1__PrivacyListReceiptsRequest,
+                         Memory__V1__PrivacyListReceiptsResponse) {
+    const principal *p = authn_principal(call);
+    int size;
+    RPC_CHECK(tier_page_size(call, req->page_size, &size));
+    tier_page pg;
+    RPC_CHECK(tier_page_bind(call, p, &req->base, &pg));
+    list_job j = {.limit = size};
+    RPC_CHECK(tier_page_resume(call, &pg, req->page_token, &j.after_time, &j.after_id, 1));
+    tier_ctx c = tier_ctx_for(call, "privacy", NULL);
+    c.read_breadth = principal_scope(p, "privacy:read");
+    int rc = tier_sql_run(svc->env->pg, &c, TIER_MAX_STATEMENT_MS, list_in, &j);
+    if (rc != STATUS_OK) return tier_status(call, rc, &c);
+    arena *a = rpc_call_arena(call);
+    int rows = PQntuples(j.res), n = rows > size ? size : rows;
+    grpc_status_code st = GRPC_STATUS_OK;
+    resp->receipts = arena_alloc(a, ((size_t)n + 1) * sizeof *resp->receipts);
+    if (!resp->receipts) st = rpc_call_oom(call);
+    for (int i = 0; st == GRPC_STATUS_OK && i < n; i++) {
+        const char *json = pgq_col_jsonb(a, j.res, i, 0), *jws = pgq_col_str(a, j.res, i, 1);
+        privacy_receipt r;
+        char err[256];
+        if (!json || !jws || privacy_receipt_parse(a, json, strlen(json), &r, err, sizeof err)) {
+            log_fields(LOG_ERROR, "stored receipt unreadable", LOG_F_STR, "reason",
+                       json ? err : "no payload", LOG_F_END);
+            st = rpc_call_fail(call, STATUS_EINTERNAL, "a stored receipt is unreadable");
+            break;
+        }
+        if (!(resp->receipts[resp->n_receipts++] = privacy_receipt_render(a, &r, jws)))
+            st = rpc_call_oom(call);
+        else tier_target(call, "receipt:%s", r.receipt_id);
+    }
+    if (st == GRPC_STATUS_OK && rows > size) {
+        int64_t us = 0;
+        pgq_col_int(j.res, size - 1, 2, &us);
+        char t[24];
+        snprintf(t, sizeof t, "%lld", (long long)us);
+        const char *cursor[2] = {t, pgq_col_str(a, j.res, size - 1, 3)};
+        if (!cursor[1] || !(resp->next_page_token = tier_page_seal(call, &pg, cursor, 2)))
+            st = rpc_call_oom(call);
+    }
+    PQclear(j.res);
+    return st;
+}
+
+/* ------------------------------------------------------------ the tier */
+
+static int privacy_open(tier_env *env, void **state, char *err, size_t errlen) {
+    privacy_service *svc = *state = tier_state_new(sizeof *svc, err, errlen);
+    if (!svc) return -1;
+    svc->env = env;
+    if (!authn_signing_key(env->auth, NULL))
+        log_fields(LOG_WARN,
+                   "no --signing-key: Forget receipts are issued unsigned (not verifiable "
+                   "offline)",
+                   LOG_F_END);
+    return 0;
+}
+
+#define SVC "memory.v1.Privacy"
+static const rpc_method methods[] = {
+    RPC_METHOD_BLOCKING(SVC, "Forget", memory__v1__privacy_forget, "privacy:forget", do_forget),
+    RPC_METHOD_BLOCKING(SVC, "ListReceipts", memory__v1__privacy_list_receipts, "privacy:read",
+                        do_list_receipts),
+};
+
+static const tier_service services[] = {{SVC, HEALTH_NEEDS_PG}};
+
+const tier privacy_tier = {TIER_FIELDS("privacy", services, methods, privacy_open, free)};

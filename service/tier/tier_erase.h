@@ -1,0 +1,71 @@
+/* tier_erase: erasing a data subject's records, tier by tier. Every tier
+ * that keeps records offers an eraser in the tier environment
+ * (tier_env_add_eraser, from its open); Privacy.Forget and the retention
+ * sweeper run them in memory.v1.Tier order, so there is one erasure path
+ * and it reaches every store a record can live in.
+ *
+ * An eraser is storage code: no gRPC. It runs on a task-pool thread and
+ * may block on its backend until c->deadline_ms (or c->cancel fires). It
+ * gets a context whose principal is the erasure's (tier_erase_principal):
+ * the selection's tenant, its owner as `sub` when the selection has one
+ * (c's breadths are then PRINCIPAL_OWN, else PRINCIPAL_ALL), and the
+ * highest read ceiling, because labels never limit erasure. Tier code that
+ * applies the diodes from c->p therefore sees exactly the records the
+ * selection may reach; the subject id narrows them further. */
+#ifndef MEMORYD_TIER_TIER_ERASE_H
+#define MEMORYD_TIER_TIER_ERASE_H
+
+#include <stdint.h>
+
+#include "service/auth/principal.h"
+#include "service/tier/tier_ctx.h"
+
+/* What to erase, within one tenant. At least one of owner and subject_id
+ * is set. */
+typedef struct tier_erase_sel {
+    const char *tenant;
+    /* Only records this principal owns (a token `sub`); NULL: any owner. */
+    const char *owner;
+    /* Only records whose JSON content (entity and relationship properties,
+     * task provenance, point payloads, entry metadata, blackboard values)
+     * has a top-level string "subject_id" equal to it; NULL: any. */
+    const char *subject_id;
+    /* Count what would be erased; erase nothing. */
+    int dry_run;
+} tier_erase_sel;
+
+/* Erases (or counts) sel's records of the tier: STATUS_OK with *count, or a
+ * STATUS_E* code with c->err (a failure may leave part of the tier erased:
+ * erasure is idempotent, the caller runs it again). */
+typedef int (*tier_erase_fn)(void *state, tier_ctx *c, const tier_erase_sel *sel, int64_t *count);
+
+typedef struct tier_eraser {
+    int tier;         /* the memory.v1.Tier its count goes under */
+    const char *name; /* "entries": logs and errors */
+    tier_erase_fn fn;
+    void *state; /* the tier's, handed to fn */
+} tier_eraser;
+
+#define TIER_MAX_ERASERS 8
+
+/* The principal an erasure's context carries (above); NULL when out of
+ * memory. The caller releases it with principal_unref. */
+principal *tier_erase_principal(const tier_erase_sel *sel);
+
+/* sel->subject_id as the JSON object {"subject_id": ...} (for containment
+ * tests) in arena a; NULL when out of memory. */
+const char *tier_erase_subject_json(arena *a, const tier_erase_sel *sel);
+
+/* sel's rows of a table keeping the diode's columns (tenant, owner, label)
+ * as a WHERE fragment (without WHERE) on alias (NULL: none), for c an
+ * erasure's context: c's tenant and owner (tier_sql_read_diode, whose label
+ * bound is then the highest) and, when sel has a subject id, json_col's
+ * top-level "subject_id" equal to it, both as `->>` (which an expression
+ * index serves) and by containment (exact: a string, not a number that
+ * prints the same). json_col NULL: the table keeps no JSON content, so a
+ * subject erasure matches none of its rows. STATUS_OK, or STATUS_ENOMEM. */
+struct pgq_sql;
+int tier_erase_sql_where(struct pgq_sql *b, tier_ctx *c, const tier_erase_sel *sel,
+                         const char *alias, const char *json_col);
+
+#endif

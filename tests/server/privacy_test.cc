@@ -1,0 +1,614 @@
+// Privacy.Forget end to end: two real memoryd replicas on one PostgreSQL
+// and Redis, with records of a data subject in every tier (the graph,
+// tasks, episodic points, entries, the cache, a blackboard) and copies of
+// them warm on the second replica (its L1 caches, its embedded index, the
+// router's entry cache). After Forget no read path on either replica
+// returns anything of the subject; a dry run counts exactly what the real
+// run erases; the receipt verifies offline and fails when altered; a
+// backend down part-way fails the call and a second call completes it;
+// scopes, tenants and bad input; the Qdrant backend on its contract
+// stand-in.
+#include <google/protobuf/util/json_util.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "memory/v1/blackboard.pb.h"
+#include "memory/v1/cache.pb.h"
+#include "memory/v1/entries.pb.h"
+#include "memory/v1/episodic_memory.pb.h"
+#include "memory/v1/global_memory.pb.h"
+#include "memory/v1/privacy.pb.h"
+#include "memory/v1/router.pb.h"
+#include "tests/testing/grpc_client.h"
+#include "tests/testing/memoryd_process.h"
+#include "tests/testing/pg_testdb.h"
+#include "tests/testing/qdrant_standin.h"
+#include "tests/testing/redis_server.h"
+#include "tests/testing/test_keys.h"
+
+namespace {
+
+using namespace memory::v1;  // NOLINT: many message types
+using google::protobuf::Struct;
+using grpc::StatusCode;
+using testing_client::Result;
+using testing_client::Unary;
+using Clock = std::chrono::steady_clock;
+
+// Names unique to this run: the shared Redis outlives test runs.
+std::string Unique(const std::string& name) {
+  static const std::string run =
+      std::to_string(getpid()) + "-" + std::to_string(Clock::now().time_since_epoch().count());
+  return name + "-" + run;
+}
+
+Struct Json(const std::string& json) {
+  Struct s;
+  EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(json, &s).ok()) << json;
+  return s;
+}
+
+constexpr const char* kEverything =
+    "global:* episodic:* entries:* cache:* blackboard:* router:query privacy:forget:all "
+    "privacy:read:all pii:write";
+
+struct Replica {
+  std::unique_ptr<MemorydProcess> proc;
+  std::shared_ptr<grpc::Channel> ch;
+};
+
+class PrivacyTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(db_.ok()) << db_.error();
+    ASSERT_FALSE(TestRedisUrl().empty()) << "MEMORYD_TEST_REDIS_URL is not set: run `make test`";
+    tenant_ = Unique("acme");
+  }
+
+  // Every replica ends cleanly: under ASan/UBSan a report shows in its
+  // exit code or its log.
+  void TearDown() override {
+    for (auto& r : replicas_) {
+      if (!r->proc) continue;
+      EXPECT_EQ(0, r->proc->Stop(SIGTERM, 10000)) << r->proc->Log();
+      EXPECT_EQ(std::string::npos, r->proc->Log().find("runtime error")) << r->proc->Log();
+    }
+  }
+
+  // A replica on redis_url (the shared Redis by default); every replica
+  // trusts the first one's keys.
+  Replica& Launch(std::vector<std::string> extra = {}, std::string redis_url = "") {
+    std::vector<std::string> args = {
+        "--pg-url=" + db_.url(), "--shutdown-grace=1", "--health-interval-ms=100",
+        "--cache-entities", "--redis-url=" + (redis_url.empty() ? TestRedisUrl() : redis_url)};
+    if (keys_) {
+      args.push_back("--jwks=" + keys_->jwks_path());
+      args.push_back("--signing-key=" + keys_->signing_key_path());
+    }
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto r = std::make_unique<Replica>();
+    r->proc = std::make_unique<MemorydProcess>(args);
+    EXPECT_TRUE(r->proc->Start()) << r->proc->Log();
+    if (!keys_) keys_ = r->proc->keys();
+    r->ch = testing_client::Connect(r->proc->port());
+    replicas_.push_back(std::move(r));
+    return *replicas_.back();
+  }
+
+  std::string Token(const std::string& sub, const std::string& scope, std::string tenant = "",
+                    const std::string& clr = "SECRET") {
+    TestClaims c;
+    c.tenant = tenant.empty() ? tenant_ : tenant;
+    c.sub = sub;
+    c.scope = scope;
+    c.clr = clr;
+    c.lvl = "PUBLIC";
+    c.ns = {"agent:*:*"};
+    return keys_->Mint(c);
+  }
+
+  static Result Call(const Replica& r, const std::string& method,
+                     const google::protobuf::Message& req, const std::string& token,
+                     int timeout_ms = 10000) {
+    return Unary(r.ch, method, req.SerializeAsString(), timeout_ms,
+                 {{"authorization", TestKeys::Bearer(token)}});
+  }
+
+  static void MustCall(const Replica& r, const std::string& method,
+                       const google::protobuf::Message& req, const std::string& token) {
+    Result res = Call(r, method, req, token);
+    ASSERT_TRUE(res.status.ok()) << method << ": " << res.status.error_message();
+  }
+
+  // Records in every tier; those of subject (when not empty) carry it in
+  // their JSON content, names starting with `tag`-one; the others (`tag`-
+  // keep) do not. Relationship two->one touches an erased entity; the
+  // "likes" one is tagged itself.
+  void Seed(const Replica& r, const std::string& tok, const std::string& tag,
+            const std::string& subject) {
+    const std::string subj = subject.empty() ? "" : R"("subject_id":")" + subject + R"(",)";
+    for (const auto& [id, props] : std::vector<std::pair<std::string, std::string>>{
+             {tag + "-one", "{" + subj + R"("note":"about one"})"},
+             {tag + "-keep2", R"({"note":"keep"})"},
+             {tag + "-keep3", R"({"note":"keep"})"}}) {
+      PutEntityRequest e;
+      e.set_id(id);
+      e.set_type("person");
+      e.set_name(id);
+      *e.mutable_properties() = Json(props);
+      MustCall(r, "/memory.v1.GlobalMemory/PutEntity", e, tok);
+    }
+    auto link = [&](const std::string& src, const std::string& type, const std::string& dst,
+                    const std::string& props) {
+      PutRelationshipRequest q;
+      q.set_source_id(src);
+      q.set_type(type);
+      q.set_target_id(dst);
+      *q.mutable_properties() = Json(props);
+      MustCall(r, "/memory.v1.GlobalMemory/PutRelationship", q, tok);
+    };
+    link(tag + "-keep2", "knows", tag + "-one", "{}");
+    link(tag + "-keep2", "likes", tag + "-keep3", "{" + subj + R"("w":1})");
+    link(tag + "-keep3", "knows", tag + "-keep2", "{}");
+    for (const auto& [id, prov] : std::vector<std::pair<std::string, std::string>>{
+             {tag + "-one-task", "{" + subj + R"("src":"chat"})"},
+             {tag + "-keep-task", R"({"src":"keep"})"}}) {
+      RecordTaskRequest t;
+      t.set_id(id);
+      t.set_type("chat");
+      t.set_status(TASK_STATUS_SUCCEEDED);
+      *t.mutable_provenance() = Json(prov);
+      MustCall(r, "/memory.v1.GlobalMemory/RecordTask", t, tok);
+    }
+    CreateCollectionRequest cc;
+    cc.set_name("mem");
+    cc.set_dims(2);
+    cc.set_distance(DISTANCE_COSINE);
+    Result created = Call(r, "/memory.v1.EpisodicMemory/CreateCollection", cc, tok);
+    ASSERT_TRUE(created.status.ok() || created.status.error_code() == StatusCode::ALREADY_EXISTS)
+        << created.status.error_message();
+    EpisodicMemoryUpsertRequest up;
+    up.set_collection("mem");
+    uint64_t base = next_point_;
+    next_point_ += 2;
+    for (const auto& [id, payload] : std::vector<std::pair<uint64_t, std::string>>{
+             {base, "{" + subj + R"("text":")" + tag + R"(-one point"})"},
+             {base + 1, R"({"text":")" + tag + R"(-keep point"})"}}) {
+      PointInput* p = up.add_points();
+      p->mutable_id()->set_num(id);
+      p->add_vector(1);
+      p->add_vector(id == base ? 0.1f : 0.2f);
+      *p->mutable_payload() = Json(payload);
+    }
+    MustCall(r, "/memory.v1.EpisodicMemory/Upsert", up, tok);
+    for (const auto& [key, meta] : std::vector<std::pair<std::string, std::string>>{
+             {tag + "-one-entry", "{" + subj + R"("k":1})"}, {tag + "-keep-entry", "{}"}}) {
+      EntriesWriteRequest w;
+      w.set_namespace_("agent:wf:n1");
+      w.set_key(key);
+      w.set_value("hello " + key);
+      w.set_content_type("text/plain");
+      *w.mutable_metadata() = Json(meta);
+      MustCall(r, "/memory.v1.Entries/Write", w, tok);
+    }
+    CacheSetRequest cs;
+    cs.set_key(tag + "-one-cached");
+    cs.set_value("cached " + tag + "-one");
+    cs.mutable_ttl()->set_seconds(600);
+    MustCall(r, "/memory.v1.Cache/Set", cs, tok);
+    for (const auto& [key, value] : std::vector<std::pair<std::string, std::string>>{
+             {tag + "-one-item", "{" + subj + R"("v":")" + tag + R"(-one"})"},
+             {tag + "-keep-item", R"({"v":"keep"})"}}) {
+      BlackboardPostRequest p;
+      p.set_task_id("board-" + tenant_);
+      p.set_key(key);
+      ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(value, p.mutable_value()).ok());
+      MustCall(r, "/memory.v1.Blackboard/Post", p, tok);
+    }
+  }
+
+  // What every read path returns on r for tag's records, as text (status
+  // codes of direct reads included), for the caller tok.
+  std::string ReadEverything(const Replica& r, const std::string& tok, const std::string& tag) {
+    std::string out;
+    auto add = [&](const std::string& what, const Result& res, google::protobuf::Message* m) {
+      out += what + ": " + std::to_string(res.status.error_code()) + " ";
+      if (res.status.ok() && m && m->ParseFromString(res.body)) out += m->DebugString();
+      out += "\n";
+    };
+    GetEntityRequest ge;
+    ge.set_id(tag + "-one");
+    GetEntityResponse ger;
+    add("GetEntity", Call(r, "/memory.v1.GlobalMemory/GetEntity", ge, tok), &ger);
+    QueryEntitiesRequest qe;
+    qe.set_type("person");
+    QueryEntitiesResponse qer;
+    add("QueryEntities", Call(r, "/memory.v1.GlobalMemory/QueryEntities", qe, tok), &qer);
+    TraverseRequest tr;
+    tr.set_start_id(tag + "-keep2");
+    tr.set_direction(EDGE_DIRECTION_BOTH);
+    tr.set_max_depth(3);
+    TraverseResponse trr;
+    add("Traverse", Call(r, "/memory.v1.GlobalMemory/Traverse", tr, tok), &trr);
+    ListTasksRequest lt;
+    ListTasksResponse ltr;
+    add("ListTasks", Call(r, "/memory.v1.GlobalMemory/ListTasks", lt, tok), &ltr);
+    EpisodicMemorySearchRequest es;
+    es.set_collection("mem");
+    es.add_vector(1);
+    es.add_vector(0.1f);
+    es.set_limit(100);
+    es.set_with_payload(true);
+    EpisodicMemorySearchResponse esr;
+    add("Search", Call(r, "/memory.v1.EpisodicMemory/Search", es, tok), &esr);
+    GetPointsRequest gp;
+    gp.set_collection("mem");
+    for (uint64_t id = 1; id < next_point_; id++) gp.add_ids()->set_num(id);
+    gp.set_with_payload(true);
+    GetPointsResponse gpr;
+    add("GetPoints", Call(r, "/memory.v1.EpisodicMemory/GetPoints", gp, tok), &gpr);
+    EntriesReadRequest er;
+    er.set_namespace_("agent:wf:n1");
+    er.set_key(tag + "-one-entry");
+    EntriesReadResponse err;
+    add("Entries.Read", Call(r, "/memory.v1.Entries/Read", er, tok), &err);
+    EntriesListRequest el;
+    el.set_namespace_pattern("agent:*:*");
+    el.set_with_values(true);
+    EntriesListResponse elr;
+    add("Entries.List", Call(r, "/memory.v1.Entries/List", el, tok), &elr);
+    EntriesSearchRequest esq;
+    esq.set_term("hello");
+    esq.set_with_values(true);
+    EntriesSearchResponse esqr;
+    add("Entries.Search", Call(r, "/memory.v1.Entries/Search", esq, tok), &esqr);
+    CacheGetRequest cg;
+    cg.set_key(tag + "-one-cached");
+    CacheGetResponse cgr;
+    Result cached = Call(r, "/memory.v1.Cache/Get", cg, tok);
+    add("Cache.Get", cached, nullptr);  // the answer names the key asked for: not that
+    if (cgr.ParseFromString(cached.body))
+      out += CacheLookup_Name(cgr.item().lookup()) + " " + cgr.item().value() + "\n";
+    BlackboardReadRequest br;
+    br.set_task_id("board-" + tenant_);
+    BlackboardReadResponse brr;
+    add("Blackboard.Read", Call(r, "/memory.v1.Blackboard/Read", br, tok), &brr);
+    RouterQueryRequest rq;
+    rq.mutable_recent_lookup()->set_namespace_("agent:wf:n1");
+    rq.mutable_recent_lookup()->set_key(tag + "-one-entry");
+    RouterQueryResponse rqr;
+    add("Router.recent", Call(r, "/memory.v1.Router/Query", rq, tok), &rqr);
+    RouterQueryRequest rh;
+    rh.mutable_hybrid()->mutable_graph_query()->set_entity_type("person");
+    rh.mutable_hybrid()->mutable_vector_search()->set_collection("mem");
+    rh.mutable_hybrid()->mutable_vector_search()->add_vector(1);
+    rh.mutable_hybrid()->mutable_vector_search()->add_vector(0.1f);
+    rh.mutable_hybrid()->mutable_vector_search()->set_with_payload(true);
+    RouterQueryResponse rhr;
+    add("Router.hybrid", Call(r, "/memory.v1.Router/Query", rh, tok), &rhr);
+    return out;
+  }
+
+  int64_t PointCount(const Replica& r, const std::string& tok) {
+    EpisodicMemoryCountRequest req;
+    req.set_collection("mem");
+    req.set_exact(true);
+    Result res = Call(r, "/memory.v1.EpisodicMemory/Count", req, tok);
+    EXPECT_TRUE(res.status.ok()) << res.status.error_message();
+    EpisodicMemoryCountResponse resp;
+    resp.ParseFromString(res.body);
+    return resp.count();
+  }
+
+  Result Forget(const Replica& r, const std::string& tok, const std::string& principal,
+                const std::string& subject_id, bool dry_run = false) {
+    PrivacyForgetRequest req;
+    if (!principal.empty()) req.set_principal(principal);
+    if (!subject_id.empty()) req.set_subject_id(subject_id);
+    req.set_dry_run(dry_run);
+    req.set_reason("ticket 42");
+    return Call(r, "/memory.v1.Privacy/Forget", req, tok, 30000);
+  }
+
+  ForgetReceipt MustForget(const Replica& r, const std::string& tok, const std::string& principal,
+                           const std::string& subject_id, bool dry_run = false) {
+    Result res = Forget(r, tok, principal, subject_id, dry_run);
+    EXPECT_TRUE(res.status.ok()) << res.status.error_message();
+    PrivacyForgetResponse resp;
+    EXPECT_TRUE(resp.ParseFromString(res.body));
+    return resp.receipt();
+  }
+
+  static std::map<int, int64_t> Counts(const ForgetReceipt& r) {
+    std::map<int, int64_t> m;
+    for (const auto& c : r.counts()) m[c.tier()] = c.erased_count();
+    return m;
+  }
+
+  // `memoryd receipt verify` on jws: its exit status and output.
+  std::pair<int, std::string> VerifyReceipt(const std::string& jws) {
+    std::string path = ::testing::TempDir() + "/receipt-" + std::to_string(getpid()) + ".jws";
+    std::ofstream(path) << jws << "\n";
+    std::string cmd = MemorydProcess::BinaryPath() + " receipt verify --jwks " +
+                      keys_->jwks_path() + " --file " + path + " 2>&1";
+    FILE* p = popen(cmd.c_str(), "r");
+    std::string out;
+    char buf[512];
+    while (p && fgets(buf, sizeof buf, p)) out += buf;
+    int st = p ? pclose(p) : -1;
+    unlink(path.c_str());
+    return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+  }
+
+  PgTestDb db_;
+  TestKeys* keys_ = nullptr;
+  std::vector<std::unique_ptr<Replica>> replicas_;
+  std::string tenant_;
+  uint64_t next_point_ = 1;
+};
+
+TEST_F(PrivacyTest, ForgetBySubjectIdReachesEveryTierOnEveryReplica) {
+  Replica& a = Launch();
+  Replica& b = Launch();
+  const std::string tok = Token("alice", kEverything);
+  const std::string subject = Unique("subj");
+  Seed(a, tok, "x", subject);
+  // Everything is readable, on b too, which now holds warm copies: its
+  // entity and entry caches, its L1, its embedded index.
+  for (Replica* r : {&a, &b}) {
+    std::string before = ReadEverything(*r, tok, "x");
+    EXPECT_NE(std::string::npos, before.find(subject)) << before;
+    EXPECT_NE(std::string::npos, before.find("GetEntity: 0 ")) << before;
+    EXPECT_NE(std::string::npos, before.find("cached x-one")) << before;
+    EXPECT_NE(std::string::npos, before.find("x-one-item")) << before;
+    EXPECT_EQ(2, PointCount(*r, tok));
+  }
+
+  // The dry run counts and changes nothing.
+  ForgetReceipt dry = MustForget(a, tok, "", subject, true);
+  EXPECT_TRUE(dry.dry_run());
+  std::map<int, int64_t> want = {{TIER_GLOBAL, 4},  // x-one, two relationships, one task
+                                 {TIER_EPISODIC, 1}, {TIER_CACHE_L1, 0},  {TIER_CACHE_L2, 1},
+                                 {TIER_ENTRIES, 1},  {TIER_BLACKBOARD, 1}};
+  EXPECT_EQ(want, Counts(dry));
+  EXPECT_NE(std::string::npos, ReadEverything(b, tok, "x").find(subject));
+
+  ForgetReceipt done = MustForget(a, tok, "", subject);
+  EXPECT_FALSE(done.dry_run());
+  EXPECT_EQ(want, Counts(done));
+  EXPECT_EQ(subject, done.subject_id());
+  EXPECT_EQ(tenant_, done.tenant());
+  EXPECT_EQ("alice", done.requested_by());
+  EXPECT_FALSE(done.receipt_id().empty());
+  EXPECT_NE(dry.receipt_id(), done.receipt_id());
+
+  for (Replica* r : {&a, &b}) {
+    std::string after = ReadEverything(*r, tok, "x");
+    EXPECT_EQ(std::string::npos, after.find(subject)) << after;
+    EXPECT_EQ(std::string::npos, after.find("x-one")) << after;          // no id, key or value
+    EXPECT_EQ(std::string::npos, after.find("likes")) << after;          // the tagged relationship
+    EXPECT_NE(std::string::npos, after.find("GetEntity: 5 ")) << after;  // NOT_FOUND
+    EXPECT_NE(std::string::npos, after.find("Entries.Read: 5 ")) << after;  // NOT_FOUND
+    // What is not the subject's stays.
+    EXPECT_NE(std::string::npos, after.find("x-keep2")) << after;
+    EXPECT_NE(std::string::npos, after.find("x-keep-task")) << after;
+    EXPECT_NE(std::string::npos, after.find("x-keep point")) << after;
+    EXPECT_NE(std::string::npos, after.find("x-keep-entry")) << after;
+    EXPECT_NE(std::string::npos, after.find("x-keep-item")) << after;
+    EXPECT_EQ(1, PointCount(*r, tok));
+  }
+
+  // Idempotent: nothing is left to erase.
+  ForgetReceipt again = MustForget(b, tok, "", subject);
+  for (const auto& [tier, n] : Counts(again)) EXPECT_EQ(0, n) << tier;
+}
+
+TEST_F(PrivacyTest, TheReceiptVerifiesOfflineIsStoredAndFailsWhenAltered) {
+  Replica& a = Launch();
+  const std::string tok = Token("alice", kEverything);
+  const std::string subject = Unique("subj");
+  Seed(a, tok, "r", subject);
+  MustForget(a, tok, "", subject, true);  // dry runs are not stored
+  ForgetReceipt rec = MustForget(a, tok, "", subject);
+  ASSERT_FALSE(rec.signed_receipt().empty());
+
+  auto [rc, out] = VerifyReceipt(rec.signed_receipt());
+  EXPECT_EQ(0, rc) << out;
+  EXPECT_NE(std::string::npos, out.find("verification: OK")) << out;
+  EXPECT_NE(std::string::npos, out.find(rec.receipt_id())) << out;
+  EXPECT_NE(std::string::npos, out.find(subject)) << out;
+  EXPECT_NE(std::string::npos, out.find("\"entries\": 1")) << out;
+
+  // One byte changed anywhere: the payload, the header, the signature.
+  const std::string& jws = rec.signed_receipt();
+  for (size_t at : {jws.find('.') + 5, size_t{3}, jws.size() - 3}) {
+    std::string bad = jws;
+    bad[at] = bad[at] == 'A' ? 'B' : 'A';
+    auto [brc, bout] = VerifyReceipt(bad);
+    EXPECT_EQ(1, brc) << at << ": " << bout;
+    EXPECT_NE(std::string::npos, bout.find("FAILED")) << bout;
+  }
+  // A capability token is no receipt.
+  auto [trc, tout] = VerifyReceipt(tok);
+  EXPECT_EQ(1, trc) << tout;
+
+  // Stored: ListReceipts has the real run only, signature and all.
+  PrivacyListReceiptsRequest lr;
+  Result res = Call(a, "/memory.v1.Privacy/ListReceipts", lr, tok);
+  ASSERT_TRUE(res.status.ok()) << res.status.error_message();
+  PrivacyListReceiptsResponse list;
+  ASSERT_TRUE(list.ParseFromString(res.body));
+  ASSERT_EQ(1, list.receipts_size()) << list.DebugString();
+  EXPECT_EQ(rec.receipt_id(), list.receipts(0).receipt_id());
+  EXPECT_EQ(rec.signed_receipt(), list.receipts(0).signed_receipt());
+  EXPECT_EQ(Counts(rec), Counts(list.receipts(0)));
+  EXPECT_EQ(rec.complete_time().seconds(), list.receipts(0).complete_time().seconds());
+  // Another tenant sees none of it.
+  res =
+      Call(a, "/memory.v1.Privacy/ListReceipts", lr, Token("alice", kEverything, Unique("other")));
+  ASSERT_TRUE(res.status.ok()) << res.status.error_message();
+  ASSERT_TRUE(list.ParseFromString(res.body));
+  EXPECT_EQ(0, list.receipts_size());
+}
+
+TEST_F(PrivacyTest, ForgetByPrincipalErasesItsRecordsAndScopesBoundWhoMayAsk) {
+  Replica& a = Launch();
+  const std::string alice = Token("alice", kEverything);
+  const std::string bob = Token("bob", kEverything);
+  const std::string subject = Unique("subj");
+  Seed(a, bob, "bob", subject);
+  Seed(a, alice, "alice", subject);
+
+  // With privacy:forget (own), alice may erase only herself.
+  const std::string own = Token("alice", "privacy:forget");
+  Result denied = Forget(a, own, "bob", "");
+  EXPECT_EQ(StatusCode::PERMISSION_DENIED, denied.status.error_code());
+  EXPECT_NE(std::string::npos, denied.status.error_message().find("privacy:forget:all"))
+      << denied.status.error_message();
+  EXPECT_NE(std::string::npos, ReadEverything(a, alice, "bob").find("bob-one"));
+  // ... and by subject id only among her own records: bob's stay.
+  ForgetReceipt mine = MustForget(a, own, "", subject);
+  EXPECT_EQ(1, Counts(mine)[TIER_ENTRIES]);
+  EXPECT_EQ(1, Counts(mine)[TIER_EPISODIC]);
+  EXPECT_EQ(1, Counts(mine)[TIER_BLACKBOARD]);
+  std::string after_own = ReadEverything(a, alice, "bob");
+  EXPECT_NE(std::string::npos, after_own.find("bob-one-entry")) << after_own;
+  EXPECT_EQ(std::string::npos, after_own.find("alice-one-entry")) << after_own;
+
+  // privacy:forget:all erases every record bob owns, labels or not.
+  ForgetReceipt gone = MustForget(a, alice, "bob", "");
+  EXPECT_EQ("bob", gone.principal());
+  EXPECT_EQ(3 + 3 + 2, Counts(gone)[TIER_GLOBAL]);  // entities, relationships, tasks
+  EXPECT_EQ(2, Counts(gone)[TIER_EPISODIC]);
+  EXPECT_EQ(2, Counts(gone)[TIER_ENTRIES]);
+  EXPECT_EQ(2, Counts(gone)[TIER_BLACKBOARD]);
+  EXPECT_EQ(1, Counts(gone)[TIER_CACHE_L2]);
+  std::string after = ReadEverything(a, alice, "bob");
+  EXPECT_EQ(std::string::npos, after.find("bob-")) << after;
+  EXPECT_EQ(std::string::npos, after.find("owner: \"bob\"")) << after;
+  EXPECT_NE(std::string::npos, after.find("alice-keep2")) << after;
+  EXPECT_NE(std::string::npos, after.find("alice-keep-item")) << after;
+}
+
+TEST_F(PrivacyTest, AnotherTenantCannotEraseAndBadInputIsRefused) {
+  Replica& a = Launch();
+  const std::string tok = Token("alice", kEverything);
+  const std::string subject = Unique("subj");
+  Seed(a, tok, "t", subject);
+
+  const std::string other = Token("alice", kEverything, Unique("other"));
+  ForgetReceipt none = MustForget(a, other, "", subject);
+  for (const auto& [tier, n] : Counts(none)) EXPECT_EQ(0, n) << tier;
+  none = MustForget(a, other, "alice", "");
+  for (const auto& [tier, n] : Counts(none)) EXPECT_EQ(0, n) << tier;
+  std::string still = ReadEverything(a, tok, "t");
+  EXPECT_NE(std::string::npos, still.find(subject)) << still;
+  EXPECT_NE(std::string::npos, still.find("cached t-one")) << still;
+
+  struct Case {
+    std::string principal, subject_id, reason, want;
+  };
+  for (const Case& c : std::vector<Case>{{"", "", "", "subject: set principal or subject_id"},
+                                         {std::string(257, 'p'), "", "", "principal"},
+                                         {"", std::string(257, 's'), "", "subject_id"},
+                                         {"", "bad\x01id", "", "subject_id"},
+                                         {"", subject, std::string(1025, 'r'), "reason"}}) {
+    PrivacyForgetRequest req;
+    if (!c.principal.empty()) req.set_principal(c.principal);
+    if (!c.subject_id.empty()) req.set_subject_id(c.subject_id);
+    req.set_reason(c.reason);
+    Result r = Call(a, "/memory.v1.Privacy/Forget", req, tok);
+    EXPECT_EQ(StatusCode::INVALID_ARGUMENT, r.status.error_code()) << c.want;
+    EXPECT_NE(std::string::npos, r.status.error_message().find(c.want)) << r.status.error_message();
+  }
+  PrivacyForgetRequest empty;
+  empty.set_subject_id("");
+  EXPECT_EQ(StatusCode::INVALID_ARGUMENT,
+            Call(a, "/memory.v1.Privacy/Forget", empty, tok).status.error_code());
+  // No privacy scope at all.
+  EXPECT_EQ(StatusCode::PERMISSION_DENIED,
+            Forget(a, Token("alice", "global:*"), "", subject).status.error_code());
+  // Nothing changed.
+  EXPECT_NE(std::string::npos, ReadEverything(a, tok, "t").find(subject));
+}
+
+TEST_F(PrivacyTest, ABackendDownPartWayFailsTheCallAndASecondCallCompletesIt) {
+  RedisServer redis;
+  ASSERT_TRUE(redis.ok()) << redis.error();
+  Replica& a = Launch({}, redis.url());
+  const std::string tok = Token("alice", kEverything);
+  const std::string subject = Unique("subj");
+  Seed(a, tok, "d", subject);
+
+  ASSERT_TRUE(redis.Stop());
+  auto t0 = Clock::now();
+  Result r = Forget(a, tok, "", subject);
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
+  EXPECT_EQ(StatusCode::UNAVAILABLE, r.status.error_code()) << r.status.error_message();
+  EXPECT_NE(std::string::npos, r.status.error_message().find("call it again"))
+      << r.status.error_message();
+  EXPECT_LT(ms, 20000);
+  // The tiers before the cache are erased already, those after not yet.
+  GetEntityRequest ge;
+  ge.set_id("d-one");
+  EXPECT_EQ(StatusCode::NOT_FOUND,
+            Call(a, "/memory.v1.GlobalMemory/GetEntity", ge, tok).status.error_code());
+  EntriesReadRequest er;
+  er.set_namespace_("agent:wf:n1");
+  er.set_key("d-one-entry");
+  EXPECT_TRUE(Call(a, "/memory.v1.Entries/Read", er, tok).status.ok());
+
+  ASSERT_TRUE(redis.Start());
+  ForgetReceipt done;
+  for (int i = 0; i < 100; i++) {  // until the replica reconnects
+    r = Forget(a, tok, "", subject);
+    if (r.status.ok()) break;
+    usleep(100000);
+  }
+  ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+  PrivacyForgetResponse resp;
+  ASSERT_TRUE(resp.ParseFromString(r.body));
+  EXPECT_EQ(0, Counts(resp.receipt())[TIER_GLOBAL]);  // done by the first call
+  EXPECT_EQ(0, Counts(resp.receipt())[TIER_EPISODIC]);
+  EXPECT_EQ(1, Counts(resp.receipt())[TIER_ENTRIES]);
+  EXPECT_EQ(StatusCode::NOT_FOUND, Call(a, "/memory.v1.Entries/Read", er, tok).status.error_code());
+  EXPECT_EQ(std::string::npos, ReadEverything(a, tok, "d").find(subject));
+}
+
+// The Qdrant backend: the subject's points go through a delete by filter
+// that the contract stand-in checks against Qdrant's published API.
+class PrivacyQdrantTest : public PrivacyTest {
+ protected:
+  void SetUp() override {
+    PrivacyTest::SetUp();
+    ASSERT_TRUE(qdrant_.Start()) << qdrant_.Log();
+  }
+  QdrantStandin qdrant_;
+};
+
+TEST_F(PrivacyQdrantTest, ForgetDeletesTheSubjectsPointsFromQdrant) {
+  Replica& a = Launch({"--qdrant-url=" + qdrant_.url()});
+  const std::string tok = Token("alice", kEverything);
+  const std::string subject = Unique("subj");
+  Seed(a, tok, "q", subject);
+  EXPECT_EQ(2, PointCount(a, tok));
+  EXPECT_EQ(1, Counts(MustForget(a, tok, "", subject, true))[TIER_EPISODIC]);
+  EXPECT_EQ(2, PointCount(a, tok));
+  EXPECT_EQ(1, Counts(MustForget(a, tok, "", subject))[TIER_EPISODIC]);
+  EXPECT_EQ(1, PointCount(a, tok));
+  std::string after = ReadEverything(a, tok, "q");
+  EXPECT_EQ(std::string::npos, after.find(subject)) << after;
+  EXPECT_NE(std::string::npos, after.find("q-keep point")) << after;
+  EXPECT_EQ("[]", qdrant_.Violations());
+}
+
+}  // namespace
