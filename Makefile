@@ -107,6 +107,7 @@ bench: deps build ## build, start Postgres + Redis, run the benchmarks: vs grpc+
 	bash bench/episodic.sh
 	bash bench/blackboard.sh
 	bash bench/router.sh
+	bash bench/privacy.sh
 
 format: ## clang-format every C/C++ source in place (.clang-format, service/.clang-format)
 	scripts/format.sh

@@ -172,7 +172,9 @@ static RPC_UNARY_HANDLER(do_forget, privacy_service, Memory__V1__PrivacyForgetRe
                r.receipt_id, LOG_F_STR, r.principal ? "principal" : "subject_id",
                r.principal ? r.principal : r.subject_id, LOG_F_STR, "tenant", r.tenant, LOG_F_STR,
                "requested_by", r.requested_by, LOG_F_STR, "counts", count_text(a, &r), LOG_F_STR,
-               "reason", req->reason, LOG_F_STR, "request_id", r.request_id, LOG_F_END);
+               "reason", req->reason, LOG_F_INT, "duration_ms",
+               rpc_now_ms() - rpc_call_start_ms(call), LOG_F_STR, "request_id", r.request_id,
+               LOG_F_END);
     if (!(resp->receipt = privacy_receipt_render(a, &r, signed_receipt))) return rpc_call_oom(call);
     return GRPC_STATUS_OK;
 }
