@@ -66,22 +66,6 @@ static int write_file(const char *path, const char *data, mode_t mode, int exclu
     return ok ? 0 : -1;
 }
 
-/* Parses 90s / 30m / 1h / 7d (a bare number means seconds). */
-static int parse_duration(const char *s, int64_t *out) {
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || end == s || v <= 0) return -1;
-    int64_t mult = 1;
-    if (*end == 's') mult = 1, end++;
-    else if (*end == 'm') mult = 60, end++;
-    else if (*end == 'h') mult = 3600, end++;
-    else if (*end == 'd') mult = 86400, end++;
-    if (*end || v > INT64_MAX / mult / 2) return -1;
-    *out = v * mult;
-    return 0;
-}
-
 static int parse_label(const char *s, jwt_label *out) {
     for (int l = JWT_LABEL_PUBLIC; l <= JWT_LABEL_SECRET; l++)
         if (strcasecmp(s, jwt_label_name(l)) == 0) {
@@ -209,9 +193,10 @@ static int mint(int argc, char **argv) {
         } else if ((v = flag_value(argc, argv, &i, "--lvl"))) {
             if (parse_label(v, &c.lvl) != 0) return fail("--lvl: unknown label %s%s", v, "");
         } else if ((v = flag_value(argc, argv, &i, "--ttl"))) {
-            if (parse_duration(v, &ttl) != 0) return fail("--ttl: bad duration %s%s", v, "");
+            if (text_parse_duration(v, &ttl) != 0) return fail("--ttl: bad duration %s%s", v, "");
         } else if ((v = flag_value(argc, argv, &i, "--nbf-in"))) {
-            if (parse_duration(v, &nbf_in) != 0) return fail("--nbf-in: bad duration %s%s", v, "");
+            if (text_parse_duration(v, &nbf_in) != 0)
+                return fail("--nbf-in: bad duration %s%s", v, "");
             has_nbf = 1;
         } else {
             return fail("mint: unknown argument %s%s", argv[i], "");

@@ -161,9 +161,11 @@ static size_t erase_parts(const tier_erase_sel *sel, erase_part *parts) {
 
 int cache_erase(cache_l1 *l1, redis_pool *redis, const char *replica, tier_ctx *c,
                 const tier_erase_sel *sel, int64_t *count) {
+    *count = 0;
+    /* Values live an hour at most (their TTL): retention has nothing to do. */
+    if (tier_erase_is_retention(sel)) return STATUS_OK;
     erase_part parts[4];
     size_t n = erase_parts(sel, parts);
-    *count = 0;
     for (size_t i = 0; i < n; i++)
         if (parts[i].plen == 0)
             return tier_fail(c, STATUS_EINVALID, "cache: tenant or owner too long");

@@ -149,6 +149,22 @@ static const opt_def options[] = {
     OPT_NUMBER("blackboard-redis-grace-ms", blackboard_redis_grace_ms, "5000", 0, 600000,
                "how long open Blackboard.Subscribe streams wait for a lost Redis to return (then "
                "they catch up); past it they end UNAVAILABLE"),
+    OPT_TEXT("retention", retention, "730d",
+             "how long long-term records (GlobalMemory, EpisodicMemory, Entries) are kept after "
+             "their last change before the retention sweeper erases them (90s, 12h, 30d; off: "
+             "for ever)"),
+    OPT_TEXT("retention-pii", retention_pii, "180d",
+             "how long records carrying PII (written with pii:write) are kept after their last "
+             "change (off: as every other record)"),
+    OPT_TEXT("retention-policy", retention_policy, "",
+             "a JSON file of further retention rules by tier, label and PII kind (README: "
+             "Privacy); empty: none"),
+    OPT_NUMBER("retention-sweep-ms", retention_sweep_ms, "3600000", 0, 86400000,
+               "how often one replica at a time (a PostgreSQL advisory lock) erases what is past "
+               "retention; 0: this replica never sweeps"),
+    OPT_NUMBER("retention-batch", retention_batch, "1000", 1, 1000000,
+               "records a retention sweep erases per statement (small batches keep other calls "
+               "moving)"),
     OPT_SWITCH("cache-entities", cache_entities, "false",
                "GlobalMemory.GetEntity answers from the in-process cache (single-flight loads, "
                "invalidated on every replica through Redis pub/sub)"),

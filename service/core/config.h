@@ -58,6 +58,11 @@ typedef struct config {
     int blackboard_log_entries;     /* a board's change log: entries ... */
     int blackboard_log_bytes;       /* ... and bytes kept for resuming streams */
     int blackboard_redis_grace_ms;  /* how long Subscribe streams wait for Redis */
+    char *retention;                /* long-term records' retention ("730d", "off") */
+    char *retention_pii;            /* records with PII ("180d", "off") */
+    char *retention_policy;         /* a policy file of further rules; empty = none */
+    int retention_sweep_ms;         /* sweep period; 0 = this replica never sweeps */
+    int retention_batch;            /* records erased per statement by a sweep */
 } config;
 
 /* Outcome of config_load besides 0 (= run the service). */

@@ -1,6 +1,8 @@
 /* text: request text checks; see text.h. */
 #include "service/core/text.h"
 
+#include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,4 +118,19 @@ char *text_read_file(const char *path, size_t *len) {
     if (buf) buf[n] = '\0';
     if (len) *len = n;
     return buf;
+}
+
+int text_parse_duration(const char *s, int64_t *out) {
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || v <= 0) return -1;
+    int64_t mult = 1;
+    if (*end == 's') mult = 1, end++;
+    else if (*end == 'm') mult = 60, end++;
+    else if (*end == 'h') mult = 3600, end++;
+    else if (*end == 'd') mult = 86400, end++;
+    if (*end || v > INT64_MAX / mult / 2) return -1;
+    *out = v * mult;
+    return 0;
 }

@@ -37,4 +37,8 @@ void text_verrf(char *err, size_t errlen, const char *fmt, va_list ap);
  * cannot be read or is larger. For the command-line tools. */
 char *text_read_file(const char *path, size_t *len);
 
+/* A positive duration "90s", "30m", "1h", "7d" (a bare number: seconds)
+ * into *seconds: 0, or -1 when it is not one. */
+int text_parse_duration(const char *s, int64_t *seconds);
+
 #endif

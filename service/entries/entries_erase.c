@@ -1,7 +1,8 @@
 /* entries_erase: the Entries tier's eraser (tier/tier_erase.h): a data
  * subject's entries (owned by the principal, or whose metadata names the
- * subject id) deleted in one statement, expired or not, and each deleted
- * entry's copy dropped from the router's cache on every replica. */
+ * subject id), or a retention rule's, deleted in one statement (at most
+ * sel->limit), expired or not, and each deleted entry's copy dropped from
+ * the router's cache on every replica. */
 #include <libpq-fe.h>
 
 #include "service/core/log.h"
@@ -18,11 +19,12 @@ typedef struct erase_job {
 static int erase_in(pgq_session *ss, tier_ctx *c, void *arg) {
     erase_job *j = arg;
     pgq_sql b = {0};
-    pgq_sql_add(&b, j->sel->dry_run ? "SELECT count(*) FROM entries WHERE "
-                                    : "DELETE FROM entries WHERE ");
+    if (j->sel->dry_run) pgq_sql_add(&b, "SELECT count(*) FROM entries WHERE ");
+    else pgq_sql_add(&b, "DELETE FROM entries WHERE ctid IN (SELECT ctid FROM entries WHERE ");
     int rc = tier_erase_sql_where(&b, c, j->sel, NULL, "metadata");
     if (rc != STATUS_OK) return rc;
-    if (!j->sel->dry_run) pgq_sql_add(&b, " RETURNING namespace, key");
+    if (!j->sel->dry_run && j->sel->limit) pgq_sql_add(&b, " LIMIT %lld", (long long)j->sel->limit);
+    if (!j->sel->dry_run) pgq_sql_add(&b, ") RETURNING namespace, key");
     PGresult *r = NULL;
     rc = pgq_pipeline(ss, "erase entries", "BEGIN", &b, 1, &r);
     if (rc != STATUS_OK) return rc;

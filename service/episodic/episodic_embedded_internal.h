@@ -47,6 +47,7 @@ typedef struct op {
     /* deletes */
     const vs_id *ids;
     const Memory__V1__Filter *filter;
+    const vs_meta_sel *meta; /* delete by filter: an erasure's further conditions */
     int64_t deleted;
 } op;
 

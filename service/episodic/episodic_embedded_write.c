@@ -215,7 +215,9 @@ static int delete_filter_fn(pgq_session *ss, void *arg) {
     if (!pids) return tier_fail(c, STATUS_ENOMEM, "out of memory");
     pthread_rwlock_rdlock(&o->ec->rw);
     for (size_t s = 0, total = eidx_count(o->ec->x); rc == STATUS_OK && s < total; s++) {
-        if (!emb_accept(o->ec->x, s, &aa)) continue;
+        if (!emb_accept(o->ec->x, s, &aa) || !vs_meta_match(o->meta, eidx_meta(o->ec->x, s)))
+            continue;
+        if (o->meta && o->meta->limit && (int64_t)n >= o->meta->limit) break;
         const char **grown = array_grow(pids, &cap, n + 1, sizeof *pids, 64);
         if (!grown) {
             rc = tier_fail(c, STATUS_ENOMEM, "out of memory");
@@ -237,12 +239,12 @@ static int delete_filter_fn(pgq_session *ss, void *arg) {
 }
 
 int emb_delete_filter(vstore *vs, tier_ctx *c, const vs_collection *col,
-                      const Memory__V1__Filter *filter, int64_t *deleted) {
+                      const Memory__V1__Filter *filter, const vs_meta_sel *meta, int64_t *deleted) {
     embedded *e = (embedded *)vs;
     *deleted = 0;
     ecoll *ec = emb_acquire(e, c, col);
     if (!ec) return tier_fail(c, STATUS_ENOMEM, "out of memory");
-    op o = {.e = e, .c = c, .col = col, .ec = ec, .filter = filter};
+    op o = {.e = e, .c = c, .col = col, .ec = ec, .filter = filter, .meta = meta};
     int rc = emb_run(&o, delete_filter_fn);
     if (rc == STATUS_OK) emb_account(e, c, ec, col->name); /* it was written: no failure now */
     emb_release(e, ec);

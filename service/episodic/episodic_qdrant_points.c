@@ -290,7 +290,8 @@ static int delete_ids_checked(vstore *vs, tier_ctx *c, const vs_collection *col,
 }
 
 static int delete_filter_checked(vstore *vs, tier_ctx *c, const vs_collection *col,
-                                 const Memory__V1__Filter *filter, int64_t *deleted) {
+                                 const Memory__V1__Filter *filter, const vs_meta_sel *meta,
+                                 int64_t *deleted) {
     qtarget t;
     *deleted = 0;
     int rc = qdrant_target(vs, c, col->name, &t);
@@ -300,6 +301,9 @@ static int delete_filter_checked(vstore *vs, tier_ctx *c, const vs_collection *c
      * it: one owner condition serves both. */
     qj_scope scope = read_scope(c);
     if (c->write_breadth != PRINCIPAL_ALL) scope.owner = principal_sub(c->p);
+    /* An erasure's time bound narrows the scroll; its other conditions
+     * are checked on each point below. */
+    if (meta) scope.updated_before_us = meta->updated_before_us;
     qj_read rd = {.tenant = scope.tenant, .dims = col->dims};
     /* Pages are transient: their own arena, reset per page, so deleting a
      * million points does not grow the call's arena by a million. */
@@ -339,6 +343,8 @@ static int delete_filter_checked(vstore *vs, tier_ctx *c, const vs_collection *c
             /* Defence in depth: what the filter should have excluded is
              * left alone (and logged), never deleted. */
             if (!leak_check(c, "delete_filter", &page[i])) continue;
+            if (!vs_meta_match(meta, &page[i].meta)) continue;
+            if (meta && meta->limit && total + (int64_t)nd >= meta->limit) break;
             tier_meta m;
             if (vs_stamp(c, &page[i].id, &page[i].meta, 0, now, &m) != STATUS_OK) {
                 log_fields(LOG_ERROR, "qdrant returned a point the write diode protects; kept",
@@ -353,7 +359,7 @@ static int delete_filter_checked(vstore *vs, tier_ctx *c, const vs_collection *c
             if (rc != STATUS_OK) break;
             total += (int64_t)nd;
         }
-        if (!has_next) break;
+        if (!has_next || (meta && meta->limit && total >= meta->limit)) break;
         if (has_offset && vs_id_cmp(&next, &offset) == 0) {
             rc = qdrant_logged("delete_filter",
                                tier_fail(c, STATUS_EINTERNAL, "qdrant's scroll does not advance"),
@@ -379,6 +385,7 @@ typedef struct {
     const vs_id *ids;
     size_t n;
     const Memory__V1__Filter *filter;
+    const vs_meta_sel *meta;
     int64_t *deleted;
 } write_args;
 
@@ -394,7 +401,7 @@ static int run_delete_ids(void *arg) {
 
 static int run_delete_filter(void *arg) {
     write_args *w = arg;
-    return delete_filter_checked(w->vs, w->c, w->col, w->filter, w->deleted);
+    return delete_filter_checked(w->vs, w->c, w->col, w->filter, w->meta, w->deleted);
 }
 
 int q_upsert(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_point_in *pts, size_t n) {
@@ -410,8 +417,9 @@ int q_delete_ids(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_id 
 }
 
 int q_delete_filter(vstore *vs, tier_ctx *c, const vs_collection *col,
-                    const Memory__V1__Filter *filter, int64_t *deleted) {
-    write_args w = {.vs = vs, .c = c, .col = col, .filter = filter, .deleted = deleted};
+                    const Memory__V1__Filter *filter, const vs_meta_sel *meta, int64_t *deleted) {
+    write_args w = {
+        .vs = vs, .c = c, .col = col, .filter = filter, .meta = meta, .deleted = deleted};
     *deleted = 0;
     return qdrant_serialized((qdrant *)vs, c, col, run_delete_filter, &w);
 }

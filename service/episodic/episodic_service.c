@@ -552,7 +552,7 @@ static RPC_UNARY_HANDLER(do_delete_points, episodic_service, Memory__V1__DeleteP
     for (size_t i = 0; i < nids; i++) point_target(call, col.name, &ids[i]);
     if (!ids) tier_target(call, "collection:%s", col.name);
     int rc = ids ? vstore_delete_ids(svc->vs, &c, &col, ids, nids, &deleted)
-                 : vstore_delete_filter(svc->vs, &c, &col, req->filter, &deleted);
+                 : vstore_delete_filter(svc->vs, &c, &col, req->filter, NULL, &deleted);
     rc = audited(svc, &c, rc);
     if (rc != STATUS_OK) return vs_status(call, rc, &c);
     resp->deleted_count = deleted;

@@ -1,5 +1,6 @@
 /* qdrant_filter: memoryd filters as Qdrant filters, with the read diode
  * always in `must` (qdrant_json.h has the mapping and its limits). */
+#include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -270,6 +271,9 @@ void qj_w_scoped_filter(wbuf *b, const qj_scope *s, const Memory__V1__Filter *f)
         qj_w_lit(b, "}}");
     }
     qj_w_fmt(b, ",{\"key\":\"memoryd.label\",\"range\":{\"lte\":%d}}", s->clr);
+    if (s->updated_before_us)
+        qj_w_fmt(b, ",{\"key\":\"memoryd.updated_us\",\"range\":{\"lt\":%" PRId64 "}}",
+                 s->updated_before_us);
     if (s->nids) {
         qj_w_lit(b, ",{\"has_id\":");
         qj_w_id_set(b, s->ids, s->nids);

@@ -68,6 +68,7 @@ typedef struct qj_scope {
     int clr;
     const vs_id *ids;
     size_t nids;
+    int64_t updated_before_us; /* memoryd.updated_us below it; 0: any (erasures) */
 } qj_scope;
 
 /* What a points parser expects and hands out. */

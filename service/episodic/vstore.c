@@ -100,8 +100,9 @@ int vstore_delete_ids(vstore *vs, tier_ctx *c, const vs_collection *col, const v
 }
 
 int vstore_delete_filter(vstore *vs, tier_ctx *c, const vs_collection *col,
-                         const Memory__V1__Filter *filter, int64_t *deleted) {
-    return vs->ops->delete_filter(vs, c, col, filter, deleted);
+                         const Memory__V1__Filter *filter, const vs_meta_sel *meta,
+                         int64_t *deleted) {
+    return vs->ops->delete_filter(vs, c, col, filter, meta, deleted);
 }
 
 int vstore_count(vstore *vs, tier_ctx *c, const vs_collection *col,
@@ -147,4 +148,15 @@ void vs_hits_release(vs_hit *hits, size_t n) {
         json_decref(hits[i].point.payload);
         hits[i].point.payload = NULL;
     }
+}
+
+int vs_meta_match(const vs_meta_sel *s, const tier_meta *m) {
+    if (!s) return 1;
+    if (s->updated_before_us && m->update_us >= s->updated_before_us) return 0;
+    if (s->label && m->label != s->label) return 0;
+    if (!s->pii_kind) return 1;
+    if (strcmp(s->pii_kind, "*") == 0) return m->npii > 0;
+    for (size_t i = 0; i < m->npii; i++)
+        if (m->pii_kinds[i] && strcmp(m->pii_kinds[i], s->pii_kind) == 0) return 1;
+    return 0;
 }

@@ -140,10 +140,23 @@ typedef int vs_get_fn(vstore *vs, tier_ctx *c, const vs_collection *col, const v
  * one of them may not be modified by the caller. */
 typedef int vs_delete_ids_fn(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_id *ids,
                              size_t n, int64_t *deleted);
+/* What an erasure (tier/tier_erase.h: the retention sweeper's) asks of a
+ * point's metadata beyond the diode and the payload filter. */
+typedef struct vs_meta_sel {
+    int64_t updated_before_us; /* last changed before (Unix µs); 0: any time */
+    int label;                 /* exactly this memory.v1.Label; 0: any */
+    const char *pii_kind;      /* carrying this PII kind, "*" any; NULL: with or without */
+    int64_t limit;             /* delete at most this many; 0: every match */
+} vs_meta_sel;
+/* 1 when a point with metadata m meets s (NULL: no conditions). */
+int vs_meta_match(const vs_meta_sel *s, const tier_meta *m);
+
 /* Deletes every point visible to the caller that matches filter (NULL:
- * all visible points) and that the caller may modify. */
+ * all visible points) and meta (NULL: no further conditions) and that the
+ * caller may modify. */
 typedef int vs_delete_filter_fn(vstore *vs, tier_ctx *c, const vs_collection *col,
-                                const Memory__V1__Filter *filter, int64_t *deleted);
+                                const Memory__V1__Filter *filter, const vs_meta_sel *meta,
+                                int64_t *deleted);
 typedef int vs_count_fn(vstore *vs, tier_ctx *c, const vs_collection *col,
                         const Memory__V1__Filter *filter, int exact, int64_t *count);
 /* Backend health for the health service: 0 serving, -1 not. */

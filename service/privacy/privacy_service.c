@@ -11,7 +11,10 @@
 #include "service/auth/jwt.h"
 #include "service/core/clock.h"
 #include "service/core/log.h"
+#include "service/core/text.h"
 #include "service/privacy/privacy_receipt.h"
+#include "service/privacy/privacy_retention.h"
+#include "service/privacy/privacy_sweeper.h"
 #include "service/tier/tier_call.h"
 #include "service/tier/tier_check.h"
 #include "service/tier/tier_page.h"
@@ -20,7 +23,8 @@
 #define REASON_MAX 1024
 
 typedef struct privacy_service {
-    const tier_env *env; /* the erasers, the audit trail, the signing key */
+    const tier_env *env;      /* the erasers, the audit trail, the signing key */
+    privacy_sweeper *sweeper; /* NULL: this replica does not sweep */
 } privacy_service;
 
 /* ------------------------------------------------------------ Forget */
@@ -252,10 +256,36 @@ static RPC_UNARY_HANDLER(do_list_receipts, privacy_service, Memory__V1__PrivacyL
 
 /* ------------------------------------------------------------ the tier */
 
+/* The policy of the flags, logged rule by rule. */
+static int load_policy(const config *cfg, retention_policy *p, char *err, size_t errlen) {
+    char *file = NULL;
+    size_t len = 0;
+    const char *path = cfg ? cfg->retention_policy : NULL;
+    if (path && path[0] && !(file = text_read_file(path, &len))) {
+        snprintf(err, errlen, "--retention-policy: cannot read %s", path);
+        return -1;
+    }
+    int rc = retention_policy_build(cfg ? cfg->retention : NULL, cfg ? cfg->retention_pii : NULL,
+                                    file, len, p, err, errlen);
+    free(file);
+    for (size_t i = 0; rc == 0 && i < p->n; i++) {
+        char text[160];
+        retention_rule_text(&p->rules[i], text, sizeof text);
+        log_fields(LOG_INFO, "retention rule", LOG_F_STR, "rule", text, LOG_F_END);
+    }
+    return rc;
+}
+
 static int privacy_open(tier_env *env, void **state, char *err, size_t errlen) {
     privacy_service *svc = *state = tier_state_new(sizeof *svc, err, errlen);
     if (!svc) return -1;
     svc->env = env;
+    retention_policy policy;
+    if (load_policy(env->cfg, &policy, err, errlen) != 0) return -1;
+    int period = env->cfg ? env->cfg->retention_sweep_ms : 0;
+    if (period > 0 && policy.n > 0 &&
+        privacy_sweeper_start(env, &policy, period, env->cfg->retention_batch, &svc->sweeper) != 0)
+        return tier_oom(err, errlen);
     if (!authn_signing_key(env->auth, NULL))
         log_fields(LOG_WARN,
                    "no --signing-key: Forget receipts are issued unsigned (not verifiable "
@@ -273,4 +303,11 @@ static const rpc_method methods[] = {
 
 static const tier_service services[] = {{SVC, HEALTH_NEEDS_PG}};
 
-const tier privacy_tier = {TIER_FIELDS("privacy", services, methods, privacy_open, free)};
+static void privacy_free(void *state) {
+    privacy_service *svc = state;
+    if (!svc) return;
+    privacy_sweeper_stop(svc->sweeper);
+    free(svc);
+}
+
+const tier privacy_tier = {TIER_FIELDS("privacy", services, methods, privacy_open, privacy_free)};

@@ -36,9 +36,21 @@ const char *tier_erase_subject_json(arena *a, const tier_erase_sel *sel) {
     return copy;
 }
 
+int tier_erase_is_retention(const tier_erase_sel *sel) {
+    return sel->before_us || sel->label || sel->pii_kind;
+}
+
 int tier_erase_sql_where(pgq_sql *b, tier_ctx *c, const tier_erase_sel *sel, const char *alias,
                          const char *json_col) {
+    const char *a = alias ? alias : "", *dot = alias ? "." : "";
     tier_sql_read_diode(b, c, alias);
+    if (sel->before_us)
+        pgq_sql_add(b, " AND %s%supdated_at < $%d", a, dot, pgq_ts(b, sel->before_us));
+    if (sel->label) pgq_sql_add(b, " AND %s%slabel = $%d", a, dot, pgq_int4(b, sel->label));
+    if (sel->pii_kind && strcmp(sel->pii_kind, "*") == 0)
+        pgq_sql_add(b, " AND %s%spii_kinds <> '{}'", a, dot);
+    else if (sel->pii_kind)
+        pgq_sql_add(b, " AND $%d = ANY(%s%spii_kinds)", pgq_text(b, sel->pii_kind), a, dot);
     if (!sel->subject_id) return STATUS_OK;
     if (!json_col) {
         pgq_sql_add(b, " AND false");
@@ -46,7 +58,6 @@ int tier_erase_sql_where(pgq_sql *b, tier_ctx *c, const tier_erase_sel *sel, con
     }
     const char *json = tier_erase_subject_json(c->ar, sel);
     if (!json) return tier_fail(c, STATUS_ENOMEM, "out of memory");
-    const char *a = alias ? alias : "", *dot = alias ? "." : "";
     pgq_sql_add(b, " AND (%s%s%s->>'subject_id') = $%d AND %s%s%s @> $%d", a, dot, json_col,
                 pgq_text(b, sel->subject_id), a, dot, json_col, pgq_jsonb(b, json));
     return STATUS_OK;

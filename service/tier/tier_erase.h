@@ -20,8 +20,9 @@
 #include "service/auth/principal.h"
 #include "service/tier/tier_ctx.h"
 
-/* What to erase, within one tenant. At least one of owner and subject_id
- * is set. */
+/* What to erase, within one tenant: at least one of owner, subject_id
+ * and before_us is set. Forget sets the first two; the retention sweeper
+ * the last three fields (a rule of its policy) and a batch bound. */
 typedef struct tier_erase_sel {
     const char *tenant;
     /* Only records this principal owns (a token `sub`); NULL: any owner. */
@@ -30,9 +31,24 @@ typedef struct tier_erase_sel {
      * task provenance, point payloads, entry metadata, blackboard values)
      * has a top-level string "subject_id" equal to it; NULL: any. */
     const char *subject_id;
+    /* Only records last changed before this (Unix µs); 0: any time. */
+    int64_t before_us;
+    /* Only records with this memory.v1.Label; 0: any. */
+    int label;
+    /* Only records carrying this PII kind ("email"), or any kind ("*");
+     * NULL: with or without. */
+    const char *pii_kind;
+    /* At most this many records per table (a bounded batch: the sweeper
+     * calls again while records go); 0: every match. Not with dry_run. */
+    int64_t limit;
     /* Count what would be erased; erase nothing. */
     int dry_run;
 } tier_erase_sel;
+
+/* 1 when sel has a retention condition (before_us, label, pii_kind): tiers
+ * whose records end by their own TTLs (the cache, blackboards) erase
+ * nothing for it. */
+int tier_erase_is_retention(const tier_erase_sel *sel);
 
 /* Erases (or counts) sel's records of the tier: STATUS_OK with *count, or a
  * STATUS_E* code with c->err (a failure may leave part of the tier erased:
@@ -56,14 +72,15 @@ principal *tier_erase_principal(const tier_erase_sel *sel);
  * tests) in arena a; NULL when out of memory. */
 const char *tier_erase_subject_json(arena *a, const tier_erase_sel *sel);
 
-/* sel's rows of a table keeping the diode's columns (tenant, owner, label)
- * as a WHERE fragment (without WHERE) on alias (NULL: none), for c an
- * erasure's context: c's tenant and owner (tier_sql_read_diode, whose label
- * bound is then the highest) and, when sel has a subject id, json_col's
- * top-level "subject_id" equal to it, both as `->>` (which an expression
- * index serves) and by containment (exact: a string, not a number that
- * prints the same). json_col NULL: the table keeps no JSON content, so a
- * subject erasure matches none of its rows. STATUS_OK, or STATUS_ENOMEM. */
+/* sel's rows of a table keeping the record columns (tenant, owner, label,
+ * updated_at, pii_kinds) as a WHERE fragment (without WHERE) on alias
+ * (NULL: none), for c an erasure's context: c's tenant and owner
+ * (tier_sql_read_diode, whose label bound is then the highest); when sel
+ * has a subject id, json_col's top-level "subject_id" equal to it, both as
+ * `->>` (which an expression index serves) and by containment (exact: a
+ * string, not a number that prints the same; json_col NULL: the table
+ * keeps no JSON content and matches no subject); and sel's retention
+ * conditions. STATUS_OK, or STATUS_ENOMEM. */
 struct pgq_sql;
 int tier_erase_sql_where(struct pgq_sql *b, tier_ctx *c, const tier_erase_sel *sel,
                          const char *alias, const char *json_col);

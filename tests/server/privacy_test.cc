@@ -352,6 +352,7 @@ class PrivacyTest : public ::testing::Test {
   PgTestDb db_;
   TestKeys* keys_ = nullptr;
   std::vector<std::unique_ptr<Replica>> replicas_;
+  std::vector<std::unique_ptr<MemorydProcess>> stopped_;
   std::string tenant_;
   uint64_t next_point_ = 1;
 };
@@ -582,6 +583,117 @@ TEST_F(PrivacyTest, ABackendDownPartWayFailsTheCallAndASecondCallCompletesIt) {
   EXPECT_EQ(1, Counts(resp.receipt())[TIER_ENTRIES]);
   EXPECT_EQ(StatusCode::NOT_FOUND, Call(a, "/memory.v1.Entries/Read", er, tok).status.error_code());
   EXPECT_EQ(std::string::npos, ReadEverything(a, tok, "d").find(subject));
+}
+
+// Retention: records made two days old (as if that time had passed) go at
+// the next sweep when a rule covering them has run out, in batches, on one
+// replica at a time (a test session holding the advisory lock holds every
+// sweep back); fresh records and those no rule covers stay.
+TEST_F(PrivacyTest, RetentionSweepErasesExactlyWhatIsPastItsPeriod) {
+  const std::string tok_sub = "alice";
+  {
+    Replica& w = Launch({"--retention-sweep-ms=0"});
+    const std::string tok = Token(tok_sub, kEverything);
+    for (const auto& [key, value] :
+         std::vector<std::pair<std::string, std::string>>{{"old-1", "one"},
+                                                          {"old-2", "two"},
+                                                          {"old-3", "three"},
+                                                          {"fresh", "new"},
+                                                          {"pii-fresh", "mail ada@example.com"}}) {
+      EntriesWriteRequest e;
+      e.set_namespace_("agent:wf:n1");
+      e.set_key(key);
+      e.set_value(value);
+      MustCall(w, "/memory.v1.Entries/Write", e, tok);
+    }
+    for (const auto& [id, props] : std::vector<std::pair<std::string, std::string>>{
+             {"plain-old", R"({"n":1})"}, {"pii-old", R"({"contact":"ada@example.com"})"}}) {
+      PutEntityRequest e;
+      e.set_id(id);
+      e.set_type("person");
+      *e.mutable_properties() = Json(props);
+      MustCall(w, "/memory.v1.GlobalMemory/PutEntity", e, tok);
+    }
+    CreateCollectionRequest cc;
+    cc.set_name("mem");
+    cc.set_dims(2);
+    cc.set_distance(DISTANCE_COSINE);
+    MustCall(w, "/memory.v1.EpisodicMemory/CreateCollection", cc, tok);
+    EpisodicMemoryUpsertRequest up;
+    up.set_collection("mem");
+    for (int i = 1; i <= 2; i++) {
+      PointInput* p = up.add_points();
+      p->mutable_id()->set_num(i);
+      p->add_vector(1);
+      p->add_vector(i);
+      *p->mutable_payload() = Json(i == 1 ? R"({"mail":"ada@example.com"})" : R"({"n":2})");
+    }
+    MustCall(w, "/memory.v1.EpisodicMemory/Upsert", up, tok);
+    EXPECT_EQ(0, w.proc->Stop(SIGTERM, 10000)) << w.proc->Log();
+    stopped_.push_back(std::move(w.proc));  // it holds the keys every replica trusts
+  }
+  PgSession pg(db_.url());
+  ASSERT_TRUE(pg.ok()) << pg.error();
+  for (const char* sql : {"UPDATE entries SET updated_at = now() - interval '2 days' WHERE key NOT "
+                          "IN ('fresh', 'pii-fresh')",
+                          "UPDATE entities SET updated_at = now() - interval '2 days'",
+                          "UPDATE episodic_points SET updated_at = now() - interval '2 days'"})
+    pg.Value(sql);
+  ASSERT_EQ("3", pg.Value("SELECT count(*) FROM entries WHERE updated_at < now() - "
+                          "interval '1 day' AND pii_kinds = '{}'"));
+  ASSERT_EQ("1", pg.Value("SELECT count(*) FROM entries WHERE pii_kinds <> '{}'"));
+  // Every sweep waits while this session holds the lock.
+  ASSERT_EQ("t", pg.Value("SELECT pg_try_advisory_lock(7881713864051454977)"));
+
+  std::string policy = ::testing::TempDir() + "/retention-" + std::to_string(getpid()) + ".json";
+  std::ofstream(policy) << R"({"rules": [{"after": "1d", "tier": "entries"},
+                                         {"after": "1d", "pii_kind": "*"}]})";
+  std::vector<std::string> flags = {"--retention=off", "--retention-pii=off",
+                                    "--retention-policy=" + policy, "--retention-sweep-ms=200",
+                                    "--retention-batch=2"};
+  Replica& a = Launch(flags);
+  Replica& b = Launch(flags);
+  const std::string tok = Token(tok_sub, kEverything);
+  auto entry_code = [&](const std::string& key) {
+    EntriesReadRequest r;
+    r.set_namespace_("agent:wf:n1");
+    r.set_key(key);
+    return Call(a, "/memory.v1.Entries/Read", r, tok).status.error_code();
+  };
+  auto entity_code = [&](const std::string& id) {
+    GetEntityRequest g;
+    g.set_id(id);
+    return Call(b, "/memory.v1.GlobalMemory/GetEntity", g, tok).status.error_code();
+  };
+  usleep(1500 * 1000);  // several periods: no sweep gets the lock
+  EXPECT_EQ(StatusCode::OK, entry_code("old-1"));
+  EXPECT_EQ(StatusCode::OK, entity_code("pii-old"));
+  ASSERT_EQ("t", pg.Value("SELECT pg_advisory_unlock(7881713864051454977)"));
+
+  for (int i = 0;
+       i < 200 && (entry_code("old-3") != StatusCode::NOT_FOUND ||
+                   entity_code("pii-old") != StatusCode::NOT_FOUND || PointCount(b, tok) != 1);
+       i++)
+    usleep(100 * 1000);
+  for (const char* key : {"old-1", "old-2", "old-3"})
+    EXPECT_EQ(StatusCode::NOT_FOUND, entry_code(key)) << key;
+  EXPECT_EQ(StatusCode::OK, entry_code("fresh"));  // younger than its rule
+  EXPECT_EQ(StatusCode::OK, entry_code("pii-fresh"));
+  EXPECT_EQ(StatusCode::NOT_FOUND, entity_code("pii-old"));  // PII: the 1d rule
+  EXPECT_EQ(StatusCode::OK, entity_code("plain-old"));       // no rule covers it
+  EXPECT_EQ(1, PointCount(a, tok));
+  GetPointsRequest gp;
+  gp.set_collection("mem");
+  gp.add_ids()->set_num(2);
+  GetPointsResponse left;
+  ASSERT_TRUE(left.ParseFromString(Call(a, "/memory.v1.EpisodicMemory/GetPoints", gp, tok).body));
+  EXPECT_EQ(1, left.points_size());  // the point without PII
+
+  std::string logs = a.proc->Log() + b.proc->Log();
+  EXPECT_NE(std::string::npos, logs.find("\"rule\":\"entries: 1d\"")) << logs;
+  EXPECT_NE(std::string::npos, logs.find("\"rule\":\"every tier, pii *: 1d\"")) << logs;
+  EXPECT_NE(std::string::npos, logs.find("retention: erased records past their period"));
+  unlink(policy.c_str());
 }
 
 // The Qdrant backend: the subject's points go through a delete by filter

@@ -71,6 +71,11 @@ const std::vector<std::pair<std::string, std::string>> kOptions = {
     {"blackboard-log-bytes", "MEMORYD_BLACKBOARD_LOG_BYTES"},
     {"blackboard-redis-grace-ms", "MEMORYD_BLACKBOARD_REDIS_GRACE_MS"},
     {"cache-l1-ttl-ms", "MEMORYD_CACHE_L1_TTL_MS"},
+    {"retention", "MEMORYD_RETENTION"},
+    {"retention-pii", "MEMORYD_RETENTION_PII"},
+    {"retention-policy", "MEMORYD_RETENTION_POLICY"},
+    {"retention-sweep-ms", "MEMORYD_RETENTION_SWEEP_MS"},
+    {"retention-batch", "MEMORYD_RETENTION_BATCH"},
     {"cache-entities", "MEMORYD_CACHE_ENTITIES"},
     {"open-health", "MEMORYD_OPEN_HEALTH"},
 };

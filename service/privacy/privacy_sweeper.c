@@ -1,0 +1,202 @@
+/* privacy_sweeper: the retention sweeper; see privacy_sweeper.h. */
+#include "service/privacy/privacy_sweeper.h"
+
+#include <libpq-fe.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "service/core/clock.h"
+#include "service/core/log.h"
+#include "service/core/worker.h"
+#include "service/privacy/privacy_receipt.h"
+#include "service/store/pgq.h"
+#include "service/tier/tier_erase.h"
+
+/* pg_try_advisory_lock's key: "memoryd" and 1, as a 64-bit number. */
+#define SWEEP_LOCK "7881713864051454977"
+#define BATCH_MS 30000 /* deadline of one batch */
+
+struct privacy_sweeper {
+    const tier_env *env;
+    retention_policy policy;
+    int period_ms;
+    int batch;
+    worker *thread;
+    worker *self; /* the same, as the thread knows it (set before its first sweep) */
+    _Atomic int64_t erased[PRIVACY_TIERS + 1];
+};
+
+/* Runs sql on conn; 1 when its one value is "t", 0 otherwise, -1 on
+ * failure (logged). */
+static int ask(PGconn *conn, const char *sql, const char *what) {
+    PGresult *r = PQexec(conn, sql);
+    int ok = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1;
+    int yes = ok && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+    if (!ok)
+        log_fields(LOG_WARN, "retention sweep: statement failed", LOG_F_STR, "what", what,
+                   LOG_F_STR, "reason", PQerrorMessage(conn), LOG_F_END);
+    PQclear(r);
+    return ok ? yes : -1;
+}
+
+/* Every tenant that keeps long-term records: one index probe per tenant
+ * and table (a skip scan), not a scan of the rows. */
+static const char tenants_sql[] =
+    "WITH RECURSIVE "
+    "e AS (SELECT min(tenant) AS t FROM entries UNION ALL "
+    "      SELECT (SELECT min(tenant) FROM entries WHERE tenant > e.t) FROM e WHERE e.t IS NOT "
+    "NULL), "
+    "g AS (SELECT min(tenant) AS t FROM entities UNION ALL "
+    "      SELECT (SELECT min(tenant) FROM entities WHERE tenant > g.t) FROM g WHERE g.t IS NOT "
+    "NULL), "
+    "k AS (SELECT min(tenant) AS t FROM tasks UNION ALL "
+    "      SELECT (SELECT min(tenant) FROM tasks WHERE tenant > k.t) FROM k WHERE k.t IS NOT "
+    "NULL), "
+    "c AS (SELECT min(tenant) AS t FROM episodic_collections UNION ALL "
+    "      SELECT (SELECT min(tenant) FROM episodic_collections WHERE tenant > c.t) FROM c "
+    "      WHERE c.t IS NOT NULL) "
+    "SELECT t FROM e WHERE t IS NOT NULL UNION SELECT t FROM g WHERE t IS NOT NULL "
+    "UNION SELECT t FROM k WHERE t IS NOT NULL UNION SELECT t FROM c WHERE t IS NOT NULL";
+
+/* One rule on one tier of one tenant, batch after batch: what it erased,
+ * or -1 (logged) when a batch failed. */
+static int64_t sweep_rule(privacy_sweeper *s, const tier_eraser *e, const retention_rule *rule,
+                          const char *tenant, int64_t now_us) {
+    tier_erase_sel sel = {.tenant = tenant,
+                          .before_us = now_us - rule->after_s * 1000000,
+                          .label = rule->label,
+                          .pii_kind = rule->pii_kind[0] ? rule->pii_kind : NULL,
+                          .limit = s->batch};
+    principal *ep = tier_erase_principal(&sel);
+    if (!ep) return -1;
+    int64_t total = 0;
+    for (;;) {
+        arena *a = arena_create();
+        if (!a) {
+            total = -1;
+            break;
+        }
+        tier_ctx c;
+        tier_ctx_make(&c, "privacy", ep, clock_mono_us() / 1000 + BATCH_MS, a);
+        c.read_breadth = c.write_breadth = PRINCIPAL_ALL;
+        int64_t n = 0;
+        int rc = e->fn(e->state, &c, &sel, &n);
+        if (rc != STATUS_OK) {
+            char text[160];
+            retention_rule_text(rule, text, sizeof text);
+            log_fields(LOG_WARN, "retention sweep: a batch failed; the next sweep goes on",
+                       LOG_F_STR, "tier", e->name, LOG_F_STR, "tenant", tenant, LOG_F_STR, "rule",
+                       text, LOG_F_STR, "code", status_name(rc), LOG_F_STR, "reason", c.err,
+                       LOG_F_END);
+            arena_free(a);
+            total = -1;
+            break;
+        }
+        arena_free(a);
+        total += n;
+        if (n == 0 || worker_stopping(s->self)) break;
+    }
+    principal_unref(ep);
+    if (total > 0) {
+        atomic_fetch_add(&s->erased[e->tier], total);
+        char text[160];
+        retention_rule_text(rule, text, sizeof text);
+        log_fields(LOG_INFO, "retention: erased records past their period", LOG_F_STR, "tier",
+                   e->name, LOG_F_STR, "tenant", tenant, LOG_F_STR, "rule", text, LOG_F_INT,
+                   "erased", total, LOG_F_END);
+    }
+    return total;
+}
+
+/* Every rule, tier and tenant; 0, or -1 when something failed. */
+static int sweep_tenants(privacy_sweeper *s, PGconn *conn, int64_t *erased, size_t *ntenants) {
+    PGresult *r = PQexec(conn, tenants_sql);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+        log_fields(LOG_WARN, "retention sweep: cannot list the tenants", LOG_F_STR, "reason",
+                   PQerrorMessage(conn), LOG_F_END);
+        PQclear(r);
+        return -1;
+    }
+    pg_pool_watch(s->env->pg, conn, INT64_MAX); /* idle while the erasers run */
+    int failed = 0;
+    int64_t now_us = clock_wall_us();
+    *ntenants = (size_t)PQntuples(r);
+    for (int i = 0; i < PQntuples(r) && !worker_stopping(s->self); i++)
+        for (size_t k = 0; k < s->policy.n; k++)
+            for (size_t j = 0; j < s->env->nerasers; j++) {
+                const tier_eraser *e = &s->env->erasers[j];
+                if (!retention_rule_covers(&s->policy.rules[k], e->tier)) continue;
+                int64_t n = sweep_rule(s, e, &s->policy.rules[k], PQgetvalue(r, i, 0), now_us);
+                if (n < 0) failed = 1;
+                else *erased += n;
+            }
+    PQclear(r);
+    return failed ? -1 : 0;
+}
+
+static void sweep(privacy_sweeper *s) {
+    char err[256];
+    pg_pool *pool = s->env->pg;
+    PGconn *conn = pg_pool_acquire(pool, clock_mono_us() / 1000 + BATCH_MS, err, sizeof err);
+    if (!conn) {
+        log_fields(LOG_WARN, "retention sweep skipped: no PostgreSQL connection", LOG_F_STR,
+                   "reason", err, LOG_F_END);
+        return;
+    }
+    int64_t t0 = clock_mono_us();
+    /* The lock's and the tenant list's statements end by a deadline; the
+     * connection then idles (holding the lock) while the erasers work on
+     * connections of their own. */
+    pg_pool_watch(pool, conn, clock_mono_us() / 1000 + BATCH_MS);
+    int locked = ask(conn, "SELECT pg_try_advisory_lock(" SWEEP_LOCK ")", "advisory lock");
+    if (locked == 0)
+        log_fields(LOG_DEBUG, "retention sweep skipped: another replica is sweeping", LOG_F_END);
+    int64_t erased = 0;
+    size_t ntenants = 0;
+    int rc = locked == 1 ? sweep_tenants(s, conn, &erased, &ntenants) : 0;
+    if (locked == 1) {
+        pg_pool_watch(pool, conn, clock_mono_us() / 1000 + BATCH_MS);
+        if (ask(conn, "SELECT pg_advisory_unlock(" SWEEP_LOCK ")", "advisory unlock") != 1)
+            locked = -1; /* the connection goes: its session's lock with it */
+        log_fields(rc == 0 ? LOG_INFO : LOG_WARN, "retention sweep", LOG_F_INT, "tenants",
+                   (int64_t)ntenants, LOG_F_INT, "rules", (int64_t)s->policy.n, LOG_F_INT, "erased",
+                   erased, LOG_F_INT, "duration_ms", (clock_mono_us() - t0) / 1000, LOG_F_STR,
+                   "outcome", rc == 0 ? "complete" : "partial", LOG_F_END);
+    }
+    pg_pool_release(pool, conn, locked < 0);
+}
+
+static void sweeper_main(worker *w, void *arg) {
+    privacy_sweeper *s = arg;
+    s->self = w;
+    while (!worker_nap(w, s->period_ms)) sweep(s);
+}
+
+int privacy_sweeper_start(const tier_env *env, const retention_policy *policy, int period_ms,
+                          int batch, privacy_sweeper **out) {
+    privacy_sweeper *s = calloc(1, sizeof *s);
+    if (!s) return -1;
+    s->env = env;
+    s->policy = *policy;
+    s->period_ms = period_ms;
+    s->batch = batch;
+    for (int t = 0; t <= PRIVACY_TIERS; t++) atomic_init(&s->erased[t], 0);
+    if (worker_start(sweeper_main, s, &s->thread) != 0) {
+        free(s);
+        return -1;
+    }
+    *out = s;
+    return 0;
+}
+
+void privacy_sweeper_stop(privacy_sweeper *s) {
+    if (!s) return;
+    worker_stop(s->thread, NULL);
+    free(s);
+}
+
+int64_t privacy_sweeper_erased(const privacy_sweeper *s, int tier) {
+    return s && tier >= 0 && tier <= PRIVACY_TIERS ? atomic_load(&s->erased[tier]) : 0;
+}
