@@ -51,6 +51,20 @@ static int counted(const char **p, const char *lim, const char **str, size_t *le
     return 0;
 }
 
+int bb_base_parse(const char *base, size_t len, const char **tenant, size_t *tenant_len,
+                  const char **task, size_t *task_len) {
+    static const char prefix[] = "memoryd:bb:{";
+    const char *p = base + sizeof prefix - 1, *lim = base + len;
+    /* The task is the rest up to the closing brace: it may hold any
+     * character, braces and colons too, while the tenant is counted. */
+    if (len < sizeof prefix + 2 || memcmp(base, prefix, sizeof prefix - 1) != 0 || lim[-1] != '}' ||
+        counted(&p, lim - 1, tenant, tenant_len) != 0 || p >= lim - 1 || *p != ':')
+        return -1;
+    *task = p + 1;
+    *task_len = (size_t)(lim - 1 - *task);
+    return 0;
+}
+
 int bb_header_parse(const char *s, size_t n, bb_header *h, size_t *used) {
     const char *p = s, *lim = s + n;
     int64_t label, pii;

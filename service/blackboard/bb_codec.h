@@ -63,6 +63,11 @@ int bb_names_make(arena *a, const char *tenant, const char *task, bb_names *out)
 /* The same from a board's base (as the lease index holds it); -1 when out
  * of memory. */
 int bb_names_from_base(arena *a, const char *base, size_t len, bb_names *out);
+/* The tenant and task a board's base names (its inverse): 0 with them
+ * pointing into base[0..len) (not NUL-terminated), or -1 when base is not
+ * a board's. The task is what the API calls the board's task_id. */
+int bb_base_parse(const char *base, size_t len, const char **tenant, size_t *tenant_len,
+                  const char **task, size_t *task_len);
 
 typedef struct bb_header {
     int64_t version;

@@ -101,6 +101,22 @@
     L("  return true") \
     L("end")
 
+/* Whether a value names the data subject: a JSON object with a top-level
+ * string "subject_id" equal to subject (erasure and export select alike).
+ * Values are compact JSON (bb_service.c) that would write the name
+ * plainly: one without it, or without an escape that could spell it, is
+ * not decoded. */
+#define SUBJECT \
+    L("local UESC = string.char(92) .. 'u'") \
+    L("local function names_subject(v, subject)") \
+    L("  if not (string.find(v, 'subject_id', 1, true) or string.find(v, UESC, 1, true)) then") \
+    L("    return false") \
+    L("  end") \
+    L("  local ok, doc = pcall(cjson.decode, v)") \
+    L("  return ok and type(doc) == 'table' and type(doc.subject_id) == 'string' and") \
+    L("    doc.subject_id == subject") \
+    L("end")
+
 /* ARGV[5..]: key, caller, clearance, write:all (1/0), has expected (1/0),
  * expected, delete (1/0), label, ttl ms (0: unset), lease ms (0: none),
  * PII kinds, size, JSON value, 4 random hex digits for a new board's id,
@@ -233,24 +249,13 @@ static const char sweep_body[] =
  * next script expires anyway. Answers how many keys matched. */
 static const char erase_body[] =
     PRELUDE
+    SUBJECT
     L("local by_owner, owner = ARGV[5] == '1', ARGV[6]")
     L("local by_subject, subject, dry = ARGV[7] == '1', ARGV[8], ARGV[9] == '1'")
     L("local bd = board()")
     L("if not bd then return 0 end")
     L("local now = now_ms()")
     L("local changed = not dry and expire_due(bd, now)")
-    /* Values are compact JSON (bb_service.c) that would write the name
-     * plainly: one without it, or without an escape that could spell it,
-     * is not decoded. */
-    L("local UESC = string.char(92) .. 'u'")
-    L("local function names_subject(v)")
-    L("  if not (string.find(v, 'subject_id', 1, true) or string.find(v, UESC, 1, true)) then")
-    L("    return false")
-    L("  end")
-    L("  local ok, doc = pcall(cjson.decode, v)")
-    L("  return ok and type(doc) == 'table' and type(doc.subject_id) == 'string' and")
-    L("    doc.subject_id == subject")
-    L("end")
     L("local n = 0")
     L("local hk = redis.call('HGETALL', K_HDR)")
     L("for i = 1, #hk, 2 do")
@@ -259,7 +264,7 @@ static const char erase_body[] =
     L("    not (dry and h.lease > 0 and h.lease <= now)")
     L("  if hit and by_subject then")
     L("    local v = redis.call('HGET', K_VAL, key)")
-    L("    hit = v and names_subject(v)")
+    L("    hit = v and names_subject(v, subject)")
     L("  end")
     L("  if hit then")
     L("    n = n + 1")
@@ -271,6 +276,37 @@ static const char erase_body[] =
     L("end")
     L("if changed then save(bd) end")
     L("return n");
+
+/* ARGV[5..]: by owner (1/0), the owner, by subject (1/0), the subject id,
+ * the highest label (0: any). Reads, never writes: the items the erase
+ * script would select with the same words, less those labelled above the
+ * highest label (an export is a read and keeps the reader's ceiling) and
+ * those whose lease ran out (gone for every reader; the next script that
+ * writes expires them). One script, so the items are one revision's.
+ * Answers {board expiry, key, header, value, ...}, or {} without a board. */
+static const char export_body[] =
+    PRELUDE
+    SUBJECT
+    L("local by_owner, owner = ARGV[5] == '1', ARGV[6]")
+    L("local by_subject, subject = ARGV[7] == '1', ARGV[8]")
+    L("local max_label = tonumber(ARGV[9])")
+    L("local bd = board()")
+    L("if not bd then return {} end")
+    L("local now = now_ms()")
+    L("local out = {num(bd.x)}")
+    L("local hk = redis.call('HGETALL', K_HDR)")
+    L("for i = 1, #hk, 2 do")
+    L("  local key, h = hk[i], header_at(hk[i + 1], 1)")
+    L("  local hit = h and (not by_owner or h.owner == owner) and")
+    L("    (max_label == 0 or h.label <= max_label) and not (h.lease > 0 and h.lease <= now)")
+    L("  local v = hit and redis.call('HGET', K_VAL, key)")
+    L("  if v and (not by_subject or names_subject(v, subject)) then")
+    L("    out[#out + 1] = key")
+    L("    out[#out + 1] = hk[i + 1]")
+    L("    out[#out + 1] = v")
+    L("  end")
+    L("end")
+    L("return out");
 
 /* KEYS[1] the lease index; ARGV[1] how many. The bases of boards with a
  * lease that ran out, by Redis's clock. */
@@ -286,6 +322,7 @@ static bb_script scripts[BB_SCRIPT_COUNT] = {
     {"blackboard lease sweep", sweep_body, sizeof sweep_body - 1, ""},
     {"blackboard lease index", due_body, sizeof due_body - 1, ""},
     {"blackboard erase", erase_body, sizeof erase_body - 1, ""},
+    {"blackboard export", export_body, sizeof export_body - 1, ""},
 };
 
 static pthread_once_t hashed = PTHREAD_ONCE_INIT;

@@ -26,12 +26,13 @@ typedef struct bb_script {
 } bb_script;
 
 typedef enum bb_script_id {
-    BB_SCRIPT_POST = 0,  /* set or delete one key */
-    BB_SCRIPT_SYNC = 1,  /* a snapshot, or the changes after a revision */
-    BB_SCRIPT_SWEEP = 2, /* delete one board's keys whose lease ran out */
-    BB_SCRIPT_DUE = 3,   /* the boards with a lease that ran out */
-    BB_SCRIPT_ERASE = 4, /* delete one board's keys of a data subject */
-    BB_SCRIPT_COUNT = 5,
+    BB_SCRIPT_POST = 0,   /* set or delete one key */
+    BB_SCRIPT_SYNC = 1,   /* a snapshot, or the changes after a revision */
+    BB_SCRIPT_SWEEP = 2,  /* delete one board's keys whose lease ran out */
+    BB_SCRIPT_DUE = 3,    /* the boards with a lease that ran out */
+    BB_SCRIPT_ERASE = 4,  /* delete one board's keys of a data subject */
+    BB_SCRIPT_EXPORT = 5, /* read one board's keys of a data subject */
+    BB_SCRIPT_COUNT = 6,
 } bb_script_id;
 
 /* The scripts with their SHA-1s (computed on first use; thread-safe). */

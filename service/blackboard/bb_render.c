@@ -31,23 +31,30 @@ Google__Protobuf__Timestamp *bb_render_time(arena *a, int64_t unix_ms) {
     return pbtime_timestamp(a, unix_ms * 1000);
 }
 
-Memory__V1__RecordMeta *bb_render_meta(arena *a, const char *tenant, const bb_header *h,
-                                       int64_t board_expire_ms) {
+int bb_render_tier_meta(arena *a, const char *tenant, const bb_header *h, int64_t board_expire_ms,
+                        tier_meta *out) {
     const char *names[PII_KIND_COUNT];
     size_t npii = pii_kind_names(h->pii, names, PII_KIND_COUNT);
     const char **kinds = arena_alloc(a, (npii ? npii : 1) * sizeof *kinds);
-    tier_meta m = {.tenant = tenant,
-                   .owner = arena_strndup(a, h->owner, h->owner_len),
-                   .label = h->label,
-                   .version = h->version,
-                   .create_us = h->create_ms * 1000,
-                   .update_us = h->update_ms * 1000,
-                   .has_expire = board_expire_ms > 0,
-                   .expire_us = board_expire_ms * 1000,
-                   .pii_kinds = kinds,
-                   .npii = npii};
-    if (!m.owner || !kinds) return NULL;
+    *out = (tier_meta){.tenant = tenant,
+                       .owner = arena_strndup(a, h->owner, h->owner_len),
+                       .label = h->label,
+                       .version = h->version,
+                       .create_us = h->create_ms * 1000,
+                       .update_us = h->update_ms * 1000,
+                       .has_expire = board_expire_ms > 0,
+                       .expire_us = board_expire_ms * 1000,
+                       .pii_kinds = kinds,
+                       .npii = npii};
+    if (!out->owner || !kinds) return -1;
     memcpy(kinds, names, npii * sizeof *kinds);
+    return 0;
+}
+
+Memory__V1__RecordMeta *bb_render_meta(arena *a, const char *tenant, const bb_header *h,
+                                       int64_t board_expire_ms) {
+    tier_meta m;
+    if (bb_render_tier_meta(a, tenant, h, board_expire_ms, &m) != 0) return NULL;
     return tier_meta_render(a, &m);
 }
 

@@ -11,6 +11,7 @@
 #include "service/blackboard/bb_codec.h"
 #include "service/blackboard/bb_store.h"
 #include "service/core/arena.h"
+#include "service/tier/tier_meta.h"
 
 /* The read diode on one item of the caller's tenant's board: its label at
  * most the clearance, and the caller's own unless it reads :all. */
@@ -32,6 +33,12 @@ Memory__V1__BlackboardItem *bb_render_item(arena *a, const char *tenant, const c
 /* RecordMeta for h (as bb_render_item's). */
 Memory__V1__RecordMeta *bb_render_meta(arena *a, const char *tenant, const bb_header *h,
                                        int64_t board_expire_ms);
+
+/* The same as a tier_meta (Privacy.Export's records) in *out: its owner
+ * and PII kinds' array copied into arena a, the kinds' names static, tenant
+ * borrowed. 0, or -1 when out of memory. */
+int bb_render_tier_meta(arena *a, const char *tenant, const bb_header *h, int64_t board_expire_ms,
+                        tier_meta *out);
 
 /* A Timestamp for Unix ms. */
 Google__Protobuf__Timestamp *bb_render_time(arena *a, int64_t unix_ms);

@@ -285,6 +285,18 @@ static int bb_erase(void *state, tier_ctx *c, const tier_erase_sel *sel, int64_t
     return bb_erase_tenant(svc->pool, &svc->lim, c, sel, count);
 }
 
+/* ------------------------------------------------------------ Export */
+
+/* The tier's exporter (tier_erase.h), on a task-pool thread: the eraser's
+ * selection, read. Without Redis there are no boards, so nothing to
+ * export. */
+static int bb_export(void *state, tier_ctx *c, const tier_erase_sel *sel, tier_export_emit emit,
+                     void *emit_arg) {
+    const bb_service *svc = state;
+    if (!svc->pool) return STATUS_OK;
+    return bb_export_tenant(svc->pool, c, sel, emit, emit_arg);
+}
+
 /* ------------------------------------------------------------ the tier */
 
 static void bb_free(void *state) {
@@ -310,7 +322,8 @@ static int bb_open(tier_env *env, void **state, char *err, size_t errlen) {
     tier_eraser eraser = {.tier = MEMORY__V1__TIER__TIER_BLACKBOARD,
                           .name = "blackboard",
                           .fn = bb_erase,
-                          .state = svc};
+                          .state = svc,
+                          .exporter = bb_export};
     if (tier_env_add_eraser(env, &eraser, err, errlen) != 0) return -1;
     if (!env->redis_async) {
         log_fields(LOG_INFO, "blackboard tier", LOG_F_STR, "redis",

@@ -1,7 +1,8 @@
 /* bb_store: the blackboard's operations on Redis, each one script
  * (bb_lua.h) run on the event loop, with its arguments marshalled and its
- * answer parsed; and the erasure of a data subject (Privacy.Forget), which
- * runs the same way but blocking on a pooled connection, as erasers do. No
+ * answer parsed; and the erasure (Privacy.Forget) and export
+ * (Privacy.Export) of a data subject, which run the same way but blocking
+ * on a pooled connection, as erasers and exporters do. No
  * gRPC: callers give the caller's identity and breadths, and get STATUS_*
  * codes (core/status.h) with the reason.
  *
@@ -151,5 +152,31 @@ int bb_sweep_board_start(bb_sweep *s, aredis *r, arena *a, const bb_names *n, co
  * cancel and err): the principal is not consulted. */
 int bb_erase_tenant(redis_pool *redis, const bb_limits *lim, tier_ctx *c, const tier_erase_sel *sel,
                     int64_t *count);
+
+/* ---- export (tier/tier_erase.h) ---- */
+
+/* Hands emit (with emit_arg) every item of every board of sel->tenant
+ * that erasure with sel would select (owner and/or subject id, as
+ * bb_erase_tenant), less those labelled above sel->max_label when it is
+ * set (an export is a read) and those whose lease ran out: kind
+ * "blackboard_item", id "<task_id>/<key>", json the item's value (a JSON
+ * object as stored; any other JSON value as {"value": <it>}), meta its
+ * header's (tenant, owner, label, version = the revision of its last
+ * change, create and update times, PII kinds, the board's expiry). The
+ * record lives in this function's memory until emit returns. Changes
+ * nothing in Redis: each board is read by one read-only script
+ * (BB_SCRIPT_EXPORT), so its items are one revision's, and one board's
+ * items at most are held at a time. A retention selection (tier_erase_is_
+ * retention), or one with neither owner nor subject, exports nothing.
+ * Blocks on a connection of redis (borrowed) until c->deadline_ms at most,
+ * or until c->cancel fires, checked between boards. STATUS_OK; emit's code
+ * when it returns one (the export stops there, c->err untouched); else
+ * STATUS_EUNAVAILABLE (Redis down, refusing, or answering what memoryd did
+ * not write), STATUS_ETIMEOUT, STATUS_ECANCELLED or STATUS_ENOMEM with
+ * c->err, the records emitted before it standing. Only the selection is
+ * read from c (and its deadline, cancel and err): the principal is not
+ * consulted. */
+int bb_export_tenant(redis_pool *redis, tier_ctx *c, const tier_erase_sel *sel,
+                     tier_export_emit emit, void *emit_arg);
 
 #endif

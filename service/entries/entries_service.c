@@ -124,7 +124,8 @@ static int entries_open(tier_env *env, void **state, char *err, size_t errlen) {
     tier_eraser eraser = {.tier = MEMORY__V1__TIER__TIER_ENTRIES,
                           .name = "entries",
                           .fn = entries_erase,
-                          .state = svc};
+                          .state = svc,
+                          .exporter = entries_export};
     return tier_env_add_eraser(env, &eraser, err, errlen);
 }
 

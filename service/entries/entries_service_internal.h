@@ -43,8 +43,11 @@ grpc_status_code entries_check_address(rpc_call *call, const char *ns, const cha
 void entries_target(rpc_call *call, const char *ns, const char *key);
 Memory__V1__Entry *entries_render(arena *a, const entries_record *r);
 
-/* The tier's eraser (entries_erase.c; tier_erase_fn). */
+/* The tier's eraser and exporter (entries_erase.c; tier_erase_fn,
+ * tier_export_fn). */
 int entries_erase(void *state, tier_ctx *c, const tier_erase_sel *sel, int64_t *count);
+int entries_export(void *state, tier_ctx *c, const tier_erase_sel *sel, tier_export_emit emit,
+                   void *emit_arg);
 /* The handlers. */
 RPC_UNARY_FN(entries_do_write);
 RPC_UNARY_FN(entries_do_read);

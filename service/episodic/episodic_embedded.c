@@ -470,6 +470,102 @@ static int emb_count(vstore *vs, tier_ctx *c, const vs_collection *col,
     return STATUS_OK;
 }
 
+/* The limit smallest accepted ids above the cursor, as a max-heap of
+ * slots (the root is the largest kept): one pass over the index and
+ * O(limit) memory per page, whatever the collection's size. */
+typedef struct scroll_heap {
+    const eidx *x;
+    size_t *slot;
+    size_t n, cap;
+} scroll_heap;
+
+static int heap_less(const scroll_heap *h, size_t i, size_t j) {
+    return vs_id_cmp(eidx_id(h->x, h->slot[i]), eidx_id(h->x, h->slot[j])) < 0;
+}
+
+static void heap_swap(scroll_heap *h, size_t i, size_t j) {
+    size_t t = h->slot[i];
+    h->slot[i] = h->slot[j];
+    h->slot[j] = t;
+}
+
+/* Restores the heap below i among the first n entries. */
+static void heap_down(scroll_heap *h, size_t i, size_t n) {
+    for (;;) {
+        size_t big = i, l = 2 * i + 1, r = l + 1;
+        if (l < n && heap_less(h, big, l)) big = l;
+        if (r < n && heap_less(h, big, r)) big = r;
+        if (big == i) return;
+        heap_swap(h, i, big);
+        i = big;
+    }
+}
+
+/* Takes slot, whose id is below the root's when the heap is full. */
+static void heap_offer(scroll_heap *h, size_t slot) {
+    if (h->n == h->cap) {
+        h->slot[0] = slot;
+        heap_down(h, 0, h->n);
+        return;
+    }
+    size_t i = h->n++;
+    h->slot[i] = slot;
+    while (i > 0 && heap_less(h, (i - 1) / 2, i)) {
+        heap_swap(h, i, (i - 1) / 2);
+        i = (i - 1) / 2;
+    }
+}
+
+/* Heapsort's second half: the kept slots in ascending id order. */
+static void heap_sort(scroll_heap *h) {
+    for (size_t end = h->n; end > 1; end--) {
+        heap_swap(h, 0, end - 1);
+        heap_down(h, 0, end - 1);
+    }
+}
+
+static int emb_scroll(vstore *vs, tier_ctx *c, const vs_collection *col,
+                      const Memory__V1__Filter *filter, const vs_id *after, size_t limit,
+                      int with_payload, vs_point **out, size_t *n) {
+    embedded *e = (embedded *)vs;
+    *out = NULL;
+    *n = 0;
+    ecoll *ec;
+    int rc = open_current(e, c, col, &ec);
+    if (rc != STATUS_OK) return rc;
+    scroll_heap h = {.slot = malloc(limit * sizeof(size_t)), .cap = limit};
+    if (!h.slot) {
+        emb_release(e, ec);
+        return tier_fail(c, STATUS_ENOMEM, "out of memory");
+    }
+    emb_accept_args aa = {c, filter, 0};
+    pthread_rwlock_rdlock(&ec->rw);
+    h.x = ec->x;
+    for (size_t s = 0, cnt = eidx_count(ec->x); s < cnt; s++) {
+        const vs_id *id = eidx_id(ec->x, s);
+        /* The id tests first: they are cheaper than the filter. */
+        if (after && vs_id_cmp(id, after) <= 0) continue;
+        if (h.n == h.cap && vs_id_cmp(id, eidx_id(ec->x, h.slot[0])) >= 0) continue;
+        if (emb_accept(ec->x, s, &aa)) heap_offer(&h, s);
+    }
+    heap_sort(&h);
+    vs_point *res = h.n ? arena_zalloc(c->ar, h.n * sizeof *res) : NULL;
+    if (h.n && !res) rc = tier_fail(c, STATUS_ENOMEM, "out of memory");
+    size_t done = 0;
+    for (; rc == STATUS_OK && done < h.n; done++)
+        rc = copy_point(c, ec->x, h.slot[done], with_payload, 0, &res[done]);
+    pthread_rwlock_unlock(&ec->rw);
+    free(h.slot);
+    emb_release(e, ec);
+    if (rc != STATUS_OK) {
+        vs_points_release(res, done);
+        return rc;
+    }
+    *out = res;
+    *n = h.n;
+    return STATUS_OK;
+}
+
 /* ------------------------------------------------------------ collections */
 
 static int emb_create_collection(vstore *vs, tier_ctx *c, const char *name, int dims, int distance,

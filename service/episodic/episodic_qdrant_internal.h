@@ -54,5 +54,6 @@ vs_get_fn q_get;
 vs_delete_ids_fn q_delete_ids;
 vs_delete_filter_fn q_delete_filter;
 vs_count_fn q_count;
+vs_scroll_fn q_scroll;
 
 #endif

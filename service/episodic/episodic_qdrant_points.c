@@ -1,7 +1,7 @@
 /* episodic_qdrant_points: the Qdrant backend's point operations: upsert
  * (reading the existing points first for the write diode), search, get,
- * delete by ids or filter, count; every read carries the read diode in
- * Qdrant's filter and checks it again on the way out. */
+ * delete by ids or filter, count, scroll; every read carries the read
+ * diode in Qdrant's filter and checks it again on the way out. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -442,6 +442,111 @@ int q_count(vstore *vs, tier_ctx *c, const vs_collection *col, const Memory__V1_
     rc = qj_parse_count(r.body, r.len, count, c->err, sizeof c->err);
     qdrant_resp_free(&r);
     return qdrant_logged("count", rc, c->err);
+}
+
+/* The least id above id, as Qdrant's scroll offset (inclusive) for our
+ * cursor (exclusive): 0, or -1 when id is the greatest (nothing follows).
+ * Integers come before UUIDs and UUIDs go by their bytes, in Qdrant's
+ * order as in vs_id_cmp, so the next id after UINT64_MAX is the nil UUID
+ * and a UUID's is its text plus one in hex. */
+static int id_after(const vs_id *id, vs_id *out) {
+    *out = *id;
+    if (!id->uuid[0]) {
+        if (id->num < UINT64_MAX) {
+            out->num++;
+            return 0;
+        }
+        memset(out, 0, sizeof *out);
+        memcpy(out->uuid, "00000000-0000-0000-0000-000000000000", sizeof out->uuid);
+        return 0;
+    }
+    for (int i = 35; i >= 0; i--) {
+        char *d = &out->uuid[i];
+        if (*d == '-') continue;
+        if (*d == 'f') {
+            *d = '0';
+            continue;
+        }
+        *d = *d == '9' ? 'a' : (char)(*d + 1);
+        return 0;
+    }
+    return -1;
+}
+
+int q_scroll(vstore *vs, tier_ctx *c, const vs_collection *col, const Memory__V1__Filter *filter,
+             const vs_id *after, size_t limit, int with_payload, vs_point **out, size_t *n) {
+    qtarget t;
+    *out = NULL;
+    *n = 0;
+    int rc = qdrant_target(vs, c, col->name, &t);
+    if (rc != STATUS_OK) return rc;
+    vs_id offset;
+    int has_offset = after != NULL;
+    if (after && id_after(after, &offset) != 0) return STATUS_OK; /* the greatest id */
+    vs_point *res = arena_alloc(c->ar, limit * sizeof *res);
+    if (!res) return tier_fail(c, STATUS_ENOMEM, "out of memory");
+
+    qj_scope scope = read_scope(c);
+    qj_read rd = {.tenant = scope.tenant, .dims = col->dims, .with_payload = with_payload};
+    size_t k = 0;
+    /* Qdrant's filter carries the diode, so the first request fills the
+     * page; only points leak_check drops make another. */
+    while (k < limit) {
+        char *body = NULL;
+        size_t blen = 0;
+        rc = qj_scroll(&scope, filter, (int)(limit - k), has_offset ? &offset : NULL,
+                       with_payload ? QJ_PAYLOAD_ALL : QJ_PAYLOAD_META, 0, &body, &blen, c->err,
+                       sizeof c->err);
+        if (rc != STATUS_OK) break;
+        qdrant_resp r;
+        rc = qdrant_points_call(&t, c, "scroll", "POST", "/scroll", body, blen, &r);
+        free(body);
+        if (rc != STATUS_OK) break;
+        vs_point *page = NULL;
+        size_t np = 0;
+        vs_id next;
+        int has_next = 0;
+        rc = qj_parse_records(r.body, r.len, &rd, 1, c->ar, &page, &np, &next, &has_next, c->err,
+                              sizeof c->err);
+        qdrant_resp_free(&r);
+        if (rc != STATUS_OK) {
+            qdrant_logged("scroll", rc, c->err);
+            break;
+        }
+        /* The caller's next cursor is the last id handed out: a page out
+         * of id order (or a next offset not past it) would skip or repeat
+         * points. */
+        int ordered = 1;
+        for (size_t i = 0; i < np; i++) {
+            if (i ? vs_id_cmp(&page[i - 1].id, &page[i].id) >= 0
+                  : has_offset && vs_id_cmp(&page[i].id, &offset) < 0)
+                ordered = 0;
+        }
+        if (has_next && np && vs_id_cmp(&next, &page[np - 1].id) <= 0) ordered = 0;
+        if (has_next && !np && has_offset && vs_id_cmp(&next, &offset) <= 0) ordered = 0;
+        for (size_t i = 0; ordered && i < np && k < limit; i++) {
+            if (!leak_check(c, "scroll", &page[i])) continue;
+            res[k++] = page[i];
+            page[i].payload = NULL; /* moved */
+        }
+        vs_points_release(page, np);
+        if (!ordered) {
+            rc = qdrant_logged("scroll",
+                               tier_fail(c, STATUS_EINTERNAL, "qdrant's scroll is out of id order"),
+                               c->err);
+            break;
+        }
+        if (!has_next) break;
+        offset = next;
+        has_offset = 1;
+    }
+    if (rc != STATUS_OK) {
+        vs_points_release(res, k);
+        return rc;
+    }
+    *out = res;
+    *n = k;
+    return STATUS_OK;
 }
 
 /* GET / bounded by the connect timeout: a health probe must not hang. */

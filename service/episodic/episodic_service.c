@@ -575,6 +575,11 @@ static int erase(void *state, tier_ctx *c, const tier_erase_sel *sel, int64_t *c
     return episodic_erase(((episodic_service *)state)->vs, c, sel, count);
 }
 
+static int exporter(void *state, tier_ctx *c, const tier_erase_sel *sel, tier_export_emit emit,
+                    void *emit_arg) {
+    return episodic_export(((episodic_service *)state)->vs, c, sel, emit, emit_arg);
+}
+
 static int episodic_open(tier_env *env, void **state, char *err, size_t errlen) {
     const config *c = env->cfg;
     episodic_service *svc = *state = tier_state_new(sizeof *svc, err, errlen);
@@ -594,8 +599,11 @@ static int episodic_open(tier_env *env, void **state, char *err, size_t errlen) 
         return tier_oom(err, errlen);
     }
     env->episodic = svc;
-    tier_eraser eraser = {
-        .tier = MEMORY__V1__TIER__TIER_EPISODIC, .name = "episodic", .fn = erase, .state = svc};
+    tier_eraser eraser = {.tier = MEMORY__V1__TIER__TIER_EPISODIC,
+                          .name = "episodic",
+                          .fn = erase,
+                          .state = svc,
+                          .exporter = exporter};
     if (tier_env_add_eraser(env, &eraser, err, errlen) != 0) return -1;
     log_fields(LOG_INFO, "episodic memory serving", LOG_F_STR, "backend", vstore_name(svc->vs),
                LOG_F_END);

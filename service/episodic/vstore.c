@@ -110,6 +110,18 @@ int vstore_count(vstore *vs, tier_ctx *c, const vs_collection *col,
     return vs->ops->count(vs, c, col, filter, exact, count);
 }
 
+int vstore_scroll(vstore *vs, tier_ctx *c, const vs_collection *col,
+                  const Memory__V1__Filter *filter, const vs_id *after, size_t limit,
+                  int with_payload, vs_point **out, size_t *n) {
+    *out = NULL;
+    *n = 0;
+    if (limit == 0) return STATUS_OK;
+    /* One page is held whole (and Qdrant takes an int limit). */
+    if (limit > VS_SCROLL_MAX)
+        return tier_fail(c, STATUS_EINVALID, "scroll limit %zu is above %d", limit, VS_SCROLL_MAX);
+    return vs->ops->scroll(vs, c, col, filter, after, limit, with_payload, out, n);
+}
+
 int vs_stamp(tier_ctx *c, const vs_id *id, const tier_meta *existing, int requested_label,
              int64_t now_us, tier_meta *out) {
     memset(out, 0, sizeof *out);

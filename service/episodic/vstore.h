@@ -7,10 +7,10 @@
  *
  * Contract every backend keeps:
  * - Collections belong to the caller's tenant; names are unique in it.
- * - Reads (search, get, count, delete by filter) apply the read diode of
- *   the call (tenant, owner unless ctx->read_breadth is PRINCIPAL_ALL,
- *   label <= clr) inside the backend query, so limits, offsets and counts
- *   never see hidden points.
+ * - Reads (search, get, scroll, count, delete by filter) apply the read
+ *   diode of the call (tenant, owner unless ctx->read_breadth is
+ *   PRINCIPAL_ALL, label <= clr) inside the backend query, so limits,
+ *   offsets, cursors and counts never see hidden points.
  * - Writes apply the write diode through vs_stamp: an existing point the
  *   caller may not modify fails the whole call with STATUS_EDENIED and nothing
  *   is written.
@@ -159,6 +159,19 @@ typedef int vs_delete_filter_fn(vstore *vs, tier_ctx *c, const vs_collection *co
                                 int64_t *deleted);
 typedef int vs_count_fn(vstore *vs, tier_ctx *c, const vs_collection *col,
                         const Memory__V1__Filter *filter, int exact, int64_t *count);
+/* The visible points matching filter (NULL: all) with ids > after (NULL:
+ * from the start), in id order (vs_id_cmp), at most limit: a keyset page,
+ * so a caller walks a collection with the last id of each page, holding
+ * one page at a time. Fewer than limit means no visible point follows.
+ * Not a snapshot: a point written between pages shows up when its id is
+ * above the cursor. Vectors are not read; payloads only with with_payload
+ * (else NULL). vstore_scroll answers limit 0 with no points without asking
+ * the backend and refuses more than VS_SCROLL_MAX (STATUS_EINVALID), so a
+ * backend sees 1..VS_SCROLL_MAX. */
+#define VS_SCROLL_MAX 10000
+typedef int vs_scroll_fn(vstore *vs, tier_ctx *c, const vs_collection *col,
+                         const Memory__V1__Filter *filter, const vs_id *after, size_t limit,
+                         int with_payload, vs_point **out, size_t *n);
 /* Backend health for the health service: 0 serving, -1 not. */
 typedef int vs_probe_fn(vstore *vs);
 
@@ -174,6 +187,7 @@ typedef struct vstore_ops {
     vs_delete_ids_fn *delete_ids;
     vs_delete_filter_fn *delete_filter;
     vs_count_fn *count;
+    vs_scroll_fn *scroll;
     vs_probe_fn *probe;
     void (*free)(vstore *vs);
 } vstore_ops;
@@ -186,8 +200,8 @@ typedef struct vstore_ops {
         .get_collection = prefix##_get_collection, .list_collections = prefix##_list_collections,  \
         .delete_collection = prefix##_delete_collection, .upsert = prefix##_upsert,                \
         .search = prefix##_search, .get = prefix##_get, .delete_ids = prefix##_delete_ids,         \
-        .delete_filter = prefix##_delete_filter, .count = prefix##_count, .probe = prefix##_probe, \
-        .free = prefix##_free                                                                      \
+        .delete_filter = prefix##_delete_filter, .count = prefix##_count,                          \
+        .scroll = prefix##_scroll, .probe = prefix##_probe, .free = prefix##_free                  \
     }
 
 /* Backends start their handle struct with this. */
@@ -212,6 +226,7 @@ vs_get_fn vstore_get;
 vs_delete_ids_fn vstore_delete_ids;
 vs_delete_filter_fn vstore_delete_filter;
 vs_count_fn vstore_count;
+vs_scroll_fn vstore_scroll;
 
 /* Write diode for one point: existing is the stored point's metadata or
  * NULL when the id is new. Fills out (owner, label, version, created,

@@ -7,6 +7,7 @@
  * the selection names itself; then the entities, each dropped from the
  * entity cache on every replica; then the tasks (by provenance). TIER_GLOBAL
  * counts the three together. */
+#include <jansson.h>
 #include <libpq-fe.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,5 +145,205 @@ int global_erase(void *state, tier_ctx *c, const tier_erase_sel *sel, int64_t *c
     erase_job j = {.svc = state, .sel = sel};
     int rc = tier_sql_run(j.svc->env->pg, c, TIER_MAX_STATEMENT_MS, erase_in, &j);
     *count = rc == STATUS_OK ? j.count : 0;
+    return rc;
+}
+
+/* ------------------------------------------------------------ export */
+
+#define EXPORT_PAGE 200 /* rows in memory at a time */
+
+/* The columns every exported row ends with, after its own. */
+#define META_COLS "owner, label, pii_kinds, version, created_at, updated_at"
+
+/* The metadata at column `at` of row i (META_COLS), strings in c's arena. */
+static int export_meta(tier_ctx *c, const PGresult *r, int i, int at, const char *tenant,
+                       tier_meta *m) {
+    memset(m, 0, sizeof *m);
+    int64_t label = 0;
+    m->tenant = tenant;
+    m->owner = pgq_col_str(c->ar, r, i, at);
+    if (!m->owner || pgq_col_int(r, i, at + 1, &label) != 0 ||
+        pgq_col_text_array(c->ar, r, i, at + 2, &m->pii_kinds, &m->npii) != 0 ||
+        pgq_col_int(r, i, at + 3, &m->version) != 0 ||
+        pgq_col_ts(r, i, at + 4, &m->create_us) != 0 ||
+        pgq_col_ts(r, i, at + 5, &m->update_us) != 0)
+        return tier_fail(c, STATUS_EINTERNAL, "unexpected row in an export");
+    m->label = (int)label;
+    return STATUS_OK;
+}
+
+/* One kind of record of the graph: how its page is selected, keyed (the
+ * keyset cursor is its first nkey columns) and rendered. */
+typedef struct export_kind {
+    const char *kind;
+    int nkey;
+    /* Appends "SELECT <cols>, META_COLS FROM ... WHERE <selection>". */
+    int (*select)(pgq_sql *b, tier_ctx *c, const tier_erase_sel *sel);
+    /* The record's id and content (JSON) from row i, in c's arena. */
+    int (*render)(tier_ctx *c, const PGresult *r, int i, const char **id, const char **json);
+} export_kind;
+
+static int select_entities(pgq_sql *b, tier_ctx *c, const tier_erase_sel *sel) {
+    pgq_sql_add(b, "SELECT e.id, e.entity_type, e.name, e.properties, " META_COLS
+                   " FROM entities e WHERE ");
+    return tier_erase_sql_where(b, c, sel, "e", "properties");
+}
+
+static int select_relationships(pgq_sql *b, tier_ctx *c, const tier_erase_sel *sel) {
+    pgq_sql_add(b, "SELECT r.source_id, r.rel_type, r.target_id, r.properties, " META_COLS
+                   " FROM relationships r WHERE (");
+    int rc = rel_where(b, c, sel);
+    pgq_sql_add(b, ")");
+    return rc;
+}
+
+static int select_tasks(pgq_sql *b, tier_ctx *c, const tier_erase_sel *sel) {
+    pgq_sql_add(b, "SELECT t.id, t.task_type, t.description, t.status, t.provenance, t.result, "
+                   "t.entity_ids, t.start_time, t.end_time, " META_COLS " FROM tasks t WHERE ");
+    return tier_erase_sql_where(b, c, sel, "t", "provenance");
+}
+
+/* A jsonb column as a JSON value (null when SQL NULL). */
+static json_t *jsonb_at(tier_ctx *c, const PGresult *r, int i, int col) {
+    const char *s = pgq_col_jsonb(c->ar, r, i, col);
+    json_error_t jerr;
+    return s ? json_loads(s, 0, &jerr) : json_null();
+}
+
+static int render_json(tier_ctx *c, json_t *o, const char **json) {
+    char *s = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(o);
+    *json = s ? arena_strdup(c->ar, s) : NULL;
+    free(s);
+    return *json ? STATUS_OK : tier_fail(c, STATUS_ENOMEM, "out of memory");
+}
+
+static int render_entity(tier_ctx *c, const PGresult *r, int i, const char **id,
+                         const char **json) {
+    *id = pgq_col_str(c->ar, r, i, 0);
+    json_t *o = json_pack("{s:s?, s:s?, s:o}", "type", pgq_col_str(c->ar, r, i, 1), "name",
+                          pgq_col_str(c->ar, r, i, 2), "properties", jsonb_at(c, r, i, 3));
+    return *id ? render_json(c, o, json) : tier_fail(c, STATUS_ENOMEM, "out of memory");
+}
+
+static int render_relationship(tier_ctx *c, const PGresult *r, int i, const char **id,
+                               const char **json) {
+    const char *src = pgq_col_str(c->ar, r, i, 0), *type = pgq_col_str(c->ar, r, i, 1),
+               *dst = pgq_col_str(c->ar, r, i, 2);
+    if (!src || !type || !dst) return tier_fail(c, STATUS_ENOMEM, "out of memory");
+    *id = arena_printf(c->ar, "%s/%s/%s", src, type, dst);
+    json_t *o = json_pack("{s:s, s:s, s:s, s:o}", "source_id", src, "type", type, "target_id", dst,
+                          "properties", jsonb_at(c, r, i, 3));
+    return *id ? render_json(c, o, json) : tier_fail(c, STATUS_ENOMEM, "out of memory");
+}
+
+static json_t *time_at(const PGresult *r, int i, int col) {
+    int64_t us;
+    if (PQgetisnull(r, i, col) || pgq_col_ts(r, i, col, &us) != 0) return json_null();
+    return json_integer(us);
+}
+
+static int render_task(tier_ctx *c, const PGresult *r, int i, const char **id, const char **json) {
+    *id = pgq_col_str(c->ar, r, i, 0);
+    int64_t status = 0;
+    const char **ents = NULL;
+    size_t nents = 0;
+    json_t *ids = json_array();
+    if (pgq_col_int(r, i, 3, &status) != 0 ||
+        pgq_col_text_array(c->ar, r, i, 6, &ents, &nents) != 0) {
+        json_decref(ids);
+        return tier_fail(c, STATUS_EINTERNAL, "unexpected task row in an export");
+    }
+    for (size_t k = 0; ids && k < nents; k++) json_array_append_new(ids, json_string(ents[k]));
+    json_t *o =
+        json_pack("{s:s?, s:s?, s:I, s:o, s:o, s:o, s:o, s:o}", "type", pgq_col_str(c->ar, r, i, 1),
+                  "description", pgq_col_str(c->ar, r, i, 2), "status", (json_int_t)status,
+                  "provenance", jsonb_at(c, r, i, 4), "result", jsonb_at(c, r, i, 5), "entity_ids",
+                  ids, "start_time_us", time_at(r, i, 7), "end_time_us", time_at(r, i, 8));
+    return *id ? render_json(c, o, json) : tier_fail(c, STATUS_ENOMEM, "out of memory");
+}
+
+static const export_kind export_kinds[] = {
+    {"entity", 1, select_entities, render_entity},
+    {"relationship", 3, select_relationships, render_relationship},
+    {"task", 1, select_tasks, render_task},
+};
+
+typedef struct read_job {
+    const pgq_sql *b;
+    PGresult *res;
+} read_job;
+
+static int read_in(pgq_session *ss, tier_ctx *c, void *arg) {
+    (void)c;
+    read_job *j = arg;
+    return pgq_pipeline(ss, "export", NULL, j->b, 1, &j->res);
+}
+
+/* Keyset pages of one kind, each row handed to emit; a page's strings live
+ * in an arena of its own, so an export of any size holds one page. */
+static int export_kind_rows(tier_ctx *c, const global_service *svc, const export_kind *k,
+                            const tier_erase_sel *sel, tier_export_emit emit, void *emit_arg) {
+    static const char *const key_cols[][3] = {
+        {"e.id"}, {"r.source_id", "r.rel_type", "r.target_id"}, {"t.id"}};
+    const char *const *keys = key_cols[k - export_kinds];
+    char *after[3] = {NULL, NULL, NULL};
+    int rc = STATUS_OK;
+    for (int more = 1; rc == STATUS_OK && more;) {
+        pgq_sql b = {0};
+        rc = k->select(&b, c, sel);
+        if (after[0]) {
+            int p[3];
+            for (int j = 0; j < k->nkey; j++) p[j] = pgq_text(&b, after[j]);
+            if (k->nkey == 1) pgq_sql_add(&b, " AND %s > $%d", keys[0], p[0]);
+            else
+                pgq_sql_add(&b, " AND (%s, %s, %s) > ($%d, $%d, $%d)", keys[0], keys[1], keys[2],
+                            p[0], p[1], p[2]);
+        }
+        pgq_sql_add(&b, " ORDER BY %s%s%s%s%s LIMIT %d", keys[0], k->nkey > 1 ? ", " : "",
+                    k->nkey > 1 ? keys[1] : "", k->nkey > 1 ? ", " : "", k->nkey > 1 ? keys[2] : "",
+                    EXPORT_PAGE);
+        read_job job = {&b, NULL};
+        if (rc == STATUS_OK)
+            rc = tier_sql_run(svc->env->pg, c, TIER_MAX_STATEMENT_MS, read_in, &job);
+        if (rc != STATUS_OK) break;
+        PGresult *r = job.res;
+        arena *keep = c->ar, *page = arena_create();
+        if (!page) {
+            PQclear(r);
+            rc = tier_fail(c, STATUS_ENOMEM, "out of memory");
+            break;
+        }
+        c->ar = page;
+        int rows = PQntuples(r);
+        for (int i = 0; rc == STATUS_OK && i < rows; i++) {
+            tier_export_rec rec = {.kind = k->kind};
+            tier_meta m;
+            rc = k->render(c, r, i, &rec.id, &rec.json);
+            if (rc == STATUS_OK)
+                rc = export_meta(c, r, i, k == &export_kinds[2] ? 9 : 4, sel->tenant, &m);
+            rec.meta = &m;
+            if (rc == STATUS_OK) rc = emit(emit_arg, &rec);
+        }
+        c->ar = keep;
+        arena_free(page);
+        more = rows == EXPORT_PAGE;
+        for (int j = 0; rc == STATUS_OK && more && j < k->nkey; j++) {
+            free(after[j]);
+            after[j] = strdup(PQgetvalue(r, rows - 1, j));
+            if (!after[j]) rc = tier_fail(c, STATUS_ENOMEM, "out of memory");
+        }
+        PQclear(r);
+    }
+    for (int j = 0; j < 3; j++) free(after[j]);
+    return rc;
+}
+
+int global_export(void *state, tier_ctx *c, const tier_erase_sel *sel, tier_export_emit emit,
+                  void *emit_arg) {
+    if (tier_erase_is_retention(sel)) return STATUS_OK;
+    int rc = STATUS_OK;
+    for (size_t k = 0; rc == STATUS_OK && k < sizeof export_kinds / sizeof export_kinds[0]; k++)
+        rc = export_kind_rows(c, state, &export_kinds[k], sel, emit, emit_arg);
     return rc;
 }

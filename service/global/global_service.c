@@ -103,8 +103,11 @@ static int global_open(tier_env *env, void **state, char *err, size_t errlen) {
     svc->entities = env->entity_cache;
     env->global = svc;
     svc->store = tier_store_on(env->pg, env->pga, env->max_response_bytes);
-    tier_eraser eraser = {
-        .tier = MEMORY__V1__TIER__TIER_GLOBAL, .name = "global", .fn = global_erase, .state = svc};
+    tier_eraser eraser = {.tier = MEMORY__V1__TIER__TIER_GLOBAL,
+                          .name = "global",
+                          .fn = global_erase,
+                          .state = svc,
+                          .exporter = global_export};
     return tier_env_add_eraser(env, &eraser, err, errlen);
 }
 

@@ -23,8 +23,11 @@ typedef struct global_service {
     global_store store;
 } global_service;
 
-/* The tier's eraser (global_erase.c; tier_erase_fn). */
+/* The tier's eraser and exporter (global_erase.c; tier_erase_fn,
+ * tier_export_fn). */
 int global_erase(void *state, tier_ctx *c, const tier_erase_sel *sel, int64_t *count);
+int global_export(void *state, tier_ctx *c, const tier_erase_sel *sel, tier_export_emit emit,
+                  void *emit_arg);
 
 /* The PII policy over what a write stores: the field naming the record
  * (id_path / *id: never redacted), then the fields f[0..n). With

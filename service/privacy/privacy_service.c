@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "memory/v1/privacy.pb-c.h"
 #include "service/auth/authn.h"
@@ -12,11 +13,13 @@
 #include "service/core/clock.h"
 #include "service/core/log.h"
 #include "service/core/text.h"
+#include "service/pb/pbjson.h"
 #include "service/privacy/privacy_receipt.h"
 #include "service/privacy/privacy_retention.h"
 #include "service/privacy/privacy_sweeper.h"
 #include "service/tier/tier_call.h"
 #include "service/tier/tier_check.h"
+#include "service/tier/tier_meta.h"
 #include "service/tier/tier_page.h"
 #include "service/tier/tier_sql.h"
 
@@ -29,33 +32,51 @@ typedef struct privacy_service {
 
 /* ------------------------------------------------------------ Forget */
 
-/* The request's selection for caller p, checked. */
-static grpc_status_code selection(rpc_call *call, const principal *p,
-                                  const Memory__V1__PrivacyForgetRequest *req,
-                                  tier_erase_sel *sel) {
+/* A request's subject (Forget's and Export's oneof, numbered alike). */
+typedef struct subject {
+    int is_principal, is_subject_id;
+    const char *principal, *subject_id;
+} subject;
+
+/* The selection of a subject for caller p holding `scope` (its `:all`
+ * breadth reaches other principals' records), checked; what says what the
+ * scope does ("erasing", "exporting") in a refusal. */
+static grpc_status_code selection(rpc_call *call, const principal *p, const char *scope,
+                                  const char *what, const subject *s, tier_erase_sel *sel) {
     memset(sel, 0, sizeof *sel);
     sel->tenant = principal_tenant(p);
-    sel->dry_run = req->dry_run;
-    principal_breadth breadth = principal_scope(p, "privacy:forget");
-    switch (req->subject_case) {
-    case MEMORY__V1__PRIVACY_FORGET_REQUEST__SUBJECT_PRINCIPAL:
-        RPC_CHECK(tier_check_name(call, "principal", req->principal, PRIVACY_SUBJECT_MAX, 1));
-        if (breadth != PRINCIPAL_ALL && strcmp(req->principal, principal_sub(p)) != 0) {
+    principal_breadth breadth = principal_scope(p, scope);
+    if (s->is_principal) {
+        RPC_CHECK(tier_check_name(call, "principal", s->principal, PRIVACY_SUBJECT_MAX, 1));
+        if (breadth != PRINCIPAL_ALL && strcmp(s->principal, principal_sub(p)) != 0) {
             rpc_call_set_error(call,
-                               "principal: erasing another principal's records needs "
-                               "privacy:forget:all (this token may erase only its own, \"%s\")",
-                               principal_sub(p));
+                               "principal: %s another principal's records needs %s:all (this "
+                               "token reaches only its own, \"%s\")",
+                               what, scope, principal_sub(p));
             return GRPC_STATUS_PERMISSION_DENIED;
         }
-        sel->owner = req->principal;
-        break;
-    case MEMORY__V1__PRIVACY_FORGET_REQUEST__SUBJECT_SUBJECT_ID:
-        RPC_CHECK(tier_check_name(call, "subject_id", req->subject_id, PRIVACY_SUBJECT_MAX, 1));
-        sel->subject_id = req->subject_id;
+        sel->owner = s->principal;
+    } else if (s->is_subject_id) {
+        RPC_CHECK(tier_check_name(call, "subject_id", s->subject_id, PRIVACY_SUBJECT_MAX, 1));
+        sel->subject_id = s->subject_id;
         if (breadth != PRINCIPAL_ALL) sel->owner = principal_sub(p);
-        break;
-    default: return rpc_call_invalid(call, "subject: set principal or subject_id");
+    } else {
+        return rpc_call_invalid(call, "subject: set principal or subject_id");
     }
+    return GRPC_STATUS_OK;
+}
+
+static grpc_status_code forget_selection(rpc_call *call, const principal *p,
+                                         const Memory__V1__PrivacyForgetRequest *req,
+                                         tier_erase_sel *sel) {
+    subject s = {.is_principal =
+                     req->subject_case == MEMORY__V1__PRIVACY_FORGET_REQUEST__SUBJECT_PRINCIPAL,
+                 .is_subject_id =
+                     req->subject_case == MEMORY__V1__PRIVACY_FORGET_REQUEST__SUBJECT_SUBJECT_ID,
+                 .principal = req->principal,
+                 .subject_id = req->subject_id};
+    RPC_CHECK(selection(call, p, "privacy:forget", "erasing", &s, sel));
+    sel->dry_run = req->dry_run;
     return tier_check_text(call, "reason", req->reason, REASON_MAX);
 }
 
@@ -144,7 +165,7 @@ static RPC_UNARY_HANDLER(do_forget, privacy_service, Memory__V1__PrivacyForgetRe
                          Memory__V1__PrivacyForgetResponse) {
     const principal *p = authn_principal(call);
     tier_erase_sel sel;
-    RPC_CHECK(selection(call, p, req, &sel));
+    RPC_CHECK(forget_selection(call, p, req, &sel));
     arena *a = rpc_call_arena(call);
     privacy_receipt r = {.tenant = sel.tenant,
                          .principal = req->subject_case ==
@@ -254,6 +275,115 @@ static RPC_UNARY_HANDLER(do_list_receipts, privacy_service, Memory__V1__PrivacyL
     return st;
 }
 
+/* ------------------------------------------------------------ Export */
+
+/* One export under way (in the call's arena): what its emit needs. */
+typedef struct export_run {
+    rpc_call *call;
+    int tier;        /* of the exporter running */
+    arena *scratch;  /* one record's message, reset per record */
+    int64_t records; /* sent so far */
+} export_run;
+
+/* Waits until the stream's buffer has room (a slow reader holds the export
+ * back instead of growing the buffer); the call's end ends the wait. */
+static int wait_for_room(export_run *x) {
+    while (rpc_call_queued_bytes(x->call) > 0) {
+        if (rpc_call_remaining_ms(x->call) <= 0) return STATUS_ETIMEOUT;
+        struct timespec ts = {0, 2 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return STATUS_OK;
+}
+
+static int emit_record(void *arg, const tier_export_rec *r) {
+    export_run *x = arg;
+    arena_reset(x->scratch);
+    Memory__V1__PrivacyExportResponse m = MEMORY__V1__PRIVACY_EXPORT_RESPONSE__INIT;
+    m.tier = (Memory__V1__Tier)x->tier;
+    m.kind = (char *)r->kind;
+    m.id = (char *)r->id;
+    if (pbjson_to_struct(x->scratch, r->json, strlen(r->json), &m.record) != 0 ||
+        !(m.meta = tier_meta_render(x->scratch, r->meta)))
+        return STATUS_ENOMEM;
+    for (;;) {
+        int rc = rpc_call_send(x->call, &m.base);
+        if (rc == 0) break;
+        if (rc != RPC_SEND_OVERFLOW) return STATUS_ECANCELLED; /* the call ended */
+        if ((rc = wait_for_room(x)) != STATUS_OK) return rc;
+    }
+    x->records++;
+    return STATUS_OK;
+}
+
+static grpc_status_code export_selection(rpc_call *call, const principal *p,
+                                         const Memory__V1__PrivacyExportRequest *req,
+                                         tier_erase_sel *sel) {
+    subject s = {.is_principal =
+                     req->subject_case == MEMORY__V1__PRIVACY_EXPORT_REQUEST__SUBJECT_PRINCIPAL,
+                 .is_subject_id =
+                     req->subject_case == MEMORY__V1__PRIVACY_EXPORT_REQUEST__SUBJECT_SUBJECT_ID,
+                 .principal = req->principal,
+                 .subject_id = req->subject_id};
+    RPC_CHECK(selection(call, p, "privacy:export", "exporting", &s, sel));
+    sel->max_label = (int)principal_clr(p); /* a read: the caller's ceiling holds */
+    return GRPC_STATUS_OK;
+}
+
+/* On a task-pool thread: every exporter in Tier order, the records
+ * streamed as they come; the status ends the stream. */
+static RPC_UNARY_FN(export_all) {
+    (void)resp;
+    const privacy_service *svc = arg;
+    const principal *p = authn_principal(call);
+    tier_erase_sel sel;
+    RPC_CHECK(export_selection(call, p, (const Memory__V1__PrivacyExportRequest *)req, &sel));
+    principal *ep = tier_erase_principal(&sel);
+    export_run x = {.call = call, .scratch = arena_create()};
+    if (!ep || !x.scratch) {
+        principal_unref(ep);
+        arena_free(x.scratch);
+        return rpc_call_oom(call);
+    }
+    tier_ctx c = tier_ctx_for(call, "privacy", NULL);
+    c.p = ep;
+    c.read_breadth = c.write_breadth = sel.owner ? PRINCIPAL_OWN : PRINCIPAL_ALL;
+    grpc_status_code st = tier_ctx_watch_cancel(&c, call);
+    for (int t = 1; st == GRPC_STATUS_OK && t <= PRIVACY_TIERS; t++)
+        for (size_t i = 0; st == GRPC_STATUS_OK && i < svc->env->nerasers; i++) {
+            const tier_eraser *e = &svc->env->erasers[i];
+            if (e->tier != t || !e->exporter) continue;
+            x.tier = t;
+            c.err[0] = '\0';
+            int rc = e->exporter(e->state, &c, &sel, emit_record, &x);
+            if (rc == STATUS_OK) continue;
+            if (rc == STATUS_ENOMEM && !c.err[0]) rc = tier_fail(&c, rc, "out of memory");
+            log_fields(LOG_WARN, "export stopped at a tier", LOG_F_STR, "tier", e->name, LOG_F_STR,
+                       "code", status_name(rc), LOG_F_STR, "reason", c.err, LOG_F_INT,
+                       "records_sent", x.records, LOG_F_STR, "request_id",
+                       rpc_call_request_id(call), LOG_F_END);
+            st = tier_status(call, rc, &c);
+        }
+    log_fields(st == GRPC_STATUS_OK ? LOG_INFO : LOG_WARN, "export", LOG_F_STR,
+               sel.subject_id ? "subject_id" : "principal",
+               sel.subject_id ? sel.subject_id : sel.owner, LOG_F_STR, "tenant", sel.tenant,
+               LOG_F_STR, "requested_by", principal_sub(p), LOG_F_INT, "records", x.records,
+               LOG_F_STR, "request_id", rpc_call_request_id(call), LOG_F_END);
+    arena_free(x.scratch);
+    principal_unref(ep);
+    return st;
+}
+
+static grpc_status_code do_export(rpc_call *call, const ProtobufCMessage *req, void *arg) {
+    tier_erase_sel sel;
+    RPC_CHECK(export_selection(call, authn_principal(call),
+                               (const Memory__V1__PrivacyExportRequest *)req, &sel));
+    const Memory__V1__PrivacyExportRequest *r = (const Memory__V1__PrivacyExportRequest *)req;
+    tier_target(call, "export:%s:%s", sel.subject_id ? "subject" : "principal",
+                sel.subject_id ? sel.subject_id : r->principal);
+    return rpc_call_continue_blocking(call, export_all, arg);
+}
+
 /* ------------------------------------------------------------ the tier */
 
 /* The policy of the flags, logged rule by rule. */
@@ -299,6 +429,8 @@ static const rpc_method methods[] = {
     RPC_METHOD_BLOCKING(SVC, "Forget", memory__v1__privacy_forget, "privacy:forget", do_forget),
     RPC_METHOD_BLOCKING(SVC, "ListReceipts", memory__v1__privacy_list_receipts, "privacy:read",
                         do_list_receipts),
+    RPC_METHOD_SERVER_STREAM(SVC, "Export", memory__v1__privacy_export, "privacy:export",
+                             do_export),
 };
 
 static const tier_service services[] = {{SVC, HEALTH_NEEDS_PG}};

@@ -18,7 +18,7 @@ principal *tier_erase_principal(const tier_erase_sel *sel) {
     cl->sub = strdup(sel->owner ? sel->owner : " erasure");
     cl->tenant = strdup(sel->tenant);
     cl->iss = NULL;
-    cl->clr = JWT_LABEL_SECRET;
+    cl->clr = sel->max_label ? (jwt_label)sel->max_label : JWT_LABEL_SECRET;
     cl->lvl = JWT_LABEL_PUBLIC;
     if (!cl->sub || !cl->tenant) {
         jwt_claims_free(cl);

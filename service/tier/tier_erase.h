@@ -19,6 +19,7 @@
 
 #include "service/auth/principal.h"
 #include "service/tier/tier_ctx.h"
+#include "service/tier/tier_meta.h"
 
 /* What to erase, within one tenant: at least one of owner, subject_id
  * and before_us is set. Forget sets the first two; the retention sweeper
@@ -43,6 +44,9 @@ typedef struct tier_erase_sel {
     int64_t limit;
     /* Count what would be erased; erase nothing. */
     int dry_run;
+    /* Only records labelled at most this (memory.v1.Label): an export is a
+     * read and keeps the caller's read ceiling; 0: any (erasure). */
+    int max_label;
 } tier_erase_sel;
 
 /* 1 when sel has a retention condition (before_us, label, pii_kind): tiers
@@ -55,17 +59,42 @@ int tier_erase_is_retention(const tier_erase_sel *sel);
  * erasure is idempotent, the caller runs it again). */
 typedef int (*tier_erase_fn)(void *state, tier_ctx *c, const tier_erase_sel *sel, int64_t *count);
 
+/* ---- export (Privacy.Export): the same selection, read ---- */
+
+/* One record of the selection as an exporter hands it over (valid during
+ * the emit call only). */
+typedef struct tier_export_rec {
+    const char *kind;      /* "entity", "relationship", "task", "point", "entry",
+                            * "blackboard_item" */
+    const char *id;        /* its address in the tier (PrivacyExportResponse.id) */
+    const char *json;      /* its content, a JSON object (PrivacyExportResponse.record) */
+    const tier_meta *meta; /* owner, label, versions, times */
+} tier_export_rec;
+/* Takes one record: STATUS_OK to go on, or a code that ends the export
+ * (STATUS_ECANCELLED: the client went away), which the exporter returns. */
+typedef int (*tier_export_emit)(void *arg, const tier_export_rec *r);
+/* Hands every record of sel that c may read (c->p: the selection's tenant
+ * and owner, read ceiling sel->max_label) to emit, holding a bounded batch
+ * in memory at a time: STATUS_OK, emit's code, or the backend's with
+ * c->err. Blocks like an eraser. */
+typedef int (*tier_export_fn)(void *state, tier_ctx *c, const tier_erase_sel *sel,
+                              tier_export_emit emit, void *emit_arg);
+
 typedef struct tier_eraser {
     int tier;         /* the memory.v1.Tier its count goes under */
     const char *name; /* "entries": logs and errors */
     tier_erase_fn fn;
-    void *state; /* the tier's, handed to fn */
+    void *state; /* the tier's, handed to fn and exporter */
+    /* The same selection's records, read (NULL: the tier has nothing to
+     * export, as the cache's opaque values). */
+    tier_export_fn exporter;
 } tier_eraser;
 
 #define TIER_MAX_ERASERS 8
 
-/* The principal an erasure's context carries (above); NULL when out of
- * memory. The caller releases it with principal_unref. */
+/* The principal an erasure's context carries (above; an export's has the
+ * read ceiling sel->max_label); NULL when out of memory. The caller
+ * releases it with principal_unref. */
 principal *tier_erase_principal(const tier_erase_sel *sel);
 
 /* sel->subject_id as the JSON object {"subject_id": ...} (for containment

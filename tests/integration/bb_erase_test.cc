@@ -2,7 +2,9 @@
 // the real Redis of `make test`, and private ones the fault tests stop or
 // freeze: by owner, by subject id, both, dry runs, every board of the
 // tenant and no other tenant's, labels ignored, and each erased key a
-// delete like a post's (revision, change log, published event).
+// delete like a post's (revision, change log, published event). And its
+// exporter (bb_export_tenant, for Privacy.Export): the same selection,
+// read, within the read ceiling, changing nothing.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -23,6 +25,7 @@ extern "C" {
 #include "service/core/arena.h"
 #include "service/core/clock.h"
 #include "service/core/status.h"
+#include "service/privacy/pii.h"
 #include "service/store/aredis.h"
 #include "service/store/evloop.h"
 #include "service/store/redis_pool.h"
@@ -59,6 +62,56 @@ struct Erased {
   std::string err;
 };
 
+// One record an export handed over, copied out of the emit call.
+struct Record {
+  std::string kind, id, json, tenant, owner;
+  int label = 0;
+  int64_t version = 0, create_us = 0, update_us = 0, expire_us = 0;
+  std::vector<std::string> pii;
+};
+
+// What an export answered: its code and the records emitted, in order.
+struct Exported {
+  int status = 1;
+  std::string err;
+  std::vector<Record> records;
+  int fail_at = -1;  // the emit call (0-based) that answers fail_code
+  int fail_code = STATUS_OK;
+  int calls = 0;
+
+  // The records' ids, sorted.
+  std::vector<std::string> Ids() const {
+    std::vector<std::string> ids;
+    for (const auto& r : records) ids.push_back(r.id);
+    std::sort(ids.begin(), ids.end());
+    return ids;
+  }
+  const Record* Find(const std::string& id) const {
+    for (const auto& r : records)
+      if (r.id == id) return &r;
+    return nullptr;
+  }
+};
+
+int Collect(void* arg, const tier_export_rec* r) {
+  Exported* x = static_cast<Exported*>(arg);
+  if (x->calls++ == x->fail_at) return x->fail_code;
+  Record rec;
+  rec.kind = r->kind;
+  rec.id = r->id;
+  rec.json = r->json;
+  rec.tenant = r->meta->tenant;
+  rec.owner = r->meta->owner;
+  rec.label = r->meta->label;
+  rec.version = r->meta->version;
+  rec.create_us = r->meta->create_us;
+  rec.update_us = r->meta->update_us;
+  rec.expire_us = r->meta->has_expire ? r->meta->expire_us : 0;
+  for (size_t i = 0; i < r->meta->npii; i++) rec.pii.emplace_back(r->meta->pii_kinds[i]);
+  x->records.push_back(rec);
+  return STATUS_OK;
+}
+
 class BbEraseTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -93,7 +146,8 @@ class BbEraseTest : public ::testing::Test {
   // Posts key (or deletes it with json "") on tenant's board of task as
   // owner; the status.
   int Post(const std::string& tenant, const std::string& task, const std::string& key,
-           const std::string& owner, const std::string& json, int label = 1, int64_t lease_ms = 0) {
+           const std::string& owner, const std::string& json, int label = 1, int64_t lease_ms = 0,
+           unsigned pii = 0) {
     arena* a = arena_create();
     bb_names n;
     EXPECT_EQ(0, bb_names_make(a, tenant.c_str(), task.c_str(), &n));
@@ -115,6 +169,7 @@ class BbEraseTest : public ::testing::Test {
     in.json_len = json.size();
     in.label = label;
     in.lease_ms = lease_ms;
+    in.pii = pii;
     in.size = static_cast<int64_t>(json.size() + key.size() + owner.size() + 96);
     in.id_random = 0xbeef;
     EXPECT_EQ(0, bb_post_start(&w.p, aredis_, a, &n, &kLimits, &c, &in, NowMs() + 5000));
@@ -148,6 +203,30 @@ class BbEraseTest : public ::testing::Test {
     arena_free(a);
     principal_unref(p);
     return e;
+  }
+
+  // Exports tenant's items of owner and/or subject within max_label (0:
+  // any); x may say which emit call fails.
+  Exported Export(const std::string& tenant, const char* owner, const char* subject,
+                  int max_label = 0, Exported x = Exported(), int64_t deadline_ms = -1) {
+    tier_erase_sel sel = {};
+    sel.tenant = tenant.c_str();
+    sel.owner = owner;
+    sel.subject_id = subject;
+    sel.max_label = max_label;
+    return ExportSel(sel, std::move(x), deadline_ms);
+  }
+  Exported ExportSel(const tier_erase_sel& sel, Exported x = Exported(), int64_t deadline_ms = -1) {
+    principal* p = tier_erase_principal(&sel);
+    EXPECT_NE(nullptr, p);
+    arena* a = arena_create();
+    tier_ctx c;
+    tier_ctx_make(&c, "blackboard", p, deadline_ms >= 0 ? deadline_ms : NowMs() + 10000, a);
+    x.status = bb_export_tenant(pool_, &c, &sel, Collect, &x);
+    x.err = c.err;
+    arena_free(a);
+    principal_unref(p);
+    return x;
   }
 
   // A command on a pooled connection; the reply (freeReplyObject it).
@@ -475,6 +554,210 @@ TEST_F(BbEraseTest, FindsEveryBoardPastOneScanStep) {
   EXPECT_EQ(0, Erase(t, "alice", nullptr, true).count);
 }
 
+// ---- export ----
+
+TEST_F(BbEraseTest, ExportByOwnerHandsOverTheOwnersItemsOnEveryBoard) {
+  std::string t = Tenant("xowner");
+  Post(t, "plan", "a1", "alice", "{\"x\":1}", 2);
+  Post(t, "plan", "b1", "bob", "{\"x\":2}");
+  Post(t, "notes", "a2", "alice", "\"text\"");
+  Post(t, "notes", "a3", "alice", "{\"subject_id\":\"s1\"}");
+  Post(t, "review", "b2", "bob", "[1,2]");
+
+  Exported x = Export(t, "alice", nullptr);
+  ASSERT_EQ(STATUS_OK, x.status) << x.err;
+  EXPECT_EQ((std::vector<std::string>{"notes/a2", "notes/a3", "plan/a1"}), x.Ids());
+  for (const auto& r : x.records) {
+    EXPECT_EQ("blackboard_item", r.kind);
+    EXPECT_EQ(t, r.tenant);
+    EXPECT_EQ("alice", r.owner);
+  }
+  const Record* a1 = x.Find("plan/a1");
+  ASSERT_NE(nullptr, a1);
+  EXPECT_EQ("{\"x\":1}", a1->json);
+  EXPECT_EQ(2, a1->label);
+  EXPECT_EQ(1, a1->version);  // the board's first revision
+  EXPECT_GT(a1->expire_us, 0);
+  // A value that is no JSON object still makes one: a record is a Struct.
+  const Record* a2 = x.Find("notes/a2");
+  ASSERT_NE(nullptr, a2);
+  EXPECT_EQ("{\"value\":\"text\"}", a2->json);
+  EXPECT_EQ(1, a2->label);
+  EXPECT_EQ("{\"subject_id\":\"s1\"}", x.Find("notes/a3")->json);
+}
+
+TEST_F(BbEraseTest, ExportBySubjectHandsOverTopLevelStringMatchesOfEveryOwner) {
+  std::string t = Tenant("xsubject");
+  Post(t, "plan", "a1", "alice", "{\"subject_id\":\"s1\",\"step\":1}");
+  Post(t, "plan", "b1", "bob", "{\"subject_id\":\"s1\"}");
+  Post(t, "other", "b2", "bob", "{\"note\":\"x\",\"subject_id\":\"s1\"}");
+  Post(t, "plan", "a2", "alice", "{\"subject_id\":\"s2\"}");
+  Post(t, "plan", "a3", "alice", "{\"inner\":{\"subject_id\":\"s1\"}}");  // not top-level
+  Post(t, "plan", "a4", "alice", "\"s1\"");                               // not an object
+  Post(t, "plan", "a5", "alice", "{\"subject_id\":1}");                   // not a string
+  Post(t, "plan", "a7", "alice", "{\"subject\\u005fid\":\"s1\"}");        // escaped name
+
+  Exported x = Export(t, nullptr, "s1");
+  ASSERT_EQ(STATUS_OK, x.status) << x.err;
+  EXPECT_EQ((std::vector<std::string>{"other/b2", "plan/a1", "plan/a7", "plan/b1"}), x.Ids());
+  EXPECT_EQ("bob", x.Find("other/b2")->owner);
+  EXPECT_EQ("{\"note\":\"x\",\"subject_id\":\"s1\"}", x.Find("other/b2")->json);
+  EXPECT_EQ("alice", x.Find("plan/a1")->owner);
+
+  Exported number = Export(t, nullptr, "1");
+  ASSERT_EQ(STATUS_OK, number.status) << number.err;
+  EXPECT_TRUE(number.records.empty());
+}
+
+TEST_F(BbEraseTest, ExportByOwnerAndSubjectHandsOverOnlyItemsMatchingBoth) {
+  std::string t = Tenant("xboth");
+  Post(t, "plan", "a1", "alice", "{\"subject_id\":\"s1\"}");
+  Post(t, "plan", "a2", "alice", "{\"subject_id\":\"s2\"}");
+  Post(t, "plan", "b1", "bob", "{\"subject_id\":\"s1\"}");
+
+  Exported x = Export(t, "alice", "s1");
+  ASSERT_EQ(STATUS_OK, x.status) << x.err;
+  ASSERT_EQ(std::vector<std::string>{"plan/a1"}, x.Ids());
+  EXPECT_EQ("alice", x.records[0].owner);
+  EXPECT_EQ("{\"subject_id\":\"s1\"}", x.records[0].json);
+}
+
+TEST_F(BbEraseTest, ExportKeepsTheReadCeiling) {
+  std::string t = Tenant("xlabel");
+  Post(t, "plan", "public", "alice", "{\"x\":1}", 1);
+  Post(t, "plan", "internal", "alice", "{\"x\":2}", 2);
+  Post(t, "plan", "secret", "alice", "{\"x\":4}", 4);
+
+  Exported x = Export(t, "alice", nullptr, 2);
+  ASSERT_EQ(STATUS_OK, x.status) << x.err;
+  EXPECT_EQ((std::vector<std::string>{"plan/internal", "plan/public"}), x.Ids());
+  EXPECT_EQ(2, x.Find("plan/internal")->label);
+  EXPECT_EQ(1, x.Find("plan/public")->label);
+
+  Exported low = Export(t, "alice", nullptr, 1);
+  ASSERT_EQ(STATUS_OK, low.status) << low.err;
+  EXPECT_EQ(std::vector<std::string>{"plan/public"}, low.Ids());
+
+  // No bound (0) is erasure's view: every label.
+  Exported all = Export(t, "alice", nullptr, 0);
+  ASSERT_EQ(STATUS_OK, all.status) << all.err;
+  EXPECT_EQ(3u, all.records.size());
+}
+
+TEST_F(BbEraseTest, ExportMetaIsTheItemsLastChange) {
+  std::string t = Tenant("xmeta");
+  Post(t, "plan", "a1", "alice", "{\"v\":1}");
+  Post(t, "plan", "b1", "bob", "{\"x\":1}");
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  Post(t, "plan", "a1", "alice", "{\"v\":2}", 1, 0, PII_EMAIL);  // revision 3
+
+  Exported x = Export(t, "alice", nullptr);
+  ASSERT_EQ(STATUS_OK, x.status) << x.err;
+  ASSERT_EQ(1u, x.records.size());
+  const Record& r = x.records[0];
+  EXPECT_EQ("{\"v\":2}", r.json);
+  EXPECT_EQ(3, r.version);
+  EXPECT_GT(r.create_us, 0);
+  EXPECT_GT(r.update_us, r.create_us);
+  EXPECT_EQ(std::vector<std::string>{"email"}, r.pii);
+}
+
+TEST_F(BbEraseTest, ExportChangesNothingInRedis) {
+  std::string t = Tenant("xread");
+  Post(t, "plan", "a1", "alice", "{\"subject_id\":\"s1\"}");
+  Post(t, "plan", "a2", "alice", "{\"x\":1}");
+  // A lease that runs out: a script that writes would expire it.
+  Post(t, "plan", "held", "alice", "{\"x\":1}", 1, 1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  int64_t rev = Revision(t, "plan");
+  std::vector<std::string> log = Log(t, "plan");
+  std::vector<std::string> keys = Keys(t, "plan");
+
+  ASSERT_EQ(STATUS_OK, Export(t, "alice", nullptr).status);
+  ASSERT_EQ(STATUS_OK, Export(t, nullptr, "s1").status);
+
+  EXPECT_EQ(rev, Revision(t, "plan"));
+  EXPECT_EQ(log, Log(t, "plan"));
+  EXPECT_EQ(keys, Keys(t, "plan"));
+  EXPECT_EQ((std::vector<std::string>{"a1", "a2", "held"}), keys);
+}
+
+TEST_F(BbEraseTest, ExportLeavesOutAKeyWhoseLeaseRanOut) {
+  std::string t = Tenant("xlease");
+  Post(t, "plan", "kept", "alice", "{\"x\":1}");
+  Post(t, "plan", "leased", "alice", "{\"x\":2}", 1, 60000);  // a lease still running
+  Post(t, "plan", "held", "alice", "{\"x\":3}", 1, 1);        // last: nothing expires it
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+
+  Exported x = Export(t, "alice", nullptr);
+  ASSERT_EQ(STATUS_OK, x.status) << x.err;
+  EXPECT_EQ((std::vector<std::string>{"plan/kept", "plan/leased"}), x.Ids());
+}
+
+TEST_F(BbEraseTest, AnEmitErrorEndsTheExportWithItsCode) {
+  std::string t = Tenant("xstop");
+  Post(t, "plan", "a1", "alice", "{\"x\":1}");
+  Post(t, "plan", "a2", "alice", "{\"x\":2}");
+  Post(t, "notes", "a3", "alice", "{\"x\":3}");
+  Post(t, "review", "a4", "alice", "{\"x\":4}");
+
+  Exported stop;
+  stop.fail_at = 1;
+  stop.fail_code = STATUS_ECANCELLED;
+  Exported x = Export(t, "alice", nullptr, 0, stop);
+  EXPECT_EQ(STATUS_ECANCELLED, x.status) << x.err;
+  EXPECT_EQ(2, x.calls);  // nothing after the refusal
+  EXPECT_EQ(1u, x.records.size());
+
+  Exported first;
+  first.fail_at = 0;
+  first.fail_code = STATUS_ENOMEM;
+  x = Export(t, "alice", nullptr, 0, first);
+  EXPECT_EQ(STATUS_ENOMEM, x.status);
+  EXPECT_EQ(1, x.calls);
+}
+
+TEST_F(BbEraseTest, ExportNeverHandsOverAnotherTenantsItems) {
+  // The glob tenants of the erasure test: "x*" unescaped would match "xy".
+  std::string suffix = Tenant("");
+  std::string glob = "x*" + suffix, plain = "xy" + suffix, q = "x?" + suffix;
+  Post(glob, "plan", "a1", "alice", "{\"t\":\"glob\"}");
+  Post(plain, "plan", "a1", "alice", "{\"t\":\"plain\"}");
+  Post(q, "plan", "a1", "alice", "{\"t\":\"q\"}");
+  Post(glob + ":plan", "x", "a1", "alice", "{\"t\":\"longer\"}");  // a longer tenant
+
+  Exported x = Export(glob, "alice", nullptr);
+  ASSERT_EQ(STATUS_OK, x.status) << x.err;
+  ASSERT_EQ(std::vector<std::string>{"plan/a1"}, x.Ids());
+  EXPECT_EQ("{\"t\":\"glob\"}", x.records[0].json);
+  EXPECT_EQ(glob, x.records[0].tenant);
+
+  Exported none = Export(Tenant("nobody"), "alice", nullptr);
+  ASSERT_EQ(STATUS_OK, none.status) << none.err;
+  EXPECT_TRUE(none.records.empty());
+}
+
+TEST_F(BbEraseTest, ExportIdNamesTheTaskAsTheApiDoes) {
+  std::string t = Tenant("xtask");
+  Post(t, "a:b}c/d", "k/1", "alice", "{\"x\":1}");  // separators in task and key
+
+  Exported x = Export(t, "alice", nullptr);
+  ASSERT_EQ(STATUS_OK, x.status) << x.err;
+  EXPECT_EQ(std::vector<std::string>{"a:b}c/d/k/1"}, x.Ids());
+}
+
+TEST_F(BbEraseTest, ARetentionSelectionExportsNothing) {
+  std::string t = Tenant("xretention");
+  Post(t, "plan", "a1", "alice", "{\"x\":1}");
+  tier_erase_sel sel = {};
+  sel.tenant = t.c_str();
+  sel.owner = "alice";
+  sel.before_us = (NowMs() + 60000) * 1000;
+  Exported x = ExportSel(sel);
+  ASSERT_EQ(STATUS_OK, x.status) << x.err;
+  EXPECT_TRUE(x.records.empty());
+}
+
 // A private Redis the tests below stop or freeze.
 class BbEraseFaultTest : public BbEraseTest {
  protected:
@@ -534,6 +817,43 @@ TEST_F(BbEraseFaultTest, ScriptUnknownToRedisIsSentWhole) {
   Erased e = Erase(t, "alice", nullptr);
   ASSERT_EQ(STATUS_OK, e.status) << e.err;
   EXPECT_EQ(1, e.count);
+}
+
+TEST_F(BbEraseFaultTest, ExportWithRedisDownIsUnavailableAtOnce) {
+  std::string t = Tenant("xdown");
+  Post(t, "plan", "a1", "alice", "{\"x\":1}");
+  ASSERT_TRUE(redis_.Stop());
+  int64_t start = NowMs();
+  Exported x = Export(t, "alice", nullptr, 0, Exported(), NowMs() + 5000);
+  EXPECT_EQ(STATUS_EUNAVAILABLE, x.status) << x.err;
+  EXPECT_NE(std::string::npos, x.err.find("blackboard export")) << x.err;
+  EXPECT_TRUE(x.records.empty());
+  EXPECT_LT(NowMs() - start, 4000);
+}
+
+TEST_F(BbEraseFaultTest, ExportFromAHungRedisTimesOutAtTheDeadline) {
+  std::string t = Tenant("xhung");
+  Post(t, "plan", "a1", "alice", "{\"x\":1}");
+  // A connection opened while Redis answers, then Redis hangs.
+  ASSERT_EQ(1u, Export(t, "alice", nullptr).records.size());
+  ASSERT_TRUE(redis_.Freeze());
+  int64_t start = NowMs();
+  Exported x = Export(t, "alice", nullptr, 0, Exported(), NowMs() + 500);
+  EXPECT_EQ(STATUS_ETIMEOUT, x.status) << x.err;
+  EXPECT_GE(NowMs() - start, 400);
+  EXPECT_LT(NowMs() - start, 5000);
+}
+
+TEST_F(BbEraseFaultTest, ExportScriptUnknownToRedisIsSentWhole) {
+  std::string t = Tenant("xnoscript");
+  Post(t, "plan", "a1", "alice", "{\"x\":1}");
+  redisReply* r = Command({"SCRIPT", "FLUSH"});
+  ASSERT_NE(nullptr, r);
+  freeReplyObject(r);
+
+  Exported x = Export(t, "alice", nullptr);
+  ASSERT_EQ(STATUS_OK, x.status) << x.err;
+  EXPECT_EQ(std::vector<std::string>{"plan/a1"}, x.Ids());
 }
 
 }  // namespace

@@ -14,10 +14,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -44,11 +46,13 @@ using testing_client::Result;
 using testing_client::Unary;
 using Clock = std::chrono::steady_clock;
 
-// Names unique to this run: the shared Redis outlives test runs.
+// Names unique to this run and call: the shared Redis outlives tests and
+// test runs, so no two tests may share a tenant or a subject.
 std::string Unique(const std::string& name) {
   static const std::string run =
       std::to_string(getpid()) + "-" + std::to_string(Clock::now().time_since_epoch().count());
-  return name + "-" + run;
+  static int n = 0;
+  return name + "-" + run + "-" + std::to_string(++n);
 }
 
 Struct Json(const std::string& json) {
@@ -282,6 +286,13 @@ class PrivacyTest : public ::testing::Test {
     br.set_task_id("board-" + tenant_);
     BlackboardReadResponse brr;
     add("Blackboard.Read", Call(r, "/memory.v1.Blackboard/Read", br, tok), &brr);
+    auto sub = Subscribe(r, tok);
+    std::string first;
+    BlackboardSubscribeResponse snap;
+    if (sub->Read(&first, 10000) && snap.ParseFromString(first))
+      out += "Blackboard.Subscribe: " + snap.DebugString() + "\n";
+    sub->Cancel();
+    sub->Finish();
     RouterQueryRequest rq;
     rq.mutable_recent_lookup()->set_namespace_("agent:wf:n1");
     rq.mutable_recent_lookup()->set_key(tag + "-one-entry");
@@ -296,6 +307,18 @@ class PrivacyTest : public ::testing::Test {
     RouterQueryResponse rhr;
     add("Router.hybrid", Call(r, "/memory.v1.Router/Query", rh, tok), &rhr);
     return out;
+  }
+
+  // A Blackboard.Subscribe stream of the test's board on r.
+  std::unique_ptr<testing_client::Stream> Subscribe(const Replica& r, const std::string& tok) {
+    BlackboardSubscribeRequest req;
+    req.set_task_id("board-" + tenant_);
+    auto s = std::make_unique<testing_client::Stream>(
+        r.ch, "/memory.v1.Blackboard/Subscribe", 30000,
+        std::map<std::string, std::string>{{"authorization", TestKeys::Bearer(tok)}});
+    EXPECT_TRUE(s->Write(req.SerializeAsString()));
+    EXPECT_TRUE(s->WritesDone());
+    return s;
   }
 
   int64_t PointCount(const Replica& r, const std::string& tok) {
@@ -332,6 +355,35 @@ class PrivacyTest : public ::testing::Test {
     std::map<int, int64_t> m;
     for (const auto& c : r.counts()) m[c.tier()] = c.erased_count();
     return m;
+  }
+
+  // Privacy.Export of principal or subject_id on r: the records and the
+  // stream's status.
+  std::pair<std::vector<PrivacyExportResponse>, grpc::Status> Export(
+      const Replica& r, const std::string& tok, const std::string& principal,
+      const std::string& subject_id) {
+    PrivacyExportRequest req;
+    if (!principal.empty()) req.set_principal(principal);
+    if (!subject_id.empty()) req.set_subject_id(subject_id);
+    testing_client::Stream s(r.ch, "/memory.v1.Privacy/Export", 60000,
+                             {{"authorization", TestKeys::Bearer(tok)}});
+    EXPECT_TRUE(s.Write(req.SerializeAsString()));
+    EXPECT_TRUE(s.WritesDone());
+    std::vector<PrivacyExportResponse> out;
+    std::string msg;
+    while (s.Read(&msg, 30000)) {
+      out.emplace_back();
+      EXPECT_TRUE(out.back().ParseFromString(msg));
+    }
+    return {out, s.Finish()};
+  }
+
+  // "kind id" of each exported record, sorted.
+  static std::vector<std::string> Names(const std::vector<PrivacyExportResponse>& recs) {
+    std::vector<std::string> v;
+    for (const auto& r : recs) v.push_back(r.kind() + " " + r.id());
+    std::sort(v.begin(), v.end());
+    return v;
   }
 
   // `memoryd receipt verify` on jws: its exit status and output.
@@ -383,8 +435,23 @@ TEST_F(PrivacyTest, ForgetBySubjectIdReachesEveryTierOnEveryReplica) {
   EXPECT_EQ(want, Counts(dry));
   EXPECT_NE(std::string::npos, ReadEverything(b, tok, "x").find(subject));
 
+  // A subscriber on b hears the erasure as a DELETE.
+  auto sub = Subscribe(b, tok);
+  std::string msg;
+  BlackboardSubscribeResponse ev;
+  ASSERT_TRUE(sub->Read(&msg, 10000));
+  ASSERT_TRUE(ev.ParseFromString(msg));
+  ASSERT_EQ(BLACKBOARD_EVENT_KIND_SNAPSHOT, ev.kind());
+
   ForgetReceipt done = MustForget(a, tok, "", subject);
   EXPECT_FALSE(done.dry_run());
+  ASSERT_TRUE(sub->Read(&msg, 10000));
+  ASSERT_TRUE(ev.ParseFromString(msg));
+  EXPECT_EQ(BLACKBOARD_EVENT_KIND_DELETE, ev.kind()) << ev.DebugString();
+  ASSERT_EQ(1, ev.items_size());
+  EXPECT_EQ("x-one-item", ev.items(0).key());
+  sub->Cancel();
+  sub->Finish();
   EXPECT_EQ(want, Counts(done));
   EXPECT_EQ(subject, done.subject_id());
   EXPECT_EQ(tenant_, done.tenant());
@@ -583,6 +650,103 @@ TEST_F(PrivacyTest, ABackendDownPartWayFailsTheCallAndASecondCallCompletesIt) {
   EXPECT_EQ(1, Counts(resp.receipt())[TIER_ENTRIES]);
   EXPECT_EQ(StatusCode::NOT_FOUND, Call(a, "/memory.v1.Entries/Read", er, tok).status.error_code());
   EXPECT_EQ(std::string::npos, ReadEverything(a, tok, "d").find(subject));
+}
+
+// Export streams every record of the subject from every tier, as JSON,
+// with the same selection as Forget: the subject's own records and the
+// relationships touching its entities; `:own` only the caller's; the read
+// ceiling holds (export is a read); another tenant gets nothing.
+TEST_F(PrivacyTest, ExportStreamsTheSubjectsRecordsFromEveryTierWithinTheDiode) {
+  Replica& a = Launch();
+  const std::string alice = Token("alice", kEverything + std::string(" privacy:export:all"));
+  const std::string bob = Token("bob", kEverything);
+  const std::string subject = Unique("subj");
+  Seed(a, alice, "x", subject);
+  Seed(a, bob, "y", subject);
+  EntriesWriteRequest secret;
+  secret.set_namespace_("agent:wf:n1");
+  secret.set_key("x-secret-entry");
+  secret.set_value("classified");
+  *secret.mutable_metadata() = Json(R"({"subject_id":")" + subject + R"("})");
+  secret.set_label(LABEL_SECRET);
+  MustCall(a, "/memory.v1.Entries/Write", secret, alice);
+
+  auto [all, st] = Export(a, alice, "", subject);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  std::vector<std::string> want;
+  for (const std::string& t : std::vector<std::string>{"x", "y"})
+    for (const std::string& n :
+         {"blackboard_item board-" + tenant_ + "/" + t + "-one-item", "entity " + t + "-one",
+          "entry agent:wf:n1/" + t + "-one-entry",
+          "relationship " + t + "-keep2/knows/" + t + "-one",
+          "relationship " + t + "-keep2/likes/" + t + "-keep3", "task " + t + "-one-task"})
+      want.push_back(n);
+  want.push_back("entry agent:wf:n1/x-secret-entry");
+  want.push_back("point mem/1");
+  want.push_back("point mem/3");
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(want, Names(all));
+  for (const auto& r : all) {
+    EXPECT_NE(TIER_UNSPECIFIED, r.tier()) << r.id();
+    EXPECT_EQ(tenant_, r.meta().tenant()) << r.id();
+    std::string json;
+    ASSERT_TRUE(google::protobuf::util::MessageToJsonString(r.record(), &json).ok());
+    if (r.kind() != "relationship" || r.id().find("likes") != std::string::npos) {
+      EXPECT_NE(std::string::npos, json.find(subject)) << r.kind() << " " << json;
+    }
+    if (r.kind() == "entry" && r.id() == "agent:wf:n1/x-one-entry") {
+      EXPECT_NE(std::string::npos, json.find("\"value\":\"hello x-one-entry\"")) << json;
+      EXPECT_EQ(TIER_ENTRIES, r.tier());
+    }
+  }
+
+  // :own: only the caller's records; a lower read ceiling hides the SECRET entry.
+  auto [own, st2] = Export(a, Token("alice", "privacy:export", "", "CONFIDENTIAL"), "", subject);
+  ASSERT_TRUE(st2.ok()) << st2.error_message();
+  for (const auto& n : Names(own)) EXPECT_EQ(std::string::npos, n.find("y-")) << n;
+  EXPECT_EQ(7u, own.size());  // x's seven, without the SECRET entry
+  for (const auto& r : own) EXPECT_EQ("alice", r.meta().owner());
+
+  // By principal: another's needs :all.
+  auto [denied, st3] = Export(a, Token("alice", "privacy:export"), "bob", "");
+  EXPECT_EQ(grpc::StatusCode::PERMISSION_DENIED, st3.error_code()) << st3.error_message();
+  EXPECT_TRUE(denied.empty());
+  auto [bobs, st4] = Export(a, alice, "bob", "");
+  ASSERT_TRUE(st4.ok()) << st4.error_message();
+  EXPECT_EQ(3u + 3u + 2u + 2u + 2u + 2u, bobs.size());  // every record bob owns
+  for (const auto& r : bobs) EXPECT_EQ("bob", r.meta().owner()) << r.kind() << " " << r.id();
+
+  // Another tenant: nothing; bad input: refused.
+  auto [none, st5] = Export(a, Token("alice", "privacy:export:all", Unique("other")), "", subject);
+  ASSERT_TRUE(st5.ok()) << st5.error_message();
+  EXPECT_TRUE(none.empty());
+  auto [bad, st6] = Export(a, alice, "", "");
+  EXPECT_EQ(grpc::StatusCode::INVALID_ARGUMENT, st6.error_code());
+  EXPECT_NE(std::string::npos, st6.error_message().find("subject")) << st6.error_message();
+}
+
+// A large export through a small stream buffer: the export waits for the
+// reader instead of failing or buffering more.
+TEST_F(PrivacyTest, ALargeExportStreamsThroughASmallBuffer) {
+  Replica& a = Launch({"--stream-buffer-bytes=4096"});
+  const std::string tok = Token("alice", kEverything + std::string(" privacy:export:all"));
+  const std::string subject = Unique("subj");
+  const std::string big(1500, 'v');
+  for (int i = 0; i < 300; i++) {
+    EntriesWriteRequest w;
+    w.set_namespace_("agent:wf:n1");
+    w.set_key("k" + std::to_string(i));
+    w.set_value(big + std::to_string(i));
+    *w.mutable_metadata() = Json(R"({"subject_id":")" + subject + R"("})");
+    MustCall(a, "/memory.v1.Entries/Write", w, tok);
+  }
+  auto [recs, st] = Export(a, tok, "", subject);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  std::set<std::string> ids;
+  for (const auto& r : recs) EXPECT_EQ("entry", r.kind()) << r.kind() << " " << r.id();
+  ASSERT_EQ(300u, recs.size());
+  for (const auto& r : recs) ids.insert(r.id());
+  EXPECT_EQ(300u, ids.size());  // each once, none lost to the buffer
 }
 
 // Retention: records made two days old (as if that time had passed) go at
