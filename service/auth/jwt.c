@@ -52,7 +52,6 @@ void jwt_claims_free(jwt_claims *c) {
     free(c);
 }
 
-/* Decodes a base64url JSON object part. Returns NULL with err set. */
 /* A required (or optional, when *dst may stay NULL) non-empty string claim. */
 static int take_string(json_t *pl, const char *name, int required, char **dst, char *err,
                        size_t errlen) {

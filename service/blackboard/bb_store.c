@@ -374,10 +374,7 @@ static int walk_find_boards(board_walk *w, const char *tenant, tenant_boards *ou
     char *pattern = malloc(2 * tl + 64);
     if (!pattern) return tier_fail(w->c, STATUS_ENOMEM, "out of memory");
     size_t plen = (size_t)sprintf(pattern, "memoryd:bb:{%zu:", tl);
-    for (size_t i = 0; i < tl; i++) {
-        if (strchr("*?[]\\", tenant[i])) pattern[plen++] = '\\';
-        pattern[plen++] = tenant[i];
-    }
+    plen += redis_glob_escape(tenant, tl, pattern + plen);
     plen += (size_t)sprintf(pattern + plen, ":*}:m");
     char cursor[32] = "0";
     int code = STATUS_OK;

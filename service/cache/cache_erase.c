@@ -44,14 +44,10 @@ typedef struct erase_part {
     int counted;
 } erase_part;
 
-/* The prefix as a SCAN MATCH pattern: glob characters escaped, then "*". */
-static void match_pattern(const erase_part *p, char *out, size_t outlen) {
-    size_t o = 0;
-    for (size_t i = 0; i < p->plen && o + 3 < outlen; i++) {
-        char ch = p->prefix[i];
-        if (ch == '*' || ch == '?' || ch == '[' || ch == ']' || ch == '\\') out[o++] = '\\';
-        out[o++] = ch;
-    }
+/* The prefix as a SCAN MATCH pattern (out holds 2 * plen + 2 bytes): glob
+ * characters escaped, then "*". */
+static void match_pattern(const erase_part *p, char *out) {
+    size_t o = redis_glob_escape(p->prefix, p->plen, out);
     out[o++] = '*';
     out[o] = '\0';
 }
@@ -68,7 +64,7 @@ static int redis_failed(tier_ctx *c, redisContext *rc, redisReply *r, const char
 static int erase_l2_part(redisContext *rc, tier_ctx *c, const erase_part *p, int dry_run,
                          int64_t *count) {
     char pattern[2 * sizeof p->prefix + 2];
-    match_pattern(p, pattern, sizeof pattern);
+    match_pattern(p, pattern);
     char cursor[32] = "0";
     do {
         if (clock_mono_us() / 1000 >= c->deadline_ms)
@@ -140,8 +136,8 @@ static void set_prefix(erase_part *p, const char *owner, int counted, const char
 
 /* The prefixes sel reaches (cache_codec.h's key layout): an owner's
  * values are its private slot and what it wrote to the shared one; a
- * subject's are every value the selection reaches (values are opaque), and
- * the tenant's copies of other tiers' records, uncounted. */
+ * subject's are every value the selection reaches (values are opaque);
+ * and always the tenant's copies of other tiers' records, uncounted. */
 static size_t erase_parts(const tier_erase_sel *sel, erase_part *parts) {
     size_t tl = strlen(sel->tenant), n = 0;
     const char *t = sel->tenant;
@@ -152,10 +148,12 @@ static size_t erase_parts(const tier_erase_sel *sel, erase_part *parts) {
     } else {
         set_prefix(&parts[n++], NULL, 1, "memoryd:c:%zu:%s:", tl, t);
     }
-    if (sel->subject_id) {
-        set_prefix(&parts[n++], NULL, 0, "memoryd:e:%zu:%s:", tl, t);
-        set_prefix(&parts[n++], NULL, 0, "memoryd:n:%zu:%s:", tl, t);
-    }
+    /* The copies of other tiers' records (entities, entries), which their
+     * tiers drop one by one as they erase: flushed again here, after them
+     * (the cache runs last), so a copy that a concurrent read put back, or
+     * whose invalidation Redis missed, goes too. */
+    set_prefix(&parts[n++], NULL, 0, "memoryd:e:%zu:%s:", tl, t);
+    set_prefix(&parts[n++], NULL, 0, "memoryd:n:%zu:%s:", tl, t);
     return n;
 }
 

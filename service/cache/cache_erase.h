@@ -4,9 +4,10 @@
  * What goes. An owner's values: its private slot entries and the
  * shared-slot entries it wrote (the owner in the value). Erasure by subject
  * id: cache values are opaque bytes, so every value the selection reaches
- * goes (the tenant's, or its owner's when it has one), and the tenant's
- * copies of entities and entries the tier keeps for GlobalMemory and the
- * router (not counted: their records are counted by their own tiers).
+ * goes (the tenant's, or its owner's when it has one). Every erasure also
+ * flushes the tenant's copies of entities and entries the tier keeps for
+ * GlobalMemory and the router (not counted: their records are counted by
+ * their own tiers); Forget runs the cache's eraser after theirs.
  * Counts are L2's entries, or L1's when no Redis is configured.
  *
  * How. L2 is walked with SCAN on the key prefix (bounded batches: Redis is

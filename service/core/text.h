@@ -32,7 +32,7 @@ void text_errf(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void text_verrf(char *err, size_t errlen, const char *fmt, va_list ap);
 
-/* The whole file at path ("-": standard input), up to 2 MiB, malloc'd and
+/* The whole file at path ("-": standard input), under 1 MiB, malloc'd and
  * NUL-terminated (free()), its length in *len (may be NULL); NULL when it
  * cannot be read or is larger. For the command-line tools. */
 char *text_read_file(const char *path, size_t *len);

@@ -26,12 +26,18 @@ typedef struct erase_job {
 static int erase_in(pgq_session *ss, tier_ctx *c, void *arg) {
     erase_job *j = arg;
     pgq_sql b = {0};
-    if (j->sel->dry_run) pgq_sql_add(&b, "SELECT count(*) FROM entries WHERE ");
-    else pgq_sql_add(&b, "DELETE FROM entries WHERE ctid IN (SELECT ctid FROM entries WHERE ");
-    int rc = tier_erase_sql_where(&b, c, j->sel, NULL, "metadata");
+    /* Without a batch bound a plain DELETE, which rechecks its condition
+     * on a row updated meanwhile (so Forget erases it); a batch by ctid (a
+     * row updated meanwhile waits for the sweeper's next batch). */
+    const tier_erase_sel *sel = j->sel;
+    if (sel->dry_run) pgq_sql_add(&b, "SELECT count(*) FROM entries WHERE ");
+    else if (sel->limit)
+        pgq_sql_add(&b, "DELETE FROM entries WHERE ctid IN (SELECT ctid FROM entries WHERE ");
+    else pgq_sql_add(&b, "DELETE FROM entries WHERE ");
+    int rc = tier_erase_sql_where(&b, c, sel, NULL, "metadata");
     if (rc != STATUS_OK) return rc;
-    if (!j->sel->dry_run && j->sel->limit) pgq_sql_add(&b, " LIMIT %lld", (long long)j->sel->limit);
-    if (!j->sel->dry_run) pgq_sql_add(&b, ") RETURNING namespace, key");
+    if (!sel->dry_run && sel->limit) pgq_sql_add(&b, " LIMIT %lld)", (long long)sel->limit);
+    if (!sel->dry_run) pgq_sql_add(&b, " RETURNING namespace, key");
     PGresult *r = NULL;
     rc = pgq_pipeline(ss, "erase entries", "BEGIN", &b, 1, &r);
     if (rc != STATUS_OK) return rc;
@@ -58,7 +64,7 @@ int entries_erase(void *state, tier_ctx *c, const tier_erase_sel *sel, int64_t *
 
 /* ------------------------------------------------------------ export */
 
-#define EXPORT_PAGE 100 /* entries (up to 1 MiB each) in memory at a time */
+#define EXPORT_PAGE 16 /* entries (up to 1 MiB each) in memory at a time */
 
 typedef struct export_job {
     const tier_erase_sel *sel;

@@ -23,15 +23,19 @@ typedef struct erase_job {
     int64_t count;
 } erase_job;
 
-/* The relationships sel reaches, as a WHERE fragment on alias r. */
+/* The relationships sel reaches, as a WHERE fragment on alias r: those it
+ * names and those touching an entity it names. An erasure takes the
+ * latter whoever owns them; an export (a read) only those the caller may
+ * read itself. */
 static int rel_where(pgq_sql *b, tier_ctx *c, const tier_erase_sel *sel) {
     pgq_sql_add(b, "(");
     int rc = tier_erase_sql_where(b, c, sel, "r", "properties");
     if (rc != STATUS_OK) return rc;
-    pgq_sql_add(b,
-                ") OR (r.tenant = $%d AND EXISTS (SELECT 1 FROM entities e WHERE "
-                "e.tenant = r.tenant AND e.id IN (r.source_id, r.target_id) AND ",
-                pgq_text(b, sel->tenant));
+    pgq_sql_add(b, ") OR (");
+    if (sel->max_label) tier_sql_read_diode(b, c, "r");
+    else pgq_sql_add(b, "r.tenant = $%d", pgq_text(b, sel->tenant));
+    pgq_sql_add(b, " AND EXISTS (SELECT 1 FROM entities e WHERE "
+                   "e.tenant = r.tenant AND e.id IN (r.source_id, r.target_id) AND ");
     rc = tier_erase_sql_where(b, c, sel, "e", "properties");
     pgq_sql_add(b, "))");
     return rc;
@@ -67,6 +71,24 @@ static int delete_rows(pgq_session *ss, const pgq_sql *b, const char *what, int6
 /* " LIMIT n" of a batch, or nothing. */
 static void add_limit(pgq_sql *b, const tier_erase_sel *sel) {
     if (sel->limit) pgq_sql_add(b, " LIMIT %lld", (long long)sel->limit);
+}
+
+/* The start of a DELETE of sel's rows of table (alias as), the selection
+ * to follow, then end_delete. Without a batch bound a plain DELETE, which
+ * rechecks its condition on a row updated meanwhile (Forget: a row
+ * changed while it runs is still erased); with one, the rows of one batch
+ * by ctid (a row updated meanwhile waits for the sweeper's next batch). */
+static void delete_from(pgq_sql *b, const char *table, const char *as, const tier_erase_sel *sel) {
+    if (sel->limit)
+        pgq_sql_add(b, "DELETE FROM %s WHERE ctid IN (SELECT %s.ctid FROM %s %s WHERE ", table, as,
+                    table, as);
+    else pgq_sql_add(b, "DELETE FROM %s %s WHERE ", table, as);
+}
+
+static void end_delete(pgq_sql *b, const tier_erase_sel *sel) {
+    if (!sel->limit) return;
+    add_limit(b, sel);
+    pgq_sql_add(b, ")");
 }
 
 /* The selection's entities, locked, their ids into *ids (in c's arena). */
@@ -110,11 +132,9 @@ static int erase_in(pgq_session *ss, tier_ctx *c, void *arg) {
     }
     if (rc == STATUS_OK) { /* and those the selection names itself */
         memset(&b, 0, sizeof b);
-        pgq_sql_add(&b, "DELETE FROM relationships WHERE ctid IN (SELECT r.ctid FROM "
-                        "relationships r WHERE ");
+        delete_from(&b, "relationships", "r", sel);
         rc = tier_erase_sql_where(&b, c, sel, "r", "properties");
-        add_limit(&b, sel);
-        pgq_sql_add(&b, ")");
+        end_delete(&b, sel);
         if (rc == STATUS_OK) rc = delete_rows(ss, &b, "erase relationships", &j->count);
     }
     if (rc == STATUS_OK && nids) {
@@ -125,10 +145,9 @@ static int erase_in(pgq_session *ss, tier_ctx *c, void *arg) {
     }
     if (rc == STATUS_OK) {
         memset(&b, 0, sizeof b);
-        pgq_sql_add(&b, "DELETE FROM tasks WHERE ctid IN (SELECT t.ctid FROM tasks t WHERE ");
+        delete_from(&b, "tasks", "t", sel);
         rc = tier_erase_sql_where(&b, c, sel, "t", "provenance");
-        add_limit(&b, sel);
-        pgq_sql_add(&b, ")");
+        end_delete(&b, sel);
         if (rc == STATUS_OK) rc = delete_rows(ss, &b, "erase tasks", &j->count);
     }
     if (rc == STATUS_OK) rc = pgq_commit(ss, NULL, NULL, NULL);
@@ -223,6 +242,7 @@ static int render_entity(tier_ctx *c, const PGresult *r, int i, const char **id,
     *id = pgq_col_str(c->ar, r, i, 0);
     json_t *o = json_pack("{s:s?, s:s?, s:o}", "type", pgq_col_str(c->ar, r, i, 1), "name",
                           pgq_col_str(c->ar, r, i, 2), "properties", jsonb_at(c, r, i, 3));
+    if (!*id) json_decref(o);
     return *id ? render_json(c, o, json) : tier_fail(c, STATUS_ENOMEM, "out of memory");
 }
 
@@ -234,6 +254,7 @@ static int render_relationship(tier_ctx *c, const PGresult *r, int i, const char
     *id = arena_printf(c->ar, "%s/%s/%s", src, type, dst);
     json_t *o = json_pack("{s:s, s:s, s:s, s:o}", "source_id", src, "type", type, "target_id", dst,
                           "properties", jsonb_at(c, r, i, 3));
+    if (!*id) json_decref(o);
     return *id ? render_json(c, o, json) : tier_fail(c, STATUS_ENOMEM, "out of memory");
 }
 
@@ -260,6 +281,7 @@ static int render_task(tier_ctx *c, const PGresult *r, int i, const char **id, c
                   "description", pgq_col_str(c->ar, r, i, 2), "status", (json_int_t)status,
                   "provenance", jsonb_at(c, r, i, 4), "result", jsonb_at(c, r, i, 5), "entity_ids",
                   ids, "start_time_us", time_at(r, i, 7), "end_time_us", time_at(r, i, 8));
+    if (!*id) json_decref(o);
     return *id ? render_json(c, o, json) : tier_fail(c, STATUS_ENOMEM, "out of memory");
 }
 

@@ -36,10 +36,16 @@ static int parse_time(const char *s, int64_t *us) {
                &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &frac, &used) != 7 ||
         used != 27 || s[used] != '\0' || frac < 0)
         return -1;
+    /* Fields in their ranges (timegm would roll "13-45" into another
+     * date) and no time before 1970: a receipt is never older than that. */
+    if (tm.tm_year < 1970 || tm.tm_year > 9999 || tm.tm_mon < 1 || tm.tm_mon > 12 ||
+        tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour < 0 || tm.tm_hour > 23 || tm.tm_min < 0 ||
+        tm.tm_min > 59 || tm.tm_sec < 0 || tm.tm_sec > 59)
+        return -1;
     tm.tm_year -= 1900;
     tm.tm_mon -= 1;
     time_t t = timegm(&tm);
-    if (t == (time_t)-1) return -1;
+    if (t < 0) return -1;
     *us = (int64_t)t * 1000000 + frac;
     return 0;
 }

@@ -24,12 +24,17 @@ static const char *tier_name(int tier) {
     return "every tier";
 }
 
+/* The longest period a rule may have: 100 years (and a cutoff that can
+ * never wrap around). */
+#define MAX_AFTER_S ((int64_t)36500 * 86400)
+
 /* A flag's period: "off" (or "0") is none (*s = 0). */
 static int flag_period(const char *flag, const char *v, int64_t *s, char *err, size_t errlen) {
     *s = 0;
     if (!v || !v[0] || strcmp(v, "off") == 0 || strcmp(v, "0") == 0) return 0;
-    if (text_parse_duration(v, s) == 0) return 0;
-    text_errf(err, errlen, "--%s: \"%.40s\" is not a duration (90s, 30m, 12h, 30d) or off", flag,
+    if (text_parse_duration(v, s) == 0 && *s <= MAX_AFTER_S) return 0;
+    text_errf(err, errlen,
+              "--%s: \"%.40s\" is not a duration (90s, 30m, 12h, 30d; at most 36500d) or off", flag,
               v);
     return -1;
 }
@@ -59,10 +64,10 @@ static int take_rule(json_t *o, size_t i, retention_rule *r, char *err, size_t e
             return -1;
         }
         if (strcmp(key, "after") == 0) {
-            if (text_parse_duration(s, &r->after_s) != 0) {
+            if (text_parse_duration(s, &r->after_s) != 0 || r->after_s > MAX_AFTER_S) {
                 text_errf(err, errlen,
                           "retention policy: rules[%zu].after: \"%.40s\" is not a duration "
-                          "(90s, 30m, 12h, 30d)",
+                          "(90s, 30m, 12h, 30d; at most 36500d)",
                           i, s);
                 return -1;
             }

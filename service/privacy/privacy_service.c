@@ -10,6 +10,7 @@
 #include "memory/v1/privacy.pb-c.h"
 #include "service/auth/authn.h"
 #include "service/auth/jwt.h"
+#include "service/core/cancel.h"
 #include "service/core/clock.h"
 #include "service/core/log.h"
 #include "service/core/text.h"
@@ -80,39 +81,61 @@ static grpc_status_code forget_selection(rpc_call *call, const principal *p,
     return tier_check_text(call, "reason", req->reason, REASON_MAX);
 }
 
+/* The order the tiers are erased and exported in: the stores of record
+ * first, the cache last, so its flush of the copies of entities and
+ * entries comes after their tiers erased them (a copy a concurrent read
+ * put back meanwhile goes too). */
+static const int tier_order[] = {MEMORY__V1__TIER__TIER_GLOBAL,   MEMORY__V1__TIER__TIER_EPISODIC,
+                                 MEMORY__V1__TIER__TIER_ENTRIES,  MEMORY__V1__TIER__TIER_BLACKBOARD,
+                                 MEMORY__V1__TIER__TIER_CACHE_L1, MEMORY__V1__TIER__TIER_CACHE_L2};
+#define TIER_ORDER_N (sizeof tier_order / sizeof tier_order[0])
+
+/* The k-th eraser in tier_order (k counts from 0), or NULL past the last. */
+static const tier_eraser *nth_eraser(const tier_env *env, size_t k) {
+    for (size_t t = 0; t < TIER_ORDER_N; t++)
+        for (size_t i = 0; i < env->nerasers; i++)
+            if (env->erasers[i].tier == tier_order[t] && k-- == 0) return &env->erasers[i];
+    return NULL;
+}
+
+/* A context for an erasure's or an export's erasers: the call's deadline
+ * and cancel, the selection's principal (*ep, the caller's to release).
+ * GRPC_STATUS_OK, or the call's status. */
+static grpc_status_code erasure_ctx(rpc_call *call, const tier_erase_sel *sel, tier_ctx *c,
+                                    principal **ep) {
+    if (!(*ep = tier_erase_principal(sel))) return rpc_call_oom(call);
+    *c = tier_ctx_for(call, "privacy", NULL);
+    c->p = *ep;
+    c->read_breadth = c->write_breadth = sel->owner ? PRINCIPAL_OWN : PRINCIPAL_ALL;
+    return tier_ctx_watch_cancel(c, call);
+}
+
 /* Runs every eraser into r->counts; the first failure ends the call
  * (tiers before it stay erased: Forget is run again). */
 static grpc_status_code erase_all(rpc_call *call, const privacy_service *svc,
                                   const tier_erase_sel *sel, privacy_receipt *r) {
-    principal *ep = tier_erase_principal(sel);
-    if (!ep) return rpc_call_oom(call);
-    tier_ctx c = tier_ctx_for(call, "privacy", NULL);
-    c.p = ep;
-    c.read_breadth = c.write_breadth = sel->owner ? PRINCIPAL_OWN : PRINCIPAL_ALL;
-    grpc_status_code st = tier_ctx_watch_cancel(&c, call);
-    for (int t = 1; st == GRPC_STATUS_OK && t <= PRIVACY_TIERS; t++)
-        for (size_t i = 0; st == GRPC_STATUS_OK && i < svc->env->nerasers; i++) {
-            const tier_eraser *e = &svc->env->erasers[i];
-            if (e->tier != t) continue;
-            int64_t n = 0;
-            c.err[0] = '\0';
-            int rc = e->fn(e->state, &c, sel, &n);
-            if (rc == STATUS_OK) {
-                r->counts[t] += n;
-                continue;
-            }
-            log_fields(LOG_WARN, "forget stopped at a tier: call it again", LOG_F_STR, "tier",
-                       e->name, LOG_F_STR, "code", status_name(rc), LOG_F_STR, "reason", c.err,
-                       LOG_F_STR, "request_id", rpc_call_request_id(call), LOG_F_END);
-            char why[300];
-            snprintf(why, sizeof why, "%.*s", (int)sizeof why - 1,
-                     c.err[0] ? c.err : status_name(rc));
-            snprintf(c.err, sizeof c.err,
-                     "%s: %s (the tiers before it are erased; Forget is idempotent: call it "
-                     "again)",
-                     e->name, why);
-            st = tier_status(call, rc, &c);
+    principal *ep = NULL;
+    tier_ctx c;
+    grpc_status_code st = erasure_ctx(call, sel, &c, &ep);
+    const tier_eraser *e;
+    for (size_t k = 0; st == GRPC_STATUS_OK && (e = nth_eraser(svc->env, k)); k++) {
+        int64_t n = 0;
+        c.err[0] = '\0';
+        int rc = e->fn(e->state, &c, sel, &n);
+        if (rc == STATUS_OK) {
+            r->counts[e->tier] += n;
+            continue;
         }
+        log_fields(LOG_WARN, "forget stopped at a tier: call it again", LOG_F_STR, "tier", e->name,
+                   LOG_F_STR, "code", status_name(rc), LOG_F_STR, "reason", c.err, LOG_F_STR,
+                   "request_id", rpc_call_request_id(call), LOG_F_END);
+        char why[300];
+        snprintf(why, sizeof why, "%.*s", (int)sizeof why - 1, c.err[0] ? c.err : status_name(rc));
+        snprintf(c.err, sizeof c.err,
+                 "%s: %s (the tiers before it are erased; Forget is idempotent: call it again)",
+                 e->name, why);
+        st = tier_status(call, rc, &c);
+    }
     principal_unref(ep);
     return st;
 }
@@ -148,6 +171,17 @@ static grpc_status_code store(rpc_call *call, const privacy_service *svc, const 
     tier_ctx c = tier_ctx_for(call, "privacy", svc->env->audit);
     store_job j = {r, json, signed_receipt};
     int rc = tier_sql_run(svc->env->pg, &c, TIER_MAX_STATEMENT_MS, store_in, &j);
+    if (rc != STATUS_OK) {
+        /* The erasure stands: say so, and keep what the receipt said. */
+        log_fields(LOG_WARN, "forget done but its receipt not stored", LOG_F_STR, "receipt", json,
+                   LOG_F_STR, "reason", c.err, LOG_F_END);
+        char why[256];
+        snprintf(why, sizeof why, "%.*s", (int)sizeof why - 1, c.err);
+        snprintf(c.err, sizeof c.err,
+                 "every tier is erased, but the receipt could not be stored (%s); the server "
+                 "log has its counts, and Forget again issues a receipt (of nothing left)",
+                 why);
+    }
     free(json);
     return rc == STATUS_OK ? GRPC_STATUS_OK : tier_status(call, rc, &c);
 }
@@ -224,8 +258,8 @@ static int list_in(pgq_session *ss, tier_ctx *c, void *arg) {
         pgq_sql_add(&b, " AND (requested_by = $%d OR subject_principal = $%d)", me, me);
     }
     if (j->after_time)
-        pgq_sql_add(&b, " AND (complete_time, receipt_id) < (to_timestamp($%d::int8 / 1e6), $%d)",
-                    pgq_int8(&b, atoll(j->after_time)), pgq_text(&b, j->after_id));
+        pgq_sql_add(&b, " AND (complete_time, receipt_id) < ($%d, $%d)",
+                    pgq_ts(&b, atoll(j->after_time)), pgq_text(&b, j->after_id));
     pgq_sql_add(&b, " ORDER BY complete_time DESC, receipt_id DESC LIMIT %d", j->limit + 1);
     return pgq_pipeline(ss, "list receipts", NULL, &b, 1, &j->res);
 }
@@ -277,19 +311,33 @@ static RPC_UNARY_HANDLER(do_list_receipts, privacy_service, Memory__V1__PrivacyL
 
 /* ------------------------------------------------------------ Export */
 
-/* One export under way (in the call's arena): what its emit needs. */
+/* One export under way: what its emit needs. */
 typedef struct export_run {
     rpc_call *call;
-    int tier;        /* of the exporter running */
-    arena *scratch;  /* one record's message, reset per record */
-    int64_t records; /* sent so far */
+    struct cancel_token *cancel; /* the call's (tier_ctx_watch_cancel) */
+    int tier;                    /* of the exporter running */
+    arena *scratch;              /* one record's message, reset per record */
+    int64_t records;             /* sent so far */
+    char why[160];               /* what ended the export in emit, for the status */
 } export_run;
 
+/* How long a reader may take no message before its export ends. */
+#define EXPORT_STALL_MS 30000
+
 /* Waits until the stream's buffer has room (a slow reader holds the export
- * back instead of growing the buffer); the call's end ends the wait. */
+ * back instead of growing the buffer); ends with the call (its deadline, a
+ * cancel) or when the reader took nothing for EXPORT_STALL_MS. */
 static int wait_for_room(export_run *x) {
+    int64_t give_up = rpc_now_ms() + EXPORT_STALL_MS;
     while (rpc_call_queued_bytes(x->call) > 0) {
+        if (x->cancel && cancel_fired(x->cancel)) return STATUS_ECANCELLED;
         if (rpc_call_remaining_ms(x->call) <= 0) return STATUS_ETIMEOUT;
+        if (rpc_now_ms() >= give_up) {
+            snprintf(x->why, sizeof x->why,
+                     "the client took no message for %d s: the export ended (call it again)",
+                     EXPORT_STALL_MS / 1000);
+            return STATUS_EBUSY;
+        }
         struct timespec ts = {0, 2 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
@@ -303,9 +351,14 @@ static int emit_record(void *arg, const tier_export_rec *r) {
     m.tier = (Memory__V1__Tier)x->tier;
     m.kind = (char *)r->kind;
     m.id = (char *)r->id;
-    if (pbjson_to_struct(x->scratch, r->json, strlen(r->json), &m.record) != 0 ||
-        !(m.meta = tier_meta_render(x->scratch, r->meta)))
-        return STATUS_ENOMEM;
+    if (pbjson_to_struct(x->scratch, r->json, strlen(r->json), &m.record) != 0) {
+        /* The stores hold JSON objects: one that does not convert is a
+         * bug or corrupt data, named here, not "out of memory". */
+        snprintf(x->why, sizeof x->why, "%s %.100s: its content is not a JSON object we can send",
+                 r->kind, r->id);
+        return STATUS_EINTERNAL;
+    }
+    if (!(m.meta = tier_meta_render(x->scratch, r->meta))) return STATUS_ENOMEM;
     for (;;) {
         int rc = rpc_call_send(x->call, &m.base);
         if (rc == 0) break;
@@ -330,7 +383,7 @@ static grpc_status_code export_selection(rpc_call *call, const principal *p,
     return GRPC_STATUS_OK;
 }
 
-/* On a task-pool thread: every exporter in Tier order, the records
+/* On a task-pool thread: every exporter in tier_order, the records
  * streamed as they come; the status ends the stream. */
 static RPC_UNARY_FN(export_all) {
     (void)resp;
@@ -338,32 +391,24 @@ static RPC_UNARY_FN(export_all) {
     const principal *p = authn_principal(call);
     tier_erase_sel sel;
     RPC_CHECK(export_selection(call, p, (const Memory__V1__PrivacyExportRequest *)req, &sel));
-    principal *ep = tier_erase_principal(&sel);
     export_run x = {.call = call, .scratch = arena_create()};
-    if (!ep || !x.scratch) {
-        principal_unref(ep);
-        arena_free(x.scratch);
-        return rpc_call_oom(call);
+    principal *ep = NULL;
+    tier_ctx c = {0};
+    grpc_status_code st = x.scratch ? erasure_ctx(call, &sel, &c, &ep) : rpc_call_oom(call);
+    x.cancel = c.cancel;
+    const tier_eraser *e;
+    for (size_t k = 0; st == GRPC_STATUS_OK && (e = nth_eraser(svc->env, k)); k++) {
+        if (!e->exporter) continue;
+        x.tier = e->tier;
+        c.err[0] = '\0';
+        int rc = e->exporter(e->state, &c, &sel, emit_record, &x);
+        if (rc == STATUS_OK) continue;
+        if (!c.err[0]) tier_fail(&c, rc, "%s", x.why[0] ? x.why : status_text(rc));
+        log_fields(LOG_WARN, "export stopped at a tier", LOG_F_STR, "tier", e->name, LOG_F_STR,
+                   "code", status_name(rc), LOG_F_STR, "reason", c.err, LOG_F_INT, "records_sent",
+                   x.records, LOG_F_STR, "request_id", rpc_call_request_id(call), LOG_F_END);
+        st = tier_status(call, rc, &c);
     }
-    tier_ctx c = tier_ctx_for(call, "privacy", NULL);
-    c.p = ep;
-    c.read_breadth = c.write_breadth = sel.owner ? PRINCIPAL_OWN : PRINCIPAL_ALL;
-    grpc_status_code st = tier_ctx_watch_cancel(&c, call);
-    for (int t = 1; st == GRPC_STATUS_OK && t <= PRIVACY_TIERS; t++)
-        for (size_t i = 0; st == GRPC_STATUS_OK && i < svc->env->nerasers; i++) {
-            const tier_eraser *e = &svc->env->erasers[i];
-            if (e->tier != t || !e->exporter) continue;
-            x.tier = t;
-            c.err[0] = '\0';
-            int rc = e->exporter(e->state, &c, &sel, emit_record, &x);
-            if (rc == STATUS_OK) continue;
-            if (rc == STATUS_ENOMEM && !c.err[0]) rc = tier_fail(&c, rc, "out of memory");
-            log_fields(LOG_WARN, "export stopped at a tier", LOG_F_STR, "tier", e->name, LOG_F_STR,
-                       "code", status_name(rc), LOG_F_STR, "reason", c.err, LOG_F_INT,
-                       "records_sent", x.records, LOG_F_STR, "request_id",
-                       rpc_call_request_id(call), LOG_F_END);
-            st = tier_status(call, rc, &c);
-        }
     log_fields(st == GRPC_STATUS_OK ? LOG_INFO : LOG_WARN, "export", LOG_F_STR,
                sel.subject_id ? "subject_id" : "principal",
                sel.subject_id ? sel.subject_id : sel.owner, LOG_F_STR, "tenant", sel.tenant,
@@ -415,7 +460,7 @@ static int privacy_open(tier_env *env, void **state, char *err, size_t errlen) {
     int period = env->cfg ? env->cfg->retention_sweep_ms : 0;
     if (period > 0 && policy.n > 0 &&
         privacy_sweeper_start(env, &policy, period, env->cfg->retention_batch, &svc->sweeper) != 0)
-        return tier_oom(err, errlen);
+        return snprintf(err, errlen, "cannot start the retention sweeper (memory or threads)"), -1;
     if (!authn_signing_key(env->auth, NULL))
         log_fields(LOG_WARN,
                    "no --signing-key: Forget receipts are issued unsigned (not verifiable "

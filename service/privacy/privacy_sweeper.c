@@ -72,7 +72,7 @@ static int64_t sweep_rule(privacy_sweeper *s, const tier_eraser *e, const retent
     principal *ep = tier_erase_principal(&sel);
     if (!ep) return -1;
     int64_t total = 0;
-    for (;;) {
+    while (!worker_stopping(s->self)) {
         arena *a = arena_create();
         if (!a) {
             total = -1;

@@ -29,8 +29,8 @@ int privacy_sweeper_start(const tier_env *env, const retention_policy *policy, i
  * frees; accepts NULL. */
 void privacy_sweeper_stop(privacy_sweeper *s);
 
-/* What sweeps have erased since the start, per memory.v1.Tier (for the
- * log and, later, metrics). */
+/* What sweeps have erased since the start, per memory.v1.Tier: kept for
+ * the metrics listener (issue 19); the log says it meanwhile. */
 int64_t privacy_sweeper_erased(const privacy_sweeper *s, int tier);
 
 #endif

@@ -121,3 +121,13 @@ int redis_pool_ping(redis_pool *p, int64_t deadline_ms) {
     redis_pool_release(p, c, rc != 0);
     return rc;
 }
+
+size_t redis_glob_escape(const char *s, size_t n, char *out) {
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '*' || s[i] == '?' || s[i] == '[' || s[i] == ']' || s[i] == '\\')
+            out[o++] = '\\';
+        out[o++] = s[i];
+    }
+    return o;
+}

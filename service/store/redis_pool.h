@@ -33,4 +33,9 @@ redisContext *redis_pool_open(redis_pool *p, char *err, size_t errlen);
 /* PING on a pooled connection; 0 when Redis answers PONG. */
 int redis_pool_ping(redis_pool *p, int64_t deadline_ms);
 
+/* s[0..n) for a SCAN MATCH pattern, its glob characters (* ? [ ] \)
+ * escaped, into out (room for 2 * n bytes; not NUL-terminated): the
+ * pattern's length. A tenant's text matches only itself. */
+size_t redis_glob_escape(const char *s, size_t n, char *out);
+
 #endif

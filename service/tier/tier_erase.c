@@ -13,8 +13,8 @@ principal *tier_erase_principal(const tier_erase_sel *sel) {
     jwt_claims *cl = calloc(1, sizeof *cl);
     if (!cl) return NULL;
     /* No scopes: the principal only carries the diode's inputs; the
-     * breadths are the context's. The sub of an any-owner erasure names
-     * nobody's records (a sub never starts with a space). */
+     * breadths are the context's (PRINCIPAL_ALL without an owner, so the
+     * placeholder sub is never compared with an owner). */
     cl->sub = strdup(sel->owner ? sel->owner : " erasure");
     cl->tenant = strdup(sel->tenant);
     cl->iss = NULL;

@@ -94,7 +94,9 @@ typedef struct tier_eraser {
 
 /* The principal an erasure's context carries (above; an export's has the
  * read ceiling sel->max_label); NULL when out of memory. The caller
- * releases it with principal_unref. */
+ * releases it with principal_unref. A selection without an owner gets a
+ * placeholder sub (" erasure") that no code reads as an owner: its
+ * contexts have PRINCIPAL_ALL breadths, which never filter by sub. */
 principal *tier_erase_principal(const tier_erase_sel *sel);
 
 /* sel->subject_id as the JSON object {"subject_id": ...} (for containment
@@ -104,7 +106,8 @@ const char *tier_erase_subject_json(arena *a, const tier_erase_sel *sel);
 /* sel's rows of a table keeping the record columns (tenant, owner, label,
  * updated_at, pii_kinds) as a WHERE fragment (without WHERE) on alias
  * (NULL: none), for c an erasure's context: c's tenant and owner
- * (tier_sql_read_diode, whose label bound is then the highest); when sel
+ * and label bound (tier_sql_read_diode: the highest label for an erasure,
+ * the caller's read ceiling for an export); when sel
  * has a subject id, json_col's top-level "subject_id" equal to it, both as
  * `->>` (which an expression index serves) and by containment (exact: a
  * string, not a number that prints the same; json_col NULL: the table

@@ -77,6 +77,8 @@ TEST(RetentionPolicyTest, MalformedPoliciesAreRefusedNamingWhatIsWrong) {
   for (const Case& c : std::vector<Case>{
            {"forever", "off", nullptr, "--retention"},
            {"off", "-3d", nullptr, "--retention-pii"},
+           {"999999999d", "off", nullptr, "at most 36500d"},
+           {"off", "off", R"({"rules":[{"after":"36501d"}]})", "rules[0].after"},
            {"off", "off", "{", "retention policy"},
            {"off", "off", "[]", "want {\"rules\""},
            {"off", "off", R"({"rules":[],"extra":1})", "nothing else"},
