@@ -119,9 +119,10 @@ static grpc_status_code erase_all(rpc_call *call, const privacy_service *svc,
     grpc_status_code st = erasure_ctx(call, sel, &c, &ep);
     const tier_eraser *e;
     for (size_t k = 0; st == GRPC_STATUS_OK && (e = nth_eraser(svc->env, k)); k++) {
-        int64_t n = 0;
+        int64_t n = 0, t0 = rpc_now_ms();
         c.err[0] = '\0';
         int rc = e->fn(e->state, &c, sel, &n);
+        r->took_ms[e->tier] += rpc_now_ms() - t0;
         if (rc == STATUS_OK) {
             r->counts[e->tier] += n;
             continue;
@@ -186,12 +187,13 @@ static grpc_status_code store(rpc_call *call, const privacy_service *svc, const 
     return rc == STATUS_OK ? GRPC_STATUS_OK : tier_status(call, rc, &c);
 }
 
-static const char *count_text(arena *a, const privacy_receipt *r) {
+/* "global=3 episodic=0 ..." of counts by tier, for the log. */
+static const char *tier_text(arena *a, const int64_t *by_tier) {
     char buf[256];
     size_t n = 0;
     for (int t = 1; t <= PRIVACY_TIERS && n < sizeof buf; t++)
         n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%s=%lld", t > 1 ? " " : "",
-                              privacy_tier_name(t), (long long)r->counts[t]);
+                              privacy_tier_name(t), (long long)by_tier[t]);
     return arena_strdup(a, buf);
 }
 
@@ -230,10 +232,10 @@ static RPC_UNARY_HANDLER(do_forget, privacy_service, Memory__V1__PrivacyForgetRe
     log_fields(LOG_INFO, sel.dry_run ? "forget dry run" : "forget done", LOG_F_STR, "receipt_id",
                r.receipt_id, LOG_F_STR, r.principal ? "principal" : "subject_id",
                r.principal ? r.principal : r.subject_id, LOG_F_STR, "tenant", r.tenant, LOG_F_STR,
-               "requested_by", r.requested_by, LOG_F_STR, "counts", count_text(a, &r), LOG_F_STR,
-               "reason", req->reason, LOG_F_INT, "duration_ms",
-               rpc_now_ms() - rpc_call_start_ms(call), LOG_F_STR, "request_id", r.request_id,
-               LOG_F_END);
+               "requested_by", r.requested_by, LOG_F_STR, "counts", tier_text(a, r.counts),
+               LOG_F_STR, "tier_ms", tier_text(a, r.took_ms), LOG_F_STR, "reason", req->reason,
+               LOG_F_INT, "duration_ms", rpc_now_ms() - rpc_call_start_ms(call), LOG_F_STR,
+               "request_id", r.request_id, LOG_F_END);
     if (!(resp->receipt = privacy_receipt_render(a, &r, signed_receipt))) return rpc_call_oom(call);
     return GRPC_STATUS_OK;
 }
