@@ -289,6 +289,36 @@ static int delete_ids_checked(vstore *vs, tier_ctx *c, const vs_collection *col,
     return rc;
 }
 
+/* One scroll request (what names it in logs): the points of scope and
+ * filter from offset (NULL: the start), at most limit, with payload as
+ * QJ_PAYLOAD_*, parsed with rd into *page (in arena a), and the cursor
+ * Qdrant gave for the next request. */
+typedef struct scroll_page {
+    vs_point *points;
+    size_t n;
+    vs_id next;
+    int has_next;
+} scroll_page;
+
+static int scroll_once(const qtarget *t, tier_ctx *c, const char *what, const qj_scope *scope,
+                       const Memory__V1__Filter *filter, int limit, const vs_id *offset,
+                       int payload, const qj_read *rd, arena *a, scroll_page *page) {
+    char *body = NULL;
+    size_t blen = 0;
+    memset(page, 0, sizeof *page);
+    int rc =
+        qj_scroll(scope, filter, limit, offset, payload, 0, &body, &blen, c->err, sizeof c->err);
+    if (rc != STATUS_OK) return rc;
+    qdrant_resp r;
+    rc = qdrant_points_call(t, c, what, "POST", "/scroll", body, blen, &r);
+    free(body);
+    if (rc != STATUS_OK) return rc;
+    rc = qj_parse_records(r.body, r.len, rd, 1, a, &page->points, &page->n, &page->next,
+                          &page->has_next, c->err, sizeof c->err);
+    qdrant_resp_free(&r);
+    return rc == STATUS_OK ? rc : qdrant_logged(what, rc, c->err);
+}
+
 static int delete_filter_checked(vstore *vs, tier_ctx *c, const vs_collection *col,
                                  const Memory__V1__Filter *filter, const vs_meta_sel *meta,
                                  int64_t *deleted) {
@@ -313,26 +343,14 @@ static int delete_filter_checked(vstore *vs, tier_ctx *c, const vs_collection *c
     int has_offset = 0;
     int64_t total = 0, now = clock_wall_us();
     for (;; arena_reset(pa)) {
-        char *body = NULL;
-        size_t blen = 0;
-        rc = qj_scroll(&scope, filter, QDRANT_SCROLL_PAGE, has_offset ? &offset : NULL,
-                       QJ_PAYLOAD_META, 0, &body, &blen, c->err, sizeof c->err);
+        scroll_page sp;
+        rc = scroll_once(&t, c, "delete_filter", &scope, filter, QDRANT_SCROLL_PAGE,
+                         has_offset ? &offset : NULL, QJ_PAYLOAD_META, &rd, pa, &sp);
         if (rc != STATUS_OK) break;
-        qdrant_resp r;
-        rc = qdrant_points_call(&t, c, "delete_filter", "POST", "/scroll", body, blen, &r);
-        free(body);
-        if (rc != STATUS_OK) break;
-        vs_point *page = NULL;
-        size_t np = 0;
-        vs_id next;
-        int has_next = 0;
-        rc = qj_parse_records(r.body, r.len, &rd, 1, pa, &page, &np, &next, &has_next, c->err,
-                              sizeof c->err);
-        qdrant_resp_free(&r);
-        if (rc != STATUS_OK) {
-            qdrant_logged("delete_filter", rc, c->err);
-            break;
-        }
+        vs_point *page = sp.points;
+        size_t np = sp.n;
+        vs_id next = sp.next;
+        int has_next = sp.has_next;
         vs_id *del = np ? arena_alloc(pa, np * sizeof *del) : NULL;
         if (np && !del) {
             rc = tier_fail(c, STATUS_ENOMEM, "out of memory");
@@ -492,27 +510,15 @@ int q_scroll(vstore *vs, tier_ctx *c, const vs_collection *col, const Memory__V1
     /* Qdrant's filter carries the diode, so the first request fills the
      * page; only points leak_check drops make another. */
     while (k < limit) {
-        char *body = NULL;
-        size_t blen = 0;
-        rc = qj_scroll(&scope, filter, (int)(limit - k), has_offset ? &offset : NULL,
-                       with_payload ? QJ_PAYLOAD_ALL : QJ_PAYLOAD_META, 0, &body, &blen, c->err,
-                       sizeof c->err);
+        scroll_page sp;
+        rc = scroll_once(&t, c, "scroll", &scope, filter, (int)(limit - k),
+                         has_offset ? &offset : NULL,
+                         with_payload ? QJ_PAYLOAD_ALL : QJ_PAYLOAD_META, &rd, c->ar, &sp);
         if (rc != STATUS_OK) break;
-        qdrant_resp r;
-        rc = qdrant_points_call(&t, c, "scroll", "POST", "/scroll", body, blen, &r);
-        free(body);
-        if (rc != STATUS_OK) break;
-        vs_point *page = NULL;
-        size_t np = 0;
-        vs_id next;
-        int has_next = 0;
-        rc = qj_parse_records(r.body, r.len, &rd, 1, c->ar, &page, &np, &next, &has_next, c->err,
-                              sizeof c->err);
-        qdrant_resp_free(&r);
-        if (rc != STATUS_OK) {
-            qdrant_logged("scroll", rc, c->err);
-            break;
-        }
+        vs_point *page = sp.points;
+        size_t np = sp.n;
+        vs_id next = sp.next;
+        int has_next = sp.has_next;
         /* The caller's next cursor is the last id handed out: a page out
          * of id order (or a next offset not past it) would skip or repeat
          * points. */

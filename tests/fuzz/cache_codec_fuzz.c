@@ -35,11 +35,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const char *key = NULL;
   size_t klen = 0;
   int rc = cache_inval_decode((const char *)b, size, "0123456789abcdef", &key, &klen);
-  FUZZ_CHECK(rc >= -1 && rc <= 1);
+  /* -1 malformed, 0 a key, 1 our own, 2 a prefix (an erasure's flush). */
+  FUZZ_CHECK(rc >= -1 && rc <= 2);
   if (rc >= 0) {
     FUZZ_CHECK(klen > 0);
     FUZZ_CHECK(key == (const char *)b + CACHE_REPLICA_ID_LEN + 1);
     FUZZ_CHECK(key + klen == (const char *)b + size);
+    char sep = (char)b[CACHE_REPLICA_ID_LEN];
+    FUZZ_CHECK(rc == 1 || (rc == 2) == (sep == '*'));
+    /* What encode writes decodes to the same. */
+    char *again = malloc(CACHE_INVAL_BYTES(klen));
+    FUZZ_CHECK(again != NULL);
+    size_t n = rc == 2 || (rc == 1 && sep == '*')
+                   ? cache_inval_encode_prefix((const char *)b, key, klen, again)
+                   : cache_inval_encode((const char *)b, key, klen, again);
+    FUZZ_CHECK(n == size && memcmp(again, b, size) == 0);
+    free(again);
   }
   free(b);
   return 0;

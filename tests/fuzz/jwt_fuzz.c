@@ -10,26 +10,11 @@
 
 #include "service/auth/jwks.h"
 #include "service/auth/jwt.h"
+#include "tests/fuzz/fuzz_keys.h"
 #include "tests/fuzz/fuzz_target.h"
 
-static jwks *keys;
-static EVP_PKEY *priv;
-
-static void setup(void) {
-  if (keys) return;
-  char *pub = NULL, *doc = NULL;
-  if (jwks_generate_ed25519(&priv) != 0 || jwks_render_public(priv, "fuzz", &pub) != 0) abort();
-  size_t n = strlen(pub) + 16;
-  doc = malloc(n);
-  snprintf(doc, n, "{\"keys\":[%s]}", pub);
-  char err[256];
-  if (jwks_parse(doc, strlen(doc), &keys, err, sizeof err) != 0) abort();
-  free(pub);
-  free(doc);
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  setup();
+  fuzz_keys_setup();
   char err[512];
   jwt_claims *claims = NULL;
   const char *nl = memchr(data, '\n', size);
@@ -40,8 +25,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     memcpy(payload, data, plen);
     payload[plen] = '\0';
     char *token = NULL;
-    if (jwt_sign(priv, "fuzz", payload, &token, err, sizeof err) == JWT_OK) {
-      int rc = jwt_verify(keys, token, strlen(token), 1700000000, 60, &claims, err, sizeof err);
+    if (jwt_sign(fuzz_priv, "fuzz", payload, &token, err, sizeof err) == JWT_OK) {
+      int rc =
+          jwt_verify(fuzz_jwks, token, strlen(token), 1700000000, 60, &claims, err, sizeof err);
       if (rc == JWT_OK) {
         FUZZ_CHECK(claims && claims->sub && claims->sub[0] && claims->tenant && claims->jti &&
                    claims->nscopes >= 1);
@@ -63,7 +49,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   }
   err[0] = '\0';
-  int rc = jwt_verify(keys, (const char *)data, size, 1700000000, 60, &claims, err, sizeof err);
+  int rc =
+      jwt_verify(fuzz_jwks, (const char *)data, size, 1700000000, 60, &claims, err, sizeof err);
   /* Without our private key nothing can verify. */
   FUZZ_CHECK(rc != JWT_OK);
   FUZZ_CHECK(claims == NULL && err[0] != '\0');

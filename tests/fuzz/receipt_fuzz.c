@@ -10,23 +10,8 @@
 
 #include "service/auth/jwks.h"
 #include "service/privacy/privacy_receipt.h"
+#include "tests/fuzz/fuzz_keys.h"
 #include "tests/fuzz/fuzz_target.h"
-
-static jwks *keys;
-static EVP_PKEY *priv;
-
-static void setup(void) {
-  if (keys) return;
-  char *pub = NULL, *doc = NULL;
-  if (jwks_generate_ed25519(&priv) != 0 || jwks_render_public(priv, "fuzz", &pub) != 0) abort();
-  size_t n = strlen(pub) + 16;
-  doc = malloc(n);
-  snprintf(doc, n, "{\"keys\":[%s]}", pub);
-  char err[256];
-  if (jwks_parse(doc, strlen(doc), &keys, err, sizeof err) != 0) abort();
-  free(pub);
-  free(doc);
-}
 
 /* A parsed receipt renders to JSON that parses to the same receipt. */
 static void round_trip(arena *a, const privacy_receipt *r) {
@@ -42,7 +27,7 @@ static void round_trip(arena *a, const privacy_receipt *r) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  setup();
+  fuzz_keys_setup();
   arena *a = arena_create();
   FUZZ_CHECK(a != NULL);
   char err[512];
@@ -58,8 +43,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     err[0] = '\0';
     const char *kid = NULL;
     /* Without our private key nothing verifies. */
-    FUZZ_CHECK(
-        privacy_receipt_verify(keys, (const char *)data, size, a, &r, &kid, err, sizeof err) != 0);
+    FUZZ_CHECK(privacy_receipt_verify(fuzz_jwks, (const char *)data, size, a, &r, &kid, err,
+                                      sizeof err) != 0);
     FUZZ_CHECK(err[0] != '\0');
   }
   arena_free(a);

@@ -246,6 +246,49 @@ TEST(CacheCodec, BlobRoundTripsAndLabelIsByteTwo) {
   arena_free(a);
 }
 
+// An erasure's flush: every value under a prefix (and, with an owner,
+// only that owner's), absent markers with them; a dry run counts and
+// removes nothing; a put whose mark predates the flush is dropped.
+TEST(CacheL1, EraseRemovesAPrefixsValuesOrAnOwnersAmongThem) {
+  L1 c(1000);
+  ASSERT_TRUE(c.Put("t1:a", "1"));
+  ASSERT_TRUE(c.Put("t1:b", "2"));
+  ASSERT_TRUE(c.Put("t2:a", "3"));
+  cache_item* bobs = Item("4", 60000, 1, "bob");
+  ASSERT_EQ(1, cache_l1_put(c.l1, "t1:c", 4, bobs, CACHE_L1_UNCONDITIONAL));
+  cache_item_unref(bobs);
+  cache_item* absent = cache_item_absent(WallMs() + 60000);
+  ASSERT_EQ(1, cache_l1_put(c.l1, "t1:d", 4, absent, CACHE_L1_UNCONDITIONAL));
+  cache_item_unref(absent);
+  uint64_t mark = cache_l1_mark(c.l1, "t1:e", 4);
+
+  EXPECT_EQ(1u, cache_l1_erase(c.l1, "t1:", 3, "bob", 1));  // dry run: counted only
+  EXPECT_EQ("4", c.Get("t1:c"));
+  EXPECT_EQ(1u, cache_l1_erase(c.l1, "t1:", 3, "bob", 0));
+  EXPECT_EQ("<miss>", c.Get("t1:c"));
+  EXPECT_EQ("1", c.Get("t1:a"));  // alice's stay
+  EXPECT_EQ(2u, cache_l1_erase(c.l1, "t1:", 3, nullptr, 0));
+  EXPECT_EQ("<miss>", c.Get("t1:a"));
+  EXPECT_EQ("<miss>", c.Get("t1:b"));
+  EXPECT_EQ("<miss>", c.Get("t1:d"));  // the marker went too, uncounted
+  EXPECT_EQ("3", c.Get("t2:a"));       // another prefix stays
+  cache_item* late = Item("5");
+  EXPECT_EQ(0, cache_l1_put(c.l1, "t1:e", 4, late, mark));  // loaded before the flush
+  cache_item_unref(late);
+}
+
+TEST(CacheCodec, PrefixInvalidationsSayTheyAreOne) {
+  const char* me = "0123456789abcdef";
+  char buf[64];
+  size_t n = cache_inval_encode_prefix(me, "memoryd:c:2:t1:", 15, buf);
+  const char* key;
+  size_t klen;
+  EXPECT_EQ(1, cache_inval_decode(buf, n, me, &key, &klen));  // our own
+  EXPECT_EQ(2, cache_inval_decode(buf, n, "fedcba9876543210", &key, &klen));
+  EXPECT_EQ("memoryd:c:2:t1:", std::string(key, klen));
+  EXPECT_EQ(-1, cache_inval_decode("0123456789abcdef+k", 18, me, &key, &klen));
+}
+
 TEST(CacheCodec, InvalidationMessagesNameTheirReplica) {
   const char* me = "0123456789abcdef";
   char buf[64];
