@@ -195,7 +195,9 @@ static int export_meta(tier_ctx *c, const PGresult *r, int i, int at, const char
  * keyset cursor is its first nkey columns) and rendered. */
 typedef struct export_kind {
     const char *kind;
-    int nkey;
+    const char *key; /* the keyset columns, "r.source_id, r.rel_type, r.target_id" */
+    int nkey;        /* how many: the select's first nkey columns */
+    int meta_col;    /* where META_COLS start */
     /* Appends "SELECT <cols>, META_COLS FROM ... WHERE <selection>". */
     int (*select)(pgq_sql *b, tier_ctx *c, const tier_erase_sel *sel);
     /* The record's id and content (JSON) from row i, in c's arena. */
@@ -286,9 +288,10 @@ static int render_task(tier_ctx *c, const PGresult *r, int i, const char **id, c
 }
 
 static const export_kind export_kinds[] = {
-    {"entity", 1, select_entities, render_entity},
-    {"relationship", 3, select_relationships, render_relationship},
-    {"task", 1, select_tasks, render_task},
+    {"entity", "e.id", 1, 4, select_entities, render_entity},
+    {"relationship", "r.source_id, r.rel_type, r.target_id", 3, 4, select_relationships,
+     render_relationship},
+    {"task", "t.id", 1, 9, select_tasks, render_task},
 };
 
 typedef struct read_job {
@@ -306,25 +309,18 @@ static int read_in(pgq_session *ss, tier_ctx *c, void *arg) {
  * in an arena of its own, so an export of any size holds one page. */
 static int export_kind_rows(tier_ctx *c, const global_service *svc, const export_kind *k,
                             const tier_erase_sel *sel, tier_export_emit emit, void *emit_arg) {
-    static const char *const key_cols[][3] = {
-        {"e.id"}, {"r.source_id", "r.rel_type", "r.target_id"}, {"t.id"}};
-    const char *const *keys = key_cols[k - export_kinds];
     char *after[3] = {NULL, NULL, NULL};
     int rc = STATUS_OK;
     for (int more = 1; rc == STATUS_OK && more;) {
         pgq_sql b = {0};
         rc = k->select(&b, c, sel);
-        if (after[0]) {
-            int p[3];
-            for (int j = 0; j < k->nkey; j++) p[j] = pgq_text(&b, after[j]);
-            if (k->nkey == 1) pgq_sql_add(&b, " AND %s > $%d", keys[0], p[0]);
-            else
-                pgq_sql_add(&b, " AND (%s, %s, %s) > ($%d, $%d, $%d)", keys[0], keys[1], keys[2],
-                            p[0], p[1], p[2]);
+        if (after[0]) { /* (key columns) > (the last row's) */
+            pgq_sql_add(&b, " AND (%s) > (", k->key);
+            for (int j = 0; j < k->nkey; j++)
+                pgq_sql_add(&b, "%s$%d", j ? ", " : "", pgq_text(&b, after[j]));
+            pgq_sql_add(&b, ")");
         }
-        pgq_sql_add(&b, " ORDER BY %s%s%s%s%s LIMIT %d", keys[0], k->nkey > 1 ? ", " : "",
-                    k->nkey > 1 ? keys[1] : "", k->nkey > 1 ? ", " : "", k->nkey > 1 ? keys[2] : "",
-                    EXPORT_PAGE);
+        pgq_sql_add(&b, " ORDER BY %s LIMIT %d", k->key, EXPORT_PAGE);
         read_job job = {&b, NULL};
         if (rc == STATUS_OK)
             rc = tier_sql_run(svc->env->pg, c, TIER_MAX_STATEMENT_MS, read_in, &job);
@@ -342,8 +338,7 @@ static int export_kind_rows(tier_ctx *c, const global_service *svc, const export
             tier_export_rec rec = {.kind = k->kind};
             tier_meta m;
             rc = k->render(c, r, i, &rec.id, &rec.json);
-            if (rc == STATUS_OK)
-                rc = export_meta(c, r, i, k == &export_kinds[2] ? 9 : 4, sel->tenant, &m);
+            if (rc == STATUS_OK) rc = export_meta(c, r, i, k->meta_col, sel->tenant, &m);
             rec.meta = &m;
             if (rc == STATUS_OK) rc = emit(emit_arg, &rec);
         }

@@ -33,9 +33,8 @@ typedef struct privacy_receipt {
     const char *principal;  /* the subject: exactly one of these is set */
     const char *subject_id; /* (NULL the other) */
     int dry_run;
-    int64_t complete_us;                /* Unix µs */
-    int64_t counts[PRIVACY_TIERS + 1];  /* by memory.v1.Tier; [0] unused */
-    int64_t took_ms[PRIVACY_TIERS + 1]; /* how long each tier took (for the log; not signed) */
+    int64_t complete_us;               /* Unix µs */
+    int64_t counts[PRIVACY_TIERS + 1]; /* by memory.v1.Tier; [0] unused */
     const char *request_id;
     const char *requested_by;
 } privacy_receipt;
