@@ -75,8 +75,10 @@ class LimitsTest : public ::testing::Test {
     return {{"authorization", TestKeys::Bearer(tok)}};
   }
   // An Audit.Watch stream; the first Read tells whether it was refused.
-  std::unique_ptr<Stream> Watch(const std::string& tok) {
-    auto s = std::make_unique<Stream>(ch_, "/memory.v1.Audit/Watch", 30000, Auth(tok));
+  std::unique_ptr<Stream> Watch(const std::string& tok, int timeout_ms = 30000,
+                                std::shared_ptr<grpc::Channel> ch = nullptr) {
+    auto s =
+        std::make_unique<Stream>(ch ? ch : ch_, "/memory.v1.Audit/Watch", timeout_ms, Auth(tok));
     memory::v1::AuditWatchRequest req;
     EXPECT_TRUE(s->Write(req.SerializeAsString()));
     EXPECT_TRUE(s->WritesDone());
@@ -268,7 +270,16 @@ TEST_F(LimitsTest, StreamsAreCappedPerPrincipalPerTenantAndServerWide) {
 TEST_F(LimitsTest, AStreamWhoseClientStopsReadingEnds) {
   Launch({"--stream-buffer-bytes=16384"});
   std::string tok = Token("t1", "alice");
-  auto watch = Watch(tok);
+  // The watcher has its own connection whose HTTP/2 window stays at 64 KiB:
+  // with gRPC's BDP probing the window grows to megabytes, and how many
+  // records fill it then depends on how fast this machine is (CI's ASan run
+  // once wrote too few within the stream's deadline).
+  grpc::ChannelArguments fixed_window;
+  fixed_window.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+  fixed_window.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 65536);
+  auto watch_ch = grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(m_->port()),
+                                            grpc::InsecureChannelCredentials(), fixed_window);
+  auto watch = Watch(tok, 120000, watch_ch);
   std::this_thread::sleep_for(std::chrono::milliseconds(500));  // registered
   // Reads of a missing entry with a long key: each leaves an audit record
   // of about 600 bytes naming it.
