@@ -31,8 +31,9 @@ help: ## list the targets
 	echo "Variables: MEMORYD_LISTEN (127.0.0.1:50051), MEMORYD_DEV_PG_PORT (55432),"
 	echo "  MEMORYD_DEV_REDIS_PORT (56379), MEMORYD_BIN, BAZEL_BUILD_FLAGS, BAZEL_TEST_FLAGS, CI=true"
 
-deps: ## install missing Debian packages (apt-get; fast no-op when all present)
+deps: ## install missing Debian packages (apt-get) and the Node packages' npm dependencies (npm ci); fast no-op when all present
 	@"$(ROOT)/scripts/install-deps.sh"
+	"$(ROOT)/scripts/install-node-modules.sh"
 
 build: deps ## bazel build //...
 	@cd "$(ROOT)"

@@ -6,6 +6,9 @@
 # Add new packages to PACKAGES below (keep the list in this one place).
 set -euo pipefail
 
+# golang-github-golang-protobuf-1-5-dev: Debian's Go gRPC accepts the 1.3 or
+# the 1.5 series of github.com/golang/protobuf; stubs from protoc-gen-go 1.28
+# need 1.5 (with 1.3 every call panics decoding the response).
 PACKAGES=(
   bazel-bootstrap
   clang
@@ -13,6 +16,10 @@ PACKAGES=(
   grpc-proto
   libclang-rt-14-dev
   libcurl4-openssl-dev
+  golang-github-golang-protobuf-1-5-dev
+  golang-go
+  golang-google-grpc-dev
+  golang-google-protobuf-dev
   libgrpc++-dev
   libgrpc-dev
   libgtest-dev
@@ -31,6 +38,8 @@ PACKAGES=(
   protobuf-c-compiler
   protobuf-compiler
   protobuf-compiler-grpc
+  protoc-gen-go
+  protoc-gen-go-grpc
   python3-grpcio
   python3-jsonschema
   python3-protobuf

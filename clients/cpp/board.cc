@@ -4,6 +4,8 @@
 #include <random>
 #include <thread>
 
+#include "memoryd/call.h"
+
 namespace memoryd {
 
 namespace {
@@ -30,8 +32,7 @@ Board::Board(std::shared_ptr<grpc::Channel> channel, std::string token, std::str
       timeout_(timeout) {}
 
 void Board::Prepare(grpc::ClientContext* ctx, bool deadline) const {
-  if (!token_.empty()) ctx->AddMetadata("authorization", "Bearer " + token_);
-  if (deadline) ctx->set_deadline(std::chrono::system_clock::now() + timeout_);
+  PrepareCall(ctx, token_, deadline ? timeout_ : std::chrono::milliseconds(0));
 }
 
 grpc::Status Board::Post(const std::string& key, const google::protobuf::Value& value,

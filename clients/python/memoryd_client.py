@@ -23,6 +23,7 @@ On PYTHONPATH: this directory and the generated stubs
 """
 
 import collections
+import json
 import random
 import threading
 import time
@@ -39,13 +40,15 @@ from memory.v1 import audit_pb2_grpc
 from memory.v1 import blackboard_pb2
 from memory.v1 import blackboard_pb2_grpc
 from memory.v1 import cache_pb2_grpc
+from memory.v1 import entries_pb2
 from memory.v1 import entries_pb2_grpc
 from memory.v1 import episodic_memory_pb2_grpc
 from memory.v1 import global_memory_pb2_grpc
 from memory.v1 import privacy_pb2_grpc
 from memory.v1 import router_pb2_grpc
 
-__all__ = ["MemorydClient", "Board", "DEFAULT_TARGET", "SERVING", "NOT_SERVING"]
+__all__ = ["MemorydClient", "Memory", "EntryKey", "Board", "DEFAULT_TARGET", "SERVING",
+           "NOT_SERVING"]
 
 DEFAULT_TARGET = "localhost:50051"
 SERVING = health_v1_pb2.HealthCheckResponse.SERVING
@@ -152,6 +155,11 @@ class MemorydClient:
                                   timeout=timeout)
         return reply.status
 
+    def memory(self, namespace):
+        """The key-value memory of namespace (a Memory: dict-like reads,
+        explicit writes, wildcard list_keys)."""
+        return Memory(self, namespace)
+
     def board(self, task_id):
         """The blackboard of task_id (a Board: post with compare-and-set
         retry, leases, a subscription that resumes by itself)."""
@@ -193,6 +201,133 @@ def _duration(seconds):
     d = duration_pb2.Duration()
     d.FromNanoseconds(int(seconds * 1e9))
     return d
+
+
+EntryKey = collections.namedtuple("EntryKey", ("namespace", "key"))
+
+
+def encode_value(value, content_type=None):
+    """How Memory.write stores a value: (bytes, content type). A str is
+    text/plain, bytes application/octet-stream, anything else JSON."""
+    if isinstance(value, str):
+        return value.encode("utf-8"), content_type or "text/plain"
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value), content_type or "application/octet-stream"
+    return json.dumps(value).encode("utf-8"), content_type or "application/json"
+
+
+def decode_value(entry):
+    """An Entry's value as Memory reads give it: str for text/*, parsed
+    JSON for application/json, bytes otherwise."""
+    kind = entry.content_type.split(";")[0].strip().lower()
+    if kind == "application/json":
+        return json.loads(entry.value)
+    if kind.startswith("text/"):
+        return entry.value.decode("utf-8")
+    return entry.value
+
+
+class Memory:
+    """The key-value memory of one namespace (memory.v1.Entries), shaped the
+    way agents use key-value memory: reads never write, writes are
+    explicit.
+
+        memory = client.memory("planner:trip:prefs")
+        memory.write("user_style", "terse")           # text/plain
+        memory["user_style"]                          # 'terse'; KeyError when absent
+        memory.get("nothing", "default")              # 'default'
+        "user_style" in memory                        # True
+        memory.list_keys("user_*")                    # [EntryKey(namespace, key)]
+        memory.list_keys("*", namespace="planner:*:*")
+        memory.in_namespace("planner:trip:plan").write("goal", {"city": "Lyon"})
+
+    A str is stored as text/plain, bytes as application/octet-stream,
+    anything else as JSON; reads give back str, parsed JSON or bytes by the
+    content type. Every method takes namespace= to use another namespace
+    for one call. Errors are grpc.RpcError with memoryd's code and message
+    (an absent key is KeyError for [], None/default for get()).
+    """
+
+    def __init__(self, client, namespace):
+        self.client = client
+        self.namespace = namespace
+
+    def in_namespace(self, namespace):
+        """The same memory under another namespace."""
+        return Memory(self.client, namespace)
+
+    def entry(self, key, namespace=None, timeout=None):
+        """The whole Entry, or None when it is absent, expired or hidden."""
+        try:
+            return self.client.entries.Read(entries_pb2.EntriesReadRequest(
+                namespace=namespace or self.namespace, key=key), timeout=timeout).entry
+        except grpc.RpcError as e:
+            if e.code() == grpc.StatusCode.NOT_FOUND:
+                return None
+            raise
+
+    def get(self, key, default=None, namespace=None, timeout=None):
+        """key's value, or default when it is absent."""
+        entry = self.entry(key, namespace, timeout)
+        return default if entry is None else decode_value(entry)
+
+    def __getitem__(self, key):
+        entry = self.entry(key)
+        if entry is None:
+            raise KeyError(key)
+        return decode_value(entry)
+
+    def __contains__(self, key):
+        return self.entry(key) is not None
+
+    def write(self, key, value, content_type=None, metadata=None, tags=None, ttl=None,
+              expected_version=None, label=None, namespace=None, timeout=None):
+        """Creates or replaces key. metadata: a JSON object; ttl: seconds;
+        expected_version: compare-and-set (0 = only if absent). Returns the
+        EntriesWriteResponse (.meta.version, .created)."""
+        data, kind = encode_value(value, content_type)
+        req = entries_pb2.EntriesWriteRequest(namespace=namespace or self.namespace, key=key,
+                                              value=data, content_type=kind, tags=tags or ())
+        if metadata is not None:
+            req.metadata.update(metadata)
+        if ttl is not None:
+            req.ttl.CopyFrom(_duration(ttl))
+        if expected_version is not None:
+            req.expected_version = expected_version
+        if label is not None:
+            req.label = label
+        return self.client.entries.Write(req, timeout=timeout)
+
+    def delete(self, key, namespace=None, timeout=None):
+        """Deletes key: True, or False when there was nothing to delete."""
+        try:
+            self.client.entries.DeleteEntry(entries_pb2.EntriesDeleteEntryRequest(
+                namespace=namespace or self.namespace, key=key), timeout=timeout)
+            return True
+        except grpc.RpcError as e:
+            if e.code() == grpc.StatusCode.NOT_FOUND:
+                return False
+            raise
+
+    def list_keys(self, pattern="*", namespace=None, limit=10000, timeout=None):
+        """Keys matching pattern (`*` matches any run of characters; nothing
+        else is special) in this namespace, or in every namespace matching
+        the pattern namespace= (e.g. "planner:*:*"), as EntryKey(namespace,
+        key) ordered by namespace then key; at most limit."""
+        out = []
+        token = ""
+        while len(out) < limit:
+            reply = self.client.entries.List(entries_pb2.EntriesListRequest(
+                namespace_pattern=namespace or self.namespace, key_pattern=pattern,
+                page_size=min(1000, limit - len(out)), page_token=token), timeout=timeout)
+            out.extend(EntryKey(e.namespace, e.key) for e in reply.entries)
+            token = reply.next_page_token
+            if not token:
+                break
+        return out[:limit]
+
+    def __repr__(self):
+        return f"Memory({self.namespace!r})"
 
 
 _EVENT = blackboard_pb2.BlackboardEventKind

@@ -8,23 +8,45 @@
 // SIGTERM, drops the database and exits with memoryd's exit status. When memoryd cannot start (no
 // MEMORYD_TEST_PG_URL, PostgreSQL down, ...) it says why on stderr and exits 1 without printing
 // anything.
+//
+//   memoryd_fixture [--scope=SCOPES] [--token=NAME=SCOPES]...
+//
+// --scope replaces the first token's scopes; each --token adds a line
+// "token-NAME JWT" (same tenant and principal, those scopes) after it, for
+// tests that need a narrower or a second token.
 #include <unistd.h>
 
 #include <cstdio>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "tests/clients/client_test_support.h"
 
-int main() {
+int main(int argc, char** argv) {
+  std::string scope = "global:read global:write blackboard:read:all blackboard:write";
+  std::vector<std::pair<std::string, std::string>> extra;
+  for (int i = 1; i < argc; i++) {
+    std::string a = argv[i];
+    size_t eq;
+    if (a.rfind("--scope=", 0) == 0) {
+      scope = a.substr(8);
+    } else if (a.rfind("--token=", 0) == 0 && (eq = a.find('=', 8)) != std::string::npos) {
+      extra.emplace_back(a.substr(8, eq - 8), a.substr(eq + 1));
+    } else {
+      std::fprintf(stderr, "memoryd_fixture: unknown argument %s\n", a.c_str());
+      return 2;
+    }
+  }
   client_test::TestMemoryd server;
   if (!server.ok()) {
     std::fprintf(stderr, "memoryd_fixture: %s\n", server.error().c_str());
     return 1;
   }
   std::printf("address %s\n", server.address().c_str());
-  std::printf(
-      "token %s\n",
-      server.Token("global:read global:write blackboard:read:all blackboard:write").c_str());
+  std::printf("token %s\n", server.Token(scope).c_str());
+  for (const auto& t : extra)
+    std::printf("token-%s %s\n", t.first.c_str(), server.Token(t.second).c_str());
   std::fflush(stdout);
   char buf[256];
   while (read(0, buf, sizeof buf) > 0) {

@@ -61,10 +61,11 @@ class Memoryd:
     "client-test"). close() stops it and returns the fixture's exit code (0:
     memoryd exited 0 on SIGTERM)."""
 
-    def __init__(self):
+    def __init__(self, args=()):
         # The fixture's stderr (why it failed, memoryd's log on a bad exit)
-        # goes to the test log.
-        self.proc = subprocess.Popen([ARGS.fixture], stdin=subprocess.PIPE,
+        # goes to the test log. args: the fixture's (--scope=..., and
+        # --token=NAME=SCOPES, whose tokens land in .tokens[NAME]).
+        self.proc = subprocess.Popen([ARGS.fixture, *args], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True)
         line = self.proc.stdout.readline()
         if not line.startswith("address "):
@@ -79,6 +80,10 @@ class Memoryd:
             self.close()
             raise RuntimeError(f"memoryd_fixture printed {line!r}, not a token")
         self.token = line.split()[1]
+        self.tokens = {}
+        for _ in (a for a in args if a.startswith("--token=")):
+            name, token = self.proc.stdout.readline().split()
+            self.tokens[name[len("token-"):]] = token
 
     def close(self):
         self.proc.stdin.close()

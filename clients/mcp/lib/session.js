@@ -1,0 +1,39 @@
+'use strict';
+// One MCP session: an McpServer with memoryd's tools and resources, bound
+// to one memoryd token (a MemorydClient of its own).
+
+const { McpServer } = require('@modelcontextprotocol/sdk/server/mcp.js');
+const { MemorydClient } = require('memoryd-client');
+const { registerTools } = require('./tools');
+const { registerResources } = require('./resources');
+const { version } = require('../package.json');
+
+const INSTRUCTIONS = 'memoryd is a memory service. Entries (save_memory, read_memory, ' +
+  'search_memories, list_memories, ...) are namespaced key-value memories: a namespace is ' +
+  '"agent:workflow:node". The knowledge graph (put_entity, relate, traverse, ...) holds ' +
+  'entities and their relationships. Blackboards (blackboard_post, blackboard_read) are ' +
+  'shared by the agents of a task. What you may read and write is decided by the token this ' +
+  'server was given, never by tool arguments.';
+
+// options: target, token, timeoutMs. Returns { mcp, client, close() }.
+function createSession({ target, token, timeoutMs }) {
+  const client = new MemorydClient({ target, token, timeoutMs });
+  const mcp = new McpServer({ name: 'memoryd-mcp', version },
+    { instructions: INSTRUCTIONS, capabilities: { tools: {}, resources: {} } });
+  registerTools(mcp, () => client);
+  const endSubscriptions = registerResources(mcp, () => client);
+  let closed = false;
+  return {
+    mcp,
+    client,
+    async close() {
+      if (closed) return;
+      closed = true;
+      endSubscriptions();
+      await mcp.close().catch(() => {});
+      client.close();
+    },
+  };
+}
+
+module.exports = { createSession };

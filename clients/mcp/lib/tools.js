@@ -1,0 +1,261 @@
+'use strict';
+// The MCP tools of memoryd-mcp: memoryd's entries, knowledge graph,
+// blackboards and forget, with JSON Schemas (from zod) and descriptions
+// written for a language model. Every tool calls memoryd through the
+// session's MemorydClient, whose token came from the environment (stdio) or
+// the HTTP session's Authorization header: no tool takes a token, and an
+// argument a tool does not know is refused, so a call cannot widen what the
+// token allows. memoryd's refusals come back as tool errors that carry its
+// status code and message.
+
+const { z } = require('zod');
+const { MemorydError, duration } = require('memoryd-client');
+
+const LABELS = ['public', 'internal', 'confidential', 'secret'];
+const label = z.enum(LABELS).optional()
+  .describe('Sensitivity label of the record (default: the token\'s write floor)');
+const namespace = z.string().min(1)
+  .describe('Namespace: three ":"-separated segments, e.g. "planner:trip:prefs" (agent:workflow:node)');
+const namespacePattern = z.string().optional()
+  .describe('Namespace pattern where "*" matches within a segment, e.g. "planner:*:*" (default "*:*:*")');
+const key = z.string().min(1).describe('Key within the namespace (no "*")');
+const expectedVersion = z.number().int().min(0).optional()
+  .describe('Only change the record if its version is this (0 = only if absent); else ABORTED');
+const json = z.any();
+
+const toLabel = (l) => (l ? `LABEL_${l.toUpperCase()}` : undefined);
+
+// An Entry as a model reads it: text as text, other bytes as base64.
+function entryView(e, withValue = true) {
+  const out = { namespace: e.namespace, key: e.key, content_type: e.contentType,
+    size_bytes: e.sizeBytes, tags: e.tags, metadata: e.metadata, version: e.meta?.version,
+    label: e.meta?.label, owner: e.meta?.owner };
+  if (withValue && e.value && (e.value.length > 0 || e.sizeBytes === 0)) {
+    const type = (e.contentType || '').split(';')[0].trim();
+    if (type.startsWith('text/') || type === 'application/json' || type === '') {
+      out.value = e.value.toString('utf8');
+    } else {
+      out.value_base64 = e.value.toString('base64');
+    }
+  }
+  return out;
+}
+
+const result = (obj) => ({ content: [{ type: 'text', text: JSON.stringify(obj, null, 1) }] });
+
+// memoryd's refusal as an MCP tool error a model can read.
+function toolError(err) {
+  if (!(err instanceof MemorydError)) throw err;
+  return { isError: true,
+    content: [{ type: 'text', text: `memoryd refused: ${err.codeName}: ${err.details}` }] };
+}
+
+// The tools, as [name, description, input shape, handler(client, args)].
+const TOOLS = [
+  ['save_memory', 'Save a memory entry (create or replace) under namespace/key. Use for facts, ' +
+    'preferences and notes worth keeping. Returns its version.', {
+    namespace, key,
+    value: z.string().describe('The content to remember (text; JSON as a string is fine)'),
+    content_type: z.string().optional().describe('MIME type of value (default text/plain)'),
+    metadata: z.record(z.string(), json).optional().describe('JSON object stored beside the value'),
+    tags: z.array(z.string()).optional().describe('Tags to find the entry by'),
+    ttl_seconds: z.number().positive().optional().describe('Forget the entry after this many seconds'),
+    expected_version: expectedVersion, label,
+  }, async (c, a) => {
+    const r = await c.entries.Write({ namespace: a.namespace, key: a.key, value: a.value,
+      contentType: a.content_type || 'text/plain', metadata: a.metadata, tags: a.tags,
+      ttl: a.ttl_seconds !== undefined ? duration(a.ttl_seconds) : undefined,
+      expectedVersion: a.expected_version, label: toLabel(a.label) });
+    return { saved: `${a.namespace}/${a.key}`, created: r.created, version: r.meta.version };
+  }],
+  ['read_memory', 'Read one memory entry by namespace and key (value, tags, metadata, version).', {
+    namespace, key,
+  }, async (c, a) => entryView((await c.entries.Read({ namespace: a.namespace, key: a.key })).entry)],
+  ['search_memories', 'Find memory entries by a term in their key or value, tags, content type, ' +
+    'most recently updated first.', {
+    namespace_pattern: namespacePattern,
+    term: z.string().optional().describe('Text to look for'),
+    tags: z.array(z.string()).optional().describe('Entries must carry all these tags'),
+    content_type: z.string().optional(),
+    limit: z.number().int().min(1).max(1000).optional().describe('At most this many (default 20)'),
+    with_values: z.boolean().optional().describe('Include values (default true)'),
+  }, async (c, a) => {
+    const withValues = a.with_values ?? true;
+    const r = await c.entries.Search({ namespacePattern: a.namespace_pattern, term: a.term,
+      tags: a.tags, contentType: a.content_type, limit: a.limit ?? 20, withValues });
+    return { entries: r.entries.map((e) => entryView(e, withValues)) };
+  }],
+  ['list_memories', 'List memory entries whose namespace and key match patterns ("*" is the ' +
+    'wildcard), ordered by namespace then key, a page at a time.', {
+    namespace_pattern: namespacePattern,
+    key_pattern: z.string().optional().describe('Key pattern, e.g. "user_*" (default "*")'),
+    with_values: z.boolean().optional().describe('Include values (default false)'),
+    page_size: z.number().int().min(1).max(1000).optional(),
+    page_token: z.string().optional().describe('next_page_token of the previous page'),
+  }, async (c, a) => {
+    const r = await c.entries.List({ namespacePattern: a.namespace_pattern,
+      keyPattern: a.key_pattern, withValues: a.with_values ?? false, pageSize: a.page_size,
+      pageToken: a.page_token });
+    return { entries: r.entries.map((e) => entryView(e, a.with_values ?? false)),
+      next_page_token: r.nextPageToken || undefined };
+  }],
+  ['delete_memory', 'Delete one memory entry.', { namespace, key,
+    expected_version: expectedVersion }, async (c, a) => {
+    await c.entries.DeleteEntry({ namespace: a.namespace, key: a.key,
+      expectedVersion: a.expected_version });
+    return { deleted: `${a.namespace}/${a.key}` };
+  }],
+  ['append_memory', 'Append text to the end of an existing memory entry.', {
+    namespace, key, value: z.string().describe('Text to append'), expected_version: expectedVersion,
+  }, async (c, a) => {
+    const r = await c.entries.Append({ namespace: a.namespace, key: a.key, value: a.value,
+      expectedVersion: a.expected_version });
+    return { version: r.meta.version, size_bytes: r.sizeBytes };
+  }],
+  ['replace_in_memory', 'Replace occurrences of a text inside a memory entry; returns how many ' +
+    'were replaced (0 changes nothing).', {
+    namespace, key, find: z.string().min(1).describe('Text to find'),
+    replacement: z.string().describe('Text to put in its place'),
+    max_replacements: z.number().int().min(0).optional().describe('0 or absent = all'),
+    expected_version: expectedVersion,
+  }, async (c, a) => {
+    const r = await c.entries.Replace({ namespace: a.namespace, key: a.key, find: a.find,
+      replacement: a.replacement, maxReplacements: a.max_replacements,
+      expectedVersion: a.expected_version });
+    return { replacement_count: r.replacementCount, version: r.meta?.version };
+  }],
+  ['memory_stats', 'Count and size the memory entries visible to you under a namespace pattern.', {
+    namespace_pattern: namespacePattern,
+  }, async (c, a) => {
+    const r = await c.entries.Stats({ namespacePattern: a.namespace_pattern });
+    return { entry_count: r.entryCount, namespace_count: r.namespaceCount,
+      value_bytes: r.valueBytes };
+  }],
+  ['put_entity', 'Create or replace an entity of the knowledge graph (a person, project, ' +
+    'document, ...).', {
+    id: z.string().min(1), type: z.string().min(1).describe('Entity type, e.g. "person"'),
+    name: z.string().optional(), properties: z.record(z.string(), json).optional(),
+    expected_version: expectedVersion, label,
+  }, async (c, a) => {
+    const r = await c.global.PutEntity({ id: a.id, type: a.type, name: a.name,
+      properties: a.properties, expectedVersion: a.expected_version, label: toLabel(a.label) });
+    return { entity: entityView(r.entity), created: r.created };
+  }],
+  ['get_entity', 'Get one entity of the knowledge graph by id.', { id: z.string().min(1) },
+    async (c, a) => entityView((await c.global.GetEntity({ id: a.id })).entity)],
+  ['query_entities', 'Find entities by type, text and property predicates.', {
+    type: z.string().optional(),
+    text: z.string().optional().describe('Words to match in the name and properties'),
+    where: z.array(z.object({ path: z.string().describe('Property path, e.g. "city"'),
+      op: z.enum(['eq', 'ne', 'lt', 'le', 'gt', 'ge', 'contains']), value: json }).strict())
+      .optional(),
+    page_size: z.number().int().min(1).max(1000).optional(),
+    page_token: z.string().optional(),
+  }, async (c, a) => {
+    const r = await c.global.QueryEntities({ type: a.type, textQuery: a.text,
+      predicates: (a.where || []).map((p) => ({ path: p.path,
+        op: `PREDICATE_OP_${p.op.toUpperCase()}`, value: p.value })),
+      pageSize: a.page_size, pageToken: a.page_token });
+    return { entities: r.entities.map(entityView), next_page_token: r.nextPageToken || undefined };
+  }],
+  ['relate', 'Create or replace a relationship source -[type]-> target between two entities.', {
+    source_id: z.string().min(1), type: z.string().min(1).describe('e.g. "works_on"'),
+    target_id: z.string().min(1), properties: z.record(z.string(), json).optional(), label,
+  }, async (c, a) => {
+    const r = await c.global.PutRelationship({ sourceId: a.source_id, type: a.type,
+      targetId: a.target_id, properties: a.properties, label: toLabel(a.label) });
+    return { relationship: `${a.source_id} -[${a.type}]-> ${a.target_id}`, created: r.created,
+      version: r.relationship.meta.version };
+  }],
+  ['traverse', 'Walk the knowledge graph from an entity: the entities reached and the edges.', {
+    start_id: z.string().min(1),
+    relationship_types: z.array(z.string()).optional().describe('Only these edge types'),
+    direction: z.enum(['out', 'in', 'both']).optional().describe('Default out'),
+    max_depth: z.number().int().min(1).max(16).optional(),
+    limit: z.number().int().min(1).max(10000).optional(),
+  }, async (c, a) => {
+    const r = await c.global.Traverse({ startId: a.start_id,
+      relationshipTypes: a.relationship_types,
+      direction: a.direction ? `EDGE_DIRECTION_${a.direction.toUpperCase()}` : undefined,
+      maxDepth: a.max_depth, limit: a.limit });
+    return { nodes: r.nodes.map((n) => ({ depth: n.depth, ...entityView(n.entity) })),
+      edges: r.edges.map((e) => `${e.sourceId} -[${e.type}]-> ${e.targetId}`),
+      truncated: r.truncated };
+  }],
+  ['record_task', 'Record (create or update) a task an agent worked on, with its status, ' +
+    'provenance, result and the entities it touched.', {
+    id: z.string().min(1), type: z.string().min(1), description: z.string().optional(),
+    status: z.enum(['pending', 'running', 'succeeded', 'failed', 'cancelled']),
+    provenance: z.record(z.string(), json).optional(), result: z.record(z.string(), json).optional(),
+    entity_ids: z.array(z.string()).optional(), label,
+  }, async (c, a) => {
+    const r = await c.global.RecordTask({ id: a.id, type: a.type, description: a.description,
+      status: `TASK_STATUS_${a.status.toUpperCase()}`, provenance: a.provenance,
+      result: a.result, entityIds: a.entity_ids, label: toLabel(a.label) });
+    return { task: a.id, status: r.task.status, created: r.created, version: r.task.meta.version };
+  }],
+  ['blackboard_post', 'Post a JSON value under a key of a task\'s shared blackboard (other ' +
+    'agents see it at once), or delete the key. expected_version 0 claims a key only if free.', {
+    task_id: z.string().min(1), key, value: json.describe('Any JSON value'),
+    delete: z.boolean().optional().describe('Delete the key instead'),
+    expected_version: expectedVersion,
+    lease_seconds: z.number().positive().optional()
+      .describe('The key disappears after this unless posted again (claims)'),
+    ttl_seconds: z.number().positive().optional().describe('Keep the board at least this long'),
+    label,
+  }, async (c, a) => {
+    const r = await c.blackboard.Post({ taskId: a.task_id, key: a.key,
+      value: a.delete ? undefined : a.value ?? null, deleteKey: a.delete || false,
+      expectedVersion: a.expected_version, label: toLabel(a.label),
+      leaseTtl: a.lease_seconds !== undefined ? duration(a.lease_seconds) : undefined,
+      ttl: a.ttl_seconds !== undefined ? duration(a.ttl_seconds) : undefined });
+    return { key: a.key, deleted: a.delete || false, version: r.meta?.version,
+      board_created: r.boardCreated };
+  }],
+  ['blackboard_read', 'Read every key of a task\'s shared blackboard visible to you.', {
+    task_id: z.string().min(1),
+  }, async (c, a) => boardView(await c.blackboard.Read({ taskId: a.task_id }))],
+  ['forget', 'Erase, from every memoryd store, the records of a data subject (records whose ' +
+    'content carries subject_id) or of a principal, and return the signed receipt. dry_run ' +
+    'only counts. Irreversible.', {
+    subject_id: z.string().min(1).optional().describe('Erase records about this subject'),
+    principal: z.string().min(1).optional()
+      .describe('Erase every record this principal owns (default: none; give one of the two)'),
+    dry_run: z.boolean().optional().describe('Count what would be erased, erase nothing'),
+    reason: z.string().optional().describe('Why, for the audit trail'),
+  }, async (c, a) => {
+    const r = (await c.privacy.Forget({ subjectId: a.subject_id, principal: a.principal,
+      dryRun: a.dry_run || false, reason: a.reason })).receipt;
+    return { receipt_id: r.receiptId, dry_run: r.dryRun,
+      erased: Object.fromEntries(r.counts.map((t) =>
+        [t.tier.replace(/^TIER_/, '').toLowerCase(), t.erasedCount])),
+      signed_receipt: r.signedReceipt };
+  }],
+];
+
+function entityView(e) {
+  return { id: e.id, type: e.type, name: e.name, properties: e.properties,
+    version: e.meta?.version, label: e.meta?.label };
+}
+
+function boardView(r) {
+  return { version: r.version, board_id: r.boardId,
+    items: Object.fromEntries(r.items.map((it) => [it.key, { value: it.value,
+      version: it.meta.version, owner: it.meta.owner }])) };
+}
+
+// Registers every tool on server; clientOf() is the session's MemorydClient.
+function registerTools(server, clientOf) {
+  for (const [name, description, shape, handler] of TOOLS) {
+    server.registerTool(name, { description, inputSchema: z.object(shape).strict() },
+      async (args) => {
+        try {
+          return result(await handler(clientOf(), args));
+        } catch (err) {
+          return toolError(err);
+        }
+      });
+  }
+}
+
+module.exports = { registerTools, toolError, entryView, boardView, TOOL_NAMES: TOOLS.map((t) => t[0]) };
