@@ -103,7 +103,7 @@ export interface EntryKey {
 /** Key-value memory of one namespace: reads never write, writes are explicit. */
 export class Memory {
   readonly namespace: string;
-  in(namespace: string): Memory;
+  inNamespace(namespace: string): Memory;
   /** string for text/*, parsed JSON for application/json, Buffer otherwise; undefined when absent. */
   get(key: string, options?: MemoryOptions): Promise<Json | Buffer | undefined>;
   has(key: string, options?: MemoryOptions): Promise<boolean>;

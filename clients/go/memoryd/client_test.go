@@ -126,8 +126,8 @@ func TestMemory(t *testing.T) {
 	must(mem.Write(ctx, "user_langs", []string{"C", "Go"}))
 	must(mem.Write(ctx, "blob", []byte{0, 1, 2}))
 	must(mem.Write(ctx, "user%x", "literal percent"))
-	must(mem.In("planner:trip:plan").Write(ctx, "user_goal", map[string]string{"city": "Lyon"}))
-	must(mem.In("coder:trip:prefs").Write(ctx, "user_elsewhere", "other agent"))
+	must(mem.InNamespace("planner:trip:plan").Write(ctx, "user_goal", map[string]string{"city": "Lyon"}))
+	must(mem.InNamespace("coder:trip:prefs").Write(ctx, "user_elsewhere", "other agent"))
 	if s, ok, err := mem.GetString(ctx, "user_style"); s != "terse" || !ok || err != nil {
 		t.Fatalf("GetString %q %v %v", s, ok, err)
 	}
@@ -146,14 +146,14 @@ func TestMemory(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(keys, []memoryd.EntryKey{{"planner:trip:prefs", "user_langs"}, {"planner:trip:prefs", "user_style"}}) {
 		t.Fatalf("ListKeys %v %v", keys, err)
 	}
-	keys, err = mem.ListKeys(ctx, "user_*", memoryd.InNamespaces("planner:*:*"))
+	keys, err = mem.ListKeys(ctx, "user_*", memoryd.NamespacePattern("planner:*:*"))
 	if err != nil || len(keys) != 3 || keys[0] != (memoryd.EntryKey{"planner:trip:plan", "user_goal"}) {
 		t.Fatalf("ListKeys planner:*:* %v %v", keys, err)
 	}
-	if keys, _ = mem.ListKeys(ctx, "*", memoryd.InNamespaces("*:trip:*")); len(keys) != 6 {
+	if keys, _ = mem.ListKeys(ctx, "*", memoryd.NamespacePattern("*:trip:*")); len(keys) != 6 {
 		t.Fatalf("*:trip:* %v", keys)
 	}
-	if keys, _ = mem.ListKeys(ctx, "*", memoryd.InNamespaces("*:*:*"), memoryd.Limit(2)); len(keys) != 2 {
+	if keys, _ = mem.ListKeys(ctx, "*", memoryd.NamespacePattern("*:*:*"), memoryd.Limit(2)); len(keys) != 2 {
 		t.Fatalf("limit 2: %v", keys)
 	}
 	// Reads never write.

@@ -21,7 +21,7 @@ import (
 //	mem.Write(ctx, "user_style", "terse")            // text/plain
 //	mem.Write(ctx, "user_langs", []string{"C", "Go"}) // application/json
 //	s, ok, err := mem.GetString(ctx, "user_style")
-//	keys, err := mem.ListKeys(ctx, "user_*", memoryd.InNamespaces("planner:*:*"))
+//	keys, err := mem.ListKeys(ctx, "user_*", memoryd.NamespacePattern("planner:*:*"))
 //
 // A string is stored as text/plain, a []byte as application/octet-stream,
 // anything else as JSON (application/json).
@@ -33,8 +33,8 @@ type Memory struct {
 // Namespace is the memory's namespace.
 func (m *Memory) Namespace() string { return m.ns }
 
-// In is the same memory under another namespace.
-func (m *Memory) In(namespace string) *Memory { return &Memory{c: m.c, ns: namespace} }
+// InNamespace is the same memory under another namespace.
+func (m *Memory) InNamespace(namespace string) *Memory { return &Memory{c: m.c, ns: namespace} }
 
 // Entry returns the whole entry; ok is false when it is absent, expired or
 // hidden from the caller.
@@ -176,9 +176,9 @@ type listOptions struct {
 // ListOption changes ListKeys.
 type ListOption func(*listOptions)
 
-// InNamespaces lists every namespace matching pattern (e.g. "planner:*:*")
+// NamespacePattern lists every namespace matching pattern (e.g. "planner:*:*")
 // instead of the memory's own.
-func InNamespaces(pattern string) ListOption { return func(o *listOptions) { o.ns = pattern } }
+func NamespacePattern(pattern string) ListOption { return func(o *listOptions) { o.ns = pattern } }
 
 // Limit caps the keys returned (default 10000).
 func Limit(n int) ListOption { return func(o *listOptions) { o.limit = n } }

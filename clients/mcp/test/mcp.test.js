@@ -8,7 +8,7 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const http = require('http');
 const path = require('path');
-const { spawn } = require('child_process');
+const { execFile, spawn } = require('child_process');
 const { Client } = require('@modelcontextprotocol/sdk/client/index.js');
 const { StdioClientTransport } = require('@modelcontextprotocol/sdk/client/stdio.js');
 const { StreamableHTTPClientTransport } =
@@ -279,4 +279,21 @@ test('Streamable HTTP: sessions are bounded', async () => {
   } finally {
     assert.equal(await server.stop(), 0, server.log());
   }
+});
+
+test('the README\'s example: the MCP inspector\'s CLI against memoryd-mcp on stdio', async () => {
+  const inspector = path.join(__dirname, '..', 'node_modules', '.bin', 'mcp-inspector');
+  const run = (...args) => new Promise((resolve, reject) => execFile(inspector, ['--cli',
+    '-e', `MEMORYD_TOKEN=${memoryd.token}`, '-e', `MEMORYD_TARGET=${memoryd.address}`,
+    process.execPath, SERVER, ...args], { timeout: 60000 },
+  (err, stdout, stderr) => (err ? reject(new Error(`${err.message}\n${stderr}`))
+    : resolve(JSON.parse(stdout)))));
+  const listed = await run('--method', 'tools/list');
+  assert.equal(listed.tools.length, TOOLS.length);
+  const saved = await run('--method', 'tools/call', '--tool-name', 'save_memory',
+    '--tool-arg', 'namespace=demo:mcp:notes', '--tool-arg', 'key=user_style',
+    '--tool-arg', 'value=terse');
+  assert.match(saved.content[0].text, /"saved": "demo:mcp:notes\/user_style"/);
+  const read = await run('--method', 'resources/read', '--uri', 'memoryd://entries/demo:mcp:notes');
+  assert.equal(JSON.parse(read.contents[0].text).entries[0].value, 'terse');
 });

@@ -8,6 +8,7 @@
 //   await memory.get('nothing');                        // undefined
 //   await memory.listKeys('user_*');                    // [{ namespace, key }]
 //   await memory.listKeys('*', { namespace: 'planner:*:*' });
+//   await memory.inNamespace('planner:trip:plan').write('goal', { city: 'Lyon' });
 //
 // Values: a string is stored as text/plain, a Buffer as
 // application/octet-stream, anything else as application/json; get()
@@ -41,7 +42,7 @@ class Memory {
   }
 
   // The same memory under another namespace.
-  in(namespace) {
+  inNamespace(namespace) {
     return new Memory(this.client, namespace);
   }
 

@@ -56,7 +56,7 @@ test('namespaced memory: dict-like reads, explicit writes, wildcard listing', as
   await memory.write('user_langs', ['C', 'Go']);
   await memory.write('blob', Buffer.from([0, 1, 2]));
   await memory.write('user%x', 'literal percent', { tags: ['t1'] });
-  await memory.in('planner:trip:plan').write('user_goal', { city: 'Lyon' });
+  await memory.inNamespace('planner:trip:plan').write('user_goal', { city: 'Lyon' });
   await memory.write('user_elsewhere', 'other agent', { namespace: 'coder:trip:prefs' });
   assert.equal(await memory.get('user_style'), 'terse');
   assert.deepEqual(await memory.get('user_langs'), ['C', 'Go']);
