@@ -17,10 +17,9 @@
 #include "grpc/health/v1/health.pb-c.h"
 #include "memory/v1/global_memory.pb-c.h"
 #include "tests/clients/client_test_support.h"
+#include "tests/clients/suite_memoryd.h"
 
 namespace {
-
-using client_test::TestMemoryd;
 
 const char kCheck[] = "/grpc.health.v1.Health/Check";
 const char kGetEntity[] = "/memory.v1.GlobalMemory/GetEntity";
@@ -58,24 +57,17 @@ int HealthStatus(mdc_client* c, const char* service) {
   return reinterpret_cast<Grpc__Health__V1__HealthCheckResponse*>(r.response)->status;
 }
 
-class CClientTest : public ::testing::Test {
+class CClientTest : public client_test::SuiteMemoryd {
  protected:
-  static void SetUpTestSuite() { server_ = new TestMemoryd(); }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
   void SetUp() override {
-    ASSERT_TRUE(server_->ok()) << server_->error();
+    SuiteMemoryd::SetUp();
+    if (HasFatalFailure()) return;
     ASSERT_EQ(0, mdc_client_create(server_->address().c_str(), &client_));
   }
   void TearDown() override { mdc_client_free(client_); }
 
-  static TestMemoryd* server_;
   mdc_client* client_ = nullptr;
 };
-
-TestMemoryd* CClientTest::server_ = nullptr;
 
 TEST_F(CClientTest, HealthCheckWithProtobufCMessagesIsServing) {
   Grpc__Health__V1__HealthCheckRequest req = GRPC__HEALTH__V1__HEALTH_CHECK_REQUEST__INIT;

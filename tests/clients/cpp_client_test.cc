@@ -21,11 +21,11 @@
 #include "memory/v1/privacy.grpc.pb.h"
 #include "memory/v1/router.grpc.pb.h"
 #include "tests/clients/client_test_support.h"
+#include "tests/clients/suite_memoryd.h"
 #include "tests/testing/grpc_client.h"
 
 namespace {
 
-using client_test::TestMemoryd;
 using grpc::health::v1::HealthCheckRequest;
 using grpc::health::v1::HealthCheckResponse;
 
@@ -35,25 +35,15 @@ void SetDeadline(grpc::ClientContext* ctx, int ms = kDeadlineMs) {
   ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(ms));
 }
 
-// One memoryd for the whole suite: starting one per test would only
-// repeat the same start-up.
-class CppClientTest : public ::testing::Test {
+class CppClientTest : public client_test::SuiteMemoryd {
  protected:
-  static void SetUpTestSuite() { server_ = new TestMemoryd(); }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
   void SetUp() override {
-    ASSERT_TRUE(server_->ok()) << server_->error();
+    SuiteMemoryd::SetUp();
     channel_ = grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials());
   }
 
-  static TestMemoryd* server_;
   std::shared_ptr<grpc::Channel> channel_;
 };
-
-TestMemoryd* CppClientTest::server_ = nullptr;
 
 TEST_F(CppClientTest, HealthCheckThroughGeneratedStubIsServing) {
   auto stub = grpc::health::v1::Health::NewStub(channel_);

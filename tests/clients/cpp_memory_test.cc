@@ -6,7 +6,7 @@
 #include <chrono>
 
 #include "memoryd/memory.h"
-#include "tests/clients/client_test_support.h"
+#include "tests/clients/suite_memoryd.h"
 #include "tests/testing/ports.h"
 
 namespace {
@@ -15,24 +15,17 @@ using grpc::StatusCode;
 using memoryd::EntryKey;
 using memoryd::Memory;
 
-class CppMemoryTest : public ::testing::Test {
+class CppMemoryTest : public client_test::SuiteMemoryd {
  protected:
-  static void SetUpTestSuite() { server_ = new client_test::TestMemoryd(); }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
   void SetUp() override {
-    ASSERT_TRUE(server_->ok()) << server_->error();
+    SuiteMemoryd::SetUp();
     channel_ = grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials());
   }
   Memory Mem(const std::string& ns, const std::string& scope = "entries:*") {
     return Memory(channel_, server_->Token(scope), ns);
   }
-  static client_test::TestMemoryd* server_;
   std::shared_ptr<grpc::Channel> channel_;
 };
-client_test::TestMemoryd* CppMemoryTest::server_ = nullptr;
 
 TEST_F(CppMemoryTest, ReadsWritesAndListsByPattern) {
   Memory memory = Mem("planner:trip:prefs");

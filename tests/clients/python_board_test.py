@@ -98,21 +98,7 @@ class Proxy:
         self.cut()
 
 
-class BoardAgainstMemoryd(unittest.TestCase):
-
-    server = None
-
-    @classmethod
-    def setUpClass(cls):
-        cls.server = python_client_test.Memoryd()
-
-    @classmethod
-    def tearDownClass(cls):
-        if cls.server:
-            code = cls.server.close()
-            cls.server = None
-            if code != 0:
-                raise AssertionError(f"memoryd_fixture exited with {code}")
+class BoardAgainstMemoryd(python_client_test.WithMemoryd):
 
     def client(self, target=None):
         c = MemorydClient(target or self.server.address, token=self.server.token, timeout=5.0)

@@ -93,14 +93,18 @@ class Memoryd:
             self.proc.stdout.close()
 
 
-class AgainstMemoryd(unittest.TestCase):
-    """One memoryd on a throw-away database for the whole class."""
+class WithMemoryd(unittest.TestCase):
+    """One memoryd on a throw-away database for the whole class (a test
+    class of this file or another client test derives from it);
+    FIXTURE_ARGS are memoryd_fixture's arguments. tearDownClass fails when
+    memoryd did not stop cleanly on SIGTERM."""
 
+    FIXTURE_ARGS = ()
     server = None
 
     @classmethod
     def setUpClass(cls):
-        cls.server = Memoryd()
+        cls.server = Memoryd(cls.FIXTURE_ARGS)
 
     @classmethod
     def tearDownClass(cls):
@@ -110,6 +114,10 @@ class AgainstMemoryd(unittest.TestCase):
             if code != 0:
                 raise AssertionError(f"memoryd_fixture exited with {code}: memoryd did not "
                                      "stop cleanly on SIGTERM")
+
+
+class AgainstMemoryd(WithMemoryd):
+    """The client against memoryd."""
 
     def setUp(self):
         self.client = MemorydClient(self.server.address, timeout=TIMEOUT)

@@ -22,21 +22,8 @@ from memory.v1 import entries_pb2
 from memoryd_client import EntryKey, MemorydClient
 
 
-class MemoryAgainstMemoryd(unittest.TestCase):
-    server = None
-
-    @classmethod
-    def setUpClass(cls):
-        cls.server = python_client_test.Memoryd(
-            ["--scope=entries:*", "--token=readonly=entries:read"])
-
-    @classmethod
-    def tearDownClass(cls):
-        if cls.server:
-            code = cls.server.close()
-            cls.server = None
-            if code != 0:
-                raise AssertionError(f"memoryd_fixture exited with {code}")
+class MemoryAgainstMemoryd(python_client_test.WithMemoryd):
+    FIXTURE_ARGS = ("--scope=entries:*", "--token=readonly=entries:read")
 
     def client(self, token=None):
         c = MemorydClient(self.server.address, token=token or self.server.token, timeout=5.0)

@@ -229,6 +229,9 @@ test('Streamable HTTP: tools per session token, and the transport\'s security ru
     assert.equal(r.created, true);
     r = await call(client, 'read_memory', { namespace: 'mcp:http:s', key: 'k' });
     assert.equal(r.value, 'v');
+    const bad = await client.callTool({ name: 'read_memory', arguments: { namespace: 'mcp:http:s' } });
+    assert.equal(bad.isError, true);
+    assert.match(bad.content[0].text, /key/);
     // Another session with the read-only token is held to it.
     const ro = await httpClient(server.url, memoryd.tokens.readonly);
     r = await call(ro.client, 'save_memory', { namespace: 'mcp:http:s', key: 'k', value: 'w' });
