@@ -16,6 +16,8 @@
 #   MEMORYD_DEV_REDIS_PORT  Redis port on 127.0.0.1 (default 56379)
 #   MEMORYD_DEV_PG_BIN      PostgreSQL bin dir (default: newest /usr/lib/postgresql/*/bin)
 #   MEMORYD_LISTEN          HOST:PORT for start-memoryd (default 127.0.0.1:50051)
+#   MEMORYD_METRICS_LISTEN  HOST:PORT of its Prometheus /metrics (default 127.0.0.1:9464;
+#                           empty = none)
 #
 # PostgreSQL refuses to run as root: when run as root, the cluster belongs to the
 # `postgres` user and initdb/pg_ctl run through `runuser -u postgres --`.
@@ -377,6 +379,7 @@ memoryd_stop() {
 memoryd_start() {
   local bin=${1:-$ROOT/bazel-bin/service/memoryd}
   local listen=${MEMORYD_LISTEN:-127.0.0.1:50051}
+  local metrics=${MEMORYD_METRICS_LISTEN-127.0.0.1:9464}
   local log=$LOCAL/memoryd.log host port pid rc deadline
   [[ -x $bin ]] || die "$bin does not exist; build it first (make build)"
   [[ -f $ENV_FILE ]] || die "$ENV_FILE is missing; run 'scripts/devstack.sh start' first"
@@ -398,7 +401,7 @@ memoryd_start() {
   (
     # shellcheck source=/dev/null
     source "$ENV_FILE"
-    export MEMORYD_LISTEN=$listen
+    export MEMORYD_LISTEN=$listen MEMORYD_METRICS_LISTEN=$metrics
     export MEMORYD_JWKS=$LOCAL/keys/jwks.json MEMORYD_SIGNING_KEY=$LOCAL/keys/memoryd.jwk
     cd "$ROOT"
     exec </dev/null >>"$log" 2>&1
@@ -433,6 +436,7 @@ memoryd_start() {
 
 memoryd is running (pid $pid)
   address:  $listen
+  metrics:  ${metrics:+http://$metrics/metrics}${metrics:-off (MEMORYD_METRICS_LISTEN)}
   log:      ${log#"$ROOT"/}
   backends: $(sed -n 's/^export //p' "$ENV_FILE" | paste -sd' ')
   stop:     make stop        (stops memoryd, PostgreSQL and Redis)

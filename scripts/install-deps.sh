@@ -26,6 +26,7 @@ PACKAGES=(
   libhiredis-dev
   libfaiss-dev
   libjansson-dev
+  libmicrohttpd-dev
   libpq-dev
   libprotobuf-c-dev
   libprotobuf-dev
@@ -35,6 +36,7 @@ PACKAGES=(
   nghttp2-client
   openssl
   postgresql
+  prometheus
   protobuf-c-compiler
   protobuf-compiler
   protobuf-compiler-grpc

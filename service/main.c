@@ -16,6 +16,9 @@
 #include "service/core/log.h"
 #include "service/health/health.h"
 #include "service/health/health_probe.h"
+#include "service/metrics/call_metrics.h"
+#include "service/metrics/metrics.h"
+#include "service/metrics/metrics_http.h"
 #include "service/pb/page_token.h"
 #include "service/receipt_cli.h"
 #include "service/reflection/descpool.h"
@@ -59,6 +62,8 @@ typedef struct {
     descpool *pool;
     health *health;
     health_probe *probe;
+    call_metrics *calls;
+    metrics_http *metrics;
     rpc_server *srv;
     instance *inst;
     authn *auth;
@@ -231,12 +236,30 @@ static int build_server(app *a, char *err) {
     if (tier_set_open(tiers, TIER_COUNT(tiers), &env, a->srv, &a->tiers, err, ERRLEN) != 0)
         return -1;
     rpc_server_set_unknown_describer(a->srv, reflection_describe_unknown, a->pool);
+    /* Last: the call metrics' label set is the finished method table. */
+    if (c->metrics_listen[0] && call_metrics_create(a->srv, &a->calls) != 0) {
+        snprintf(err, ERRLEN, "cannot set up the call metrics");
+        return -1;
+    }
+    return 0;
+}
+
+/* The /metrics listener, when --metrics-listen asks for one. */
+static int start_metrics(app *a, char *err) {
+    if (!a->cfg.metrics_listen[0]) return 0;
+    if (metrics_http_start(a->cfg.metrics_listen, &a->metrics, err, ERRLEN) != 0) return -1;
+    log_fields(LOG_INFO, "metrics serving", LOG_F_STR, "listen", a->cfg.metrics_listen, LOG_F_INT,
+               "port", (int64_t)metrics_http_port(a->metrics), LOG_F_STR, "path", "/metrics",
+               LOG_F_END);
     return 0;
 }
 
 static void teardown(app *a) {
+    metrics_http_stop(a->metrics); /* no scrape may read what is freed below */
+    metrics_reset_collectors();
     health_probe_stop(a->probe);
     rpc_server_free(a->srv);
+    call_metrics_free(a->calls);
     tier_set_free(a->tiers);
     audit_free(a->audit);
     authn_free(a->auth);
@@ -275,7 +298,7 @@ static int start_health(app *a) {
 static int run(app *a, const sigset_t *signals) {
     char err[ERRLEN] = "";
     if (open_backends(a, err) != 0 || build_server(a, err) != 0 || start_health(a) != 0 ||
-        rpc_server_start(a->srv, err, sizeof err) != 0) {
+        rpc_server_start(a->srv, err, sizeof err) != 0 || start_metrics(a, err) != 0) {
         log_fields(LOG_ERROR, "start-up failed", LOG_F_STR, "error", err[0] ? err : "see above",
                    LOG_F_END);
         fprintf(stderr, "memoryd: %s\n", err[0] ? err : "start-up failed");

@@ -44,6 +44,8 @@ typedef struct {
 static const opt_def options[] = {
     OPT_TEXT("listen", listen, "127.0.0.1:50051",
              "address to serve gRPC on (host:port; [::]:port or 0.0.0.0:port for all interfaces)"),
+    OPT_TEXT("metrics-listen", metrics_listen, "",
+             "address of the Prometheus /metrics HTTP listener (host:port); empty = none"),
     OPT_NUMBER("workers", workers, "0", 0, 1024,
                "worker threads polling the completion queue; 0 = one per core"),
     OPT_NUMBER("task-threads", task_threads, "16", 1, 1024,

@@ -10,6 +10,7 @@
 
 typedef struct config {
     char *listen;                   /* host:port for the gRPC listener */
+    char *metrics_listen;           /* host:port for /metrics; "" = off */
     int workers;                    /* completion-queue threads; 0 = number of cores */
     int task_threads;               /* threads for blocking handlers (rpc.h) */
     int task_queue_max;             /* calls waiting for one */

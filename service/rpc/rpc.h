@@ -209,6 +209,18 @@ int rpc_server_start(rpc_server *srv, char *err, size_t errlen);
 /* The port actually bound (useful with port 0). */
 int rpc_server_port(const rpc_server *srv);
 
+/* The method table, in registration order (fixed once started): its size
+ * and the path of entry i. */
+size_t rpc_server_method_count(const rpc_server *srv);
+const char *rpc_server_method_path(const rpc_server *srv, size_t i);
+
+/* What a running server holds now, for metrics. */
+typedef struct rpc_server_stats {
+    int calls_in_flight; /* handed to handlers, not yet finished */
+    int streams_open;    /* server streams being served */
+} rpc_server_stats;
+void rpc_server_get_stats(rpc_server *srv, rpc_server_stats *out);
+
 /* Shuts the server down in three steps. Blocks; safe to call once.
  *  1. Drain: every call the runtime had been handed before this call (those
  *     already running, and those the completion queue held for a busy
@@ -248,8 +260,12 @@ const char *rpc_call_metadata_view(const rpc_call *call, const char *key, size_t
 const char *rpc_call_request_id(rpc_call *call);
 /* Peer address ("ipv4:127.0.0.1:5000"), fetched on first use. */
 const char *rpc_call_peer(rpc_call *call);
-/* Monotonic ms when the call arrived. */
+/* Monotonic ms (and us) when the call arrived. */
 int64_t rpc_call_start_ms(const rpc_call *call);
+int64_t rpc_call_start_us(const rpc_call *call);
+/* The call's method as an index into the server's method table (see
+ * rpc_server_method_path), -1 for a method nobody registered. */
+int rpc_call_method_index(const rpc_call *call);
 
 /* Sets the status message for the error status the handler returns. */
 void rpc_call_set_error(rpc_call *call, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

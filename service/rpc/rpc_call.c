@@ -57,6 +57,10 @@ const ProtobufCMessage *rpc_call_request(const rpc_call *c) { return c->request;
 arena *rpc_call_arena(rpc_call *c) { return c->msg_arena ? c->msg_arena : c->arena; }
 int64_t rpc_call_deadline_ms(const rpc_call *c) { return c->deadline_ms; }
 int64_t rpc_call_start_ms(const rpc_call *c) { return c->start_ms; }
+int64_t rpc_call_start_us(const rpc_call *c) { return c->start_us; }
+int rpc_call_method_index(const rpc_call *c) {
+    return c->entry ? (int)(c->entry - c->srv->methods) : -1;
+}
 static void generate_request_id(rpc_call *c);
 
 const char *rpc_call_request_id(rpc_call *c) {
@@ -572,7 +576,8 @@ void rpc_call_dispatch(rpc_server *srv, const rpc_method_entry *entry, grpc_call
     c->arena = a;
     c->call = call;
     c->md = *md;
-    c->start_ms = rpc_now_ms();
+    c->start_us = clock_mono_us();
+    c->start_ms = c->start_us / 1000;
     c->trailer.value = grpc_empty_slice();
     c->details = grpc_empty_slice();
     pthread_mutex_init(&c->lock, NULL);

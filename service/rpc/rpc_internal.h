@@ -101,6 +101,7 @@ struct rpc_call {
     grpc_call *call;
     grpc_metadata_array md; /* request metadata, owned by the call */
     int64_t start_ms, deadline_ms;
+    int64_t start_us;
     arena *arena;
     const ProtobufCMessage *request;
     char request_id[REQUEST_ID_MAX + 1];

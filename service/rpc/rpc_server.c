@@ -386,6 +386,19 @@ int rpc_server_start(rpc_server *srv, char *err, size_t errlen) {
 
 int rpc_server_port(const rpc_server *srv) { return srv->port; }
 
+size_t rpc_server_method_count(const rpc_server *srv) { return srv->nmethods; }
+
+const char *rpc_server_method_path(const rpc_server *srv, size_t i) {
+    return i < srv->nmethods ? srv->methods[i].m.path : NULL;
+}
+
+void rpc_server_get_stats(rpc_server *srv, rpc_server_stats *out) {
+    out->calls_in_flight = atomic_load(&srv->served_calls);
+    pthread_mutex_lock(&srv->lock);
+    out->streams_open = srv->nstreams;
+    pthread_mutex_unlock(&srv->lock);
+}
+
 /* Waits for the shutdown notification until deadline (monotonic ms) or
  * forever when deadline is negative. Returns 1 once notified. */
 static int wait_notified(rpc_server *srv, int64_t deadline_ms) {

@@ -1,0 +1,152 @@
+// The Prometheus listener of the real binary (--metrics-listen): calls are
+// counted by method and status code with their latency, paths nobody
+// registered share the label "other", the gauges are there, the whole
+// exposition passes `promtool check metrics` (Debian's prometheus), and
+// without the flag nothing listens.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "grpc/health/v1/health.pb.h"
+#include "memory/v1/entries.pb.h"
+#include "tests/testing/grpc_client.h"
+#include "tests/testing/memoryd_process.h"
+#include "tests/testing/pg_testdb.h"
+#include "tests/testing/test_keys.h"
+
+namespace {
+
+using grpc::StatusCode;
+
+// One HTTP/1.0 request to 127.0.0.1:port; the whole answer (status line,
+// headers, body), "" when nothing answers.
+std::string Http(int port, const std::string& request) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string out;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+      write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size())) {
+    char buf[8192];
+    ssize_t n;
+    while ((n = read(fd, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
+  }
+  close(fd);
+  return out;
+}
+
+std::string Body(const std::string& response) {
+  size_t at = response.find("\r\n\r\n");
+  return at == std::string::npos ? "" : response.substr(at + 4);
+}
+
+// The value of the sample whose name and labels are exactly `series`; -1
+// when absent.
+double Sample(const std::string& text, const std::string& series) {
+  size_t at = text.find("\n" + series + " ");
+  if (at == std::string::npos) return -1;
+  return std::strtod(text.c_str() + at + series.size() + 2, nullptr);
+}
+
+class MetricsTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(db_.ok()) << db_.error(); }
+  PgTestDb db_;
+};
+
+TEST_F(MetricsTest, CallsAreCountedAndTheExpositionPassesPromtool) {
+  MemorydProcess m({"--pg-url=" + db_.url(), "--metrics-listen=127.0.0.1:0"});
+  ASSERT_TRUE(m.Start()) << m.Log();
+  // The port from the log line {"msg":"metrics serving",...,"port":N,...}.
+  std::string log = m.Log();
+  size_t line = log.find("\"msg\":\"metrics serving\"");
+  ASSERT_NE(std::string::npos, line) << log;
+  size_t at = log.find("\"port\":", line);
+  ASSERT_NE(std::string::npos, at) << log;
+  int port = std::atoi(log.c_str() + at + 7);
+  ASSERT_GT(port, 0) << log;
+  auto ch = testing_client::Connect(m.port());
+  for (int i = 0; i < 3; i++)
+    ASSERT_TRUE(testing_client::Unary(ch, "/grpc.health.v1.Health/Check",
+                                      grpc::health::v1::HealthCheckRequest().SerializeAsString())
+                    .status.ok());
+  memory::v1::EntriesReadRequest read;
+  read.set_namespace_("a:b:c");
+  read.set_key("k");
+  EXPECT_EQ(StatusCode::UNAUTHENTICATED,
+            testing_client::Unary(ch, "/memory.v1.Entries/Read", read.SerializeAsString())
+                .status.error_code());
+  for (const char* path : {"/no.Such/Method", "/made.up/Path"})
+    EXPECT_EQ(StatusCode::UNIMPLEMENTED,
+              testing_client::Unary(ch, path, "").status.error_code());
+
+  std::string response = Http(port, "GET /metrics HTTP/1.0\r\n\r\n");
+  ASSERT_EQ(0u, response.rfind("HTTP/1.1 200", 0)) << response;
+  EXPECT_NE(std::string::npos, response.find("text/plain; version=0.0.4")) << response;
+  std::string text = Body(response);
+  EXPECT_EQ(3, Sample(text, "memoryd_calls_total{method=\"/grpc.health.v1.Health/Check\","
+                            "code=\"OK\"}"))
+      << text;
+  EXPECT_EQ(1, Sample(text, "memoryd_calls_total{method=\"/memory.v1.Entries/Read\","
+                            "code=\"UNAUTHENTICATED\"}"))
+      << text;
+  // Paths nobody registered share one label value: a client cannot grow
+  // the label set.
+  EXPECT_EQ(2, Sample(text, "memoryd_calls_total{method=\"other\",code=\"UNIMPLEMENTED\"}"))
+      << text;
+  EXPECT_EQ(std::string::npos, text.find("no.Such")) << text;
+  EXPECT_EQ(3, Sample(text, "memoryd_call_duration_seconds_count{method=\"/grpc.health.v1."
+                            "Health/Check\"}"))
+      << text;
+  EXPECT_EQ(3, Sample(text, "memoryd_call_duration_seconds_bucket{method=\"/grpc.health.v1."
+                            "Health/Check\",le=\"+Inf\"}"))
+      << text;
+  EXPECT_GT(Sample(text, "memoryd_call_duration_seconds_sum{method=\"/grpc.health.v1."
+                         "Health/Check\"}"),
+            0)
+      << text;
+  EXPECT_EQ(0, Sample(text, "memoryd_calls_in_flight")) << text;
+  EXPECT_EQ(0, Sample(text, "memoryd_streams_open")) << text;
+
+  // promtool (Debian's prometheus package) lints the exposition.
+  std::string file = std::string(getenv("TEST_TMPDIR") ? getenv("TEST_TMPDIR") : "/tmp") +
+                     "/metrics-" + std::to_string(getpid()) + ".txt";
+  std::ofstream(file) << text;
+  std::string out_file = file + ".promtool";
+  int rc = std::system(("promtool check metrics < " + file + " > " + out_file + " 2>&1").c_str());
+  std::ifstream in(out_file);
+  std::string promtool((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(0, rc) << "promtool check metrics:\n" << promtool << "\n" << text;
+
+  // Anything but GET /metrics is refused.
+  EXPECT_EQ(0u, Http(port, "GET /other HTTP/1.0\r\n\r\n").rfind("HTTP/1.1 404", 0));
+  EXPECT_EQ(0u, Http(port, "POST /metrics HTTP/1.0\r\nContent-Length: 0\r\n\r\n")
+                    .rfind("HTTP/1.1 405", 0));
+  EXPECT_EQ(0, m.Stop(SIGTERM, 10000)) << m.Log();
+}
+
+TEST_F(MetricsTest, WithoutTheFlagNothingListens) {
+  MemorydProcess m({"--pg-url=" + db_.url()});
+  ASSERT_TRUE(m.Start()) << m.Log();
+  EXPECT_EQ(std::string::npos, m.Log().find("metrics serving"));
+  EXPECT_EQ(0, m.Stop(SIGTERM, 10000)) << m.Log();
+}
+
+TEST_F(MetricsTest, ABadListenAddressStopsStartUp) {
+  MemorydProcess m({"--pg-url=" + db_.url(), "--metrics-listen=no-port"});
+  EXPECT_FALSE(m.Start());
+  EXPECT_NE(std::string::npos, m.Log().find("--metrics-listen: no-port is not host:port"))
+      << m.Log();
+}
+
+}  // namespace
