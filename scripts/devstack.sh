@@ -432,11 +432,13 @@ memoryd_start() {
     sleep 0.2
   done
 
+  local metrics_url="off (set MEMORYD_METRICS_LISTEN=HOST:PORT)"
+  [[ -n $metrics ]] && metrics_url="http://$metrics/metrics"
   cat <<EOF
 
 memoryd is running (pid $pid)
   address:  $listen
-  metrics:  ${metrics:+http://$metrics/metrics}${metrics:-off (MEMORYD_METRICS_LISTEN)}
+  metrics:  $metrics_url
   log:      ${log#"$ROOT"/}
   backends: $(sed -n 's/^export //p' "$ENV_FILE" | paste -sd' ')
   stop:     make stop        (stops memoryd, PostgreSQL and Redis)

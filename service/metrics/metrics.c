@@ -83,10 +83,8 @@ void metrics_sample_histogram(strbuf *out, const char *name, const char *labels,
     for (size_t i = 0; i <= METRICS_LATENCY_BUCKETS; i++) {
         cumulative += metrics_get(&h->bucket[i]);
         strbuf_printf(out, "%s_bucket{%s%sle=\"", name, labels ? labels : "", sep);
-        if (i < METRICS_LATENCY_BUCKETS)
-            strbuf_printf(out, "%g", metrics_latency_bounds[i]);
-        else
-            strbuf_puts(out, "+Inf");
+        if (i < METRICS_LATENCY_BUCKETS) strbuf_printf(out, "%g", metrics_latency_bounds[i]);
+        else strbuf_puts(out, "+Inf");
         strbuf_printf(out, "\"} %llu\n", (unsigned long long)cumulative);
     }
     sample_name(out, name, NULL);
@@ -100,13 +98,9 @@ void metrics_sample_histogram(strbuf *out, const char *name, const char *labels,
 
 void metrics_label_value(strbuf *out, const char *s) {
     for (; *s; s++) {
-        if (*s == '\\')
-            strbuf_puts(out, "\\\\");
-        else if (*s == '"')
-            strbuf_puts(out, "\\\"");
-        else if (*s == '\n')
-            strbuf_puts(out, "\\n");
-        else
-            strbuf_put(out, s, 1);
+        if (*s == '\\') strbuf_puts(out, "\\\\");
+        else if (*s == '"') strbuf_puts(out, "\\\"");
+        else if (*s == '\n') strbuf_puts(out, "\\n");
+        else strbuf_put(out, s, 1);
     }
 }

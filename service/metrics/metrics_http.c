@@ -35,7 +35,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
         *upload_data_size = 0;
         return MHD_YES;
     }
-    if (strcmp(url, "/metrics") != 0) return reply(conn, MHD_HTTP_NOT_FOUND, "not found: GET /metrics\n");
+    if (strcmp(url, "/metrics") != 0)
+        return reply(conn, MHD_HTTP_NOT_FOUND, "not found: GET /metrics\n");
     if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
         return reply(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "GET /metrics\n");
     size_t len = 0;
@@ -75,7 +76,8 @@ int metrics_http_start(const char *listen, metrics_http **out, char *err, size_t
         snprintf(err, errlen, "--metrics-listen: %s is not host:port", listen);
         return -1;
     }
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+    struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM,
                              .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
     struct addrinfo *ai = NULL;
     int gai = getaddrinfo(host, port, &hints, &ai);

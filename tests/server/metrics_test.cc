@@ -87,32 +87,36 @@ TEST_F(MetricsTest, CallsAreCountedAndTheExpositionPassesPromtool) {
             testing_client::Unary(ch, "/memory.v1.Entries/Read", read.SerializeAsString())
                 .status.error_code());
   for (const char* path : {"/no.Such/Method", "/made.up/Path"})
-    EXPECT_EQ(StatusCode::UNIMPLEMENTED,
-              testing_client::Unary(ch, path, "").status.error_code());
+    EXPECT_EQ(StatusCode::UNIMPLEMENTED, testing_client::Unary(ch, path, "").status.error_code());
 
   std::string response = Http(port, "GET /metrics HTTP/1.0\r\n\r\n");
   ASSERT_EQ(0u, response.rfind("HTTP/1.1 200", 0)) << response;
   EXPECT_NE(std::string::npos, response.find("text/plain; version=0.0.4")) << response;
   std::string text = Body(response);
-  EXPECT_EQ(3, Sample(text, "memoryd_calls_total{method=\"/grpc.health.v1.Health/Check\","
-                            "code=\"OK\"}"))
+  EXPECT_EQ(3, Sample(text,
+                      "memoryd_calls_total{method=\"/grpc.health.v1.Health/Check\","
+                      "code=\"OK\"}"))
       << text;
-  EXPECT_EQ(1, Sample(text, "memoryd_calls_total{method=\"/memory.v1.Entries/Read\","
-                            "code=\"UNAUTHENTICATED\"}"))
+  EXPECT_EQ(1, Sample(text,
+                      "memoryd_calls_total{method=\"/memory.v1.Entries/Read\","
+                      "code=\"UNAUTHENTICATED\"}"))
       << text;
   // Paths nobody registered share one label value: a client cannot grow
   // the label set.
   EXPECT_EQ(2, Sample(text, "memoryd_calls_total{method=\"other\",code=\"UNIMPLEMENTED\"}"))
       << text;
   EXPECT_EQ(std::string::npos, text.find("no.Such")) << text;
-  EXPECT_EQ(3, Sample(text, "memoryd_call_duration_seconds_count{method=\"/grpc.health.v1."
-                            "Health/Check\"}"))
+  EXPECT_EQ(3, Sample(text,
+                      "memoryd_call_duration_seconds_count{method=\"/grpc.health.v1."
+                      "Health/Check\"}"))
       << text;
-  EXPECT_EQ(3, Sample(text, "memoryd_call_duration_seconds_bucket{method=\"/grpc.health.v1."
-                            "Health/Check\",le=\"+Inf\"}"))
+  EXPECT_EQ(3, Sample(text,
+                      "memoryd_call_duration_seconds_bucket{method=\"/grpc.health.v1."
+                      "Health/Check\",le=\"+Inf\"}"))
       << text;
-  EXPECT_GT(Sample(text, "memoryd_call_duration_seconds_sum{method=\"/grpc.health.v1."
-                         "Health/Check\"}"),
+  EXPECT_GT(Sample(text,
+                   "memoryd_call_duration_seconds_sum{method=\"/grpc.health.v1."
+                   "Health/Check\"}"),
             0)
       << text;
   EXPECT_EQ(0, Sample(text, "memoryd_calls_in_flight")) << text;
@@ -130,8 +134,9 @@ TEST_F(MetricsTest, CallsAreCountedAndTheExpositionPassesPromtool) {
 
   // Anything but GET /metrics is refused.
   EXPECT_EQ(0u, Http(port, "GET /other HTTP/1.0\r\n\r\n").rfind("HTTP/1.1 404", 0));
-  EXPECT_EQ(0u, Http(port, "POST /metrics HTTP/1.0\r\nContent-Length: 0\r\n\r\n")
-                    .rfind("HTTP/1.1 405", 0));
+  EXPECT_EQ(
+      0u,
+      Http(port, "POST /metrics HTTP/1.0\r\nContent-Length: 0\r\n\r\n").rfind("HTTP/1.1 405", 0));
   EXPECT_EQ(0, m.Stop(SIGTERM, 10000)) << m.Log();
 }
 
