@@ -25,6 +25,7 @@ const char kPgFlag[] = "--pg-url=postgresql://memoryd@127.0.0.1:5432/memoryd";
 // Every flag and its variable, as the service documents them.
 const std::vector<std::pair<std::string, std::string>> kOptions = {
     {"listen", "MEMORYD_LISTEN"},
+    {"metrics-listen", "MEMORYD_METRICS_LISTEN"},
     {"workers", "MEMORYD_WORKERS"},
     {"pg-url", "MEMORYD_PG_URL"},
     {"pg-pool-size", "MEMORYD_PG_POOL_SIZE"},
