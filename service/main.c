@@ -215,7 +215,8 @@ static int build_server(app *a, char *err) {
     }
     audit_options audo = {.queue_capacity = 65536, .batch_max = 512, .linger_ms = 10};
     if (audit_create(a->pg, &audo, &a->audit, err, ERRLEN) != 0 ||
-        audit_observe(a->srv, a->audit) != 0) {
+        audit_observe(a->srv, a->audit) != 0 ||
+        (c->metrics_listen[0] && metrics_add_collector(audit_metrics_collect, a->audit) != 0)) {
         if (!err[0]) snprintf(err, ERRLEN, "cannot start the audit trail");
         return -1;
     }

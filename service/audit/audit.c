@@ -546,6 +546,10 @@ void audit_get_stats(const audit *a, audit_stats *out) {
     out->failed = atomic_load(&m->failed);
     out->batches = atomic_load(&m->batches);
     out->unauthenticated = atomic_load(&m->unauthenticated);
+    pthread_mutex_lock(&m->qlock);
+    out->queue_depth = m->count;
+    pthread_mutex_unlock(&m->qlock);
+    out->queue_capacity = m->o.queue_capacity;
 }
 
 int audit_observe(rpc_server *srv, audit *a) { return rpc_server_add_observer(srv, observe, a); }

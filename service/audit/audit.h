@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "service/core/strbuf.h"
 #include "service/rpc/rpc.h"
 #include "service/store/pg_pool.h"
 #include "service/store/pgq.h"
@@ -106,7 +107,15 @@ typedef struct audit_stats {
     uint64_t failed;          /* rows PostgreSQL refused for good (not a connection problem) */
     uint64_t batches;         /* COPY statements that succeeded */
     uint64_t unauthenticated; /* calls that ended before a token was verified: not audited */
+    size_t queue_depth;       /* records waiting for the writer now */
+    size_t queue_capacity;
 } audit_stats;
 void audit_get_stats(const audit *a, audit_stats *out);
+
+/* A metrics collector (metrics_add_collector) for the audit trail a:
+ * memoryd_audit_rows_total{outcome=written|dropped|failed},
+ * memoryd_audit_unaudited_calls_total, memoryd_audit_queue_depth and
+ * _capacity. */
+void audit_metrics_collect(strbuf *out, void *a);
 
 #endif

@@ -13,11 +13,13 @@
 #include "service/auth/authn.h"
 #include "service/cache/cache_codec.h"
 #include "service/cache/cache_erase.h"
+#include "service/cache/cache_metrics.h"
 #include "service/cache/cache_records.h"
 #include "service/cache/cache_sub.h"
 #include "service/core/clock.h"
 #include "service/core/log.h"
 #include "service/core/text.h"
+#include "service/metrics/metrics.h"
 #include "service/privacy/pii_policy.h"
 #include "service/tier/tier_call.h"
 #include "service/tier/tier_check.h"
@@ -635,6 +637,11 @@ static int cache_open(tier_env *env, void **state, char *err, size_t errlen) {
     if (svc->sub) cache_sub_wait_live(svc->sub, rpc_now_ms() + 2000);
     env->entity_cache = svc->entities;
     env->entry_cache = svc->entries;
+    /* Scraped only when memoryd serves /metrics (main resets the registry
+     * before the tiers are freed). */
+    if (c->metrics_listen && c->metrics_listen[0] &&
+        metrics_add_collector(cache_metrics_collect, svc->l1) != 0)
+        return snprintf(err, errlen, "cannot register the cache's metrics"), -1;
     svc->redis = env->redis;
     memcpy(svc->replica, replica, sizeof replica);
     tier_eraser eraser = {.tier = env->redis ? MEMORY__V1__TIER__TIER_CACHE_L2

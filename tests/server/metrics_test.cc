@@ -13,9 +13,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <string>
 
 #include "grpc/health/v1/health.pb.h"
+#include "memory/v1/cache.pb.h"
 #include "memory/v1/entries.pb.h"
 #include "tests/testing/grpc_client.h"
 #include "tests/testing/memoryd_process.h"
@@ -86,6 +88,24 @@ TEST_F(MetricsTest, CallsAreCountedAndTheExpositionPassesPromtool) {
   EXPECT_EQ(StatusCode::UNAUTHENTICATED,
             testing_client::Unary(ch, "/memory.v1.Entries/Read", read.SerializeAsString())
                 .status.error_code());
+  // A Cache.Set, then two Gets answered from L1; their audit rows.
+  TestClaims claims;
+  claims.scope = "cache:read cache:write";
+  std::map<std::string, std::string> auth = {
+      {"authorization", TestKeys::Bearer(m.keys()->Mint(claims))}};
+  memory::v1::CacheSetRequest set;
+  set.set_key("k");
+  set.set_value("v");
+  set.mutable_ttl()->set_seconds(600);
+  auto setr =
+      testing_client::Unary(ch, "/memory.v1.Cache/Set", set.SerializeAsString(), 5000, auth);
+  ASSERT_TRUE(setr.status.ok()) << setr.status.error_message();
+  memory::v1::CacheGetRequest get;
+  get.set_key("k");
+  for (int i = 0; i < 2; i++)
+    ASSERT_TRUE(
+        testing_client::Unary(ch, "/memory.v1.Cache/Get", get.SerializeAsString(), 5000, auth)
+            .status.ok());
   for (const char* path : {"/no.Such/Method", "/made.up/Path"})
     EXPECT_EQ(StatusCode::UNIMPLEMENTED, testing_client::Unary(ch, path, "").status.error_code());
 
@@ -120,6 +140,20 @@ TEST_F(MetricsTest, CallsAreCountedAndTheExpositionPassesPromtool) {
             0)
       << text;
   EXPECT_EQ(0, Sample(text, "memoryd_calls_in_flight")) << text;
+  EXPECT_GE(Sample(text, "memoryd_cache_lookups_total{level=\"l1\",result=\"hit\"}"), 2) << text;
+  EXPECT_GE(Sample(text, "memoryd_cache_l1_entries"), 1) << text;
+  EXPECT_EQ(65536, Sample(text, "memoryd_audit_queue_capacity")) << text;
+  EXPECT_EQ(0, Sample(text, "memoryd_audit_rows_total{outcome=\"dropped\"}")) << text;
+  // The two Gets' rows go through the audit queue (Cache.Set stores its
+  // own row before it answers) and are written within a few batches; the
+  // call without a token is counted, not audited.
+  for (int i = 0; i < 100 && Sample(text, "memoryd_audit_rows_total{outcome=\"written\"}") < 2;
+       i++) {
+    usleep(50000);
+    text = Body(Http(port, "GET /metrics HTTP/1.0\r\n\r\n"));
+  }
+  EXPECT_GE(Sample(text, "memoryd_audit_rows_total{outcome=\"written\"}"), 2) << text;
+  EXPECT_GE(Sample(text, "memoryd_audit_unaudited_calls_total"), 1) << text;
   EXPECT_EQ(0, Sample(text, "memoryd_streams_open")) << text;
 
   // promtool (Debian's prometheus package) lints the exposition.
