@@ -10,6 +10,8 @@ const grpc = require('@grpc/grpc-js');
 const protoLoader = require('@grpc/proto-loader');
 const { Codec } = require('./codec');
 const { MemorydError } = require('./errors');
+const { Memory } = require('./memory');
+const { Board } = require('./board');
 
 const DEFAULT_TARGET = '127.0.0.1:50051';
 const API_PROTOS = ['access', 'audit', 'blackboard', 'cache', 'entries', 'episodic_memory',
@@ -136,12 +138,12 @@ class MemorydClient {
 
   // The namespaced memory of `namespace` (see Memory).
   memory(namespace) {
-    return new (require('./memory').Memory)(this, namespace);
+    return new Memory(this, namespace);
   }
 
   // The blackboard of task `taskId` (see Board).
   board(taskId) {
-    return new (require('./board').Board)(this, taskId);
+    return new Board(this, taskId);
   }
 
   close() {
