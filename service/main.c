@@ -16,6 +16,7 @@
 #include "service/core/log.h"
 #include "service/health/health.h"
 #include "service/health/health_probe.h"
+#include "service/metrics/backend_metrics.h"
 #include "service/metrics/call_metrics.h"
 #include "service/metrics/metrics.h"
 #include "service/metrics/metrics_http.h"
@@ -216,7 +217,8 @@ static int build_server(app *a, char *err) {
     audit_options audo = {.queue_capacity = 65536, .batch_max = 512, .linger_ms = 10};
     if (audit_create(a->pg, &audo, &a->audit, err, ERRLEN) != 0 ||
         audit_observe(a->srv, a->audit) != 0 ||
-        (c->metrics_listen[0] && metrics_add_collector(audit_metrics_collect, a->audit) != 0)) {
+        (c->metrics_listen[0] && (metrics_add_collector(audit_metrics_collect, a->audit) != 0 ||
+                                  metrics_add_collector(authn_metrics_collect, a->auth) != 0))) {
         if (!err[0]) snprintf(err, ERRLEN, "cannot start the audit trail");
         return -1;
     }
@@ -245,9 +247,27 @@ static int build_server(app *a, char *err) {
     return 0;
 }
 
+/* The backends' pools, under their labels (backend_metrics.h). */
+static int register_backend_metrics(app *a) {
+    if (backend_metrics_add("postgres", "loop", apg_stats(a->pga),
+                            BACKEND_HAS_WAIT | BACKEND_HAS_DURATION, apg_gauges, a->pga) != 0 ||
+        backend_metrics_add("postgres", "blocking", pg_pool_stats(a->pg), BACKEND_HAS_WAIT,
+                            pg_pool_gauges, a->pg) != 0)
+        return -1;
+    if (a->redis_async &&
+        backend_metrics_add("redis", "loop", aredis_stats(a->redis_async), BACKEND_HAS_DURATION,
+                            aredis_gauges, a->redis_async) != 0)
+        return -1;
+    return 0;
+}
+
 /* The /metrics listener, when --metrics-listen asks for one. */
 static int start_metrics(app *a, char *err) {
     if (!a->cfg.metrics_listen[0]) return 0;
+    if (register_backend_metrics(a) != 0) {
+        snprintf(err, ERRLEN, "cannot register the backends' metrics");
+        return -1;
+    }
     if (metrics_http_start(a->cfg.metrics_listen, &a->metrics, err, ERRLEN) != 0) return -1;
     log_fields(LOG_INFO, "metrics serving", LOG_F_STR, "listen", a->cfg.metrics_listen, LOG_F_INT,
                "port", (int64_t)metrics_http_port(a->metrics), LOG_F_STR, "path", "/metrics",

@@ -16,8 +16,21 @@
 #include "service/auth/token_cache.h"
 #include "service/core/clock.h"
 #include "service/core/log.h"
+#include "service/metrics/metrics.h"
 
 #define KEY_RELOAD_DEFAULT_MS 1000
+
+/* Why a call was refused, for the metrics. */
+enum {
+    REFUSED_MISSING,
+    REFUSED_MALFORMED,
+    REFUSED_INVALID,
+    REFUSED_REVOKED,
+    REFUSED_SCOPE,
+    REFUSED_KINDS
+};
+static const char *const refused_names[REFUSED_KINDS] = {"missing", "malformed", "invalid",
+                                                         "revoked", "scope"};
 
 /* What identifies a version of the key file. */
 typedef struct {
@@ -48,6 +61,9 @@ struct authn {
     char *signing_kid;
     token_cache *cache;
     revocation *revoked;
+    /* the metrics (authn_metrics_collect) */
+    metrics_counter cache_hits, cache_misses;
+    metrics_counter refused[REFUSED_KINDS];
 };
 
 static int file_version_of(const char *path, file_version *out) {
@@ -276,6 +292,7 @@ grpc_status_code authn_interceptor(rpc_call *call, void *arg) {
     size_t vlen = 0;
     const char *value = rpc_call_metadata_view(call, "authorization", &vlen);
     if (!value) {
+        metrics_inc(&a->refused[REFUSED_MISSING]);
         rpc_call_set_error(call,
                            "missing capability token: send request metadata "
                            "`authorization: Bearer <jwt>`%s%s%s",
@@ -286,6 +303,7 @@ grpc_status_code authn_interceptor(rpc_call *call, void *arg) {
     size_t len = 0;
     const char *token = bearer_token(value, vlen, &len);
     if (!token) {
+        metrics_inc(&a->refused[REFUSED_MALFORMED]);
         rpc_call_set_error(call, "the authorization metadata must be `Bearer <jwt>`");
         return GRPC_STATUS_UNAUTHENTICATED;
     }
@@ -293,10 +311,12 @@ grpc_status_code authn_interceptor(rpc_call *call, void *arg) {
     int64_t now_s = (int64_t)time(NULL);
     principal *p = token_cache_get(a->cache, token, len, now_s);
     char why[512];
+    metrics_inc(p ? &a->cache_hits : &a->cache_misses);
     if (!p) {
         grpc_status_code st;
         p = verify_and_cache(a, token, len, now_s, &st, why, sizeof why);
         if (!p) {
+            if (st == GRPC_STATUS_UNAUTHENTICATED) metrics_inc(&a->refused[REFUSED_INVALID]);
             rpc_call_set_error(
                 call, "%s%s", st == GRPC_STATUS_UNAUTHENTICATED ? "invalid capability token: " : "",
                 why);
@@ -304,6 +324,7 @@ grpc_status_code authn_interceptor(rpc_call *call, void *arg) {
         }
     }
     if (check_revoked(a, principal_claims(p), why, sizeof why) != 0) {
+        metrics_inc(&a->refused[REFUSED_REVOKED]);
         principal_unref(p);
         rpc_call_set_error(call, "%s", why);
         return GRPC_STATUS_UNAUTHENTICATED;
@@ -312,6 +333,7 @@ grpc_status_code authn_interceptor(rpc_call *call, void *arg) {
      * so handlers and the audit observer can read the principal. */
     rpc_call_set_principal(call, p, principal_release);
     if (principal_scope(p, needed) == PRINCIPAL_DENY) {
+        metrics_inc(&a->refused[REFUSED_SCOPE]);
         char have[512];
         list_scopes(p, have, sizeof have);
         rpc_call_set_error(call, "%s needs scope `%s`; the token has: %s", m->path, needed, have);
@@ -321,6 +343,33 @@ grpc_status_code authn_interceptor(rpc_call *call, void *arg) {
 }
 
 const principal *authn_principal(const rpc_call *call) { return rpc_call_principal(call); }
+
+void authn_metrics_collect(strbuf *out, void *arg) {
+    authn *a = arg;
+    metrics_family(out, "memoryd_token_cache_lookups_total", "counter",
+                   "Lookups of presented tokens in the verified-token cache, by result (a miss "
+                   "verifies the signature).");
+    metrics_sample_u64(out, "memoryd_token_cache_lookups_total", "result=\"hit\"",
+                       metrics_get(&a->cache_hits));
+    metrics_sample_u64(out, "memoryd_token_cache_lookups_total", "result=\"miss\"",
+                       metrics_get(&a->cache_misses));
+    metrics_family(out, "memoryd_token_cache_entries", "gauge", "Verified tokens cached now.");
+    metrics_sample_u64(out, "memoryd_token_cache_entries", NULL, token_cache_count(a->cache));
+    metrics_family(out, "memoryd_auth_refusals_total", "counter",
+                   "Calls refused by authentication or authorization, by reason: no token, a "
+                   "malformed header, a token that does not verify, a revoked token, a missing "
+                   "scope.");
+    char l[64];
+    for (int k = 0; k < REFUSED_KINDS; k++) {
+        snprintf(l, sizeof l, "reason=\"%s\"", refused_names[k]);
+        metrics_sample_u64(out, "memoryd_auth_refusals_total", l, metrics_get(&a->refused[k]));
+    }
+    if (a->revoked) {
+        metrics_family(out, "memoryd_revoked_tokens", "gauge",
+                       "Revoked tokens this replica knows of (still unexpired), from PostgreSQL.");
+        metrics_sample_u64(out, "memoryd_revoked_tokens", NULL, revocation_count(a->revoked));
+    }
+}
 
 void authn_revoke_sql(pgq_sql *b, const char *jti, const principal *by, const char *reason) {
     /* The caller's own token: its expiry is known here. */

@@ -9,6 +9,7 @@
 #ifndef MEMORYD_AUTH_AUTHN_H
 #define MEMORYD_AUTH_AUTHN_H
 #include "service/auth/principal.h"
+#include "service/core/strbuf.h"
 #include "service/rpc/rpc.h"
 #include "service/store/pg_pool.h"
 #include "service/store/pgq.h"
@@ -41,6 +42,10 @@ grpc_status_code authn_interceptor(rpc_call *call, void *arg);
 
 /* The call's principal, or NULL on an open method called without a token. */
 const principal *authn_principal(const rpc_call *call);
+
+/* The token cache's lookups and size, calls refused by reason and the
+ * revoked tokens known: a metrics collector (metrics.h; arg: the authn). */
+void authn_metrics_collect(strbuf *out, void *arg);
 
 /* 0 if p's token is still usable now (not expired, not revoked): long
  * streams call this periodically and end with UNAUTHENTICATED otherwise.

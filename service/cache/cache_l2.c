@@ -8,6 +8,7 @@
 #include "service/cache/cache_codec.h"
 #include "service/core/clock.h"
 #include "service/core/log.h"
+#include "service/metrics/metrics.h"
 
 /* KEYS[1] key; ARGV: blob, ttl ms, max label, channel, message. Byte 2 of
  * a blob (GETRANGE 2 2; Lua's index 3) is its label; reading one byte keeps
@@ -38,6 +39,7 @@ static const char delete_script[] =
 struct cache_l2 {
     aredis *ar;
     char replica[CACHE_REPLICA_ID_LEN + 1];
+    metrics_counter hits, misses;
 };
 
 cache_l2 *cache_l2_create(aredis *ar, const char *replica) {
@@ -49,6 +51,11 @@ cache_l2 *cache_l2_create(aredis *ar, const char *replica) {
 }
 
 void cache_l2_free(cache_l2 *l2) { free(l2); }
+
+void cache_l2_get_stats(const cache_l2 *l2, uint64_t *hits, uint64_t *misses) {
+    *hits = metrics_get(&l2->hits);
+    *misses = metrics_get(&l2->misses);
+}
 
 /* A command's deadline: the call's, or CACHE_L2_COMMAND_MS from now if
  * sooner. */
@@ -68,6 +75,7 @@ static void mget_done(aredis_cmd *q, int status, redisReply *r) {
         const redisReply *e = r->element[i];
         if (e->type == REDIS_REPLY_STRING)
             lk->out[i] = cache_blob_decode((const uint8_t *)e->str, e->len);
+        metrics_inc(lk->out[i] ? &lk->l2->hits : &lk->l2->misses);
     }
     lk->done(lk, status);
 }
@@ -83,6 +91,7 @@ int cache_l2_mget_start(cache_l2 *l2, cache_l2_lookup *lk, arena *a, const char 
     for (size_t i = 0; i < n; i++) argv[i + 1] = keys[i], lens[i + 1] = klens[i];
     lk->out = out;
     lk->n = n;
+    lk->l2 = l2;
     lk->cmd = (aredis_cmd){.argc = (int)n + 1,
                            .argv = argv,
                            .lens = lens,
@@ -205,6 +214,7 @@ static void record_got(aredis_cmd *q, int status, redisReply *r) {
             }
         }
     }
+    if (status == STATUS_OK) metrics_inc(g->item ? &g->l2->hits : &g->l2->misses);
     g->done(g, status);
 }
 
@@ -212,6 +222,7 @@ void cache_l2_record_get_start(cache_l2 *l2, cache_l2_record_get *g, const char 
                                const char *gkey, size_t gklen, int64_t deadline_ms) {
     g->item = NULL;
     g->gen[0] = '\0';
+    g->l2 = l2;
     g->argv[0] = "MGET", g->lens[0] = 4;
     g->argv[1] = key, g->lens[1] = klen;
     g->argv[2] = gkey, g->lens[2] = gklen;

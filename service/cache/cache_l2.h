@@ -29,6 +29,10 @@ typedef struct cache_l2 cache_l2;
 cache_l2 *cache_l2_create(aredis *ar, const char *replica);
 void cache_l2_free(cache_l2 *l2); /* accepts NULL */
 
+/* Keys looked up in Redis since the start: found, or not (a lookup that
+ * failed counts as neither: the backend metrics count it). */
+void cache_l2_get_stats(const cache_l2 *l2, uint64_t *hits, uint64_t *misses);
+
 /* One MGET of n keys on the event loop (rpc.h's execution model): the
  * lookup lives in memory that outlives the command (the call's arena);
  * keys and out too. done(lk, status) runs once on the loop thread: on
@@ -41,7 +45,8 @@ struct cache_l2_lookup {
     cache_item **out;
     size_t n;
     void (*done)(cache_l2_lookup *lk, int status);
-    void *arg; /* the caller's */
+    void *arg;    /* the caller's */
+    cache_l2 *l2; /* cache_l2's */
 };
 /* A command Redis has not answered in this long is given up (the call then
  * answers from L1, or writes L1 alone), whatever is left of the call's
@@ -107,7 +112,8 @@ struct cache_l2_record_get {
     cache_item *item;
     char gen[24];
     void (*done)(cache_l2_record_get *g, int status);
-    void *arg; /* the caller's */
+    void *arg;    /* the caller's */
+    cache_l2 *l2; /* cache_l2's */
 };
 /* One MGET of key and gkey (borrowed until done) on the event loop, ended
  * by deadline_ms or CACHE_L2_COMMAND_MS; done(g, status) runs once on the

@@ -5,14 +5,23 @@
 
 #include "service/metrics/metrics.h"
 
-void cache_metrics_collect(strbuf *out, void *l1) {
+void cache_metrics_collect(strbuf *out, void *arg) {
+    const cache_metrics_src *src = arg;
     cache_l1_stats st;
-    cache_l1_get_stats(l1, &st);
+    cache_l1_get_stats(src->l1, &st);
     metrics_family(out, "memoryd_cache_lookups_total", "counter",
-                   "Lookups in this replica's in-process cache (L1), by result.");
+                   "Keys looked up in this replica's in-process cache (l1) and in Redis (l2), by "
+                   "result.");
     metrics_sample_u64(out, "memoryd_cache_lookups_total", "level=\"l1\",result=\"hit\"", st.hits);
     metrics_sample_u64(out, "memoryd_cache_lookups_total", "level=\"l1\",result=\"miss\"",
                        st.misses);
+    if (src->l2) {
+        uint64_t hits, misses;
+        cache_l2_get_stats(src->l2, &hits, &misses);
+        metrics_sample_u64(out, "memoryd_cache_lookups_total", "level=\"l2\",result=\"hit\"", hits);
+        metrics_sample_u64(out, "memoryd_cache_lookups_total", "level=\"l2\",result=\"miss\"",
+                           misses);
+    }
     metrics_family(out, "memoryd_cache_l1_removals_total", "counter",
                    "Entries L1 dropped, by reason: evicted for a bound, expired, invalidated.");
     metrics_sample_u64(out, "memoryd_cache_l1_removals_total", "reason=\"evicted\"", st.evictions);

@@ -44,8 +44,9 @@
  * (RecentLookupQuery). */
 typedef struct cache_service {
     cache_l1 *l1;
-    cache_l2 *l2;   /* NULL: no Redis configured */
-    cache_sub *sub; /* with l2 */
+    cache_l2 *l2;              /* NULL: no Redis configured */
+    cache_metrics_src metrics; /* what /metrics reports of l1 and l2 */
+    cache_sub *sub;            /* with l2 */
     cache_aside *aside;
     cache_records *entities; /* with --cache-entities */
     cache_records *entries;
@@ -639,8 +640,9 @@ static int cache_open(tier_env *env, void **state, char *err, size_t errlen) {
     env->entry_cache = svc->entries;
     /* Scraped only when memoryd serves /metrics (main resets the registry
      * before the tiers are freed). */
+    svc->metrics = (cache_metrics_src){svc->l1, svc->l2};
     if (c->metrics_listen && c->metrics_listen[0] &&
-        metrics_add_collector(cache_metrics_collect, svc->l1) != 0)
+        metrics_add_collector(cache_metrics_collect, &svc->metrics) != 0)
         return snprintf(err, errlen, "cannot register the cache's metrics"), -1;
     svc->redis = env->redis;
     memcpy(svc->replica, replica, sizeof replica);

@@ -70,7 +70,9 @@ static ecoll *unlink_locked(embedded *e, const char *key) {
             ecoll *ec = *pp;
             *pp = ec->next;
             e->total -= ec->bytes;
-            ec->bytes = 0;
+            e->points -= ec->points;
+            e->ncoll--;
+            ec->bytes = ec->points = 0;
             return ec;
         }
     }
@@ -89,7 +91,7 @@ static ecoll *idle_lru_locked(embedded *e, const ecoll *keep) {
 
 int emb_account(embedded *e, tier_ctx *c, ecoll *ec, const char *name) {
     pthread_rwlock_rdlock(&ec->rw);
-    size_t bytes = eidx_bytes(ec->x);
+    size_t bytes = eidx_bytes(ec->x), points = eidx_count(ec->x);
     pthread_rwlock_unlock(&ec->rw);
     ecoll *gone[8], *too_big = NULL;
     size_t ngone = 0, evicted_bytes = 0;
@@ -100,6 +102,8 @@ int emb_account(embedded *e, tier_ctx *c, ecoll *ec, const char *name) {
     if (mapped) { /* a collection dropped meanwhile counts no more */
         e->total += bytes - ec->bytes;
         ec->bytes = bytes;
+        e->points += points - ec->points;
+        ec->points = points;
     }
     if (mapped && e->budget && bytes > e->budget) {
         too_big = unlink_locked(e, ec->key);
@@ -109,6 +113,7 @@ int emb_account(embedded *e, tier_ctx *c, ecoll *ec, const char *name) {
                (lru = idle_lru_locked(e, ec)) != NULL) {
             evicted_bytes += lru->bytes;
             gone[ngone++] = unlink_locked(e, lru->key);
+            metrics_inc(&e->evictions);
         }
     }
     size_t total = e->total;
@@ -167,6 +172,7 @@ ecoll *emb_acquire(embedded *e, const tier_ctx *c, const vs_collection *col) {
             ec->refs = 1;
             ec->next = e->buckets[b];
             e->buckets[b] = ec;
+            e->ncoll++;
         }
     }
     if (ec) ec->refs++;
@@ -607,6 +613,33 @@ static void emb_free(vstore *vs) {
     pthread_mutex_destroy(&e->mu);
     free(e);
 }
+
+/* The index's figures, read under the map's lock at each scrape. */
+static void emb_collect(strbuf *out, void *arg) {
+    embedded *e = arg;
+    pthread_mutex_lock(&e->mu);
+    size_t ncoll = e->ncoll, points = e->points, bytes = e->total;
+    pthread_mutex_unlock(&e->mu);
+    metrics_family(out, "memoryd_episodic_index_collections", "gauge",
+                   "Collections this replica's embedded vector index holds in memory.");
+    metrics_sample_u64(out, "memoryd_episodic_index_collections", NULL, ncoll);
+    metrics_family(out, "memoryd_episodic_index_points", "gauge",
+                   "Points in this replica's embedded vector index.");
+    metrics_sample_u64(out, "memoryd_episodic_index_points", NULL, points);
+    metrics_family(out, "memoryd_episodic_index_bytes", "gauge",
+                   "Memory the embedded vector index holds.");
+    metrics_sample_u64(out, "memoryd_episodic_index_bytes", NULL, bytes);
+    metrics_family(out, "memoryd_episodic_index_budget_bytes", "gauge",
+                   "Memory the embedded index may hold (--episodic-index-max-mb; 0: no limit).");
+    metrics_sample_u64(out, "memoryd_episodic_index_budget_bytes", NULL, e->budget);
+    metrics_family(out, "memoryd_episodic_index_evictions_total", "counter",
+                   "Idle collections dropped from memory to stay within the budget (read again "
+                   "from PostgreSQL when next used).");
+    metrics_sample_u64(out, "memoryd_episodic_index_evictions_total", NULL,
+                       metrics_get(&e->evictions));
+}
+
+static int emb_register_metrics(vstore *vs) { return metrics_add_collector(emb_collect, vs); }
 
 static const vstore_ops embedded_ops = VSTORE_OPS("embedded", emb);
 

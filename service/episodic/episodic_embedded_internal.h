@@ -9,6 +9,7 @@
 
 #include "service/episodic/episodic_embedded.h"
 #include "service/episodic/episodic_index.h"
+#include "service/metrics/metrics.h"
 #include "service/store/pgq.h"
 
 #define EMB_BUCKETS 256
@@ -22,6 +23,7 @@ typedef struct ecoll {
     int64_t applied; /* the collection seq this index reflects */
     int refs;        /* the map's reference + callers'; under embedded.mu */
     size_t bytes;    /* eidx_bytes when last accounted; under embedded.mu */
+    size_t points;   /* eidx_count then; under embedded.mu */
     int64_t used_ms; /* last read or write; under embedded.mu */
     struct ecoll *next;
 } ecoll;
@@ -31,8 +33,11 @@ typedef struct embedded {
     pg_pool *pg;
     pthread_mutex_t mu;
     ecoll *buckets[EMB_BUCKETS];
-    size_t budget; /* bytes all indexes may hold; 0: no limit */
-    size_t total;  /* sum of the mapped collections' bytes; under mu */
+    size_t budget;             /* bytes all indexes may hold; 0: no limit */
+    size_t total;              /* sum of the mapped collections' bytes; under mu */
+    size_t points;             /* and of their points; under mu */
+    size_t ncoll;              /* collections mapped; under mu */
+    metrics_counter evictions; /* collections dropped from memory for the budget */
 } embedded;
 
 /* One operation's arguments, handed through pgq_run. */

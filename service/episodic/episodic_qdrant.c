@@ -303,6 +303,11 @@ static int q_delete_collection(vstore *vs, tier_ctx *c, const char *name) {
 
 static int q_probe(vstore *vs) { return qdrant_http_probe(((qdrant *)vs)->http); }
 
+static int q_register_metrics(vstore *vs) {
+    return backend_metrics_add("qdrant", "http", qdrant_http_stats(((qdrant *)vs)->http),
+                               BACKEND_HAS_DURATION, NULL, NULL);
+}
+
 static void q_free(vstore *vs) {
     qdrant *q = (qdrant *)vs;
     if (!q) return;

@@ -599,6 +599,9 @@ static int episodic_open(tier_env *env, void **state, char *err, size_t errlen) 
         return tier_oom(err, errlen);
     }
     env->episodic = svc;
+    /* Scraped only when memoryd serves /metrics (main resets the registry). */
+    if (c && c->metrics_listen && c->metrics_listen[0] && vstore_register_metrics(svc->vs) != 0)
+        return snprintf(err, errlen, "cannot register the episodic backend's metrics"), -1;
     tier_eraser eraser = {.tier = MEMORY__V1__TIER__TIER_EPISODIC,
                           .name = "episodic",
                           .fn = erase,

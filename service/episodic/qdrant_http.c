@@ -36,6 +36,7 @@ struct qdrant_http {
     qj_version version;
     struct qhandle *idle[QDRANT_IDLE_HANDLES];
     int nidle;
+    backend_stats stats; /* atomic counters: not under mu */
 };
 
 /* One transfer at a time: the request (easy) and its connection (multi). */
@@ -258,30 +259,42 @@ static int http_error(const qdrant_resp *r, const char *method, const char *path
                    st, method, path, text);
 }
 
+/* One request ended with rc after starting at start_us. */
+static int counted(qdrant_http *q, int64_t start_us, int rc) {
+    backend_stats_count(&q->stats, rc);
+    metrics_observe_us(&q->stats.duration, (uint64_t)(clock_mono_us() - start_us));
+    return rc;
+}
+
+/* One exchange, counted: STATUS_OK only for a 2xx answer (the contract
+ * of qdrant_http_call, with the timeout given). */
+static int call(qdrant_http *q, const char *method, const char *path, const char *body, size_t blen,
+                int64_t deadline_ms, cancel_token *cancel, long timeout_ms, qdrant_resp *r,
+                char *err, size_t errlen) {
+    int64_t start_us = clock_mono_us();
+    int rc = exchange(q, method, path, body, blen, deadline_ms, cancel, timeout_ms, r, err, errlen);
+    if (rc == STATUS_OK && (r->status < 200 || r->status > 299)) {
+        rc = http_error(r, method, path, err, errlen);
+        long st = r->status;
+        qdrant_resp_free(r);
+        r->status = st;
+    }
+    return counted(q, start_us, rc);
+}
+
 int qdrant_http_call(qdrant_http *q, const char *method, const char *path, const char *body,
                      size_t blen, int64_t deadline_ms, cancel_token *cancel, qdrant_resp *r,
                      char *err, size_t errlen) {
-    int rc =
-        exchange(q, method, path, body, blen, deadline_ms, cancel, q->timeout_ms, r, err, errlen);
-    if (rc != STATUS_OK) return rc;
-    if (r->status >= 200 && r->status <= 299) return STATUS_OK;
-    rc = http_error(r, method, path, err, errlen);
-    long st = r->status;
-    qdrant_resp_free(r);
-    r->status = st;
-    return rc;
+    return call(q, method, path, body, blen, deadline_ms, cancel, q->timeout_ms, r, err, errlen);
 }
+
+const backend_stats *qdrant_http_stats(const qdrant_http *q) { return &q->stats; }
 
 static int detect(qdrant_http *q, int64_t deadline_ms, long timeout_ms, qj_version *v, char *err,
                   size_t errlen) {
     qdrant_resp r;
-    int rc = exchange(q, "GET", "/", NULL, 0, deadline_ms, NULL, timeout_ms, &r, err, errlen);
+    int rc = call(q, "GET", "/", NULL, 0, deadline_ms, NULL, timeout_ms, &r, err, errlen);
     if (rc != STATUS_OK) return rc;
-    if (r.status < 200 || r.status > 299) {
-        rc = http_error(&r, "GET", "/", err, errlen);
-        qdrant_resp_free(&r);
-        return rc;
-    }
     rc = qj_parse_version(r.body, r.len, v, err, errlen);
     qdrant_resp_free(&r);
     return rc;

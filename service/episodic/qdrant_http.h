@@ -12,6 +12,7 @@
 
 #include "service/core/cancel.h"
 #include "service/episodic/qdrant_json.h"
+#include "service/metrics/backend_metrics.h"
 
 typedef struct qdrant_http qdrant_http;
 
@@ -60,5 +61,8 @@ int qdrant_http_version(qdrant_http *h, int64_t deadline_ms, long timeout_ms, qj
 int qdrant_http_probe(qdrant_http *h);
 /* The timeouts given at create. */
 int qdrant_http_timeout_ms(const qdrant_http *h);
+/* Requests by outcome (a 404 or 409 counts as refused) and their times,
+ * version probes included (backend_metrics.h). */
+const backend_stats *qdrant_http_stats(const qdrant_http *h);
 
 #endif

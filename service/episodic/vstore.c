@@ -60,6 +60,7 @@ void vstore_free(vstore *vs) {
 
 const char *vstore_name(const vstore *vs) { return vs->ops->name; }
 int vstore_probe(vstore *vs) { return vs->ops->probe(vs); }
+int vstore_register_metrics(vstore *vs) { return vs->ops->register_metrics(vs); }
 
 int vstore_create_collection(vstore *vs, tier_ctx *c, const char *name, int dims, int distance,
                              vs_collection *out) {

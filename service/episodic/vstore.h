@@ -174,6 +174,9 @@ typedef int vs_scroll_fn(vstore *vs, tier_ctx *c, const vs_collection *col,
                          int with_payload, vs_point **out, size_t *n);
 /* Backend health for the health service: 0 serving, -1 not. */
 typedef int vs_probe_fn(vstore *vs);
+/* Registers the backend's Prometheus metrics (metrics.h): 0, or -1 when
+ * the registry is full. */
+typedef int vs_register_metrics_fn(vstore *vs);
 
 typedef struct vstore_ops {
     const char *name; /* "embedded", "qdrant": logs and health */
@@ -189,6 +192,7 @@ typedef struct vstore_ops {
     vs_count_fn *count;
     vs_scroll_fn *scroll;
     vs_probe_fn *probe;
+    vs_register_metrics_fn *register_metrics;
     void (*free)(vstore *vs);
 } vstore_ops;
 
@@ -201,7 +205,8 @@ typedef struct vstore_ops {
         .delete_collection = prefix##_delete_collection, .upsert = prefix##_upsert,                \
         .search = prefix##_search, .get = prefix##_get, .delete_ids = prefix##_delete_ids,         \
         .delete_filter = prefix##_delete_filter, .count = prefix##_count,                          \
-        .scroll = prefix##_scroll, .probe = prefix##_probe, .free = prefix##_free                  \
+        .scroll = prefix##_scroll, .probe = prefix##_probe,                                        \
+        .register_metrics = prefix##_register_metrics, .free = prefix##_free                       \
     }
 
 /* Backends start their handle struct with this. */
@@ -216,6 +221,7 @@ void vstore_free(vstore *vs);
  * backend; see vstore_ops for what they do). */
 const char *vstore_name(const vstore *vs);
 int vstore_probe(vstore *vs);
+int vstore_register_metrics(vstore *vs);
 vs_create_collection_fn vstore_create_collection;
 vs_get_collection_fn vstore_get_collection;
 vs_list_collections_fn vstore_list_collections;

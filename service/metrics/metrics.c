@@ -4,6 +4,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "service/metrics/metrics_internal.h"
+
 const double metrics_latency_bounds[METRICS_LATENCY_BUCKETS] = {
     0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
     0.05,   0.1,     0.25,   0.5,   1.0,    2.5,   10.0};
@@ -42,6 +44,7 @@ void metrics_reset_collectors(void) {
     pthread_mutex_lock(&registry_mu);
     ncollectors = 0;
     pthread_mutex_unlock(&registry_mu);
+    backend_metrics_reset();
 }
 
 char *metrics_render(size_t *len) {

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "service/metrics/metrics.h"
 #include "service/pb/pbjson.h"
 #include "service/privacy/pii.h"
 #include "service/privacy/pii_struct.h"
@@ -62,6 +63,32 @@ static int redact(arena *a, pii_field *f) {
     return 0;
 }
 
+/* Writes that carried PII, by what became of them and kind: process-wide,
+ * as the policy is (pii_policy_metrics_collect). */
+enum { ACTION_REJECTED, ACTION_REDACTED, ACTION_ALLOWED, ACTIONS };
+static const char *const action_names[ACTIONS] = {"rejected", "redacted", "allowed"};
+static metrics_counter pii_writes[ACTIONS][PII_KIND_COUNT];
+
+static void count_kinds(int action, unsigned kinds) {
+    for (int k = 0; k < PII_KIND_COUNT; k++)
+        if (kinds & (1u << k)) metrics_inc(&pii_writes[action][k]);
+}
+
+void pii_policy_metrics_collect(strbuf *out, void *arg) {
+    (void)arg;
+    metrics_family(out, "memoryd_pii_writes_total", "counter",
+                   "Writes that carried personal data or secrets, by action (rejected, redacted, "
+                   "allowed for a token with pii:write) and kind; a write counts once per kind.");
+    char l[96];
+    for (int a = 0; a < ACTIONS; a++) {
+        for (int k = 0; k < PII_KIND_COUNT; k++) {
+            snprintf(l, sizeof l, "action=\"%s\",kind=\"%s\"", action_names[a],
+                     pii_kind_name(1u << k));
+            metrics_sample_u64(out, "memoryd_pii_writes_total", l, metrics_get(&pii_writes[a][k]));
+        }
+    }
+}
+
 int pii_policy_apply(arena *a, pii_mode mode, pii_field *f, size_t n, const char ***kinds,
                      size_t *nkinds, char *why, size_t whylen) {
     if (kinds) *kinds = NULL;
@@ -75,6 +102,7 @@ int pii_policy_apply(arena *a, pii_mode mode, pii_field *f, size_t n, const char
         if (!f[i].names_record) continue;
         scan(&found, &f[i]);
         if (found.kinds && mode == PII_MODE_REDACT) {
+            count_kinds(ACTION_REJECTED, found.kinds);
             pii_findings_format(&found, list, sizeof list);
             snprintf(why, whylen,
                      "PII found (%s); %s names the record and cannot be redacted, nothing was "
@@ -98,9 +126,11 @@ int pii_policy_apply(arena *a, pii_mode mode, pii_field *f, size_t n, const char
         memcpy(v, names, k * sizeof *v);
         if (kinds) *kinds = v;
         if (nkinds) *nkinds = k;
+        count_kinds(ACTION_ALLOWED, found.kinds);
         return STATUS_OK;
     }
     if (mode == PII_MODE_REJECT) {
+        count_kinds(ACTION_REJECTED, found.kinds);
         pii_findings_format(&found, list, sizeof list);
         snprintf(why, whylen, "PII found (%s); nothing was written", list);
         return STATUS_EINVALID;
@@ -109,5 +139,6 @@ int pii_policy_apply(arena *a, pii_mode mode, pii_field *f, size_t n, const char
      * unchanged; this path runs only when something was found). */
     for (size_t i = 0; i < n; i++)
         if (!f[i].names_record && redact(a, &f[i]) != 0) return STATUS_ENOMEM;
+    count_kinds(ACTION_REDACTED, found.kinds);
     return STATUS_OK;
 }

@@ -20,6 +20,7 @@
 #include "service/auth/principal.h"
 #include "service/core/arena.h"
 #include "service/core/status.h"
+#include "service/core/strbuf.h"
 
 /* What the server does with PII written without `pii:write` (--pii-policy). */
 typedef enum pii_policy {
@@ -69,5 +70,9 @@ typedef struct pii_field {
  * PII_MAX_DEPTH, whatever the mode). STATUS_ENOMEM. */
 int pii_policy_apply(arena *a, pii_mode mode, pii_field *f, size_t n, const char ***kinds,
                      size_t *nkinds, char *why, size_t whylen);
+
+/* The writes pii_policy_apply saw carry PII, by action and kind: a metrics
+ * collector (metrics.h; arg unused). */
+void pii_policy_metrics_collect(strbuf *out, void *arg);
 
 #endif

@@ -14,7 +14,9 @@
 #include "service/core/clock.h"
 #include "service/core/log.h"
 #include "service/core/text.h"
+#include "service/metrics/metrics.h"
 #include "service/pb/pbjson.h"
+#include "service/privacy/pii_policy.h"
 #include "service/privacy/privacy_receipt.h"
 #include "service/privacy/privacy_retention.h"
 #include "service/privacy/privacy_sweeper.h"
@@ -465,6 +467,11 @@ static int privacy_open(tier_env *env, void **state, char *err, size_t errlen) {
     if (period > 0 && policy.n > 0 &&
         privacy_sweeper_start(env, &policy, period, env->cfg->retention_batch, &svc->sweeper) != 0)
         return snprintf(err, errlen, "cannot start the retention sweeper (memory or threads)"), -1;
+    if (env->cfg && env->cfg->metrics_listen && env->cfg->metrics_listen[0] &&
+        ((svc->sweeper &&
+          metrics_add_collector(privacy_sweeper_metrics_collect, svc->sweeper) != 0) ||
+         metrics_add_collector(pii_policy_metrics_collect, NULL) != 0))
+        return snprintf(err, errlen, "cannot register the privacy metrics"), -1;
     if (!authn_signing_key(env->auth, NULL))
         log_fields(LOG_WARN,
                    "no --signing-key: Forget receipts are issued unsigned (not verifiable "

@@ -10,6 +10,7 @@
 #include "service/core/clock.h"
 #include "service/core/log.h"
 #include "service/core/worker.h"
+#include "service/metrics/metrics.h"
 #include "service/privacy/privacy_receipt.h"
 #include "service/store/pgq.h"
 #include "service/tier/tier_erase.h"
@@ -17,6 +18,11 @@
 /* pg_try_advisory_lock's key: "memoryd" and 1, as a 64-bit number. */
 #define SWEEP_LOCK "7881713864051454977"
 #define BATCH_MS 30000 /* deadline of one batch */
+
+/* How a sweep ended: every rule ran; some batch failed; not run here
+ * (another replica held the lock, or no connection). */
+enum { SWEEP_COMPLETE, SWEEP_PARTIAL, SWEEP_SKIPPED, SWEEP_OUTCOMES };
+static const char *const sweep_outcomes[SWEEP_OUTCOMES] = {"complete", "partial", "skipped"};
 
 struct privacy_sweeper {
     const tier_env *env;
@@ -26,6 +32,7 @@ struct privacy_sweeper {
     worker *thread;
     worker *self; /* the same, as the thread knows it (set before its first sweep) */
     _Atomic int64_t erased[PRIVACY_TIERS + 1];
+    metrics_counter sweeps[SWEEP_OUTCOMES];
 };
 
 /* Runs sql on conn; 1 when its one value is "t", 0 otherwise, -1 on
@@ -141,6 +148,7 @@ static void sweep(privacy_sweeper *s) {
     pg_pool *pool = s->env->pg;
     PGconn *conn = pg_pool_acquire(pool, clock_mono_us() / 1000 + BATCH_MS, err, sizeof err);
     if (!conn) {
+        metrics_inc(&s->sweeps[SWEEP_SKIPPED]);
         log_fields(LOG_WARN, "retention sweep skipped: no PostgreSQL connection", LOG_F_STR,
                    "reason", err, LOG_F_END);
         return;
@@ -156,6 +164,7 @@ static void sweep(privacy_sweeper *s) {
     int64_t erased = 0;
     size_t ntenants = 0;
     int rc = locked == 1 ? sweep_tenants(s, conn, &erased, &ntenants) : 0;
+    metrics_inc(&s->sweeps[locked != 1 ? SWEEP_SKIPPED : rc == 0 ? SWEEP_COMPLETE : SWEEP_PARTIAL]);
     if (locked == 1) {
         pg_pool_watch(pool, conn, clock_mono_us() / 1000 + BATCH_MS);
         if (ask(conn, "SELECT pg_advisory_unlock(" SWEEP_LOCK ")", "advisory unlock") != 1)
@@ -197,6 +206,24 @@ void privacy_sweeper_stop(privacy_sweeper *s) {
     free(s);
 }
 
-int64_t privacy_sweeper_erased(const privacy_sweeper *s, int tier) {
-    return s && tier >= 0 && tier <= PRIVACY_TIERS ? atomic_load(&s->erased[tier]) : 0;
+void privacy_sweeper_metrics_collect(strbuf *out, void *arg) {
+    privacy_sweeper *s = arg;
+    metrics_family(out, "memoryd_retention_sweeps_total", "counter",
+                   "Retention sweeps on this replica by outcome: complete, partial (a batch "
+                   "failed; the next sweep goes on), skipped (another replica was sweeping, or "
+                   "PostgreSQL was out of reach).");
+    char l[64];
+    for (int o = 0; o < SWEEP_OUTCOMES; o++) {
+        snprintf(l, sizeof l, "outcome=\"%s\"", sweep_outcomes[o]);
+        metrics_sample_u64(out, "memoryd_retention_sweeps_total", l, metrics_get(&s->sweeps[o]));
+    }
+    metrics_family(out, "memoryd_retention_erased_total", "counter",
+                   "Records this replica's sweeps erased for the retention policy, by tier.");
+    for (size_t j = 0; j < s->env->nerasers; j++) {
+        const tier_eraser *e = &s->env->erasers[j];
+        if (e->tier < 0 || e->tier > PRIVACY_TIERS) continue;
+        strbuf_puts(out, "memoryd_retention_erased_total{tier=\"");
+        metrics_label_value(out, e->name);
+        strbuf_printf(out, "\"} %lld\n", (long long)atomic_load(&s->erased[e->tier]));
+    }
 }

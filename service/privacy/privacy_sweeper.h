@@ -15,6 +15,7 @@
 
 #include <stdint.h>
 
+#include "service/core/strbuf.h"
 #include "service/privacy/privacy_retention.h"
 #include "service/tier/tier.h"
 
@@ -29,8 +30,8 @@ int privacy_sweeper_start(const tier_env *env, const retention_policy *policy, i
  * frees; accepts NULL. */
 void privacy_sweeper_stop(privacy_sweeper *s);
 
-/* What sweeps have erased since the start, per memory.v1.Tier: kept for
- * the metrics listener (issue 19); the log says it meanwhile. */
-int64_t privacy_sweeper_erased(const privacy_sweeper *s, int tier);
+/* Sweeps by outcome and what they erased by tier, since the start: a
+ * metrics collector (metrics.h; arg: the sweeper). */
+void privacy_sweeper_metrics_collect(strbuf *out, void *arg);
 
 #endif

@@ -18,7 +18,18 @@ int64_t apg_now_ms(void) { return clock_mono_ms(NULL); }
 
 /* ------------------------------------------------------------ answering */
 
-void apg_answer(apg_query *q, int status, PGresult *res) { q->done(q, status, res); }
+void apg_answer(apg_query *q, int status, PGresult *res) {
+    backend_stats *st = &q->pool->stats;
+    backend_stats_count(st, status);
+    metrics_observe_us(&st->duration, (uint64_t)(clock_mono_us() - q->submit_us));
+    q->done(q, status, res);
+}
+
+/* Starts q on the idle c, counting how long it waited for a connection. */
+static void start(apg_conn *c, apg_query *q) {
+    metrics_observe_us(&q->pool->stats.wait, (uint64_t)(clock_mono_us() - q->submit_us));
+    apg_conn_start(c, q);
+}
 
 void apg_answer_err(apg_query *q, int status, const char *fmt, ...) {
     va_list ap;
@@ -119,7 +130,7 @@ void apg_take_next(apg_conn *c) {
     int64_t now = apg_now_ms();
     for (apg_query *q; c->state == C_IDLE && (q = apg_queue_first(p));) {
         queue_remove(p, q);
-        if (still_wanted(q, now)) apg_conn_start(c, q);
+        if (still_wanted(q, now)) start(c, q);
     }
 }
 
@@ -157,7 +168,7 @@ static void submit_on_loop(evloop_task *t) {
     apg_conn *unused = NULL;
     for (int i = 0; i < p->o.size; i++) {
         if (p->conns[i].state == C_IDLE) {
-            apg_conn_start(&p->conns[i], q);
+            start(&p->conns[i], q);
             return;
         }
         if (p->conns[i].state == C_UNUSED && !unused) unused = &p->conns[i];
@@ -192,7 +203,8 @@ void apg_submit(apg *p, apg_query *q) {
     dlist_init(&q->link);
     q->err[0] = '\0';
     q->sqlstate[0] = '\0';
-    q->submit_ms = apg_now_ms();
+    q->submit_us = clock_mono_us();
+    q->submit_ms = q->submit_us / 1000;
     if (q->deadline_ms == INT64_MAX) q->deadline_ms = q->submit_ms + p->o.default_timeout_ms;
     q->task.fn = submit_on_loop;
     evloop_post(p->loop, &q->task);
@@ -235,6 +247,34 @@ int apg_ping(apg *p, int64_t deadline_ms) {
 }
 
 int apg_connected(const apg *p) { return atomic_load(&((apg *)p)->connected); }
+
+const backend_stats *apg_stats(const apg *p) { return &p->stats; }
+
+/* A gauge snapshot: the connections' states and the queue belong to the
+ * loop thread, so it reads them while the scraper waits. */
+typedef struct {
+    apg *p;
+    backend_gauges *out;
+} gauge_read;
+
+static void gauges_on_loop(void *arg) {
+    gauge_read *r = arg;
+    apg *p = r->p;
+    backend_gauges *g = r->out;
+    g->size = p->o.size;
+    g->open = g->in_use = 0;
+    for (int i = 0; i < p->o.size; i++) {
+        conn_state s = p->conns[i].state;
+        g->open += s == C_IDLE || s == C_BUSY || s == C_HELD;
+        g->in_use += s == C_BUSY || s == C_HELD;
+    }
+    g->waiting = p->qlen;
+}
+
+void apg_gauges(void *pool, backend_gauges *out) {
+    gauge_read r = {.p = pool, .out = out};
+    evloop_run_sync(r.p->loop, gauges_on_loop, &r);
+}
 
 /* ------------------------------------------------------------ life */
 

@@ -30,6 +30,7 @@
 #include <stdint.h>
 
 #include "service/core/dlist.h"
+#include "service/metrics/backend_metrics.h"
 #include "service/store/evloop.h"
 #include "service/store/pgq.h"
 
@@ -78,6 +79,7 @@ struct apg_query {
     apg *pool;
     dlist link; /* in the wait queue */
     int64_t submit_ms;
+    int64_t submit_us;     /* the same instant, for the metrics' histograms */
     struct apg_conn *held; /* the connection q holds between its statements */
     int cancelled;         /* set by apg_cancel on any thread: read with __atomic builtins */
 };
@@ -107,5 +109,12 @@ int apg_ping(apg *p, int64_t deadline_ms);
 /* Connections open and idle or busy right now; a racy snapshot for health
  * and logs. */
 int apg_connected(const apg *p);
+
+/* The pool's request counts and times (backend_metrics.h), for
+ * backend_metrics_add with apg_gauges: a snapshot of the connections and
+ * the queue, taken on the loop thread (the caller waits for it; never on
+ * the loop thread). */
+const backend_stats *apg_stats(const apg *p);
+void apg_gauges(void *p, backend_gauges *out);
 
 #endif

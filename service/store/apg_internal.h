@@ -58,6 +58,7 @@ struct apg {
     int64_t queue_timer_at; /* INT64_MAX: not armed */
     uv_async_t cancel_wake;
     char last_error[200];
+    backend_stats stats; /* counted as queries are started and answered */
     atomic_int connected;
     int closing;
     /* create and free wait for the loop thread */

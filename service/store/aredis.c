@@ -31,6 +31,7 @@ struct aredis {
     atomic_int connected;
     int backoff_ms;
     char last_error[200];
+    backend_stats stats;       /* counted as commands are answered */
     uv_timer_t conn_timer;     /* connect timeout, then reconnect backoff */
     uv_timer_t deadline_timer; /* the earliest deadline in flight */
     uv_async_t cancel_wake;
@@ -52,6 +53,14 @@ static int64_t now_ms(void) { return clock_mono_ms(NULL); }
 
 static const char *what(const aredis_cmd *q) { return q->what ? q->what : "Redis command"; }
 
+/* Every command ends here: counted, then handed back to its owner. */
+static void answer(aredis_cmd *q, int status, redisReply *reply) {
+    backend_stats *st = &q->r->stats;
+    backend_stats_count(st, status);
+    metrics_observe_us(&st->duration, (uint64_t)(clock_mono_us() - q->submit_us));
+    q->done(q, status, reply);
+}
+
 static void answer_err(aredis_cmd *q, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void answer_err(aredis_cmd *q, int status, const char *fmt, ...) {
@@ -59,7 +68,7 @@ static void answer_err(aredis_cmd *q, int status, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(q->err, sizeof q->err, fmt, ap);
     va_end(ap);
-    q->done(q, status, NULL);
+    answer(q, status, NULL);
 }
 
 static int cancelled(const aredis_cmd *q) {
@@ -148,7 +157,7 @@ static void on_reply(redisAsyncContext *ac, void *reply_, void *privdata) {
     else if (reply->type == REDIS_REPLY_ERROR)
         answer_err(q, STATUS_EUNAVAILABLE, "%s: Redis refused: %.*s", what(q), (int)reply->len,
                    reply->str);
-    else q->done(q, STATUS_OK, reply);
+    else answer(q, STATUS_OK, reply);
 }
 
 /* ------------------------------------------------------------ connection */
@@ -285,6 +294,7 @@ static void submit_on_loop(evloop_task *t) {
 void aredis_submit(aredis *r, aredis_cmd *q) {
     q->r = r;
     q->err[0] = '\0';
+    q->submit_us = clock_mono_us();
     if (q->deadline_ms == INT64_MAX) q->deadline_ms = now_ms() + r->o.default_timeout_ms;
     q->task.fn = submit_on_loop;
     evloop_post(r->loop, &q->task);
@@ -296,6 +306,26 @@ void aredis_cancel(aredis *r, aredis_cmd *q) {
 }
 
 int aredis_connected(const aredis *r) { return atomic_load(&((aredis *)r)->connected); }
+
+const backend_stats *aredis_stats(const aredis *r) { return &r->stats; }
+
+typedef struct {
+    aredis *r;
+    backend_gauges *out;
+} gauge_read;
+
+static void gauges_on_loop(void *arg) {
+    gauge_read *g = arg;
+    g->out->size = 1;
+    g->out->open = g->r->up;
+    g->out->in_use = g->r->count > 0;
+    g->out->waiting = g->r->count;
+}
+
+void aredis_gauges(void *r, backend_gauges *out) {
+    gauge_read g = {.r = r, .out = out};
+    evloop_run_sync(g.r->loop, gauges_on_loop, &g);
+}
 
 /* ------------------------------------------------------------ pub/sub */
 

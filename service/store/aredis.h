@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "service/core/dlist.h"
+#include "service/metrics/backend_metrics.h"
 #include "service/store/evloop.h"
 
 typedef struct aredis aredis;
@@ -75,7 +76,8 @@ struct aredis_cmd {
     /* aredis's */
     evloop_task task;
     aredis *r;
-    int cancelled; /* set by aredis_cancel on any thread: __atomic builtins */
+    int64_t submit_us; /* for the metrics' histogram */
+    int cancelled;     /* set by aredis_cancel on any thread: __atomic builtins */
 };
 
 /* Starts connecting on loop (without waiting). 0 with *out, or -1 with
@@ -94,6 +96,13 @@ void aredis_cancel(aredis *r, aredis_cmd *q);
 
 /* 1 while the connection is up; a racy snapshot for health and logs. */
 int aredis_connected(const aredis *r);
+
+/* The client's command counts and times (backend_metrics.h), for
+ * backend_metrics_add with aredis_gauges: the connection (size 1, open or
+ * not) and the commands awaiting replies (in_use: 1 while any does),
+ * read on the loop thread while the caller waits (never on it). */
+const backend_stats *aredis_stats(const aredis *r);
+void aredis_gauges(void *r, backend_gauges *out);
 
 /* A subscriber connection's (UN)SUBSCRIBE of one channel, on the loop
  * thread: 0 when sent (on_message confirms it), -1 when the connection is

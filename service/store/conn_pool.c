@@ -26,6 +26,8 @@ struct conn_pool {
     int64_t next_attempt_ms; /* backoff: no connect before this */
     int backoff_ms;
     int down_logged;
+    int waiting; /* threads in acquire without a connection yet */
+    backend_stats stats;
     slot slots[]; /* size entries */
 };
 
@@ -92,8 +94,20 @@ static void wait_locked(conn_pool *p, int64_t deadline_ms) {
     pthread_cond_timedwait(&p->freed, &p->lock, &until);
 }
 
+/* Caller holds the lock. One acquire ends, its wait timed; a failure is
+ * the request's outcome (a success's is counted at release). */
+static void *acquired_locked(conn_pool *p, int64_t start_us, void *conn, int status) {
+    p->waiting--;
+    if (status != STATUS_OK) backend_stats_count(&p->stats, status);
+    metrics_observe_us(&p->stats.wait, (uint64_t)(clock_mono_us() - start_us));
+    pthread_mutex_unlock(&p->lock);
+    return conn;
+}
+
 void *conn_pool_acquire(conn_pool *p, int64_t deadline_ms, char *err, size_t errlen) {
+    int64_t start_us = clock_mono_us();
     pthread_mutex_lock(&p->lock);
+    p->waiting++;
     for (;;) {
         int idle = -1, empty = -1;
         for (int i = 0; i < p->size; i++) {
@@ -103,14 +117,12 @@ void *conn_pool_acquire(conn_pool *p, int64_t deadline_ms, char *err, size_t err
         }
         if (idle >= 0) {
             p->slots[idle].busy = 1;
-            pthread_mutex_unlock(&p->lock);
-            return p->slots[idle].conn;
+            return acquired_locked(p, start_us, p->slots[idle].conn, STATUS_OK);
         }
         if (empty >= 0) {
             if (clock_mono_ms(NULL) < p->next_attempt_ms) {
-                pthread_mutex_unlock(&p->lock);
                 snprintf(err, errlen, "%s unavailable (reconnecting)", p->ops->backend);
-                return NULL;
+                return acquired_locked(p, start_us, NULL, STATUS_EUNAVAILABLE);
             }
             p->slots[empty].busy = 1;
             pthread_mutex_unlock(&p->lock);
@@ -122,13 +134,11 @@ void *conn_pool_acquire(conn_pool *p, int64_t deadline_ms, char *err, size_t err
                 p->slots[empty].busy = 0;
                 pthread_cond_signal(&p->freed);
             }
-            pthread_mutex_unlock(&p->lock);
-            return c;
+            return acquired_locked(p, start_us, c, c ? STATUS_OK : STATUS_EUNAVAILABLE);
         }
         if (clock_mono_ms(NULL) >= deadline_ms) {
-            pthread_mutex_unlock(&p->lock);
             snprintf(err, errlen, "no %s connection free before the deadline", p->ops->backend);
-            return NULL;
+            return acquired_locked(p, start_us, NULL, STATUS_ETIMEOUT);
         }
         wait_locked(p, deadline_ms);
     }
@@ -139,6 +149,7 @@ void conn_pool_release(conn_pool *p, void *conn, int broken) {
     pthread_mutex_lock(&p->lock);
     for (int i = 0; i < p->size; i++) {
         if (p->slots[i].conn != conn) continue;
+        backend_stats_count(&p->stats, broken ? STATUS_EUNAVAILABLE : STATUS_OK);
         if (broken) {
             p->ops->close(conn);
             p->slots[i].conn = NULL;
@@ -147,5 +158,20 @@ void conn_pool_release(conn_pool *p, void *conn, int broken) {
         break;
     }
     pthread_cond_signal(&p->freed);
+    pthread_mutex_unlock(&p->lock);
+}
+
+const backend_stats *conn_pool_stats(const conn_pool *p) { return &p->stats; }
+
+void conn_pool_gauges(void *pool, backend_gauges *out) {
+    conn_pool *p = pool;
+    pthread_mutex_lock(&p->lock);
+    out->size = p->size;
+    out->open = out->in_use = 0;
+    for (int i = 0; i < p->size; i++) {
+        out->open += p->slots[i].conn != NULL;
+        out->in_use += p->slots[i].conn != NULL && p->slots[i].busy;
+    }
+    out->waiting = p->waiting;
     pthread_mutex_unlock(&p->lock);
 }

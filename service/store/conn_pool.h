@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "service/metrics/backend_metrics.h"
+
 typedef struct conn_pool conn_pool;
 
 /* How the pool talks to its backend. connect returns a new connection or
@@ -41,5 +43,12 @@ int conn_pool_prime(conn_pool *p, char *err, size_t errlen);
 void *conn_pool_acquire(conn_pool *p, int64_t deadline_ms, char *err, size_t errlen);
 /* Returns conn; broken=1 closes it so its slot reconnects later. */
 void conn_pool_release(conn_pool *p, void *conn, int broken);
+
+/* The metrics (backend_metrics.h). A request is one checkout: acquired
+ * and released whole (ok), released broken (unavailable), or not acquired
+ * (timeout, unavailable); wait is the time acquire took. conn_pool_gauges
+ * takes the pool's lock. */
+const backend_stats *conn_pool_stats(const conn_pool *p);
+void conn_pool_gauges(void *p, backend_gauges *out);
 
 #endif

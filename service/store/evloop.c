@@ -144,3 +144,24 @@ void evloop_wait(evloop_waiter *w) {
     w->done = 0;
     pthread_mutex_unlock(&w->lock);
 }
+
+typedef struct {
+    evloop_task task; /* first: the task is the call */
+    evloop_waiter done;
+    void (*fn)(void *arg);
+    void *arg;
+} sync_call;
+
+static void sync_call_on_loop(evloop_task *t) {
+    sync_call *c = (sync_call *)t;
+    c->fn(c->arg);
+    evloop_wake(&c->done);
+}
+
+void evloop_run_sync(evloop *l, void (*fn)(void *arg), void *arg) {
+    sync_call c = {.task.fn = sync_call_on_loop, .fn = fn, .arg = arg};
+    evloop_waiter_init(&c.done);
+    evloop_post(l, &c.task);
+    evloop_wait(&c.done);
+    evloop_waiter_destroy(&c.done);
+}

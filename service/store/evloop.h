@@ -54,4 +54,9 @@ void evloop_waiter_destroy(evloop_waiter *w);
 void evloop_wake(evloop_waiter *w);
 void evloop_wait(evloop_waiter *w);
 
+/* Runs fn(arg) on the loop thread and waits for it to return: for a
+ * reader on another thread (a metrics scrape) of state only the loop
+ * thread may touch. Never from the loop thread. */
+void evloop_run_sync(evloop *l, void (*fn)(void *arg), void *arg);
+
 #endif

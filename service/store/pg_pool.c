@@ -109,6 +109,10 @@ void pg_pool_cut_now(pg_pool *p, const PGconn *conn) { pg_watchdog_expire(p->wat
 
 int pg_pool_cut(pg_pool *p, const PGconn *conn) { return pg_watchdog_cut(p->watchdog, conn); }
 
+const backend_stats *pg_pool_stats(const pg_pool *p) { return conn_pool_stats(p->pool); }
+
+void pg_pool_gauges(void *p, backend_gauges *out) { conn_pool_gauges(((pg_pool *)p)->pool, out); }
+
 int pg_pool_ping(pg_pool *p, int64_t deadline_ms) {
     char err[256];
     PGconn *c = pg_pool_acquire(p, deadline_ms, err, sizeof err);

@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "service/metrics/backend_metrics.h"
+
 typedef struct pg_pool pg_pool;
 
 /* Creates a pool of size connections to url (a libpq URI or key=value
@@ -41,5 +43,9 @@ int pg_pool_cut(pg_pool *p, const PGconn *conn);
 
 /* Runs "SELECT 1" on a pooled connection; 0 when Postgres answers. */
 int pg_pool_ping(pg_pool *p, int64_t deadline_ms);
+
+/* The pool's metrics (conn_pool_stats, conn_pool_gauges). */
+const backend_stats *pg_pool_stats(const pg_pool *p);
+void pg_pool_gauges(void *p, backend_gauges *out);
 
 #endif

@@ -60,14 +60,30 @@ double Sample(const std::string& text, const std::string& series) {
   return std::strtod(text.c_str() + at + series.size() + 2, nullptr);
 }
 
+// Scrapes until series reaches at least min (a background thread's figure:
+// the audit writer, the retention sweeper); the last exposition.
+std::string ScrapeUntil(int port, const std::string& series, double min) {
+  std::string text;
+  for (int i = 0; i < 200; i++) {
+    text = Body(Http(port, "GET /metrics HTTP/1.0\r\n\r\n"));
+    if (Sample(text, series) >= min) break;
+    usleep(50000);
+  }
+  return text;
+}
+
 class MetricsTest : public ::testing::Test {
  protected:
-  void SetUp() override { ASSERT_TRUE(db_.ok()) << db_.error(); }
+  void SetUp() override {
+    ASSERT_TRUE(db_.ok()) << db_.error();
+    ASSERT_FALSE(TestRedisUrl().empty()) << "MEMORYD_TEST_REDIS_URL is not set: run `make test`";
+  }
   PgTestDb db_;
 };
 
 TEST_F(MetricsTest, CallsAreCountedAndTheExpositionPassesPromtool) {
-  MemorydProcess m({"--pg-url=" + db_.url(), "--metrics-listen=127.0.0.1:0"});
+  MemorydProcess m({"--pg-url=" + db_.url(), "--redis-url=" + TestRedisUrl(),
+                    "--metrics-listen=127.0.0.1:0", "--retention-sweep-ms=300"});
   ASSERT_TRUE(m.Start()) << m.Log();
   // The port from the log line {"msg":"metrics serving",...,"port":N,...}.
   std::string log = m.Log();
@@ -106,6 +122,22 @@ TEST_F(MetricsTest, CallsAreCountedAndTheExpositionPassesPromtool) {
     ASSERT_TRUE(
         testing_client::Unary(ch, "/memory.v1.Cache/Get", get.SerializeAsString(), 5000, auth)
             .status.ok());
+  // A write carrying an e-mail address is refused (the default PII policy).
+  memory::v1::CacheSetRequest pii = set;
+  pii.set_key("pii");
+  pii.set_value("write to someone@example.com");
+  EXPECT_EQ(StatusCode::INVALID_ARGUMENT,
+            testing_client::Unary(ch, "/memory.v1.Cache/Set", pii.SerializeAsString(), 5000, auth)
+                .status.error_code());
+  // A token without cache:write is refused for its scope.
+  TestClaims reader;
+  reader.scope = "cache:read";
+  std::map<std::string, std::string> read_auth = {
+      {"authorization", TestKeys::Bearer(m.keys()->Mint(reader))}};
+  EXPECT_EQ(
+      StatusCode::PERMISSION_DENIED,
+      testing_client::Unary(ch, "/memory.v1.Cache/Set", set.SerializeAsString(), 5000, read_auth)
+          .status.error_code());
   for (const char* path : {"/no.Such/Method", "/made.up/Path"})
     EXPECT_EQ(StatusCode::UNIMPLEMENTED, testing_client::Unary(ch, path, "").status.error_code());
 
@@ -155,6 +187,51 @@ TEST_F(MetricsTest, CallsAreCountedAndTheExpositionPassesPromtool) {
   EXPECT_GE(Sample(text, "memoryd_audit_rows_total{outcome=\"written\"}"), 2) << text;
   EXPECT_GE(Sample(text, "memoryd_audit_unaudited_calls_total"), 1) << text;
   EXPECT_EQ(0, Sample(text, "memoryd_streams_open")) << text;
+
+  // The backends: PostgreSQL's two pools and Redis's connection answered
+  // requests, and their gauges say what is configured and open.
+  const std::string pg_loop = "backend=\"postgres\",pool=\"loop\"";
+  const std::string pg_blocking = "backend=\"postgres\",pool=\"blocking\"";
+  const std::string redis = "backend=\"redis\",pool=\"loop\"";
+  EXPECT_GE(Sample(text, "memoryd_backend_requests_total{" + pg_loop + ",outcome=\"ok\"}"), 1)
+      << text;
+  EXPECT_GE(Sample(text, "memoryd_backend_requests_total{" + pg_blocking + ",outcome=\"ok\"}"), 1)
+      << text;
+  EXPECT_GE(Sample(text, "memoryd_backend_requests_total{" + redis + ",outcome=\"ok\"}"), 1)
+      << text;
+  EXPECT_EQ(0,
+            Sample(text, "memoryd_backend_requests_total{" + pg_loop + ",outcome=\"unavailable\"}"))
+      << text;
+  EXPECT_EQ(8, Sample(text, "memoryd_backend_pool_size{" + pg_loop + "}")) << text;
+  EXPECT_GE(Sample(text, "memoryd_backend_pool_open{" + pg_loop + "}"), 1) << text;
+  EXPECT_EQ(0, Sample(text, "memoryd_backend_pool_waiting{" + pg_loop + "}")) << text;
+  EXPECT_EQ(1, Sample(text, "memoryd_backend_pool_open{" + redis + "}")) << text;
+  EXPECT_GE(Sample(text, "memoryd_backend_wait_seconds_count{" + pg_loop + "}"), 1) << text;
+  EXPECT_GE(Sample(text, "memoryd_backend_request_duration_seconds_count{" + redis + "}"), 1)
+      << text;
+  // Redis's level of the cache was asked (the Set's key was in L1, so
+  // hits there are not certain; the series is).
+  EXPECT_GE(Sample(text, "memoryd_cache_lookups_total{level=\"l2\",result=\"miss\"}"), 0) << text;
+  // Tokens: the writer's token verified once, then found in the cache;
+  // the refusals by reason.
+  EXPECT_GE(Sample(text, "memoryd_token_cache_lookups_total{result=\"hit\"}"), 3) << text;
+  EXPECT_EQ(2, Sample(text, "memoryd_token_cache_lookups_total{result=\"miss\"}")) << text;
+  EXPECT_EQ(2, Sample(text, "memoryd_token_cache_entries")) << text;
+  EXPECT_EQ(1, Sample(text, "memoryd_auth_refusals_total{reason=\"missing\"}")) << text;
+  EXPECT_EQ(1, Sample(text, "memoryd_auth_refusals_total{reason=\"scope\"}")) << text;
+  EXPECT_EQ(0, Sample(text, "memoryd_auth_refusals_total{reason=\"revoked\"}")) << text;
+  EXPECT_EQ(0, Sample(text, "memoryd_revoked_tokens")) << text;
+  EXPECT_EQ(1, Sample(text, "memoryd_pii_writes_total{action=\"rejected\",kind=\"email\"}"))
+      << text;
+  EXPECT_EQ(0, Sample(text, "memoryd_pii_writes_total{action=\"redacted\",kind=\"email\"}"))
+      << text;
+  // The embedded vector index holds nothing yet.
+  EXPECT_EQ(0, Sample(text, "memoryd_episodic_index_points")) << text;
+  EXPECT_EQ(0, Sample(text, "memoryd_episodic_index_collections")) << text;
+  // The retention sweeper runs every 300 ms here.
+  text = ScrapeUntil(port, "memoryd_retention_sweeps_total{outcome=\"complete\"}", 1);
+  EXPECT_GE(Sample(text, "memoryd_retention_sweeps_total{outcome=\"complete\"}"), 1) << text;
+  EXPECT_EQ(0, Sample(text, "memoryd_retention_erased_total{tier=\"episodic\"}")) << text;
 
   // promtool (Debian's prometheus package) lints the exposition.
   std::string file = std::string(getenv("TEST_TMPDIR") ? getenv("TEST_TMPDIR") : "/tmp") +
