@@ -142,6 +142,7 @@ static int open_backends(app *a, char *err) {
         .cache_max = (size_t)c->token_cache_size,
         .revocation_poll_ms = c->revocation_poll_ms,
         .jwks_reload_ms = c->jwks_reload_ms,
+        .bind_to_client_certificate = strcmp(c->tls_client_identity, "sub") == 0,
     };
     if (authn_create(&ao, a->pg, &a->auth, err, ERRLEN) != 0) return -1;
     if (c->redis_url[0]) {
@@ -170,12 +171,14 @@ static int open_backends(app *a, char *err) {
 
 static int build_server(app *a, char *err) {
     const config *c = &a->cfg;
-    char *cert = NULL, *key = NULL;
+    char *cert = NULL, *key = NULL, *client_ca = NULL;
     if (c->tls_cert[0]) {
         cert = read_file(c->tls_cert, err, ERRLEN);
         key = cert ? read_file(c->tls_key, err, ERRLEN) : NULL;
-        if (!key) {
+        client_ca = key && c->tls_client_ca[0] ? read_file(c->tls_client_ca, err, ERRLEN) : NULL;
+        if (!key || (c->tls_client_ca[0] && !client_ca)) {
             free(cert);
+            free(key);
             return -1;
         }
     }
@@ -189,6 +192,10 @@ static int build_server(app *a, char *err) {
         .keepalive_timeout_ms = c->keepalive_timeout_s * 1000,
         .tls_cert_pem = cert,
         .tls_key_pem = key,
+        .tls_client_ca_pem = client_ca,
+        .max_connection_age_ms = c->max_connection_age_s * 1000,
+        .max_connection_age_grace_ms = c->max_connection_age_grace_s * 1000,
+        .min_ping_interval_ms = c->keepalive_min_ping_s * 1000,
         .max_call_memory = (size_t)c->max_call_memory_mb << 20,
         .stream_buffer_bytes = (size_t)c->stream_buffer_bytes,
         .max_streams = c->max_streams,
@@ -196,6 +203,7 @@ static int build_server(app *a, char *err) {
     int rc = rpc_server_create(&o, &a->srv, err, ERRLEN);
     free(cert);
     free(key);
+    free(client_ca);
     if (rc != 0) return -1;
     if (descpool_create(memoryd_descriptor_set, memoryd_descriptor_set_len, &a->pool) != 0) {
         snprintf(err, ERRLEN, "the embedded descriptor set is corrupt");
@@ -328,8 +336,8 @@ static int run(app *a, const sigset_t *signals) {
     a->inst = instance_start(a->pg, a->cfg.listen);
     log_fields(LOG_INFO, "memoryd serving", LOG_F_STR, "listen", a->cfg.listen, LOG_F_INT, "port",
                (int64_t)rpc_server_port(a->srv), LOG_F_STR, "tls",
-               a->cfg.tls_cert[0] ? "on" : "off", LOG_F_STR, "redis",
-               a->redis ? "configured" : "none", LOG_F_END);
+               a->cfg.tls_cert[0] ? (a->cfg.tls_client_ca[0] ? "mutual" : "on") : "off", LOG_F_STR,
+               "redis", a->redis ? "configured" : "none", LOG_F_END);
 
     int sig = 0;
     while (sigwait(signals, &sig) != 0) {}

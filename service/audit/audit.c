@@ -119,13 +119,15 @@ void audit_committed(rpc_call *call) {
 static audit_rec *rec_build(rpc_call *call, int status, int64_t time_us) {
     const principal *p = rpc_call_principal(call);
     const audit_note *note = rpc_call_audit(call);
-    const char *src[5] = {p ? principal_tenant(p) : "", p ? principal_sub(p) : "",
-                          p ? principal_jti(p) : "", rpc_call_path(call),
-                          rpc_call_request_id(call)};
+    enum { NSTR = 7 };
+    const char *src[NSTR] = {p ? principal_tenant(p) : "",  p ? principal_sub(p) : "",
+                             p ? principal_jti(p) : "",     rpc_call_path(call),
+                             rpc_call_request_id(call),     rpc_call_trace_id(call),
+                             rpc_call_client_identity(call)};
     size_t nt = note ? note->ntargets : 0;
     size_t size = sizeof(audit_rec) + nt * sizeof(char *);
-    size_t lens[5];
-    for (int i = 0; i < 5; i++) {
+    size_t lens[NSTR];
+    for (int i = 0; i < NSTR; i++) {
         if (!src[i]) src[i] = "";
         lens[i] = strlen(src[i]);
         size += lens[i] + 1;
@@ -136,8 +138,9 @@ static audit_rec *rec_build(rpc_call *call, int status, int64_t time_us) {
     r->targets = (const char **)(r + 1);
     r->ntargets = nt;
     char *s = (char *)(r->targets + nt);
-    const char **dst[5] = {&r->tenant, &r->principal, &r->token_id, &r->method, &r->request_id};
-    for (int i = 0; i < 5; i++) {
+    const char **dst[NSTR] = {&r->tenant,     &r->principal, &r->token_id,       &r->method,
+                              &r->request_id, &r->trace_id,  &r->client_identity};
+    for (int i = 0; i < NSTR; i++) {
         /* Claims came through a JSON parser, paths from the method table
          * and request ids are printable ASCII: cleaning never shortens
          * them, it only guarantees PostgreSQL accepts the batch. */
@@ -401,14 +404,16 @@ int audit_sql_in_tx(rpc_call *call, pgq_sql *b, char *err, size_t errlen) {
     /* The statement borrows its strings until it has run: the call's
      * arena keeps them that long. */
     arena *a = rpc_call_arena(call);
-    const char *s[6] = {NULL};
-    if (r && !targets.oom) {
-        const char *src[6] = {r->tenant, r->principal, r->token_id,
-                              r->method, targets.p,    r->request_id};
-        for (int i = 0; i < 6; i++) s[i] = arena_strdup(a, src[i]);
+    enum { NSTR = 8 };
+    const char *s[NSTR] = {NULL};
+    int have = r && !targets.oom;
+    if (have) {
+        const char *src[NSTR] = {r->tenant, r->principal,  r->token_id, r->method,
+                                 targets.p, r->request_id, r->trace_id, r->client_identity};
+        for (int i = 0; i < NSTR; i++) have = have && (s[i] = arena_strdup(a, src[i])) != NULL;
     }
     int rc = -1;
-    if (!s[0] || !s[1] || !s[2] || !s[3] || !s[4] || !s[5]) {
+    if (!have) {
         snprintf(err, errlen, "audit: out of memory");
     } else {
         int p_time = pgq_ts(b, r->time_us);
@@ -419,11 +424,14 @@ int audit_sql_in_tx(rpc_call *call, pgq_sql *b, char *err, size_t errlen) {
         int p_targets = pgq_text_array(b, s[4]);
         int p_status = pgq_int4(b, r->status);
         int p_duration = pgq_int8(b, r->duration_us);
+        int p_request = pgq_text(b, s[5]);
+        int p_trace = pgq_text(b, s[6]);
+        int p_client = pgq_text(b, s[7]);
         pgq_sql_add(b,
                     "INSERT INTO audit_log (" AUDIT_COPY_COLUMNS ") VALUES ($%d, $%d, $%d, $%d,"
-                    " $%d, $%d, $%d, $%d, $%d)",
+                    " $%d, $%d, $%d, $%d, $%d, $%d, $%d)",
                     p_time, p_tenant, p_principal, p_token, p_method, p_targets, p_status,
-                    p_duration, pgq_text(b, s[5]));
+                    p_duration, p_request, p_trace, p_client);
         note->in_tx = 1;
         rc = 0;
     }

@@ -127,6 +127,10 @@ void audit_codec_copy_row(strbuf *b, const audit_rec *r) {
     array_literal(b, r->targets, r->ntargets, 1);
     strbuf_printf(b, "\t%d\t%lld\t", (int)r->status, (long long)r->duration_us);
     emit_str(b, r->request_id, 1);
+    strbuf_put(b, "\t", 1);
+    emit_str(b, r->trace_id, 1);
+    strbuf_put(b, "\t", 1);
+    emit_str(b, r->client_identity, 1);
     strbuf_put(b, "\n", 1);
 }
 
@@ -192,8 +196,8 @@ static int int_col(const PGresult *r, int i, int col, int size, int64_t *v) {
 
 int audit_codec_row(const PGresult *r, int i, void *(*alloc)(void *ctx, size_t n), void *ctx,
                     audit_row *out) {
-    if (PQnfields(r) != 10 || i < 0 || i >= PQntuples(r)) return -1;
-    for (int c = 0; c < 10; c++)
+    if (PQnfields(r) != 12 || i < 0 || i >= PQntuples(r)) return -1;
+    for (int c = 0; c < 12; c++)
         if (PQfformat(r, c) != 1) return -1;
     int64_t st;
     memset(out, 0, sizeof *out);
@@ -204,7 +208,8 @@ int audit_codec_row(const PGresult *r, int i, void *(*alloc)(void *ctx, size_t n
     out->status = (int32_t)st;
     if (!(out->tenant = text_col(r, i, 2)) || !(out->principal = text_col(r, i, 3)) ||
         !(out->token_id = text_col(r, i, 4)) || !(out->method = text_col(r, i, 5)) ||
-        !(out->request_id = text_col(r, i, 9)) || PQgetisnull(r, i, 6))
+        !(out->request_id = text_col(r, i, 9)) || !(out->trace_id = text_col(r, i, 10)) ||
+        !(out->client_identity = text_col(r, i, 11)) || PQgetisnull(r, i, 6))
         return -1;
     return audit_codec_text_array(PQgetvalue(r, i, 6), (size_t)PQgetlength(r, i, 6), alloc, ctx,
                                   &out->targets, &out->ntargets);
@@ -237,6 +242,8 @@ void audit_codec_record(const audit_row *row, Memory__V1__AuditRecord *rec,
     rec->status_code = row->status;
     rec->duration = d;
     rec->request_id = (char *)row->request_id;
+    rec->trace_id = (char *)row->trace_id;
+    rec->client_identity = (char *)row->client_identity;
 }
 
 /* ---- filters ---- */

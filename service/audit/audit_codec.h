@@ -22,7 +22,7 @@
 /* The columns every read selects, in the order audit_codec_row decodes. */
 #define AUDIT_COLUMNS                                                                              \
     "id, time, tenant, principal, token_id, method, target_ids, status_code, duration_us,"         \
-    " request_id"
+    " request_id, trace_id, client_identity"
 
 /* One finished call waiting for the writer: a single malloc, the strings
  * and the targets array live behind the struct (free() it once). */
@@ -30,7 +30,7 @@ typedef struct audit_rec {
     int64_t time_us; /* Unix microseconds */
     int64_t duration_us;
     int32_t status;
-    const char *tenant, *principal, *token_id, *method, *request_id;
+    const char *tenant, *principal, *token_id, *method, *request_id, *trace_id, *client_identity;
     const char **targets;
     size_t ntargets;
 } audit_rec;
@@ -40,7 +40,7 @@ typedef struct audit_rec {
 typedef struct audit_row {
     int64_t id;
     int64_t time_us;
-    const char *tenant, *principal, *token_id, *method, *request_id;
+    const char *tenant, *principal, *token_id, *method, *request_id, *trace_id, *client_identity;
     char **targets;
     size_t ntargets;
     int32_t status;
@@ -67,7 +67,8 @@ void audit_codec_array_literal(strbuf *b, const char *const *v, size_t n);
 /* Appends one COPY text-format line for r (the AUDIT_COPY_COLUMNS order). */
 void audit_codec_copy_row(strbuf *b, const audit_rec *r);
 #define AUDIT_COPY_COLUMNS                                                                         \
-    "time, tenant, principal, token_id, method, target_ids, status_code, duration_us, request_id"
+    "time, tenant, principal, token_id, method, target_ids, status_code, duration_us, request_id," \
+    " trace_id, client_identity"
 /* "YYYY-MM-DD HH:MM:SS.uuuuuu+00" for Unix microseconds; out has 40 bytes. */
 void audit_codec_time(int64_t unix_us, char out[40]);
 

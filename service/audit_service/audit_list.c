@@ -33,7 +33,11 @@ static int take_row(arena *ar, const PGresult *r, int i, Memory__V1__AuditRecord
     row.token_id = dup_or_empty(ar, row.token_id);
     row.method = dup_or_empty(ar, row.method);
     row.request_id = dup_or_empty(ar, row.request_id);
-    if (!row.tenant || !row.principal || !row.token_id || !row.method || !row.request_id) return -1;
+    row.trace_id = dup_or_empty(ar, row.trace_id);
+    row.client_identity = dup_or_empty(ar, row.client_identity);
+    if (!row.tenant || !row.principal || !row.token_id || !row.method || !row.request_id ||
+        !row.trace_id || !row.client_identity)
+        return -1;
     audit_codec_record(&row, rec, ts, d, idbuf);
     *out = rec;
     *time_us = row.time_us;

@@ -26,11 +26,12 @@ enum {
     REFUSED_MALFORMED,
     REFUSED_INVALID,
     REFUSED_REVOKED,
+    REFUSED_CERTIFICATE,
     REFUSED_SCOPE,
     REFUSED_KINDS
 };
-static const char *const refused_names[REFUSED_KINDS] = {"missing", "malformed", "invalid",
-                                                         "revoked", "scope"};
+static const char *const refused_names[REFUSED_KINDS] = {"missing", "malformed",   "invalid",
+                                                         "revoked", "certificate", "scope"};
 
 /* What identifies a version of the key file. */
 typedef struct {
@@ -61,6 +62,7 @@ struct authn {
     char *signing_kid;
     token_cache *cache;
     revocation *revoked;
+    int bind_to_client_certificate;
     /* the metrics (authn_metrics_collect) */
     metrics_counter cache_hits, cache_misses;
     metrics_counter refused[REFUSED_KINDS];
@@ -90,6 +92,7 @@ int authn_create(const authn_options *o, pg_pool *pg, authn **out, char *err, si
     a->reload_ms = o->jwks_reload_ms > 0 ? o->jwks_reload_ms : KEY_RELOAD_DEFAULT_MS;
     a->skew_s = o->skew_s < 0 ? 0 : o->skew_s;
     a->open_infra = o->open_infra;
+    a->bind_to_client_certificate = o->bind_to_client_certificate;
     a->jwks_path = strdup(o->jwks_path ? o->jwks_path : "");
     a->issuer = strdup(o->issuer && o->issuer[0] ? o->issuer : "memoryd");
     a->cache = token_cache_create(o->cache_max ? o->cache_max : 65536);
@@ -281,6 +284,20 @@ static void list_scopes(const principal *p, char *out, size_t outlen) {
         used += (size_t)snprintf(out + used, outlen - used, "%s%s", i ? " " : "", c->scopes[i]);
 }
 
+/* 1 when name is one of the comma-separated identities. */
+static int identity_names(const char *identities, const char *name) {
+    size_t n = strlen(name);
+    if (!n) return 0;
+    for (const char *s = identities; *s;) {
+        const char *end = strchr(s, ',');
+        size_t len = end ? (size_t)(end - s) : strlen(s);
+        if (len == n && memcmp(s, name, n) == 0) return 1;
+        if (!end) break;
+        s = end + 1;
+    }
+    return 0;
+}
+
 grpc_status_code authn_interceptor(rpc_call *call, void *arg) {
     authn *a = arg;
     const rpc_method *m = rpc_call_method(call);
@@ -332,6 +349,16 @@ grpc_status_code authn_interceptor(rpc_call *call, void *arg) {
     /* From here on the call owns the reference (released with the call),
      * so handlers and the audit observer can read the principal. */
     rpc_call_set_principal(call, p, principal_release);
+    if (a->bind_to_client_certificate &&
+        !identity_names(rpc_call_client_identity(call), principal_sub(p))) {
+        metrics_inc(&a->refused[REFUSED_CERTIFICATE]);
+        rpc_call_set_error(call,
+                           "the token's sub \"%s\" is not an identity of the client certificate "
+                           "(\"%s\"): under --tls-client-identity=sub a token is accepted only "
+                           "from the client it was issued to",
+                           principal_sub(p), rpc_call_client_identity(call));
+        return GRPC_STATUS_UNAUTHENTICATED;
+    }
     if (principal_scope(p, needed) == PRINCIPAL_DENY) {
         metrics_inc(&a->refused[REFUSED_SCOPE]);
         char have[512];
@@ -357,8 +384,8 @@ void authn_metrics_collect(strbuf *out, void *arg) {
     metrics_sample_u64(out, "memoryd_token_cache_entries", NULL, token_cache_count(a->cache));
     metrics_family(out, "memoryd_auth_refusals_total", "counter",
                    "Calls refused by authentication or authorization, by reason: no token, a "
-                   "malformed header, a token that does not verify, a revoked token, a missing "
-                   "scope.");
+                   "malformed header, a token that does not verify, a revoked token, a token "
+                   "from a client whose certificate does not name its sub, a missing scope.");
     char l[64];
     for (int k = 0; k < REFUSED_KINDS; k++) {
         snprintf(l, sizeof l, "reason=\"%s\"", refused_names[k]);

@@ -28,6 +28,9 @@ typedef struct authn_options {
     size_t cache_max;             /* verified tokens kept */
     int revocation_poll_ms;       /* how often the revocation set is re-checked */
     int jwks_reload_ms;           /* how often the JWKS file is checked for changes */
+    /* Under mutual TLS: a token is accepted only from a client whose
+     * certificate names its sub (rpc_call_client_identity). */
+    int bind_to_client_certificate;
 } authn_options;
 
 /* Loads keys and the revocation set (pg may be NULL in unit tests: no

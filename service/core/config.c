@@ -77,6 +77,15 @@ static const opt_def options[] = {
     OPT_TEXT("tls-cert", tls_cert, "",
              "PEM certificate chain file; with --tls-key serves TLS instead of plaintext"),
     OPT_TEXT("tls-key", tls_key, "", "PEM private key file for --tls-cert"),
+    OPT_TEXT(
+        "tls-client-ca", tls_client_ca, "",
+        "PEM file of the CAs client certificates must chain to: with it (and --tls-cert) every "
+        "connection must present a valid client certificate (mutual TLS), whose identity "
+        "each audit record keeps beside the token's principal"),
+    OPT_TEXT("tls-client-identity", tls_client_identity, "off",
+             "off | sub: with sub, a token is accepted only from a client whose certificate names "
+             "the token's sub (a subject alternative name, else the common name): a token copied "
+             "to another client is UNAUTHENTICATED"),
     OPT_TEXT("log-level", log_level, "info",
              "debug | info | warn | error; debug also logs every successful call"),
     OPT_NUMBER("max-message-bytes", max_message_bytes, "4194304", 1024, INT_MAX,
@@ -85,6 +94,16 @@ static const opt_def options[] = {
                "seconds between server keepalive pings on an idle connection"),
     OPT_NUMBER("keepalive-timeout", keepalive_timeout_s, "20", 1, 3600,
                "seconds to wait for a keepalive ping answer before closing the connection"),
+    OPT_NUMBER("keepalive-min-ping-interval", keepalive_min_ping_s, "10", 1, 86400,
+               "least seconds between a client's keepalive pings while it has no call open; a "
+               "client pinging faster is sent GOAWAY (ENHANCE_YOUR_CALM) after two such pings"),
+    OPT_NUMBER("max-connection-age", max_connection_age_s, "0", 0, 31536000,
+               "seconds a client connection lives before memoryd sends GOAWAY, so clients "
+               "reconnect and spread over the replicas behind an L4 balancer (gRPC adds ±10% "
+               "jitter); 0: connections live on"),
+    OPT_NUMBER("max-connection-age-grace", max_connection_age_grace_s, "30", 1, 86400,
+               "seconds the calls in flight on a connection that reached --max-connection-age get "
+               "to finish before it is closed"),
     OPT_NUMBER("shutdown-grace", shutdown_grace_s, "10", 0, 3600,
                "seconds the calls accepted before SIGTERM get to finish before they are cancelled"),
     OPT_NUMBER("max-call-memory", max_call_memory_mb, "64", 1, 65536,
@@ -363,6 +382,23 @@ static int validate(const config *c, char *err, size_t errlen) {
         snprintf(err, errlen,
                  "--tls-cert and --tls-key (MEMORYD_TLS_CERT, MEMORYD_TLS_KEY) "
                  "must be given together");
+        return -1;
+    }
+    if (c->tls_client_ca[0] && !c->tls_cert[0]) {
+        snprintf(err, errlen,
+                 "--tls-client-ca (MEMORYD_TLS_CLIENT_CA) needs --tls-cert and --tls-key: client "
+                 "certificates are a TLS feature");
+        return -1;
+    }
+    if (strcmp(c->tls_client_identity, "off") != 0 && strcmp(c->tls_client_identity, "sub") != 0) {
+        snprintf(err, errlen, "--tls-client-identity must be off or sub, not \"%s\"",
+                 c->tls_client_identity);
+        return -1;
+    }
+    if (strcmp(c->tls_client_identity, "sub") == 0 && !c->tls_client_ca[0]) {
+        snprintf(err, errlen,
+                 "--tls-client-identity=sub needs --tls-client-ca: without client certificates "
+                 "there is nothing to match the token against");
         return -1;
     }
     return 0;

@@ -26,10 +26,15 @@ typedef struct config {
     char *qdrant_collection_prefix; /* of the Qdrant collections memoryd creates */
     char *tls_cert;                 /* PEM certificate chain; empty = plaintext */
     char *tls_key;                  /* PEM private key for tls_cert */
+    char *tls_client_ca;            /* CAs of required client certificates; empty = none */
+    char *tls_client_identity;      /* off | sub: token sub must match the certificate */
     char *log_level;                /* debug | info | warn | error */
     int max_message_bytes;          /* largest request/response accepted */
     int keepalive_time_s;           /* server pings an idle connection this often */
     int keepalive_timeout_s;        /* and drops it when the ping is not answered */
+    int keepalive_min_ping_s;       /* clients pinging faster get GOAWAY */
+    int max_connection_age_s;       /* GOAWAY after this long; 0 = never */
+    int max_connection_age_grace_s; /* then calls in flight get this long */
     int shutdown_grace_s;           /* in-flight calls get this long on SIGTERM */
     int max_call_memory_mb;         /* one call's decoded request and working memory */
     int stream_buffer_bytes;        /* messages queued for one slow stream reader */

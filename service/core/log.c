@@ -17,6 +17,17 @@ static atomic_int log_out_fd = 2;
 
 static const char *const level_names[] = {"debug", "info", "warn", "error"};
 
+static _Thread_local char thread_trace[LOG_TRACE_MAX]; /* "": none */
+
+void log_trace_enter(log_trace_scope *scope, const char *trace_id) {
+    memcpy(scope->prev, thread_trace, sizeof thread_trace);
+    snprintf(thread_trace, sizeof thread_trace, "%s", trace_id ? trace_id : "");
+}
+
+void log_trace_leave(const log_trace_scope *scope) {
+    memcpy(thread_trace, scope->prev, sizeof thread_trace);
+}
+
 void log_set_level(log_level level) { atomic_store(&log_min_level, (int)level); }
 log_level log_get_level(void) { return (log_level)atomic_load(&log_min_level); }
 int log_enabled(log_level level) { return (int)level >= atomic_load(&log_min_level); }
@@ -134,6 +145,10 @@ static void emit(log_level level, const char *msg, va_list *ap) {
     put_cstr(&b, log_level_name(level));
     put_cstr(&b, "\",\"msg\":");
     put_json_string(&b, msg);
+    if (thread_trace[0]) {
+        put_cstr(&b, ",\"trace_id\":");
+        put_json_string(&b, thread_trace);
+    }
     while (ap && !b.truncated) {
         log_field_kind kind = (log_field_kind)va_arg(*ap, int);
         if (kind == LOG_F_END) break;

@@ -37,6 +37,17 @@ const char *log_level_name(log_level level);
 /* Redirects output to fd (default 2). The caller keeps owning fd. */
 void log_set_fd(int fd);
 
+/* The trace id of the call this thread is working for: every line
+ * logged on the thread between log_trace_enter and log_trace_leave
+ * carries it as "trace_id" (copied: the call may end meanwhile). enter
+ * keeps the id it replaces in scope, leave puts it back. */
+#define LOG_TRACE_MAX 48
+typedef struct log_trace_scope {
+    char prev[LOG_TRACE_MAX];
+} log_trace_scope;
+void log_trace_enter(log_trace_scope *scope, const char *trace_id);
+void log_trace_leave(const log_trace_scope *scope);
+
 /* A message formatted printf-style, without extra fields. */
 void log_msg(log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -147,8 +147,8 @@ int qdrant_points_call(const qtarget *t, tier_ctx *c, const char *op, const char
                        const char *suffix, const char *body, size_t blen, qdrant_resp *r) {
     char path[QDRANT_PATH_MAX];
     snprintf(path, sizeof path, "/collections/%s/points%s", t->qn, suffix);
-    int rc = qdrant_http_call(t->q->http, method, path, body, blen, c->deadline_ms, c->cancel, r,
-                              c->err, sizeof c->err);
+    int rc = qdrant_http_call(t->q->http, method, path, body, blen, c->deadline_ms, c->cancel,
+                              c->traceparent, r, c->err, sizeof c->err);
     if (rc == STATUS_ENOTFOUND) return qdrant_missing(c, t->qn, t->name);
     return qdrant_logged(op, rc, c->err);
 }
@@ -171,8 +171,8 @@ static int adopt(qdrant *q, tier_ctx *c, const vs_collection *col, const char *q
     int dims = 0, dist = 0;
     int64_t n = -1;
     snprintf(path, sizeof path, "/collections/%s", qn);
-    int rc = qdrant_http_call(q->http, "GET", path, NULL, 0, c->deadline_ms, c->cancel, &r, why,
-                              sizeof why);
+    int rc = qdrant_http_call(q->http, "GET", path, NULL, 0, c->deadline_ms, c->cancel,
+                              c->traceparent, &r, why, sizeof why);
     if (rc == STATUS_OK) {
         rc = qj_parse_collection(r.body, r.len, &dims, &dist, why, sizeof why);
         qdrant_resp_free(&r);
@@ -181,7 +181,7 @@ static int adopt(qdrant *q, tier_ctx *c, const vs_collection *col, const char *q
         static const char count_all[] = "{\"exact\":true}";
         snprintf(path, sizeof path, "/collections/%s/points/count", qn);
         rc = qdrant_http_call(q->http, "POST", path, count_all, sizeof count_all - 1,
-                              c->deadline_ms, c->cancel, &r, why, sizeof why);
+                              c->deadline_ms, c->cancel, c->traceparent, &r, why, sizeof why);
         if (rc == STATUS_OK) {
             rc = qj_parse_count(r.body, r.len, &n, why, sizeof why);
             qdrant_resp_free(&r);
@@ -203,8 +203,8 @@ static int drop(qdrant *q, tier_ctx *c, const char *qn, char *err, size_t errlen
     char path[QDRANT_PATH_MAX];
     snprintf(path, sizeof path, "/collections/%s", qn);
     qdrant_resp r;
-    int rc = qdrant_http_call(q->http, "DELETE", path, NULL, 0, c->deadline_ms, c->cancel, &r, err,
-                              errlen);
+    int rc = qdrant_http_call(q->http, "DELETE", path, NULL, 0, c->deadline_ms, c->cancel,
+                              c->traceparent, &r, err, errlen);
     if (rc == STATUS_ENOTFOUND) return STATUS_OK; /* already gone: what we wanted */
     if (rc != STATUS_OK) return rc;
     int deleted = 0;
@@ -228,8 +228,8 @@ static int create_hook(tier_ctx *c, const vs_collection *col, void *arg) {
     if (rc != STATUS_OK) return rc;
     snprintf(path, sizeof path, "/collections/%s", qn);
     qdrant_resp r;
-    rc = qdrant_http_call(q->http, "PUT", path, body, blen, c->deadline_ms, c->cancel, &r, c->err,
-                          sizeof c->err);
+    rc = qdrant_http_call(q->http, "PUT", path, body, blen, c->deadline_ms, c->cancel,
+                          c->traceparent, &r, c->err, sizeof c->err);
     free(body);
     if (rc == STATUS_EEXISTS) {
         rc = adopt(q, c, col, qn);
@@ -249,8 +249,8 @@ static int create_hook(tier_ctx *c, const vs_collection *col, void *arg) {
     for (int i = 0; i < 2 && rc == STATUS_OK; i++) {
         rc = qj_payload_index(fields[i], i == 0, &h->version, &body, &blen, c->err, sizeof c->err);
         if (rc != STATUS_OK) break;
-        rc = qdrant_http_call(q->http, "PUT", path, body, blen, c->deadline_ms, c->cancel, &r,
-                              c->err, sizeof c->err);
+        rc = qdrant_http_call(q->http, "PUT", path, body, blen, c->deadline_ms, c->cancel,
+                              c->traceparent, &r, c->err, sizeof c->err);
         free(body);
         if (rc == STATUS_OK) {
             rc = qj_parse_update(r.body, r.len, c->err, sizeof c->err);

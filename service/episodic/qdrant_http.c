@@ -22,6 +22,7 @@
 #include "service/core/cancel.h"
 #include "service/core/clock.h"
 #include "service/core/log.h"
+#include "service/core/traceparent.h"
 
 #define QDRANT_MAX_RESPONSE ((size_t)64 << 20) /* larger answers are STATUS_EINTERNAL */
 #define QDRANT_IDLE_HANDLES 32                 /* easy handles kept for reuse */
@@ -154,8 +155,8 @@ static size_t on_data(char *p, size_t size, size_t nmemb, void *arg) {
  * STATUS_EUNAVAILABLE, an oversize answer STATUS_EINTERNAL. timeout_ms bounds this
  * exchange besides the deadline. */
 static int exchange(qdrant_http *q, const char *method, const char *path, const char *body,
-                    size_t blen, int64_t deadline_ms, cancel_token *cancel, long timeout_ms,
-                    qdrant_resp *r, char *err, size_t errlen) {
+                    size_t blen, int64_t deadline_ms, cancel_token *cancel, const char *traceparent,
+                    long timeout_ms, qdrant_resp *r, char *err, size_t errlen) {
     memset(r, 0, sizeof *r);
     if (deadline_ms != INT64_MAX) {
         int64_t left = deadline_ms - mono_ms();
@@ -184,7 +185,13 @@ static int exchange(qdrant_http *q, const char *method, const char *path, const 
     bad |= curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L) != CURLE_OK;
     bad |= curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms) != CURLE_OK;
     bad |= curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, connect_ms) != CURLE_OK;
-    bad |= curl_easy_setopt(h, CURLOPT_HTTPHEADER, q->headers) != CURLE_OK;
+    /* The call's trace goes first, ahead of the shared headers: a node on
+     * this stack, read by curl only during the transfer below. */
+    char trace_header[TRACEPARENT_LEN + 16];
+    struct curl_slist trace_node = {trace_header, q->headers};
+    if (traceparent) snprintf(trace_header, sizeof trace_header, "traceparent: %s", traceparent);
+    bad |=
+        curl_easy_setopt(h, CURLOPT_HTTPHEADER, traceparent ? &trace_node : q->headers) != CURLE_OK;
     bad |= curl_easy_setopt(h, CURLOPT_USERAGENT, "memoryd") != CURLE_OK;
     bad |= curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L) != CURLE_OK;
     bad |= curl_easy_setopt(h, CURLOPT_ERRORBUFFER, cerr) != CURLE_OK;
@@ -269,10 +276,11 @@ static int counted(qdrant_http *q, int64_t start_us, int rc) {
 /* One exchange, counted: STATUS_OK only for a 2xx answer (the contract
  * of qdrant_http_call, with the timeout given). */
 static int call(qdrant_http *q, const char *method, const char *path, const char *body, size_t blen,
-                int64_t deadline_ms, cancel_token *cancel, long timeout_ms, qdrant_resp *r,
-                char *err, size_t errlen) {
+                int64_t deadline_ms, cancel_token *cancel, const char *traceparent, long timeout_ms,
+                qdrant_resp *r, char *err, size_t errlen) {
     int64_t start_us = clock_mono_us();
-    int rc = exchange(q, method, path, body, blen, deadline_ms, cancel, timeout_ms, r, err, errlen);
+    int rc = exchange(q, method, path, body, blen, deadline_ms, cancel, traceparent, timeout_ms, r,
+                      err, errlen);
     if (rc == STATUS_OK && (r->status < 200 || r->status > 299)) {
         rc = http_error(r, method, path, err, errlen);
         long st = r->status;
@@ -283,9 +291,10 @@ static int call(qdrant_http *q, const char *method, const char *path, const char
 }
 
 int qdrant_http_call(qdrant_http *q, const char *method, const char *path, const char *body,
-                     size_t blen, int64_t deadline_ms, cancel_token *cancel, qdrant_resp *r,
-                     char *err, size_t errlen) {
-    return call(q, method, path, body, blen, deadline_ms, cancel, q->timeout_ms, r, err, errlen);
+                     size_t blen, int64_t deadline_ms, cancel_token *cancel,
+                     const char *traceparent, qdrant_resp *r, char *err, size_t errlen) {
+    return call(q, method, path, body, blen, deadline_ms, cancel, traceparent, q->timeout_ms, r,
+                err, errlen);
 }
 
 const backend_stats *qdrant_http_stats(const qdrant_http *q) { return &q->stats; }
@@ -293,7 +302,7 @@ const backend_stats *qdrant_http_stats(const qdrant_http *q) { return &q->stats;
 static int detect(qdrant_http *q, int64_t deadline_ms, long timeout_ms, qj_version *v, char *err,
                   size_t errlen) {
     qdrant_resp r;
-    int rc = call(q, "GET", "/", NULL, 0, deadline_ms, NULL, timeout_ms, &r, err, errlen);
+    int rc = call(q, "GET", "/", NULL, 0, deadline_ms, NULL, NULL, timeout_ms, &r, err, errlen);
     if (rc != STATUS_OK) return rc;
     rc = qj_parse_version(r.body, r.len, v, err, errlen);
     qdrant_resp_free(&r);

@@ -40,7 +40,8 @@ const char *qdrant_http_url(const qdrant_http *h);
 /* method path with body (NULL: none), by deadline_ms (CLOCK_MONOTONIC,
  * INT64_MAX: none) and the create-time timeout, abandoned at once when
  * cancel (NULL: none) fires (STATUS_ECANCELLED; the connection is
- * dropped): STATUS_OK only for a 2xx
+ * dropped), with a `traceparent` header when traceparent is not NULL (the
+ * caller's trace, traceparent.h): STATUS_OK only for a 2xx
  * answer, in *r (qdrant_resp_free it). Otherwise the failure's code with
  * err: a passed deadline or a timeout STATUS_ETIMEOUT, no connection
  * STATUS_EUNAVAILABLE, 404 STATUS_ENOTFOUND, 409 STATUS_EEXISTS, 400/413/422
@@ -48,8 +49,8 @@ const char *qdrant_http_url(const qdrant_http *h);
  * oversize or unexpected answer STATUS_EINTERNAL; r is freed then but
  * r->status kept (callers tell a 404 apart). */
 int qdrant_http_call(qdrant_http *h, const char *method, const char *path, const char *body,
-                     size_t blen, int64_t deadline_ms, cancel_token *cancel, qdrant_resp *r,
-                     char *err, size_t errlen);
+                     size_t blen, int64_t deadline_ms, cancel_token *cancel,
+                     const char *traceparent, qdrant_resp *r, char *err, size_t errlen);
 
 /* The server's version: cached, else asked (GET /) now, by deadline_ms and
  * timeout_ms (the connect timeout for a health probe: it must not hang).

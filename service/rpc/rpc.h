@@ -119,6 +119,19 @@ typedef struct rpc_server_options {
     int keepalive_timeout_ms;
     const char *tls_cert_pem; /* PEM contents (not paths); NULL = plaintext */
     const char *tls_key_pem;
+    /* Mutual TLS: client certificates are required and verified against
+     * these CAs (PEM contents); NULL = no client certificates. */
+    const char *tls_client_ca_pem;
+    /* Connections are sent GOAWAY after this long (±10% jitter, gRPC's),
+     * so clients of an L4 balancer reconnect and spread over replicas;
+     * the calls in flight then get grace to finish. <= 0: no limit / 30 s. */
+    int max_connection_age_ms;
+    int max_connection_age_grace_ms;
+    /* Keepalive enforcement: a client pinging more often than this without
+     * calls is sent GOAWAY (ENHANCE_YOUR_CALM) after max_ping_strikes
+     * such pings. <= 0: 10 s / 2. */
+    int min_ping_interval_ms;
+    int max_ping_strikes;
     int task_threads;   /* the task pool's threads (blocking handlers); <= 0: 16 */
     int task_queue_max; /* calls waiting for one of them; <= 0: 1024 */
     /* Bounds per caller. <= 0: the defaults in brackets. */
@@ -258,6 +271,17 @@ const char *rpc_call_metadata(rpc_call *call, const char *key);
 const char *rpc_call_metadata_view(const rpc_call *call, const char *key, size_t *len);
 /* Request id: the client's x-request-id if sane, else generated. */
 const char *rpc_call_request_id(rpc_call *call);
+/* The call's W3C trace id (32 hex digits): the client's `traceparent`'s,
+ * or one started for the call. Log lines written on the thread running
+ * the call's handler carry it (log_set_trace). */
+const char *rpc_call_trace_id(const rpc_call *call);
+/* The `traceparent` to send to backends: the trace id with this call's
+ * own span id. */
+const char *rpc_call_traceparent(const rpc_call *call);
+/* The verified client certificate's identity under mutual TLS (its
+ * subject alternative names, else its common name, joined by ","), ""
+ * without one; fetched on first use. */
+const char *rpc_call_client_identity(rpc_call *call);
 /* Peer address ("ipv4:127.0.0.1:5000"), fetched on first use. */
 const char *rpc_call_peer(rpc_call *call);
 /* Monotonic ms (and us) when the call arrived. */

@@ -5,6 +5,7 @@
  * Unary calls finish with a single batch (initial metadata, message,
  * status, close) and need no lock: only one completion is ever pending. */
 #include <grpc/byte_buffer_reader.h>
+#include <grpc/grpc_security.h>
 #include <grpc/support/alloc.h>
 #include <grpc/support/time.h>
 #include <stdarg.h>
@@ -107,6 +108,32 @@ const char *rpc_call_metadata(rpc_call *c, const char *key) {
     return NULL;
 }
 
+const char *rpc_call_client_identity(rpc_call *c) {
+    if (c->client_identity) return c->client_identity;
+    c->client_identity = "";
+    if (!c->srv->tls_client_ca_pem) return c->client_identity;
+    grpc_auth_context *ctx = grpc_call_auth_context(c->call);
+    if (!ctx) return c->client_identity;
+    if (grpc_auth_context_peer_is_authenticated(ctx)) {
+        grpc_auth_property_iterator it = grpc_auth_context_peer_identity(ctx);
+        size_t len = 0;
+        char buf[1024];
+        const grpc_auth_property *p;
+        while ((p = grpc_auth_property_iterator_next(&it)) != NULL) {
+            size_t n = p->value_length;
+            if (len + (len > 0) + n >= sizeof buf) break;
+            if (len) buf[len++] = ',';
+            memcpy(buf + len, p->value, n);
+            len += n;
+        }
+        buf[len] = '\0';
+        const char *copy = arena_strdup(c->arena, buf);
+        if (copy) c->client_identity = copy;
+    }
+    grpc_auth_context_release(ctx);
+    return c->client_identity;
+}
+
 const char *rpc_call_peer(rpc_call *c) {
     if (!c->peer) c->peer = grpc_call_get_peer(c->call);
     return c->peer ? c->peer : "unknown";
@@ -165,40 +192,35 @@ static int request_id_is_sane(const grpc_slice *v) {
     return 1;
 }
 
-/* Takes the client's x-request-id when it sent a sane one; otherwise an id
- * is generated only if something asks for it (a failure, a log line). */
-static void take_client_request_id(rpc_call *c) {
+/* Takes the client's x-request-id when it sent a sane one (otherwise an
+ * id is generated only if something asks for it: a failure, a log line)
+ * and its traceparent, or starts a trace. */
+static void take_client_ids(rpc_call *c) {
+    const grpc_slice *traceparent = NULL;
     for (size_t i = 0; i < c->md.count; i++) {
         const grpc_slice *k = &c->md.metadata[i].key;
-        if (GRPC_SLICE_LENGTH(*k) == 12 &&
-            memcmp(GRPC_SLICE_START_PTR(*k), "x-request-id", 12) == 0 &&
-            request_id_is_sane(&c->md.metadata[i].value)) {
+        size_t klen = GRPC_SLICE_LENGTH(*k);
+        const char *key = (const char *)GRPC_SLICE_START_PTR(*k);
+        if (klen == 11 && memcmp(key, "traceparent", 11) == 0 && !traceparent) {
+            traceparent = &c->md.metadata[i].value;
+        } else if (klen == 12 && memcmp(key, "x-request-id", 12) == 0 && !c->client_request_id &&
+                   request_id_is_sane(&c->md.metadata[i].value)) {
             size_t n = GRPC_SLICE_LENGTH(c->md.metadata[i].value);
             memcpy(c->request_id, GRPC_SLICE_START_PTR(c->md.metadata[i].value), n);
             c->request_id[n] = '\0';
             c->client_request_id = 1;
-            return;
         }
     }
+    trace_ctx_start(&c->trace,
+                    traceparent ? (const char *)GRPC_SLICE_START_PTR(*traceparent) : NULL,
+                    traceparent ? GRPC_SLICE_LENGTH(*traceparent) : 0);
+    trace_ctx_format(&c->trace, c->traceparent);
 }
 
-static void generate_request_id(rpc_call *c) {
-    /* A per-thread xorshift seeded from the clock and the thread's stack
-     * address: unique enough to correlate logs, and free of locks. */
-    static _Thread_local uint64_t state;
-    if (state == 0) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        state = ((uint64_t)ts.tv_nsec << 20) ^ (uint64_t)ts.tv_sec ^ (uint64_t)(uintptr_t)&ts;
-        if (state == 0) state = 0x9e3779b97f4a7c15ull;
-    }
-    state ^= state << 13;
-    state ^= state >> 7;
-    state ^= state << 17;
-    static const char hex[] = "0123456789abcdef";
-    for (int i = 0; i < 16; i++) c->request_id[i] = hex[(state >> (60 - 4 * i)) & 15];
-    c->request_id[16] = '\0';
-}
+static void generate_request_id(rpc_call *c) { trace_random_hex(c->request_id, 16); }
+
+const char *rpc_call_trace_id(const rpc_call *c) { return c->trace.trace_id; }
+const char *rpc_call_traceparent(const rpc_call *c) { return c->traceparent; }
 
 /* ---- encode / decode ---- */
 
@@ -464,6 +486,8 @@ void rpc_call_complete(rpc_call *c, grpc_status_code status) {
 
 static void run_blocking(taskpool_task *t) {
     rpc_call *c = RPC_CONTAINER_OF(t, rpc_call, blocking_task);
+    log_trace_scope trace_scope;
+    log_trace_enter(&trace_scope, c->trace.trace_id);
     grpc_status_code st;
     if (rpc_now_ms() >= c->deadline_ms && !c->blocking_always) {
         rpc_call_set_error(c, "the deadline passed while the call waited for a task thread");
@@ -477,6 +501,7 @@ static void run_blocking(taskpool_task *t) {
         else unary_finish(c, st, c->unary_resp);
     }
     rpc_call_unref(c);
+    log_trace_leave(&trace_scope);
 }
 
 grpc_status_code rpc_call_run_blocking(rpc_call *c, rpc_unary_fn fn, void *arg) {
@@ -593,16 +618,21 @@ void rpc_call_dispatch(rpc_server *srv, const rpc_method_entry *entry, grpc_call
                                 : gpr_convert_clock_type(deadline, GPR_CLOCK_MONOTONIC);
         c->deadline_ms = gpr_time_to_millis(mono) + srv->gpr_mono_offset_ms;
     }
-    take_client_request_id(c);
+    take_client_ids(c);
+    /* This thread's log lines are the call's until it is handed on. */
+    log_trace_scope trace_scope;
+    log_trace_enter(&trace_scope, c->trace.trace_id);
     c->path = entry ? entry->m.path : arena_strdup(a, unknown_path);
     grpc_status_code refused = serve(c);
     if (refused != GRPC_STATUS_OK) {
         if (payload) grpc_byte_buffer_destroy(payload);
         unary_finish(c, refused, NULL);
+        log_trace_leave(&trace_scope);
         return;
     }
     if (!entry) {
         run_unknown(c);
+        log_trace_leave(&trace_scope);
         return;
     }
     switch (entry->m.kind) {
@@ -610,4 +640,5 @@ void rpc_call_dispatch(rpc_server *srv, const rpc_method_entry *entry, grpc_call
     case RPC_SERVER_STREAM: rpc_stream_run(c, payload); break;
     case RPC_BIDI_STREAM: rpc_stream_run_bidi(c); break;
     }
+    log_trace_leave(&trace_scope);
 }

@@ -9,6 +9,7 @@
 #include "service/core/arena_pool.h"
 #include "service/core/dlist.h"
 #include "service/core/taskpool.h"
+#include "service/core/traceparent.h"
 #include "service/rpc/rpc.h"
 
 /* Every completion-queue tag is one of these, embedded in its owner; the
@@ -38,6 +39,7 @@ struct rpc_server {
     rpc_server_options opts; /* strings not owned: copied below */
     char *listen;
     char *tls_cert_pem, *tls_key_pem;
+    char *tls_client_ca_pem; /* NULL: client certificates are not asked for */
     grpc_server *server;
     grpc_completion_queue *cq;
     pthread_t *threads;
@@ -105,9 +107,12 @@ struct rpc_call {
     arena *arena;
     const ProtobufCMessage *request;
     char request_id[REQUEST_ID_MAX + 1];
-    int client_request_id; /* request_id came from the client */
-    char *peer;            /* gpr_malloc'd, lazily */
-    char *error_message;   /* in the arena (handler thread) */
+    int client_request_id;                 /* request_id came from the client */
+    trace_ctx trace;                       /* the client's traceparent, or a trace started here */
+    char traceparent[TRACEPARENT_LEN + 1]; /* what the call sends on */
+    char *peer;                            /* gpr_malloc'd, lazily */
+    const char *client_identity;           /* in the arena, lazily */
+    char *error_message;                   /* in the arena (handler thread) */
     void *principal;
     void (*principal_release)(void *);
     void (*on_destroy)(void *);

@@ -4,6 +4,7 @@
 #include <grpc/grpc_security.h>
 #include <grpc/support/alloc.h>
 #include <grpc/support/time.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -196,6 +197,7 @@ int rpc_server_create(const rpc_server_options *opts, rpc_server **out, char *er
     srv->listen = strdup(opts->listen ? opts->listen : "127.0.0.1:0");
     srv->tls_cert_pem = dup_or_null(opts->tls_cert_pem);
     srv->tls_key_pem = dup_or_null(opts->tls_key_pem);
+    srv->tls_client_ca_pem = dup_or_null(opts->tls_client_ca_pem);
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     srv->nthreads = opts->workers > 0 ? opts->workers : (cores > 0 ? (int)cores : 2);
     srv->prepost = srv->nthreads * 2 < 8 ? 8 : srv->nthreads * 2;
@@ -232,6 +234,22 @@ int rpc_server_create(const rpc_server_options *opts, rpc_server **out, char *er
          GRPC_ARG_KEEPALIVE_TIMEOUT_MS,
          {.integer = opts->keepalive_timeout_ms > 0 ? opts->keepalive_timeout_ms : 20000}},
         {GRPC_ARG_INTEGER, GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, {.integer = 1}},
+        /* Rebalancing behind L4 balancers: connections end after an age. */
+        {GRPC_ARG_INTEGER,
+         GRPC_ARG_MAX_CONNECTION_AGE_MS,
+         {.integer = opts->max_connection_age_ms > 0 ? opts->max_connection_age_ms : INT_MAX}},
+        {GRPC_ARG_INTEGER,
+         GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS,
+         {.integer =
+              opts->max_connection_age_grace_ms > 0 ? opts->max_connection_age_grace_ms : 30000}},
+        /* Pings faster than this, with no call open, are strikes; too many
+         * strikes and the connection is sent GOAWAY. */
+        {GRPC_ARG_INTEGER,
+         GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
+         {.integer = opts->min_ping_interval_ms > 0 ? opts->min_ping_interval_ms : 10000}},
+        {GRPC_ARG_INTEGER,
+         GRPC_ARG_HTTP2_MAX_PING_STRIKES,
+         {.integer = opts->max_ping_strikes > 0 ? opts->max_ping_strikes : 2}},
         /* Without this a second memoryd would silently share the port. */
         {GRPC_ARG_INTEGER, GRPC_ARG_ALLOW_REUSEPORT, {.integer = 0}},
     };
@@ -315,7 +333,10 @@ static int bind_listener(rpc_server *srv, char *err, size_t errlen) {
     if (srv->tls_cert_pem && srv->tls_key_pem) {
         grpc_ssl_pem_key_cert_pair pair = {srv->tls_key_pem, srv->tls_cert_pem};
         creds = grpc_ssl_server_credentials_create_ex(
-            NULL, &pair, 1, GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE, NULL);
+            srv->tls_client_ca_pem, &pair, 1,
+            srv->tls_client_ca_pem ? GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY
+                                   : GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE,
+            NULL);
     } else {
         creds = grpc_insecure_server_credentials_create();
     }
@@ -506,6 +527,7 @@ void rpc_server_free(rpc_server *srv) {
     free(srv->listen);
     free(srv->tls_cert_pem);
     free(srv->tls_key_pem);
+    free(srv->tls_client_ca_pem);
     /* Empty by now: its tasks are calls, all ended above. */
     taskpool_free(srv->tasks);
     arena_pool_free(srv->arenas);

@@ -251,6 +251,12 @@ const pg_migration memoryd_migrations[] = {
      "CREATE INDEX entries_subject ON entries (tenant, (metadata->>'subject_id'));"
      "CREATE INDEX relationships_subject ON relationships (tenant, (properties->>'subject_id'));"
      "CREATE INDEX tasks_subject ON tasks (tenant, (provenance->>'subject_id'));"},
+    {11, "audit trace and client certificate",
+     /* Each call's W3C trace id (the client's traceparent, or one memoryd
+      * started) and, under mutual TLS, the client certificate's identity
+      * beside the token's principal. Older rows have neither: ''. */
+     "ALTER TABLE audit_log ADD COLUMN trace_id text NOT NULL DEFAULT '',"
+     " ADD COLUMN client_identity text NOT NULL DEFAULT '';"},
 };
 
 const size_t memoryd_migrations_count = sizeof memoryd_migrations / sizeof memoryd_migrations[0];

@@ -42,6 +42,9 @@ typedef struct tier_ctx {
     /* For work that blocks its thread (the task pool's): fired when the
      * client cancels (tier_ctx_watch_cancel); NULL: nobody watches. */
     struct cancel_token *cancel;
+    /* The call's W3C traceparent, sent on to HTTP backends (Qdrant) so
+     * their logs join the caller's trace; NULL: none. */
+    const char *traceparent;
     char err[512];
 } tier_ctx;
 

@@ -24,6 +24,7 @@
 #include "memory/v1/episodic_memory.pb.h"
 #include "tests/testing/grpc_client.h"
 #include "tests/testing/memoryd_process.h"
+#include "tests/testing/metrics_scrape.h"
 #include "tests/testing/pg_testdb.h"
 #include "tests/testing/test_keys.h"
 #ifdef EPISODIC_TEST_QDRANT
@@ -1135,6 +1136,69 @@ TEST_F(EpisodicQdrantTest, EveryReadCarriesTheCallersTenantAndTheIndexIsATenantI
   MustCreate(alice_, "idx", 2, DISTANCE_DOT);
   log = qdrant_.Requests();
   EXPECT_NE(std::string::npos, log.find(R"("is_tenant":true)")) << log;
+}
+
+#endif
+
+// What /metrics says of the backend: the embedded index's collections and
+// points, or the requests memoryd made of Qdrant by outcome.
+TEST_F(EpisodicTest, TheBackendsFiguresAreOnMetrics) {
+  Replica m = Launch({"--metrics-listen=127.0.0.1:0"});
+  int port = MetricsPortFromLog(m.proc->Log());
+  ASSERT_GT(port, 0) << m.proc->Log();
+  MustCreate(alice_, "metered", 2, DISTANCE_DOT);
+  MustUpsert(alice_, "metered", {P(Num(1), {1, 0}), P(Num(2), {0, 1}), P(Num(3), {1, 1})}, &m);
+  // The embedded index loads a collection when it is next read.
+  Result search = Call("Search", SearchReq("metered", {1, 0}), alice_, &m);
+  ASSERT_TRUE(search.status.ok()) << search.status.error_message();
+  std::string text = ScrapeMetrics(port);
+#ifdef EPISODIC_TEST_QDRANT
+  const std::string q = "backend=\"qdrant\",pool=\"http\"";
+  EXPECT_GE(MetricSample(text, "memoryd_backend_requests_total{" + q + ",outcome=\"ok\"}"), 2)
+      << text;
+  EXPECT_GE(MetricSample(text, "memoryd_backend_request_duration_seconds_count{" + q + "}"), 2)
+      << text;
+  EXPECT_EQ(-1, MetricSample(text, "memoryd_episodic_index_points")) << text;
+  // A fault at Qdrant counts as unavailable.
+  qdrant_.Fault(R"({"status": 503, "body": "down", "path_regex": "/points", "count": 1})");
+  EXPECT_EQ(StatusCode::UNAVAILABLE,
+            Call("Search", SearchReq("metered", {1, 0}), alice_, &m).status.error_code());
+  text = ScrapeMetrics(port);
+  EXPECT_EQ(1,
+            MetricSample(text, "memoryd_backend_requests_total{" + q + ",outcome=\"unavailable\"}"))
+      << text;
+#else
+  EXPECT_EQ(3, MetricSample(text, "memoryd_episodic_index_points")) << text;
+  EXPECT_EQ(1, MetricSample(text, "memoryd_episodic_index_collections")) << text;
+  EXPECT_GT(MetricSample(text, "memoryd_episodic_index_bytes"), 0) << text;
+  EXPECT_EQ(0, MetricSample(text, "memoryd_episodic_index_evictions_total")) << text;
+#endif
+}
+
+#ifdef EPISODIC_TEST_QDRANT
+TEST_F(EpisodicQdrantTest, TheCallersTraceGoesOnToQdrantWithASpanOfItsOwn) {
+  MustCreate(alice_, "traced", 2, DISTANCE_DOT);
+  qdrant_.ClearRequests();
+  const std::string trace = "4bf92f3577b34da6a3ce929d0e0e4736";
+  const std::string client_span = "00f067aa0ba902b7";
+  Result r = Unary(a_.ch, "/memory.v1.EpisodicMemory/Search",
+                   SearchReq("traced", {1, 0}).SerializeAsString(), 10000,
+                   {{"authorization", TestKeys::Bearer(alice_)},
+                    {"traceparent", "00-" + trace + "-" + client_span + "-01"}});
+  ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+  std::string log = qdrant_.Requests();
+  size_t at = log.find(R"("traceparent": "00-)" + trace + "-");
+  if (at == std::string::npos) at = log.find(R"("traceparent":"00-)" + trace + "-");
+  ASSERT_NE(std::string::npos, at) << log;
+  // memoryd's own span id, not the client's, and the client's flags.
+  EXPECT_EQ(std::string::npos, log.find(client_span)) << log;
+  EXPECT_NE(std::string::npos, log.find("-01\"", at)) << log;
+  // A call without one starts a trace of its own: Qdrant sees it too.
+  qdrant_.ClearRequests();
+  SearchIds(alice_, SearchReq("traced", {1, 0}));
+  log = qdrant_.Requests();
+  EXPECT_NE(std::string::npos, log.find("traceparent")) << log;
+  EXPECT_EQ(std::string::npos, log.find(trace)) << log;
 }
 
 TEST_F(EpisodicQdrantTest, HealthAndCallsFollowQdrantDownAndBack) {

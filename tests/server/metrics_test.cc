@@ -3,11 +3,8 @@
 // registered share the label "other", the gauges are there, the whole
 // exposition passes `promtool check metrics` (Debian's prometheus), and
 // without the flag nothing listens.
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -21,6 +18,7 @@
 #include "memory/v1/entries.pb.h"
 #include "tests/testing/grpc_client.h"
 #include "tests/testing/memoryd_process.h"
+#include "tests/testing/metrics_scrape.h"
 #include "tests/testing/pg_testdb.h"
 #include "tests/testing/test_keys.h"
 
@@ -28,36 +26,10 @@ namespace {
 
 using grpc::StatusCode;
 
-// One HTTP/1.0 request to 127.0.0.1:port; the whole answer (status line,
-// headers, body), "" when nothing answers.
-std::string Http(int port, const std::string& request) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  std::string out;
-  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-      write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size())) {
-    char buf[8192];
-    ssize_t n;
-    while ((n = read(fd, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
-  }
-  close(fd);
-  return out;
-}
-
-std::string Body(const std::string& response) {
-  size_t at = response.find("\r\n\r\n");
-  return at == std::string::npos ? "" : response.substr(at + 4);
-}
-
-// The value of the sample whose name and labels are exactly `series`; -1
-// when absent.
+std::string Http(int port, const std::string& request) { return HttpExchange(port, request); }
+std::string Body(const std::string& response) { return HttpBody(response); }
 double Sample(const std::string& text, const std::string& series) {
-  size_t at = text.find("\n" + series + " ");
-  if (at == std::string::npos) return -1;
-  return std::strtod(text.c_str() + at + series.size() + 2, nullptr);
+  return MetricSample(text, series);
 }
 
 // Scrapes until series reaches at least min (a background thread's figure:
@@ -85,14 +57,8 @@ TEST_F(MetricsTest, CallsAreCountedAndTheExpositionPassesPromtool) {
   MemorydProcess m({"--pg-url=" + db_.url(), "--redis-url=" + TestRedisUrl(),
                     "--metrics-listen=127.0.0.1:0", "--retention-sweep-ms=300"});
   ASSERT_TRUE(m.Start()) << m.Log();
-  // The port from the log line {"msg":"metrics serving",...,"port":N,...}.
-  std::string log = m.Log();
-  size_t line = log.find("\"msg\":\"metrics serving\"");
-  ASSERT_NE(std::string::npos, line) << log;
-  size_t at = log.find("\"port\":", line);
-  ASSERT_NE(std::string::npos, at) << log;
-  int port = std::atoi(log.c_str() + at + 7);
-  ASSERT_GT(port, 0) << log;
+  int port = MetricsPortFromLog(m.Log());
+  ASSERT_GT(port, 0) << m.Log();
   auto ch = testing_client::Connect(m.port());
   for (int i = 0; i < 3; i++)
     ASSERT_TRUE(testing_client::Unary(ch, "/grpc.health.v1.Health/Check",
