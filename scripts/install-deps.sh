@@ -45,6 +45,7 @@ PACKAGES=(
   python3-grpcio
   python3-jsonschema
   python3-protobuf
+  python3-yaml
   redis-server
 )
 
