@@ -33,6 +33,7 @@ PACKAGES=(
   libssl-dev
   libuv1-dev
   libzstd-dev
+  nginx
   nghttp2-client
   openssl
   postgresql
