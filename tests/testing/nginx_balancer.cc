@@ -63,8 +63,12 @@ NginxBalancer::NginxBalancer(const std::vector<int>& upstream_ports) {
        << "  scgi_temp_path " << dir_ << "/scgi;\n"
        << "  upstream memoryd {\n";
   for (int p : upstream_ports) conf << "    server 127.0.0.1:" << p << " max_fails=0;\n";
-  conf << "    keepalive 64;\n  }\n"
+  // keepalive_requests: nginx ends a connection (client's or upstream's)
+  // with GOAWAY after that many calls (1000 by default), failing the calls
+  // in flight on it: a balancer's artefact, not memoryd's.
+  conf << "    keepalive 64;\n    keepalive_requests 1000000;\n  }\n"
        << "  server {\n    listen 127.0.0.1:" << port_ << " http2;\n"
+       << "    keepalive_requests 1000000;\n"
        << "    location / {\n      grpc_pass grpc://memoryd;\n"
        << "      grpc_read_timeout 300s;\n      grpc_send_timeout 300s;\n"
        << "      grpc_socket_keepalive on;\n    }\n  }\n}\n";
