@@ -196,6 +196,10 @@ static int build_server(app *a, char *err) {
         .max_connection_age_ms = c->max_connection_age_s * 1000,
         .max_connection_age_grace_ms = c->max_connection_age_grace_s * 1000,
         .min_ping_interval_ms = c->keepalive_min_ping_s * 1000,
+        /* A copy older than the L1 TTL is gone from every replica, give or
+         * take the replicas' clock difference (--token-skew bounds it for
+         * tokens already). */
+        .consistency_window_ms = (int64_t)c->cache_l1_ttl_ms + (int64_t)c->token_skew_s * 1000,
         .max_call_memory = (size_t)c->max_call_memory_mb << 20,
         .stream_buffer_bytes = (size_t)c->stream_buffer_bytes,
         .max_streams = c->max_streams,

@@ -111,6 +111,7 @@ typedef struct {
     cache_item *found; /* the answer (a reference) */
     int lookup;        /* MEMORY__V1__CACHE_LOOKUP__* */
     int need_l2;
+    int fresh;             /* read-your-writes: L2 answers, L1 is neither read nor filled */
     cache_item *l1_shared; /* a readable shared value L1 had, if own was unknown */
     uint64_t mark_own, mark_shared;
 } lookup;
@@ -175,10 +176,14 @@ static void settle_without_l2(lookup *k) {
 
 /* Looks up n keys in L1 (never waits): how many L2 must answer (none
  * without Redis: those are settled from L1 here). */
-static size_t lookup_all_l1(const cache_service *svc, const principal *p, lookup *ks, size_t n) {
+static size_t lookup_all_l1(const cache_service *svc, const principal *p, lookup *ks, size_t n,
+                            int fresh) {
     size_t m = 0;
     for (size_t i = 0; i < n; i++) {
-        lookup_l1(svc, p, &ks[i]);
+        /* A read that must see a recent write skips this replica's copies:
+         * one may predate the write (its invalidation still on its way). */
+        if (fresh && svc->l2) ks[i].need_l2 = ks[i].fresh = 1;
+        else lookup_l1(svc, p, &ks[i]);
         if (ks[i].need_l2) m++;
     }
     if (m == 0 || svc->l2) return m;
@@ -203,8 +208,10 @@ static void apply_l2(const cache_service *svc, const principal *p, lookup *ks, s
         lookup *k = &ks[i];
         if (!k->need_l2) continue;
         cache_item *own = got[j++], *sh = got[j++];
-        promote(svc, k->s.own, k->s.own_len, own, k->mark_own);
-        promote(svc, k->s.shared, k->s.shared_len, sh, k->mark_shared);
+        if (!k->fresh) { /* (a fresh lookup took no invalidation mark) */
+            promote(svc, k->s.own, k->s.own_len, own, k->mark_own);
+            promote(svc, k->s.shared, k->s.shared_len, sh, k->mark_shared);
+        }
         k->need_l2 = 0;
         if (readable(p, own)) {
             k->found = own;
@@ -275,6 +282,16 @@ typedef struct {
 static void l2_answered(cache_l2_lookup *lk, int status) {
     pending_lookup *pl = (pending_lookup *)lk;
     const principal *p = authn_principal(pl->call);
+    if (status != STATUS_OK && pl->ks[0].fresh) { /* L1 cannot stand in for it */
+        for (size_t i = 0; i < pl->n; i++) lookup_release(&pl->ks[i]);
+        rpc_call_set_error(pl->call,
+                           "the read carries a recent memoryd-consistency token and Redis could "
+                           "not answer it (%s); retry it",
+                           lk->cmd.err);
+        rpc_call_complete(pl->call, status == STATUS_ETIMEOUT ? GRPC_STATUS_DEADLINE_EXCEEDED
+                                                              : GRPC_STATUS_UNAVAILABLE);
+        return;
+    }
     apply_l2(pl->svc, p, pl->ks, pl->n, pl->got, status, lk->cmd.err);
     rpc_call_complete(pl->call, pl->answer(pl->call, p, pl->req, pl->resp, pl->ks));
 }
@@ -290,7 +307,7 @@ static grpc_status_code lookup_and_answer(rpc_call *call, const cache_service *s
                                           const principal *p, const ProtobufCMessage *req,
                                           ProtobufCMessage *resp, lookup *ks, size_t n,
                                           lookup_answer_fn answer) {
-    size_t m = lookup_all_l1(svc, p, ks, n);
+    size_t m = lookup_all_l1(svc, p, ks, n, rpc_call_wants_fresh(call));
     if (m == 0) return answer(call, p, req, resp, ks);
     arena *a = rpc_call_arena(call);
     pending_lookup *pl = arena_zalloc(a, sizeof *pl);

@@ -111,7 +111,7 @@ static void fetched(void *arg, int rc, ProtobufCMessage *m) {
 void entries_lookup_start(entries_lookup *lk) {
     entries_service *svc = lk->svc;
     tier_ctx *c = lk->c;
-    if (!svc->records) {
+    if (!svc->records || c->fresh) { /* read-your-writes: past the cache */
         read_own(lk);
         return;
     }

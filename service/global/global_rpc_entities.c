@@ -169,7 +169,10 @@ RPC_UNARY_HANDLER(global_do_get_entity, global_service, Memory__V1__GetEntityReq
                   Memory__V1__GetEntityResponse) {
     const char *id = req->id;
     RPC_CHECK(tier_check_id(call, "id", &id, 0));
-    if (!svc->entities) return get_entity_pending(call, svc, id, resp);
+    /* A read that must see a recent write (read-your-writes) loads from
+     * PostgreSQL: a cached copy, or a load in flight, may predate it. */
+    if (!svc->entities || rpc_call_wants_fresh(call))
+        return get_entity_pending(call, svc, id, resp);
     /* Through the entity cache: an L1 hit is answered here. */
     tier_ctx *c = arena_alloc(rpc_call_arena(call), sizeof *c);
     if (!c) return rpc_call_oom(call);

@@ -132,6 +132,11 @@ typedef struct rpc_server_options {
      * such pings. <= 0: 10 s / 2. */
     int min_ping_interval_ms;
     int max_ping_strikes;
+    /* Read-your-writes (common.proto): a read carrying a consistency token
+     * younger than this is answered past every replica-local cache. At
+     * least the longest a stale copy can live in one (the L1 TTL) plus the
+     * replicas' clock difference. <= 0: 60 s. */
+    int64_t consistency_window_ms;
     int task_threads;   /* the task pool's threads (blocking handlers); <= 0: 16 */
     int task_queue_max; /* calls waiting for one of them; <= 0: 1024 */
     /* Bounds per caller. <= 0: the defaults in brackets. */
@@ -282,6 +287,12 @@ const char *rpc_call_traceparent(const rpc_call *call);
  * subject alternative names, else its common name, joined by ","), ""
  * without one; fetched on first use. */
 const char *rpc_call_client_identity(rpc_call *call);
+/* 1 when the call carries a consistency token (`memoryd-consistency`
+ * request metadata, from a write's response) young enough that a copy in
+ * a replica-local cache may predate that write: the read must then go to
+ * the shared store (PostgreSQL, Redis). A malformed token never reaches a
+ * handler (INVALID_ARGUMENT). */
+int rpc_call_wants_fresh(const rpc_call *call);
 /* Peer address ("ipv4:127.0.0.1:5000"), fetched on first use. */
 const char *rpc_call_peer(rpc_call *call);
 /* Monotonic ms (and us) when the call arrived. */

@@ -192,6 +192,36 @@ static int request_id_is_sane(const grpc_slice *v) {
     return 1;
 }
 
+/* ---- consistency tokens (read-your-writes across replicas) ---- */
+
+/* "1-" and the write's Unix microseconds in 16 hex digits: 0, or -1 for
+ * anything else. */
+static int consistency_parse(const char *v, size_t n, int64_t *us) {
+    if (n != 18 || v[0] != '1' || v[1] != '-') return -1;
+    uint64_t x = 0;
+    for (size_t i = 2; i < n; i++) {
+        char ch = v[i];
+        int d = ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
+        if (d < 0) return -1;
+        x = x << 4 | (uint64_t)d;
+    }
+    if (x == 0 || x > (uint64_t)INT64_MAX) return -1;
+    *us = (int64_t)x;
+    return 0;
+}
+
+int rpc_call_wants_fresh(const rpc_call *c) {
+    /* A token from a replica whose clock runs ahead reads as young: that
+     * errs on the fresh side. */
+    return c->consistency_us && clock_wall_us() - c->consistency_us < c->srv->consistency_window_us;
+}
+
+/* A write that succeeded answers with its token: the time it finished
+ * here, after its change reached the shared stores. */
+static int is_write(const rpc_call *c) {
+    return c->entry && c->entry->m.scope && strstr(c->entry->m.scope, ":write") != NULL;
+}
+
 /* Takes the client's x-request-id when it sent a sane one (otherwise an
  * id is generated only if something asks for it: a failure, a log line)
  * and its traceparent, or starts a trace. */
@@ -203,6 +233,10 @@ static void take_client_ids(rpc_call *c) {
         const char *key = (const char *)GRPC_SLICE_START_PTR(*k);
         if (klen == 11 && memcmp(key, "traceparent", 11) == 0 && !traceparent) {
             traceparent = &c->md.metadata[i].value;
+        } else if (klen == 19 && memcmp(key, "memoryd-consistency", 19) == 0) {
+            const grpc_slice *v = &c->md.metadata[i].value;
+            c->consistency_bad = consistency_parse((const char *)GRPC_SLICE_START_PTR(*v),
+                                                   GRPC_SLICE_LENGTH(*v), &c->consistency_us) != 0;
         } else if (klen == 12 && memcmp(key, "x-request-id", 12) == 0 && !c->client_request_id &&
                    request_id_is_sane(&c->md.metadata[i].value)) {
             size_t n = GRPC_SLICE_LENGTH(c->md.metadata[i].value);
@@ -271,7 +305,8 @@ static void call_destroy(rpc_call *c) {
     if (c->sending) grpc_byte_buffer_destroy(c->sending);
     if (c->recv_buffer) grpc_byte_buffer_destroy(c->recv_buffer);
     if (c->unary_response) grpc_byte_buffer_destroy(c->unary_response);
-    grpc_slice_unref(c->trailer.value);
+    for (size_t i = 0; i < sizeof c->trailer / sizeof c->trailer[0]; i++)
+        grpc_slice_unref(c->trailer[i].value);
     grpc_slice_unref(c->details);
     if (c->peer) gpr_free(c->peer);
     free(c->final_message);
@@ -329,13 +364,22 @@ void rpc_call_status_op(rpc_call *c, grpc_op *op, grpc_status_code status, const
      * caller can quote it against our logs); a fresh random value on every
      * successful call would only churn the HPACK table. */
     int send_id = c->client_request_id || status != GRPC_STATUS_OK;
-    c->trailer.key = grpc_slice_from_static_string("x-request-id");
-    c->trailer.value = grpc_slice_from_static_string(send_id ? rpc_call_request_id(c) : "");
+    size_t n = 0;
+    if (send_id) {
+        c->trailer[n].key = grpc_slice_from_static_string("x-request-id");
+        c->trailer[n++].value = grpc_slice_from_static_string(rpc_call_request_id(c));
+    }
+    if (status == GRPC_STATUS_OK && is_write(c)) {
+        snprintf(c->consistency_out, sizeof c->consistency_out, "1-%016llx",
+                 (unsigned long long)clock_wall_us());
+        c->trailer[n].key = grpc_slice_from_static_string("memoryd-consistency");
+        c->trailer[n++].value = grpc_slice_from_static_string(c->consistency_out);
+    }
     c->details = grpc_slice_from_copied_string(message ? message : "");
     memset(op, 0, sizeof *op);
     op->op = GRPC_OP_SEND_STATUS_FROM_SERVER;
-    op->data.send_status_from_server.trailing_metadata_count = send_id ? 1 : 0;
-    op->data.send_status_from_server.trailing_metadata = &c->trailer;
+    op->data.send_status_from_server.trailing_metadata_count = n;
+    op->data.send_status_from_server.trailing_metadata = c->trailer;
     op->data.send_status_from_server.status = status;
     op->data.send_status_from_server.status_details = message && *message ? &c->details : NULL;
 }
@@ -547,6 +591,8 @@ static grpc_status_code serve(rpc_call *c) {
     if (streaming) pthread_mutex_lock(&srv->lock);
     if (refused_by_drain(c)) {
         st = GRPC_STATUS_UNAVAILABLE;
+    } else if (c->consistency_bad) {
+        st = GRPC_STATUS_INVALID_ARGUMENT;
     } else if (streaming && srv->nstreams >= srv->max_streams) {
         st = GRPC_STATUS_RESOURCE_EXHAUSTED;
     } else {
@@ -563,6 +609,10 @@ static grpc_status_code serve(rpc_call *c) {
                            "memoryd is shutting down: %s did not run; retry it (on another "
                            "replica)",
                            c->path ? c->path : "the call");
+    else if (st == GRPC_STATUS_INVALID_ARGUMENT)
+        rpc_call_set_error(c,
+                           "memoryd-consistency metadata: not a consistency token (\"1-\" and 16 "
+                           "hex digits, as a write's response carries it); nothing ran");
     else if (st == GRPC_STATUS_RESOURCE_EXHAUSTED)
         rpc_call_set_error(c,
                            "%s: this server already has %d streams open, its limit "
@@ -603,7 +653,7 @@ void rpc_call_dispatch(rpc_server *srv, const rpc_method_entry *entry, grpc_call
     c->md = *md;
     c->start_us = clock_mono_us();
     c->start_ms = c->start_us / 1000;
-    c->trailer.value = grpc_empty_slice();
+    c->trailer[0].value = c->trailer[1].value = grpc_empty_slice();
     c->details = grpc_empty_slice();
     pthread_mutex_init(&c->lock, NULL);
     atomic_init(&c->refs, 1);

@@ -10,6 +10,9 @@
 #include "service/core/dlist.h"
 #include "service/core/taskpool.h"
 #include "service/core/traceparent.h"
+
+/* "1-" and 16 hex digits of the write's Unix microseconds (rpc_call.c). */
+#define CONSISTENCY_TOKEN_MAX 24
 #include "service/rpc/rpc.h"
 
 /* Every completion-queue tag is one of these, embedded in its owner; the
@@ -70,14 +73,15 @@ struct rpc_server {
     /* rpc_call objects alive: the queue may only shut down at zero, or a
      * handler still running would start a batch on a dead queue. */
     atomic_int live_calls;
-    arena_pool *arenas;         /* recycled per-call arenas */
-    taskpool *tasks;            /* where blocking handlers run */
-    int64_t gpr_mono_offset_ms; /* CLOCK_MONOTONIC ms minus gpr's monotonic ms */
-    size_t max_message_bytes;   /* the send limit the channel args set */
-    size_t max_call_memory;     /* per call arena */
-    size_t stream_buffer_bytes; /* per stream send queue */
-    int max_streams;            /* served streams at once */
-    int nstreams;               /* on streams; guarded by lock */
+    arena_pool *arenas;            /* recycled per-call arenas */
+    taskpool *tasks;               /* where blocking handlers run */
+    int64_t gpr_mono_offset_ms;    /* CLOCK_MONOTONIC ms minus gpr's monotonic ms */
+    size_t max_message_bytes;      /* the send limit the channel args set */
+    size_t max_call_memory;        /* per call arena */
+    size_t stream_buffer_bytes;    /* per stream send queue */
+    int max_streams;               /* served streams at once */
+    int64_t consistency_window_us; /* rpc_call_wants_fresh's */
+    int nstreams;                  /* on streams; guarded by lock */
     rpc_tag shutdown_tag;
     pthread_mutex_t lock; /* shutdown_notified, streams */
     pthread_cond_t cond;
@@ -110,9 +114,12 @@ struct rpc_call {
     int client_request_id;                 /* request_id came from the client */
     trace_ctx trace;                       /* the client's traceparent, or a trace started here */
     char traceparent[TRACEPARENT_LEN + 1]; /* what the call sends on */
-    char *peer;                            /* gpr_malloc'd, lazily */
-    const char *client_identity;           /* in the arena, lazily */
-    char *error_message;                   /* in the arena (handler thread) */
+    int64_t consistency_us; /* the client's consistency token's write time; 0: none */
+    int consistency_bad;    /* the client sent one that does not parse */
+    char consistency_out[CONSISTENCY_TOKEN_MAX]; /* a write's token for its answer */
+    char *peer;                                  /* gpr_malloc'd, lazily */
+    const char *client_identity;                 /* in the arena, lazily */
+    char *error_message;                         /* in the arena (handler thread) */
     void *principal;
     void (*principal_release)(void *);
     void (*on_destroy)(void *);
@@ -121,7 +128,7 @@ struct rpc_call {
 
     /* Final batch (status + trailing metadata) and what it references. */
     rpc_tag final_tag;
-    grpc_metadata trailer;
+    grpc_metadata trailer[2]; /* x-request-id, memoryd-consistency */
     grpc_slice details;
     grpc_byte_buffer *unary_response;
     ProtobufCMessage *unary_resp; /* the handler's response, for rpc_call_complete */

@@ -222,6 +222,8 @@ int rpc_server_create(const rpc_server_options *opts, rpc_server **out, char *er
     srv->stream_buffer_bytes =
         opts->stream_buffer_bytes > 0 ? opts->stream_buffer_bytes : (size_t)256 << 10;
     srv->max_streams = opts->max_streams > 0 ? opts->max_streams : 1024;
+    srv->consistency_window_us =
+        (opts->consistency_window_ms > 0 ? opts->consistency_window_ms : 60000) * 1000;
     /* Channel-arg helpers are not exported from Debian's build: build the
      * grpc_arg structs by hand. */
     grpc_arg args[] = {

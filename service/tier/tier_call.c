@@ -12,6 +12,7 @@ tier_ctx tier_ctx_for(rpc_call *call, const char *tier, audit *write_audit) {
     tier_ctx_make(&c, tier, authn_principal(call), rpc_call_deadline_ms(call),
                   rpc_call_arena(call));
     c.traceparent = rpc_call_traceparent(call);
+    c.fresh = rpc_call_wants_fresh(call);
     tier_ctx_audit_writes(&c, call, write_audit);
     return c;
 }

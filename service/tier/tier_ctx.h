@@ -45,6 +45,9 @@ typedef struct tier_ctx {
     /* The call's W3C traceparent, sent on to HTTP backends (Qdrant) so
      * their logs join the caller's trace; NULL: none. */
     const char *traceparent;
+    /* The call carries a recent consistency token (rpc_call_wants_fresh):
+     * reads go past replica-local caches to the shared store. */
+    int fresh;
     char err[512];
 } tier_ctx;
 

@@ -26,6 +26,7 @@
 
 #include "memory/v1/access.pb.h"
 #include "memory/v1/blackboard.pb.h"
+#include "memory/v1/cache.pb.h"
 #include "memory/v1/entries.pb.h"
 #include "memory/v1/episodic_memory.pb.h"
 #include "memory/v1/global_memory.pb.h"
@@ -96,7 +97,7 @@ class ReplicasTest : public ::testing::Test {
     TestClaims c;
     c.sub = sub;
     c.jti = jti;
-    c.scope = "entries:* global:* episodic:* blackboard:* access:attenuate";
+    c.scope = "entries:* global:* episodic:* blackboard:* cache:* access:attenuate";
     return keys_->Mint(c);
   }
 
@@ -289,6 +290,93 @@ TEST_F(ReplicasTest, EveryReplicasVectorIndexAnswersWithPointsWrittenThroughAnot
     p->add_vector(static_cast<float>(w));
     ASSERT_TRUE(Call(direct_[w], "/memory.v1.EpisodicMemory/Upsert", up).status.ok());
     for (int r = 0; r < kReplicas; r++) EXPECT_EQ(w + 1, hits_on(r)) << "replica " << r;
+  }
+}
+
+// The token of the write in trailing metadata `memoryd-consistency`, "" when absent.
+std::string ConsistencyToken(const Result& r) {
+  auto it = r.trailers.find("memoryd-consistency");
+  return it == r.trailers.end() ? "" : it->second;
+}
+
+TEST_F(ReplicasTest, AReadWithAWritesTokenReflectsItOnEveryReplica) {
+  // Every replica holds the old value in its in-process cache.
+  CacheSetRequest set;
+  set.set_key("ryw");
+  set.set_value("old");
+  set.mutable_ttl()->set_seconds(600);
+  ASSERT_TRUE(Call(direct_[0], "/memory.v1.Cache/Set", set).status.ok());
+  CacheGetRequest get;
+  get.set_key("ryw");
+  auto get_on = [&](int r, const std::string& token) {
+    std::map<std::string, std::string> md = Auth(token_);
+    if (!token.empty()) md["memoryd-consistency"] = token;
+    Result res = Unary(direct_[r], "/memory.v1.Cache/Get", get.SerializeAsString(), 5000, md);
+    EXPECT_TRUE(res.status.ok()) << res.status.error_message();
+    CacheGetResponse resp;
+    resp.ParseFromString(res.body);
+    return resp.item();
+  };
+  for (int r = 0; r < kReplicas; r++) {
+    get_on(r, "");
+    EXPECT_EQ(CACHE_LOOKUP_HIT_L1, get_on(r, "").lookup()) << "replica " << r;
+  }
+  // A write answers with its token; a read passing it goes past every
+  // replica's copy to Redis and sees the write.
+  set.set_value("new");
+  Result w = Call(direct_[0], "/memory.v1.Cache/Set", set);
+  ASSERT_TRUE(w.status.ok());
+  std::string token = ConsistencyToken(w);
+  ASSERT_EQ(18u, token.size()) << token;
+  for (int r = 0; r < kReplicas; r++) {
+    CacheItem it = get_on(r, token);
+    EXPECT_EQ("new", it.value()) << "replica " << r;
+    EXPECT_EQ(CACHE_LOOKUP_HIT_L2, it.lookup()) << "replica " << r;
+  }
+  // A token older than the window (the L1 TTL and the clock allowance):
+  // every copy that could predate it has expired, L1 answers again.
+  char old_token[32];
+  auto now_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                    std::chrono::system_clock::now().time_since_epoch())
+                    .count();
+  snprintf(old_token, sizeof old_token, "1-%016llx",
+           static_cast<unsigned long long>(now_us - 3600LL * 1000000));
+  get_on(1, "");  // L1 has the new value again
+  EXPECT_EQ(CACHE_LOOKUP_HIT_L1, get_on(1, old_token).lookup());
+
+  // Entries and entities: writes carry a token too, and reads honour it.
+  Result ew = Write(direct_[0], "ryw", "v1");
+  EXPECT_EQ(18u, ConsistencyToken(ew).size());
+  PutEntityRequest put;
+  put.set_id("e-ryw");
+  put.set_type("thing");
+  put.set_name("v1");
+  ASSERT_TRUE(Call(direct_[0], "/memory.v1.GlobalMemory/PutEntity", put).status.ok());
+  GetEntityRequest ge;
+  ge.set_id("e-ryw");
+  ASSERT_TRUE(Call(direct_[2], "/memory.v1.GlobalMemory/GetEntity", ge).status.ok());  // cached
+  put.set_name("v2");
+  Result pw = Call(direct_[1], "/memory.v1.GlobalMemory/PutEntity", put);
+  ASSERT_TRUE(pw.status.ok());
+  std::map<std::string, std::string> md = Auth(token_);
+  md["memoryd-consistency"] = ConsistencyToken(pw);
+  Result gr =
+      Unary(direct_[2], "/memory.v1.GlobalMemory/GetEntity", ge.SerializeAsString(), 5000, md);
+  ASSERT_TRUE(gr.status.ok()) << gr.status.error_message();
+  GetEntityResponse ger;
+  ger.ParseFromString(gr.body);
+  EXPECT_EQ("v2", ger.entity().name());
+  // Reads answer without a token of their own.
+  EXPECT_EQ("", ConsistencyToken(gr));
+
+  // A malformed token is refused before anything runs.
+  for (const char* bad :
+       {"1-xyz", "2-0000000000000001", "1-00000000000000000", "1-0000000000000000"}) {
+    md["memoryd-consistency"] = bad;
+    Result r = Unary(direct_[0], "/memory.v1.Cache/Get", get.SerializeAsString(), 5000, md);
+    EXPECT_EQ(StatusCode::INVALID_ARGUMENT, r.status.error_code()) << bad;
+    EXPECT_NE(std::string::npos, r.status.error_message().find("memoryd-consistency"))
+        << r.status.error_message();
   }
 }
 
