@@ -111,6 +111,12 @@ TEST_F(MetricsTest, CallsAreCountedAndTheExpositionPassesPromtool) {
   ASSERT_EQ(0u, response.rfind("HTTP/1.1 200", 0)) << response;
   EXPECT_NE(std::string::npos, response.find("text/plain; version=0.0.4")) << response;
   std::string text = Body(response);
+  // A call is in flight until the server has released it, which may come
+  // a moment after its client heard the status.
+  for (int i = 0; i < 100 && Sample(text, "memoryd_calls_in_flight") != 0; i++) {
+    usleep(20000);
+    text = Body(Http(port, "GET /metrics HTTP/1.0\r\n\r\n"));
+  }
   EXPECT_EQ(3, Sample(text,
                       "memoryd_calls_total{method=\"/grpc.health.v1.Health/Check\","
                       "code=\"OK\"}"))
