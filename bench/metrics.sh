@@ -11,6 +11,10 @@
 # Exit status: 0 whenever the benchmark ran; 1 if a tool is missing, the
 # build fails or a memoryd cannot start.
 #
+# BENCH_BIN_A=PATH runs memoryd A from another build (an earlier commit's
+# bazel-bin/service/memoryd): the ratios then compare builds, both without
+# --metrics-listen on A, to show what a change to the hot path costs.
+#
 # Environment (defaults in brackets): BENCH_ROUNDS [4], BENCH_DURATION [5],
 # BENCH_WARMUP [1], BENCH_CONCURRENCY [4], BENCH_SERVER_THREADS [2],
 # BENCH_METRICS_ADDR_A [127.0.0.1:50076], BENCH_METRICS_ADDR_B
@@ -70,7 +74,7 @@ TOKEN=$("$MEMORYD" token mint --key "$WORK/bench.jwk" --sub bench-agent --tenant
 AUTH="authorization: Bearer $TOKEN"
 args=(--jwks "$WORK/jwks.json" --workers "$SERVER_THREADS" --pg-url "$MEMORYD_PG_URL"
   --redis-url "$MEMORYD_REDIS_URL")
-"$MEMORYD" --listen "$ADDR_A" "${args[@]}" >"$WORK/a.log" 2>&1 &
+"${BENCH_BIN_A:-$MEMORYD}" --listen "$ADDR_A" "${args[@]}" >"$WORK/a.log" 2>&1 &
 A_PID=$!
 "$MEMORYD" --listen "$ADDR_B" --metrics-listen "$METRICS" "${args[@]}" >"$WORK/b.log" 2>&1 &
 B_PID=$!
