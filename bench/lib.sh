@@ -77,3 +77,31 @@ ratio_line() {
   [ -z "${BENCH_SUMMARY:-}" ] ||
     printf '%s\t%s\n' "$(basename "$0" .sh)" "$*" >>"$BENCH_SUMMARY"
 }
+
+# alternate_rounds A B: ROUNDS rounds of `side A; side B` in odd rounds and
+# `side B; side A` in even ones (ABBA), so a drift of the machine favours
+# neither side. The caller defines side().
+alternate_rounds() {
+  local r
+  for ((r = 1; r <= ROUNDS; r++)); do
+    echo "bench: round $r/$ROUNDS" >&2
+    if ((r % 2)); then side "$1"; side "$2"; else side "$2"; side "$1"; fi
+  done
+}
+
+# median_table TITLE COLUMN LABEL...: a title line, then one row per label
+# under COLUMN: median qps, p50 and p99 of its rounds, and its errors.
+median_table() {
+  local title=$1 column=$2 l row="%-26s %12s %10s %10s %8s\n"
+  shift 2
+  echo
+  echo "$title"
+  # shellcheck disable=SC2059
+  printf "$row" "$column" "median qps" "p50 us" "p99 us" errors
+  for l in "$@"; do
+    # shellcheck disable=SC2059
+    printf "$row" "$l" "$(median "$l" qps)" "$(median "$l" p50_us)" "$(median "$l" p99_us)" \
+      "$(total "$l" errors)"
+  done
+  echo
+}

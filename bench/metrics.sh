@@ -120,22 +120,9 @@ side() { # A|B
 
 echo "bench: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg);" \
   "$ROUNDS rounds x ${DURATION}s per method and side, $CONCURRENCY in flight"
-for ((r = 1; r <= ROUNDS; r++)); do
-  echo "bench: round $r/$ROUNDS" >&2
-  if ((r % 2)); then side A; side B; else side B; side A; fi
-done
-
-echo
-echo "Recording metrics: memoryd A (no metrics) vs B (--metrics-listen, scraped every second):"
-row="%-26s %12s %10s %10s %8s\n"
-# shellcheck disable=SC2059
-printf "$row" side "median qps" "p50 us" "p99 us" errors
-for l in health-A health-B cache-A cache-B; do
-  # shellcheck disable=SC2059
-  printf "$row" "$l" "$(median "$l" qps)" "$(median "$l" p50_us)" "$(median "$l" p99_us)" \
-    "$(total "$l" errors)"
-done
-echo
+alternate_rounds A B
+median_table "Recording metrics: memoryd A (no metrics) vs B (--metrics-listen, scraped every second):" \
+  side health-A health-B cache-A cache-B
 for m in health cache; do
   ratio_line "metrics on/off, $m: qps x$(ratio "$(median "$m-B" qps)" "$(median "$m-A" qps)")," \
     "p99 x$(ratio "$(median "$m-B" p99_us)" "$(median "$m-A" p99_us)") (1.00 = no cost)"

@@ -136,22 +136,9 @@ side() { # direct|balanced
 echo "bench: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg);" \
   "$ROUNDS rounds x ${DURATION}s per method and side, $CONCURRENCY in flight;" \
   "${#PORTS[@]} replicas behind nginx vs replica 0 direct"
-for ((r = 1; r <= ROUNDS; r++)); do
-  echo "bench: round $r/$ROUNDS" >&2
-  if ((r % 2)); then side direct; side balanced; else side balanced; side direct; fi
-done
-
-echo
-echo "Three replicas behind nginx vs one replica direct:"
-row="%-18s %12s %10s %10s %8s\n"
-# shellcheck disable=SC2059
-printf "$row" path "median qps" "p50 us" "p99 us" errors
-for l in read-direct read-balanced cache-direct cache-balanced; do
-  # shellcheck disable=SC2059
-  printf "$row" "$l" "$(median "$l" qps)" "$(median "$l" p50_us)" "$(median "$l" p99_us)" \
-    "$(total "$l" errors)"
-done
-echo
+alternate_rounds direct balanced
+median_table "Three replicas behind nginx vs one replica direct:" path \
+  read-direct read-balanced cache-direct cache-balanced
 for m in read cache; do
   added=$(awk -v a="$(median "$m-balanced" p50_us)" -v b="$(median "$m-direct" p50_us)" \
     'BEGIN { if (a == "nan" || b == "nan") print "nan"; else printf "%+.0f\n", a - b }')

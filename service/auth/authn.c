@@ -386,11 +386,8 @@ void authn_metrics_collect(strbuf *out, void *arg) {
                    "Calls refused by authentication or authorization, by reason: no token, a "
                    "malformed header, a token that does not verify, a revoked token, a token "
                    "from a client whose certificate does not name its sub, a missing scope.");
-    char l[64];
-    for (int k = 0; k < REFUSED_KINDS; k++) {
-        snprintf(l, sizeof l, "reason=\"%s\"", refused_names[k]);
-        metrics_sample_u64(out, "memoryd_auth_refusals_total", l, metrics_get(&a->refused[k]));
-    }
+    metrics_samples_by_label(out, "memoryd_auth_refusals_total", "reason", refused_names,
+                             a->refused, REFUSED_KINDS);
     if (a->revoked) {
         metrics_family(out, "memoryd_revoked_tokens", "gauge",
                        "Revoked tokens this replica knows of (still unexpired), from PostgreSQL.");

@@ -79,6 +79,14 @@ void metrics_sample_f64(strbuf *out, const char *name, const char *labels, doubl
     strbuf_printf(out, " %.17g\n", v);
 }
 
+void metrics_samples_by_label(strbuf *out, const char *name, const char *key,
+                              const char *const *values, const metrics_counter *counters,
+                              size_t n) {
+    for (size_t i = 0; i < n; i++)
+        strbuf_printf(out, "%s{%s=\"%s\"} %llu\n", name, key, values[i],
+                      (unsigned long long)metrics_get(&counters[i]));
+}
+
 void metrics_sample_histogram(strbuf *out, const char *name, const char *labels,
                               const metrics_histogram *h) {
     const char *sep = labels && *labels ? "," : "";

@@ -70,6 +70,10 @@ void metrics_family(strbuf *out, const char *name, const char *type, const char 
 void metrics_sample_u64(strbuf *out, const char *name, const char *labels, uint64_t v);
 void metrics_sample_i64(strbuf *out, const char *name, const char *labels, int64_t v);
 void metrics_sample_f64(strbuf *out, const char *name, const char *labels, double v);
+/* One sample of name per counter, labelled key="values[i]" (counters and
+ * values have n entries; values are fixed strings, written as they are). */
+void metrics_samples_by_label(strbuf *out, const char *name, const char *key,
+                              const char *const *values, const metrics_counter *counters, size_t n);
 /* A histogram's _bucket, _sum and _count samples (name without suffix). */
 void metrics_sample_histogram(strbuf *out, const char *name, const char *labels,
                               const metrics_histogram *h);

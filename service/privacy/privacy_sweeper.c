@@ -212,11 +212,8 @@ void privacy_sweeper_metrics_collect(strbuf *out, void *arg) {
                    "Retention sweeps on this replica by outcome: complete, partial (a batch "
                    "failed; the next sweep goes on), skipped (another replica was sweeping, or "
                    "PostgreSQL was out of reach).");
-    char l[64];
-    for (int o = 0; o < SWEEP_OUTCOMES; o++) {
-        snprintf(l, sizeof l, "outcome=\"%s\"", sweep_outcomes[o]);
-        metrics_sample_u64(out, "memoryd_retention_sweeps_total", l, metrics_get(&s->sweeps[o]));
-    }
+    metrics_samples_by_label(out, "memoryd_retention_sweeps_total", "outcome", sweep_outcomes,
+                             s->sweeps, SWEEP_OUTCOMES);
     metrics_family(out, "memoryd_retention_erased_total", "counter",
                    "Records this replica's sweeps erased for the retention policy, by tier.");
     for (size_t j = 0; j < s->env->nerasers; j++) {
