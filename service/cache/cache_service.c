@@ -284,6 +284,11 @@ static void l2_answered(cache_l2_lookup *lk, int status) {
     const principal *p = authn_principal(pl->call);
     if (status != STATUS_OK && pl->ks[0].fresh) { /* L1 cannot stand in for it */
         for (size_t i = 0; i < pl->n; i++) lookup_release(&pl->ks[i]);
+        if (status == STATUS_ECANCELLED) {
+            rpc_call_set_error(pl->call, "the client cancelled the call");
+            rpc_call_complete(pl->call, GRPC_STATUS_CANCELLED);
+            return;
+        }
         rpc_call_set_error(pl->call,
                            "the read carries a recent memoryd-consistency token and Redis could "
                            "not answer it (%s); retry it",
@@ -461,6 +466,7 @@ static grpc_status_code set_settled(pending_write *pw, int rc) {
         if (present && old->label > pw->it->label) pw->it->label = old->label;
         cache_item_unref(old);
         mark = CACHE_L1_UNCONDITIONAL;
+        rpc_call_no_consistency_token(call); /* Redis does not have it */
     } else if (rc == STATUS_OK && pw->w.stored_label > pw->it->label) {
         pw->it->label = pw->w.stored_label; /* the item is still ours alone */
     }
@@ -473,7 +479,11 @@ static grpc_status_code set_settled(pending_write *pw, int rc) {
         cache_l1_delete(svc->l1, pw->k, pw->klen);
         st = rpc_call_fail(call, rc, pw->w.cmd.err[0] ? pw->w.cmd.err : "out of memory");
     } else {
-        cache_l1_put(svc->l1, pw->k, pw->klen, pw->it, mark);
+        /* The put is dropped when an invalidation came since the mark (of
+         * any key of its shard): the slot's older copy must not outlive
+         * the write then. */
+        if (!cache_l1_put(svc->l1, pw->k, pw->klen, pw->it, mark))
+            cache_l1_delete(svc->l1, pw->k, pw->klen);
         Memory__V1__CacheSetResponse *resp = (Memory__V1__CacheSetResponse *)pw->resp;
         resp->meta = render_meta(rpc_call_arena(call), p, pw->it);
         st = resp->meta ? GRPC_STATUS_OK : rpc_call_oom(call);
@@ -492,6 +502,7 @@ static grpc_status_code delete_settled(pending_write *pw, int rc) {
         if (present && old->label > (int)principal_clr(p)) rc = STATUS_EDENIED;
         else rc = present ? STATUS_OK : STATUS_ENOTFOUND;
         cache_item_unref(old);
+        rpc_call_no_consistency_token(call); /* Redis may still have it */
     }
     if (rc == STATUS_EDENIED) return denied(call, pw->key);
     cache_l1_delete(svc->l1, pw->k, pw->klen);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <thread>
 
@@ -288,6 +289,30 @@ TEST_F(CacheTest, L1StaysUnderItsByteBoundEvictingTheOldest) {
   EXPECT_GE(l2, kKeys - 16);
 }
 
+// A replica reads back what it just wrote while invalidations of other
+// keys stream in: an L1 put dropped for an invalidation of its shard must
+// not leave the slot's older copy behind (it did: the value written was
+// stored in Redis, the old one served from L1 until it expired).
+TEST_F(CacheTest, ASetIsReadBackOnItsReplicaWhileOtherKeysAreInvalidated) {
+  Replica a = Launch(), b = Launch();
+  std::string t = Tenant("churn");
+  std::string tok = Token(t, "alice", "cache:read cache:write");
+  std::atomic<bool> stop{false};
+  std::thread churn([&] {  // b changes other keys: each change invalidates on a
+    for (int i = 0; !stop; i++) Set(b, tok, "other-" + std::to_string(i % 64), "x");
+  });
+  int stale = 0;
+  for (int i = 0; i < 300; i++) {
+    std::string key = "mine-" + std::to_string(i % 8);
+    Get(a, tok, key);  // a holds the previous value (or its absence) in L1
+    MustSet(a, tok, key, "v" + std::to_string(i));
+    if (Get(a, tok, key).value() != "v" + std::to_string(i)) stale++;
+  }
+  stop = true;
+  churn.join();
+  EXPECT_EQ(0, stale);
+}
+
 TEST_F(CacheTest, TenantsOwnersAndLabelsAreIsolated) {
   Replica a = Launch();
   std::string t1 = Tenant("iso1"), t2 = Tenant("iso2");
@@ -465,7 +490,11 @@ TEST_F(CacheTest, RedisKilledAndRestartedDegradesCacheOnlyThenRecovers) {
   EXPECT_EQ(CACHE_LOOKUP_HIT_L1, it.lookup());
   EXPECT_EQ("in L1", it.value());
   EXPECT_EQ(CACHE_LOOKUP_MISS, Get(a, tok, "cold", 1000).lookup());
-  MustSet(a, tok, "during", "L1 only");
+  // A Set that reached L1 alone succeeds but carries no consistency token
+  // (common.proto): Redis, which a read with one would ask, lacks it.
+  Result during = Set(a, tok, "during", "L1 only", 60000, LABEL_UNSPECIFIED);
+  ASSERT_TRUE(during.status.ok()) << during.status.error_message();
+  EXPECT_EQ(0u, during.trailers.count("memoryd-consistency"));
   EXPECT_EQ("L1 only", Get(a, tok, "during", 1000).value());
   EXPECT_LT(std::chrono::duration<double>(Clock::now() - t0).count(), 4.0);
   // Calls of other tiers do not notice.
@@ -487,7 +516,9 @@ TEST_F(CacheTest, RedisKilledAndRestartedDegradesCacheOnlyThenRecovers) {
       << "L2 did not come back";
   // L2 works again without restarting memoryd: a value set now reaches
   // another replica through Redis.
-  MustSet(a, tok, "after", "back in Redis");
+  Result after = Set(a, tok, "after", "back in Redis", 60000, LABEL_UNSPECIFIED);
+  ASSERT_TRUE(after.status.ok()) << after.status.error_message();
+  EXPECT_EQ(1u, after.trailers.count("memoryd-consistency"));
   Replica b = Launch({}, redis.url());
   it = Get(b, tok, "after");
   EXPECT_EQ(CACHE_LOOKUP_HIT_L2, it.lookup());
