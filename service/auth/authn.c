@@ -284,20 +284,6 @@ static void list_scopes(const principal *p, char *out, size_t outlen) {
         used += (size_t)snprintf(out + used, outlen - used, "%s%s", i ? " " : "", c->scopes[i]);
 }
 
-/* 1 when name is one of the comma-separated identities. */
-static int identity_names(const char *identities, const char *name) {
-    size_t n = strlen(name);
-    if (!n) return 0;
-    for (const char *s = identities; *s;) {
-        const char *end = strchr(s, ',');
-        size_t len = end ? (size_t)(end - s) : strlen(s);
-        if (len == n && memcmp(s, name, n) == 0) return 1;
-        if (!end) break;
-        s = end + 1;
-    }
-    return 0;
-}
-
 grpc_status_code authn_interceptor(rpc_call *call, void *arg) {
     authn *a = arg;
     const rpc_method *m = rpc_call_method(call);
@@ -349,8 +335,7 @@ grpc_status_code authn_interceptor(rpc_call *call, void *arg) {
     /* From here on the call owns the reference (released with the call),
      * so handlers and the audit observer can read the principal. */
     rpc_call_set_principal(call, p, principal_release);
-    if (a->bind_to_client_certificate &&
-        !identity_names(rpc_call_client_identity(call), principal_sub(p))) {
+    if (a->bind_to_client_certificate && !rpc_call_client_identity_is(call, principal_sub(p))) {
         metrics_inc(&a->refused[REFUSED_CERTIFICATE]);
         rpc_call_set_error(call,
                            "the token's sub \"%s\" is not an identity of the client certificate "

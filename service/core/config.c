@@ -94,14 +94,14 @@ static const opt_def options[] = {
                "seconds between server keepalive pings on an idle connection"),
     OPT_NUMBER("keepalive-timeout", keepalive_timeout_s, "20", 1, 3600,
                "seconds to wait for a keepalive ping answer before closing the connection"),
-    OPT_NUMBER("keepalive-min-ping-interval", keepalive_min_ping_s, "10", 1, 86400,
+    OPT_NUMBER("keepalive-min-ping-interval", keepalive_min_ping_s, "10", 1, 2147483,
                "least seconds between a client's keepalive pings while it has no call open; a "
-               "client pinging faster is sent GOAWAY (ENHANCE_YOUR_CALM) after two such pings"),
-    OPT_NUMBER("max-connection-age", max_connection_age_s, "0", 0, 31536000,
+               "client pinging faster is sent GOAWAY (ENHANCE_YOUR_CALM) at the third such ping"),
+    OPT_NUMBER("max-connection-age", max_connection_age_s, "0", 0, 2147483,
                "seconds a client connection lives before memoryd sends GOAWAY, so clients "
                "reconnect and spread over the replicas behind an L4 balancer (gRPC adds ±10% "
                "jitter); 0: connections live on"),
-    OPT_NUMBER("max-connection-age-grace", max_connection_age_grace_s, "30", 1, 86400,
+    OPT_NUMBER("max-connection-age-grace", max_connection_age_grace_s, "30", 1, 2147483,
                "seconds the calls in flight on a connection that reached --max-connection-age get "
                "to finish before it is closed"),
     OPT_NUMBER("shutdown-grace", shutdown_grace_s, "10", 0, 3600,

@@ -100,15 +100,14 @@ static void collect(strbuf *out, void *arg) {
 
 int backend_metrics_add(const char *backend, const char *pool, const backend_stats *st,
                         int measures, backend_gauges_fn gauges, void *cl) {
+    /* The collector is registered outside clients_mu: a scrape takes the
+     * registry's lock, then clients_mu. */
     pthread_mutex_lock(&clients_mu);
-    int rc = -1;
-    if (nclients < MAX_CLIENTS) {
-        rc = 0;
-        if (nclients == 0) rc = metrics_add_collector(collect, NULL);
-        if (rc == 0) clients[nclients++] = (client){backend, pool, st, measures, gauges, cl};
-    }
+    int full = nclients == MAX_CLIENTS, first = nclients == 0;
+    if (!full) clients[nclients++] = (client){backend, pool, st, measures, gauges, cl};
     pthread_mutex_unlock(&clients_mu);
-    return rc;
+    if (full) return -1;
+    return first ? metrics_add_collector(collect, NULL) : 0;
 }
 
 void backend_metrics_reset(void) {

@@ -128,8 +128,8 @@ typedef struct rpc_server_options {
     int max_connection_age_ms;
     int max_connection_age_grace_ms;
     /* Keepalive enforcement: a client pinging more often than this without
-     * calls is sent GOAWAY (ENHANCE_YOUR_CALM) after max_ping_strikes
-     * such pings. <= 0: 10 s / 2. */
+     * calls is sent GOAWAY (ENHANCE_YOUR_CALM) once it has more than
+     * max_ping_strikes such pings. <= 0: 10 s / 2. */
     int min_ping_interval_ms;
     int max_ping_strikes;
     /* Read-your-writes (common.proto): a read carrying a consistency token
@@ -278,7 +278,7 @@ const char *rpc_call_metadata_view(const rpc_call *call, const char *key, size_t
 const char *rpc_call_request_id(rpc_call *call);
 /* The call's W3C trace id (32 hex digits): the client's `traceparent`'s,
  * or one started for the call. Log lines written on the thread running
- * the call's handler carry it (log_set_trace). */
+ * the call's handler carry it (log_trace_enter). */
 const char *rpc_call_trace_id(const rpc_call *call);
 /* The `traceparent` to send to backends: the trace id with this call's
  * own span id. */
@@ -287,12 +287,20 @@ const char *rpc_call_traceparent(const rpc_call *call);
  * subject alternative names, else its common name, joined by ","), ""
  * without one; fetched on first use. */
 const char *rpc_call_client_identity(rpc_call *call);
+/* 1 when name is exactly one of the verified client certificate's
+ * identities (each compared whole: an identity may hold a comma). */
+int rpc_call_client_identity_is(rpc_call *call, const char *name);
 /* 1 when the call carries a consistency token (`memoryd-consistency`
  * request metadata, from a write's response) young enough that a copy in
  * a replica-local cache may predate that write: the read must then go to
  * the shared store (PostgreSQL, Redis). A malformed token never reaches a
  * handler (INVALID_ARGUMENT). */
 int rpc_call_wants_fresh(const rpc_call *call);
+/* A write that succeeded without reaching the shared store (the cache's
+ * fallback to this replica's L1 while Redis is down) calls this: its
+ * answer then carries no consistency token, which would promise what the
+ * shared store does not hold. */
+void rpc_call_no_consistency_token(rpc_call *call);
 /* Peer address ("ipv4:127.0.0.1:5000"), fetched on first use. */
 const char *rpc_call_peer(rpc_call *call);
 /* Monotonic ms (and us) when the call arrived. */

@@ -134,6 +134,22 @@ const char *rpc_call_client_identity(rpc_call *c) {
     return c->client_identity;
 }
 
+int rpc_call_client_identity_is(rpc_call *c, const char *name) {
+    size_t n = strlen(name);
+    if (!c->srv->tls_client_ca_pem || !n) return 0;
+    grpc_auth_context *ctx = grpc_call_auth_context(c->call);
+    if (!ctx) return 0;
+    int found = 0;
+    if (grpc_auth_context_peer_is_authenticated(ctx)) {
+        grpc_auth_property_iterator it = grpc_auth_context_peer_identity(ctx);
+        const grpc_auth_property *p;
+        while (!found && (p = grpc_auth_property_iterator_next(&it)) != NULL)
+            found = p->value_length == n && memcmp(p->value, name, n) == 0;
+    }
+    grpc_auth_context_release(ctx);
+    return found;
+}
+
 const char *rpc_call_peer(rpc_call *c) {
     if (!c->peer) c->peer = grpc_call_get_peer(c->call);
     return c->peer ? c->peer : "unknown";
@@ -216,10 +232,15 @@ int rpc_call_wants_fresh(const rpc_call *c) {
     return c->consistency_us && clock_wall_us() - c->consistency_us < c->srv->consistency_window_us;
 }
 
+void rpc_call_no_consistency_token(rpc_call *c) { c->consistency_withheld = 1; }
+
 /* A write that succeeded answers with its token: the time it finished
- * here, after its change reached the shared stores. */
+ * here, after its change reached the shared stores. Writes are the methods
+ * of a "<tier>:write" scope, and Privacy.Forget. */
 static int is_write(const rpc_call *c) {
-    return c->entry && c->entry->m.scope && strstr(c->entry->m.scope, ":write") != NULL;
+    const char *scope = c->entry ? c->entry->m.scope : NULL;
+    return scope && !c->consistency_withheld &&
+           (strstr(scope, ":write") != NULL || strcmp(scope, "privacy:forget") == 0);
 }
 
 /* Takes the client's x-request-id when it sent a sane one (otherwise an
@@ -234,9 +255,15 @@ static void take_client_ids(rpc_call *c) {
         if (klen == 11 && memcmp(key, "traceparent", 11) == 0 && !traceparent) {
             traceparent = &c->md.metadata[i].value;
         } else if (klen == 19 && memcmp(key, "memoryd-consistency", 19) == 0) {
+            /* One token, from the past (give or take the clocks): a token
+             * from the future would turn caches off for as long as it
+             * says. */
             const grpc_slice *v = &c->md.metadata[i].value;
-            c->consistency_bad = consistency_parse((const char *)GRPC_SLICE_START_PTR(*v),
-                                                   GRPC_SLICE_LENGTH(*v), &c->consistency_us) != 0;
+            c->consistency_bad |=
+                c->consistency_us != 0 ||
+                consistency_parse((const char *)GRPC_SLICE_START_PTR(*v), GRPC_SLICE_LENGTH(*v),
+                                  &c->consistency_us) != 0 ||
+                c->consistency_us > clock_wall_us() + c->srv->consistency_window_us;
         } else if (klen == 12 && memcmp(key, "x-request-id", 12) == 0 && !c->client_request_id &&
                    request_id_is_sane(&c->md.metadata[i].value)) {
             size_t n = GRPC_SLICE_LENGTH(c->md.metadata[i].value);
@@ -610,9 +637,9 @@ static grpc_status_code serve(rpc_call *c) {
                            "replica)",
                            c->path ? c->path : "the call");
     else if (st == GRPC_STATUS_INVALID_ARGUMENT)
-        rpc_call_set_error(c,
-                           "memoryd-consistency metadata: not a consistency token (\"1-\" and 16 "
-                           "hex digits, as a write's response carries it); nothing ran");
+        rpc_call_set_error(c, "memoryd-consistency metadata: not one consistency token (\"1-\" and "
+                              "16 hex digits, as a write's response carries it, from the past); "
+                              "nothing ran");
     else if (st == GRPC_STATUS_RESOURCE_EXHAUSTED)
         rpc_call_set_error(c,
                            "%s: this server already has %d streams open, its limit "

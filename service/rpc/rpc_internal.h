@@ -114,8 +114,9 @@ struct rpc_call {
     int client_request_id;                 /* request_id came from the client */
     trace_ctx trace;                       /* the client's traceparent, or a trace started here */
     char traceparent[TRACEPARENT_LEN + 1]; /* what the call sends on */
-    int64_t consistency_us; /* the client's consistency token's write time; 0: none */
-    int consistency_bad;    /* the client sent one that does not parse */
+    int64_t consistency_us;   /* the client's consistency token's write time; 0: none */
+    int consistency_bad;      /* the client sent one that does not parse, or several */
+    int consistency_withheld; /* rpc_call_no_consistency_token */
     char consistency_out[CONSISTENCY_TOKEN_MAX]; /* a write's token for its answer */
     char *peer;                                  /* gpr_malloc'd, lazily */
     const char *client_identity;                 /* in the arena, lazily */

@@ -20,13 +20,18 @@ int64_t apg_now_ms(void) { return clock_mono_ms(NULL); }
 
 void apg_answer(apg_query *q, int status, PGresult *res) {
     backend_stats *st = &q->pool->stats;
+    int64_t waited_us = clock_mono_us() - q->submit_us;
     backend_stats_count(st, status);
-    metrics_observe_us(&st->duration, (uint64_t)(clock_mono_us() - q->submit_us));
+    metrics_observe_us(&st->duration, (uint64_t)waited_us);
+    /* Answered without a connection (its deadline passed in the queue, it
+     * was cancelled, PostgreSQL was down): all of it was waiting. */
+    if (!q->started) metrics_observe_us(&st->wait, (uint64_t)waited_us);
     q->done(q, status, res);
 }
 
 /* Starts q on the idle c, counting how long it waited for a connection. */
 static void start(apg_conn *c, apg_query *q) {
+    q->started = 1;
     metrics_observe_us(&q->pool->stats.wait, (uint64_t)(clock_mono_us() - q->submit_us));
     apg_conn_start(c, q);
 }
@@ -204,6 +209,7 @@ void apg_submit(apg *p, apg_query *q) {
     q->err[0] = '\0';
     q->sqlstate[0] = '\0';
     q->submit_us = clock_mono_us();
+    q->started = q->held != NULL; /* a transaction's next statement has its connection */
     q->submit_ms = q->submit_us / 1000;
     if (q->deadline_ms == INT64_MAX) q->deadline_ms = q->submit_ms + p->o.default_timeout_ms;
     q->task.fn = submit_on_loop;
@@ -251,16 +257,11 @@ int apg_connected(const apg *p) { return atomic_load(&((apg *)p)->connected); }
 const backend_stats *apg_stats(const apg *p) { return &p->stats; }
 
 /* A gauge snapshot: the connections' states and the queue belong to the
- * loop thread, so it reads them while the scraper waits. */
-typedef struct {
-    apg *p;
-    backend_gauges *out;
-} gauge_read;
-
-static void gauges_on_loop(void *arg) {
-    gauge_read *r = arg;
-    apg *p = r->p;
-    backend_gauges *g = r->out;
+ * loop thread, so it reads them for the scraper (who gives up after a
+ * second: a stalled loop shows as missing gauges, not a hung scrape). */
+static void gauges_on_loop(void *arg, void *out) {
+    apg *p = arg;
+    backend_gauges *g = out;
     g->size = p->o.size;
     g->open = g->in_use = 0;
     for (int i = 0; i < p->o.size; i++) {
@@ -272,8 +273,9 @@ static void gauges_on_loop(void *arg) {
 }
 
 void apg_gauges(void *pool, backend_gauges *out) {
-    gauge_read r = {.p = pool, .out = out};
-    evloop_run_sync(r.p->loop, gauges_on_loop, &r);
+    apg *p = pool;
+    if (evloop_call(p->loop, gauges_on_loop, p, out, sizeof *out, 1000) != 0)
+        *out = (backend_gauges){-1, -1, -1, -1};
 }
 
 /* ------------------------------------------------------------ life */

@@ -80,6 +80,7 @@ struct apg_query {
     dlist link; /* in the wait queue */
     int64_t submit_ms;
     int64_t submit_us;     /* the same instant, for the metrics' histograms */
+    int started;           /* it got a connection (or kept its transaction's) */
     struct apg_conn *held; /* the connection q holds between its statements */
     int cancelled;         /* set by apg_cancel on any thread: read with __atomic builtins */
 };
@@ -112,8 +113,8 @@ int apg_connected(const apg *p);
 
 /* The pool's request counts and times (backend_metrics.h), for
  * backend_metrics_add with apg_gauges: a snapshot of the connections and
- * the queue, taken on the loop thread (the caller waits for it; never on
- * the loop thread). */
+ * the queue, taken on the loop thread (the caller waits up to a second,
+ * then reports them unknown; never on the loop thread). */
 const backend_stats *apg_stats(const apg *p);
 void apg_gauges(void *p, backend_gauges *out);
 

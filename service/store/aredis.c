@@ -309,22 +309,21 @@ int aredis_connected(const aredis *r) { return atomic_load(&((aredis *)r)->conne
 
 const backend_stats *aredis_stats(const aredis *r) { return &r->stats; }
 
-typedef struct {
-    aredis *r;
-    backend_gauges *out;
-} gauge_read;
-
-static void gauges_on_loop(void *arg) {
-    gauge_read *g = arg;
-    g->out->size = 1;
-    g->out->open = g->r->up;
-    g->out->in_use = g->r->count > 0;
-    g->out->waiting = g->r->count;
+/* The connection's state, read on the loop thread for the scraper (as
+ * apg_gauges). */
+static void gauges_on_loop(void *arg, void *out) {
+    aredis *r = arg;
+    backend_gauges *g = out;
+    g->size = 1;
+    g->open = r->up;
+    g->in_use = r->count > 0;
+    g->waiting = r->count;
 }
 
-void aredis_gauges(void *r, backend_gauges *out) {
-    gauge_read g = {.r = r, .out = out};
-    evloop_run_sync(g.r->loop, gauges_on_loop, &g);
+void aredis_gauges(void *client, backend_gauges *out) {
+    aredis *r = client;
+    if (evloop_call(r->loop, gauges_on_loop, r, out, sizeof *out, 1000) != 0)
+        *out = (backend_gauges){-1, -1, -1, -1};
 }
 
 /* ------------------------------------------------------------ pub/sub */

@@ -100,7 +100,7 @@ int aredis_connected(const aredis *r);
 /* The client's command counts and times (backend_metrics.h), for
  * backend_metrics_add with aredis_gauges: the connection (size 1, open or
  * not) and the commands awaiting replies (in_use: 1 while any does),
- * read on the loop thread while the caller waits (never on it). */
+ * read on the loop thread as apg_gauges reads its pool's. */
 const backend_stats *aredis_stats(const aredis *r);
 void aredis_gauges(void *r, backend_gauges *out);
 

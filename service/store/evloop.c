@@ -7,6 +7,7 @@
 #include <string.h>
 #include <uv.h>
 
+#include "service/core/clock.h"
 #include "service/core/log.h"
 
 struct evloop {
@@ -145,23 +146,64 @@ void evloop_wait(evloop_waiter *w) {
     pthread_mutex_unlock(&w->lock);
 }
 
+/* One evloop_call: on the heap, freed by whichever of the caller (done
+ * waiting) and the loop (done running) lets go last. */
 typedef struct {
     evloop_task task; /* first: the task is the call */
-    evloop_waiter done;
-    void (*fn)(void *arg);
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int ran, refs;
+    void (*fn)(void *arg, void *out);
     void *arg;
-} sync_call;
+    size_t out_len;
+    unsigned char out[]; /* fn's result */
+} loop_call;
 
-static void sync_call_on_loop(evloop_task *t) {
-    sync_call *c = (sync_call *)t;
-    c->fn(c->arg);
-    evloop_wake(&c->done);
+static void loop_call_unref(loop_call *c) {
+    pthread_mutex_lock(&c->lock);
+    int last = --c->refs == 0;
+    pthread_mutex_unlock(&c->lock);
+    if (!last) return;
+    pthread_mutex_destroy(&c->lock);
+    pthread_cond_destroy(&c->cond);
+    free(c);
 }
 
-void evloop_run_sync(evloop *l, void (*fn)(void *arg), void *arg) {
-    sync_call c = {.task.fn = sync_call_on_loop, .fn = fn, .arg = arg};
-    evloop_waiter_init(&c.done);
-    evloop_post(l, &c.task);
-    evloop_wait(&c.done);
-    evloop_waiter_destroy(&c.done);
+static void loop_call_run(evloop_task *t) {
+    loop_call *c = (loop_call *)t;
+    pthread_mutex_lock(&c->lock);
+    int wanted = c->refs == 2; /* the caller still waits */
+    pthread_mutex_unlock(&c->lock);
+    if (wanted) c->fn(c->arg, c->out);
+    pthread_mutex_lock(&c->lock);
+    c->ran = 1;
+    pthread_cond_signal(&c->cond);
+    pthread_mutex_unlock(&c->lock);
+    loop_call_unref(c);
+}
+
+int evloop_call(evloop *l, void (*fn)(void *arg, void *out), void *arg, void *out, size_t out_len,
+                int timeout_ms) {
+    loop_call *c = calloc(1, sizeof *c + out_len);
+    if (!c) return -1;
+    c->task.fn = loop_call_run;
+    c->fn = fn;
+    c->arg = arg;
+    c->out_len = out_len;
+    c->refs = 2;
+    pthread_mutex_init(&c->lock, NULL);
+    if (clock_cond_init(&c->cond) != 0) {
+        pthread_mutex_destroy(&c->lock);
+        free(c);
+        return -1;
+    }
+    evloop_post(l, &c->task);
+    struct timespec until = clock_cond_deadline(clock_mono_ms(NULL) + timeout_ms);
+    pthread_mutex_lock(&c->lock);
+    while (!c->ran && pthread_cond_timedwait(&c->cond, &c->lock, &until) == 0) {}
+    int ok = c->ran;
+    if (ok) memcpy(out, c->out, out_len);
+    pthread_mutex_unlock(&c->lock);
+    loop_call_unref(c);
+    return ok ? 0 : -1;
 }

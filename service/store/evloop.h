@@ -54,9 +54,13 @@ void evloop_waiter_destroy(evloop_waiter *w);
 void evloop_wake(evloop_waiter *w);
 void evloop_wait(evloop_waiter *w);
 
-/* Runs fn(arg) on the loop thread and waits for it to return: for a
- * reader on another thread (a metrics scrape) of state only the loop
- * thread may touch. Never from the loop thread. */
-void evloop_run_sync(evloop *l, void (*fn)(void *arg), void *arg);
+/* Runs fn(arg, out) on the loop thread, out being out_len bytes of its
+ * own, and waits up to timeout_ms for it: 0 with the result copied to out,
+ * or -1 when the loop did not get to it in time (a stalled loop must not
+ * hang the caller: a metrics scrape reading state only the loop thread may
+ * touch). fn may still run later, so arg must outlive the loop's queue
+ * (a client freed before evloop_free). Never from the loop thread. */
+int evloop_call(evloop *l, void (*fn)(void *arg, void *out), void *arg, void *out, size_t out_len,
+                int timeout_ms);
 
 #endif

@@ -261,15 +261,25 @@ TEST_F(MeshTest, UnderClientIdentitySubATokenIsAcceptedOnlyFromItsOwnClient) {
 }
 
 TEST_F(MeshTest, MutualTlsFlagsThatCannotWorkStopStartUp) {
-  for (const auto& flags : std::vector<std::vector<std::string>>{
-           {"--tls-client-ca=/nonexistent/ca.pem"},
-           {"--tls-client-identity=cn"},
+  std::string dir = Tmp() + "/mtls-flags";
+  ASSERT_TRUE(MakePki(dir)) << "openssl could not make the test certificates";
+  const std::string cert = "--tls-cert=" + dir + "/server.pem",
+                    key = "--tls-key=" + dir + "/server.key";
+  struct Case {
+    std::vector<std::string> flags;
+    std::string said;  // what the start-up error names
+  };
+  for (const Case& c : std::vector<Case>{
+           {{cert, key, "--tls-client-ca=/nonexistent/ca.pem"}, "/nonexistent/ca.pem"},
+           {{"--tls-client-ca=" + dir + "/ca.pem"}, "needs --tls-cert"},
+           {{"--tls-client-identity=cn"}, "--tls-client-identity must be off or sub"},
+           {{cert, key, "--tls-client-identity=sub"}, "needs --tls-client-ca"},
        }) {
     std::vector<std::string> args = {"--pg-url=" + db_.url()};
-    args.insert(args.end(), flags.begin(), flags.end());
+    args.insert(args.end(), c.flags.begin(), c.flags.end());
     MemorydProcess p(args);
-    EXPECT_FALSE(p.Start()) << flags[0];
-    EXPECT_NE(std::string::npos, p.Log().find(flags[0].substr(0, flags[0].find('=')))) << p.Log();
+    EXPECT_FALSE(p.Start()) << c.said;
+    EXPECT_NE(std::string::npos, p.Log().find(c.said)) << p.Log();
   }
 }
 
