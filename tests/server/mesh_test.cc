@@ -301,7 +301,9 @@ TEST_F(MeshTest, ConnectionsEndAtTheirMaximumAgeAndCallsGoOnOverNewOnes) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   EXPECT_GE(calls, 10);
-  std::set<std::string> peers = Peers(m->Log(), kCheck);
+  std::set<std::string> peers;
+  for (int i = 0; i < 100 && (peers = Peers(m->Log(), kCheck)).size() < 2; i++)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
   EXPECT_GE(peers.size(), 2u) << m->Log();
   EXPECT_EQ(0, m->Stop(SIGTERM, 10000)) << m->Log();
 }
@@ -329,7 +331,12 @@ TEST_F(MeshTest, AClientPingingTooOftenIsSentGoaway) {
   EXPECT_TRUE(left_ready);
   // The client reconnects for its next call.
   EXPECT_TRUE(Unary(ch, kCheck, req, 5000).status.ok());
-  EXPECT_EQ(2u, Peers(m->Log(), kCheck).size()) << m->Log();
+  // The call's log line follows its answer (and the log is read as it
+  // comes): wait for it.
+  std::set<std::string> peers;
+  for (int i = 0; i < 100 && (peers = Peers(m->Log(), kCheck)).size() < 2; i++)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(2u, peers.size()) << m->Log();
   EXPECT_EQ(0, m->Stop(SIGTERM, 10000)) << m->Log();
 }
 
