@@ -2,7 +2,6 @@
 #include "service/privacy/privacy_sweeper.h"
 
 #include <libpq-fe.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +30,7 @@ struct privacy_sweeper {
     int batch;
     worker *thread;
     worker *self; /* the same, as the thread knows it (set before its first sweep) */
-    _Atomic int64_t erased[PRIVACY_TIERS + 1];
+    metrics_counter erased[PRIVACY_TIERS + 1];
     metrics_counter sweeps[SWEEP_OUTCOMES];
 };
 
@@ -107,7 +106,7 @@ static int64_t sweep_rule(privacy_sweeper *s, const tier_eraser *e, const retent
     }
     principal_unref(ep);
     if (total > 0) {
-        atomic_fetch_add(&s->erased[e->tier], total);
+        metrics_add(&s->erased[e->tier], (uint64_t)total);
         char text[160];
         retention_rule_text(rule, text, sizeof text);
         log_fields(LOG_INFO, "retention: erased records past their period", LOG_F_STR, "tier",
@@ -191,7 +190,6 @@ int privacy_sweeper_start(const tier_env *env, const retention_policy *policy, i
     s->policy = *policy;
     s->period_ms = period_ms;
     s->batch = batch;
-    for (int t = 0; t <= PRIVACY_TIERS; t++) atomic_init(&s->erased[t], 0);
     if (worker_start(sweeper_main, s, &s->thread) != 0) {
         free(s);
         return -1;
@@ -221,6 +219,6 @@ void privacy_sweeper_metrics_collect(strbuf *out, void *arg) {
         if (e->tier < 0 || e->tier > PRIVACY_TIERS) continue;
         strbuf_puts(out, "memoryd_retention_erased_total{tier=\"");
         metrics_label_value(out, e->name);
-        strbuf_printf(out, "\"} %lld\n", (long long)atomic_load(&s->erased[e->tier]));
+        strbuf_printf(out, "\"} %llu\n", (unsigned long long)metrics_get(&s->erased[e->tier]));
     }
 }

@@ -26,19 +26,13 @@ namespace {
 
 using grpc::StatusCode;
 
-std::string Http(int port, const std::string& request) { return HttpExchange(port, request); }
-std::string Body(const std::string& response) { return HttpBody(response); }
-double Sample(const std::string& text, const std::string& series) {
-  return MetricSample(text, series);
-}
-
 // Scrapes until series reaches at least min (a background thread's figure:
 // the audit writer, the retention sweeper); the last exposition.
 std::string ScrapeUntil(int port, const std::string& series, double min) {
   std::string text;
   for (int i = 0; i < 200; i++) {
-    text = Body(Http(port, "GET /metrics HTTP/1.0\r\n\r\n"));
-    if (Sample(text, series) >= min) break;
+    text = ScrapeMetrics(port);
+    if (MetricSample(text, series) >= min) break;
     usleep(50000);
   }
   return text;
@@ -107,103 +101,106 @@ TEST_F(MetricsTest, CallsAreCountedAndTheExpositionPassesPromtool) {
   for (const char* path : {"/no.Such/Method", "/made.up/Path"})
     EXPECT_EQ(StatusCode::UNIMPLEMENTED, testing_client::Unary(ch, path, "").status.error_code());
 
-  std::string response = Http(port, "GET /metrics HTTP/1.0\r\n\r\n");
+  std::string response = HttpExchange(port, "GET /metrics HTTP/1.0\r\n\r\n");
   ASSERT_EQ(0u, response.rfind("HTTP/1.1 200", 0)) << response;
   EXPECT_NE(std::string::npos, response.find("text/plain; version=0.0.4")) << response;
-  std::string text = Body(response);
+  std::string text = HttpBody(response);
   // A call is in flight until the server has released it, which may come
   // a moment after its client heard the status.
-  for (int i = 0; i < 100 && Sample(text, "memoryd_calls_in_flight") != 0; i++) {
+  for (int i = 0; i < 100 && MetricSample(text, "memoryd_calls_in_flight") != 0; i++) {
     usleep(20000);
-    text = Body(Http(port, "GET /metrics HTTP/1.0\r\n\r\n"));
+    text = ScrapeMetrics(port);
   }
-  EXPECT_EQ(3, Sample(text,
-                      "memoryd_calls_total{method=\"/grpc.health.v1.Health/Check\","
-                      "code=\"OK\"}"))
+  EXPECT_EQ(3, MetricSample(text,
+                            "memoryd_calls_total{method=\"/grpc.health.v1.Health/Check\","
+                            "code=\"OK\"}"))
       << text;
-  EXPECT_EQ(1, Sample(text,
-                      "memoryd_calls_total{method=\"/memory.v1.Entries/Read\","
-                      "code=\"UNAUTHENTICATED\"}"))
+  EXPECT_EQ(1, MetricSample(text,
+                            "memoryd_calls_total{method=\"/memory.v1.Entries/Read\","
+                            "code=\"UNAUTHENTICATED\"}"))
       << text;
   // Paths nobody registered share one label value: a client cannot grow
   // the label set.
-  EXPECT_EQ(2, Sample(text, "memoryd_calls_total{method=\"other\",code=\"UNIMPLEMENTED\"}"))
+  EXPECT_EQ(2, MetricSample(text, "memoryd_calls_total{method=\"other\",code=\"UNIMPLEMENTED\"}"))
       << text;
   EXPECT_EQ(std::string::npos, text.find("no.Such")) << text;
-  EXPECT_EQ(3, Sample(text,
-                      "memoryd_call_duration_seconds_count{method=\"/grpc.health.v1."
-                      "Health/Check\"}"))
+  EXPECT_EQ(3, MetricSample(text,
+                            "memoryd_call_duration_seconds_count{method=\"/grpc.health.v1."
+                            "Health/Check\"}"))
       << text;
-  EXPECT_EQ(3, Sample(text,
-                      "memoryd_call_duration_seconds_bucket{method=\"/grpc.health.v1."
-                      "Health/Check\",le=\"+Inf\"}"))
+  EXPECT_EQ(3, MetricSample(text,
+                            "memoryd_call_duration_seconds_bucket{method=\"/grpc.health.v1."
+                            "Health/Check\",le=\"+Inf\"}"))
       << text;
-  EXPECT_GT(Sample(text,
-                   "memoryd_call_duration_seconds_sum{method=\"/grpc.health.v1."
-                   "Health/Check\"}"),
+  EXPECT_GT(MetricSample(text,
+                         "memoryd_call_duration_seconds_sum{method=\"/grpc.health.v1."
+                         "Health/Check\"}"),
             0)
       << text;
-  EXPECT_EQ(0, Sample(text, "memoryd_calls_in_flight")) << text;
-  EXPECT_GE(Sample(text, "memoryd_cache_lookups_total{level=\"l1\",result=\"hit\"}"), 2) << text;
-  EXPECT_GE(Sample(text, "memoryd_cache_l1_entries"), 1) << text;
-  EXPECT_EQ(65536, Sample(text, "memoryd_audit_queue_capacity")) << text;
-  EXPECT_EQ(0, Sample(text, "memoryd_audit_rows_total{outcome=\"dropped\"}")) << text;
+  EXPECT_EQ(0, MetricSample(text, "memoryd_calls_in_flight")) << text;
+  EXPECT_GE(MetricSample(text, "memoryd_cache_lookups_total{level=\"l1\",result=\"hit\"}"), 2)
+      << text;
+  EXPECT_GE(MetricSample(text, "memoryd_cache_l1_entries"), 1) << text;
+  EXPECT_EQ(65536, MetricSample(text, "memoryd_audit_queue_capacity")) << text;
+  EXPECT_EQ(0, MetricSample(text, "memoryd_audit_rows_total{outcome=\"dropped\"}")) << text;
   // The two Gets' rows go through the audit queue (Cache.Set stores its
   // own row before it answers) and are written within a few batches; the
   // call without a token is counted, not audited.
-  for (int i = 0; i < 100 && Sample(text, "memoryd_audit_rows_total{outcome=\"written\"}") < 2;
-       i++) {
+  for (int i = 0;
+       i < 100 && MetricSample(text, "memoryd_audit_rows_total{outcome=\"written\"}") < 2; i++) {
     usleep(50000);
-    text = Body(Http(port, "GET /metrics HTTP/1.0\r\n\r\n"));
+    text = ScrapeMetrics(port);
   }
-  EXPECT_GE(Sample(text, "memoryd_audit_rows_total{outcome=\"written\"}"), 2) << text;
-  EXPECT_GE(Sample(text, "memoryd_audit_unaudited_calls_total"), 1) << text;
-  EXPECT_EQ(0, Sample(text, "memoryd_streams_open")) << text;
+  EXPECT_GE(MetricSample(text, "memoryd_audit_rows_total{outcome=\"written\"}"), 2) << text;
+  EXPECT_GE(MetricSample(text, "memoryd_audit_unaudited_calls_total"), 1) << text;
+  EXPECT_EQ(0, MetricSample(text, "memoryd_streams_open")) << text;
 
   // The backends: PostgreSQL's two pools and Redis's connection answered
   // requests, and their gauges say what is configured and open.
   const std::string pg_loop = "backend=\"postgres\",pool=\"loop\"";
   const std::string pg_blocking = "backend=\"postgres\",pool=\"blocking\"";
   const std::string redis = "backend=\"redis\",pool=\"loop\"";
-  EXPECT_GE(Sample(text, "memoryd_backend_requests_total{" + pg_loop + ",outcome=\"ok\"}"), 1)
+  EXPECT_GE(MetricSample(text, "memoryd_backend_requests_total{" + pg_loop + ",outcome=\"ok\"}"), 1)
       << text;
-  EXPECT_GE(Sample(text, "memoryd_backend_requests_total{" + pg_blocking + ",outcome=\"ok\"}"), 1)
+  EXPECT_GE(
+      MetricSample(text, "memoryd_backend_requests_total{" + pg_blocking + ",outcome=\"ok\"}"), 1)
       << text;
-  EXPECT_GE(Sample(text, "memoryd_backend_requests_total{" + redis + ",outcome=\"ok\"}"), 1)
+  EXPECT_GE(MetricSample(text, "memoryd_backend_requests_total{" + redis + ",outcome=\"ok\"}"), 1)
       << text;
-  EXPECT_EQ(0,
-            Sample(text, "memoryd_backend_requests_total{" + pg_loop + ",outcome=\"unavailable\"}"))
+  EXPECT_EQ(0, MetricSample(
+                   text, "memoryd_backend_requests_total{" + pg_loop + ",outcome=\"unavailable\"}"))
       << text;
-  EXPECT_EQ(8, Sample(text, "memoryd_backend_pool_size{" + pg_loop + "}")) << text;
-  EXPECT_GE(Sample(text, "memoryd_backend_pool_open{" + pg_loop + "}"), 1) << text;
-  EXPECT_EQ(0, Sample(text, "memoryd_backend_pool_waiting{" + pg_loop + "}")) << text;
-  EXPECT_EQ(1, Sample(text, "memoryd_backend_pool_open{" + redis + "}")) << text;
-  EXPECT_GE(Sample(text, "memoryd_backend_wait_seconds_count{" + pg_loop + "}"), 1) << text;
-  EXPECT_GE(Sample(text, "memoryd_backend_request_duration_seconds_count{" + redis + "}"), 1)
+  EXPECT_EQ(8, MetricSample(text, "memoryd_backend_pool_size{" + pg_loop + "}")) << text;
+  EXPECT_GE(MetricSample(text, "memoryd_backend_pool_open{" + pg_loop + "}"), 1) << text;
+  EXPECT_EQ(0, MetricSample(text, "memoryd_backend_pool_waiting{" + pg_loop + "}")) << text;
+  EXPECT_EQ(1, MetricSample(text, "memoryd_backend_pool_open{" + redis + "}")) << text;
+  EXPECT_GE(MetricSample(text, "memoryd_backend_wait_seconds_count{" + pg_loop + "}"), 1) << text;
+  EXPECT_GE(MetricSample(text, "memoryd_backend_request_duration_seconds_count{" + redis + "}"), 1)
       << text;
   // Redis's level of the cache was asked (the Set's key was in L1, so
   // hits there are not certain; the series is).
-  EXPECT_GE(Sample(text, "memoryd_cache_lookups_total{level=\"l2\",result=\"miss\"}"), 0) << text;
+  EXPECT_GE(MetricSample(text, "memoryd_cache_lookups_total{level=\"l2\",result=\"miss\"}"), 0)
+      << text;
   // Tokens: the writer's token verified once, then found in the cache;
   // the refusals by reason.
-  EXPECT_GE(Sample(text, "memoryd_token_cache_lookups_total{result=\"hit\"}"), 3) << text;
-  EXPECT_EQ(2, Sample(text, "memoryd_token_cache_lookups_total{result=\"miss\"}")) << text;
-  EXPECT_EQ(2, Sample(text, "memoryd_token_cache_entries")) << text;
-  EXPECT_EQ(1, Sample(text, "memoryd_auth_refusals_total{reason=\"missing\"}")) << text;
-  EXPECT_EQ(1, Sample(text, "memoryd_auth_refusals_total{reason=\"scope\"}")) << text;
-  EXPECT_EQ(0, Sample(text, "memoryd_auth_refusals_total{reason=\"revoked\"}")) << text;
-  EXPECT_EQ(0, Sample(text, "memoryd_revoked_tokens")) << text;
-  EXPECT_EQ(1, Sample(text, "memoryd_pii_writes_total{action=\"rejected\",kind=\"email\"}"))
+  EXPECT_GE(MetricSample(text, "memoryd_token_cache_lookups_total{result=\"hit\"}"), 3) << text;
+  EXPECT_EQ(2, MetricSample(text, "memoryd_token_cache_lookups_total{result=\"miss\"}")) << text;
+  EXPECT_EQ(2, MetricSample(text, "memoryd_token_cache_entries")) << text;
+  EXPECT_EQ(1, MetricSample(text, "memoryd_auth_refusals_total{reason=\"missing\"}")) << text;
+  EXPECT_EQ(1, MetricSample(text, "memoryd_auth_refusals_total{reason=\"scope\"}")) << text;
+  EXPECT_EQ(0, MetricSample(text, "memoryd_auth_refusals_total{reason=\"revoked\"}")) << text;
+  EXPECT_EQ(0, MetricSample(text, "memoryd_revoked_tokens")) << text;
+  EXPECT_EQ(1, MetricSample(text, "memoryd_pii_writes_total{action=\"rejected\",kind=\"email\"}"))
       << text;
-  EXPECT_EQ(0, Sample(text, "memoryd_pii_writes_total{action=\"redacted\",kind=\"email\"}"))
+  EXPECT_EQ(0, MetricSample(text, "memoryd_pii_writes_total{action=\"redacted\",kind=\"email\"}"))
       << text;
   // The embedded vector index holds nothing yet.
-  EXPECT_EQ(0, Sample(text, "memoryd_episodic_index_points")) << text;
-  EXPECT_EQ(0, Sample(text, "memoryd_episodic_index_collections")) << text;
+  EXPECT_EQ(0, MetricSample(text, "memoryd_episodic_index_points")) << text;
+  EXPECT_EQ(0, MetricSample(text, "memoryd_episodic_index_collections")) << text;
   // The retention sweeper runs every 300 ms here.
   text = ScrapeUntil(port, "memoryd_retention_sweeps_total{outcome=\"complete\"}", 1);
-  EXPECT_GE(Sample(text, "memoryd_retention_sweeps_total{outcome=\"complete\"}"), 1) << text;
-  EXPECT_EQ(0, Sample(text, "memoryd_retention_erased_total{tier=\"episodic\"}")) << text;
+  EXPECT_GE(MetricSample(text, "memoryd_retention_sweeps_total{outcome=\"complete\"}"), 1) << text;
+  EXPECT_EQ(0, MetricSample(text, "memoryd_retention_erased_total{tier=\"episodic\"}")) << text;
 
   // promtool (Debian's prometheus package) lints the exposition.
   std::string file = std::string(getenv("TEST_TMPDIR") ? getenv("TEST_TMPDIR") : "/tmp") +
@@ -216,10 +213,9 @@ TEST_F(MetricsTest, CallsAreCountedAndTheExpositionPassesPromtool) {
   EXPECT_EQ(0, rc) << "promtool check metrics:\n" << promtool << "\n" << text;
 
   // Anything but GET /metrics is refused.
-  EXPECT_EQ(0u, Http(port, "GET /other HTTP/1.0\r\n\r\n").rfind("HTTP/1.1 404", 0));
-  EXPECT_EQ(
-      0u,
-      Http(port, "POST /metrics HTTP/1.0\r\nContent-Length: 0\r\n\r\n").rfind("HTTP/1.1 405", 0));
+  EXPECT_EQ(0u, HttpExchange(port, "GET /other HTTP/1.0\r\n\r\n").rfind("HTTP/1.1 404", 0));
+  EXPECT_EQ(0u, HttpExchange(port, "POST /metrics HTTP/1.0\r\nContent-Length: 0\r\n\r\n")
+                    .rfind("HTTP/1.1 405", 0));
   EXPECT_EQ(0, m.Stop(SIGTERM, 10000)) << m.Log();
 }
 
