@@ -87,7 +87,7 @@ faults: deps ## the fault suite alone (SIGKILL, PostgreSQL stopped/frozen, Redis
 	if ((rc != 0)); then echo "make: the fault suite failed (.local/last-faults.log)" >&2; fi
 	exit $$rc
 
-bench: deps build ## build, start Postgres + Redis, run the benchmarks: vs grpc++, auth cost, GlobalMemory vs libpq, Cache vs Redis, EpisodicMemory vs FAISS, Blackboard vs its Lua script, metrics on vs off, 3 replicas behind nginx vs 1 direct
+bench: deps build ## build, start Postgres + Redis, run the benchmarks: vs grpc++, auth cost, GlobalMemory vs libpq, Cache vs Redis, EpisodicMemory vs FAISS, Blackboard vs its Lua script, metrics on vs off, 3 replicas behind nginx vs 1 direct, WorkingMemory.Render vs libpq
 	@cd "$(ROOT)"
 	"$(DEVSTACK)" start
 	if [[ ! -f bench/run.sh ]]; then
@@ -111,6 +111,8 @@ bench: deps build ## build, start Postgres + Redis, run the benchmarks: vs grpc+
 	bash bench/privacy.sh
 	bash bench/metrics.sh
 	BENCH_SKIP_BUILD=1 bash bench/replicas.sh
+	# WorkingMemory.Render: latency alone (1 in flight), then under load (4).
+	for c in 1 4; do BENCH_CONCURRENCY=$$c bash bench/working.sh; done
 
 format: ## clang-format every C/C++ source in place (.clang-format, service/.clang-format)
 	scripts/format.sh

@@ -11,4 +11,5 @@ API_PROTOS = [
     "audit",
     "access",
     "privacy",
+    "working_memory",
 ]

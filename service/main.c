@@ -43,7 +43,8 @@
  * the `const tier <name>_tier` its folder exports. Adding a tier is its
  * folder, its library in BUILD and its name on this one line. */
 #define TIERS(X)                                                                                   \
-    X(access) X(audit) X(cache) X(entries) X(global) X(episodic) X(blackboard) X(router) X(privacy)
+    X(access)                                                                                      \
+    X(audit) X(cache) X(entries) X(working) X(global) X(episodic) X(blackboard) X(router) X(privacy)
 
 #define TIER_DECLARE(name) extern const tier name##_tier;
 #define TIER_ENTRY(name) &name##_tier,

@@ -62,6 +62,7 @@ export class MemorydClient {
   readonly audit: Service;
   readonly access: Service;
   readonly privacy: Service;
+  readonly working: Service;
   readonly health?: Service;
   /** Health.Check: 'SERVING', 'NOT_SERVING', ... ('' = the server as a whole). */
   checkHealth(service?: string, options?: CallOptions): Promise<string>;

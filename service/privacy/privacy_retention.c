@@ -16,7 +16,8 @@ static const struct {
     int tier;
 } tiers[] = {{"global", MEMORY__V1__TIER__TIER_GLOBAL},
              {"episodic", MEMORY__V1__TIER__TIER_EPISODIC},
-             {"entries", MEMORY__V1__TIER__TIER_ENTRIES}};
+             {"entries", MEMORY__V1__TIER__TIER_ENTRIES},
+             {"working", MEMORY__V1__TIER__TIER_WORKING}};
 
 static const char *tier_name(int tier) {
     for (size_t i = 0; i < sizeof tiers / sizeof tiers[0]; i++)
@@ -76,8 +77,8 @@ static int take_rule(json_t *o, size_t i, retention_rule *r, char *err, size_t e
                 if (strcmp(s, tiers[t].name) == 0) r->tier = tiers[t].tier;
             if (!r->tier) {
                 text_errf(err, errlen,
-                          "retention policy: rules[%zu].tier: \"%.32s\" is not global, episodic "
-                          "or entries",
+                          "retention policy: rules[%zu].tier: \"%.32s\" is not global, episodic, "
+                          "entries or working",
                           i, s);
                 return -1;
             }

@@ -257,6 +257,28 @@ const pg_migration memoryd_migrations[] = {
       * beside the token's principal. Older rows have neither: ''. */
      "ALTER TABLE audit_log ADD COLUMN trace_id text NOT NULL DEFAULT '',"
      " ADD COLUMN client_identity text NOT NULL DEFAULT '';"},
+    {12, "working memory",
+     /* WorkingMemory's documents: one row per (node, thread, path), thread
+      * '' being the node's global memory, so a memory is one index range
+      * read in path order (COLLATE "C": byte order, which keeps every
+      * directory's documents together for the tree). chars is the
+      * content's length in code points, kept so Render can budget a
+      * memory without reading its content. */
+     "CREATE TABLE working_memory ("
+     " tenant text NOT NULL,"
+     " node text COLLATE \"C\" NOT NULL,"
+     " thread text COLLATE \"C\" NOT NULL,"
+     " path text COLLATE \"C\" NOT NULL,"
+     " owner text NOT NULL,"
+     " label smallint NOT NULL CHECK (label BETWEEN 1 AND 4),"
+     " content text NOT NULL,"
+     " chars integer NOT NULL CHECK (chars >= 0),"
+     " pii_kinds text[] NOT NULL DEFAULT '{}',"
+     " version bigint NOT NULL CHECK (version >= 1),"
+     " created_at timestamptz NOT NULL,"
+     " updated_at timestamptz NOT NULL,"
+     " PRIMARY KEY (tenant, node, thread, path));"
+     "CREATE INDEX working_memory_owner ON working_memory (tenant, owner);"},
 };
 
 const size_t memoryd_migrations_count = sizeof memoryd_migrations / sizeof memoryd_migrations[0];

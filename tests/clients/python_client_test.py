@@ -34,6 +34,7 @@ from memory.v1 import episodic_memory_pb2
 from memory.v1 import global_memory_pb2
 from memory.v1 import privacy_pb2
 from memory.v1 import router_pb2
+from memory.v1 import working_memory_pb2
 from memoryd_client import MemorydClient
 
 ARGS = argparse.Namespace(fixture=None, example=None)
@@ -182,8 +183,10 @@ class AgainstMemoryd(WithMemoryd):
              unauth),
             (c.privacy.Forget, privacy_pb2.PrivacyForgetRequest(), "memory.v1.Privacy/Forget",
              unauth),
+            (c.working.Render, working_memory_pb2.WorkingMemoryRenderRequest(),
+             "memory.v1.WorkingMemory/Render", unauth),
         ]
-        self.assertEqual(9, len(cases))
+        self.assertEqual(10, len(cases))
         for method, request, path, want in cases:
             with self.subTest(path=path):
                 with self.assertRaises(grpc.RpcError) as cm:

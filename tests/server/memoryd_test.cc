@@ -107,6 +107,7 @@ TEST_F(MemorydTest, EveryServiceServesWithEveryBackendUp) {
   EXPECT_TRUE(WaitForHealth(ch, "memory.v1.Blackboard", HealthCheckResponse::SERVING, 10000));
   EXPECT_EQ(HealthCheckResponse::SERVING, HealthStatus(ch, "memory.v1.Router"));
   EXPECT_EQ(HealthCheckResponse::SERVING, HealthStatus(ch, "memory.v1.Privacy"));
+  EXPECT_EQ(HealthCheckResponse::SERVING, HealthStatus(ch, "memory.v1.WorkingMemory"));
   EXPECT_EQ(0, m->Stop(SIGTERM, 10000)) << m->Log();
 }
 
@@ -119,6 +120,7 @@ TEST_F(MemorydTest, PostgresLossTurnsHealthNotServingAndRecoveryServingAgain) {
   ASSERT_TRUE(AdminExec("DROP DATABASE " + db_.name() + " WITH (FORCE)"));
   EXPECT_TRUE(WaitForHealth(ch, "", HealthCheckResponse::NOT_SERVING, 5000));
   EXPECT_EQ(HealthCheckResponse::NOT_SERVING, HealthStatus(ch, "memory.v1.GlobalMemory"));
+  EXPECT_EQ(HealthCheckResponse::NOT_SERVING, HealthStatus(ch, "memory.v1.WorkingMemory"));
   EXPECT_EQ(HealthCheckResponse::SERVING, HealthStatus(ch, "memory.v1.Cache"));
   ASSERT_TRUE(AdminExec("CREATE DATABASE " + db_.name()));
   // Backoff tops out at 1 s between attempts.

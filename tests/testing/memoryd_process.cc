@@ -81,6 +81,9 @@ bool MemorydProcess::Start(int timeout_ms) {
     if (waitpid(pid_, &status, WNOHANG) == pid_) {
       exited_ = true;
       status_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+      // The pipe ends with the process: the reader sees its last lines
+      // (the reason it stopped) before Log() is asked for them.
+      if (reader_.joinable()) reader_.join();
       return false;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));

@@ -89,6 +89,7 @@ const char* const kServices[] = {
     "memory.v1.Audit",
     "memory.v1.Access",
     "memory.v1.Privacy",
+    "memory.v1.WorkingMemory",
     "grpc.health.v1.Health",
     "grpc.reflection.v1.ServerReflection",
     "grpc.reflection.v1alpha.ServerReflection",

@@ -45,6 +45,7 @@ type Client struct {
 	Audit      memoryv1.AuditClient
 	Access     memoryv1.AccessClient
 	Privacy    memoryv1.PrivacyClient
+	Working    memoryv1.WorkingMemoryClient
 	Health     grpc_health_v1.HealthClient
 }
 
@@ -122,6 +123,7 @@ func Dial(target string, opts ...Option) (*Client, error) {
 		Audit:      memoryv1.NewAuditClient(conn),
 		Access:     memoryv1.NewAccessClient(conn),
 		Privacy:    memoryv1.NewPrivacyClient(conn),
+		Working:    memoryv1.NewWorkingMemoryClient(conn),
 		Health:     grpc_health_v1.NewHealthClient(conn),
 	}, nil
 }

@@ -33,7 +33,7 @@ var (
 	tokens  = map[string]string{}
 )
 
-const scopes = "entries:* blackboard:read:all blackboard:write audit:read:all global:read global:write"
+const scopes = "entries:* working:* blackboard:read:all blackboard:write audit:read:all global:read global:write"
 
 func TestMain(m *testing.M) {
 	fixture := os.Getenv("MEMORYD_FIXTURE")
@@ -106,6 +106,14 @@ func TestHealthAndRawStubs(t *testing.T) {
 	r, err := c.Entries.Write(ctx, &memoryv1.EntriesWriteRequest{Namespace: "raw:go:test", Key: "k", Value: []byte("v")})
 	if err != nil || !r.Created || r.Meta.Owner != "client-test" {
 		t.Fatalf("write %v %v", r, err)
+	}
+	mem := &memoryv1.WorkingMemoryAddress{Node: "raw:go:node", Scope: memoryv1.WorkingMemoryScope_WORKING_MEMORY_SCOPE_GLOBAL}
+	if _, err := c.Working.Append(ctx, &memoryv1.WorkingMemoryAppendRequest{Memory: mem, Path: "notes/go", Text: "from go"}); err != nil {
+		t.Fatalf("append %v", err)
+	}
+	rr, err := c.Working.Render(ctx, &memoryv1.WorkingMemoryRenderRequest{Memory: mem})
+	if err != nil || rr.Text != "## /notes/go\nfrom go\n" || rr.DocumentCount != 1 {
+		t.Fatalf("render %v %v", rr, err)
 	}
 }
 

@@ -10,7 +10,9 @@ const { version } = require('../package.json');
 
 const INSTRUCTIONS = 'memoryd is a memory service. Entries (save_memory, read_memory, ' +
   'search_memories, list_memories, ...) are namespaced key-value memories: a namespace is ' +
-  '"agent:workflow:node". The knowledge graph (put_entity, relate, traverse, ...) holds ' +
+  '"agent:workflow:node". Working memory (memory, render_memory) keeps short documents at ' +
+  'paths for a graph node or one of its threads, rendered for your prompt within a budget. ' +
+  'The knowledge graph (put_entity, relate, traverse, ...) holds ' +
   'entities and their relationships. Blackboards (blackboard_post, blackboard_read) are ' +
   'shared by the agents of a task. What you may read and write is decided by the token this ' +
   'server was given, never by tool arguments.';

@@ -1,6 +1,6 @@
 'use strict';
-// The MCP tools of memoryd-mcp: memoryd's entries, knowledge graph,
-// blackboards and forget, with JSON Schemas (from zod) and descriptions
+// The MCP tools of memoryd-mcp: memoryd's entries, working memory,
+// knowledge graph, blackboards and forget, with JSON Schemas (from zod) and descriptions
 // written for a language model. Every tool calls memoryd through the
 // session's MemorydClient, whose token came from the environment (stdio) or
 // the HTTP session's Authorization header: no tool takes a token, and an
@@ -24,6 +24,60 @@ const expectedVersion = z.number().int().min(0).optional()
 const json = z.any();
 
 const toLabel = (l) => (l ? `LABEL_${l.toUpperCase()}` : undefined);
+
+// Working memory: which memory of a node (its global one, or a thread's).
+const memoryShape = {
+  node: namespace.describe('The graph node whose memory this is: "agent:workflow:node"'),
+  thread_id: z.string().min(1).optional()
+    .describe('A thread\'s own memory; absent: the node\'s memory shared by all its threads'),
+};
+const memoryAddress = (a) => ({ node: a.node,
+  scope: a.thread_id ? 'WORKING_MEMORY_SCOPE_PER_THREAD' : 'WORKING_MEMORY_SCOPE_GLOBAL',
+  threadId: a.thread_id });
+const docPath = z.string().describe('Document path, e.g. "/notes/plan" (segments of letters, ' +
+  'digits, "_", "-" and spaces; no "." or "..")');
+
+// A memory command's argument a model left out: a tool error naming it.
+function requireArgs(a, command, names) {
+  const missing = names.filter((n) => a[n] === undefined);
+  if (missing.length)
+    throw new ToolInputError(`${command} needs ${missing.join(' and ')}`);
+}
+class ToolInputError extends Error {}
+
+// The five commands of the `memory` tool.
+const MEMORY_COMMANDS = {
+  async read(c, a) {
+    requireArgs(a, 'read', ['path']);
+    const d = (await c.working.Read({ memory: memoryAddress(a), path: a.path })).document;
+    return { path: d.path, content: d.content, chars: d.chars, version: d.meta.version };
+  },
+  async list(c, a) {
+    const r = await c.working.List({ memory: memoryAddress(a), path: a.path ?? '/',
+      pageSize: a.page_size, pageToken: a.page_token });
+    return { documents: r.documents.map((d) => ({ path: d.path, chars: d.chars,
+      version: d.meta.version })), next_page_token: r.nextPageToken || undefined };
+  },
+  async append(c, a) {
+    requireArgs(a, 'append', ['path', 'text']);
+    const r = await c.working.Append({ memory: memoryAddress(a), path: a.path, text: a.text,
+      label: toLabel(a.label), expectedVersion: a.expected_version });
+    return { path: a.path, created: r.created, chars: r.chars, version: r.meta.version };
+  },
+  async update(c, a) {
+    requireArgs(a, 'update', ['path', 'old_text', 'new_text']);
+    const r = await c.working.Update({ memory: memoryAddress(a), path: a.path,
+      oldText: a.old_text, newText: a.new_text, maxReplacements: a.max_replacements,
+      expectedVersion: a.expected_version });
+    return { replacement_count: r.replacementCount, chars: r.chars, version: r.meta?.version };
+  },
+  async delete(c, a) {
+    requireArgs(a, 'delete', ['path']);
+    const r = await c.working.DeleteDocument({ memory: memoryAddress(a), path: a.path,
+      recursive: a.recursive || false, expectedVersion: a.expected_version });
+    return { deleted_count: r.deletedCount };
+  },
+};
 
 // An Entry as a model reads it: text as text, other bytes as base64.
 function entryView(e, withValue = true) {
@@ -130,6 +184,38 @@ const TOOLS = [
     const r = await c.entries.Stats({ namespacePattern: a.namespace_pattern });
     return { entry_count: r.entryCount, namespace_count: r.namespaceCount,
       value_bytes: r.valueBytes };
+  }],
+  ['memory', 'Working memory: short text documents you keep at paths for a graph node (shared ' +
+    'by its threads, or one thread\'s own). Commands: read (a document), list (paths under ' +
+    'path, default "/"), append (text to a document, creating it), update (replace old_text ' +
+    'with new_text, returns the count) and delete (a document, or with recursive everything ' +
+    'under path).', {
+    command: z.enum(Object.keys(MEMORY_COMMANDS)), ...memoryShape,
+    path: docPath.optional(),
+    text: z.string().optional().describe('append: the text to add'),
+    old_text: z.string().min(1).optional().describe('update: the text to find'),
+    new_text: z.string().optional().describe('update: what replaces it'),
+    max_replacements: z.number().int().min(0).optional().describe('update: 0 or absent = all'),
+    recursive: z.boolean().optional().describe('delete: also every document under path'),
+    page_size: z.number().int().min(1).max(1000).optional().describe('list: paths per page'),
+    page_token: z.string().optional().describe('list: next_page_token of the previous page'),
+    expected_version: expectedVersion, label,
+  }, (c, a) => MEMORY_COMMANDS[a.command](c, a)],
+  ['render_memory', 'Render a working memory as text for your prompt, within max_chars: every ' +
+    'document ("full"), or only the paths ("tree"). A thread\'s empty memory falls back to the ' +
+    'node\'s shared one, and a "full" text too long falls back to the tree; the result says ' +
+    'which.', {
+    ...memoryShape,
+    content: z.enum(['full', 'tree']).optional().describe('Default full'),
+    max_chars: z.number().int().min(1).max(500000).optional().describe('Default 4000'),
+  }, async (c, a) => {
+    const r = await c.working.Render({ memory: memoryAddress(a),
+      content: a.content ? `WORKING_MEMORY_CONTENT_${a.content.toUpperCase()}` : undefined,
+      maxChars: a.max_chars });
+    return { text: r.text, content: r.content.replace(/^WORKING_MEMORY_CONTENT_/, '').toLowerCase(),
+      scope: r.scope === 'WORKING_MEMORY_SCOPE_GLOBAL' ? 'node' : 'thread',
+      tree_fallback: r.treeFallback, global_fallback: r.globalFallback, truncated: r.truncated,
+      document_count: r.documentCount, chars: r.chars };
   }],
   ['put_entity', 'Create or replace an entity of the knowledge graph (a person, project, ' +
     'document, ...).', {
@@ -252,6 +338,8 @@ function registerTools(server, clientOf) {
         try {
           return result(await handler(clientOf(), args));
         } catch (err) {
+          if (err instanceof ToolInputError)
+            return { isError: true, content: [{ type: 'text', text: err.message }] };
           return toolError(err);
         }
       });

@@ -18,12 +18,12 @@ const { ResourceUpdatedNotificationSchema } = require('@modelcontextprotocol/sdk
 const { startMemoryd } = require('memoryd-client/test/fixture');
 
 const SERVER = path.join(__dirname, '..', 'server.js');
-const SCOPES = 'entries:* global:read global:write blackboard:read:all blackboard:write ' +
-  'privacy:forget';
+const SCOPES = 'entries:* working:* global:read global:write blackboard:read:all ' +
+  'blackboard:write privacy:forget';
 const TOOLS = ['save_memory', 'read_memory', 'search_memories', 'list_memories',
   'delete_memory', 'append_memory', 'replace_in_memory', 'memory_stats', 'put_entity',
   'get_entity', 'query_entities', 'relate', 'traverse', 'record_task', 'blackboard_post',
-  'blackboard_read', 'forget'];
+  'blackboard_read', 'forget', 'memory', 'render_memory'];
 
 let memoryd;
 test.before(async () => {
@@ -132,6 +132,49 @@ test('stdio: the tools, each tool, the resources and a board subscription', asyn
     assert.equal(r.erased.global, 2, JSON.stringify(r)); // the entity and its edge
     assert.equal(r.erased.entries, 1);
     assert.match(r.signed_receipt, /^[\w-]+\.[\w-]+\.[\w-]+$/);
+  } finally {
+    await client.close();
+  }
+});
+
+test('stdio: working memory, its five commands and its rendering', async () => {
+  const client = await stdioClient(memoryd.token);
+  try {
+    const node = 'mcp:agent:planner';
+    let r = await call(client, 'memory', { command: 'append', node, path: 'plan//steps/',
+      text: '1. book flight\n' });
+    assert.deepEqual(r, { path: 'plan//steps/', created: true, chars: 15, version: 1 });
+    r = await call(client, 'memory', { command: 'append', node, path: '/plan/steps',
+      text: '2. book hotel\n' });
+    assert.equal(r.version, 2);
+    r = await call(client, 'memory', { command: 'update', node, path: '/plan/steps',
+      old_text: 'book', new_text: 'reserve' });
+    assert.equal(r.replacement_count, 2);
+    r = await call(client, 'memory', { command: 'read', node, path: '/plan/steps' });
+    assert.equal(r.content, '1. reserve flight\n2. reserve hotel\n');
+    await call(client, 'memory', { command: 'append', node, thread_id: 'th-1', path: '/scratch',
+      text: 'only this thread' });
+    r = await call(client, 'memory', { command: 'list', node });
+    assert.deepEqual(r.documents.map((d) => d.path), ['/plan/steps']);
+
+    r = await call(client, 'render_memory', { node });
+    assert.equal(r.text, '## /plan/steps\n1. reserve flight\n2. reserve hotel\n');
+    assert.equal(r.content, 'full');
+    r = await call(client, 'render_memory', { node, max_chars: 20 });
+    assert.deepEqual([r.text, r.content, r.tree_fallback], ['plan/\n  steps\n', 'tree', true]);
+    r = await call(client, 'render_memory', { node, thread_id: 'th-1' });
+    assert.deepEqual([r.text, r.scope, r.global_fallback],
+      ['## /scratch\nonly this thread\n', 'thread', false]);
+    r = await call(client, 'render_memory', { node, thread_id: 'th-2', content: 'tree' });
+    assert.deepEqual([r.text, r.scope, r.global_fallback], ['plan/\n  steps\n', 'node', true]);
+
+    // A command without what it needs, and a path memoryd refuses: tool errors.
+    r = await call(client, 'memory', { command: 'update', node, path: '/plan/steps' });
+    assert.equal(r.error, 'update needs old_text and new_text');
+    r = await call(client, 'memory', { command: 'read', node, path: '/a/../b' });
+    assert.match(r.error, /^memoryd refused: INVALID_ARGUMENT: path: .*"\.\."/);
+    r = await call(client, 'memory', { command: 'delete', node, path: '/', recursive: true });
+    assert.equal(r.deleted_count, 1);
   } finally {
     await client.close();
   }

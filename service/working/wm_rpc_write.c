@@ -1,0 +1,215 @@
+/* wm_rpc_write: the WorkingMemory handlers that write: Append, Update and
+ * DeleteDocument. Every write runs the PII policy over the document it
+ * would store (its path and its whole new content) and records its audit
+ * row in its transaction. */
+#include <string.h>
+
+#include "service/auth/authn.h"
+#include "service/core/text.h"
+#include "service/tier/tier_check.h"
+#include "service/working/wm_path.h"
+#include "service/working/wm_service_internal.h"
+
+/* Bytes a document may reach before its characters are counted: no UTF-8
+ * character is longer than four. */
+#define DOC_MAX_BYTES ((size_t)WM_DOC_MAX_CHARS * 4)
+
+typedef struct edit_ctx {
+    arena *a;
+    pii_mode mode;
+    const char *path;
+    const char *append;             /* Append */
+    const char *find, *replacement; /* Update */
+    int32_t max_replacements;
+    int64_t count; /* occurrences replaced */
+} edit_ctx;
+
+static int too_big(int64_t chars, char *err, size_t errlen) {
+    text_errf(err, errlen, "the document would grow to %lld characters; at most %d",
+              (long long)chars, WM_DOC_MAX_CHARS);
+    return STATUS_ETOOBIG;
+}
+
+/* The PII policy over the document as it would be stored, then its size. */
+static int edit_finish(edit_ctx *e, const char *content, wm_edit_out *out, char *err,
+                       size_t errlen) {
+    const char *path = e->path;
+    pii_field f[] = {PII_NAME("path", &path), PII_TEXT("content", &content)};
+    int rc = pii_policy_apply(e->a, e->mode, f, 2, (const char ***)&out->pii_kinds, &out->npii, err,
+                              errlen);
+    if (rc != STATUS_OK) return rc;
+    long chars = text_utf8_chars(content);
+    if (chars < 0) {
+        text_errf(err, errlen, "the document is not valid UTF-8");
+        return STATUS_EINTERNAL;
+    }
+    if (chars > WM_DOC_MAX_CHARS) return too_big(chars, err, errlen);
+    out->changed = 1;
+    out->content = content;
+    out->chars = chars;
+    return STATUS_OK;
+}
+
+static int edit_append(void *arg, const char *cur, int exists, wm_edit_out *out, char *err,
+                       size_t errlen) {
+    edit_ctx *e = arg;
+    size_t cl = strlen(cur), al = strlen(e->append);
+    if (exists && al == 0) return STATUS_OK; /* nothing to add: no new version */
+    if (cl + al > DOC_MAX_BYTES)
+        return too_big((int64_t)text_utf8_chars(cur) + text_utf8_chars(e->append), err, errlen);
+    char *buf = arena_alloc(e->a, cl + al + 1);
+    if (!buf) return STATUS_ENOMEM;
+    memcpy(buf, cur, cl);
+    memcpy(buf + cl, e->append, al + 1);
+    return edit_finish(e, buf, out, err, errlen);
+}
+
+/* Occurrences of find in s (non-overlapping, first first), at most max (0:
+ * all). UTF-8 is self-synchronizing: a match of whole characters never
+ * starts inside another character. */
+static int64_t count_matches(const char *s, const char *find, size_t fl, int32_t max) {
+    int64_t n = 0;
+    for (const char *p = strstr(s, find); p && (!max || n < max); p = strstr(p + fl, find)) n++;
+    return n;
+}
+
+static int edit_update(void *arg, const char *cur, int exists, wm_edit_out *out, char *err,
+                       size_t errlen) {
+    edit_ctx *e = arg;
+    (void)exists;
+    size_t fl = strlen(e->find), rl = strlen(e->replacement), cl = strlen(cur);
+    e->count = count_matches(cur, e->find, fl, e->max_replacements);
+    if (e->count == 0) return STATUS_OK; /* out->changed stays 0 */
+    /* The size first: a short find replaced by a long text many times. */
+    size_t total = cl - (size_t)e->count * fl;
+    if (rl && (size_t)e->count > (DOC_MAX_BYTES - total) / rl)
+        return too_big(WM_DOC_MAX_CHARS + 1LL, err, errlen);
+    total += (size_t)e->count * rl;
+    if (total > DOC_MAX_BYTES) return too_big(WM_DOC_MAX_CHARS + 1LL, err, errlen);
+    char *buf = arena_alloc(e->a, total + 1), *w = buf;
+    if (!buf) return STATUS_ENOMEM;
+    const char *p = cur;
+    for (int64_t done = 0; done < e->count; done++) {
+        const char *m = strstr(p, e->find);
+        memcpy(w, p, (size_t)(m - p));
+        w += m - p;
+        memcpy(w, e->replacement, rl);
+        w += rl;
+        p = m + fl;
+    }
+    strcpy(w, p);
+    return edit_finish(e, buf, out, err, errlen);
+}
+
+/* What Append and Update answer with, until the loop thread renders it. */
+typedef struct {
+    edit_ctx e;
+    wm_record rec;
+    int created;
+    wm_addr m;
+    Memory__V1__RecordMeta **meta;
+    int64_t *chars;
+    protobuf_c_boolean *created_out; /* Append's */
+    int64_t *replacement_count;      /* Update's */
+} edit_pending;
+
+static grpc_status_code render_edit(tier_pending_call *pc) {
+    edit_pending *ep = pc->out;
+    if (!(*ep->meta = tier_meta_render(pc->c->ar, &ep->rec.meta))) return rpc_call_oom(pc->call);
+    *ep->chars = ep->rec.chars;
+    if (ep->created_out) *ep->created_out = ep->created;
+    if (ep->replacement_count) *ep->replacement_count = ep->e.count;
+    return GRPC_STATUS_OK;
+}
+
+/* The store's edit with tmpl's answer fields, once the request is checked. */
+static grpc_status_code edit(rpc_call *call, wm_service *svc, ProtobufCMessage *resp,
+                             const wm_edit_in *in, wm_edit_fn fn, const edit_pending *tmpl) {
+    wm_target(call, &in->m, in->path);
+    tier_pending_call *pc =
+        tier_pending_new(call, "working", svc->env->audit, sizeof(edit_pending), render_edit, resp);
+    if (!pc) return rpc_call_oom(call);
+    edit_pending *ep = pc->out;
+    *ep = *tmpl;
+    ep->m = in->m;
+    ep->e.a = rpc_call_arena(call);
+    ep->e.mode = pii_policy_mode(svc->env->pii, authn_principal(call));
+    ep->e.path = in->path;
+    wm_edit_in sin = *in;
+    sin.edit = fn;
+    sin.edit_arg = &ep->e;
+    tier_async *op = wm_store_edit_async(&svc->store, pc->c, &sin, &ep->rec, &ep->created,
+                                         tier_pending_done, pc);
+    return op ? tier_pending(call, &svc->store, op) : rpc_call_oom(call);
+}
+
+RPC_UNARY_HANDLER(wm_do_append, wm_service, Memory__V1__WorkingMemoryAppendRequest,
+                  Memory__V1__WorkingMemoryAppendResponse) {
+    wm_memory_ref ref;
+    wm_edit_in in = {.create = 1};
+    RPC_CHECK(wm_check_memory(call, req->memory, &ref));
+    RPC_CHECK(wm_check_path(call, "path", req->path, 0, &in.path));
+    RPC_CHECK(tier_check_text(call, "text", req->text, WM_DOC_MAX_CHARS));
+    RPC_CHECK(tier_check_label(call, "label", (int)req->label));
+    RPC_CHECK(TIER_CHECK_PRECONDITION(call, req, MEMORY__V1__WORKING_MEMORY_APPEND_REQUEST,
+                                      TIER_EXPECT_CREATE_OK, &in.has_expected,
+                                      &in.expected_version));
+    in.m = ref.m;
+    in.label = (int)req->label;
+    edit_pending tmpl = {.e = {.append = req->text},
+                         .meta = &resp->meta,
+                         .chars = &resp->chars,
+                         .created_out = &resp->created};
+    return edit(call, svc, &resp->base, &in, edit_append, &tmpl);
+}
+
+RPC_UNARY_HANDLER(wm_do_update, wm_service, Memory__V1__WorkingMemoryUpdateRequest,
+                  Memory__V1__WorkingMemoryUpdateResponse) {
+    wm_memory_ref ref;
+    wm_edit_in in = {0};
+    RPC_CHECK(wm_check_memory(call, req->memory, &ref));
+    RPC_CHECK(wm_check_path(call, "path", req->path, 0, &in.path));
+    if (!req->old_text[0])
+        return rpc_call_invalid(call, "old_text: required (1 to %d characters)", WM_FIND_MAX_CHARS);
+    RPC_CHECK(tier_check_text(call, "old_text", req->old_text, WM_FIND_MAX_CHARS));
+    RPC_CHECK(tier_check_text(call, "new_text", req->new_text, WM_DOC_MAX_CHARS));
+    if (req->max_replacements < 0)
+        return rpc_call_invalid(call, "max_replacements: %d; must not be negative (0 = all)",
+                                req->max_replacements);
+    RPC_CHECK(TIER_CHECK_PRECONDITION(call, req, MEMORY__V1__WORKING_MEMORY_UPDATE_REQUEST,
+                                      TIER_EXPECT_VERSION, &in.has_expected, &in.expected_version));
+    in.m = ref.m;
+    edit_pending tmpl = {.e = {.find = req->old_text,
+                               .replacement = req->new_text,
+                               .max_replacements = req->max_replacements},
+                         .meta = &resp->meta,
+                         .chars = &resp->chars,
+                         .replacement_count = &resp->replacement_count};
+    return edit(call, svc, &resp->base, &in, edit_update, &tmpl);
+}
+
+static grpc_status_code render_delete(tier_pending_call *pc) {
+    ((Memory__V1__WorkingMemoryDeleteDocumentResponse *)pc->resp)->deleted_count =
+        *(int64_t *)pc->out;
+    return GRPC_STATUS_OK;
+}
+
+RPC_UNARY_HANDLER(wm_do_delete, wm_service, Memory__V1__WorkingMemoryDeleteDocumentRequest,
+                  Memory__V1__WorkingMemoryDeleteDocumentResponse) {
+    wm_memory_ref ref;
+    wm_delete_in in = {.recursive = req->recursive};
+    RPC_CHECK(wm_check_memory(call, req->memory, &ref));
+    RPC_CHECK(
+        wm_check_path(call, "path", req->path, req->recursive ? WM_PATH_ROOT_OK : 0, &in.path));
+    RPC_CHECK(TIER_CHECK_PRECONDITION(call, req, MEMORY__V1__WORKING_MEMORY_DELETE_DOCUMENT_REQUEST,
+                                      TIER_EXPECT_VERSION, &in.has_expected, &in.expected_version));
+    if (in.has_expected && in.recursive)
+        return rpc_call_invalid(call, "expected_version: not with recursive");
+    in.m = ref.m;
+    wm_target(call, &in.m, in.path);
+    tier_pending_call *pc = tier_pending_new(call, "working", svc->env->audit, sizeof(int64_t),
+                                             render_delete, &resp->base);
+    tier_async *op =
+        pc ? wm_store_delete_async(&svc->store, pc->c, &in, pc->out, tier_pending_done, pc) : NULL;
+    return op ? tier_pending(call, &svc->store, op) : rpc_call_oom(call);
+}
