@@ -17,9 +17,11 @@
 #               is what the cache itself costs
 #   direct-get  GET of memoryd's Redis key with bench/cache_bench (one
 #               redisContext per thread, no gRPC, no token)
+#   session-get Session.Get on A of a 100-byte record of a session started
+#               there (one Redis script that also extends the session)
 # with BENCH_CONCURRENCY requests in flight on every side. Prints medians
-# and the ratios L1-hit/Health in qps (target >= 0.90) and L2-hit/direct in
-# p99 and qps.
+# and the ratios L1-hit/Health in qps (target >= 0.90), L2-hit/direct in
+# p99 and qps, and Session.Get against both Cache.Get hits (goal <= 1.2x).
 #
 # What it cannot measure it skips with a note and still reports the rest:
 # the cache-l2 row when memoryd rejects --cache-l1-max-entries; both Cache
@@ -141,7 +143,8 @@ mkdir -p "$KEYS"
 "$MEMORYD" token keygen --kid bench-1 --private "$KEYS/bench.jwk" --jwks "$KEYS/jwks.json" \
   >/dev/null || die "memoryd token keygen failed"
 TOKEN=$("$MEMORYD" token mint --key "$KEYS/bench.jwk" --sub bench-agent --tenant bench \
-  --scope "cache:read cache:write" --clr PUBLIC --ttl 2h) || die "memoryd token mint failed"
+  --scope "cache:read cache:write session:read session:write" --clr PUBLIC --ttl 2h) ||
+  die "memoryd token mint failed"
 AUTH="authorization: Bearer $TOKEN"
 
 memoryd_args=(--jwks "$KEYS/jwks.json" --workers "$SERVER_THREADS"
@@ -234,6 +237,23 @@ if [ -z "$REDIS_KEY" ]; then
     --ttl "$TTL" >/dev/null || die "cannot SET $REDIS_KEY in Redis"
 fi
 
+# A session on A holding the same value under "k": Session.Get's request.
+SESSION_SKIP=
+if out=$(memcall "$ADDR" memory.v1.Session/Start '{"duration":"7200s"}') &&
+  SESSION_ID=$(grep -o '"sessionId": *"[^"]*"' <<<"$out" | sed 's/.*"\([^"]*\)"$/\1/') &&
+  [ -n "$SESSION_ID" ] &&
+  out=$(memcall "$ADDR" memory.v1.Session/Set \
+    "{\"sessionId\":\"$SESSION_ID\",\"key\":\"k\",\"value\":\"$VALUE_B64\"}"); then
+  echo "bench: session $SESSION_ID holds the value under k" >&2
+  # SessionGetRequest{session_id: 1, key: 2}.
+  SESSION_GET_HEX=$(printf '0a%02x' "${#SESSION_ID}")$(printf '%s' "$SESSION_ID" |
+    od -An -tx1 | tr -d ' \n')12016b
+else
+  SESSION_SKIP="Session/Start or Set failed"
+  echo "bench: NOTE: skipping the Session.Get row:" >&2
+  indent <<<"$out" >&2
+fi
+
 health_args=()
 [ "$HEALTH_TOKEN" = 1 ] && health_args=(--header "$AUTH")
 
@@ -268,6 +288,11 @@ side() { # label
       # The trivial authenticated method: token check + audit row, no work.
       via_loadgen whoami "$ADDR" /memory.v1.Access/WhoAmI --header "$AUTH"
       ;;
+    session-get)
+      [ -z "$SESSION_SKIP" ] || return 0
+      via_loadgen session-get "$ADDR" /memory.v1.Session/Get --request-hex "$SESSION_GET_HEX" \
+        --header "$AUTH"
+      ;;
     direct-get)
       "$DIRECT" --redis-url "$MEMORYD_REDIS_URL" run "$REDIS_KEY" --threads "$CONCURRENCY" \
         --duration "$DURATION" --warmup "$WARMUP" --label direct-get | grep '^{' >>"$RESULTS"
@@ -280,9 +305,9 @@ for ((r = 1; r <= ROUNDS; r++)); do
   # ABBA: the pairs compared (L1 vs Health, L2 vs direct) swap order every
   # round, so a drifting machine favours neither.
   if ((r % 2)); then
-    order="cache-l1 health whoami cache-l2 direct-get"
+    order="cache-l1 health whoami cache-l2 session-get direct-get"
   else
-    order="direct-get cache-l2 whoami health cache-l1"
+    order="direct-get session-get cache-l2 whoami health cache-l1"
   fi
   for s in $order; do side "$s"; done
 done
@@ -292,13 +317,14 @@ echo "Cache.Get of one ${VALUE_BYTES}-byte value vs Health/Check vs a direct Red
 row="%-22s %5s %12s %10s %10s %8s\n"
 # shellcheck disable=SC2059
 printf "$row" side runs "median qps" "p50 us" "p99 us" errors
-for l in cache-l1 cache-l2 health whoami direct-get; do
+for l in cache-l1 cache-l2 session-get health whoami direct-get; do
   case $l in
     cache-l1) name="Cache.Get L1 hit"; skip=$CACHE_SKIP ;;
     cache-l2) name="Cache.Get L2 hit"; skip=${CACHE_SKIP:-$L2_SKIP} ;;
     health) name="Health/Check"; skip= ;;
     whoami) name="Access.WhoAmI"; skip= ;;
     direct-get) name="direct GET (hiredis)"; skip= ;;
+    session-get) name="Session.Get"; skip=$SESSION_SKIP ;;
   esac
   if [ -n "$skip" ]; then
     printf "%-22s skipped: %s\n" "$name" "$skip"
@@ -322,4 +348,8 @@ ratio_line "Cache.Get L1-hit/WhoAmI:     qps $(vs "$(median cache-l1 qps)" "$(me
   "(WhoAmI: the trivial method that, like Cache.Get, is authenticated and audited)"
 ratio_line "Cache.Get L2-hit/direct GET: p99 $(vs "$(median cache-l2 p99_us)" "$(median direct-get p99_us)")" \
   "(lower is better), qps $(vs "$(median cache-l2 qps)" "$(median direct-get qps)")"
+ratio_line "Session.Get/Cache.Get L2-hit: p50 $(vs "$(median session-get p50_us)" "$(median cache-l2 p50_us)")," \
+  "qps $(vs "$(median cache-l2 qps)" "$(median session-get qps)") (goal <= 1.2, lower is better)"
+ratio_line "Session.Get/Cache.Get L1-hit: p50 $(vs "$(median session-get p50_us)" "$(median cache-l1 p50_us)")," \
+  "qps $(vs "$(median cache-l1 qps)" "$(median session-get qps)") (goal <= 1.2; L1 never leaves the process)"
 exit 0

@@ -12,4 +12,5 @@ API_PROTOS = [
     "access",
     "privacy",
     "working_memory",
+    "session",
 ]

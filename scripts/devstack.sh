@@ -467,7 +467,7 @@ dev_keys() {
   (
     umask 077
     "$bin" token mint --key "$keys/memoryd.jwk" --sub dev --tenant dev \
-      --scope "global:* episodic:* cache:* entries:* working:* blackboard:* router:* privacy:* audit:read:all access:attenuate admin" \
+      --scope "global:* episodic:* cache:* entries:* working:* session:* blackboard:* router:* privacy:* audit:read:all access:attenuate admin" \
       --ns '*:*:*' --clr SECRET --lvl PUBLIC --ttl 30d >"$LOCAL/dev-token"
   ) || die "memoryd token mint failed"
 }

@@ -44,7 +44,9 @@
  * folder, its library in BUILD and its name on this one line. */
 #define TIERS(X)                                                                                   \
     X(access)                                                                                      \
-    X(audit) X(cache) X(entries) X(working) X(global) X(episodic) X(blackboard) X(router) X(privacy)
+    X(audit)                                                                                       \
+    X(cache)                                                                                       \
+    X(entries) X(working) X(session) X(global) X(episodic) X(blackboard) X(router) X(privacy)
 
 #define TIER_DECLARE(name) extern const tier name##_tier;
 #define TIER_ENTRY(name) &name##_tier,

@@ -63,6 +63,7 @@ export class MemorydClient {
   readonly access: Service;
   readonly privacy: Service;
   readonly working: Service;
+  readonly session: Service;
   readonly health?: Service;
   /** Health.Check: 'SERVING', 'NOT_SERVING', ... ('' = the server as a whole). */
   checkHealth(service?: string, options?: CallOptions): Promise<string>;

@@ -46,6 +46,7 @@ from memory.v1 import episodic_memory_pb2_grpc
 from memory.v1 import global_memory_pb2_grpc
 from memory.v1 import privacy_pb2_grpc
 from memory.v1 import router_pb2_grpc
+from memory.v1 import session_pb2_grpc
 from memory.v1 import working_memory_pb2_grpc
 
 __all__ = ["MemorydClient", "Memory", "EntryKey", "Board", "DEFAULT_TARGET", "SERVING",
@@ -119,7 +120,7 @@ class MemorydClient:
     options      extra channel options, [(key, value), ...].
 
     Attributes: one stub per service -- global_memory, episodic, cache,
-    entries, blackboard, router, audit, access, privacy, working (memory.v1) and
+    entries, blackboard, router, audit, access, privacy, working, session (memory.v1) and
     health (grpc.health.v1) -- and `channel`, the intercepted channel they
     share. close() (or leaving a `with` block) closes the channel; calls
     after that raise ValueError.
@@ -146,6 +147,7 @@ class MemorydClient:
         self.access = access_pb2_grpc.AccessStub(self.channel)
         self.privacy = privacy_pb2_grpc.PrivacyStub(self.channel)
         self.working = working_memory_pb2_grpc.WorkingMemoryStub(self.channel)
+        self.session = session_pb2_grpc.SessionStub(self.channel)
         self.health = health_v1_pb2_grpc.HealthStub(self.channel)
 
     def check_health(self, service="", timeout=None):

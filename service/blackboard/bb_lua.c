@@ -1,8 +1,7 @@
-/* bb_lua: the scripts (bb_codec.h has the formats they write) and EVALSHA
- * with the EVAL fallback; see bb_lua.h. */
+/* bb_lua: the scripts (bb_codec.h has the formats they write); running
+ * them is store/redis_script's. See bb_lua.h. */
 #include "service/blackboard/bb_lua.h"
 
-#include <openssl/sha.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -316,7 +315,7 @@ static const char due_body[] =
     L("return redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, ARGV[1])");
 /* clang-format on */
 
-static bb_script scripts[BB_SCRIPT_COUNT] = {
+static redis_script scripts[BB_SCRIPT_COUNT] = {
     {"blackboard post", post_body, sizeof post_body - 1, ""},
     {"blackboard sync", sync_body, sizeof sync_body - 1, ""},
     {"blackboard lease sweep", sweep_body, sizeof sweep_body - 1, ""},
@@ -327,61 +326,13 @@ static bb_script scripts[BB_SCRIPT_COUNT] = {
 
 static pthread_once_t hashed = PTHREAD_ONCE_INIT;
 
-static void hash_scripts(void) {
-    for (int i = 0; i < BB_SCRIPT_COUNT; i++) {
-        unsigned char d[SHA_DIGEST_LENGTH];
-        SHA1((const unsigned char *)scripts[i].body, scripts[i].len, d);
-        for (int j = 0; j < SHA_DIGEST_LENGTH; j++)
-            snprintf(scripts[i].sha + 2 * j, 3, "%02x", d[j]);
-    }
-}
+static void hash_scripts(void) { redis_scripts_hash(scripts, BB_SCRIPT_COUNT); }
 
 const bb_script *bb_script_get(bb_script_id id) {
     pthread_once(&hashed, hash_scripts);
     return &scripts[id];
 }
 
-static void eval_done(aredis_cmd *q, int status, redisReply *reply) {
-    bb_eval *e = (bb_eval *)q;
-    /* Redis forgot the script (restarted, SCRIPT FLUSH): send it whole. */
-    if (status == STATUS_EUNAVAILABLE && !e->retried && strstr(q->err, "NOSCRIPT")) {
-        e->retried = 1;
-        e->argv[0] = "EVAL";
-        e->lens[0] = 4;
-        e->argv[1] = e->script->body;
-        e->lens[1] = e->script->len;
-        aredis_submit(e->r, &e->cmd);
-        return;
-    }
-    e->done(e, status, reply);
-}
-
 int bb_eval_init(bb_eval *e, aredis *r, arena *a, bb_script_id script, int nkeys, int nargs) {
-    int argc = BB_EVAL_ARGV0 + nkeys + nargs;
-    char *nk = arena_printf(a, "%d", nkeys);
-    e->argv = arena_alloc(a, (size_t)argc * sizeof *e->argv);
-    e->lens = arena_alloc(a, (size_t)argc * sizeof *e->lens);
-    if (!nk || !e->argv || !e->lens) return -1;
-    e->r = r;
-    e->script = bb_script_get(script);
-    e->argc = argc;
-    e->nkeys = nkeys;
-    e->retried = 0;
-    e->argv[0] = "EVALSHA";
-    e->lens[0] = 7;
-    e->argv[1] = e->script->sha;
-    e->lens[1] = 40;
-    e->argv[2] = nk;
-    e->lens[2] = strlen(nk);
-    return 0;
-}
-
-void bb_eval_submit(bb_eval *e, const char *what, int64_t deadline_ms) {
-    e->cmd = (aredis_cmd){.argc = e->argc,
-                          .argv = e->argv,
-                          .lens = e->lens,
-                          .what = what,
-                          .deadline_ms = deadline_ms,
-                          .done = eval_done};
-    aredis_submit(e->r, &e->cmd);
+    return redis_eval_init(e, r, a, bb_script_get(script), nkeys, nargs);
 }

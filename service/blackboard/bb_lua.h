@@ -17,13 +17,9 @@
 
 #include "service/core/arena.h"
 #include "service/store/aredis.h"
+#include "service/store/redis_script.h"
 
-typedef struct bb_script {
-    const char *name; /* "post": errors */
-    const char *body;
-    size_t len;
-    char sha[41];
-} bb_script;
+typedef redis_script bb_script;
 
 typedef enum bb_script_id {
     BB_SCRIPT_POST = 0,   /* set or delete one key */
@@ -38,28 +34,15 @@ typedef enum bb_script_id {
 /* The scripts with their SHA-1s (computed on first use; thread-safe). */
 const bb_script *bb_script_get(bb_script_id id);
 
-/* One script run on the event loop (aredis.h): the caller fills argv from
- * index BB_EVAL_ARGV0 (KEYS then ARGV) and argc, then bb_eval_submit. done
- * runs once on the loop thread as aredis's does. Lives in memory that
- * outlives the command (a call's arena). */
-#define BB_EVAL_ARGV0 3 /* EVALSHA <sha> <numkeys> */
-typedef struct bb_eval bb_eval;
-struct bb_eval {
-    aredis_cmd cmd; /* first: cancel it with aredis_cancel(r, &e->cmd) */
-    aredis *r;
-    const bb_script *script;
-    const char **argv;
-    size_t *lens;
-    int argc, nkeys;
-    int retried;
-    void (*done)(bb_eval *e, int status, redisReply *reply);
-    void *arg; /* the caller's */
-};
+/* One script run on the event loop (store/redis_script.h): the caller fills
+ * argv from index BB_EVAL_ARGV0 (KEYS then ARGV), then bb_eval_submit. */
+#define BB_EVAL_ARGV0 REDIS_EVAL_ARGV0
+typedef redis_eval bb_eval;
 
 /* Readies e for script with room for n KEYS+ARGV words in arena a; -1 when
  * out of memory. Then set e->argv[BB_EVAL_ARGV0 + i] / e->lens[...]. */
 int bb_eval_init(bb_eval *e, aredis *r, arena *a, bb_script_id script, int nkeys, int nargs);
 /* Sends it with deadline_ms (what: "blackboard post", for errors). */
-void bb_eval_submit(bb_eval *e, const char *what, int64_t deadline_ms);
+#define bb_eval_submit redis_eval_submit
 
 #endif

@@ -170,8 +170,15 @@ static const opt_def options[] = {
     OPT_NUMBER("blackboard-redis-grace-ms", blackboard_redis_grace_ms, "5000", 0, 600000,
                "how long open Blackboard.Subscribe streams wait for a lost Redis to return (then "
                "they catch up); past it they end UNAVAILABLE"),
+    OPT_NUMBER("session-grace-ms", session_grace_ms, "3600000", 0, 604800000,
+               "how long a session's records stay readable after it expired or ended (then they "
+               "go; a durable session's PostgreSQL copy is closed, its PII redacted or dropped)"),
+    OPT_NUMBER("session-sweep-ms", session_sweep_ms, "60000", 0, 86400000,
+               "how often durable sessions past their grace are closed in PostgreSQL (their PII "
+               "redacted or dropped per --pii-policy); 0: this replica never closes them"),
     OPT_TEXT("retention", retention, "730d",
-             "how long long-term records (GlobalMemory, EpisodicMemory, Entries) are kept after "
+             "how long long-term records (GlobalMemory, EpisodicMemory, Entries, WorkingMemory, "
+             "closed durable sessions) are kept after "
              "their last change before the retention sweeper erases them (90s, 12h, 30d; off: "
              "for ever)"),
     OPT_TEXT("retention-pii", retention_pii, "180d",

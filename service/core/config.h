@@ -64,6 +64,8 @@ typedef struct config {
     int blackboard_log_entries;     /* a board's change log: entries ... */
     int blackboard_log_bytes;       /* ... and bytes kept for resuming streams */
     int blackboard_redis_grace_ms;  /* how long Subscribe streams wait for Redis */
+    int session_grace_ms;           /* a session's records outlive it this long */
+    int session_sweep_ms;           /* durable sessions past their grace are closed this often */
     char *retention;                /* long-term records' retention ("730d", "off") */
     char *retention_pii;            /* records with PII ("180d", "off") */
     char *retention_policy;         /* a policy file of further rules; empty = none */

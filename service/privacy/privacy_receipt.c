@@ -13,8 +13,9 @@
 #include "service/auth/jwt.h"
 #include "service/core/text.h"
 
-static const char *const tier_names[PRIVACY_TIERS + 1] = {
-    NULL, "global", "episodic", "cache_l1", "cache_l2", "entries", "blackboard", "working"};
+static const char *const tier_names[PRIVACY_TIERS + 1] = {NULL,         "global",   "episodic",
+                                                          "cache_l1",   "cache_l2", "entries",
+                                                          "blackboard", "working",  "session"};
 
 const char *privacy_tier_name(int tier) {
     return tier >= 1 && tier <= PRIVACY_TIERS ? tier_names[tier] : NULL;

@@ -24,7 +24,7 @@
 
 #define PRIVACY_RECEIPT_TYP "memoryd-forget-receipt+jwt"
 /* memory.v1.Tier values 1..PRIVACY_TIERS have counts. */
-#define PRIVACY_TIERS 7
+#define PRIVACY_TIERS 8
 #define PRIVACY_SUBJECT_MAX 256 /* characters of a principal or subject id */
 
 typedef struct privacy_receipt {

@@ -17,7 +17,8 @@ static const struct {
 } tiers[] = {{"global", MEMORY__V1__TIER__TIER_GLOBAL},
              {"episodic", MEMORY__V1__TIER__TIER_EPISODIC},
              {"entries", MEMORY__V1__TIER__TIER_ENTRIES},
-             {"working", MEMORY__V1__TIER__TIER_WORKING}};
+             {"working", MEMORY__V1__TIER__TIER_WORKING},
+             {"session", MEMORY__V1__TIER__TIER_SESSION}};
 
 static const char *tier_name(int tier) {
     for (size_t i = 0; i < sizeof tiers / sizeof tiers[0]; i++)
@@ -78,7 +79,7 @@ static int take_rule(json_t *o, size_t i, retention_rule *r, char *err, size_t e
             if (!r->tier) {
                 text_errf(err, errlen,
                           "retention policy: rules[%zu].tier: \"%.32s\" is not global, episodic, "
-                          "entries or working",
+                          "entries, working or session",
                           i, s);
                 return -1;
             }

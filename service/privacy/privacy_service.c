@@ -87,10 +87,10 @@ static grpc_status_code forget_selection(rpc_call *call, const principal *p,
  * first, the cache last, so its flush of the copies of entities and
  * entries comes after their tiers erased them (a copy a concurrent read
  * put back meanwhile goes too). */
-static const int tier_order[] = {MEMORY__V1__TIER__TIER_GLOBAL,     MEMORY__V1__TIER__TIER_EPISODIC,
-                                 MEMORY__V1__TIER__TIER_ENTRIES,    MEMORY__V1__TIER__TIER_WORKING,
-                                 MEMORY__V1__TIER__TIER_BLACKBOARD, MEMORY__V1__TIER__TIER_CACHE_L1,
-                                 MEMORY__V1__TIER__TIER_CACHE_L2};
+static const int tier_order[] = {MEMORY__V1__TIER__TIER_GLOBAL,   MEMORY__V1__TIER__TIER_EPISODIC,
+                                 MEMORY__V1__TIER__TIER_ENTRIES,  MEMORY__V1__TIER__TIER_WORKING,
+                                 MEMORY__V1__TIER__TIER_SESSION,  MEMORY__V1__TIER__TIER_BLACKBOARD,
+                                 MEMORY__V1__TIER__TIER_CACHE_L1, MEMORY__V1__TIER__TIER_CACHE_L2};
 #define TIER_ORDER_N (sizeof tier_order / sizeof tier_order[0])
 
 /* The k-th eraser in tier_order (k counts from 0), or NULL past the last. */

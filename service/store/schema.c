@@ -279,6 +279,39 @@ const pg_migration memoryd_migrations[] = {
      " updated_at timestamptz NOT NULL,"
      " PRIMARY KEY (tenant, node, thread, path));"
      "CREATE INDEX working_memory_owner ON working_memory (tenant, owner);"},
+    {13, "durable sessions",
+     /* The PostgreSQL copy of sessions started durable (Redis holds every
+      * session; session.proto). purge_at follows the session's life as
+      * PostgreSQL last heard of it (the sweeper asks Redis before it
+      * closes one); closed_at is set when the sweeper closed it, its
+      * records holding PII redacted or dropped. */
+     "CREATE TABLE sessions ("
+     " tenant text NOT NULL,"
+     " id text COLLATE \"C\" NOT NULL,"
+     " owner text NOT NULL,"
+     " duration_ms bigint NOT NULL,"
+     " grace_ms bigint NOT NULL,"
+     " created_at timestamptz NOT NULL,"
+     " purge_at timestamptz NOT NULL,"
+     " ended_at timestamptz,"
+     " closed_at timestamptz,"
+     " PRIMARY KEY (tenant, id));"
+     "CREATE INDEX sessions_due ON sessions (purge_at) WHERE closed_at IS NULL;"
+     "CREATE INDEX sessions_owner ON sessions (tenant, owner);"
+     "CREATE TABLE session_records ("
+     " tenant text NOT NULL,"
+     " session_id text COLLATE \"C\" NOT NULL,"
+     " key text COLLATE \"C\" NOT NULL,"
+     " owner text NOT NULL,"
+     " label smallint NOT NULL CHECK (label BETWEEN 1 AND 4),"
+     " value bytea NOT NULL,"
+     " pii_kinds text[] NOT NULL DEFAULT '{}',"
+     " version bigint NOT NULL CHECK (version >= 1),"
+     " created_at timestamptz NOT NULL,"
+     " updated_at timestamptz NOT NULL,"
+     " PRIMARY KEY (tenant, session_id, key),"
+     " FOREIGN KEY (tenant, session_id) REFERENCES sessions (tenant, id) ON DELETE CASCADE);"
+     "CREATE INDEX session_records_owner ON session_records (tenant, owner);"},
 };
 
 const size_t memoryd_migrations_count = sizeof memoryd_migrations / sizeof memoryd_migrations[0];

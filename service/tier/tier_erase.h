@@ -90,7 +90,7 @@ typedef struct tier_eraser {
     tier_export_fn exporter;
 } tier_eraser;
 
-#define TIER_MAX_ERASERS 8
+#define TIER_MAX_ERASERS 12
 
 /* The principal an erasure's context carries (above; an export's has the
  * read ceiling sel->max_label); NULL when out of memory. The caller

@@ -85,7 +85,9 @@ static int edit_locked(tier_async *op, const PGresult *r) {
     if (!row.exists && a->races > 0 && in->create)
         return tier_fail(c, STATUS_ETOOBIG, "memory %s%s%s holds %d documents; delete some first",
                          in->m.node, in->m.thread[0] ? " thread " : "", in->m.thread, WM_DOCS_MAX);
-    if (!row.exists && !in->create)
+    /* A document the caller may not read is absent to Update, as to Read;
+     * Append cannot create over it, and says so. */
+    if (!in->create && (!row.exists || !tier_may_read(c, row.owner, row.label)))
         return tier_fail(c, STATUS_ENOTFOUND, "document %s not found", a->id);
     if ((rc = tier_may_write(c, &row, in->has_expected, in->expected_version, "document", a->id)) !=
         STATUS_OK)
@@ -187,10 +189,12 @@ static int decode_delete(tier_async *op, const PGresult *r) {
     if (rows == 0)
         return tier_fail(c, STATUS_ENOTFOUND, "%s %s not found",
                          a->in.recursive ? "no document at or under" : "document", a->id);
+    const char **paths = arena_alloc(c->ar, (size_t)rows * sizeof *paths);
+    if (!paths) return tier_fail(c, STATUS_ENOMEM, "out of memory");
     for (int i = 0; i < rows; i++) {
         int64_t label;
         tier_row row = {1, pgq_col_str(c->ar, r, i, 0), 0, 0};
-        const char *path = pgq_col_str(c->ar, r, i, 3);
+        const char *path = paths[i] = pgq_col_str(c->ar, r, i, 3);
         if (!row.owner || !path || pgq_col_int(r, i, 1, &label) != 0 ||
             pgq_col_int(r, i, 2, &row.version) != 0)
             return tier_fail(c, STATUS_EINTERNAL, "unexpected row-lock result");
@@ -201,14 +205,15 @@ static int decode_delete(tier_async *op, const PGresult *r) {
             tier_may_write(c, &row, a->in.has_expected, a->in.expected_version, "document", id);
         if (rc != STATUS_OK) return rc;
     }
-    /* The rows locked above, and no others: the same diode and range. */
+    /* The rows locked and judged above, and no others: a document created
+     * under the path meanwhile is not the caller's to delete unseen. */
+    const char *lit = pgq_array_literal(c->ar, paths, (size_t)rows);
+    if (!lit) return tier_fail(c, STATUS_ENOMEM, "out of memory");
     pgq_sql *b = tier_async_next(op, "delete documents", NULL);
-    pgq_sql_add(b, "DELETE FROM working_memory WHERE ");
-    tier_sql_read_diode(b, c, NULL);
+    pgq_sql_add(b, "DELETE FROM working_memory WHERE tenant = $%d",
+                pgq_text(b, principal_tenant(c->p)));
     wm_sql_memory(b, &a->in.m, NULL);
-    if (a->in.recursive) wm_sql_under(b, a->in.path);
-    else pgq_sql_add(b, " AND path = $%d", pgq_text(b, a->in.path));
-    pgq_sql_add(b, " RETURNING path");
+    pgq_sql_add(b, " AND path = ANY($%d) RETURNING path", pgq_text_array(b, lit));
     a->deleting = 1;
     return TIER_NEXT;
 }

@@ -34,6 +34,7 @@ from memory.v1 import episodic_memory_pb2
 from memory.v1 import global_memory_pb2
 from memory.v1 import privacy_pb2
 from memory.v1 import router_pb2
+from memory.v1 import session_pb2
 from memory.v1 import working_memory_pb2
 from memoryd_client import MemorydClient
 
@@ -185,8 +186,9 @@ class AgainstMemoryd(WithMemoryd):
              unauth),
             (c.working.Render, working_memory_pb2.WorkingMemoryRenderRequest(),
              "memory.v1.WorkingMemory/Render", unauth),
+            (c.session.Get, session_pb2.SessionGetRequest(), "memory.v1.Session/Get", unauth),
         ]
-        self.assertEqual(10, len(cases))
+        self.assertEqual(11, len(cases))
         for method, request, path, want in cases:
             with self.subTest(path=path):
                 with self.assertRaises(grpc.RpcError) as cm:

@@ -108,6 +108,7 @@ TEST_F(MemorydTest, EveryServiceServesWithEveryBackendUp) {
   EXPECT_EQ(HealthCheckResponse::SERVING, HealthStatus(ch, "memory.v1.Router"));
   EXPECT_EQ(HealthCheckResponse::SERVING, HealthStatus(ch, "memory.v1.Privacy"));
   EXPECT_EQ(HealthCheckResponse::SERVING, HealthStatus(ch, "memory.v1.WorkingMemory"));
+  EXPECT_TRUE(WaitForHealth(ch, "memory.v1.Session", HealthCheckResponse::SERVING, 10000));
   EXPECT_EQ(0, m->Stop(SIGTERM, 10000)) << m->Log();
 }
 

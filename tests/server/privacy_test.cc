@@ -432,7 +432,8 @@ TEST_F(PrivacyTest, ForgetBySubjectIdReachesEveryTierOnEveryReplica) {
   std::map<int, int64_t> want = {
       {TIER_GLOBAL, 4},  // x-one, two relationships, one task
       {TIER_EPISODIC, 1},   {TIER_CACHE_L1, 0}, {TIER_CACHE_L2, 1}, {TIER_ENTRIES, 1},
-      {TIER_BLACKBOARD, 1}, {TIER_WORKING, 0}};  // documents carry no subject id
+      {TIER_BLACKBOARD, 1}, {TIER_WORKING, 0},  // documents and session records carry
+      {TIER_SESSION, 0}};                       // no subject id
   EXPECT_EQ(want, Counts(dry));
   EXPECT_NE(std::string::npos, ReadEverything(b, tok, "x").find(subject));
 

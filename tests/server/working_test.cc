@@ -576,6 +576,10 @@ TEST_F(WorkingTest, TheReadDiodeHoldsOnEveryMethod) {
 
 TEST_F(WorkingTest, TheWriteDiodeStampsLabelsAndGuardsOthersDocuments) {
   MustAppend(alice_, Global(), "/alice", "a");
+  // A document the writer cannot even read is absent to Update.
+  std::string stranger = Token("t1", "bob", kRW);
+  Result hidden = Update(stranger, Global(), "/alice", "a", "b");
+  EXPECT_EQ(StatusCode::NOT_FOUND, hidden.status.error_code()) << hidden.status.error_message();
   std::string bob = Token("t1", "bob", "working:read:all working:write");
   EXPECT_EQ(StatusCode::PERMISSION_DENIED,
             Append(bob, Global(), "/alice", "b").status.error_code());

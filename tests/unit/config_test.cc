@@ -76,6 +76,8 @@ const std::vector<std::pair<std::string, std::string>> kOptions = {
     {"blackboard-log-entries", "MEMORYD_BLACKBOARD_LOG_ENTRIES"},
     {"blackboard-log-bytes", "MEMORYD_BLACKBOARD_LOG_BYTES"},
     {"blackboard-redis-grace-ms", "MEMORYD_BLACKBOARD_REDIS_GRACE_MS"},
+    {"session-grace-ms", "MEMORYD_SESSION_GRACE_MS"},
+    {"session-sweep-ms", "MEMORYD_SESSION_SWEEP_MS"},
     {"cache-l1-ttl-ms", "MEMORYD_CACHE_L1_TTL_MS"},
     {"retention", "MEMORYD_RETENTION"},
     {"retention-pii", "MEMORYD_RETENTION_PII"},

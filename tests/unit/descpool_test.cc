@@ -90,6 +90,7 @@ const char* const kServices[] = {
     "memory.v1.Access",
     "memory.v1.Privacy",
     "memory.v1.WorkingMemory",
+    "memory.v1.Session",
     "grpc.health.v1.Health",
     "grpc.reflection.v1.ServerReflection",
     "grpc.reflection.v1alpha.ServerReflection",

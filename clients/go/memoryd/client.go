@@ -46,6 +46,7 @@ type Client struct {
 	Access     memoryv1.AccessClient
 	Privacy    memoryv1.PrivacyClient
 	Working    memoryv1.WorkingMemoryClient
+	Session    memoryv1.SessionClient
 	Health     grpc_health_v1.HealthClient
 }
 
@@ -124,6 +125,7 @@ func Dial(target string, opts ...Option) (*Client, error) {
 		Access:     memoryv1.NewAccessClient(conn),
 		Privacy:    memoryv1.NewPrivacyClient(conn),
 		Working:    memoryv1.NewWorkingMemoryClient(conn),
+		Session:    memoryv1.NewSessionClient(conn),
 		Health:     grpc_health_v1.NewHealthClient(conn),
 	}, nil
 }

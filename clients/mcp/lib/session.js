@@ -12,6 +12,7 @@ const INSTRUCTIONS = 'memoryd is a memory service. Entries (save_memory, read_me
   'search_memories, list_memories, ...) are namespaced key-value memories: a namespace is ' +
   '"agent:workflow:node". Working memory (memory, render_memory) keeps short documents at ' +
   'paths for a graph node or one of its threads, rendered for your prompt within a budget. ' +
+  'A session (session) is a scratchpad that expires when no longer used. ' +
   'The knowledge graph (put_entity, relate, traverse, ...) holds ' +
   'entities and their relationships. Blackboards (blackboard_post, blackboard_read) are ' +
   'shared by the agents of a task. What you may read and write is decided by the token this ' +

@@ -1,6 +1,6 @@
 'use strict';
 // The MCP tools of memoryd-mcp: memoryd's entries, working memory,
-// knowledge graph, blackboards and forget, with JSON Schemas (from zod) and descriptions
+// sessions, knowledge graph, blackboards and forget, with JSON Schemas (from zod) and descriptions
 // written for a language model. Every tool calls memoryd through the
 // session's MemorydClient, whose token came from the environment (stdio) or
 // the HTTP session's Authorization header: no tool takes a token, and an
@@ -44,6 +44,42 @@ function requireArgs(a, command, names) {
     throw new ToolInputError(`${command} needs ${missing.join(' and ')}`);
 }
 class ToolInputError extends Error {}
+
+// A session as a model reads it.
+const sessionView = (s) => ({ session_id: s.sessionId, state: s.state.replace(/^SESSION_STATE_/, '')
+  .toLowerCase(), durable: s.durable, expire_time: s.expireTime, purge_time: s.purgeTime });
+
+// The commands of the `session` tool.
+const SESSION_COMMANDS = {
+  async start(c, a) {
+    const r = await c.session.Start({ durable: a.durable || false,
+      duration: a.duration_seconds !== undefined ? duration(a.duration_seconds) : undefined });
+    return sessionView(r.session);
+  },
+  async set(c, a) {
+    requireArgs(a, 'set', ['session_id', 'key', 'value']);
+    const r = await c.session.Set({ sessionId: a.session_id, key: a.key, value: a.value,
+      label: toLabel(a.label) });
+    return { key: a.key, version: r.meta.version, session: sessionView(r.session) };
+  },
+  async get(c, a) {
+    requireArgs(a, 'get', ['session_id', 'key']);
+    const r = await c.session.Get({ sessionId: a.session_id, key: a.key });
+    return { key: a.key, value: r.record.value.toString('utf8'), version: r.record.meta.version,
+      session: sessionView(r.session) };
+  },
+  async list(c, a) {
+    requireArgs(a, 'list', ['session_id']);
+    const r = await c.session.List({ sessionId: a.session_id, withValues: true });
+    return { items: Object.fromEntries(r.records.map((x) => [x.key, x.value.toString('utf8')])),
+      session: sessionView(r.session) };
+  },
+  async end(c, a) {
+    requireArgs(a, 'end', ['session_id']);
+    const r = await c.session.End({ sessionId: a.session_id });
+    return { record_count: r.recordCount, session: sessionView(r.session) };
+  },
+};
 
 // The five commands of the `memory` tool.
 const MEMORY_COMMANDS = {
@@ -217,6 +253,18 @@ const TOOLS = [
       tree_fallback: r.treeFallback, global_fallback: r.globalFallback, truncated: r.truncated,
       document_count: r.documentCount, chars: r.chars };
   }],
+  ['session', 'Session memory: a key-value scratchpad that lives while it is used and then ' +
+    'expires. Commands: start (returns session_id; durable keeps it in PostgreSQL too), set ' +
+    '(a value under a key), get (one key), list (every key) and end (the whole session).', {
+    command: z.enum(Object.keys(SESSION_COMMANDS)),
+    session_id: z.string().min(1).optional().describe('get, set, list, end: the session'),
+    key: z.string().min(1).optional().describe('get, set: the key'),
+    value: z.string().optional().describe('set: the value (text)'),
+    duration_seconds: z.number().int().min(1).max(604800).optional()
+      .describe('start: how long it lives unused (default 1800)'),
+    durable: z.boolean().optional().describe('start: write it through to PostgreSQL'),
+    label,
+  }, (c, a) => SESSION_COMMANDS[a.command](c, a)],
   ['put_entity', 'Create or replace an entity of the knowledge graph (a person, project, ' +
     'document, ...).', {
     id: z.string().min(1), type: z.string().min(1).describe('Entity type, e.g. "person"'),

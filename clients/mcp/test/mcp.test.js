@@ -18,12 +18,12 @@ const { ResourceUpdatedNotificationSchema } = require('@modelcontextprotocol/sdk
 const { startMemoryd } = require('memoryd-client/test/fixture');
 
 const SERVER = path.join(__dirname, '..', 'server.js');
-const SCOPES = 'entries:* working:* global:read global:write blackboard:read:all ' +
+const SCOPES = 'entries:* working:* session:* global:read global:write blackboard:read:all ' +
   'blackboard:write privacy:forget';
 const TOOLS = ['save_memory', 'read_memory', 'search_memories', 'list_memories',
   'delete_memory', 'append_memory', 'replace_in_memory', 'memory_stats', 'put_entity',
   'get_entity', 'query_entities', 'relate', 'traverse', 'record_task', 'blackboard_post',
-  'blackboard_read', 'forget', 'memory', 'render_memory'];
+  'blackboard_read', 'forget', 'memory', 'render_memory', 'session'];
 
 let memoryd;
 test.before(async () => {
@@ -175,6 +175,33 @@ test('stdio: working memory, its five commands and its rendering', async () => {
     assert.match(r.error, /^memoryd refused: INVALID_ARGUMENT: path: .*"\.\."/);
     r = await call(client, 'memory', { command: 'delete', node, path: '/', recursive: true });
     assert.equal(r.deleted_count, 1);
+  } finally {
+    await client.close();
+  }
+});
+
+test('stdio: a session from start to end', async () => {
+  const client = await stdioClient(memoryd.token);
+  try {
+    const s = await call(client, 'session', { command: 'start', duration_seconds: 600 });
+    assert.equal(s.state, 'active');
+    assert.equal(s.durable, false);
+    let r = await call(client, 'session', { command: 'set', session_id: s.session_id,
+      key: 'goal', value: 'find a hotel' });
+    assert.equal(r.version, 1);
+    r = await call(client, 'session', { command: 'get', session_id: s.session_id, key: 'goal' });
+    assert.equal(r.value, 'find a hotel');
+    await call(client, 'session', { command: 'set', session_id: s.session_id, key: 'city',
+      value: 'Porto' });
+    r = await call(client, 'session', { command: 'list', session_id: s.session_id });
+    assert.deepEqual(r.items, { city: 'Porto', goal: 'find a hotel' });
+    r = await call(client, 'session', { command: 'end', session_id: s.session_id });
+    assert.deepEqual([r.record_count, r.session.state], [2, 'ended']);
+    r = await call(client, 'session', { command: 'set', session_id: s.session_id, key: 'x',
+      value: 'y' });
+    assert.match(r.error, /^memoryd refused: FAILED_PRECONDITION: .*ended/);
+    r = await call(client, 'session', { command: 'get', session_id: s.session_id });
+    assert.equal(r.error, 'get needs key');
   } finally {
     await client.close();
   }

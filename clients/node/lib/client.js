@@ -15,12 +15,12 @@ const { Board } = require('./board');
 
 const DEFAULT_TARGET = '127.0.0.1:50051';
 const API_PROTOS = ['access', 'audit', 'blackboard', 'cache', 'entries', 'episodic_memory',
-  'global_memory', 'privacy', 'router', 'working_memory'];
+  'global_memory', 'privacy', 'router', 'session', 'working_memory'];
 // Property name on the client -> service of memory.v1.
 const SERVICES = {
   global: 'GlobalMemory', episodic: 'EpisodicMemory', cache: 'Cache', entries: 'Entries',
   blackboard: 'Blackboard', router: 'Router', audit: 'Audit', access: 'Access', privacy: 'Privacy',
-  working: 'WorkingMemory',
+  working: 'WorkingMemory', session: 'Session',
 };
 const HEALTH_PROTO_DIR = '/usr/share/grpc-proto'; // Debian's grpc-proto package
 

@@ -1,0 +1,236 @@
+/* sess_erase: the session tier's eraser and exporter (tier/tier_erase.h).
+ * A principal's records go from Redis (every session of the tenant is
+ * visited with SCAN: a session it owns goes whole, in another's only the
+ * records it created) and from PostgreSQL (durable sessions it owns,
+ * records it created in others'). Sessions keep no JSON, so a subject id
+ * alone matches nothing; a retention rule reaches only PostgreSQL's copies
+ * (Redis's end with their sessions). Export reads PostgreSQL's copies. */
+#include <hiredis/hiredis.h>
+#include <jansson.h>
+#include <libpq-fe.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "service/core/b64url.h"
+#include "service/core/clock.h"
+#include "service/core/text.h"
+#include "service/session/sess_lua.h"
+#include "service/session/sess_pg.h"
+#include "service/session/sess_service_internal.h"
+#include "service/store/redis_url.h"
+
+#define SCAN_COUNT "1000"
+
+/* One session key through the erase script (EVAL: a blocking context). */
+static int erase_key(tier_ctx *c, redisContext *rc, const char *key, size_t klen, const char *zp,
+                     const tier_erase_sel *sel, int64_t *count) {
+    const redis_script *s = sess_script(SESS_SCRIPT_ERASE);
+    const char *argv[] = {
+        "EVAL", s->body, "1", key, zp, "", "0", sel->owner, sel->dry_run ? "1" : "0"};
+    size_t lens[] = {4, s->len, 1, klen, strlen(zp), 0, 1, strlen(sel->owner), 1};
+    redisReply *r = redisCommandArgv(rc, 9, argv, lens);
+    int rc_ = STATUS_OK;
+    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements < 1)
+        rc_ = tier_fail(c, STATUS_EUNAVAILABLE, "sessions: erase in Redis failed: %s",
+                        r && r->type == REDIS_REPLY_ERROR ? r->str : rc->errstr);
+    else if (r->elements == 2 && r->element[1]->type == REDIS_REPLY_INTEGER)
+        *count += r->element[1]->integer;
+    if (r) freeReplyObject(r);
+    return rc_;
+}
+
+static int erase_redis(const sess_service *svc, tier_ctx *c, const tier_erase_sel *sel,
+                       int64_t *count) {
+    if (!svc->env->redis || !sel->owner || tier_erase_is_retention(sel)) return STATUS_OK;
+    char err[256];
+    redisContext *rc = redis_pool_acquire(svc->env->redis, c->deadline_ms, err, sizeof err);
+    if (!rc) return tier_fail(c, STATUS_EUNAVAILABLE, "sessions: Redis: %s", err);
+    const char *prefix =
+        arena_printf(c->ar, "memoryd:session:%zu:%s:", strlen(sel->tenant), sel->tenant);
+    const char *zp =
+        arena_printf(c->ar, "memoryd:sessions:%zu:%s:", strlen(sel->tenant), sel->tenant);
+    char *match = prefix && zp ? arena_alloc(c->ar, 2 * strlen(prefix) + 2) : NULL;
+    if (!match) {
+        redis_pool_release(svc->env->redis, rc, 0);
+        return tier_fail(c, STATUS_ENOMEM, "out of memory");
+    }
+    size_t m = redis_glob_escape(prefix, strlen(prefix), match);
+    match[m++] = '*';
+    match[m] = '\0';
+    char cursor[32] = "0";
+    int status = STATUS_OK, broken = 0;
+    do {
+        redisReply *r = redisCommand(rc, "SCAN %s MATCH %s COUNT " SCAN_COUNT, cursor, match);
+        if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+            r->element[0]->type != REDIS_REPLY_STRING) {
+            status = tier_fail(c, STATUS_EUNAVAILABLE, "sessions: SCAN failed");
+            broken = !r;
+            if (r) freeReplyObject(r);
+            break;
+        }
+        snprintf(cursor, sizeof cursor, "%s", r->element[0]->str);
+        const redisReply *keys = r->element[1];
+        for (size_t i = 0; status == STATUS_OK && i < keys->elements; i++)
+            status = erase_key(c, rc, keys->element[i]->str, keys->element[i]->len, zp, sel, count);
+        freeReplyObject(r);
+    } while (status == STATUS_OK && strcmp(cursor, "0") != 0);
+    redis_pool_release(svc->env->redis, rc, broken);
+    return status;
+}
+
+/* PostgreSQL: the selection's records (and, for an owner, its durable
+ * sessions whole). */
+typedef struct pg_job {
+    const tier_erase_sel *sel;
+    int64_t count;
+} pg_job;
+
+static int erase_pg_in(pgq_session *ss, tier_ctx *c, void *arg) {
+    pg_job *j = arg;
+    const tier_erase_sel *sel = j->sel;
+    pgq_sql b = {0};
+    /* A session the owner started goes with every record in it. */
+    if (sel->dry_run) pgq_sql_add(&b, "SELECT count(*) FROM session_records r WHERE (");
+    else if (sel->limit)
+        pgq_sql_add(&b, "DELETE FROM session_records WHERE ctid IN (SELECT r.ctid FROM"
+                        " session_records r WHERE (");
+    else pgq_sql_add(&b, "DELETE FROM session_records r WHERE (");
+    int rc = tier_erase_sql_where(&b, c, sel, "r", NULL);
+    if (rc != STATUS_OK) return rc;
+    if (sel->owner)
+        pgq_sql_add(&b,
+                    ") OR (r.tenant = $%d AND EXISTS (SELECT 1 FROM sessions s WHERE"
+                    " s.tenant = r.tenant AND s.id = r.session_id AND s.owner = $%d))",
+                    pgq_text(&b, sel->tenant), pgq_text(&b, sel->owner));
+    else pgq_sql_add(&b, ")");
+    if (!sel->dry_run && sel->limit) pgq_sql_add(&b, " LIMIT %lld)", (long long)sel->limit);
+    PGresult *r = NULL;
+    if ((rc = pgq_pipeline(ss, "erase session records", "BEGIN", &b, 0, &r)) != STATUS_OK)
+        return rc;
+    if (sel->dry_run) {
+        if (pgq_col_int(r, 0, 0, &j->count) != 0)
+            rc = tier_fail(c, STATUS_EINTERNAL, "unexpected count of session records");
+    } else {
+        j->count = atoll(PQcmdTuples(r));
+    }
+    PQclear(r);
+    if (rc == STATUS_OK && !sel->dry_run && sel->owner && !tier_erase_is_retention(sel)) {
+        pgq_sql d = {0};
+        pgq_sql_add(&d, "DELETE FROM sessions WHERE tenant = $%d AND owner = $%d",
+                    pgq_text(&d, sel->tenant), pgq_text(&d, sel->owner));
+        rc = pgq_exec_ok(ss, &d, "erase sessions", &r);
+        PQclear(r);
+    }
+    return rc == STATUS_OK ? tier_sql_commit(ss, c) : rc;
+}
+
+int sess_erase(void *state, tier_ctx *c, const tier_erase_sel *sel, int64_t *count) {
+    const sess_service *svc = state;
+    int64_t in_redis = 0;
+    pg_job j = {.sel = sel};
+    *count = 0;
+    /* Sessions keep no JSON: a selection by subject id matches nothing
+     * here, whoever asks (Forget narrows a caller's own selection by its
+     * owner too, which must not widen it to all of the caller's sessions). */
+    if (sel->subject_id || (!sel->owner && !tier_erase_is_retention(sel))) return STATUS_OK;
+    int rc = erase_redis(svc, c, sel, &in_redis);
+    if (rc == STATUS_OK) rc = tier_sql_run(svc->env->pg, c, TIER_MAX_STATEMENT_MS, erase_pg_in, &j);
+    *count = rc == STATUS_OK ? in_redis + j.count : 0;
+    return rc;
+}
+
+/* ------------------------------------------------------------ export */
+
+#define EXPORT_PAGE 32 /* records (up to 256 KiB each) in memory at a time */
+
+typedef struct export_job {
+    const tier_erase_sel *sel;
+    tier_export_emit emit;
+    void *emit_arg;
+    char *after[2]; /* session id, key of the last record; NULL on the first page */
+    int rows;
+} export_job;
+
+static int export_record(export_job *j, tier_ctx *c, const PGresult *r, int i) {
+    tier_meta m = {.tenant = j->sel->tenant};
+    int64_t label;
+    const char *sid = pgq_col_str(c->ar, r, i, 0), *key = pgq_col_str(c->ar, r, i, 1);
+    const uint8_t *v = (const uint8_t *)PQgetvalue(r, i, 2);
+    size_t n = (size_t)PQgetlength(r, i, 2);
+    m.owner = pgq_col_str(c->ar, r, i, 3);
+    if (!sid || !key || !m.owner || pgq_col_int(r, i, 4, &label) != 0 ||
+        pgq_col_int(r, i, 5, &m.version) != 0 || pgq_col_ts(r, i, 6, &m.create_us) != 0 ||
+        pgq_col_ts(r, i, 7, &m.update_us) != 0 ||
+        pgq_col_text_array(c->ar, r, i, 8, &m.pii_kinds, &m.npii) != 0)
+        return tier_fail(c, STATUS_EINTERNAL, "unreadable session record");
+    m.label = (int)label;
+    json_t *o = json_object();
+    json_object_set_new(o, "session_id", json_string(sid));
+    json_object_set_new(o, "key", json_string(key));
+    if (text_utf8_valid(v, n)) {
+        json_object_set_new(o, "value", json_stringn((const char *)v, n));
+    } else {
+        char *b64 = arena_alloc(c->ar, b64url_encoded_len(n) + 1);
+        if (b64) json_object_set_new(o, "value", json_stringn(b64, b64url_encode(v, n, b64)));
+        json_object_set_new(o, "value_encoding", json_string("base64url"));
+    }
+    char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(o);
+    tier_export_rec rec = {.kind = "session_record",
+                           .id = arena_printf(c->ar, "%s/%s", sid, key),
+                           .json = s ? arena_strdup(c->ar, s) : NULL,
+                           .meta = &m};
+    free(s);
+    return rec.id && rec.json ? j->emit(j->emit_arg, &rec)
+                              : tier_fail(c, STATUS_ENOMEM, "out of memory");
+}
+
+/* One page of the selection's records, emitted; the cursor moves on. */
+static int export_page(pgq_session *ss, tier_ctx *c, void *arg) {
+    export_job *j = arg;
+    pgq_sql b = {0};
+    pgq_sql_add(&b,
+                "SELECT r.session_id, r.key, r.value, r.owner, r.label, r.version, r.created_at,"
+                " r.updated_at, r.pii_kinds FROM session_records r WHERE ");
+    int rc = tier_erase_sql_where(&b, c, j->sel, "r", NULL);
+    if (rc != STATUS_OK) return rc;
+    if (j->after[0])
+        pgq_sql_add(&b, " AND (r.session_id, r.key) > ($%d, $%d)", pgq_text(&b, j->after[0]),
+                    pgq_text(&b, j->after[1]));
+    pgq_sql_add(&b, " ORDER BY r.session_id, r.key LIMIT %d", EXPORT_PAGE);
+    PGresult *r = NULL;
+    if ((rc = pgq_pipeline(ss, "export session records", NULL, &b, 1, &r)) != STATUS_OK) return rc;
+    j->rows = PQntuples(r);
+    for (int i = 0; rc == STATUS_OK && i < j->rows; i++) rc = export_record(j, c, r, i);
+    for (int k = 0; rc == STATUS_OK && j->rows > 0 && k < 2; k++) {
+        free(j->after[k]);
+        if (!(j->after[k] = strdup(PQgetvalue(r, j->rows - 1, k))))
+            rc = tier_fail(c, STATUS_ENOMEM, "out of memory");
+    }
+    PQclear(r);
+    return rc;
+}
+
+int sess_export(void *state, tier_ctx *c, const tier_erase_sel *sel, tier_export_emit emit,
+                void *emit_arg) {
+    const sess_service *svc = state;
+    if (tier_erase_is_retention(sel) || !sel->owner) return STATUS_OK;
+    export_job j = {.sel = sel, .emit = emit, .emit_arg = emit_arg};
+    int rc = STATUS_OK;
+    do {
+        /* A page's strings in an arena of its own. */
+        arena *keep = c->ar, *page = arena_create();
+        if (!page) {
+            rc = tier_fail(c, STATUS_ENOMEM, "out of memory");
+            break;
+        }
+        c->ar = page;
+        rc = tier_sql_run(svc->env->pg, c, TIER_MAX_STATEMENT_MS, export_page, &j);
+        c->ar = keep;
+        arena_free(page);
+    } while (rc == STATUS_OK && j.rows == EXPORT_PAGE);
+    free(j.after[0]);
+    free(j.after[1]);
+    return rc;
+}

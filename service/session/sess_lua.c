@@ -1,0 +1,209 @@
+/* sess_lua: the scripts; see sess_lua.h. */
+#include "service/session/sess_lua.h"
+
+#include <pthread.h>
+
+/* The scripts are Lua, one line per L(): clang-format would fold them. */
+/* clang-format off */
+#define L(line) line "\n"
+
+#define PRELUDE \
+    L("local K, ZPREFIX, CALLER, ALL = KEYS[1], ARGV[1], ARGV[2], ARGV[3] == '1'") \
+    L("local function num(n) return string.format('%d', n) end") \
+    L("local function now_ms()") \
+    L("  local t = redis.call('TIME')") \
+    L("  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)") \
+    L("end") \
+    L("local function load()") \
+    L("  local m = redis.call('HMGET', K, '@o', '@d', '@c', '@a', '@e', '@u', '@b', '@g')") \
+    L("  if not m[1] then return nil end") \
+    L("  return {o = m[1], d = tonumber(m[2]), c = tonumber(m[3]), a = tonumber(m[4]),") \
+    L("    e = tonumber(m[5]), u = m[6], b = tonumber(m[7]), g = tonumber(m[8])}") \
+    L("end") \
+    /* ACTIVE 1, EXPIRED 2, ENDED 3 (memory.v1.SessionState). */ \
+    L("local function state(s, now)") \
+    L("  if s.e > 0 then return 3 elseif now < s.a + s.d then return 1 else return 2 end") \
+    L("end") \
+    L("local function expire(s) if s.e > 0 then return s.e end return s.a + s.d end") \
+    L("local function purge(s) return expire(s) + s.g end") \
+    L("local function reply(code, s, st, ...)") \
+    L("  local r = {code, st, s.o, s.u, num(s.d), num(s.c), num(expire(s)), num(purge(s))}") \
+    L("  for _, v in ipairs({...}) do r[#r + 1] = v end") \
+    L("  return r") \
+    L("end") \
+    /* The session's purge time, in the hash's expiry and the owner's index. */ \
+    L("local function keep(s, now)") \
+    L("  local p = purge(s)") \
+    L("  redis.call('PEXPIREAT', K, num(p))") \
+    L("  local z = ZPREFIX .. #s.o .. ':' .. s.o") \
+    L("  redis.call('ZADD', z, p, K)") \
+    L("  if redis.call('PTTL', z) < p - now then redis.call('PEXPIREAT', z, num(p)) end") \
+    L("end") \
+    /* Use extends the session; within a granule of its last extension \
+     * (a second, or a hundredth of a short duration) it needs no write: \
+     * the hot path of a session in use is then reads alone. */ \
+    L("local function touch(s, now)") \
+    L("  if now - s.a < math.min(1000, math.floor(s.d / 100)) then return end") \
+    L("  s.a = now") \
+    L("  redis.call('HSET', K, '@a', num(now))") \
+    L("  keep(s, now)") \
+    L("end") \
+    L("local function open()") \
+    L("  local s = load()") \
+    L("  if s and (s.o == CALLER or ALL) then return s end") \
+    L("  return nil") \
+    L("end") \
+    /* A record's header: its fields and where its value starts. */ \
+    L("local function header(v)") \
+    L("  local l, ver, c, u, p, ol, pos = string.match(v, '^(%d+) (%d+) (%d+) (%d+) (%S+) (%d+):()')") \
+    L("  if not l then return nil end") \
+    L("  ol = tonumber(ol)") \
+    L("  return {label = tonumber(l), ver = tonumber(ver), c = c, u = u, p = p,") \
+    L("    o = string.sub(v, pos, pos + ol - 1), vstart = pos + ol + 1}") \
+    L("end") \
+    L("local META = 8")
+
+/* A new session of CALLER, unless it holds the most already. */
+static const char start_body[] =
+    PRELUDE
+    L("local now = now_ms()")
+    L("local z = ZPREFIX .. #CALLER .. ':' .. CALLER")
+    L("redis.call('ZREMRANGEBYSCORE', z, '-inf', now)")
+    L("if redis.call('ZCARD', z) >= tonumber(ARGV[7]) then return {6} end")
+    L("if redis.call('EXISTS', K) == 1 then return {7} end")
+    L("local s = {o = CALLER, d = tonumber(ARGV[4]), c = now, a = now, e = 0, u = ARGV[6],")
+    L("  b = 0, g = tonumber(ARGV[5])}")
+    L("redis.call('HSET', K, '@o', s.o, '@d', num(s.d), '@c', num(now), '@a', num(now),")
+    L("  '@e', '0', '@u', s.u, '@b', '0', '@g', num(s.g))")
+    L("keep(s, now)")
+    L("return reply(0, s, 1)");
+
+static const char get_body[] =
+    PRELUDE
+    L("local s = open()")
+    L("if not s then return {1} end")
+    L("local now = now_ms()")
+    L("local st = state(s, now)")
+    L("if st == 1 then touch(s, now) end")
+    L("local v = redis.call('HGET', K, 'k:' .. ARGV[4])")
+    L("local h = v and header(v)")
+    L("if not h or h.label > tonumber(ARGV[5]) then return reply(2, s, st) end")
+    L("return reply(0, s, st, v)");
+
+/* The label: the requested one, at least the writer's floor, never below
+ * the record's. The owner: whoever created the record. */
+static const char set_body[] =
+    PRELUDE
+    L("local s = open()")
+    L("if not s then return {1} end")
+    L("local now = now_ms()")
+    L("local st = state(s, now)")
+    L("if st ~= 1 then return reply(3, s, st) end")
+    L("local f, value = 'k:' .. ARGV[4], ARGV[9]")
+    L("local label = math.max(tonumber(ARGV[6]), tonumber(ARGV[7]))")
+    L("local ver, created, owner, oldsize = 0, num(now), CALLER, 0")
+    L("local old = redis.call('HGET', K, f)")
+    L("local h = old and header(old)")
+    L("if h then")
+    L("  if h.label > tonumber(ARGV[5]) then return reply(5, s, st) end")
+    L("  ver, created, owner = h.ver, h.c, h.o")
+    L("  oldsize = #old - h.vstart + 1")
+    L("  label = math.max(label, h.label)")
+    L("elseif redis.call('HLEN', K) - META >= tonumber(ARGV[10]) then")
+    L("  return reply(4, s, st, 'keys')")
+    L("end")
+    L("local bytes = s.b - oldsize + #value")
+    L("if bytes > tonumber(ARGV[11]) then return reply(4, s, st, 'bytes') end")
+    L("local hdr = num(label) .. ' ' .. num(ver + 1) .. ' ' .. created .. ' ' .. num(now) .. ' ' ..")
+    L("  ARGV[8] .. ' ' .. #owner .. ':' .. owner .. '\\n'")
+    L("redis.call('HSET', K, f, hdr .. value, '@b', num(bytes))")
+    L("touch(s, now)")
+    L("return reply(0, s, st, hdr .. num(#value))");
+
+static const char list_body[] =
+    PRELUDE
+    L("local s = open()")
+    L("if not s then return {1} end")
+    L("local now = now_ms()")
+    L("local st = state(s, now)")
+    L("if st == 1 then touch(s, now) end")
+    L("local clr, values = tonumber(ARGV[4]), ARGV[5] == '1'")
+    L("local all = redis.call('HGETALL', K)")
+    L("local r = reply(0, s, st)")
+    L("for i = 1, #all, 2 do")
+    L("  local f, v = all[i], all[i + 1]")
+    L("  if string.sub(f, 1, 2) == 'k:' then")
+    L("    local h = header(v)")
+    L("    if h and h.label <= clr then")
+    L("      r[#r + 1] = string.sub(f, 3)")
+    L("      if values then r[#r + 1] = v")
+    L("      else r[#r + 1] = string.sub(v, 1, h.vstart - 1) .. num(#v - h.vstart + 1) end")
+    L("    end")
+    L("  end")
+    L("end")
+    L("return r");
+
+static const char end_body[] =
+    PRELUDE
+    L("local s = open()")
+    L("if not s then return {1} end")
+    L("local now = now_ms()")
+    /* An EXPIRED session ended at its expiry: End does not lengthen it. */
+    L("if s.e == 0 then")
+    L("  s.e = math.min(now, s.a + s.d)")
+    L("  redis.call('HSET', K, '@e', num(s.e))")
+    L("  keep(s, now)")
+    L("end")
+    L("return reply(0, s, 3, redis.call('HLEN', K) - META)");
+
+/* A principal's records out of one session: the whole session when it is
+ * the owner's (and its index entry), else the records it created. */
+static const char erase_body[] =
+    PRELUDE
+    L("local s = load()")
+    L("if not s then return {1} end")
+    L("local who, dry = ARGV[4], ARGV[5] == '1'")
+    L("local n = 0")
+    /* A durable session's records are counted where PostgreSQL erases
+     * them (sess_pg.c), not twice. */
+    L("local counted = s.u ~= '1'")
+    L("if s.o == who then")
+    L("  n = redis.call('HLEN', K) - META")
+    L("  if not dry then")
+    L("    redis.call('DEL', K)")
+    L("    redis.call('ZREM', ZPREFIX .. #s.o .. ':' .. s.o, K)")
+    L("  end")
+    L("  return {0, counted and n or 0}")
+    L("end")
+    L("local all = redis.call('HGETALL', K)")
+    L("for i = 1, #all, 2 do")
+    L("  local f, v = all[i], all[i + 1]")
+    L("  local h = string.sub(f, 1, 2) == 'k:' and header(v)")
+    L("  if h and h.o == who then")
+    L("    n = n + 1")
+    L("    if not dry then")
+    L("      redis.call('HDEL', K, f)")
+    L("      redis.call('HINCRBY', K, '@b', -(#v - h.vstart + 1))")
+    L("    end")
+    L("  end")
+    L("end")
+    L("return {0, counted and n or 0}");
+/* clang-format on */
+
+static redis_script scripts[SESS_SCRIPT_COUNT] = {
+    {"session start", start_body, sizeof start_body - 1, ""},
+    {"session get", get_body, sizeof get_body - 1, ""},
+    {"session set", set_body, sizeof set_body - 1, ""},
+    {"session list", list_body, sizeof list_body - 1, ""},
+    {"session end", end_body, sizeof end_body - 1, ""},
+    {"session erase", erase_body, sizeof erase_body - 1, ""},
+};
+
+static pthread_once_t hashed = PTHREAD_ONCE_INIT;
+
+static void hash_scripts(void) { redis_scripts_hash(scripts, SESS_SCRIPT_COUNT); }
+
+const redis_script *sess_script(sess_script_id id) {
+    pthread_once(&hashed, hash_scripts);
+    return &scripts[id];
+}

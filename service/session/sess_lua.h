@@ -1,0 +1,58 @@
+/* sess_lua: the session scripts. Every operation on a session is one
+ * script (store/redis_script.h), so Redis applies its checks (the session's
+ * state and owner, the record's label, the bounds), its write and the
+ * extension of the session's life atomically, in one round trip, by one
+ * clock (Redis's TIME) for every replica.
+ *
+ * A session is a hash (KEYS[1], sess_store.h's key) of meta fields (@o
+ * owner, @d duration ms, @c created, @a last used, @e ended (0: not), @u
+ * durable, @b bytes of values, @g grace ms; times Unix ms) and one field
+ * "k:<key>" per record: a header "<label> <version> <created ms> <updated
+ * ms> <pii kinds, comma-separated, or -> <owner length>:<owner>\n" and the
+ * value. The hash expires (PEXPIREAT) at its purge time. Each owner's
+ * sessions are indexed in a sorted set (ARGV[1] .. owner length ":" ..
+ * owner; members the session keys, scores their purge times) that bounds
+ * how many a principal holds open; its name is built inside the scripts
+ * from the stored owner (one Redis: Redis Cluster is not supported).
+ *
+ * A use extends a session to within a second of its true expiry (less
+ * for short durations): a use within that long of the last extension
+ * writes nothing.
+ *
+ * Every script takes ARGV[1] the owner index prefix, ARGV[2] the caller,
+ * ARGV[3] "1" when the caller may touch other principals' sessions, and
+ * answers {code, state, owner, durable, duration, created, expire, purge,
+ * ...}: SESS_OK or another SESS_* code (then possibly nothing else). */
+#ifndef MEMORYD_SESSION_SESS_LUA_H
+#define MEMORYD_SESSION_SESS_LUA_H
+
+#include "service/store/redis_script.h"
+
+typedef enum sess_script_id {
+    SESS_SCRIPT_START = 0, /* ARGV[4..7]: duration ms, grace ms, durable, max sessions */
+    SESS_SCRIPT_GET = 1,   /* ARGV[4..5]: key, clr; then the record or nothing */
+    SESS_SCRIPT_SET = 2,   /* ARGV[4..11]: key, clr, label, lvl, pii, value, max keys,
+                            * max bytes; then the record's header and size */
+    SESS_SCRIPT_LIST = 3,  /* ARGV[4..5]: clr, with values; then key, record pairs */
+    SESS_SCRIPT_END = 4,   /* then the number of records */
+    SESS_SCRIPT_ERASE = 5, /* ARGV[4..5]: the principal whose records go, dry run; then the
+                            * number of records (a session it owns goes whole) */
+    SESS_SCRIPT_COUNT = 6,
+} sess_script_id;
+
+/* What a script answers first. */
+enum {
+    SESS_OK = 0,
+    SESS_NO_SESSION = 1, /* absent, past its grace, or not the caller's */
+    SESS_NO_KEY = 2,     /* no such record the caller may see */
+    SESS_CLOSED = 3,     /* a write to an EXPIRED or ENDED session */
+    SESS_FULL = 4,       /* the session's keys or bytes */
+    SESS_DENIED = 5,     /* the record's label is above the caller's clr */
+    SESS_TOO_MANY = 6,   /* the caller's open sessions */
+    SESS_EXISTS = 7,     /* Start: the id is taken */
+};
+
+/* Hashed on first use; thread-safe. */
+const redis_script *sess_script(sess_script_id id);
+
+#endif
