@@ -24,9 +24,13 @@ typedef struct edit_ctx {
     int64_t count; /* occurrences replaced */
 } edit_ctx;
 
+/* chars < 0: more than the most, not counted (the bytes alone showed it). */
 static int too_big(int64_t chars, char *err, size_t errlen) {
-    text_errf(err, errlen, "the document would grow to %lld characters; at most %d",
-              (long long)chars, WM_DOC_MAX_CHARS);
+    if (chars < 0)
+        text_errf(err, errlen, "the document would grow past %d characters", WM_DOC_MAX_CHARS);
+    else
+        text_errf(err, errlen, "the document would grow to %lld characters; at most %d",
+                  (long long)chars, WM_DOC_MAX_CHARS);
     return STATUS_ETOOBIG;
 }
 
@@ -82,10 +86,9 @@ static int edit_update(void *arg, const char *cur, int exists, wm_edit_out *out,
     if (e->count == 0) return STATUS_OK; /* out->changed stays 0 */
     /* The size first: a short find replaced by a long text many times. */
     size_t total = cl - (size_t)e->count * fl;
-    if (rl && (size_t)e->count > (DOC_MAX_BYTES - total) / rl)
-        return too_big(WM_DOC_MAX_CHARS + 1LL, err, errlen);
+    if (rl && (size_t)e->count > (DOC_MAX_BYTES - total) / rl) return too_big(-1, err, errlen);
     total += (size_t)e->count * rl;
-    if (total > DOC_MAX_BYTES) return too_big(WM_DOC_MAX_CHARS + 1LL, err, errlen);
+    if (total > DOC_MAX_BYTES) return too_big(-1, err, errlen);
     char *buf = arena_alloc(e->a, total + 1), *w = buf;
     if (!buf) return STATUS_ENOMEM;
     const char *p = cur;
