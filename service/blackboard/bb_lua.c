@@ -2,7 +2,6 @@
  * them is store/redis_script's. See bb_lua.h. */
 #include "service/blackboard/bb_lua.h"
 
-#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -316,22 +315,15 @@ static const char due_body[] =
 /* clang-format on */
 
 static redis_script scripts[BB_SCRIPT_COUNT] = {
-    {"blackboard post", post_body, sizeof post_body - 1, ""},
-    {"blackboard sync", sync_body, sizeof sync_body - 1, ""},
-    {"blackboard lease sweep", sweep_body, sizeof sweep_body - 1, ""},
-    {"blackboard lease index", due_body, sizeof due_body - 1, ""},
-    {"blackboard erase", erase_body, sizeof erase_body - 1, ""},
-    {"blackboard export", export_body, sizeof export_body - 1, ""},
+    REDIS_SCRIPT("blackboard post", post_body),
+    REDIS_SCRIPT("blackboard sync", sync_body),
+    REDIS_SCRIPT("blackboard lease sweep", sweep_body),
+    REDIS_SCRIPT("blackboard lease index", due_body),
+    REDIS_SCRIPT("blackboard erase", erase_body),
+    REDIS_SCRIPT("blackboard export", export_body),
 };
 
-static pthread_once_t hashed = PTHREAD_ONCE_INIT;
-
-static void hash_scripts(void) { redis_scripts_hash(scripts, BB_SCRIPT_COUNT); }
-
-const bb_script *bb_script_get(bb_script_id id) {
-    pthread_once(&hashed, hash_scripts);
-    return &scripts[id];
-}
+bb_script *bb_script_get(bb_script_id id) { return &scripts[id]; }
 
 int bb_eval_init(bb_eval *e, aredis *r, arena *a, bb_script_id script, int nkeys, int nargs) {
     return redis_eval_init(e, r, a, bb_script_get(script), nkeys, nargs);

@@ -31,8 +31,8 @@ typedef enum bb_script_id {
     BB_SCRIPT_COUNT = 6,
 } bb_script_id;
 
-/* The scripts with their SHA-1s (computed on first use; thread-safe). */
-const bb_script *bb_script_get(bb_script_id id);
+/* The script (redis_script hashes it on its first run). */
+bb_script *bb_script_get(bb_script_id id);
 
 /* One script run on the event loop (store/redis_script.h): the caller fills
  * argv from index BB_EVAL_ARGV0 (KEYS then ARGV), then bb_eval_submit. */

@@ -1,8 +1,6 @@
 /* sess_lua: the scripts; see sess_lua.h. */
 #include "service/session/sess_lua.h"
 
-#include <pthread.h>
-
 /* The scripts are Lua, one line per L(): clang-format would fold them. */
 /* clang-format off */
 #define L(line) line "\n"
@@ -191,19 +189,9 @@ static const char erase_body[] =
 /* clang-format on */
 
 static redis_script scripts[SESS_SCRIPT_COUNT] = {
-    {"session start", start_body, sizeof start_body - 1, ""},
-    {"session get", get_body, sizeof get_body - 1, ""},
-    {"session set", set_body, sizeof set_body - 1, ""},
-    {"session list", list_body, sizeof list_body - 1, ""},
-    {"session end", end_body, sizeof end_body - 1, ""},
-    {"session erase", erase_body, sizeof erase_body - 1, ""},
+    REDIS_SCRIPT("session start", start_body), REDIS_SCRIPT("session get", get_body),
+    REDIS_SCRIPT("session set", set_body),     REDIS_SCRIPT("session list", list_body),
+    REDIS_SCRIPT("session end", end_body),     REDIS_SCRIPT("session erase", erase_body),
 };
 
-static pthread_once_t hashed = PTHREAD_ONCE_INIT;
-
-static void hash_scripts(void) { redis_scripts_hash(scripts, SESS_SCRIPT_COUNT); }
-
-const redis_script *sess_script(sess_script_id id) {
-    pthread_once(&hashed, hash_scripts);
-    return &scripts[id];
-}
+redis_script *sess_script(sess_script_id id) { return &scripts[id]; }

@@ -52,7 +52,7 @@ enum {
     SESS_EXISTS = 7,     /* Start: the id is taken */
 };
 
-/* Hashed on first use; thread-safe. */
-const redis_script *sess_script(sess_script_id id);
+/* The script (redis_script hashes it on its first run). */
+redis_script *sess_script(sess_script_id id);
 
 #endif

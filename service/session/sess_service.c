@@ -118,7 +118,7 @@ static grpc_status_code fill_reads(pending *pp, const sess_info *s, sess_rec *re
     if (pp->kind == OP_GET) {
         Memory__V1__SessionGetResponse *resp = (Memory__V1__SessionGetResponse *)pp->resp;
         if (n == 1 && !from_pg) RPC_CHECK(must_see(pp, s, &recs[0]));
-        if (n != 1 || !may_see(pp, s, &recs[0], br)) {
+        if (n != 1 || (from_pg && !may_see(pp, s, &recs[0], br))) {
             rpc_call_set_error(pp->call, "key \"%s\" not found in session %s", pp->key, s->id);
             return GRPC_STATUS_NOT_FOUND;
         }
@@ -132,7 +132,7 @@ static grpc_status_code fill_reads(pending *pp, const sess_info *s, sess_rec *re
     if (!resp->records) return rpc_call_oom(pp->call);
     for (size_t i = 0; i < n; i++) {
         if (!from_pg) RPC_CHECK(must_see(pp, s, &recs[i]));
-        if (!may_see(pp, s, &recs[i], br)) continue;
+        else if (!may_see(pp, s, &recs[i], br)) continue;
         if (!pp->with_values) recs[i].has_value = 0;
         if (!(resp->records[resp->n_records++] = render_rec(a, pp->p, &recs[i])))
             return rpc_call_oom(pp->call);

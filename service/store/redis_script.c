@@ -2,18 +2,26 @@
 #include "service/store/redis_script.h"
 
 #include <openssl/sha.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "service/core/status.h"
 
-void redis_scripts_hash(redis_script *scripts, size_t n) {
-    for (size_t i = 0; i < n; i++) {
+static pthread_mutex_t hashing = PTHREAD_MUTEX_INITIALIZER;
+
+/* s's sha, computed on first use: once hashed, a load and no lock. */
+static const char *sha_of(redis_script *s) {
+    if (__atomic_load_n(&s->hashed, __ATOMIC_ACQUIRE)) return s->sha;
+    pthread_mutex_lock(&hashing);
+    if (!__atomic_load_n(&s->hashed, __ATOMIC_RELAXED)) {
         unsigned char d[SHA_DIGEST_LENGTH];
-        SHA1((const unsigned char *)scripts[i].body, scripts[i].len, d);
-        for (int j = 0; j < SHA_DIGEST_LENGTH; j++)
-            snprintf(scripts[i].sha + 2 * j, 3, "%02x", d[j]);
+        SHA1((const unsigned char *)s->body, s->len, d);
+        for (int j = 0; j < SHA_DIGEST_LENGTH; j++) snprintf(s->sha + 2 * j, 3, "%02x", d[j]);
+        __atomic_store_n(&s->hashed, 1, __ATOMIC_RELEASE);
     }
+    pthread_mutex_unlock(&hashing);
+    return s->sha;
 }
 
 static void eval_done(aredis_cmd *q, int status, redisReply *reply) {
@@ -31,7 +39,7 @@ static void eval_done(aredis_cmd *q, int status, redisReply *reply) {
     e->done(e, status, reply);
 }
 
-int redis_eval_init(redis_eval *e, aredis *r, arena *a, const redis_script *script, int nkeys,
+int redis_eval_init(redis_eval *e, aredis *r, arena *a, redis_script *script, int nkeys,
                     int nargs) {
     int argc = REDIS_EVAL_ARGV0 + nkeys + nargs;
     char *nk = arena_printf(a, "%d", nkeys);
@@ -45,7 +53,7 @@ int redis_eval_init(redis_eval *e, aredis *r, arena *a, const redis_script *scri
     e->retried = 0;
     e->argv[0] = "EVALSHA";
     e->lens[0] = 7;
-    e->argv[1] = script->sha;
+    e->argv[1] = sha_of(script);
     e->lens[1] = 40;
     e->argv[2] = nk;
     e->lens[2] = strlen(nk);
