@@ -74,6 +74,17 @@ static const opt_def options[] = {
     OPT_TEXT("qdrant-collection-prefix", qdrant_collection_prefix, "memoryd_",
              "prefix of the Qdrant collections memoryd creates (one per tenant and collection), so "
              "deployments can share a Qdrant"),
+    OPT_TEXT("embedder-url", embedder_url, "",
+             "base URL of an OpenAI-compatible embeddings API (memoryd POSTs to <url>/embeddings), "
+             "e.g. http://127.0.0.1:11434/v1; empty = no text queries, vectors only"),
+    OPT_TEXT("embedder-model", embedder_model, "",
+             "the model asked of --embedder-url, recorded by every collection filled through it"),
+    OPT_SECRET("embedder-api-key", embedder_api_key, "",
+               "API key sent to the embedder as Authorization: Bearer"),
+    OPT_NUMBER("embedder-timeout-ms", embedder_timeout_ms, "10000", 100, 600000,
+               "longest one embeddings request may take when the call has no shorter deadline"),
+    OPT_NUMBER("embedder-batch", embedder_batch, "64", 1, 2048,
+               "texts sent in one embeddings request; more are sent in several"),
     OPT_TEXT("tls-cert", tls_cert, "",
              "PEM certificate chain file; with --tls-key serves TLS instead of plaintext"),
     OPT_TEXT("tls-key", tls_key, "", "PEM private key file for --tls-cert"),
@@ -368,6 +379,19 @@ static int validate(const config *c, char *err, size_t errlen) {
         snprintf(err, errlen,
                  "--qdrant-url (MEMORYD_QDRANT_URL) must start with http:// or "
                  "https:// (Qdrant's REST port, 6333 by default)");
+        return -1;
+    }
+    if (c->embedder_url[0] && strncmp(c->embedder_url, "http://", 7) != 0 &&
+        strncmp(c->embedder_url, "https://", 8) != 0) {
+        snprintf(err, errlen,
+                 "--embedder-url (MEMORYD_EMBEDDER_URL) must start with http:// or https:// "
+                 "(the API's base, e.g. http://127.0.0.1:11434/v1)");
+        return -1;
+    }
+    if (c->embedder_url[0] && !c->embedder_model[0]) {
+        snprintf(err, errlen,
+                 "--embedder-url is set but --embedder-model (MEMORYD_EMBEDDER_MODEL) is not: "
+                 "name the model to ask for");
         return -1;
     }
     if (c->qdrant_collection_prefix[0] &&

@@ -24,6 +24,11 @@ typedef struct config {
     char *qdrant_api_key;           /* sent as the api-key header */
     int qdrant_timeout_ms;          /* one Qdrant request at most (calls without deadline) */
     char *qdrant_collection_prefix; /* of the Qdrant collections memoryd creates */
+    char *embedder_url;             /* OpenAI-compatible API base; empty = no text queries */
+    char *embedder_model;           /* the model asked for (required with a URL) */
+    char *embedder_api_key;         /* sent as Authorization: Bearer */
+    int embedder_timeout_ms;        /* one embeddings request at most */
+    int embedder_batch;             /* texts a request */
     char *tls_cert;                 /* PEM certificate chain; empty = plaintext */
     char *tls_key;                  /* PEM private key for tls_cert */
     char *tls_client_ca;            /* CAs of required client certificates; empty = none */

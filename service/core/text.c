@@ -94,6 +94,14 @@ void text_errf(char *err, size_t errlen, const char *fmt, ...) {
     va_end(ap);
 }
 
+int text_fail(char *err, size_t errlen, int code, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    text_verrf(err, errlen, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
 char *text_read_file(const char *path, size_t *len) {
     int std = strcmp(path, "-") == 0;
     FILE *f = std ? stdin : fopen(path, "rb");

@@ -31,6 +31,10 @@ const char *text_quote(arena *a, const char *s);
 void text_errf(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void text_verrf(char *err, size_t errlen, const char *fmt, va_list ap);
+/* text_errf, then returns code: `return text_fail(err, errlen,
+ * STATUS_EINVALID, "...")`. */
+int text_fail(char *err, size_t errlen, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 /* The whole file at path ("-": standard input), under 1 MiB, malloc'd and
  * NUL-terminated (free()), its length in *len (may be NULL); NULL when it

@@ -6,11 +6,12 @@
 #include "service/store/pgq.h"
 #include "service/tier/tier_sql.h"
 
-#define COLS "c.cid, c.name, c.dims, c.distance, c.owner, c.created_at"
+#define COLS "c.cid, c.name, c.dims, c.distance, c.owner, c.created_at, c.embedder_model"
 
 typedef struct call {
     const char *name;
     int dims, distance;
+    const char *model;
     ecat_hook hook;
     void *arg;
     const char *after;
@@ -31,6 +32,8 @@ static int decode(tier_ctx *c, const PGresult *r, int row, vs_collection *out) {
         return tier_fail(c, STATUS_EINTERNAL, "unexpected episodic_collections row");
     out->dims = (int)dims;
     out->distance = (int)distance;
+    if (!PQgetisnull(r, row, 6) && !(out->embedder_model = pgq_col_str(c->ar, r, row, 6)))
+        return tier_fail(c, STATUS_ENOMEM, "out of memory");
     return STATUS_OK;
 }
 
@@ -55,10 +58,11 @@ static int create_fn(pgq_session *ss, tier_ctx *c, void *arg) {
     pgq_sql b = {0};
     pgq_sql_add(&b,
                 "INSERT INTO episodic_collections AS c (tenant, name, dims, distance, owner, "
-                "created_at) VALUES ($%d, $%d, $%d, $%d, $%d, now()) "
-                "ON CONFLICT (tenant, name) DO NOTHING RETURNING " COLS,
+                "created_at, embedder_model) VALUES ($%d, $%d, $%d, $%d, $%d, now(), "
+                "NULLIF($%d, '')) ON CONFLICT (tenant, name) DO NOTHING RETURNING " COLS,
                 pgq_text(&b, principal_tenant(c->p)), pgq_text(&b, a->name), pgq_int4(&b, a->dims),
-                pgq_int4(&b, a->distance), pgq_text(&b, principal_sub(c->p)));
+                pgq_int4(&b, a->distance), pgq_text(&b, principal_sub(c->p)),
+                pgq_text(&b, a->model ? a->model : ""));
     PGresult *r;
     int rc = pgq_pipeline(ss, "create collection", "BEGIN", &b, 0, &r);
     if (rc != STATUS_OK) return rc;
@@ -74,6 +78,20 @@ static int get_fn(pgq_session *ss, tier_ctx *c, void *arg) {
                 pgq_text(&b, principal_tenant(c->p)), pgq_text(&b, a->name));
     PGresult *r;
     int rc = pgq_pipeline(ss, "get collection", NULL, &b, 1, &r);
+    return rc == STATUS_OK ? one_row(c, r, a, STATUS_ENOTFOUND, "not found", a->out) : rc;
+}
+
+static int claim_fn(pgq_session *ss, tier_ctx *c, void *arg) {
+    call *a = arg;
+    pgq_sql b = {0};
+    pgq_sql_add(&b,
+                "UPDATE episodic_collections c SET embedder_model = "
+                "COALESCE(c.embedder_model, $%d) WHERE c.tenant = $%d AND c.name = $%d "
+                "RETURNING " COLS,
+                pgq_text(&b, a->model), pgq_text(&b, principal_tenant(c->p)),
+                pgq_text(&b, a->name));
+    PGresult *r;
+    int rc = pgq_pipeline(ss, "record embedder model", NULL, &b, 1, &r);
     return rc == STATUS_OK ? one_row(c, r, a, STATUS_ENOTFOUND, "not found", a->out) : rc;
 }
 
@@ -115,11 +133,22 @@ static int run_on(pg_pool *pg, tier_ctx *c, call *a, tier_sql_fn fn) {
     return tier_sql_run(pg, c, TIER_MAX_STATEMENT_MS, fn, a);
 }
 
-int ecat_create(pg_pool *pg, tier_ctx *c, const char *name, int dims, int distance, ecat_hook hook,
-                void *arg, vs_collection *out) {
-    call a = {
-        .name = name, .dims = dims, .distance = distance, .hook = hook, .arg = arg, .out = out};
+int ecat_create(pg_pool *pg, tier_ctx *c, const char *name, int dims, int distance,
+                const char *model, ecat_hook hook, void *arg, vs_collection *out) {
+    call a = {.name = name,
+              .dims = dims,
+              .distance = distance,
+              .model = model,
+              .hook = hook,
+              .arg = arg,
+              .out = out};
     return run_on(pg, c, &a, create_fn);
+}
+
+int ecat_claim_model(pg_pool *pg, tier_ctx *c, const char *name, const char *model,
+                     vs_collection *out) {
+    call a = {.name = name, .model = model, .out = out};
+    return run_on(pg, c, &a, claim_fn);
 }
 
 int ecat_get(pg_pool *pg, tier_ctx *c, const char *name, vs_collection *out) {

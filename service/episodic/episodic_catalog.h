@@ -21,10 +21,18 @@
  * transaction back and is the call's result (the hook fills ctx->err). */
 typedef int (*ecat_hook)(tier_ctx *c, const vs_collection *col, void *arg);
 
-/* STATUS_EEXISTS when the tenant has a collection of that name. hook may be
- * NULL. On STATUS_OK *out is the new collection. */
-int ecat_create(pg_pool *pg, tier_ctx *c, const char *name, int dims, int distance, ecat_hook hook,
-                void *arg, vs_collection *out);
+/* STATUS_EEXISTS when the tenant has a collection of that name. model:
+ * the embedder model it records (NULL: none). hook may be NULL. On
+ * STATUS_OK *out is the new collection. */
+int ecat_create(pg_pool *pg, tier_ctx *c, const char *name, int dims, int distance,
+                const char *model, ecat_hook hook, void *arg, vs_collection *out);
+
+/* Records model as the embedder model of collection name unless it has
+ * one: STATUS_OK with *out the collection as it now is (the caller
+ * compares out->embedder_model with model: a collection recorded with
+ * another model keeps it); STATUS_ENOTFOUND when absent. */
+int ecat_claim_model(pg_pool *pg, tier_ctx *c, const char *name, const char *model,
+                     vs_collection *out);
 
 /* STATUS_ENOTFOUND when absent. */
 int ecat_get(pg_pool *pg, tier_ctx *c, const char *name, vs_collection *out);

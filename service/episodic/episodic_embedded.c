@@ -575,8 +575,8 @@ static int emb_scroll(vstore *vs, tier_ctx *c, const vs_collection *col,
 /* ------------------------------------------------------------ collections */
 
 static int emb_create_collection(vstore *vs, tier_ctx *c, const char *name, int dims, int distance,
-                                 vs_collection *out) {
-    return ecat_create(((embedded *)vs)->pg, c, name, dims, distance, NULL, NULL, out);
+                                 const char *model, vs_collection *out) {
+    return ecat_create(((embedded *)vs)->pg, c, name, dims, distance, model, NULL, NULL, out);
 }
 
 static int emb_get_collection(vstore *vs, tier_ctx *c, const char *name, vs_collection *out) {

@@ -11,6 +11,7 @@
 
 #include "service/core/clock.h"
 #include "service/core/log.h"
+#include "service/core/text.h"
 #include "service/episodic/episodic_catalog.h"
 #include "service/episodic/episodic_qdrant_internal.h"
 #include "service/store/pgq.h"
@@ -144,7 +145,7 @@ int qdrant_serialized(qdrant *q, tier_ctx *c, const vs_collection *col, int (*fn
 }
 
 int qdrant_points_call(const qtarget *t, tier_ctx *c, const char *op, const char *method,
-                       const char *suffix, const char *body, size_t blen, qdrant_resp *r) {
+                       const char *suffix, const char *body, size_t blen, http_resp *r) {
     char path[QDRANT_PATH_MAX];
     snprintf(path, sizeof path, "/collections/%s/points%s", t->qn, suffix);
     int rc = qdrant_http_call(t->q->http, method, path, body, blen, c->deadline_ms, c->cancel,
@@ -167,7 +168,7 @@ typedef struct hook_arg {
  * shape and no points; anything else is refused rather than adopted. */
 static int adopt(qdrant *q, tier_ctx *c, const vs_collection *col, const char *qn) {
     char path[QDRANT_PATH_MAX], why[400];
-    qdrant_resp r;
+    http_resp r;
     int dims = 0, dist = 0;
     int64_t n = -1;
     snprintf(path, sizeof path, "/collections/%s", qn);
@@ -175,7 +176,7 @@ static int adopt(qdrant *q, tier_ctx *c, const vs_collection *col, const char *q
                               c->traceparent, &r, why, sizeof why);
     if (rc == STATUS_OK) {
         rc = qj_parse_collection(r.body, r.len, &dims, &dist, why, sizeof why);
-        qdrant_resp_free(&r);
+        http_resp_free(&r);
     }
     if (rc == STATUS_OK) {
         static const char count_all[] = "{\"exact\":true}";
@@ -184,7 +185,7 @@ static int adopt(qdrant *q, tier_ctx *c, const vs_collection *col, const char *q
                               c->deadline_ms, c->cancel, c->traceparent, &r, why, sizeof why);
         if (rc == STATUS_OK) {
             rc = qj_parse_count(r.body, r.len, &n, why, sizeof why);
-            qdrant_resp_free(&r);
+            http_resp_free(&r);
         }
     }
     if (rc != STATUS_OK) return qdrant_logged("create", tier_fail(c, rc, "%s", why), c->err);
@@ -202,14 +203,14 @@ static int adopt(qdrant *q, tier_ctx *c, const vs_collection *col, const char *q
 static int drop(qdrant *q, tier_ctx *c, const char *qn, char *err, size_t errlen) {
     char path[QDRANT_PATH_MAX];
     snprintf(path, sizeof path, "/collections/%s", qn);
-    qdrant_resp r;
+    http_resp r;
     int rc = qdrant_http_call(q->http, "DELETE", path, NULL, 0, c->deadline_ms, c->cancel,
                               c->traceparent, &r, err, errlen);
     if (rc == STATUS_ENOTFOUND) return STATUS_OK; /* already gone: what we wanted */
     if (rc != STATUS_OK) return rc;
     int deleted = 0;
     rc = qj_parse_bool(r.body, r.len, &deleted, err, errlen);
-    qdrant_resp_free(&r);
+    http_resp_free(&r);
     return rc;
 }
 
@@ -227,7 +228,7 @@ static int create_hook(tier_ctx *c, const vs_collection *col, void *arg) {
     rc = qj_create_collection(col->dims, col->distance, &body, &blen, c->err, sizeof c->err);
     if (rc != STATUS_OK) return rc;
     snprintf(path, sizeof path, "/collections/%s", qn);
-    qdrant_resp r;
+    http_resp r;
     rc = qdrant_http_call(q->http, "PUT", path, body, blen, c->deadline_ms, c->cancel,
                           c->traceparent, &r, c->err, sizeof c->err);
     free(body);
@@ -236,7 +237,7 @@ static int create_hook(tier_ctx *c, const vs_collection *col, void *arg) {
     } else if (rc == STATUS_OK) {
         int created = 0;
         rc = qj_parse_bool(r.body, r.len, &created, c->err, sizeof c->err);
-        qdrant_resp_free(&r);
+        http_resp_free(&r);
         if (rc == STATUS_OK && !created)
             rc = tier_fail(c, STATUS_EINTERNAL, "qdrant answered false to creating collection %s",
                            qn);
@@ -254,7 +255,7 @@ static int create_hook(tier_ctx *c, const vs_collection *col, void *arg) {
         free(body);
         if (rc == STATUS_OK) {
             rc = qj_parse_update(r.body, r.len, c->err, sizeof c->err);
-            qdrant_resp_free(&r);
+            http_resp_free(&r);
         }
     }
     if (rc != STATUS_OK) {
@@ -276,12 +277,12 @@ static int delete_hook(tier_ctx *c, const vs_collection *col, void *arg) {
 }
 
 static int q_create_collection(vstore *vs, tier_ctx *c, const char *name, int dims, int distance,
-                               vs_collection *out) {
+                               const char *model, vs_collection *out) {
     qdrant *q = (qdrant *)vs;
     hook_arg h = {.q = q};
     int rc = qdrant_ready(q, c, &h.version);
     if (rc != STATUS_OK) return rc;
-    return ecat_create(q->pg, c, name, dims, distance, create_hook, &h, out);
+    return ecat_create(q->pg, c, name, dims, distance, model, create_hook, &h, out);
 }
 
 static int q_get_collection(vstore *vs, tier_ctx *c, const char *name, vs_collection *out) {
@@ -323,18 +324,19 @@ static const vstore_ops qdrant_ops = VSTORE_OPS("qdrant", q);
 
 int episodic_qdrant_open(pg_pool *pg, const qdrant_options *o, vstore **out, char *err,
                          size_t errlen) {
-    if (!o || !o->url || !o->url[0]) return qj_fail(err, errlen, -1, "qdrant: no URL configured");
+    if (!o || !o->url || !o->url[0]) return text_fail(err, errlen, -1, "qdrant: no URL configured");
     if (strncmp(o->url, "http://", 7) != 0 && strncmp(o->url, "https://", 8) != 0)
-        return qj_fail(err, errlen, -1, "qdrant URL must start with http:// or https://");
+        return text_fail(err, errlen, -1, "qdrant URL must start with http:// or https://");
     const char *prefix = o->collection_prefix ? o->collection_prefix : "memoryd_";
     if (!name_ok(prefix, 64))
-        return qj_fail(err, errlen, -1, "qdrant collection prefix must be 0..64 of [A-Za-z0-9_-]");
+        return text_fail(err, errlen, -1,
+                         "qdrant collection prefix must be 0..64 of [A-Za-z0-9_-]");
     if (o->api_key && strpbrk(o->api_key, "\r\n"))
-        return qj_fail(err, errlen, -1, "qdrant API key holds a line break");
+        return text_fail(err, errlen, -1, "qdrant API key holds a line break");
     qdrant *q = calloc(1, sizeof *q);
     if (!q || !(q->prefix = strdup(prefix))) {
         free(q);
-        return qj_fail(err, errlen, -1, "out of memory");
+        return text_fail(err, errlen, -1, "out of memory");
     }
     q->base.ops = &qdrant_ops;
     q->pg = pg;

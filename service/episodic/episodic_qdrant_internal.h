@@ -45,7 +45,7 @@ int qdrant_serialized(qdrant *q, tier_ctx *c, const vs_collection *col, int (*fn
  * /collections/<qn>/points<suffix> (suffix "", "/scroll", "?wait=true"...):
  * a 404 means the Qdrant collection is gone (STATUS_ENOTFOUND naming it). */
 int qdrant_points_call(const qtarget *t, tier_ctx *c, const char *op, const char *method,
-                       const char *suffix, const char *body, size_t blen, qdrant_resp *r);
+                       const char *suffix, const char *body, size_t blen, http_resp *r);
 
 /* episodic_qdrant_points.c: the point operations of vstore_ops. */
 vs_upsert_fn q_upsert;

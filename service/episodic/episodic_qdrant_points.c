@@ -43,14 +43,14 @@ static int existing(const qtarget *t, tier_ctx *c, const vs_collection *col, con
     size_t blen = 0;
     int rc = qj_retrieve(ids, n, QJ_PAYLOAD_META, 0, &body, &blen, c->err, sizeof c->err);
     if (rc != STATUS_OK) return rc;
-    qdrant_resp r;
+    http_resp r;
     rc = qdrant_points_call(t, c, "retrieve", "POST", "", body, blen, &r);
     free(body);
     if (rc != STATUS_OK) return rc;
     qj_read rd = {.tenant = principal_tenant(c->p), .dims = col->dims};
     rc = qj_parse_records(r.body, r.len, &rd, 0, c->ar, out, nout, NULL, NULL, c->err,
                           sizeof c->err);
-    qdrant_resp_free(&r);
+    http_resp_free(&r);
     if (rc != STATUS_OK) return qdrant_logged("retrieve", rc, c->err);
     if (*nout > 1) qsort(*out, *nout, sizeof **out, cmp_point);
     return STATUS_OK;
@@ -97,12 +97,12 @@ static int upsert_checked(vstore *vs, tier_ctx *c, const vs_collection *col, con
             m = (m + 1) / 2;
         }
         if (rc != STATUS_OK) break;
-        qdrant_resp r;
+        http_resp r;
         rc = qdrant_points_call(&t, c, "upsert", "PUT", "?wait=true", body, blen, &r);
         free(body);
         if (rc != STATUS_OK) break;
         rc = qdrant_logged("upsert", qj_parse_update(r.body, r.len, c->err, sizeof c->err), c->err);
-        qdrant_resp_free(&r);
+        http_resp_free(&r);
     }
     return rc;
 }
@@ -147,7 +147,7 @@ int q_search(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_search 
         sq.threshold = nextafterf(s->threshold, col->distance == VS_EUCLID ? INFINITY : -INFINITY);
     rc = qj_query(&scope, &sq, col->dims, legacy, &body, &blen, c->err, sizeof c->err);
     if (rc != STATUS_OK) return rc;
-    qdrant_resp r;
+    http_resp r;
     rc = qdrant_points_call(&t, c, "search", "POST", legacy ? "/search" : "/query", body, blen, &r);
     free(body);
     if (rc != STATUS_OK) return rc;
@@ -158,7 +158,7 @@ int q_search(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_search 
     vs_hit *hits = NULL;
     size_t nh = 0;
     rc = qj_parse_hits(r.body, r.len, &rd, legacy, c->ar, &hits, &nh, c->err, sizeof c->err);
-    qdrant_resp_free(&r);
+    http_resp_free(&r);
     if (rc != STATUS_OK) return qdrant_logged("search", rc, c->err);
 
     size_t k = 0;
@@ -204,7 +204,7 @@ int q_get(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_id *ids, s
     rc = qj_scroll(&scope, NULL, (int)n, NULL, with_payload ? QJ_PAYLOAD_ALL : QJ_PAYLOAD_META,
                    with_vector, &body, &blen, c->err, sizeof c->err);
     if (rc != STATUS_OK) return rc;
-    qdrant_resp r;
+    http_resp r;
     rc = qdrant_points_call(&t, c, "get", "POST", "/scroll", body, blen, &r);
     free(body);
     if (rc != STATUS_OK) return rc;
@@ -216,7 +216,7 @@ int q_get(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_id *ids, s
     size_t nf = 0;
     rc = qj_parse_records(r.body, r.len, &rd, 1, c->ar, &found, &nf, NULL, NULL, c->err,
                           sizeof c->err);
-    qdrant_resp_free(&r);
+    http_resp_free(&r);
     if (rc != STATUS_OK) return qdrant_logged("get", rc, c->err);
     if (nf > 1) qsort(found, nf, sizeof *found, cmp_point);
 
@@ -251,12 +251,12 @@ static int delete_by_ids(const qtarget *t, tier_ctx *c, const vs_id *ids, size_t
     size_t blen = 0;
     int rc = qj_delete(ids, n, &body, &blen, c->err, sizeof c->err);
     if (rc != STATUS_OK) return rc;
-    qdrant_resp r;
+    http_resp r;
     rc = qdrant_points_call(t, c, "delete", "POST", "/delete?wait=true", body, blen, &r);
     free(body);
     if (rc != STATUS_OK) return rc;
     rc = qj_parse_update(r.body, r.len, c->err, sizeof c->err);
-    qdrant_resp_free(&r);
+    http_resp_free(&r);
     return qdrant_logged("delete", rc, c->err);
 }
 
@@ -309,13 +309,13 @@ static int scroll_once(const qtarget *t, tier_ctx *c, const char *what, const qj
     int rc =
         qj_scroll(scope, filter, limit, offset, payload, 0, &body, &blen, c->err, sizeof c->err);
     if (rc != STATUS_OK) return rc;
-    qdrant_resp r;
+    http_resp r;
     rc = qdrant_points_call(t, c, what, "POST", "/scroll", body, blen, &r);
     free(body);
     if (rc != STATUS_OK) return rc;
     rc = qj_parse_records(r.body, r.len, rd, 1, a, &page->points, &page->n, &page->next,
                           &page->has_next, c->err, sizeof c->err);
-    qdrant_resp_free(&r);
+    http_resp_free(&r);
     return rc == STATUS_OK ? rc : qdrant_logged(what, rc, c->err);
 }
 
@@ -453,12 +453,12 @@ int q_count(vstore *vs, tier_ctx *c, const vs_collection *col, const Memory__V1_
     size_t blen = 0;
     rc = qj_count(&scope, filter, exact, &body, &blen, c->err, sizeof c->err);
     if (rc != STATUS_OK) return rc;
-    qdrant_resp r;
+    http_resp r;
     rc = qdrant_points_call(&t, c, "count", "POST", "/count", body, blen, &r);
     free(body);
     if (rc != STATUS_OK) return rc;
     rc = qj_parse_count(r.body, r.len, count, c->err, sizeof c->err);
-    qdrant_resp_free(&r);
+    http_resp_free(&r);
     return qdrant_logged("count", rc, c->err);
 }
 

@@ -11,10 +11,14 @@
 #include "memory/v1/episodic_memory.pb-c.h"
 #include "service/auth/authn.h"
 #include "service/core/log.h"
+#include "service/core/text.h"
+#include "service/embed/embedder.h"
 #include "service/episodic/episodic_embedded.h"
 #include "service/episodic/episodic_filter.h"
 #include "service/episodic/episodic_index.h"
 #include "service/episodic/episodic_qdrant.h"
+#include "service/episodic/episodic_text.h"
+#include "service/metrics/backend_metrics.h"
 #include "service/pb/pbjson.h"
 #include "service/pb/pbtime.h"
 #include "service/privacy/pii_policy.h"
@@ -28,12 +32,15 @@
 #define LIMIT_MAX 1000
 #define LIMIT_DEFAULT 10
 #define OFFSET_MAX 10000
+#define MODEL_NAME_MAX 256
 
 /* The tier's state: the vector store (embedded, or Qdrant when a URL is
- * configured; it owns it) and the PII policy. */
+ * configured; it owns it), the embedder (when configured; it owns it too)
+ * and the PII policy. */
 typedef struct episodic_service {
     vstore *vs;
-    int remote; /* Qdrant: a backend of its own for health */
+    embedder *emb; /* NULL: no --embedder-url, text is refused */
+    int remote;    /* Qdrant: a backend of its own for health */
     pii_policy pii;
     pg_pool *pg;  /* the catalog's (and the audit rows of Qdrant writes) */
     audit *audit; /* writes' rows */
@@ -186,6 +193,7 @@ static Memory__V1__Collection *render_collection(arena *a, const principal *p,
     m->name = (char *)col->name;
     m->dims = col->dims;
     m->distance = (Memory__V1__Distance)col->distance;
+    if (col->embedder_model) m->embedder_model = (char *)col->embedder_model;
     tier_meta meta = {.owner = col->owner,
                       .label = MEMORY__V1__LABEL__LABEL_PUBLIC,
                       .version = 1,
@@ -201,19 +209,37 @@ static RPC_UNARY_HANDLER(do_create_collection, episodic_service,
                          Memory__V1__CreateCollectionRequest,
                          Memory__V1__CreateCollectionResponse) {
     RPC_CHECK(check_name(call, "name", req->name));
-    if (req->dims < 1 || req->dims > VS_MAX_DIMS)
-        return rpc_call_invalid(call, "dims: %d; must be 1 to %d", req->dims, VS_MAX_DIMS);
+    if (req->dims < 0 || req->dims > VS_MAX_DIMS)
+        return rpc_call_invalid(call, "dims: %d; must be 1 to %d (0: the embedder model's)",
+                                req->dims, VS_MAX_DIMS);
     if (req->distance < VS_COSINE || req->distance > VS_EUCLID)
         return rpc_call_invalid(call,
                                 "distance: %d; set DISTANCE_COSINE, DISTANCE_DOT or "
                                 "DISTANCE_EUCLID",
                                 (int)req->distance);
+    const char *model = req->embedder_model[0] ? req->embedder_model : NULL;
+    long chars = model ? text_name_chars(model) : 0;
+    if (chars < 0 || chars > MODEL_NAME_MAX)
+        return rpc_call_invalid(call, "embedder_model: %s; give 1 to %d printable characters",
+                                chars < 0 ? "not printable UTF-8" : "too long", MODEL_NAME_MAX);
+    int dims = req->dims;
     tier_ctx c;
     RPC_CHECK(init_ctx(&c, call));
+    if (dims == 0) {
+        /* The server's model, whose length is asked of the embedder. */
+        if (svc->emb && model && strcmp(model, embedder_model(svc->emb)) != 0)
+            return rpc_call_invalid(call,
+                                    "embedder_model: %s, but dims 0 takes the length of the "
+                                    "server's model, %s",
+                                    model, embedder_model(svc->emb));
+        RPC_CHECK(etext_model_dims(call, svc->emb, &c, &dims));
+        model = embedder_model(svc->emb);
+    }
     tier_ctx_audit_writes(&c, call, svc->audit);
     tier_target(call, "collection:%s", req->name);
     vs_collection col;
-    int rc = vstore_create_collection(svc->vs, &c, req->name, req->dims, (int)req->distance, &col);
+    int rc =
+        vstore_create_collection(svc->vs, &c, req->name, dims, (int)req->distance, model, &col);
     if (rc != STATUS_OK) return vs_status(call, rc, &c);
     if (!(resp->collection = render_collection(c.ar, c.p, &col))) return rpc_call_oom(call);
     return GRPC_STATUS_OK;
@@ -277,16 +303,20 @@ static RPC_UNARY_HANDLER(do_delete_collection, episodic_service,
 
 /* ------------------------------------------------------------ Upsert */
 
-/* The PII policy over one payload; with `pii:write` the kinds found are
- * kept for RecordMeta.pii_kinds. */
-static grpc_status_code payload_pii(rpc_call *call, const episodic_service *svc, const char *path,
-                                    const Google__Protobuf__Struct **st, const char ***kinds,
-                                    size_t *nkinds) {
-    pii_field f[] = {PII_STRUCT(path, st)};
+/* The PII policy over point i's payload and text (*text NULL: none; under
+ * redact, the redacted text is what gets embedded); with `pii:write` the
+ * kinds found are kept for RecordMeta.pii_kinds. */
+static grpc_status_code point_pii(rpc_call *call, const episodic_service *svc, size_t i,
+                                  const Google__Protobuf__Struct **st, const char **text,
+                                  const char ***kinds, size_t *nkinds) {
+    char payload_path[48], text_path[48];
+    snprintf(payload_path, sizeof payload_path, "points[%zu].payload", i);
+    snprintf(text_path, sizeof text_path, "points[%zu].text", i);
+    pii_field f[] = {PII_STRUCT(payload_path, st), PII_TEXT(text_path, text)};
     char why[512];
     int rc =
         pii_policy_apply(rpc_call_arena(call), pii_policy_mode(svc->pii, authn_principal(call)), f,
-                         1, kinds, nkinds, why, sizeof why);
+                         *text ? 2 : 1, kinds, nkinds, why, sizeof why);
     if (rc == STATUS_EINVALID) return rpc_call_invalid(call, "%s", why);
     return rc == STATUS_OK ? GRPC_STATUS_OK : rpc_call_oom(call);
 }
@@ -307,10 +337,12 @@ static RPC_UNARY_HANDLER(do_upsert, episodic_service, Memory__V1__EpisodicMemory
     vs_collection col;
     RPC_CHECK(collection_of(call, svc, req->collection, &c, &col));
 
-    size_t n = req->n_points;
+    size_t n = req->n_points, ntext = 0;
     vs_point_in *in = arena_zalloc(a, n * sizeof *in);
     vs_id *sorted = arena_alloc(a, n * sizeof *sorted);
-    if (!in || !sorted) return rpc_call_oom(call);
+    const char **texts = arena_alloc(a, n * sizeof *texts); /* the points given as text */
+    size_t *text_of = arena_alloc(a, n * sizeof *text_of);  /* and where they are */
+    if (!in || !sorted || !texts || !text_of) return rpc_call_oom(call);
     /* Validate the whole batch before anything is written. */
     grpc_status_code st = GRPC_STATUS_OK;
     for (size_t i = 0; i < n && st == GRPC_STATUS_OK; i++) {
@@ -318,18 +350,34 @@ static RPC_UNARY_HANDLER(do_upsert, episodic_service, Memory__V1__EpisodicMemory
         char f[64];
         snprintf(f, sizeof f, "points[%zu].id", i);
         if ((st = check_id(call, f, p->id, &in[i].id)) != GRPC_STATUS_OK) break;
-        snprintf(f, sizeof f, "points[%zu].vector", i);
-        if ((st = check_vector(call, f, p->vector, p->n_vector, &col, &in[i].vector)) !=
-            GRPC_STATUS_OK)
-            break;
+        const char *text = NULL;
+        if (p->text[0]) {
+            snprintf(f, sizeof f, "points[%zu].text", i);
+            if (p->n_vector) {
+                st = rpc_call_invalid(call, "points[%zu]: vector and text are both set; give one",
+                                      i);
+                break;
+            }
+            if ((st = etext_check(call, f, p->text)) != GRPC_STATUS_OK) break;
+            text = p->text;
+        } else {
+            snprintf(f, sizeof f, "points[%zu].vector", i);
+            if ((st = check_vector(call, f, p->vector, p->n_vector, &col, &in[i].vector)) !=
+                GRPC_STATUS_OK)
+                break;
+        }
         snprintf(f, sizeof f, "points[%zu].label", i);
         if ((st = tier_check_label(call, f, (int)p->label)) != GRPC_STATUS_OK) break;
         in[i].label = (int)p->label;
         const Google__Protobuf__Struct *payload = p->payload;
-        snprintf(f, sizeof f, "points[%zu].payload", i);
-        if ((st = payload_pii(call, svc, f, &payload, &in[i].pii_kinds, &in[i].npii)) !=
+        if ((st = point_pii(call, svc, i, &payload, &text, &in[i].pii_kinds, &in[i].npii)) !=
             GRPC_STATUS_OK)
             break;
+        if (text) {
+            texts[ntext] = text;
+            text_of[ntext++] = i;
+        }
+        snprintf(f, sizeof f, "points[%zu].payload", i);
         char why[300];
         if (!(in[i].payload = pbjson_struct_to_json(payload, f, why, sizeof why))) {
             st = rpc_call_invalid(call, "%s", why);
@@ -352,6 +400,13 @@ static RPC_UNARY_HANDLER(do_upsert, episodic_service, Memory__V1__EpisodicMemory
             }
         }
     }
+    /* The whole batch is valid: its texts are embedded, in one go. */
+    float *vecs = NULL;
+    if (st == GRPC_STATUS_OK && ntext > 0)
+        st =
+            etext_embed(call, svc->emb, svc->pg, &c, &col, "points[].text", texts, ntext, 1, &vecs);
+    for (size_t k = 0; st == GRPC_STATUS_OK && k < ntext; k++)
+        in[text_of[k]].vector = vecs + k * (size_t)col.dims;
     if (st == GRPC_STATUS_OK) {
         tier_ctx_audit_writes(&c, call, svc->audit);
         for (size_t i = 0; i < n; i++) point_target(call, col.name, &in[i].id);
@@ -371,6 +426,7 @@ typedef struct search_req {
     const char *collection;
     const float *vector;
     size_t n_vector;
+    const char *text; /* "": none (then vector) */
     const Memory__V1__Filter *filter;
     int has_threshold;
     float score_threshold;
@@ -388,6 +444,10 @@ static grpc_status_code search_prepare(episodic_service *svc, rpc_call *call, co
         return rpc_call_invalid(call, "%sscore_threshold: must be a finite number", prefix);
     snprintf(field, sizeof field, "%sfilter", prefix);
     RPC_CHECK(check_filter(call, field, r->filter));
+    snprintf(field, sizeof field, "%stext", prefix);
+    if (r->text[0] && r->n_vector)
+        return rpc_call_invalid(call, "%svector and %stext are both set; give one", prefix, prefix);
+    if (r->text[0]) RPC_CHECK(etext_check(call, field, r->text));
     snprintf(field, sizeof field, "%scollection", prefix);
     RPC_CHECK(check_name(call, field, r->collection));
     RPC_CHECK(vs_status(call, vstore_get_collection(svc->vs, c, r->collection, col), c));
@@ -398,6 +458,13 @@ static grpc_status_code search_prepare(episodic_service *svc, rpc_call *call, co
                      .threshold = r->score_threshold,
                      .with_payload = r->with_payload,
                      .with_vector = r->with_vector};
+    if (r->text[0]) {
+        float *v;
+        snprintf(field, sizeof field, "%stext", prefix);
+        RPC_CHECK(etext_embed(call, svc->emb, svc->pg, c, col, field, &r->text, 1, 0, &v));
+        q->vector = v;
+        return GRPC_STATUS_OK;
+    }
     snprintf(field, sizeof field, "%svector", prefix);
     return check_vector(call, field, r->vector, r->n_vector, col, &q->vector);
 }
@@ -436,6 +503,7 @@ static RPC_UNARY_HANDLER(do_search, episodic_service, Memory__V1__EpisodicMemory
         .collection = req->collection,
         .vector = req->vector,
         .n_vector = req->n_vector,
+        .text = req->text,
         .filter = req->filter,
         .has_threshold = req->threshold_case ==
                          MEMORY__V1__EPISODIC_MEMORY_SEARCH_REQUEST__THRESHOLD_SCORE_THRESHOLD,
@@ -479,6 +547,7 @@ grpc_status_code episodic_search_prepare(episodic_service *svc, rpc_call *call, 
         .collection = vq->collection,
         .vector = vq->vector,
         .n_vector = vq->n_vector,
+        .text = vq->text,
         .filter = vq->filter,
         .has_threshold =
             vq->threshold_case == MEMORY__V1__VECTOR_SEARCH_QUERY__THRESHOLD_SCORE_THRESHOLD,
@@ -598,10 +667,25 @@ static int episodic_open(tier_env *env, void **state, char *err, size_t errlen) 
                                       &svc->vs) != 0) {
         return tier_oom(err, errlen);
     }
+    if (c && c->embedder_url && c->embedder_url[0]) {
+        embedder_config ec = {.url = c->embedder_url,
+                              .model = c->embedder_model,
+                              .api_key = c->embedder_api_key,
+                              .timeout_ms = c->embedder_timeout_ms,
+                              .batch = c->embedder_batch};
+        if (embedder_create(&ec, &svc->emb, err, errlen) != STATUS_OK) return -1;
+        log_fields(LOG_INFO, "text embedder configured", LOG_F_STR, "url", embedder_url(svc->emb),
+                   LOG_F_STR, "model", embedder_model(svc->emb), LOG_F_END);
+    }
     env->episodic = svc;
     /* Scraped only when memoryd serves /metrics (main resets the registry). */
-    if (c && c->metrics_listen && c->metrics_listen[0] && vstore_register_metrics(svc->vs) != 0)
+    int metrics = c && c->metrics_listen && c->metrics_listen[0];
+    if (metrics && vstore_register_metrics(svc->vs) != 0)
         return snprintf(err, errlen, "cannot register the episodic backend's metrics"), -1;
+    if (metrics && svc->emb &&
+        backend_metrics_add("embedder", "http", embedder_stats(svc->emb), BACKEND_HAS_DURATION,
+                            NULL, NULL) != 0)
+        return snprintf(err, errlen, "cannot register the embedder's metrics"), -1;
     tier_eraser eraser = {.tier = MEMORY__V1__TIER__TIER_EPISODIC,
                           .name = "episodic",
                           .fn = erase,
@@ -617,6 +701,7 @@ static void episodic_free(void *state) {
     episodic_service *svc = state;
     if (!svc) return;
     vstore_free(svc->vs);
+    embedder_free(svc->emb);
     free(svc);
 }
 

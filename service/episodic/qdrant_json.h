@@ -204,9 +204,4 @@ int qj_parse_meta(const json_t *payload, const char *tenant, arena *a, tier_meta
 const char *qj_distance_name(int distance);
 int qj_distance_parse(const char *name);
 
-/* Formats err (errlen bytes) and returns code: the failure helper of the
- * Qdrant backend's files. */
-int qj_fail(char *err, size_t errlen, int code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
 #endif

@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include "service/core/strbuf.h"
+#include "service/core/text.h"
 #include "service/episodic/qdrant_json.h"
 
 /* A body being written. The first failure sticks (STATUS_EINVALID for

@@ -17,14 +17,6 @@
 /* ------------------------------------------------------------------ */
 /* loading answers                                                      */
 
-int qj_fail(char *err, size_t errlen, int code, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    text_verrf(err, errlen, fmt, ap);
-    va_end(ap);
-    return code;
-}
-
 /* An integer token jansson would refuse (beyond int64) and how to rewrite
  * it. */
 typedef struct bigint {
@@ -71,8 +63,8 @@ static int scan(const char *s, size_t n, bigint **out, size_t *nout, char *err, 
         } else if (c == '{' || c == '[') {
             if (depth >= QJ_MAX_DEPTH) {
                 free(list);
-                return qj_fail(err, errlen, STATUS_EINTERNAL,
-                               "qdrant's answer nests deeper than %d levels", QJ_MAX_DEPTH);
+                return text_fail(err, errlen, STATUS_EINTERNAL,
+                                 "qdrant's answer nests deeper than %d levels", QJ_MAX_DEPTH);
             }
             int opens_payload = after_colon && key_payload && kind[depth] == '{';
             kind[++depth] = (unsigned char)c;
@@ -101,8 +93,8 @@ static int scan(const char *s, size_t n, bigint **out, size_t *nout, char *err, 
                 bigint *grown = array_grow(list, &cap, count + 1, sizeof *grown, 8);
                 if (!grown) {
                     free(list);
-                    return qj_fail(err, errlen, STATUS_ENOMEM,
-                                   "out of memory reading qdrant's answer");
+                    return text_fail(err, errlen, STATUS_ENOMEM,
+                                     "out of memory reading qdrant's answer");
                 }
                 list = grown;
                 list[count].off = i;
@@ -138,7 +130,7 @@ int qj_load(const char *body, size_t len, json_t **out, char *err, size_t errlen
         copy = malloc(len + 2 * nbig + 1);
         if (!copy) {
             free(big);
-            return qj_fail(err, errlen, STATUS_ENOMEM, "out of memory reading qdrant's answer");
+            return text_fail(err, errlen, STATUS_ENOMEM, "out of memory reading qdrant's answer");
         }
         size_t at = 0, w = 0;
         for (size_t i = 0; i < nbig; i++) {
@@ -167,8 +159,8 @@ int qj_load(const char *body, size_t len, json_t **out, char *err, size_t errlen
     if (!j) {
         char text_err[sizeof jerr.text];
         qj_error_text(jerr.text, strnlen(jerr.text, sizeof jerr.text), text_err, sizeof text_err);
-        return qj_fail(err, errlen, STATUS_EINTERNAL,
-                       "qdrant's answer is not JSON: %s (at byte %d)", text_err, jerr.position);
+        return text_fail(err, errlen, STATUS_EINTERNAL,
+                         "qdrant's answer is not JSON: %s (at byte %d)", text_err, jerr.position);
     }
     *out = j;
     return STATUS_OK;
@@ -227,7 +219,7 @@ int qj_parse_envelope(const char *body, size_t len, json_t **result, char *err, 
     if (rc != STATUS_OK) return rc;
     if (!json_is_object(j)) {
         json_decref(j);
-        return qj_fail(err, errlen, STATUS_EINTERNAL, "qdrant's answer is not a JSON object");
+        return text_fail(err, errlen, STATUS_EINTERNAL, "qdrant's answer is not a JSON object");
     }
     json_t *st = json_object_get(j, "status");
     json_t *e = json_is_object(st) ? json_object_get(st, "error") : NULL;
@@ -235,19 +227,19 @@ int qj_parse_envelope(const char *body, size_t len, json_t **result, char *err, 
         char text[256];
         sanitize(json_string_value(e), json_string_length(e), text, sizeof text);
         json_decref(j);
-        return qj_fail(err, errlen, STATUS_EINTERNAL, "qdrant reported an error: %s", text);
+        return text_fail(err, errlen, STATUS_EINTERNAL, "qdrant reported an error: %s", text);
     }
     /* "ok"; "accepted" is what Qdrant says of queued work (its result then
      * says more). */
     const char *sv = json_string_value(st);
     if (!sv || (strcmp(sv, "ok") != 0 && strcmp(sv, "accepted") != 0)) {
         json_decref(j);
-        return qj_fail(err, errlen, STATUS_EINTERNAL, "qdrant's answer has no \"ok\" status");
+        return text_fail(err, errlen, STATUS_EINTERNAL, "qdrant's answer has no \"ok\" status");
     }
     json_t *r = json_object_get(j, "result");
     if (!r) {
         json_decref(j);
-        return qj_fail(err, errlen, STATUS_EINTERNAL, "qdrant's answer has no result");
+        return text_fail(err, errlen, STATUS_EINTERNAL, "qdrant's answer has no result");
     }
     *result = json_incref(r);
     json_decref(j);
@@ -272,7 +264,7 @@ int qj_parse_version(const char *body, size_t len, qj_version *v, char *err, siz
     const char *s = json_string_value(json_object_get(j, "version"));
     if (!s) {
         json_decref(j);
-        return qj_fail(err, errlen, STATUS_EINTERNAL, "qdrant's GET / has no version string");
+        return text_fail(err, errlen, STATUS_EINTERNAL, "qdrant's GET / has no version string");
     }
     qj_version x = {0, 0, 0};
     const char *p = s;
@@ -288,8 +280,8 @@ int qj_parse_version(const char *body, size_t len, qj_version *v, char *err, siz
         char text[64];
         sanitize(s, strlen(s), text, sizeof text);
         json_decref(j);
-        return qj_fail(err, errlen, STATUS_EINTERNAL,
-                       "qdrant's version \"%s\" is not major.minor.patch", text);
+        return text_fail(err, errlen, STATUS_EINTERNAL,
+                         "qdrant's version \"%s\" is not major.minor.patch", text);
     }
     json_decref(j);
     *v = x;
@@ -327,18 +319,18 @@ static int collection_result(json_t *r, void *arg, char *err, size_t errlen) {
         json_object_get(json_object_get(json_object_get(r, "config"), "params"), "vectors");
     int64_t size = 0;
     if (!json_is_object(vec))
-        return qj_fail(err, errlen, STATUS_EINTERNAL,
-                       "qdrant's collection info has no config.params.vectors");
+        return text_fail(err, errlen, STATUS_EINTERNAL,
+                         "qdrant's collection info has no config.params.vectors");
     if (!json_object_get(vec, "size"))
-        return qj_fail(err, errlen, STATUS_EINTERNAL,
-                       "the qdrant collection has named vectors (not one memoryd made)");
+        return text_fail(err, errlen, STATUS_EINTERNAL,
+                         "the qdrant collection has named vectors (not one memoryd made)");
     if (qj_int_member(vec, "size", 1, VS_MAX_DIMS, &size) != 0)
-        return qj_fail(err, errlen, STATUS_EINTERNAL,
-                       "the qdrant collection's vector size is not 1..%d", VS_MAX_DIMS);
+        return text_fail(err, errlen, STATUS_EINTERNAL,
+                         "the qdrant collection's vector size is not 1..%d", VS_MAX_DIMS);
     int d = qj_distance_parse(json_string_value(json_object_get(vec, "distance")));
     if (!d)
-        return qj_fail(err, errlen, STATUS_EINTERNAL,
-                       "the qdrant collection's distance is not Cosine, Dot or Euclid");
+        return text_fail(err, errlen, STATUS_EINTERNAL,
+                         "the qdrant collection's distance is not Cosine, Dot or Euclid");
     *o->dims = (int)size;
     *o->distance = d;
     return STATUS_OK;
@@ -352,7 +344,7 @@ int qj_parse_collection(const char *body, size_t len, int *dims, int *distance, 
 
 static int bool_result(json_t *r, void *value, char *err, size_t errlen) {
     if (!json_is_boolean(r))
-        return qj_fail(err, errlen, STATUS_EINTERNAL, "qdrant's result is not a boolean");
+        return text_fail(err, errlen, STATUS_EINTERNAL, "qdrant's result is not a boolean");
     *(int *)value = json_is_true(r);
     return STATUS_OK;
 }
@@ -365,12 +357,12 @@ static int update_result(json_t *r, void *unused, char *err, size_t errlen) {
     (void)unused;
     const char *st = json_string_value(json_object_get(r, "status"));
     if (!json_is_object(r) || !st)
-        return qj_fail(err, errlen, STATUS_EINTERNAL, "qdrant's update result has no status");
+        return text_fail(err, errlen, STATUS_EINTERNAL, "qdrant's update result has no status");
     if (strcmp(st, "wait_timeout") == 0)
-        return qj_fail(err, errlen, STATUS_ETIMEOUT,
-                       "qdrant took the change but did not apply it within its wait timeout");
+        return text_fail(err, errlen, STATUS_ETIMEOUT,
+                         "qdrant took the change but did not apply it within its wait timeout");
     if (strcmp(st, "completed") != 0 && strcmp(st, "acknowledged") != 0)
-        return qj_fail(err, errlen, STATUS_EINTERNAL, "qdrant's update status is not completed");
+        return text_fail(err, errlen, STATUS_EINTERNAL, "qdrant's update status is not completed");
     return STATUS_OK;
 }
 
@@ -380,7 +372,7 @@ int qj_parse_update(const char *body, size_t len, char *err, size_t errlen) {
 
 static int count_result(json_t *r, void *count, char *err, size_t errlen) {
     if (!json_is_object(r) || qj_int_member(r, "count", 0, INT64_MAX, count) != 0)
-        return qj_fail(err, errlen, STATUS_EINTERNAL, "qdrant's count result has no count");
+        return text_fail(err, errlen, STATUS_EINTERNAL, "qdrant's count result has no count");
     return STATUS_OK;
 }
 

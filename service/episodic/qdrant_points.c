@@ -37,42 +37,43 @@ int qj_parse_meta(const json_t *payload, const char *tenant, arena *a, tier_meta
                   size_t errlen) {
     memset(out, 0, sizeof *out);
     json_t *m = json_is_object(payload) ? json_object_get(payload, "memoryd") : NULL;
-    if (!json_is_object(m)) return qj_fail(err, errlen, STATUS_EINTERNAL, "no memoryd metadata");
+    if (!json_is_object(m)) return text_fail(err, errlen, STATUS_EINTERNAL, "no memoryd metadata");
     const char *t = meta_str(m, "tenant", 4096);
-    if (!t) return qj_fail(err, errlen, STATUS_EINTERNAL, "memoryd.tenant is not a string");
+    if (!t) return text_fail(err, errlen, STATUS_EINTERNAL, "memoryd.tenant is not a string");
     /* Another tenant's name is not repeated into a message that may leave
      * the service. */
     if (tenant && strcmp(t, tenant) != 0)
-        return qj_fail(err, errlen, STATUS_EINTERNAL, "memoryd.tenant names another tenant");
+        return text_fail(err, errlen, STATUS_EINTERNAL, "memoryd.tenant names another tenant");
     const char *owner = meta_str(m, "owner", 4096);
-    if (!owner) return qj_fail(err, errlen, STATUS_EINTERNAL, "memoryd.owner is not a string");
+    if (!owner) return text_fail(err, errlen, STATUS_EINTERNAL, "memoryd.owner is not a string");
     int64_t label, version, created, updated;
     if (qj_int_member(m, "label", 1, 4, &label) != 0)
-        return qj_fail(err, errlen, STATUS_EINTERNAL, "memoryd.label is not 1..4");
+        return text_fail(err, errlen, STATUS_EINTERNAL, "memoryd.label is not 1..4");
     if (qj_int_member(m, "version", 1, INT64_MAX, &version) != 0)
-        return qj_fail(err, errlen, STATUS_EINTERNAL, "memoryd.version is not a positive integer");
+        return text_fail(err, errlen, STATUS_EINTERNAL,
+                         "memoryd.version is not a positive integer");
     if (qj_int_member(m, "created_us", 0, INT64_MAX, &created) != 0 ||
         qj_int_member(m, "updated_us", 0, INT64_MAX, &updated) != 0)
-        return qj_fail(err, errlen, STATUS_EINTERNAL,
-                       "memoryd.created_us/updated_us are not times");
+        return text_fail(err, errlen, STATUS_EINTERNAL,
+                         "memoryd.created_us/updated_us are not times");
     json_t *pk = json_object_get(m, "pii_kinds");
     if (!json_is_array(pk) || json_array_size(pk) > QJ_MAX_PII)
-        return qj_fail(err, errlen, STATUS_EINTERNAL,
-                       "memoryd.pii_kinds is not a list of at most %d", QJ_MAX_PII);
+        return text_fail(err, errlen, STATUS_EINTERNAL,
+                         "memoryd.pii_kinds is not a list of at most %d", QJ_MAX_PII);
     size_t npii = json_array_size(pk);
     const char **pii = NULL;
     if (npii) {
         pii = arena_alloc(a, npii * sizeof *pii);
-        if (!pii) return qj_fail(err, errlen, STATUS_ENOMEM, "out of memory");
+        if (!pii) return text_fail(err, errlen, STATUS_ENOMEM, "out of memory");
     }
     for (size_t i = 0; i < npii; i++) {
         json_t *x = json_array_get(pk, i);
         size_t n = json_string_length(x);
         if (!json_is_string(x) || n == 0 || n > QJ_MAX_PII_LEN || strlen(json_string_value(x)) != n)
-            return qj_fail(err, errlen, STATUS_EINTERNAL, "memoryd.pii_kinds[%zu] is not a kind",
-                           i);
+            return text_fail(err, errlen, STATUS_EINTERNAL, "memoryd.pii_kinds[%zu] is not a kind",
+                             i);
         if (!(pii[i] = arena_strdup(a, json_string_value(x))))
-            return qj_fail(err, errlen, STATUS_ENOMEM, "out of memory");
+            return text_fail(err, errlen, STATUS_ENOMEM, "out of memory");
     }
     *out = (tier_meta){.owner = arena_strdup(a, owner),
                        .label = (int)label,
@@ -81,7 +82,7 @@ int qj_parse_meta(const json_t *payload, const char *tenant, arena *a, tier_meta
                        .update_us = updated,
                        .pii_kinds = pii,
                        .npii = npii};
-    return out->owner ? STATUS_OK : qj_fail(err, errlen, STATUS_ENOMEM, "out of memory");
+    return out->owner ? STATUS_OK : text_fail(err, errlen, STATUS_ENOMEM, "out of memory");
 }
 
 /* A JSON number as a float: finite and within float range (a double
@@ -100,37 +101,37 @@ static int parse_point(const json_t *pj, const qj_read *r, arena *a, vs_point *o
                        size_t errlen) {
     memset(out, 0, sizeof *out);
     if (!json_is_object(pj))
-        return qj_fail(err, errlen, STATUS_EINTERNAL, "a point is not an object");
+        return text_fail(err, errlen, STATUS_EINTERNAL, "a point is not an object");
     if (qj_parse_id(json_object_get(pj, "id"), &out->id) != 0)
-        return qj_fail(err, errlen, STATUS_EINTERNAL, "a point has no valid id");
+        return text_fail(err, errlen, STATUS_EINTERNAL, "a point has no valid id");
     char idt[37], why[256];
     vs_id_text(&out->id, idt);
     json_t *payload = json_object_get(pj, "payload");
     int rc = qj_parse_meta(payload, r->tenant, a, &out->meta, why, sizeof why);
     if (rc != STATUS_OK)
-        return qj_fail(err, errlen, rc, "qdrant point %s is corrupt: %s", idt, why);
+        return text_fail(err, errlen, rc, "qdrant point %s is corrupt: %s", idt, why);
     if (r->with_vector) {
         json_t *v = json_object_get(pj, "vector");
         if (!json_is_array(v))
-            return qj_fail(err, errlen, STATUS_EINTERNAL, "qdrant point %s has no (unnamed) vector",
-                           idt);
+            return text_fail(err, errlen, STATUS_EINTERNAL,
+                             "qdrant point %s has no (unnamed) vector", idt);
         if (r->dims < 1 || r->dims > VS_MAX_DIMS || json_array_size(v) != (size_t)r->dims)
-            return qj_fail(err, errlen, STATUS_EINTERNAL,
-                           "qdrant point %s has %zu vector components, not %d", idt,
-                           json_array_size(v), r->dims);
+            return text_fail(err, errlen, STATUS_EINTERNAL,
+                             "qdrant point %s has %zu vector components, not %d", idt,
+                             json_array_size(v), r->dims);
         float *f = arena_alloc(a, (size_t)r->dims * sizeof *f);
-        if (!f) return qj_fail(err, errlen, STATUS_ENOMEM, "out of memory");
+        if (!f) return text_fail(err, errlen, STATUS_ENOMEM, "out of memory");
         for (int i = 0; i < r->dims; i++)
             if (to_float(json_array_get(v, (size_t)i), &f[i]) != 0)
-                return qj_fail(err, errlen, STATUS_EINTERNAL,
-                               "qdrant point %s: vector component %d is not a float", idt, i);
+                return text_fail(err, errlen, STATUS_EINTERNAL,
+                                 "qdrant point %s: vector component %d is not a float", idt, i);
         out->vector = f;
     }
     if (r->with_payload) {
         json_t *user = json_object_get(payload, "payload");
         if (!json_is_object(user))
-            return qj_fail(err, errlen, STATUS_EINTERNAL,
-                           "qdrant point %s is corrupt: no payload object", idt);
+            return text_fail(err, errlen, STATUS_EINTERNAL,
+                             "qdrant point %s is corrupt: no payload object", idt);
         out->payload = json_incref(user);
     }
     return STATUS_OK;
@@ -142,11 +143,11 @@ static int points_of(json_t *res, const char *key, const char *what, arena *a, s
                      json_t **pts, void **room, char *err, size_t errlen) {
     *pts = key ? json_object_get(res, key) : res;
     if (!json_is_array(*pts))
-        return qj_fail(err, errlen, STATUS_EINTERNAL, "qdrant's %s result has no list of points",
-                       what);
+        return text_fail(err, errlen, STATUS_EINTERNAL, "qdrant's %s result has no list of points",
+                         what);
     size_t cnt = json_array_size(*pts);
     *room = cnt ? arena_zalloc(a, cnt * elem) : NULL;
-    if (cnt && !*room) return qj_fail(err, errlen, STATUS_ENOMEM, "out of memory");
+    if (cnt && !*room) return text_fail(err, errlen, STATUS_ENOMEM, "out of memory");
     return STATUS_OK;
 }
 
@@ -174,7 +175,7 @@ int qj_parse_hits(const char *body, size_t len, const qj_read *r, int legacy_sea
         if (to_float(json_object_get(pj, "score"), &hits[i].score) != 0) {
             json_decref(hits[i].point.payload);
             hits[i].point.payload = NULL;
-            rc = qj_fail(err, errlen, STATUS_EINTERNAL, "a qdrant hit has no valid score");
+            rc = text_fail(err, errlen, STATUS_EINTERNAL, "a qdrant hit has no valid score");
             break;
         }
     }
@@ -212,8 +213,8 @@ int qj_parse_records(const char *body, size_t len, const qj_read *r, int scroll,
         if (o && !json_is_null(o)) {
             if (qj_parse_id(o, &nx) != 0) {
                 json_decref(res);
-                return qj_fail(err, errlen, STATUS_EINTERNAL,
-                               "qdrant's next_page_offset is not a point id");
+                return text_fail(err, errlen, STATUS_EINTERNAL,
+                                 "qdrant's next_page_offset is not a point id");
             }
             hn = 1;
         }

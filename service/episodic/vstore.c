@@ -63,8 +63,8 @@ int vstore_probe(vstore *vs) { return vs->ops->probe(vs); }
 int vstore_register_metrics(vstore *vs) { return vs->ops->register_metrics(vs); }
 
 int vstore_create_collection(vstore *vs, tier_ctx *c, const char *name, int dims, int distance,
-                             vs_collection *out) {
-    return vs->ops->create_collection(vs, c, name, dims, distance, out);
+                             const char *model, vs_collection *out) {
+    return vs->ops->create_collection(vs, c, name, dims, distance, model, out);
 }
 
 int vstore_get_collection(vstore *vs, tier_ctx *c, const char *name, vs_collection *out) {

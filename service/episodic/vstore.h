@@ -71,7 +71,8 @@ typedef struct vs_collection {
     int dims;
     int distance;
     const char *owner;
-    int64_t created_us; /* unix microseconds */
+    int64_t created_us;         /* unix microseconds */
+    const char *embedder_model; /* whose vectors fill it; NULL: none recorded */
 } vs_collection;
 
 /* A stored point as a read returns it. vector is NULL unless asked for;
@@ -115,8 +116,9 @@ typedef struct vstore vstore;
 /* Every operation a backend provides, as function types: a backend
  * declares its own with them (`vs_upsert_fn emb_upsert;`) and fills a
  * vstore_ops with VSTORE_OPS. Collection names are validated. */
+/* model: the embedder model the collection records (NULL: none). */
 typedef int vs_create_collection_fn(vstore *vs, tier_ctx *c, const char *name, int dims,
-                                    int distance, vs_collection *out);
+                                    int distance, const char *model, vs_collection *out);
 typedef int vs_get_collection_fn(vstore *vs, tier_ctx *c, const char *name, vs_collection *out);
 /* Collections with name > after (NULL: from the start) by name, at most
  * limit; *out in ctx->ar. */

@@ -10,12 +10,15 @@
 #include "service/auth/authn.h"
 #include "service/core/cancel.h"
 #include "service/core/log.h"
+#include "service/core/text.h"
+#include "service/embed/embedder.h"
 #include "service/entries/entries_service.h"
 #include "service/episodic/episodic_service.h"
 #include "service/global/global_service.h"
 #include "service/pb/pbtime.h"
 #include "service/router/router_fuse.h"
 #include "service/tier/tier_call.h"
+#include "service/tier/tier_erase.h"
 
 #define LIMIT_MAX 1000
 #define LIMIT_DEFAULT 10
@@ -25,6 +28,9 @@
 /* A point names the entity it is about with this top-level payload field
  * (router.proto's fusion). */
 #define ENTITY_FIELD "entity_id"
+/* A recall's graph part: GraphQuery.text_query's bound. */
+#define RECALL_QUERY_MAX 1024
+#define USER_MAX 256
 
 typedef struct router_service {
     struct global_service *global;
@@ -43,6 +49,10 @@ typedef struct query {
     const char *vector_prefix, *graph_prefix; /* field names in errors */
     int hybrid;
     int limit;
+    /* A recall: a hybrid whose parts read only this user's records
+     * ("" = the caller's); graph NULL when its text has no words. */
+    int recall;
+    const char *recall_user;
 } query;
 
 enum { PART_VECTOR = 0, PART_GRAPH = 1, PART_RECENT = 2, NPARTS = 3 };
@@ -90,6 +100,7 @@ typedef struct run {
     entries_lookup *lookup;  /* the recent part's */
     Memory__V1__ScoredPoint **points;
     size_t npoints;
+    principal *as_user; /* a recall for another user: the parts' principal */
 } run;
 
 /* ------------------------------------------------------------ results */
@@ -317,8 +328,10 @@ static void finish(run *r) {
          * graph part's entities); a cancel no longer reaches the graph
          * part, which has ended: its memory goes. */
         arena *ga = r->graph_arena;
+        principal *up = r->as_user;
         rpc_call_finish(call, st, st == GRPC_STATUS_OK ? NULL : rpc_call_error(call));
         arena_free(ga);
+        principal_unref(up);
         return;
     }
     if (st == GRPC_STATUS_OK) {
@@ -338,8 +351,10 @@ static void finish(run *r) {
     /* The response is encoded by rpc_call_complete, which may free the
      * call (and r in its arena): the graph part's memory goes after it. */
     arena *ga = r->graph_arena;
+    principal *up = r->as_user;
     rpc_call_complete(call, st);
     arena_free(ga);
+    principal_unref(up);
 }
 
 /* ------------------------------------------------------------ parts */
@@ -442,7 +457,7 @@ static void recent_done(void *arg, int rc, int from) {
 static int request_fault(grpc_status_code st) {
     return st == GRPC_STATUS_INVALID_ARGUMENT || st == GRPC_STATUS_NOT_FOUND ||
            st == GRPC_STATUS_PERMISSION_DENIED || st == GRPC_STATUS_RESOURCE_EXHAUSTED ||
-           st == GRPC_STATUS_CANCELLED;
+           st == GRPC_STATUS_CANCELLED || st == GRPC_STATUS_FAILED_PRECONDITION;
 }
 
 /* The vector part failed before its search: the tier's failure
@@ -521,12 +536,13 @@ static grpc_status_code check_limit(rpc_call *call, int32_t limit, int *out) {
     return GRPC_STATUS_OK;
 }
 
-/* A part skipped for want of its tier's read scope: reported, not run. */
-static void skip(run *r, int i, const char *scope) {
+/* A part skipped (for want of its tier's read scope: "the token lacks
+ * <scope>"): reported with why, not run. */
+static void skip(run *r, int i, const char *why) {
     part *pt = &r->parts[i];
     pt->used = 1;
     pt->outcome = MEMORY__V1__TIER_OUTCOME__TIER_OUTCOME_SKIPPED;
-    pt->detail = arena_printf(rpc_call_arena(r->call), "the token lacks %s", scope);
+    pt->detail = why;
     pt->end_ms = r->start_ms;
     r->order[r->nended++] = i;
 }
@@ -541,12 +557,95 @@ static int64_t budget_end(const router_service *svc, rpc_call *call, int64_t now
     return dl - margin;
 }
 
+/* The token's breadth for a recall's part: PRINCIPAL_DENY when it may
+ * not read that user's records of the tier. */
+static principal_breadth recall_breadth(const principal *p, const char *scope, int other_user) {
+    principal_breadth b = principal_scope(p, scope);
+    return other_user && b != PRINCIPAL_ALL ? PRINCIPAL_DENY : b;
+}
+
+/* The parts' contexts of a recall read only its user's records: the
+ * caller's own (even with `:all`), or the named user's through a
+ * principal of that user with the caller's tenant and read ceiling. */
+static grpc_status_code recall_scope(run *r, const principal *p) {
+    const char *user = r->q.recall_user;
+    if (user[0] && strcmp(user, principal_sub(p)) != 0) {
+        tier_erase_sel sel = {
+            .tenant = principal_tenant(p), .owner = user, .max_label = (int)principal_clr(p)};
+        if (!(r->as_user = tier_erase_principal(&sel))) return rpc_call_oom(r->call);
+    }
+    for (int i = 0; i < NPARTS; i++) {
+        part *pt = &r->parts[i];
+        if (!pt->running) continue;
+        pt->c.read_breadth = PRINCIPAL_OWN;
+        if (r->as_user) pt->c.p = r->as_user;
+    }
+    return GRPC_STATUS_OK;
+}
+
+/* Sets up the parts the token may run and starts them: RPC_PENDING (the
+ * run ends through finish), or the call's status. */
+static grpc_status_code launch(run *r, int may_vector, int may_graph, const char *vector_scope,
+                               const char *graph_scope) {
+    rpc_call *call = r->call;
+    router_service *svc = r->svc;
+    const query *q = &r->q;
+    r->parts[PART_VECTOR].tier = MEMORY__V1__TIER__TIER_EPISODIC;
+    r->parts[PART_GRAPH].tier = MEMORY__V1__TIER__TIER_GLOBAL;
+    r->parts[PART_RECENT].tier = MEMORY__V1__TIER__TIER_CACHE_L1; /* until it answers */
+    arena *a = rpc_call_arena(call);
+    if (q->graph && !may_graph)
+        skip(r, PART_GRAPH, arena_printf(a, "the token lacks %s", graph_scope));
+    if (q->vector && !may_vector)
+        skip(r, PART_VECTOR, arena_printf(a, "the token lacks %s", vector_scope));
+    if (q->recall && !q->graph)
+        skip(r, PART_GRAPH, "the text has no words for the graph's full-text query");
+    if (may_graph) {
+        part *pt = &r->parts[PART_GRAPH];
+        pt->used = pt->running = 1;
+        if (!(r->graph_arena = arena_create())) return rpc_call_oom(call);
+        pt->c = tier_ctx_for(call, "global", NULL);
+        pt->c.deadline_ms = r->deadline_ms;
+        pt->c.ar = r->graph_arena;
+    }
+    if (may_vector) {
+        part *pt = &r->parts[PART_VECTOR];
+        pt->used = pt->running = 1;
+        pt->c = tier_ctx_for(call, "episodic", NULL);
+        pt->c.deadline_ms = r->deadline_ms;
+        pt->c.cancel = &r->cancel;
+        r->pending++;
+    }
+    if (q->recall) RPC_CHECK(recall_scope(r, authn_principal(call)));
+    if (may_graph) {
+        part *pt = &r->parts[PART_GRAPH];
+        grpc_status_code st = global_graph_prepare(svc->global, call, q->graph_prefix, q->graph,
+                                                   q->limit, &pt->c, graph_done, r, &r->graph);
+        if (st != GRPC_STATUS_OK) return st;
+        r->pending++;
+    }
+    if (q->recent) {
+        part *pt = &r->parts[PART_RECENT];
+        pt->used = pt->running = 1;
+        pt->c = tier_ctx_for(call, "entries", NULL);
+        pt->c.deadline_ms = r->deadline_ms;
+        RPC_CHECK(entries_lookup_prepare(svc->entries, call, "recent_lookup.", q->recent, &pt->c,
+                                         recent_done, r, &r->lookup));
+        r->pending++;
+    }
+    return start(r);
+}
+
 static grpc_status_code route(rpc_call *call, router_service *svc, const query *q, int stream,
                               Memory__V1__RouterQueryResponse *resp) {
     const principal *p = authn_principal(call);
-    /* Only the scopes of the parts the query has are looked up. */
-    int may_vector = q->vector && principal_scope(p, "episodic:read") != PRINCIPAL_DENY;
-    int may_graph = q->graph && principal_scope(p, "global:read") != PRINCIPAL_DENY;
+    /* Only the scopes of the parts the query has are looked up. A recall
+     * for another user needs the tiers' `:all` read breadth. */
+    int other_user = q->recall && q->recall_user[0] && strcmp(q->recall_user, principal_sub(p));
+    const char *vector_scope = other_user ? "episodic:read:all" : "episodic:read";
+    const char *graph_scope = other_user ? "global:read:all" : "global:read";
+    int may_vector = q->vector && recall_breadth(p, "episodic:read", other_user) != PRINCIPAL_DENY;
+    int may_graph = q->graph && recall_breadth(p, "global:read", other_user) != PRINCIPAL_DENY;
     if (q->vector && !q->hybrid && !may_vector) {
         rpc_call_set_error(call, "vector_search needs the episodic:read scope");
         return GRPC_STATUS_PERMISSION_DENIED;
@@ -560,7 +659,8 @@ static grpc_status_code route(rpc_call *call, router_service *svc, const query *
         return GRPC_STATUS_PERMISSION_DENIED;
     }
     if (q->hybrid && !may_vector && !may_graph) {
-        rpc_call_set_error(call, "hybrid needs episodic:read or global:read (it has neither)");
+        rpc_call_set_error(call, "%s needs %s or %s (it has neither)",
+                           q->recall ? "recall" : "hybrid", vector_scope, graph_scope);
         return GRPC_STATUS_PERMISSION_DENIED;
     }
     arena *a = rpc_call_arena(call);
@@ -575,44 +675,13 @@ static grpc_status_code route(rpc_call *call, router_service *svc, const query *
     r->deadline_ms = budget_end(svc, call, r->start_ms);
     pthread_mutex_init(&r->lock, NULL); /* a default mutex holds no resources */
     cancel_init(&r->cancel);
-    r->parts[PART_VECTOR].tier = MEMORY__V1__TIER__TIER_EPISODIC;
-    r->parts[PART_GRAPH].tier = MEMORY__V1__TIER__TIER_GLOBAL;
-    r->parts[PART_RECENT].tier = MEMORY__V1__TIER__TIER_CACHE_L1; /* until it answers */
-    if (q->graph && !may_graph) skip(r, PART_GRAPH, "global:read");
-    if (q->vector && !may_vector) skip(r, PART_VECTOR, "episodic:read");
-    if (may_graph) {
-        part *pt = &r->parts[PART_GRAPH];
-        pt->used = pt->running = 1;
-        if (!(r->graph_arena = arena_create())) return rpc_call_oom(call);
-        pt->c = tier_ctx_for(call, "global", NULL);
-        pt->c.deadline_ms = r->deadline_ms;
-        pt->c.ar = r->graph_arena;
-        grpc_status_code st = global_graph_prepare(svc->global, call, q->graph_prefix, q->graph,
-                                                   q->limit, &pt->c, graph_done, r, &r->graph);
-        if (st != GRPC_STATUS_OK) {
-            arena_free(r->graph_arena);
-            return st;
-        }
-        r->pending++;
+    grpc_status_code st = launch(r, may_vector, may_graph, vector_scope, graph_scope);
+    if (st != RPC_PENDING) {
+        /* Nothing runs: finish never comes. */
+        arena_free(r->graph_arena);
+        principal_unref(r->as_user);
     }
-    if (q->recent) {
-        part *pt = &r->parts[PART_RECENT];
-        pt->used = pt->running = 1;
-        pt->c = tier_ctx_for(call, "entries", NULL);
-        pt->c.deadline_ms = r->deadline_ms;
-        RPC_CHECK(entries_lookup_prepare(svc->entries, call, "recent_lookup.", q->recent, &pt->c,
-                                         recent_done, r, &r->lookup));
-        r->pending++;
-    }
-    if (may_vector) {
-        part *pt = &r->parts[PART_VECTOR];
-        pt->used = pt->running = 1;
-        pt->c = tier_ctx_for(call, "episodic", NULL);
-        pt->c.deadline_ms = r->deadline_ms;
-        pt->c.cancel = &r->cancel;
-        r->pending++;
-    }
-    return start(r);
+    return st;
 }
 
 /* A request's query, normalised: INVALID_ARGUMENT when none or half a
@@ -625,12 +694,77 @@ _Static_assert((int)MEMORY__V1__ROUTER_QUERY_STREAM_REQUEST__QUERY_HYBRID ==
                    (int)MEMORY__V1__ROUTER_QUERY_STREAM_REQUEST__QUERY_GRAPH_QUERY ==
                        (int)MEMORY__V1__ROUTER_QUERY_REQUEST__QUERY_GRAPH_QUERY &&
                    (int)MEMORY__V1__ROUTER_QUERY_STREAM_REQUEST__QUERY_VECTOR_SEARCH ==
-                       (int)MEMORY__V1__ROUTER_QUERY_REQUEST__QUERY_VECTOR_SEARCH,
+                       (int)MEMORY__V1__ROUTER_QUERY_REQUEST__QUERY_VECTOR_SEARCH &&
+                   (int)MEMORY__V1__ROUTER_QUERY_STREAM_REQUEST__QUERY_RECALL ==
+                       (int)MEMORY__V1__ROUTER_QUERY_REQUEST__QUERY_RECALL,
                "RouterQueryRequest and RouterQueryStreamRequest number their query alike");
+/* The graph part of a recall: the text's words, any of them, in web-search
+ * syntax ("a or b or c"), within RECALL_QUERY_MAX bytes; "" when the text
+ * has no words. A word is a run of letters and digits (any non-ASCII
+ * byte counts as one, so words of every script stay whole). */
+static int word_byte(unsigned char c) {
+    return c >= 0x80 || (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z');
+}
+
+static const char *recall_words(arena *a, const char *text) {
+    char *out = arena_alloc(a, RECALL_QUERY_MAX + 1);
+    if (!out) return NULL;
+    size_t at = 0;
+    for (const unsigned char *s = (const unsigned char *)text; *s;) {
+        while (*s && !word_byte(*s)) s++;
+        const unsigned char *w = s;
+        while (*s && word_byte(*s)) s++;
+        size_t n = (size_t)(s - w), sep = at ? 4 : 0;
+        if (n == 0) break;
+        if (at + sep + n > RECALL_QUERY_MAX) break;
+        if (sep) memcpy(out + at, " or ", sep);
+        memcpy(out + at + sep, w, n);
+        at += sep + n;
+    }
+    out[at] = '\0';
+    return out;
+}
+
+/* A recall as the hybrid query it runs (router.proto's RecallQuery). */
+static grpc_status_code recall_of(rpc_call *call, const Memory__V1__RecallQuery *rq, query *q) {
+    size_t n = strlen(rq->text);
+    if (n == 0) return rpc_call_invalid(call, "recall.text: required");
+    if (n > EMBED_TEXT_MAX)
+        return rpc_call_invalid(call, "recall.text: %zu bytes; at most %d", n, EMBED_TEXT_MAX);
+    if (!text_utf8_valid((const uint8_t *)rq->text, n))
+        return rpc_call_invalid(call, "recall.text: not valid UTF-8");
+    long uc = rq->user[0] ? text_name_chars(rq->user) : 0;
+    if (uc < 0 || uc > USER_MAX)
+        return rpc_call_invalid(call,
+                                "recall.user: %s; a principal is 1 to %d printable characters",
+                                uc < 0 ? "not printable UTF-8" : "too long", USER_MAX);
+    arena *a = rpc_call_arena(call);
+    Memory__V1__VectorSearchQuery *v =
+        arena_message(a, &memory__v1__vector_search_query__descriptor);
+    if (!v) return rpc_call_oom(call);
+    v->collection = rq->collection;
+    v->text = rq->text;
+    v->filter = rq->filter;
+    v->with_payload = 1;
+    const char *words = recall_words(a, rq->text);
+    if (!words) return rpc_call_oom(call);
+    if (words[0]) {
+        Memory__V1__GraphQuery *g = arena_message(a, &memory__v1__graph_query__descriptor);
+        if (!g) return rpc_call_oom(call);
+        g->text_query = (char *)words;
+        q->graph = g, q->graph_prefix = "recall.";
+    }
+    q->hybrid = q->recall = 1;
+    q->recall_user = rq->user;
+    q->vector = v, q->vector_prefix = "recall.";
+    return GRPC_STATUS_OK;
+}
+
 static grpc_status_code query_of(rpc_call *call, int kind, const Memory__V1__VectorSearchQuery *v,
                                  const Memory__V1__GraphQuery *g,
                                  const Memory__V1__RecentLookupQuery *r,
-                                 const Memory__V1__HybridQuery *h, int32_t limit, query *q) {
+                                 const Memory__V1__HybridQuery *h,
+                                 const Memory__V1__RecallQuery *rc, int32_t limit, query *q) {
     memset(q, 0, sizeof *q);
     RPC_CHECK(check_limit(call, limit, &q->limit));
     switch (kind) {
@@ -648,9 +782,10 @@ static grpc_status_code query_of(rpc_call *call, int kind, const Memory__V1__Vec
         q->vector = h->vector_search, q->vector_prefix = "hybrid.vector_search.";
         q->graph = h->graph_query, q->graph_prefix = "hybrid.graph_query.";
         break;
+    case MEMORY__V1__ROUTER_QUERY_REQUEST__QUERY_RECALL: return recall_of(call, rc, q);
     default:
         return rpc_call_invalid(call, "query: required (set one of vector_search, graph_query, "
-                                      "recent_lookup, hybrid)");
+                                      "recent_lookup, hybrid, recall)");
     }
     return GRPC_STATUS_OK;
 }
@@ -659,7 +794,7 @@ static RPC_UNARY_HANDLER(do_query, router_service, Memory__V1__RouterQueryReques
                          Memory__V1__RouterQueryResponse) {
     query q;
     RPC_CHECK(query_of(call, (int)req->query_case, req->vector_search, req->graph_query,
-                       req->recent_lookup, req->hybrid, req->limit, &q));
+                       req->recent_lookup, req->hybrid, req->recall, req->limit, &q));
     return route(call, svc, &q, 0, resp);
 }
 
@@ -668,7 +803,7 @@ static grpc_status_code do_query_stream(rpc_call *call, const ProtobufCMessage *
         (const Memory__V1__RouterQueryStreamRequest *)msg;
     query q;
     RPC_CHECK(query_of(call, (int)req->query_case, req->vector_search, req->graph_query,
-                       req->recent_lookup, req->hybrid, req->limit, &q));
+                       req->recent_lookup, req->hybrid, req->recall, req->limit, &q));
     return route(call, arg, &q, 1, NULL);
 }
 

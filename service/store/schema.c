@@ -312,6 +312,11 @@ const pg_migration memoryd_migrations[] = {
      " PRIMARY KEY (tenant, session_id, key),"
      " FOREIGN KEY (tenant, session_id) REFERENCES sessions (tenant, id) ON DELETE CASCADE);"
      "CREATE INDEX session_records_owner ON session_records (tenant, owner);"},
+    {14, "episodic embedder model",
+     /* The embedder model whose vectors fill a collection (set at create,
+      * or by its first text upsert; NULL: none yet): text is embedded
+      * only with it (episodic_memory.proto). */
+     "ALTER TABLE episodic_collections ADD COLUMN embedder_model text;"},
 };
 
 const size_t memoryd_migrations_count = sizeof memoryd_migrations / sizeof memoryd_migrations[0];

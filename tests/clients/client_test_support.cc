@@ -10,13 +10,14 @@
 
 namespace client_test {
 
-TestMemoryd::TestMemoryd() {
+TestMemoryd::TestMemoryd(const std::vector<std::string>& extra) {
   if (!db_.ok()) {
     error_ = db_.error();
     return;
   }
   std::vector<std::string> args = {"--pg-url=" + db_.url(), "--shutdown-grace=2"};
   if (!TestRedisUrl().empty()) args.push_back("--redis-url=" + TestRedisUrl());
+  args.insert(args.end(), extra.begin(), extra.end());
   process_ = std::make_unique<MemorydProcess>(args);
   if (!process_->Start()) {
     error_ = "memoryd did not start:\n" + process_->Log();

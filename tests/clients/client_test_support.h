@@ -21,7 +21,8 @@ namespace client_test {
 // destructor stops it (SIGTERM) and drops the database.
 class TestMemoryd {
  public:
-  TestMemoryd();
+  // extra: more memoryd flags (e.g. an embedder's).
+  explicit TestMemoryd(const std::vector<std::string>& extra = {});
   ~TestMemoryd();
   bool ok() const { return ok_; }
   const std::string& error() const { return error_; }

@@ -9,11 +9,13 @@
 // MEMORYD_TEST_PG_URL, PostgreSQL down, ...) it says why on stderr and exits 1 without printing
 // anything.
 //
-//   memoryd_fixture [--scope=SCOPES] [--token=NAME=SCOPES]...
+//   memoryd_fixture [--scope=SCOPES] [--token=NAME=SCOPES]... [--embedder]
 //
 // --scope replaces the first token's scopes; each --token adds a line
 // "token-NAME JWT" (same tenant and principal, those scopes) after it, for
-// tests that need a narrower or a second token.
+// tests that need a narrower or a second token. --embedder starts the
+// embedder contract stand-in (tests/contract/) and gives it to memoryd
+// (--embedder-url, --embedder-model=standin-embed-16), for text queries.
 #include <unistd.h>
 
 #include <cstdio>
@@ -22,14 +24,18 @@
 #include <vector>
 
 #include "tests/clients/client_test_support.h"
+#include "tests/testing/embedder_standin.h"
 
 int main(int argc, char** argv) {
   std::string scope = "global:read global:write blackboard:read:all blackboard:write";
   std::vector<std::pair<std::string, std::string>> extra;
+  bool embedder = false;
   for (int i = 1; i < argc; i++) {
     std::string a = argv[i];
     size_t eq;
-    if (a.rfind("--scope=", 0) == 0) {
+    if (a == "--embedder") {
+      embedder = true;
+    } else if (a.rfind("--scope=", 0) == 0) {
       scope = a.substr(8);
     } else if (a.rfind("--token=", 0) == 0 && (eq = a.find('=', 8)) != std::string::npos) {
       extra.emplace_back(a.substr(8, eq - 8), a.substr(eq + 1));
@@ -38,7 +44,17 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  client_test::TestMemoryd server;
+  EmbedderStandin standin;
+  std::vector<std::string> flags;
+  if (embedder) {
+    if (!standin.Start()) {
+      std::fprintf(stderr, "memoryd_fixture: the embedder stand-in did not start:\n%s",
+                   standin.Log().c_str());
+      return 1;
+    }
+    flags = {"--embedder-url=" + standin.base_url(), "--embedder-model=standin-embed-16"};
+  }
+  client_test::TestMemoryd server(flags);
   if (!server.ok()) {
     std::fprintf(stderr, "memoryd_fixture: %s\n", server.error().c_str());
     return 1;

@@ -27,7 +27,7 @@ SECS=${1:-20}
 shift || true
 ALL=(descpool_fuzz redis_url_fuzz config_fuzz log_fuzz request_decode_fuzz jwt_fuzz pii_fuzz
   nsglob_fuzz global_query_fuzz cache_codec_fuzz qdrant_json_fuzz bb_codec_fuzz receipt_fuzz
-  traceparent_fuzz wm_fuzz sess_record_fuzz)
+  traceparent_fuzz wm_fuzz sess_record_fuzz embed_json_fuzz)
 TARGETS=("$@")
 ((${#TARGETS[@]})) || TARGETS=("${ALL[@]}")
 BAZEL=${BAZEL:-bazel}

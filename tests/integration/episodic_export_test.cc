@@ -207,7 +207,8 @@ class EpisodicScrollTest : public ::testing::TestWithParam<Backend> {
   vs_collection Create(const std::string& name) {
     Call k(alice_.get());
     vs_collection col = {};
-    EXPECT_EQ(STATUS_OK, vstore_create_collection(vs_, &k.c, name.c_str(), 2, VS_COSINE, &col))
+    EXPECT_EQ(STATUS_OK,
+              vstore_create_collection(vs_, &k.c, name.c_str(), 2, VS_COSINE, nullptr, &col))
         << k.c.err;
     names_.push_back(name);
     col.name = names_.back().c_str();  // outlives the call's arena

@@ -304,7 +304,7 @@ TEST_F(EpisodicTest, CollectionRequestsAreValidated) {
       {std::string(65, 'x'), 4, DISTANCE_DOT, "name: 65 characters"},
       {"a b", 4, DISTANCE_DOT, "name: only"},
       {"x'; DROP TABLE episodic_points; --", 4, DISTANCE_DOT, "name: only"},
-      {"ok", 0, DISTANCE_DOT, "dims: 0"},
+      {"ok", -1, DISTANCE_DOT, "dims: -1"},
       {"ok", 65537, DISTANCE_DOT, "dims: 65537"},
       {"ok", 4, DISTANCE_UNSPECIFIED, "distance"},
   };
@@ -313,6 +313,11 @@ TEST_F(EpisodicTest, CollectionRequestsAreValidated) {
     EXPECT_EQ(StatusCode::INVALID_ARGUMENT, r.status.error_code()) << c.name;
     EXPECT_NE(std::string::npos, r.status.error_message().find(c.want)) << r.status.error_message();
   }
+  // dims 0 asks the server's embedder, and this server has none.
+  Result r = Create(alice_, "ok", 0, DISTANCE_DOT);
+  EXPECT_EQ(StatusCode::FAILED_PRECONDITION, r.status.error_code());
+  EXPECT_NE(std::string::npos, r.status.error_message().find("--embedder-url"))
+      << r.status.error_message();
   EXPECT_EQ(0, Must<ListCollectionsResponse>("ListCollections", ListCollectionsRequest(), alice_)
                    .collections_size());
 }

@@ -78,6 +78,11 @@ const std::vector<std::pair<std::string, std::string>> kOptions = {
     {"blackboard-redis-grace-ms", "MEMORYD_BLACKBOARD_REDIS_GRACE_MS"},
     {"session-grace-ms", "MEMORYD_SESSION_GRACE_MS"},
     {"session-sweep-ms", "MEMORYD_SESSION_SWEEP_MS"},
+    {"embedder-url", "MEMORYD_EMBEDDER_URL"},
+    {"embedder-model", "MEMORYD_EMBEDDER_MODEL"},
+    {"embedder-api-key", "MEMORYD_EMBEDDER_API_KEY"},
+    {"embedder-timeout-ms", "MEMORYD_EMBEDDER_TIMEOUT_MS"},
+    {"embedder-batch", "MEMORYD_EMBEDDER_BATCH"},
     {"cache-l1-ttl-ms", "MEMORYD_CACHE_L1_TTL_MS"},
     {"retention", "MEMORYD_RETENTION"},
     {"retention-pii", "MEMORYD_RETENTION_PII"},
@@ -309,6 +314,14 @@ TEST_F(ConfigTest, OutOfRangeIntegerIsRejectedNamingFlagAndVariable) {
   EXPECT_NE(std::string::npos, Err().find("http://")) << Err();
   EXPECT_EQ(-1, Load({kPgFlag, "--qdrant-collection-prefix=a/b"}));
   EXPECT_NE(std::string::npos, Err().find("--qdrant-collection-prefix")) << Err();
+
+  // An embedder needs a scheme and a model; without a URL the model is unused.
+  EXPECT_EQ(-1, Load({kPgFlag, "--embedder-url=localhost:11434/v1", "--embedder-model=m"}));
+  EXPECT_NE(std::string::npos, Err().find("--embedder-url")) << Err();
+  EXPECT_EQ(-1, Load({kPgFlag, "--embedder-url=http://127.0.0.1:11434/v1"}));
+  EXPECT_NE(std::string::npos, Err().find("--embedder-model")) << Err();
+  EXPECT_EQ(-1, Load({kPgFlag, "--embedder-batch=0"}));
+  EXPECT_NE(std::string::npos, Err().find("--embedder-batch")) << Err();
 }
 
 TEST_F(ConfigTest, IntegerBoundsAreInclusive) {

@@ -8,6 +8,7 @@
 // token allows. memoryd's refusals come back as tool errors that carry its
 // status code and message.
 
+const { randomUUID } = require('crypto');
 const { z } = require('zod');
 const { MemorydError, duration } = require('memoryd-client');
 
@@ -114,6 +115,38 @@ const MEMORY_COMMANDS = {
     return { deleted_count: r.deletedCount };
   },
 };
+
+// Long-term memory by text: the collection remember writes and recall reads.
+const DEFAULT_COLLECTION = 'memories';
+const collectionArg = z.string().min(1).max(64).optional()
+  .describe(`Collection of memories (default "${DEFAULT_COLLECTION}", created on first use)`);
+
+// Upserts one text point, creating the collection (sized by memoryd's
+// embedder, dims 0) when it does not exist yet.
+async function upsertText(c, collection, point) {
+  try {
+    await c.episodic.Upsert({ collection, points: [point] });
+  } catch (err) {
+    if (!(err instanceof MemorydError) || err.codeName !== 'NOT_FOUND') throw err;
+    try {
+      await c.episodic.CreateCollection({ name: collection, dims: 0,
+        distance: 'DISTANCE_COSINE' });
+    } catch (e) {
+      if (!(e instanceof MemorydError) || e.codeName !== 'ALREADY_EXISTS') throw e;
+    }
+    await c.episodic.Upsert({ collection, points: [point] });
+  }
+}
+
+// A recall result as a model reads it.
+function recallView(r) {
+  if (r.record === 'entity')
+    return { kind: 'entity', score: r.score, ...entityView(r.entity),
+      memory: r.entityPoint ? r.entityPoint.payload?.text : undefined };
+  const { text, ...rest } = r.point.payload || {};
+  return { kind: 'memory', score: r.score, id: r.point.id.uuid || String(r.point.id.num), text,
+    payload: Object.keys(rest).length ? rest : undefined, label: r.point.meta?.label };
+}
 
 // An Entry as a model reads it: text as text, other bytes as base64.
 function entryView(e, withValue = true) {
@@ -265,6 +298,37 @@ const TOOLS = [
     durable: z.boolean().optional().describe('start: write it through to PostgreSQL'),
     label,
   }, (c, a) => SESSION_COMMANDS[a.command](c, a)],
+  ['remember', 'Remember a text in long-term memory, to be found again by meaning with ' +
+    'recall (memoryd embeds it; it needs memoryd started with --embedder-url). Returns its id.', {
+    text: z.string().min(1).max(32768).describe('What to remember, in plain words'),
+    collection: collectionArg,
+    entity_id: z.string().min(1).optional()
+      .describe('The knowledge-graph entity this memory is about (recall then merges them)'),
+    payload: z.record(z.string(), json).optional().describe('JSON kept with the memory'),
+    label,
+  }, async (c, a) => {
+    const id = randomUUID();
+    const payload = { ...(a.payload || {}), text: a.text };
+    if (a.entity_id) payload.entity_id = a.entity_id;
+    const collection = a.collection || DEFAULT_COLLECTION;
+    await upsertText(c, collection, { id: { uuid: id }, text: a.text, payload,
+      label: toLabel(a.label) });
+    return { remembered: id, collection };
+  }],
+  ['recall', 'Recall what is remembered about a text: the memories nearest in meaning and the ' +
+    'knowledge-graph entities sharing its words, best first, from your own memory (or a ' +
+    'user\'s, with the :all read scopes). Needs memoryd started with --embedder-url.', {
+    text: z.string().min(1).max(32768).describe('What to recall, e.g. a question'),
+    collection: collectionArg,
+    user: z.string().min(1).optional().describe('Whose memory (default: yours)'),
+    limit: z.number().int().min(1).max(1000).optional().describe('At most this many (default 10)'),
+  }, async (c, a) => {
+    const r = await c.router.Query({ recall: { text: a.text,
+      collection: a.collection || DEFAULT_COLLECTION, user: a.user }, limit: a.limit });
+    return { results: r.results.map(recallView), partial: r.partial || undefined,
+      skipped: r.tiers.filter((t) => t.outcome !== 'TIER_OUTCOME_ANSWERED')
+        .map((t) => `${t.tier.replace(/^TIER_/, '').toLowerCase()}: ${t.detail}`) };
+  }],
   ['put_entity', 'Create or replace an entity of the knowledge graph (a person, project, ' +
     'document, ...).', {
     id: z.string().min(1), type: z.string().min(1).describe('Entity type, e.g. "person"'),

@@ -19,15 +19,17 @@ const { startMemoryd } = require('memoryd-client/test/fixture');
 
 const SERVER = path.join(__dirname, '..', 'server.js');
 const SCOPES = 'entries:* working:* session:* global:read global:write blackboard:read:all ' +
-  'blackboard:write privacy:forget';
+  'blackboard:write privacy:forget episodic:read episodic:write router:query';
 const TOOLS = ['save_memory', 'read_memory', 'search_memories', 'list_memories',
   'delete_memory', 'append_memory', 'replace_in_memory', 'memory_stats', 'put_entity',
   'get_entity', 'query_entities', 'relate', 'traverse', 'record_task', 'blackboard_post',
-  'blackboard_read', 'forget', 'memory', 'render_memory', 'session'];
+  'blackboard_read', 'forget', 'memory', 'render_memory', 'session', 'remember', 'recall'];
 
 let memoryd;
 test.before(async () => {
-  memoryd = await startMemoryd([`--scope=${SCOPES}`, '--token=readonly=entries:read']);
+  // With the embedder contract stand-in, for remember and recall.
+  memoryd = await startMemoryd([`--scope=${SCOPES}`, '--token=readonly=entries:read',
+    '--embedder']);
 });
 test.after(async () => {
   if (memoryd) assert.equal(await memoryd.stop(), 0, 'memoryd exited cleanly');
@@ -175,6 +177,31 @@ test('stdio: working memory, its five commands and its rendering', async () => {
     assert.match(r.error, /^memoryd refused: INVALID_ARGUMENT: path: .*"\.\."/);
     r = await call(client, 'memory', { command: 'delete', node, path: '/', recursive: true });
     assert.equal(r.deleted_count, 1);
+  } finally {
+    await client.close();
+  }
+});
+
+test('stdio: remember and recall by text', async () => {
+  const client = await stdioClient(memoryd.token);
+  try {
+    let r = await call(client, 'remember', { text: 'the user is allergic to peanuts' });
+    assert.equal(r.collection, 'memories');
+    assert.match(r.remembered, /^[0-9a-f-]{36}$/);
+    await call(client, 'remember', { text: 'the user flies to Porto in May',
+      entity_id: 'trip-porto', payload: { source: 'chat' } });
+    await call(client, 'put_entity', { id: 'trip-porto', type: 'trip', name: 'Porto trip' });
+    r = await call(client, 'recall', { text: 'peanuts allergy' });
+    assert.equal(r.results[0].kind, 'memory');
+    assert.equal(r.results[0].text, 'the user is allergic to peanuts');
+    assert.deepEqual(r.skipped, []);
+    // The entity and the memory naming it merge into one result.
+    r = await call(client, 'recall', { text: 'Porto trip' });
+    const trip = r.results.find((x) => x.kind === 'entity');
+    assert.equal(trip.id, 'trip-porto');
+    assert.equal(trip.memory, 'the user flies to Porto in May');
+    r = await call(client, 'recall', { text: 'x', collection: 'no_such' });
+    assert.match(r.error, /^memoryd refused: NOT_FOUND: /);
   } finally {
     await client.close();
   }

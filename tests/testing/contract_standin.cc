@@ -1,5 +1,5 @@
-// qdrant_standin: fork/exec of the stand-in script; see qdrant_standin.h.
-#include "tests/testing/qdrant_standin.h"
+// contract_standin: fork/exec of a stand-in script; see contract_standin.h.
+#include "tests/testing/contract_standin.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -15,6 +15,7 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 namespace {
 
@@ -22,23 +23,29 @@ const char kPython[] = "/usr/bin/python3";
 
 }  // namespace
 
-std::string QdrantStandin::ScriptPath() {
+std::string ContractStandin::ScriptPath(const std::string& script) {
   const char* srcdir = getenv("TEST_SRCDIR");
   const char* ws = getenv("TEST_WORKSPACE");
-  std::string rel = "tests/contract/qdrant_contract_server.py";
+  std::string rel = "tests/contract/" + script;
   if (srcdir && ws) return std::string(srcdir) + "/" + ws + "/" + rel;
   return rel;
 }
 
-QdrantStandin::~QdrantStandin() { Stop(); }
+ContractStandin::~ContractStandin() { Stop(); }
 
-bool QdrantStandin::Start(const std::string& version, const std::string& api_key, int port) {
+bool ContractStandin::StartScript(const std::string& script, int port,
+                                  const std::vector<std::string>& args) {
   const char* tmp = getenv("TEST_TMPDIR");
-  log_path_ = std::string(tmp ? tmp : "/tmp") + "/qdrant-standin-" + std::to_string(getpid()) +
+  log_path_ = std::string(tmp ? tmp : "/tmp") + "/" + script + "-" + std::to_string(getpid()) +
               "-" + std::to_string(reinterpret_cast<uintptr_t>(this)) + ".log";
+  std::vector<std::string> argv = {kPython, ScriptPath(script), "--port=" + std::to_string(port),
+                                   "--host=127.0.0.1"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<char*> cargv;
+  for (auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
+  cargv.push_back(nullptr);
   int out[2];
   if (pipe(out) != 0) return false;
-  std::string script = ScriptPath();
   pid_ = fork();
   if (pid_ < 0) return false;
   if (pid_ == 0) {
@@ -46,14 +53,7 @@ bool QdrantStandin::Start(const std::string& version, const std::string& api_key
     if (log >= 0) dup2(log, 2);
     dup2(out[1], 1);
     close(out[0]);
-    std::string v = "--version=" + version, k = "--api-key=" + api_key,
-                p = "--port=" + std::to_string(port);
-    if (api_key.empty())
-      execl(kPython, kPython, script.c_str(), p.c_str(), "--host=127.0.0.1", v.c_str(),
-            static_cast<char*>(nullptr));
-    else
-      execl(kPython, kPython, script.c_str(), p.c_str(), "--host=127.0.0.1", v.c_str(), k.c_str(),
-            static_cast<char*>(nullptr));
+    execv(kPython, cargv.data());
     _exit(127);
   }
   close(out[1]);
@@ -77,7 +77,7 @@ bool QdrantStandin::Start(const std::string& version, const std::string& api_key
   return port_ > 0;
 }
 
-void QdrantStandin::Stop() {
+void ContractStandin::Stop() {
   if (pid_ <= 0) return;
   kill(pid_, SIGTERM);
   int status;
@@ -89,7 +89,7 @@ void QdrantStandin::Stop() {
   pid_ = -1;
 }
 
-std::string QdrantStandin::Log() const {
+std::string ContractStandin::Log() const {
   std::ifstream f(log_path_);
   std::stringstream s;
   s << f.rdbuf();
@@ -98,8 +98,8 @@ std::string QdrantStandin::Log() const {
 
 // One HTTP/1.0 request over a plain socket: the fixture needs no client
 // library, and the server closes the connection after the answer.
-std::string QdrantStandin::Control(const std::string& method, const std::string& path,
-                                   const std::string& body) {
+std::string ContractStandin::Control(const std::string& method, const std::string& path,
+                                     const std::string& body) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) return "ERROR: socket";
   sockaddr_in a{};
@@ -132,10 +132,10 @@ std::string QdrantStandin::Control(const std::string& method, const std::string&
   return resp.substr(sep + 4);
 }
 
-std::string QdrantStandin::Violations() { return Control("GET", "/__standin/violations"); }
-std::string QdrantStandin::Requests() { return Control("GET", "/__standin/requests"); }
-std::string QdrantStandin::Fault(const std::string& json) {
+std::string ContractStandin::Violations() { return Control("GET", "/__standin/violations"); }
+std::string ContractStandin::Requests() { return Control("GET", "/__standin/requests"); }
+std::string ContractStandin::Fault(const std::string& json) {
   return Control("POST", "/__standin/faults", json);
 }
-std::string QdrantStandin::ClearFaults() { return Control("DELETE", "/__standin/faults"); }
-std::string QdrantStandin::ClearRequests() { return Control("DELETE", "/__standin/requests"); }
+std::string ContractStandin::ClearFaults() { return Control("DELETE", "/__standin/faults"); }
+std::string ContractStandin::ClearRequests() { return Control("DELETE", "/__standin/requests"); }
