@@ -113,6 +113,8 @@ bench: deps build ## build, start Postgres + Redis, run the benchmarks: vs grpc+
 	BENCH_SKIP_BUILD=1 bash bench/replicas.sh
 	# WorkingMemory.Render: latency alone (1 in flight), then under load (4).
 	for c in 1 4; do BENCH_CONCURRENCY=$$c bash bench/working.sh; done
+	# EpisodicMemory.Search by text vs by vector, and the embedder directly.
+	BENCH_SKIP_BUILD=1 bash bench/embedder.sh
 
 format: ## clang-format every C/C++ source in place (.clang-format, service/.clang-format)
 	scripts/format.sh

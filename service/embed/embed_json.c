@@ -63,8 +63,8 @@ static int element_vector(const json_t *emb, size_t i, int dims, float *v, char 
     return STATUS_OK;
 }
 
-static int parse_data(const json_t *data, size_t n, int dims_want, arena *a, float **out, int *dims,
-                      char *err, size_t errlen) {
+static int parse_data(const json_t *data, size_t n, int dims_want, size_t body_len, arena *a,
+                      float **out, int *dims, char *err, size_t errlen) {
     if (!json_is_array(data))
         return text_fail(err, errlen, STATUS_EINTERNAL,
                          "the embedder's answer has no `data` array");
@@ -103,6 +103,14 @@ static int parse_data(const json_t *data, size_t n, int dims_want, arena *a, flo
                                  "the embedder returned %zu-dimensional vectors; at most %d", len,
                                  EMBED_MAX_DIMS);
             d = (int)len;
+            /* Every component takes at least two bytes of the answer
+             * ("0,"): an answer too short for n of these is refused before
+             * its vectors are allocated. */
+            if (n * (size_t)d > body_len / 2)
+                return text_fail(err, errlen, STATUS_EINTERNAL,
+                                 "the embedder's answer is too short for %zu vectors of %d "
+                                 "dimensions",
+                                 n, d);
             if (!(vecs = arena_alloc(a, n * (size_t)d * sizeof *vecs)))
                 return text_fail(err, errlen, STATUS_ENOMEM, "out of memory");
         } else if (len != (size_t)d) {
@@ -129,8 +137,8 @@ int embed_json_parse(const char *body, size_t len, size_t n, int dims_want, aren
     if (!root)
         return text_fail(err, errlen, STATUS_EINTERNAL, "the embedder's answer is not JSON: %s",
                          je.text);
-    int rc = json_is_object(root) ? parse_data(json_object_get(root, "data"), n, dims_want, a, out,
-                                               dims, err, errlen)
+    int rc = json_is_object(root) ? parse_data(json_object_get(root, "data"), n, dims_want, len, a,
+                                               out, dims, err, errlen)
                                   : text_fail(err, errlen, STATUS_EINTERNAL,
                                               "the embedder's answer is not a JSON object");
     json_decref(root);
@@ -173,7 +181,9 @@ void embed_json_error_text(const char *body, size_t len, char *out, size_t outle
                          : code       ? "code "
                                       : "",
                          code ? code : "");
-            cut |= put(out, outlen, &at, tail, k > 0 ? (size_t)k : 0);
+            /* snprintf says what it would have written: only what fits. */
+            size_t tn = k < 0 ? 0 : (size_t)k < sizeof tail ? (size_t)k : sizeof tail - 1;
+            cut |= put(out, outlen, &at, tail, tn);
         }
     } else if (body && len) {
         cut = put(out, outlen, &at, body, len);

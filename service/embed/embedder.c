@@ -33,6 +33,10 @@ void embedder_free(embedder *e) {
 int embedder_create(const embedder_config *cfg, embedder **out, char *err, size_t errlen) {
     if (!cfg->url || !cfg->url[0] || !cfg->model || !cfg->model[0])
         return text_fail(err, errlen, STATUS_EINVALID, "an embedder needs a URL and a model");
+    /* A line break would end the header and start another. */
+    if (cfg->api_key && strpbrk(cfg->api_key, "\r\n"))
+        return text_fail(err, errlen, STATUS_EINVALID,
+                         "--embedder-api-key holds a line break (a file read with its newline?)");
     embedder *e = calloc(1, sizeof *e);
     if (!e || !(e->model = strdup(cfg->model))) {
         embedder_free(e);

@@ -12,6 +12,8 @@ typedef struct call {
     const char *name;
     int dims, distance;
     const char *model;
+    int64_t cid;
+    const char **recorded;
     ecat_hook hook;
     void *arg;
     const char *after;
@@ -86,13 +88,18 @@ static int claim_fn(pgq_session *ss, tier_ctx *c, void *arg) {
     pgq_sql b = {0};
     pgq_sql_add(&b,
                 "UPDATE episodic_collections c SET embedder_model = "
-                "COALESCE(c.embedder_model, $%d) WHERE c.tenant = $%d AND c.name = $%d "
-                "RETURNING " COLS,
-                pgq_text(&b, a->model), pgq_text(&b, principal_tenant(c->p)),
-                pgq_text(&b, a->name));
+                "COALESCE(c.embedder_model, $%d) WHERE c.tenant = $%d AND c.cid = $%d "
+                "RETURNING c.embedder_model",
+                pgq_text(&b, a->model), pgq_text(&b, principal_tenant(c->p)), pgq_int8(&b, a->cid));
     PGresult *r;
     int rc = pgq_pipeline(ss, "record embedder model", NULL, &b, 1, &r);
-    return rc == STATUS_OK ? one_row(c, r, a, STATUS_ENOTFOUND, "not found", a->out) : rc;
+    if (rc != STATUS_OK) return rc;
+    if (PQntuples(r) == 0)
+        rc = tier_fail(c, STATUS_ENOTFOUND, "collection %s was deleted meanwhile", a->name);
+    else if (!(*a->recorded = pgq_col_str(c->ar, r, 0, 0)))
+        rc = tier_fail(c, STATUS_ENOMEM, "out of memory");
+    PQclear(r);
+    return rc;
 }
 
 static int list_fn(pgq_session *ss, tier_ctx *c, void *arg) {
@@ -145,9 +152,9 @@ int ecat_create(pg_pool *pg, tier_ctx *c, const char *name, int dims, int distan
     return run_on(pg, c, &a, create_fn);
 }
 
-int ecat_claim_model(pg_pool *pg, tier_ctx *c, const char *name, const char *model,
-                     vs_collection *out) {
-    call a = {.name = name, .model = model, .out = out};
+int ecat_claim_model(pg_pool *pg, tier_ctx *c, const vs_collection *col, const char *model,
+                     const char **recorded) {
+    call a = {.name = col->name, .cid = col->cid, .model = model, .recorded = recorded};
     return run_on(pg, c, &a, claim_fn);
 }
 

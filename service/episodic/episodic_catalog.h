@@ -27,12 +27,13 @@ typedef int (*ecat_hook)(tier_ctx *c, const vs_collection *col, void *arg);
 int ecat_create(pg_pool *pg, tier_ctx *c, const char *name, int dims, int distance,
                 const char *model, ecat_hook hook, void *arg, vs_collection *out);
 
-/* Records model as the embedder model of collection name unless it has
- * one: STATUS_OK with *out the collection as it now is (the caller
- * compares out->embedder_model with model: a collection recorded with
- * another model keeps it); STATUS_ENOTFOUND when absent. */
-int ecat_claim_model(pg_pool *pg, tier_ctx *c, const char *name, const char *model,
-                     vs_collection *out);
+/* Records model as the embedder model of col (by its catalog id, so a
+ * collection deleted and re-created under its name meanwhile is not
+ * touched) unless it has one: STATUS_OK with *recorded the model it now
+ * records (in c's arena; another one than model when it had one);
+ * STATUS_ENOTFOUND when col is gone. */
+int ecat_claim_model(pg_pool *pg, tier_ctx *c, const vs_collection *col, const char *model,
+                     const char **recorded);
 
 /* STATUS_ENOTFOUND when absent. */
 int ecat_get(pg_pool *pg, tier_ctx *c, const char *name, vs_collection *out);

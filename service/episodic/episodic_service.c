@@ -373,6 +373,9 @@ static RPC_UNARY_HANDLER(do_upsert, episodic_service, Memory__V1__EpisodicMemory
         if ((st = point_pii(call, svc, i, &payload, &text, &in[i].pii_kinds, &in[i].npii)) !=
             GRPC_STATUS_OK)
             break;
+        /* A redacted text may have grown past the bound. */
+        snprintf(f, sizeof f, "points[%zu].text", i);
+        if (text && (st = etext_check(call, f, text)) != GRPC_STATUS_OK) break;
         if (text) {
             texts[ntext] = text;
             text_of[ntext++] = i;

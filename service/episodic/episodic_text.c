@@ -34,9 +34,9 @@ static grpc_status_code model_rule(rpc_call *call, embedder *emb, pg_pool *pg, t
                                    vs_collection *col, int claim) {
     const char *model = embedder_model(emb);
     if (!col->embedder_model && claim) {
-        vs_collection now;
-        RPC_CHECK(tier_status(call, ecat_claim_model(pg, c, col->name, model, &now), c));
-        *col = now;
+        const char *recorded;
+        RPC_CHECK(tier_status(call, ecat_claim_model(pg, c, col, model, &recorded), c));
+        col->embedder_model = recorded;
     }
     if (col->embedder_model && strcmp(col->embedder_model, model) != 0) {
         rpc_call_set_error(call,

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "memory/v1/router.pb-c.h"
 #include "service/auth/authn.h"
@@ -599,7 +600,8 @@ static grpc_status_code launch(run *r, int may_vector, int may_graph, const char
     if (q->vector && !may_vector)
         skip(r, PART_VECTOR, arena_printf(a, "the token lacks %s", vector_scope));
     if (q->recall && !q->graph)
-        skip(r, PART_GRAPH, "the text has no words for the graph's full-text query");
+        skip(r, PART_GRAPH,
+             "the text has no words (besides common ones) for the graph's full-text query");
     if (may_graph) {
         part *pt = &r->parts[PART_GRAPH];
         pt->used = pt->running = 1;
@@ -700,10 +702,29 @@ _Static_assert((int)MEMORY__V1__ROUTER_QUERY_STREAM_REQUEST__QUERY_HYBRID ==
                "RouterQueryRequest and RouterQueryStreamRequest number their query alike");
 /* The graph part of a recall: the text's words, any of them, in web-search
  * syntax ("a or b or c"), within RECALL_QUERY_MAX bytes; "" when the text
- * has no words. A word is a run of letters and digits (any non-ASCII
- * byte counts as one, so words of every script stay whole). */
+ * has none. A word is a run of letters and digits (any non-ASCII byte
+ * counts as one, so words of every script stay whole). The graph's text
+ * search has no stop words (PostgreSQL's 'simple' configuration), so the
+ * commonest English function words are left out here: "what did I say
+ * about the trip" looks for "say or trip", not for every entity with a
+ * "the" in it. */
 static int word_byte(unsigned char c) {
     return c >= 0x80 || (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z');
+}
+
+static int stop_word(const unsigned char *w, size_t n) {
+    static const char *const stop[] = {
+        "a",    "about", "an",   "and",  "are",   "as",   "at",   "be",    "but",   "by",
+        "can",  "could", "did",  "do",   "does",  "for",  "from", "had",   "has",   "have",
+        "he",   "her",   "his",  "how",  "i",     "if",   "in",   "into",  "is",    "it",
+        "its",  "me",    "my",   "no",   "not",   "of",   "on",   "or",    "our",   "she",
+        "so",   "than",  "that", "the",  "their", "them", "then", "there", "these", "they",
+        "this", "to",    "was",  "we",   "were",  "what", "when", "where", "which", "who",
+        "whom", "why",   "will", "with", "would", "you",  "your"};
+    if (n > 5) return 0;
+    for (size_t k = 0; k < sizeof stop / sizeof stop[0]; k++)
+        if (strlen(stop[k]) == n && strncasecmp((const char *)w, stop[k], n) == 0) return 1;
+    return 0;
 }
 
 static const char *recall_words(arena *a, const char *text) {
@@ -715,8 +736,7 @@ static const char *recall_words(arena *a, const char *text) {
         const unsigned char *w = s;
         while (*s && word_byte(*s)) s++;
         size_t n = (size_t)(s - w), sep = at ? 4 : 0;
-        if (n == 0) break;
-        if (at + sep + n > RECALL_QUERY_MAX) break;
+        if (n == 0 || stop_word(w, n) || at + sep + n > RECALL_QUERY_MAX) continue;
         if (sep) memcpy(out + at, " or ", sep);
         memcpy(out + at + sep, w, n);
         at += sep + n;

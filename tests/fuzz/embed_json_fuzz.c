@@ -41,7 +41,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     FUZZ_CHECK(v == NULL && err[0]);
     FUZZ_CHECK(rc != STATUS_EPRECONDITION || (want > 0 && dims != want && dims > 0));
   }
-  char text[80];
+  char text[320]; /* the HTTP client's size */
   embed_json_error_text(b, len, text, sizeof text);
   FUZZ_CHECK(strlen(text) < sizeof text && text[0]);
   for (size_t i = 0; text[i]; i++) FUZZ_CHECK(text[i] >= 0x20 && text[i] < 0x7f);

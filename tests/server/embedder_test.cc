@@ -341,6 +341,19 @@ TEST_F(EmbedderTest, BadTextIsRefusedAndChangesNothing) {
   EXPECT_EQ("", Get("c").embedder_model());
 }
 
+TEST_F(EmbedderTest, UnderRedactTheRedactedTextIsWhatIsEmbedded) {
+  auto redact = Launch({"--pii-policy=redact"});
+  ASSERT_TRUE(Create("r", 16, "", redact.get()).status.ok());
+  emb_.ClearRequests();
+  PointInput p = TextPoint(1, "write to bob@example.com about the trip");
+  p.clear_payload();
+  ASSERT_TRUE(Upsert("r", {p}, "", redact.get()).status.ok());
+  std::string log = emb_.Requests();
+  EXPECT_EQ(std::string::npos, log.find("bob@example.com")) << log;
+  EXPECT_NE(std::string::npos, log.find("about the trip")) << log;
+  EXPECT_EQ(1, Count("r"));
+}
+
 TEST_F(EmbedderTest, WithoutAnEmbedderTextIsAFailedPrecondition) {
   auto plain = Launch({}, /*embedder=*/false);
   ASSERT_TRUE(Create("v", 4, "", plain.get()).status.ok());
@@ -434,8 +447,9 @@ TEST_F(EmbedderTest, TheApiKeyGoesAsABearerToken) {
   EXPECT_EQ(StatusCode::UNAVAILABLE, r.status.error_code());
   EXPECT_NE(std::string::npos, r.status.error_message().find("Incorrect API key"))
       << r.status.error_message();
-  // The key is never logged.
+  // Neither key is ever logged.
   EXPECT_EQ(std::string::npos, good->Log().find("sekret"));
+  EXPECT_EQ(std::string::npos, bad->Log().find("wrong"));
   EXPECT_EQ("[]", Violations(locked));
 }
 
@@ -577,10 +591,29 @@ TEST_F(RecallTest, RecallReturnsOnlyTheUsersOwnMemories) {
       skipped = t.detail().find("global:read:all") != std::string::npos;
   EXPECT_TRUE(skipped);
 
-  // Another tenant sees nothing of t1.
-  std::string other = Token("t2", "alice", "episodic:read global:read router:query");
-  r = Call("Router/Query", Recall("red fox"), other);
-  EXPECT_EQ(StatusCode::NOT_FOUND, r.status.error_code());  // t2 has no collection "mem"
+  // Naming oneself is the same as naming no one: alice's two points (the
+  // vector part ranks every one of them) and her entity.
+  got = Recalled(Recall("red fox", "alice"), alice_);
+  s = std::set<std::string>(got.begin(), got.end());
+  EXPECT_EQ((std::set<std::string>{"point:1", "point:2", "entity:fox-a"}), s);
+
+  // Another tenant's alice, with a collection of the same name, sees only
+  // her tenant's memories, even with the `:all` breadths.
+  std::string other = Token("t2", "alice",
+                            "episodic:read:all episodic:write global:read:all global:write "
+                            "router:query");
+  CreateCollectionRequest cc;
+  cc.set_name("mem");
+  cc.set_dims(16);
+  cc.set_distance(DISTANCE_COSINE);
+  ASSERT_TRUE(Call("EpisodicMemory/CreateCollection", cc, other).status.ok());
+  ASSERT_TRUE(Upsert("mem", {TextPoint(7, "a red fox of another tenant")}, other).status.ok());
+  Entity(other, "fox-t2", "animal", "red fox elsewhere");
+  got = Recalled(Recall("red fox"), other);
+  EXPECT_EQ((std::set<std::string>{"point:7", "entity:fox-t2"}),
+            std::set<std::string>(got.begin(), got.end()));
+  got = Recalled(Recall("red fox", "bob"), other);  // t2 has no bob
+  EXPECT_TRUE(got.empty()) << ::testing::PrintToString(got);
 }
 
 TEST_F(RecallTest, BadRecallsAreRefusedAndWordlessTextSkipsTheGraph) {

@@ -85,6 +85,11 @@ TEST_F(EmbedJsonTest, OtherShapesAreRefusedNamingWhatWasWrong) {
       {R"({"data":[{"index":0,"embedding":[1,2]},{"index":1,"embedding":[1]}]})", 2,
        STATUS_EINTERNAL, "of 2 and of 1 dimensions"},
       {R"({"data":[{"index":0,"embedding":[1],"x":1,"x":2}]})", 1, STATUS_EINTERNAL, "not JSON"},
+      // Too short for two vectors of the first one's length: refused before
+      // they are allocated.
+      {R"({"data":[{"embedding":[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]},)"
+       R"({"embedding":[1]}]})",
+       2, STATUS_EINTERNAL, "too short for 2 vectors of 28 dimensions"},
   };
   for (const auto& c : cases) {
     EXPECT_EQ(c.code, Parse(c.body, c.n, 0)) << c.body;
@@ -116,6 +121,14 @@ TEST_F(EmbedJsonTest, ErrorTextsKeepTheServersWords) {
   embed_json_error_text(b.data(), b.size(), out, sizeof out);
   EXPECT_EQ(63u, std::string(out).size());
   EXPECT_EQ("...", std::string(out).substr(60));
+  // A type longer than the formatting buffer: cut, never read past it.
+  char wide[320];
+  b = R"({"error":{"message":"m","type":")" + std::string(300, 't') + R"("}})";
+  embed_json_error_text(b.data(), b.size(), wide, sizeof wide);
+  std::string w(wide);
+  EXPECT_EQ(0u, w.find("m (type ttt")) << w;
+  EXPECT_LT(w.size(), sizeof wide);
+  EXPECT_EQ(std::string::npos, w.find_first_not_of("m (type,t"));
 }
 
 }  // namespace
