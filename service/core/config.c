@@ -348,6 +348,11 @@ static int parse_argv(config *c, int argc, char **argv, char *err, size_t errlen
     return 0;
 }
 
+/* A backend URL flag's value: empty (no backend) or http(s)://. */
+static int http_url_or_empty(const char *url) {
+    return !url[0] || strncmp(url, "http://", 7) == 0 || strncmp(url, "https://", 8) == 0;
+}
+
 static int validate(const config *c, char *err, size_t errlen) {
     log_level lvl;
     if (log_level_parse(c->log_level, &lvl) != 0) {
@@ -374,15 +379,13 @@ static int validate(const config *c, char *err, size_t errlen) {
                  c->pii_policy);
         return -1;
     }
-    if (c->qdrant_url[0] && strncmp(c->qdrant_url, "http://", 7) != 0 &&
-        strncmp(c->qdrant_url, "https://", 8) != 0) {
+    if (!http_url_or_empty(c->qdrant_url)) {
         snprintf(err, errlen,
                  "--qdrant-url (MEMORYD_QDRANT_URL) must start with http:// or "
                  "https:// (Qdrant's REST port, 6333 by default)");
         return -1;
     }
-    if (c->embedder_url[0] && strncmp(c->embedder_url, "http://", 7) != 0 &&
-        strncmp(c->embedder_url, "https://", 8) != 0) {
+    if (!http_url_or_empty(c->embedder_url)) {
         snprintf(err, errlen,
                  "--embedder-url (MEMORYD_EMBEDDER_URL) must start with http:// or https:// "
                  "(the API's base, e.g. http://127.0.0.1:11434/v1)");

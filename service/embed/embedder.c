@@ -43,28 +43,15 @@ int embedder_create(const embedder_config *cfg, embedder **out, char *err, size_
         return text_fail(err, errlen, STATUS_ENOMEM, "out of memory");
     }
     e->batch = cfg->batch > 0 ? cfg->batch : 64;
-    /* The credential header; the buffer is wiped once the client holds
-     * its own copy. */
-    char *auth = NULL;
-    if (cfg->api_key && cfg->api_key[0]) {
-        size_t n = strlen(cfg->api_key) + sizeof "Authorization: Bearer ";
-        if (!(auth = malloc(n))) {
-            embedder_free(e);
-            return text_fail(err, errlen, STATUS_ENOMEM, "out of memory");
-        }
-        snprintf(auth, n, "Authorization: Bearer %s", cfg->api_key);
-    }
     http_client_config hc = {.service = "embedder",
                              .url = cfg->url,
-                             .auth_header = auth,
+                             .auth_name = "Authorization",
+                             .auth_prefix = "Bearer ",
+                             .auth_secret = cfg->api_key,
                              .timeout_ms = cfg->timeout_ms,
                              .max_response = EMBED_MAX_RESPONSE,
                              .error_text = embed_json_error_text};
     int rc = http_client_create(&hc, &e->http, err, errlen);
-    if (auth) {
-        memset(auth, 0, strlen(auth));
-        free(auth);
-    }
     if (rc != STATUS_OK) {
         embedder_free(e);
         return rc;

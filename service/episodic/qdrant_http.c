@@ -90,28 +90,14 @@ int qdrant_http_create(const char *url, const char *api_key, int timeout_ms, int
     qdrant_http *q = calloc(1, sizeof *q);
     if (!q) return text_fail(err, errlen, STATUS_ENOMEM, "out of memory");
     pthread_mutex_init(&q->mu, NULL);
-    /* Qdrant's credential header; the buffer is wiped once the client
-     * holds its own copy. */
-    char *auth = NULL;
-    if (api_key && api_key[0]) {
-        size_t n = strlen(api_key) + sizeof "api-key: ";
-        if (!(auth = malloc(n))) {
-            qdrant_http_free(q);
-            return text_fail(err, errlen, STATUS_ENOMEM, "out of memory");
-        }
-        snprintf(auth, n, "api-key: %s", api_key);
-    }
     http_client_config cfg = {.service = "qdrant",
                               .url = url,
-                              .auth_header = auth,
+                              .auth_name = "api-key",
+                              .auth_secret = api_key,
                               .timeout_ms = timeout_ms,
                               .connect_timeout_ms = connect_timeout_ms,
                               .error_text = qj_error_text};
     int rc = http_client_create(&cfg, &q->http, err, errlen);
-    if (auth) {
-        memset(auth, 0, strlen(auth));
-        free(auth);
-    }
     if (rc != STATUS_OK) {
         qdrant_http_free(q);
         return rc;

@@ -346,7 +346,7 @@ void http_client_free(http_client *q) {
 }
 
 /* The headers every request carries, the credential's among them. */
-static struct curl_slist *headers(const char *auth_header) {
+static struct curl_slist *headers(const http_client_config *cfg) {
     struct curl_slist *l = NULL;
     static const char *const fixed[] = {"Content-Type: application/json",
                                         "Accept: application/json",
@@ -356,8 +356,17 @@ static struct curl_slist *headers(const char *auth_header) {
         if (!nl) goto oom;
         l = nl;
     }
-    if (auth_header && auth_header[0]) {
-        struct curl_slist *nl = curl_slist_append(l, auth_header); /* copies it */
+    if (cfg->auth_secret && cfg->auth_secret[0]) {
+        const char *prefix = cfg->auth_prefix ? cfg->auth_prefix : "";
+        size_t n = strlen(cfg->auth_name) + 2 + strlen(prefix) + strlen(cfg->auth_secret) + 1;
+        char *h = malloc(n);
+        struct curl_slist *nl = NULL;
+        if (h) {
+            snprintf(h, n, "%s: %s%s", cfg->auth_name, prefix, cfg->auth_secret);
+            nl = curl_slist_append(l, h);
+            memset(h, 0, n); /* the list holds its own copy */
+            free(h);
+        }
         if (!nl) goto oom;
         l = nl;
     }
@@ -386,7 +395,7 @@ int http_client_create(const http_client_config *cfg, http_client **out, char *e
         while (n > 0 && q->url[n - 1] == '/') q->url[--n] = '\0';
         q->shown_url = mask_url(q->url);
     }
-    q->headers = headers(cfg->auth_header);
+    q->headers = headers(cfg);
     if (!q->service || !q->url || !q->shown_url || !q->headers) {
         http_client_free(q);
         return text_fail(err, errlen, STATUS_ENOMEM, "out of memory");

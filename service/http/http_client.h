@@ -35,9 +35,10 @@ typedef void http_error_text_fn(const char *body, size_t len, char *out, size_t 
 typedef struct http_client_config {
     const char *service; /* "qdrant", "embedder": names the server in messages */
     const char *url;     /* http(s)://host:port[/path]; user:password@ masked in logs */
-    /* One header carrying the credential ("api-key: K", "Authorization:
-     * Bearer K"); NULL: none. Copied, never logged. */
-    const char *auth_header;
+    /* The credential, sent as the header "<auth_name>: <auth_prefix><auth_secret>"
+     * ("api-key: K", "Authorization: Bearer K"); auth_secret NULL or "":
+     * none. Copied (the copy made to build it is wiped), never logged. */
+    const char *auth_name, *auth_prefix, *auth_secret;
     int timeout_ms;         /* bounds an exchange (also of a call with a deadline); <= 0: 10000 */
     int connect_timeout_ms; /* bounds a connect; <= 0: 2000 */
     size_t max_response;    /* larger answers are STATUS_EINTERNAL; 0: 64 MiB */

@@ -56,7 +56,6 @@ import json
 import math
 import os
 import re
-import signal
 import struct
 import sys
 import threading
@@ -69,7 +68,7 @@ from jsonschema.exceptions import best_match
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # The HTTP plumbing both stand-ins share: request bodies, answers, the
 # fault records, the threaded server.
-from qdrant_contract_server import Request, Server, dump_json, make_fault  # noqa: E402
+from qdrant_contract_server import Request, dump_json, make_fault, serve  # noqa: E402
 from qdrant_contract_server import StandIn as QdrantStandIn  # noqa: E402
 from qdrant_contract_server import read_body, send  # noqa: E402
 
@@ -333,18 +332,8 @@ def main(argv=None):
 
     log = open(args.log, "a", encoding="utf-8") if args.log else sys.stderr
     standin = StandIn(args.models, args.api_key, args.max_input_chars, log)
-    server = Server((args.host, args.port), standin)
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
-    standin.log(f"embedder contract stand-in serving {sorted(args.models)} "
-                f"on {args.host}:{server.server_address[1]}")
-    print(f"PORT {server.server_address[1]}", flush=True)
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()
-    return 0
+    return serve(standin, args.host, args.port,
+                 f"embedder contract stand-in serving {sorted(args.models)}")
 
 
 if __name__ == "__main__":

@@ -1458,6 +1458,24 @@ class Server(ThreadingHTTPServer):  # a thread per connection, daemon threads
         self.standin = standin
 
 
+def serve(standin, host, port, banner):
+    """Serves standin on host:port until SIGTERM: logs banner (with the
+    address), prints `PORT <n>` once listening. Every stand-in's main
+    ends here."""
+    server = Server((host, port), standin)
+    # SIGTERM ends serve_forever like Ctrl-C, so the socket is closed.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    standin.log(f"{banner} on {host}:{server.server_address[1]}")
+    print(f"PORT {server.server_address[1]}", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return 0
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--host", default="127.0.0.1")
@@ -1473,19 +1491,8 @@ def main(argv=None):
 
     log = open(args.log, "a", encoding="utf-8") if args.log else sys.stderr
     standin = StandIn(args.spec_dir, args.version, args.api_key, log)
-    server = Server((args.host, args.port), standin)
-    # SIGTERM ends serve_forever like Ctrl-C, so the socket is closed.
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
-    standin.log(f"Qdrant contract stand-in posing as {args.version} ({standin.spec.name}) "
-                f"on {args.host}:{server.server_address[1]}")
-    print(f"PORT {server.server_address[1]}", flush=True)
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()
-    return 0
+    return serve(standin, args.host, args.port,
+                 f"Qdrant contract stand-in posing as {args.version} ({standin.spec.name})")
 
 
 if __name__ == "__main__":
