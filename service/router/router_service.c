@@ -12,9 +12,9 @@
 #include "service/core/cancel.h"
 #include "service/core/log.h"
 #include "service/core/text.h"
-#include "service/embed/embedder.h"
 #include "service/entries/entries_service.h"
 #include "service/episodic/episodic_service.h"
+#include "service/episodic/episodic_text.h"
 #include "service/global/global_service.h"
 #include "service/pb/pbtime.h"
 #include "service/router/router_fuse.h"
@@ -747,12 +747,9 @@ static const char *recall_words(arena *a, const char *text) {
 
 /* A recall as the hybrid query it runs (router.proto's RecallQuery). */
 static grpc_status_code recall_of(rpc_call *call, const Memory__V1__RecallQuery *rq, query *q) {
-    size_t n = strlen(rq->text);
-    if (n == 0) return rpc_call_invalid(call, "recall.text: required");
-    if (n > EMBED_TEXT_MAX)
-        return rpc_call_invalid(call, "recall.text: %zu bytes; at most %d", n, EMBED_TEXT_MAX);
-    if (!text_utf8_valid((const uint8_t *)rq->text, n))
-        return rpc_call_invalid(call, "recall.text: not valid UTF-8");
+    if (!rq->text[0]) return rpc_call_invalid(call, "recall.text: required");
+    /* Checked here, not by the vector part: the graph part uses it too. */
+    RPC_CHECK(etext_check(call, "recall.text", rq->text));
     long uc = rq->user[0] ? text_name_chars(rq->user) : 0;
     if (uc < 0 || uc > USER_MAX)
         return rpc_call_invalid(call,

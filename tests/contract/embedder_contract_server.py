@@ -41,6 +41,7 @@ key needed (the same as the Qdrant stand-in's):
   GET    /__standin/requests    the last 1000 requests (method, path, query,
                                 headers with lower-case names, body)
   DELETE /__standin/requests    forget them
+  DELETE /__standin/state       nothing to drop (it keeps no state)
 
 Usage: embedder_contract_server.py [--host 127.0.0.1] [--port 0]
        [--models standin-embed-16=16] [--api-key KEY] [--max-input-chars N]
@@ -52,7 +53,6 @@ Debian's /usr/bin/python3 (needs python3-jsonschema).
 import argparse
 import collections
 import hashlib
-import json
 import math
 import os
 import re
@@ -278,34 +278,18 @@ class StandIn:
     # Faults are matched as the Qdrant stand-in matches them.
     take_fault = QdrantStandIn.take_fault
 
-    def control(self, h, path, body):
-        status, value = 200, []
-        with self.lock:
-            key = (h.command, path)
-            if key == ("POST", "/__standin/faults"):
-                try:
-                    spec = json.loads(body or b"null")
-                    if isinstance(spec, dict) and "status" in spec and "body" not in spec:
-                        spec["body"] = error_body("injected fault", "server_error")
-                    self.faults.append(make_fault(spec))
-                    value = {"faults": len(self.faults)}
-                except ValueError as e:
-                    status, value = 400, {"error": f"bad fault: {e}"}
-            elif key == ("DELETE", "/__standin/faults"):
-                self.faults.clear()
-                value = {"faults": 0}
-            elif key == ("GET", "/__standin/violations"):
-                value = dump_json(self.violations)
-            elif key == ("DELETE", "/__standin/violations"):
-                self.violations.clear()
-            elif key == ("GET", "/__standin/requests"):
-                value = dump_json(list(self.requests))
-            elif key == ("DELETE", "/__standin/requests"):
-                self.requests.clear()
-            else:
-                status, value = 404, {"error": f"no control endpoint {h.command} {path}"}
-        send(h, status, value if isinstance(value, bytes) else dump_json(value),
-             "application/json")
+    # The control endpoints are the Qdrant stand-in's.
+    control = QdrantStandIn.control
+
+    def new_fault(self, spec):
+        """A fault; a faulted answer's default body is the API's error shape."""
+        if isinstance(spec, dict) and "status" in spec and "body" not in spec:
+            spec = dict(spec, body=error_body("injected fault", "server_error"))
+        return make_fault(spec)
+
+    def reset_state(self):
+        """DELETE /__standin/state: the stand-in keeps no state."""
+        return {}
 
 
 def models_argument(text):

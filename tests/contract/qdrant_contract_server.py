@@ -1005,13 +1005,15 @@ class StandIn:
 
     # ------------------------------------------------------------ control
 
+    # The control endpoints every stand-in shares (the embedder's takes this
+    # method); new_fault and reset_state are what differ between them.
     def control(self, h, path, body):
         status, value = 200, []
         with self.lock:
             key = (h.command, path)
             if key == ("POST", "/__standin/faults"):
                 try:
-                    self.faults.append(make_fault(parse_json(body)))
+                    self.faults.append(self.new_fault(parse_json(body)))
                     value = {"faults": len(self.faults)}
                 except ValueError as e:
                     status, value = 400, {"error": f"bad fault: {e}"}
@@ -1027,13 +1029,22 @@ class StandIn:
             elif key == ("DELETE", "/__standin/requests"):
                 self.requests.clear()
             elif key == ("DELETE", "/__standin/state"):
-                self.collections.clear()
-                value = {"collections": 0}
+                value = self.reset_state()
             else:
                 status, value = 404, {"error": f"no control endpoint {h.command} {path}"}
         # The logs are encoded under the lock: other threads append to them.
         send(h, status, value if isinstance(value, bytes) else dump_json(value),
              "application/json")
+
+    def new_fault(self, spec):
+        """A fault from its control request (a faulted answer's default body
+        is Qdrant's error envelope)."""
+        return make_fault(spec)
+
+    def reset_state(self):
+        """DELETE /__standin/state: drop all collections (lock held)."""
+        self.collections.clear()
+        return {"collections": 0}
 
     # ------------------------------------------------------------ operations
     #
