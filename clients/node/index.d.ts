@@ -43,6 +43,12 @@ export interface ClientOptions {
   timeoutMs?: number;
   /** TLS credentials; default plaintext. */
   credentials?: ChannelCredentials;
+  /**
+   * TLS without grpc-js of your own (ignored when credentials is given): PEM roots (default the
+   * system's), a client certificate and key for mutual TLS (both or neither), and the name the
+   * server's certificate must carry when it is not the target's host.
+   */
+  tls?: { ca?: Buffer | string; cert?: Buffer | string; key?: Buffer | string; serverName?: string };
   /** Directory holding memory/v1/*.proto; default the repository's protos/ or $MEMORYD_PROTO_DIR. */
   protoDir?: string;
   /** Directory holding grpc/health/v1/health.proto; default /usr/share/grpc-proto. */

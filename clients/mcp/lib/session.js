@@ -18,9 +18,10 @@ const INSTRUCTIONS = 'memoryd is a memory service. Entries (save_memory, read_me
   'shared by the agents of a task. What you may read and write is decided by the token this ' +
   'server was given, never by tool arguments.';
 
-// options: target, token, timeoutMs. Returns { mcp, client, close() }.
-function createSession({ target, token, timeoutMs }) {
-  const client = new MemorydClient({ target, token, timeoutMs });
+// options: target, token, timeoutMs, tls (MemorydClient's: null =
+// plaintext). Returns { mcp, client, close() }.
+function createSession({ target, token, timeoutMs, tls }) {
+  const client = new MemorydClient({ target, token, timeoutMs, tls: tls || undefined });
   const mcp = new McpServer({ name: 'memoryd-mcp', version },
     { instructions: INSTRUCTIONS, capabilities: { tools: {}, resources: {} } });
   registerTools(mcp, () => client);

@@ -2,13 +2,18 @@
 // memoryd-mcp end to end: the MCP SDK's own client over stdio and over
 // Streamable HTTP against a real memoryd (tests/clients/memoryd_fixture):
 // the tool list, every tool, the resources and a board subscription, a
-// permission error, bad arguments, and the HTTP transport's security rules.
+// permission error, bad arguments, the HTTP transport's security rules
+// (tokens vetted by memoryd, session caps), and the channel to memoryd:
+// plaintext only to loopback unless allowed, TLS with a client certificate
+// (against a grpc-js TLS stand-in for memoryd's Access service).
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
+const fs = require('fs');
 const http = require('http');
+const os = require('os');
 const path = require('path');
-const { execFile, spawn } = require('child_process');
+const { execFile, execFileSync, spawn } = require('child_process');
 const { Client } = require('@modelcontextprotocol/sdk/client/index.js');
 const { StdioClientTransport } = require('@modelcontextprotocol/sdk/client/stdio.js');
 const { StreamableHTTPClientTransport } =
@@ -260,10 +265,10 @@ test('stdio: a permission error and bad arguments are tool errors, not crashes',
   }
 });
 
-// memoryd-mcp over HTTP on a free port; resolves { url, stop() }.
-function startHttpServer(extra = []) {
+// memoryd-mcp over HTTP on a free port; resolves { url, log(), stop() }.
+function startHttpServer(extra = [], target = memoryd.address) {
   const proc = spawn(process.execPath, [SERVER, '--transport=http', '--listen=127.0.0.1:0',
-    `--target=${memoryd.address}`, ...extra], { stdio: ['ignore', 'ignore', 'pipe'] });
+    `--target=${target}`, ...extra], { stdio: ['ignore', 'ignore', 'pipe'] });
   let log = '';
   let started = false;
   return new Promise((resolve, reject) => {
@@ -301,19 +306,42 @@ const INIT = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', param
   protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } });
 const HEADERS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
 
-// A raw POST with node:http (fetch will not send a Host header it is given):
-// resolves { status, headers, body } and closes the connection.
-function rawPost(url, headers, body = INIT) {
+// A raw request with node:http (fetch will not send a Host header it is
+// given): resolves { status, headers, body } and closes the connection.
+// With `bodyAfter` (a promise) the headers go at once, the body once it
+// resolves.
+function rawRequest(method, url, headers, body, bodyAfter = null) {
   return new Promise((resolve, reject) => {
-    const req = http.request(url, { method: 'POST', agent: false,
-      headers: { ...HEADERS, ...headers } }, (res) => {
+    const length = body === undefined ? {} : { 'content-length': Buffer.byteLength(body) };
+    const req = http.request(url, { method, agent: false,
+      headers: { ...HEADERS, ...length, ...headers } }, (res) => {
       let text = '';
       res.on('data', (d) => { text += d; });
       res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, body: text }));
     });
     req.on('error', reject);
-    req.end(body);
+    if (!bodyAfter) return req.end(body);
+    req.flushHeaders();
+    return bodyAfter.then(() => req.end(body));
   });
+}
+
+const rawPost = (url, headers, body = INIT) => rawRequest('POST', url, headers, body);
+
+// n initializes with the token, all at once: every request's headers go
+// first and the bodies 300 ms later, so the server has seen all n before
+// any can become a session. Resolves their responses.
+function initializes(url, token, n) {
+  const bodies = new Promise((resolve) => setTimeout(resolve, 300));
+  return Promise.all(Array.from({ length: n },
+    () => rawRequest('POST', url, { authorization: `Bearer ${token}` }, INIT, bodies)));
+}
+const statuses = (responses) => responses.map((r) => r.status).sort();
+
+// Resolves once check() holds (polled every 20 ms, for at most 5 s).
+async function until(check) {
+  for (const end = Date.now() + 5000; !check(); await new Promise((r) => setTimeout(r, 20)))
+    if (Date.now() > end) throw new Error(`timed out waiting for ${check}`);
 }
 
 test('Streamable HTTP: tools per session token, and the transport\'s security rules', async () => {
@@ -397,3 +425,215 @@ test('the README\'s example: the MCP inspector\'s CLI against memoryd-mcp on std
   const read = await run('--method', 'resources/read', '--uri', 'memoryd://entries/demo:mcp:notes');
   assert.equal(JSON.parse(read.contents[0].text).entries[0].value, 'terse');
 });
+
+test('Streamable HTTP: memoryd vets the token at initialize; one it refuses gets 401, no session',
+  async () => {
+    const server = await startHttpServer(['--max-sessions=1']);
+    try {
+      // A made-up token, a JWT-shaped one, and 20 more: memoryd refuses them all.
+      const bogus = ['x', 'eyJhbGciOiJFZERTQSJ9.eyJzdWIiOiJtZSJ9.AAAA'];
+      for (let i = 0; i < 20; i++) bogus.push(`bogus-${i}`);
+      for (const token of bogus) {
+        const res = await rawPost(server.url, { authorization: `Bearer ${token}` });
+        assert.equal(res.status, 401, `${token}: ${res.body}`);
+        assert.match(res.headers['www-authenticate'],
+          /^Bearer realm="memoryd-mcp", error="invalid_token", error_description="[^"\\]+"$/);
+        const body = JSON.parse(res.body);
+        assert.equal(body.jsonrpc, '2.0');
+        assert.match(body.error.message, /^memoryd refused the token: /);
+        assert.equal(res.headers['mcp-session-id'], undefined);
+      }
+      assert.doesNotMatch(server.log(), /session \S+ started/);
+      // The one session slot is still free for a real token.
+      const { client } = await httpClient(server.url, memoryd.token);
+      assert.equal((await client.listTools()).tools.length, TOOLS.length);
+      await client.close();
+    } finally {
+      assert.equal(await server.stop(), 0, server.log());
+    }
+  });
+
+test('Streamable HTTP: concurrent initializes cannot overshoot --max-sessions', async () => {
+  const server = await startHttpServer(['--max-sessions=3', '--max-sessions-per-token=100']);
+  try {
+    const responses = await initializes(server.url, memoryd.token, 12);
+    assert.deepEqual(statuses(responses), [...Array(3).fill(200), ...Array(9).fill(503)]);
+    for (const r of responses.filter((x) => x.status === 503))
+      assert.match(JSON.parse(r.body).error.message, /too many sessions \(--max-sessions=3\)/);
+    // Full, whatever the token.
+    const ro = await rawPost(server.url, { authorization: `Bearer ${memoryd.tokens.readonly}` });
+    assert.equal(ro.status, 503);
+  } finally {
+    assert.equal(await server.stop(), 0, server.log());
+  }
+});
+
+test('Streamable HTTP: --max-sessions-per-token holds under concurrency; other tokens get in',
+  async () => {
+    const server = await startHttpServer(['--max-sessions=10', '--max-sessions-per-token=2']);
+    try {
+      const responses = await initializes(server.url, memoryd.token, 6);
+      assert.deepEqual(statuses(responses), [200, 200, 429, 429, 429, 429]);
+      for (const r of responses.filter((x) => x.status === 429))
+        assert.match(JSON.parse(r.body).error.message, /--max-sessions-per-token=2/);
+      const ro = await rawPost(server.url, { authorization: `Bearer ${memoryd.tokens.readonly}` });
+      assert.equal(ro.status, 200, ro.body);
+      // Ending one of the token's sessions gives its slot back.
+      const sid = responses.find((r) => r.status === 200).headers['mcp-session-id'];
+      const del = await rawRequest('DELETE', server.url, { authorization: `Bearer ${memoryd.token}`,
+        'mcp-session-id': sid, 'mcp-protocol-version': '2025-06-18' });
+      assert.equal(del.status, 200, del.body);
+      await until(() => /ended \(closed by the client\)/.test(server.log()));
+      assert.deepEqual(statuses(await initializes(server.url, memoryd.token, 2)), [200, 429]);
+    } finally {
+      assert.equal(await server.stop(), 0, server.log());
+    }
+  });
+
+// memoryd-mcp run to its exit (it should not get past its flags): resolves
+// { code, stderr }.
+function runServer(args, env = {}) {
+  return new Promise((resolve) => execFile(process.execPath, [SERVER, ...args],
+    { timeout: 10000, env: { ...process.env, ...env } },
+    (err, stdout, stderr) => resolve({ code: err ? err.code : 0, stderr })));
+}
+
+test('a plaintext --target that is not loopback is refused at startup, unless allowed',
+  async () => {
+    for (const transport of ['http', 'stdio']) {
+      const r = await runServer([`--transport=${transport}`, '--listen=127.0.0.1:0',
+        '--target=10.1.2.3:50051'], { MEMORYD_TOKEN: 't' });
+      assert.equal(r.code, 2, r.stderr);
+      assert.match(r.stderr, /--target=10\.1\.2\.3:50051 is not a loopback address .*cleartext/);
+      assert.match(r.stderr, /Give --tls-ca=FILE .*or --allow-insecure-target/);
+    }
+    let r = await runServer(['--target=127.0.0.1:50051', '--tls-cert=/dev/null']);
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /--tls-cert and --tls-key go together/);
+    r = await runServer(['--target=10.1.2.3:50051', '--tls-ca=/no/such/ca.pem']);
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /--tls-ca=\/no\/such\/ca\.pem: ENOENT/);
+    // Allowed: it starts, with a warning, and connects to nothing until a session.
+    const server = await startHttpServer(['--allow-insecure-target'], '10.1.2.3:50051');
+    try {
+      assert.match(server.log(),
+        /WARNING: plaintext to memoryd at 10\.1\.2\.3:50051, which is not loopback/);
+    } finally {
+      assert.equal(await server.stop(), 0, server.log());
+    }
+  });
+
+// A CA, a server certificate for memoryd.test only and a client
+// certificate, both signed by the CA, in a fresh directory.
+function makeCertificates() {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'memoryd-mcp-tls-'));
+  const ssl = (...args) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
+  const key = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes'];
+  ssl('req', '-x509', ...key, '-keyout', 'ca.key', '-out', 'ca.pem', '-days', '1',
+    '-subj', '/CN=memoryd-mcp test CA');
+  const leaves = { server: 'subjectAltName=DNS:memoryd.test',
+    client: 'extendedKeyUsage=clientAuth' };
+  for (const [name, ext] of Object.entries(leaves)) {
+    fs.writeFileSync(path.join(dir, `${name}.ext`), `${ext}\n`);
+    ssl('req', ...key, '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', `/CN=${name}`);
+    ssl('x509', '-req', '-in', `${name}.csr`, '-CA', 'ca.pem', '-CAkey', 'ca.key',
+      '-CAcreateserial', '-out', `${name}.pem`, '-days', '1', '-extfile', `${name}.ext`);
+  }
+  return dir;
+}
+
+// A stand-in for a memoryd started with --tls-cert/--tls-key/--tls-client-ca
+// (the fixture takes no TLS flags): grpc-js, TLS that requires a client
+// certificate from the CA, memory.v1.Access.WhoAmI accepting the token
+// "good-token" (every other method: UNIMPLEMENTED). Resolves { address,
+// tokens: the authorization headers seen, stop() }.
+async function startTlsStandIn(dir) {
+  // grpc-js and the proto loader are the Node client's dependencies.
+  const from = { paths: [path.dirname(require.resolve('memoryd-client/package.json'))] };
+  const grpc = require(require.resolve('@grpc/grpc-js', from));
+  const loader = require(require.resolve('@grpc/proto-loader', from));
+  const def = loader.loadSync('memory/v1/access.proto',
+    { includeDirs: [path.join(__dirname, '..', '..', '..', 'protos')] });
+  const server = new grpc.Server();
+  const tokens = [];
+  server.addService(grpc.loadPackageDefinition(def).memory.v1.Access.service, {
+    WhoAmI(call, done) {
+      const auth = call.metadata.get('authorization')[0];
+      tokens.push(auth);
+      if (auth === 'Bearer good-token') done(null, { claims: { principal: 'tls-test' } });
+      else done({ code: grpc.status.UNAUTHENTICATED, details: 'token signature does not verify' });
+    },
+  });
+  const read = (f) => fs.readFileSync(path.join(dir, f));
+  const creds = grpc.ServerCredentials.createSsl(read('ca.pem'),
+    [{ cert_chain: read('server.pem'), private_key: read('server.key') }], true);
+  const port = await new Promise((resolve, reject) => server.bindAsync('127.0.0.1:0', creds,
+    (err, p) => (err ? reject(err) : resolve(p))));
+  return { address: `127.0.0.1:${port}`, tokens, stop: () => server.forceShutdown() };
+}
+
+const hasOpenssl = (() => {
+  try {
+    execFileSync('openssl', ['version'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+})();
+
+test('TLS to memoryd: a client certificate for mutual TLS, and clear failures without it',
+  { skip: !hasOpenssl && 'openssl is not installed' }, async () => {
+    const dir = makeCertificates();
+    const standIn = await startTlsStandIn(dir);
+    const file = (f) => path.join(dir, f);
+    const tlsFlags = [`--tls-ca=${file('ca.pem')}`, `--tls-cert=${file('client.pem')}`,
+      `--tls-key=${file('client.key')}`, '--tls-server-name=memoryd.test', '--timeout-ms=3000'];
+    try {
+      const server = await startHttpServer(tlsFlags, standIn.address);
+      try {
+        assert.match(server.log(), /for memoryd at 127\.0\.0\.1:\d+ \(TLS\)/);
+        const res = await rawPost(server.url, { authorization: 'Bearer good-token' });
+        assert.equal(res.status, 200, res.body);
+        assert.ok(res.headers['mcp-session-id']);
+        const bad = await rawPost(server.url, { authorization: 'Bearer bad-token' });
+        assert.equal(bad.status, 401);
+        assert.match(bad.headers['www-authenticate'],
+          /error="invalid_token", error_description="token signature does not verify"/);
+        assert.deepEqual(standIn.tokens, ['Bearer good-token', 'Bearer bad-token']);
+        // The session's own calls take the same TLS channel.
+        const { client } = await httpClient(server.url, 'good-token');
+        const r = await call(client, 'memory_stats', { namespace_pattern: 'a:*:*' });
+        assert.match(r.error, /^memoryd refused: UNIMPLEMENTED/);
+        await client.close();
+      } finally {
+        assert.equal(await server.stop(), 0, server.log());
+      }
+      // Plaintext, no client certificate, or a certificate name other than
+      // the target's without --tls-server-name: memoryd is unreachable
+      // (503), and the message says why.
+      const without = {
+        plaintext: [[], /Failed to connect/],
+        'no client certificate': [[`--tls-ca=${file('ca.pem')}`, '--tls-server-name=memoryd.test'],
+          /certificate required/],
+        'wrong server name': [tlsFlags.filter((f) => !f.startsWith('--tls-server-name')),
+          /does not match certificate's altnames/],
+      };
+      for (const [what, [flags, why]] of Object.entries(without)) {
+        const s = await startHttpServer([...flags, '--timeout-ms=3000'], standIn.address);
+        try {
+          const r = await rawPost(s.url, { authorization: 'Bearer good-token' });
+          assert.equal(r.status, 503, `${what}: ${r.body}`);
+          const { message } = JSON.parse(r.body).error;
+          assert.match(message,
+            /^could not verify the token with memoryd at 127\.0\.0\.1:\d+: UNAVAILABLE: /, what);
+          assert.match(message, why, what);
+          assert.match(s.log(), /initialize refused: could not verify the token/);
+        } finally {
+          assert.equal(await s.stop(), 0, s.log());
+        }
+      }
+    } finally {
+      standIn.stop();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });

@@ -46,6 +46,15 @@ function loadApi(protoDir, healthProtoDir) {
   return loaded.get(key);
 }
 
+// The channel credentials of the `tls` option (undefined without it).
+function tlsCredentials(tls) {
+  if (!tls) return undefined;
+  const pem = (v) => (v == null ? null : Buffer.from(v));
+  if (!tls.cert !== !tls.key)
+    throw new Error('tls: a client certificate needs its key and a key its certificate');
+  return grpc.credentials.createSsl(pem(tls.ca), pem(tls.key), pem(tls.cert));
+}
+
 class MemorydClient {
   // options:
   //   target      "host:port" (default 127.0.0.1:50051)
@@ -57,6 +66,12 @@ class MemorydClient {
   //               none unless the call gives one.
   //   credentials grpc.credentials.createSsl(...) for a TLS memoryd;
   //               default plaintext (loopback only: the token travels in it)
+  //   tls         { ca, cert, key, serverName } instead of credentials, for
+  //               callers without grpc-js of their own: PEM roots (Buffer or
+  //               string; omitted = the system's), a client certificate and
+  //               key for mutual TLS (both or neither), and the name the
+  //               server's certificate must carry when the target's host
+  //               is not it
   //   protoDir    directory holding memory/v1/*.proto (default: the
   //               repository's protos/, or $MEMORYD_PROTO_DIR)
   //   channelOptions  extra grpc-js channel options
@@ -68,10 +83,14 @@ class MemorydClient {
       path.join(__dirname, '..', '..', '..', 'protos');
     const api = loadApi(protoDir, options.healthProtoDir || HEALTH_PROTO_DIR);
     this.codec = api.codec;
-    const creds = options.credentials || grpc.credentials.createInsecure();
+    const creds = options.credentials || tlsCredentials(options.tls) ||
+      grpc.credentials.createInsecure();
+    const channelOptions = { ...options.channelOptions };
+    if (options.tls?.serverName)
+      channelOptions['grpc.ssl_target_name_override'] = options.tls.serverName;
     const v1 = api.grpcObject.memory.v1;
     // One channel for every stub: the first stub's, shared with the rest.
-    const first = new v1.GlobalMemory(this.target, creds, options.channelOptions || {});
+    const first = new v1.GlobalMemory(this.target, creds, channelOptions);
     this.channel = first.getChannel();
     const shared = { channelOverride: this.channel };
     for (const [prop, service] of Object.entries(SERVICES)) {
