@@ -66,8 +66,10 @@ static int verify(int argc, char **argv) {
     json_error_t jerr;
     json_t *j = payload ? json_loads(payload, 0, &jerr) : NULL;
     char *pretty = j ? json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+    const char *scope = ok ? privacy_receipt_scope_text(a, &r) : NULL;
     if (ok)
-        printf("%s\nverification: OK (key %s)%s\n", pretty ? pretty : "?", kid ? kid : "?",
+        printf("%s\nverification: OK (key %s)\nscope: %s%s\n", pretty ? pretty : "?",
+               kid ? kid : "?", scope ? scope : "?",
                r.dry_run ? "\nthis is a DRY RUN's receipt: it counts what would have been "
                            "erased; NOTHING WAS ERASED"
                          : "");

@@ -21,6 +21,7 @@ struct stream_quota {
     pthread_mutex_t lock;
     count *counts;
     int per_tenant, per_principal;
+    const char *what, *tenant_flag, *principal_flag; /* in refusals */
 };
 
 /* A stream's places, handed back when its call is destroyed. */
@@ -29,13 +30,23 @@ typedef struct {
     count *tenant, *principal;
 } places;
 
-stream_quota *stream_quota_create(int per_tenant, int per_principal) {
+stream_quota *stream_quota_create_for(const char *what, int per_tenant, const char *tenant_flag,
+                                      int per_principal, const char *principal_flag) {
     stream_quota *q = calloc(1, sizeof *q);
     if (!q) return NULL;
     pthread_mutex_init(&q->lock, NULL);
-    q->per_tenant = per_tenant > 0 ? per_tenant : 256;
-    q->per_principal = per_principal > 0 ? per_principal : 32;
+    q->per_tenant = per_tenant;
+    q->per_principal = per_principal;
+    q->what = what;
+    q->tenant_flag = tenant_flag;
+    q->principal_flag = principal_flag;
     return q;
+}
+
+stream_quota *stream_quota_create(int per_tenant, int per_principal) {
+    return stream_quota_create_for(
+        "streams", per_tenant > 0 ? per_tenant : 256, "--max-streams-per-tenant",
+        per_principal > 0 ? per_principal : 32, "--max-streams-per-principal");
 }
 
 void stream_quota_free(stream_quota *q) {
@@ -92,10 +103,14 @@ static void give_back(void *arg) {
 }
 
 grpc_status_code stream_quota_interceptor(rpc_call *call, void *arg) {
-    stream_quota *q = arg;
+    const rpc_method *m = rpc_call_method(call);
+    if (!m || m->kind == RPC_UNARY || !rpc_call_principal(call)) return GRPC_STATUS_OK;
+    return stream_quota_take(arg, call);
+}
+
+grpc_status_code stream_quota_take(stream_quota *q, rpc_call *call) {
     const rpc_method *m = rpc_call_method(call);
     const principal *p = rpc_call_principal(call);
-    if (!m || m->kind == RPC_UNARY || !p) return GRPC_STATUS_OK;
     places *pl = arena_alloc(rpc_call_arena(call), sizeof *pl);
     if (!pl) return rpc_call_oom(call);
     const char *tenant = principal_tenant(p), *sub = principal_sub(p);
@@ -108,23 +123,27 @@ grpc_status_code stream_quota_interceptor(rpc_call *call, void *arg) {
         rpc_call_set_error(call, "out of memory");
     } else if (t->open >= q->per_tenant) {
         st = GRPC_STATUS_RESOURCE_EXHAUSTED;
-        rpc_call_set_error(call,
-                           "%s: tenant %s already has %d streams open, its limit "
-                           "(--max-streams-per-tenant)",
-                           m->path, tenant, q->per_tenant);
+        rpc_call_set_error(call, "%s: tenant %s already has %d %s open, its limit (%s)",
+                           m ? m->path : "call", tenant, q->per_tenant, q->what, q->tenant_flag);
     } else if (s->open >= q->per_principal) {
         st = GRPC_STATUS_RESOURCE_EXHAUSTED;
         rpc_call_set_error(call,
-                           "%s: principal %s already has %d streams open, its limit "
-                           "(--max-streams-per-principal); close one first",
-                           m->path, sub, q->per_principal);
+                           "%s: principal %s already has %d %s open, its limit (%s); close one "
+                           "first",
+                           m ? m->path : "call", sub, q->per_principal, q->what, q->principal_flag);
     }
     if (st == GRPC_STATUS_OK) {
-        t->open++;
-        s->open++;
         *pl = (places){q, t, s};
-        rpc_call_on_destroy(call, give_back, pl);
-    } else { /* counts made for this call alone go again */
+        if (rpc_call_on_destroy(call, give_back, pl) != 0) {
+            st = GRPC_STATUS_INTERNAL; /* a programming error: too many hooks */
+            rpc_call_set_error(call, "%s: no room to count the call's %s", m ? m->path : "call",
+                               q->what);
+        } else {
+            t->open++;
+            s->open++;
+        }
+    }
+    if (st != GRPC_STATUS_OK) { /* counts made for this call alone go again */
         if (s) drop_if_idle_locked(q, s);
         if (t) drop_if_idle_locked(q, t);
     }

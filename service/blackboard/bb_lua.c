@@ -7,6 +7,7 @@
 
 #include "service/core/arena.h"
 #include "service/core/status.h"
+#include "service/tier/tier_erase.h"
 
 /* The scripts are Lua, one line per L(): clang-format would fold them. */
 /* clang-format off */
@@ -99,33 +100,23 @@
     L("  return true") \
     L("end")
 
-/* Whether a value names the data subject: a JSON object with a top-level
- * string "subject_id" equal to subject (erasure and export select alike).
- * Values are compact JSON (bb_service.c) that would write the name
- * plainly: one without it, or without an escape that could spell it, is
- * not decoded. */
-#define SUBJECT \
-    L("local UESC = string.char(92) .. 'u'") \
-    L("local function names_subject(v, subject)") \
-    L("  if not (string.find(v, 'subject_id', 1, true) or string.find(v, UESC, 1, true)) then") \
-    L("    return false") \
-    L("  end") \
-    L("  local ok, doc = pcall(cjson.decode, v)") \
-    L("  return ok and type(doc) == 'table' and type(doc.subject_id) == 'string' and") \
-    L("    doc.subject_id == subject") \
-    L("end")
-
 /* ARGV[5..]: key, caller, clearance, write:all (1/0), has expected (1/0),
  * expected, delete (1/0), label, ttl ms (0: unset), lease ms (0: none),
  * PII kinds, size, JSON value, 4 random hex digits for a new board's id,
  * most keys, most bytes, default ttl ms. A new board's id is its creation
  * time (Redis's, 12 hex digits of Unix ms) and the random digits: the ids
- * of one task's boards sort by age. Answers {0, revision, expiry, created,
- * header, board id} or an error: {1} label above the clearance, {2,
- * current version, the caller's own key (1/0)} not the expected version,
- * {3} no such key to delete, {4, keys} full, {5, bytes, bytes after} too
- * big, {6} another's key. The version is compared before the owner, so a
- * claim held by another agent is ABORTED, as a claim race lost is. */
+ * of one task's boards sort by age; then read:all (1/0). Answers {0,
+ * revision, expiry, created, header, board id} or an error: {1} a key the
+ * caller may neither read nor change, {2, current version, the caller's
+ * own key (1/0)} not the expected version, {3} no such key to delete, {4,
+ * keys} full, {5, bytes, bytes after} too big, {6} another's key.
+ *
+ * A key hidden from the caller (above its clearance, or another's without
+ * read:all) that it may not change either is refused before anything else
+ * is compared, one way for both reasons: {2, 0, 0} (as a missing key's
+ * mismatch) when the post names a version, so a claim held by another
+ * agent is ABORTED as a claim race lost is, else {1}. Of a key the caller
+ * may read, the version is compared before the owner. */
 static const char post_body[] =
     PRELUDE
     L("local key, sub, clr, wall = ARGV[5], ARGV[6], tonumber(ARGV[7]), ARGV[8] == '1'")
@@ -133,12 +124,16 @@ static const char post_body[] =
     L("local label, ttl, lease = tonumber(ARGV[12]), tonumber(ARGV[13]), tonumber(ARGV[14])")
     L("local pii, size, json, rnd = ARGV[15], tonumber(ARGV[16]), ARGV[17], ARGV[18]")
     L("local max_keys, max_bytes, def_ttl = tonumber(ARGV[19]), tonumber(ARGV[20]), tonumber(ARGV[21])")
+    L("local rall = ARGV[22] == '1'")
     L("local now = now_ms()")
     L("local bd = board()")
     L("if bd and expire_due(bd, now) then save(bd) end")
     L("local hs = bd and redis.call('HGET', K_HDR, key)")
     L("local old = hs and header_at(hs, 1) or nil")
-    L("if old and old.label > clr then return {1} end")
+    L("if old and (old.label > clr or (old.owner ~= sub and not rall and not wall)) then")
+    L("  if has_exp then return {2, 0, 0} end")
+    L("  return {1}")
+    L("end")
     L("local cur = old and old.ver or 0")
     L("if has_exp and cur ~= expected then")
     L("  return {2, cur, (old and old.owner == sub) and 1 or 0}")
@@ -242,14 +237,26 @@ static const char sweep_body[] =
  * label: each a delete as a post's, in a revision of its own (a DELETE
  * event for every stream), so the board's items, bytes, log and streams
  * stay as consistent as after any delete. The board stays, empty or not,
- * until it expires, as a post's delete of its last key leaves it. A dry
- * run changes nothing: it skips the keys whose lease ran out, which the
- * next script expires anyway. Answers how many keys matched. */
+ * until it expires, as a post's delete of its last key leaves it.
+ *
+ * The change log would replay erased values to a stream resuming from
+ * before the erasure, so it loses its oldest events up to the last PUT
+ * whose value the same tests select (an erased key's, or an older value
+ * of a key that names the subject no more): a resume from before that
+ * revision gets a SNAPSHOT, as when the log no longer reaches back; later
+ * events, the erasure's DELETEs among them, stay.
+ *
+ * A dry run changes nothing: it skips the keys whose lease ran out, which
+ * the next script expires anyway. Answers how many keys matched. */
 static const char erase_body[] =
     PRELUDE
-    SUBJECT
+    TIER_ERASE_LUA_NAMES_SUBJECT
     L("local by_owner, owner = ARGV[5] == '1', ARGV[6]")
     L("local by_subject, subject, dry = ARGV[7] == '1', ARGV[8], ARGV[9] == '1'")
+    L("local function selects(h, v)")
+    L("  return h and (not by_owner or h.owner == owner) and")
+    L("    (not by_subject or (v and names_subject(v, subject)))")
+    L("end")
     L("local bd = board()")
     L("if not bd then return 0 end")
     L("local now = now_ms()")
@@ -258,18 +265,32 @@ static const char erase_body[] =
     L("local hk = redis.call('HGETALL', K_HDR)")
     L("for i = 1, #hk, 2 do")
     L("  local key, h = hk[i], header_at(hk[i + 1], 1)")
-    L("  local hit = h and (not by_owner or h.owner == owner) and")
-    L("    not (dry and h.lease > 0 and h.lease <= now)")
-    L("  if hit and by_subject then")
-    L("    local v = redis.call('HGET', K_VAL, key)")
-    L("    hit = v and names_subject(v, subject)")
-    L("  end")
+    L("  local hit = h and not (dry and h.lease > 0 and h.lease <= now) and")
+    L("    selects(h, by_subject and redis.call('HGET', K_VAL, key))")
     L("  if hit then")
     L("    n = n + 1")
     L("    if not dry then")
     L("      remove(bd, 'D', now, key, h)")
     L("      changed = true")
     L("    end")
+    L("  end")
+    L("end")
+    L("if not dry then")
+    L("  local cut, cut_bytes, run = 0, 0, 0")
+    L("  for i, ev in ipairs(redis.call('LRANGE', K_LOG, 0, -1)) do")
+    L("    run = run + #ev")
+    L("    if string.sub(ev, 1, 1) == 'P' then")
+    L("      local il, p = string.match(ev, '^%a %d+ %d+ %d+ (%d+):()')")
+    L("      local kl, q = string.match(ev, '^(%d+):()', p + tonumber(il))")
+    L("      local h, vpos = header_at(ev, q + tonumber(kl))")
+    L("      if selects(h, h and string.sub(ev, vpos)) then cut, cut_bytes = i, run end")
+    L("    end")
+    L("  end")
+    L("  if cut > 0 then")
+    L("    redis.call('LTRIM', K_LOG, cut, -1)")
+    L("    redis.call('HINCRBY', K_META, 'lb', -cut_bytes)")
+    L("    bd.f = bd.f + cut")
+    L("    changed = true")
     L("  end")
     L("end")
     L("if changed then save(bd) end")
@@ -284,7 +305,7 @@ static const char erase_body[] =
  * Answers {board expiry, key, header, value, ...}, or {} without a board. */
 static const char export_body[] =
     PRELUDE
-    SUBJECT
+    TIER_ERASE_LUA_NAMES_SUBJECT
     L("local by_owner, owner = ARGV[5] == '1', ARGV[6]")
     L("local by_subject, subject = ARGV[7] == '1', ARGV[8]")
     L("local max_label = tonumber(ARGV[9])")

@@ -81,18 +81,19 @@ static int post_answer(bb_post *p, const redisReply *r) {
     }
     case 1:
         snprintf(p->err, sizeof p->err,
-                 "the key holds a value labelled above your clearance; it may not be modified");
+                 "the key is taken by a value you may neither read nor modify (another "
+                 "principal's, or labelled above your clearance)");
         return STATUS_EDENIED;
     case 2: {
         int64_t cur = r->elements > 1 ? integer(r->element[1]) : -1;
         int own = r->elements > 2 && integer(r->element[2]) == 1;
-        if (cur == 0)
-            snprintf(p->err, sizeof p->err,
-                     "expected_version does not match: the key does not exist");
-        else if (own || p->read_all) /* a version the caller may read anyway */
+        if (cur > 0 && (own || p->read_all)) /* a version the caller may read anyway */
             snprintf(p->err, sizeof p->err,
                      "expected_version does not match: the key is at version %lld", (long long)cur);
-        else snprintf(p->err, sizeof p->err, "expected_version does not match: the key exists");
+        else /* one text for a missing key and one the caller may not read */
+            snprintf(p->err, sizeof p->err,
+                     "expected_version does not match: the key does not exist or is not one "
+                     "you may read");
         return STATUS_ECONFLICT;
     }
     case 3: snprintf(p->err, sizeof p->err, "the key does not exist"); return STATUS_ENOTFOUND;
@@ -129,7 +130,7 @@ int bb_post_start(bb_post *p, aredis *r, arena *a, const bb_names *n, const bb_l
     p->ar = a;
     p->read_all = c->read_all;
     p->err[0] = '\0';
-    if (bb_eval_init(e, r, a, BB_SCRIPT_POST, BOARD_KEYS, BOARD_ARGS + 17) != 0 ||
+    if (bb_eval_init(e, r, a, BB_SCRIPT_POST, BOARD_KEYS, BOARD_ARGS + 18) != 0 ||
         board_words(e, a, n, lim, &i) != 0)
         return -1;
     word(e, i++, in->key, strlen(in->key));
@@ -150,7 +151,9 @@ int bb_post_start(bb_post *p, aredis *r, arena *a, const bb_names *n, const bb_l
     if (number(e, a, i++, lim->max_keys) != 0 || number(e, a, i++, lim->max_bytes) != 0 ||
         number(e, a, i++, lim->default_ttl_ms) != 0)
         return -1;
+    word(e, i++, c->read_all ? "1" : "0", 1);
     e->done = post_done;
+    e->wait_reply = 1; /* its audit row follows its answer, whatever the caller does */
     bb_eval_submit(e, "blackboard post", deadline_ms);
     return 0;
 }

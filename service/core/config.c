@@ -204,6 +204,12 @@ static const opt_def options[] = {
     OPT_NUMBER("retention-batch", retention_batch, "1000", 1, 1000000,
                "records a retention sweep erases per statement (small batches keep other calls "
                "moving)"),
+    OPT_NUMBER("export-threads", export_threads, "4", 1, 256,
+               "threads that run Privacy.Export streams, apart from the task pool (a slow "
+               "reader holds one of them, never a shared thread)"),
+    OPT_NUMBER("export-max-per-principal", export_max_per_principal, "2", 1, 1000,
+               "Privacy.Export streams one principal may have open at once; more are "
+               "RESOURCE_EXHAUSTED"),
     OPT_SWITCH("cache-entities", cache_entities, "false",
                "GlobalMemory.GetEntity answers from the in-process cache (single-flight loads, "
                "invalidated on every replica through Redis pub/sub)"),

@@ -76,6 +76,8 @@ typedef struct config {
     char *retention_policy;         /* a policy file of further rules; empty = none */
     int retention_sweep_ms;         /* sweep period; 0 = this replica never sweeps */
     int retention_batch;            /* records erased per statement by a sweep */
+    int export_threads;             /* Privacy.Export's own threads */
+    int export_max_per_principal;   /* open exports per principal */
 } config;
 
 /* Outcome of config_load besides 0 (= run the service). */

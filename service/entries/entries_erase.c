@@ -35,6 +35,7 @@ static int erase_in(pgq_session *ss, tier_ctx *c, void *arg) {
         pgq_sql_add(&b, "DELETE FROM entries WHERE ctid IN (SELECT ctid FROM entries WHERE ");
     else pgq_sql_add(&b, "DELETE FROM entries WHERE ");
     int rc = tier_erase_sql_where(&b, c, sel, NULL, "metadata");
+    if (rc == STATUS_OK) rc = tier_erase_sql_ns(&b, c, sel, "namespace");
     if (rc != STATUS_OK) return rc;
     if (!sel->dry_run && sel->limit) pgq_sql_add(&b, " LIMIT %lld)", (long long)sel->limit);
     if (!sel->dry_run) pgq_sql_add(&b, " RETURNING namespace, key");
@@ -77,6 +78,7 @@ static int export_page(pgq_session *ss, tier_ctx *c, void *arg) {
     pgq_sql b = {0};
     pgq_sql_add(&b, "SELECT " ENTRIES_COLS ", value FROM entries WHERE ");
     int rc = tier_erase_sql_where(&b, c, j->sel, NULL, "metadata");
+    if (rc == STATUS_OK) rc = tier_erase_sql_ns(&b, c, j->sel, "namespace");
     if (j->after_ns)
         pgq_sql_add(&b, " AND (namespace, key) > ($%d, $%d)", pgq_text(&b, j->after_ns),
                     pgq_text(&b, j->after_key));

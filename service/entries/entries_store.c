@@ -32,17 +32,7 @@ char *entries_to_like(arena *ar, const char *pat) {
  * usable, *none = 1; or out of memory). */
 static const char *ns_globs(arena *ar, const principal *p, int *none) {
     const jwt_claims *cl = principal_claims(p);
-    *none = 0;
-    const char **likes = arena_alloc(ar, (cl->nns + 1) * sizeof *likes);
-    if (!likes) return NULL;
-    size_t n = 0;
-    char why[128];
-    for (size_t i = 0; i < cl->nns; i++) {
-        if (nsglob_check_pattern(cl->ns[i], strlen(cl->ns[i]), why, sizeof why) != 0) continue;
-        if (!(likes[n++] = entries_to_like(ar, cl->ns[i]))) return NULL;
-    }
-    *none = n == 0;
-    return *none ? NULL : pgq_array_literal(ar, likes, n);
+    return tier_sql_ns_likes(ar, cl->ns, cl->nns, none);
 }
 
 int entries_sql_ns_scope(tier_ctx *c, const char *ns_pattern, pgq_sql *b, int *none) {

@@ -3,6 +3,7 @@
  * and QueryEntities. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "service/auth/authn.h"
 #include "service/global/global_service_internal.h"
@@ -256,6 +257,18 @@ grpc_status_code global_check_query(rpc_call *call, const char *prefix, const ch
             free(json);
             if (!preds[i].value_json) return rpc_call_oom(call);
         }
+    }
+    /* Each predicate is checked now, as the statement that runs it will
+     * be built (no I/O): a bad one is the caller's error before anything
+     * runs, in the router's parts as in QueryEntities. */
+    pgq_sql *scratch = npreds ? arena_alloc(a, sizeof *scratch) : NULL;
+    if (npreds && !scratch) return rpc_call_oom(call);
+    for (size_t i = 0; i < npreds; i++) {
+        char why[300];
+        memset(scratch, 0, sizeof *scratch);
+        int rc = global_pred_sql(scratch, a, i, &preds[i], why, sizeof why);
+        if (rc == -2) return rpc_call_oom(call);
+        if (rc != 0) return rpc_call_invalid(call, "%s%s", prefix, why);
     }
     in->preds = preds;
     in->npreds = npreds;

@@ -51,6 +51,76 @@ static int parse_time(const char *s, int64_t *us) {
     return 0;
 }
 
+/* {"records":"principal","owner":...,"namespaces":[...]} or
+ * {"records":"tenant","namespaces":[...]}; NULL when out of memory. */
+static json_t *scope_json(const privacy_receipt *r) {
+    json_t *ns = json_array();
+    for (size_t i = 0; ns && i < r->nns; i++)
+        if (json_array_append_new(ns, json_string(r->ns[i])) != 0) {
+            json_decref(ns);
+            ns = NULL;
+        }
+    if (!ns) return NULL;
+    return r->scope_owner ? json_pack("{s:s, s:s, s:o}", "records", "principal", "owner",
+                                      r->scope_owner, "namespaces", ns)
+                          : json_pack("{s:s, s:o}", "records", "tenant", "namespaces", ns);
+}
+
+/* The "scope" member of a payload into r (absent: a receipt from before
+ * scopes, has_scope 0): 0, or -1 with err. */
+static int parse_scope(arena *a, json_t *o, privacy_receipt *r, char *err, size_t errlen) {
+    json_t *sc = json_object_get(o, "scope");
+    if (!sc) return 0;
+    json_t *records = json_object_get(sc, "records"), *owner = json_object_get(sc, "owner");
+    json_t *ns = json_object_get(sc, "namespaces");
+    const char *what = json_string_value(records);
+    int principal = what && strcmp(what, "principal") == 0;
+    if (!json_is_object(sc) || !what || (!principal && strcmp(what, "tenant") != 0) ||
+        principal != json_is_string(owner) || (!principal && owner) || !json_is_array(ns)) {
+        text_errf(err, errlen,
+                  "receipt: scope needs records (\"principal\" with an owner, or \"tenant\") "
+                  "and namespaces");
+        return -1;
+    }
+    const char **globs = arena_alloc(a, (json_array_size(ns) + 1) * sizeof *globs);
+    if (!globs) return text_errf(err, errlen, "receipt: out of memory"), -1;
+    for (size_t i = 0; i < json_array_size(ns); i++) {
+        json_t *g = json_array_get(ns, i);
+        if (!json_is_string(g) || !(globs[i] = arena_strdup(a, json_string_value(g)))) {
+            text_errf(err, errlen, "receipt: scope.namespaces must be strings");
+            return -1;
+        }
+    }
+    r->has_scope = 1;
+    r->scope_owner = principal ? arena_strdup(a, json_string_value(owner)) : NULL;
+    r->ns = globs;
+    r->nns = json_array_size(ns);
+    return principal && !r->scope_owner ? (text_errf(err, errlen, "receipt: out of memory"), -1)
+                                        : 0;
+}
+
+const char *privacy_receipt_scope_text(arena *a, const privacy_receipt *r) {
+    if (!r->has_scope)
+        return arena_strdup(a, "not stated (a receipt issued before receipts stated their "
+                               "scope)");
+    size_t cap = 64, n;
+    for (size_t i = 0; i < r->nns; i++) cap += strlen(r->ns[i]) + 2;
+    char *ns = arena_alloc(a, cap);
+    if (!ns) return NULL;
+    n = (size_t)snprintf(ns, cap, "%s", r->nns ? "" : "none");
+    for (size_t i = 0; i < r->nns; i++)
+        n += (size_t)snprintf(ns + n, cap - n, "%s%s", i ? ", " : "", r->ns[i]);
+    return r->scope_owner
+               ? arena_printf(a,
+                              "the records of principal %s only; in entries and working memory, "
+                              "namespaces %s",
+                              r->scope_owner, ns)
+               : arena_printf(a,
+                              "every principal's records in tenant %s; in entries and working "
+                              "memory, namespaces %s",
+                              r->tenant, ns);
+}
+
 char *privacy_receipt_json(const privacy_receipt *r) {
     char when[40];
     format_time(r->complete_us, when);
@@ -60,6 +130,11 @@ char *privacy_receipt_json(const privacy_receipt *r) {
             json_decref(counts);
             counts = NULL;
         }
+    json_t *scope = r->has_scope ? scope_json(r) : NULL;
+    if (r->has_scope && !scope) {
+        json_decref(counts);
+        return NULL;
+    }
     json_t *o = counts
                     ? json_pack("{s:s, s:s, s:s, s:s, s:b, s:s, s:o, s:s, s:s}", "iss", "memoryd",
                                 "receipt_id", r->receipt_id, "tenant", r->tenant,
@@ -67,7 +142,13 @@ char *privacy_receipt_json(const privacy_receipt *r) {
                                 r->principal ? r->principal : r->subject_id, "dry_run", r->dry_run,
                                 "complete_time", when, "counts", counts, "request_id",
                                 r->request_id ? r->request_id : "", "requested_by", r->requested_by)
-                    : NULL;
+                    : NULL; /* json_pack takes counts, even when it fails */
+    if (o && scope && json_object_set_new(o, "scope", scope) != 0) {
+        json_decref(o);
+        o = NULL;
+    } else if (!o) {
+        json_decref(scope);
+    }
     char *s = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     json_decref(o);
     return s;
@@ -122,7 +203,7 @@ int privacy_receipt_parse(arena *a, const char *json, size_t len, privacy_receip
         }
         r->counts[t] = json_integer_value(n);
     }
-    rc = 0;
+    rc = parse_scope(a, o, r, err, errlen);
 done:
     json_decref(o);
     return rc;
@@ -191,5 +272,16 @@ Memory__V1__ForgetReceipt *privacy_receipt_render(arena *a, const privacy_receip
     m->tenant = (char *)r->tenant;
     m->requested_by = (char *)r->requested_by;
     m->signed_receipt = (char *)(signed_receipt ? signed_receipt : "");
+    if (r->has_scope) {
+        Memory__V1__ForgetScope *sc = arena_alloc(a, sizeof *sc);
+        char **ns = arena_alloc(a, (r->nns + 1) * sizeof *ns);
+        if (!sc || !ns) return NULL;
+        memory__v1__forget_scope__init(sc);
+        sc->owner = (char *)(r->scope_owner ? r->scope_owner : "");
+        for (size_t i = 0; i < r->nns; i++) ns[i] = (char *)r->ns[i];
+        sc->n_namespaces = r->nns;
+        sc->namespaces = ns;
+        m->scope = sc;
+    }
     return m->receipt_id ? m : NULL;
 }

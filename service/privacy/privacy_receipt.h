@@ -10,7 +10,9 @@
  *    "complete_time":"2026-11-26T09:00:00.123456Z",
  *    "counts":{"global":3,"episodic":0,"cache_l1":0,"cache_l2":1,
  *              "entries":4,"blackboard":0},
- *    "request_id":...,"requested_by":...} */
+ *    "request_id":...,"requested_by":...,
+ *    "scope":{"records":"principal","owner":"alice","namespaces":["planner:*:*"]}}
+ * ("records":"tenant" without "owner" for every principal's records). */
 #ifndef MEMORYD_PRIVACY_PRIVACY_RECEIPT_H
 #define MEMORYD_PRIVACY_PRIVACY_RECEIPT_H
 
@@ -37,6 +39,15 @@ typedef struct privacy_receipt {
     int64_t counts[PRIVACY_TIERS + 1]; /* by memory.v1.Tier; [0] unused */
     const char *request_id;
     const char *requested_by;
+    /* How far the erasure reached (the signed "scope"): only scope_owner's
+     * records (NULL: every principal's in the tenant), and in the
+     * namespaced tiers (entries, working memory) only the nns globs ns
+     * ("*:*:*": every namespace; none at all: none). has_scope is 0 in a
+     * receipt issued before receipts stated their scope (parse only). */
+    int has_scope;
+    const char *scope_owner;
+    const char *const *ns;
+    size_t nns;
 } privacy_receipt;
 
 /* The payload JSON, malloc'd (free()); NULL when out of memory. */
@@ -64,6 +75,10 @@ int privacy_receipt_verify(const jwks *keys, const char *jws, size_t len, arena 
 struct Memory__V1__ForgetReceipt; /* privacy.pb-c.h (not included: C++ includes this) */
 struct Memory__V1__ForgetReceipt *privacy_receipt_render(arena *a, const privacy_receipt *r,
                                                          const char *signed_receipt);
+
+/* The scope in words, for people ("the records of principal alice only,
+ * in namespaces planner:*:*"), in a; NULL when out of memory. */
+const char *privacy_receipt_scope_text(arena *a, const privacy_receipt *r);
 
 /* "global", "episodic", "cache_l1", "cache_l2", "entries", "blackboard"
  * for memory.v1.Tier 1..6; NULL otherwise. */

@@ -2,6 +2,7 @@
 #include "service/privacy/privacy_service.h"
 
 #include <libpq-fe.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,9 +11,12 @@
 #include "memory/v1/privacy.pb-c.h"
 #include "service/auth/authn.h"
 #include "service/auth/jwt.h"
+#include "service/auth/nsglob.h"
+#include "service/auth/stream_quota.h"
 #include "service/core/cancel.h"
 #include "service/core/clock.h"
 #include "service/core/log.h"
+#include "service/core/taskpool.h"
 #include "service/core/text.h"
 #include "service/metrics/metrics.h"
 #include "service/pb/pbjson.h"
@@ -27,10 +31,16 @@
 #include "service/tier/tier_sql.h"
 
 #define REASON_MAX 1024
+#define ALL_NAMESPACES "*:*:*" /* the glob that matches every namespace */
 
 typedef struct privacy_service {
     const tier_env *env;      /* the erasers, the audit trail, the signing key */
     privacy_sweeper *sweeper; /* NULL: this replica does not sweep */
+    /* Exports run here, not on the server's task pool: an export waits for
+     * its reader, and a slow reader must hold no thread the other calls
+     * need (--export-threads). */
+    taskpool *export_threads;
+    stream_quota *exports; /* open exports per principal (--export-max-per-principal) */
 } privacy_service;
 
 /* ------------------------------------------------------------ Forget */
@@ -66,6 +76,14 @@ static grpc_status_code selection(rpc_call *call, const principal *p, const char
     } else {
         return rpc_call_invalid(call, "subject: set principal or subject_id");
     }
+    /* The namespaced tiers reach only the token's namespaces, as every
+     * other call of theirs; a claim covering every namespace bounds none. */
+    const jwt_claims *cl = principal_claims(p);
+    sel->ns_limited = 1;
+    for (size_t i = 0; i < cl->nns && sel->ns_limited; i++)
+        if (nsglob_covers(cl->ns[i], ALL_NAMESPACES)) sel->ns_limited = 0;
+    sel->ns = cl->ns;
+    sel->nns = cl->nns;
     return GRPC_STATUS_OK;
 }
 
@@ -216,6 +234,11 @@ static RPC_UNARY_HANDLER(do_forget, privacy_service, Memory__V1__PrivacyForgetRe
                          .dry_run = sel.dry_run,
                          .request_id = rpc_call_request_id(call),
                          .requested_by = principal_sub(p)};
+    static const char *const every_namespace[] = {ALL_NAMESPACES};
+    r.has_scope = 1;
+    r.scope_owner = sel.owner;
+    r.ns = sel.ns_limited ? (const char *const *)sel.ns : every_namespace;
+    r.nns = sel.ns_limited ? sel.nns : 1;
     jwt_new_id(r.receipt_id);
     tier_target(call, "receipt:%s", r.receipt_id);
     int64_t took_ms[PRIVACY_TIERS + 1] = {0};
@@ -328,6 +351,9 @@ typedef struct export_run {
     char why[160];               /* what ended the export in emit, for the status */
 } export_run;
 
+/* Exports that may wait for an export thread, per thread. */
+#define EXPORT_QUEUE_PER_THREAD 4
+
 /* How long a reader may take no message before its export ends. */
 #define EXPORT_STALL_MS 30000
 
@@ -390,6 +416,17 @@ static grpc_status_code export_selection(rpc_call *call, const principal *p,
     return GRPC_STATUS_OK;
 }
 
+/* Export is a read: a tier is exported only when the token may read it
+ * directly, its `<tier>:read` scope at the breadth the selection needs
+ * (`:all` when it reaches records the caller does not own). */
+static int may_read_tier(const principal *p, const tier_eraser *e, const tier_erase_sel *sel) {
+    char scope[64];
+    snprintf(scope, sizeof scope, "%s:read", e->name);
+    principal_breadth b = principal_scope(p, scope);
+    int own = sel->owner && strcmp(sel->owner, principal_sub(p)) == 0;
+    return b == PRINCIPAL_ALL || (own && b == PRINCIPAL_OWN);
+}
+
 /* On a task-pool thread: every exporter in tier_order, the records
  * streamed as they come; the status ends the stream. */
 static RPC_UNARY_FN(export_all) {
@@ -404,8 +441,14 @@ static RPC_UNARY_FN(export_all) {
     grpc_status_code st = x.scratch ? erasure_ctx(call, &sel, &c, &ep) : rpc_call_oom(call);
     x.cancel = c.cancel;
     const tier_eraser *e;
+    char skipped[RPC_TRAILER_VALUE_MAX] = "";
     for (size_t k = 0; st == GRPC_STATUS_OK && (e = nth_eraser(svc->env, k)); k++) {
         if (!e->exporter) continue;
+        if (!may_read_tier(p, e, &sel)) {
+            size_t n = strlen(skipped);
+            snprintf(skipped + n, sizeof skipped - n, "%s%s", n ? "," : "", e->name);
+            continue;
+        }
         x.tier = e->tier;
         c.err[0] = '\0';
         int rc = e->exporter(e->state, &c, &sel, emit_record, &x);
@@ -416,24 +459,29 @@ static RPC_UNARY_FN(export_all) {
                    x.records, LOG_F_STR, "request_id", rpc_call_request_id(call), LOG_F_END);
         st = tier_status(call, rc, &c);
     }
+    if (skipped[0]) rpc_call_set_trailer(call, "memoryd-export-skipped", skipped);
     log_fields(st == GRPC_STATUS_OK ? LOG_INFO : LOG_WARN, "export", LOG_F_STR,
                sel.subject_id ? "subject_id" : "principal",
                sel.subject_id ? sel.subject_id : sel.owner, LOG_F_STR, "tenant", sel.tenant,
                LOG_F_STR, "requested_by", principal_sub(p), LOG_F_INT, "records", x.records,
-               LOG_F_STR, "request_id", rpc_call_request_id(call), LOG_F_END);
+               LOG_F_STR, "skipped_tiers", skipped, LOG_F_STR, "request_id",
+               rpc_call_request_id(call), LOG_F_END);
     arena_free(x.scratch);
     principal_unref(ep);
     return st;
 }
 
 static grpc_status_code do_export(rpc_call *call, const ProtobufCMessage *req, void *arg) {
+    const privacy_service *svc = arg;
     tier_erase_sel sel;
     RPC_CHECK(export_selection(call, authn_principal(call),
                                (const Memory__V1__PrivacyExportRequest *)req, &sel));
     const Memory__V1__PrivacyExportRequest *r = (const Memory__V1__PrivacyExportRequest *)req;
     tier_target(call, "export:%s:%s", sel.subject_id ? "subject" : "principal",
                 sel.subject_id ? sel.subject_id : r->principal);
-    return rpc_call_continue_blocking(call, export_all, arg);
+    RPC_CHECK(stream_quota_take(svc->exports, call));
+    return rpc_call_continue_on(call, svc->export_threads, "the export threads (--export-threads)",
+                                export_all, arg);
 }
 
 /* ------------------------------------------------------------ the tier */
@@ -462,6 +510,15 @@ static int privacy_open(tier_env *env, void **state, char *err, size_t errlen) {
     privacy_service *svc = *state = tier_state_new(sizeof *svc, err, errlen);
     if (!svc) return -1;
     svc->env = env;
+    int threads = env->cfg && env->cfg->export_threads > 0 ? env->cfg->export_threads : 4;
+    int per_principal =
+        env->cfg && env->cfg->export_max_per_principal > 0 ? env->cfg->export_max_per_principal : 2;
+    if (taskpool_create("export", threads, (size_t)threads * EXPORT_QUEUE_PER_THREAD,
+                        &svc->export_threads, err, errlen) != 0)
+        return -1;
+    if (!(svc->exports = stream_quota_create_for("exports", INT_MAX, "no limit", per_principal,
+                                                 "--export-max-per-principal")))
+        return snprintf(err, errlen, "out of memory"), -1;
     retention_policy policy;
     if (load_policy(env->cfg, &policy, err, errlen) != 0) return -1;
     int period = env->cfg ? env->cfg->retention_sweep_ms : 0;
@@ -496,6 +553,8 @@ static void privacy_free(void *state) {
     privacy_service *svc = state;
     if (!svc) return;
     privacy_sweeper_stop(svc->sweeper);
+    taskpool_free(svc->export_threads); /* after the server: its calls ended the exports */
+    stream_quota_free(svc->exports);
     free(svc);
 }
 

@@ -47,24 +47,31 @@ static int ask(PGconn *conn, const char *sql, const char *what) {
     return ok ? yes : -1;
 }
 
-/* Every tenant that keeps long-term records: one index probe per tenant
- * and table (a skip scan), not a scan of the rows. */
+/* Every tenant that keeps long-term records, in any table a retention
+ * rule reaches: one index probe per tenant and table (a skip scan on the
+ * tenant that leads each table's primary key), not a scan of the rows. A
+ * tier whose table is missing here is never swept for a tenant that keeps
+ * records only there. */
+/* clang-format off */
+#define TENANTS_OF(alias, table)                                                   \
+    alias " AS (SELECT min(tenant) AS t FROM " table " UNION ALL SELECT (SELECT " \
+    "min(tenant) FROM " table " WHERE tenant > " alias ".t) FROM " alias         \
+    " WHERE " alias ".t IS NOT NULL)"
+#define TENANTS_IN(alias) "SELECT t FROM " alias " WHERE t IS NOT NULL"
 static const char tenants_sql[] =
     "WITH RECURSIVE "
-    "e AS (SELECT min(tenant) AS t FROM entries UNION ALL "
-    "      SELECT (SELECT min(tenant) FROM entries WHERE tenant > e.t) FROM e WHERE e.t IS NOT "
-    "NULL), "
-    "g AS (SELECT min(tenant) AS t FROM entities UNION ALL "
-    "      SELECT (SELECT min(tenant) FROM entities WHERE tenant > g.t) FROM g WHERE g.t IS NOT "
-    "NULL), "
-    "k AS (SELECT min(tenant) AS t FROM tasks UNION ALL "
-    "      SELECT (SELECT min(tenant) FROM tasks WHERE tenant > k.t) FROM k WHERE k.t IS NOT "
-    "NULL), "
-    "c AS (SELECT min(tenant) AS t FROM episodic_collections UNION ALL "
-    "      SELECT (SELECT min(tenant) FROM episodic_collections WHERE tenant > c.t) FROM c "
-    "      WHERE c.t IS NOT NULL) "
-    "SELECT t FROM e WHERE t IS NOT NULL UNION SELECT t FROM g WHERE t IS NOT NULL "
-    "UNION SELECT t FROM k WHERE t IS NOT NULL UNION SELECT t FROM c WHERE t IS NOT NULL";
+    TENANTS_OF("e", "entries") ", "
+    TENANTS_OF("g", "entities") ", "
+    TENANTS_OF("r", "relationships") ", "
+    TENANTS_OF("k", "tasks") ", "
+    TENANTS_OF("c", "episodic_collections") ", "
+    TENANTS_OF("w", "working_memory") ", "
+    TENANTS_OF("s", "sessions") ", "
+    TENANTS_OF("q", "session_records") " "
+    TENANTS_IN("e") " UNION " TENANTS_IN("g") " UNION " TENANTS_IN("r") " UNION "
+    TENANTS_IN("k") " UNION " TENANTS_IN("c") " UNION " TENANTS_IN("w") " UNION "
+    TENANTS_IN("s") " UNION " TENANTS_IN("q");
+/* clang-format on */
 
 /* One rule on one tier of one tenant, batch after batch: what it erased,
  * or -1 (logged) when a batch failed. */

@@ -301,6 +301,12 @@ int rpc_call_wants_fresh(const rpc_call *call);
  * answer then carries no consistency token, which would promise what the
  * shared store does not hold. */
 void rpc_call_no_consistency_token(rpc_call *call);
+/* One trailing-metadata entry the handler adds to the call's status: key
+ * a lowercase name that outlives the call (a literal), value copied (at
+ * most RPC_TRAILER_VALUE_MAX - 1 bytes of it). At most one per call, set
+ * before the status is sent (a later one replaces it). */
+#define RPC_TRAILER_VALUE_MAX 128
+void rpc_call_set_trailer(rpc_call *call, const char *key, const char *value);
 /* Peer address ("ipv4:127.0.0.1:5000"), fetched on first use. */
 const char *rpc_call_peer(rpc_call *call);
 /* Monotonic ms (and us) when the call arrived. */
@@ -362,9 +368,12 @@ size_t rpc_call_queued_bytes(rpc_call *call);
 /* The status message of a stream ended on RPC_SEND_OVERFLOW. */
 #define RPC_OVERFLOW_MESSAGE                                                                       \
     "the client reads the stream too slowly: its send buffer (--stream-buffer-bytes) is full"
-/* Runs fn(arg) when the call is destroyed, whatever ended it (one slot:
- * per-caller quotas hand their place back with it). */
-void rpc_call_on_destroy(rpc_call *call, void (*fn)(void *arg), void *arg);
+/* Runs fn(arg) when the call is destroyed, whatever ended it (quotas hand
+ * their places back with it): 0, or -1 (fn will not run) when the call
+ * has RPC_ON_DESTROY_MAX already. Before the handler returns, on the
+ * thread that runs it. */
+#define RPC_ON_DESTROY_MAX 4
+int rpc_call_on_destroy(rpc_call *call, void (*fn)(void *arg), void *arg);
 /* Ends a stream the handler kept (RPC_PENDING) and drops the handler's
  * reference; message may be NULL. Queued messages go out first. */
 void rpc_call_finish(rpc_call *call, grpc_status_code status, const char *message);
@@ -393,6 +402,15 @@ void rpc_call_complete(rpc_call *call, grpc_status_code status);
  * same way (resp is then NULL): fn's status ends the stream, or fn returns
  * RPC_PENDING and the stream ends later with rpc_call_finish. */
 grpc_status_code rpc_call_continue_blocking(rpc_call *call, rpc_unary_fn fn, void *arg);
+/* rpc_call_continue_blocking on a pool of the caller's (one that outlives
+ * the server's calls) instead of the server's task pool: for work that may
+ * hold its thread long (a stream waiting for a slow reader) and must not
+ * hold a thread every other blocking call needs. RESOURCE_EXHAUSTED, with
+ * what ("the export threads") in the message, when the pool's queue is
+ * full. */
+struct taskpool;
+grpc_status_code rpc_call_continue_on(rpc_call *call, struct taskpool *pool, const char *what,
+                                      rpc_unary_fn fn, void *arg);
 /* The same, but fn runs even when the deadline passed while it waited for
  * a thread (it then finds rpc_call_remaining_ms at 0): for a handler whose
  * other work, already started, ends through fn. */

@@ -192,9 +192,11 @@ grpc_status_code rpc_call_oom(rpc_call *c) {
 
 const char *rpc_call_error(const rpc_call *c) { return c->error_message; }
 
-void rpc_call_on_destroy(rpc_call *c, void (*fn)(void *), void *arg) {
-    c->on_destroy = fn;
-    c->on_destroy_arg = arg;
+int rpc_call_on_destroy(rpc_call *c, void (*fn)(void *), void *arg) {
+    if (c->n_on_destroy == RPC_ON_DESTROY_MAX) return -1;
+    c->on_destroy[c->n_on_destroy].fn = fn;
+    c->on_destroy[c->n_on_destroy++].arg = arg;
+    return 0;
 }
 
 /* ---- request ids ---- */
@@ -321,7 +323,7 @@ grpc_byte_buffer *rpc_call_encode(const ProtobufCMessage *msg) {
 /* ---- lifetime ---- */
 
 static void call_destroy(rpc_call *c) {
-    if (c->on_destroy) c->on_destroy(c->on_destroy_arg);
+    for (int i = 0; i < c->n_on_destroy; i++) c->on_destroy[i].fn(c->on_destroy[i].arg);
     if (c->principal && c->principal_release) c->principal_release(c->principal);
     while (c->queue_head) {
         send_item *it = c->queue_head;
@@ -401,6 +403,10 @@ void rpc_call_status_op(rpc_call *c, grpc_op *op, grpc_status_code status, const
                  (unsigned long long)clock_wall_us());
         c->trailer[n].key = grpc_slice_from_static_string("memoryd-consistency");
         c->trailer[n++].value = grpc_slice_from_static_string(c->consistency_out);
+    }
+    if (c->extra_trailer_key) {
+        c->trailer[n].key = grpc_slice_from_static_string(c->extra_trailer_key);
+        c->trailer[n++].value = grpc_slice_from_static_string(c->extra_trailer_value);
     }
     c->details = grpc_slice_from_copied_string(message ? message : "");
     memset(op, 0, sizeof *op);
@@ -580,17 +586,32 @@ grpc_status_code rpc_call_run_blocking(rpc_call *c, rpc_unary_fn fn, void *arg) 
     return rpc_call_continue_blocking(c, fn, arg);
 }
 
-grpc_status_code rpc_call_continue_blocking(rpc_call *c, rpc_unary_fn fn, void *arg) {
+/* Posts fn's run on pool: RPC_PENDING, or -1 (nothing posted) when its
+ * queue is full. */
+static int post_blocking(rpc_call *c, taskpool *pool, rpc_unary_fn fn, void *arg) {
     c->blocking_fn = fn;
     c->blocking_arg = arg;
     c->blocking_task.fn = run_blocking;
     rpc_call_ref(c); /* the task's, dropped when it has run */
-    if (taskpool_post(c->srv->tasks, &c->blocking_task) == 0) return RPC_PENDING;
+    if (taskpool_post(pool, &c->blocking_task) == 0) return 0;
     rpc_call_unref(c);
+    return -1;
+}
+
+grpc_status_code rpc_call_continue_blocking(rpc_call *c, rpc_unary_fn fn, void *arg) {
+    if (post_blocking(c, c->srv->tasks, fn, arg) == 0) return RPC_PENDING;
     rpc_call_set_error(c,
                        "the server is saturated: %zu calls wait for its %d task threads"
                        " (--task-threads, --task-queue-max)",
                        taskpool_max_queue(c->srv->tasks), taskpool_threads(c->srv->tasks));
+    return GRPC_STATUS_RESOURCE_EXHAUSTED;
+}
+
+grpc_status_code rpc_call_continue_on(rpc_call *c, taskpool *pool, const char *what,
+                                      rpc_unary_fn fn, void *arg) {
+    if (post_blocking(c, pool, fn, arg) == 0) return RPC_PENDING;
+    rpc_call_set_error(c, "saturated: %zu calls wait for %s (%d): try again later",
+                       taskpool_max_queue(pool), what, taskpool_threads(pool));
     return GRPC_STATUS_RESOURCE_EXHAUSTED;
 }
 
@@ -718,4 +739,11 @@ void rpc_call_dispatch(rpc_server *srv, const rpc_method_entry *entry, grpc_call
     case RPC_BIDI_STREAM: rpc_stream_run_bidi(c); break;
     }
     log_trace_leave(&trace_scope);
+}
+
+void rpc_call_set_trailer(rpc_call *c, const char *key, const char *value) {
+    pthread_mutex_lock(&c->lock);
+    snprintf(c->extra_trailer_value, sizeof c->extra_trailer_value, "%s", value);
+    c->extra_trailer_key = key;
+    pthread_mutex_unlock(&c->lock);
 }

@@ -123,13 +123,18 @@ struct rpc_call {
     char *error_message;                         /* in the arena (handler thread) */
     void *principal;
     void (*principal_release)(void *);
-    void (*on_destroy)(void *);
-    void *on_destroy_arg;
+    struct {
+        void (*fn)(void *);
+        void *arg;
+    } on_destroy[RPC_ON_DESTROY_MAX]; /* rpc_call_on_destroy's, run in turn */
+    int n_on_destroy;
     void *audit; /* the audit module's per-call note (arena memory) */
 
     /* Final batch (status + trailing metadata) and what it references. */
     rpc_tag final_tag;
-    grpc_metadata trailer[2]; /* x-request-id, memoryd-consistency */
+    grpc_metadata trailer[3];      /* x-request-id, memoryd-consistency, the handler's */
+    const char *extra_trailer_key; /* the handler's (rpc_call_set_trailer) */
+    char extra_trailer_value[RPC_TRAILER_VALUE_MAX];
     grpc_slice details;
     grpc_byte_buffer *unary_response;
     ProtobufCMessage *unary_resp; /* the handler's response, for rpc_call_complete */

@@ -1,10 +1,13 @@
 /* sess_erase: the session tier's eraser and exporter (tier/tier_erase.h).
- * A principal's records go from Redis (every session of the tenant is
- * visited with SCAN: a session it owns goes whole, in another's only the
- * records it created) and from PostgreSQL (durable sessions it owns,
- * records it created in others'). Sessions keep no JSON, so a subject id
- * alone matches nothing; a retention rule reaches only PostgreSQL's copies
- * (Redis's end with their sessions). Export reads PostgreSQL's copies. */
+ * Every session of the tenant in Redis is visited with SCAN. A principal's
+ * records go from Redis (a session it owns goes whole, in another's only
+ * the records it created) and from PostgreSQL (durable sessions it owns,
+ * records it created in others'). A subject's records are those whose
+ * value is a JSON object naming it (tier_erase.h's rule), in Redis and in
+ * PostgreSQL; their sessions stay. A retention rule reaches only
+ * PostgreSQL's copies (Redis's end with their sessions). Export reads
+ * PostgreSQL's copies of durable sessions and Redis's records of the
+ * others. */
 #include <hiredis/hiredis.h>
 #include <jansson.h>
 #include <libpq-fe.h>
@@ -17,32 +20,53 @@
 #include "service/core/text.h"
 #include "service/session/sess_lua.h"
 #include "service/session/sess_pg.h"
+#include "service/session/sess_record.h"
 #include "service/session/sess_service_internal.h"
 #include "service/store/redis_url.h"
 
 #define SCAN_COUNT "1000"
 
-/* One session key through the erase script (EVAL: a blocking context). */
-static int erase_key(tier_ctx *c, redisContext *rc, const char *key, size_t klen, const char *zp,
-                     const tier_erase_sel *sel, int64_t *count) {
-    const redis_script *s = sess_script(SESS_SCRIPT_ERASE);
-    const char *argv[] = {
-        "EVAL", s->body, "1", key, zp, "", "0", sel->owner, sel->dry_run ? "1" : "0"};
-    size_t lens[] = {4, s->len, 1, klen, strlen(zp), 0, 1, strlen(sel->owner), 1};
-    redisReply *r = redisCommandArgv(rc, 9, argv, lens);
-    int rc_ = STATUS_OK;
-    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements < 1)
-        rc_ = tier_fail(c, STATUS_EUNAVAILABLE, "sessions: erase in Redis failed: %s",
-                        r && r->type == REDIS_REPLY_ERROR ? r->str : rc->errstr);
-    else if (r->elements == 2 && r->element[1]->type == REDIS_REPLY_INTEGER)
-        *count += r->element[1]->integer;
-    if (r) freeReplyObject(r);
-    return rc_;
+/* One session key through script id (erase or export; EVAL: a blocking
+ * context) with sel's words and clr: the reply (the caller frees it), or
+ * NULL with c->err. */
+static redisReply *run_script(tier_ctx *c, redisContext *rc, sess_script_id id, const char *key,
+                              size_t klen, const char *zp, const tier_erase_sel *sel,
+                              const char *clr) {
+    const redis_script *s = sess_script(id);
+    const char *who = sel->owner ? sel->owner : "",
+               *subject = sel->subject_id ? sel->subject_id : "";
+    const char *argv[] = {"EVAL",  s->body, "1", key, zp, "", "0", who, sel->dry_run ? "1" : "0",
+                          subject, clr};
+    size_t lens[] = {4, s->len,          1,          klen, strlen(zp), 0, 1, strlen(who),
+                     1, strlen(subject), strlen(clr)};
+    redisReply *r = redisCommandArgv(rc, 11, argv, lens);
+    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements < 1) {
+        tier_fail(c, STATUS_EUNAVAILABLE, "sessions: %s in Redis failed: %s", s->name,
+                  r && r->type == REDIS_REPLY_ERROR ? r->str : rc->errstr);
+        if (r) freeReplyObject(r);
+        return NULL;
+    }
+    return r;
 }
 
-static int erase_redis(const sess_service *svc, tier_ctx *c, const tier_erase_sel *sel,
-                       int64_t *count) {
-    if (!svc->env->redis || !sel->owner || tier_erase_is_retention(sel)) return STATUS_OK;
+static int erase_key(tier_ctx *c, redisContext *rc, const char *key, size_t klen, const char *zp,
+                     const tier_erase_sel *sel, void *arg) {
+    int64_t *count = arg;
+    redisReply *r = run_script(c, rc, SESS_SCRIPT_ERASE, key, klen, zp, sel, "0");
+    if (!r) return c->err[0] ? STATUS_EUNAVAILABLE : STATUS_ENOMEM;
+    if (r->elements == 2 && r->element[1]->type == REDIS_REPLY_INTEGER)
+        *count += r->element[1]->integer;
+    freeReplyObject(r);
+    return STATUS_OK;
+}
+
+typedef int (*visit_fn)(tier_ctx *c, redisContext *rc, const char *key, size_t klen, const char *zp,
+                        const tier_erase_sel *sel, void *arg);
+
+/* Every session of sel's tenant in Redis, through fn (SCAN in bounded
+ * steps, never KEYS). */
+static int each_session(const sess_service *svc, tier_ctx *c, const tier_erase_sel *sel,
+                        visit_fn fn, void *arg) {
     char err[256];
     redisContext *rc = redis_pool_acquire(svc->env->redis, c->deadline_ms, err, sizeof err);
     if (!rc) return tier_fail(c, STATUS_EUNAVAILABLE, "sessions: Redis: %s", err);
@@ -72,14 +96,20 @@ static int erase_redis(const sess_service *svc, tier_ctx *c, const tier_erase_se
         snprintf(cursor, sizeof cursor, "%s", r->element[0]->str);
         const redisReply *keys = r->element[1];
         for (size_t i = 0; status == STATUS_OK && i < keys->elements; i++)
-            status = erase_key(c, rc, keys->element[i]->str, keys->element[i]->len, zp, sel, count);
+            status = fn(c, rc, keys->element[i]->str, keys->element[i]->len, zp, sel, arg);
         freeReplyObject(r);
     } while (status == STATUS_OK && strcmp(cursor, "0") != 0);
     redis_pool_release(svc->env->redis, rc, broken);
     return status;
 }
 
-/* PostgreSQL: the selection's records (and, for an owner, its durable
+/* An erasure of a principal's records (not a subject's, not a retention
+ * rule's): its sessions go whole. */
+static int by_principal(const tier_erase_sel *sel) {
+    return sel->owner && !sel->subject_id && !tier_erase_is_retention(sel);
+}
+
+/* PostgreSQL: the selection's records (and, for a principal, its durable
  * sessions whole). */
 typedef struct pg_job {
     const tier_erase_sel *sel;
@@ -96,9 +126,9 @@ static int erase_pg_in(pgq_session *ss, tier_ctx *c, void *arg) {
         pgq_sql_add(&b, "DELETE FROM session_records WHERE ctid IN (SELECT r.ctid FROM"
                         " session_records r WHERE (");
     else pgq_sql_add(&b, "DELETE FROM session_records r WHERE (");
-    int rc = tier_erase_sql_where(&b, c, sel, "r", NULL);
+    int rc = tier_erase_sql_where_value(&b, c, sel, "r", "value", 0);
     if (rc != STATUS_OK) return rc;
-    if (sel->owner)
+    if (by_principal(sel))
         pgq_sql_add(&b,
                     ") OR (r.tenant = $%d AND EXISTS (SELECT 1 FROM sessions s WHERE"
                     " s.tenant = r.tenant AND s.id = r.session_id AND s.owner = $%d))",
@@ -115,7 +145,7 @@ static int erase_pg_in(pgq_session *ss, tier_ctx *c, void *arg) {
         j->count = atoll(PQcmdTuples(r));
     }
     PQclear(r);
-    if (rc == STATUS_OK && !sel->dry_run && sel->owner && !tier_erase_is_retention(sel)) {
+    if (rc == STATUS_OK && !sel->dry_run && by_principal(sel)) {
         pgq_sql d = {0};
         pgq_sql_add(&d, "DELETE FROM sessions WHERE tenant = $%d AND owner = $%d",
                     pgq_text(&d, sel->tenant), pgq_text(&d, sel->owner));
@@ -130,11 +160,12 @@ int sess_erase(void *state, tier_ctx *c, const tier_erase_sel *sel, int64_t *cou
     int64_t in_redis = 0;
     pg_job j = {.sel = sel};
     *count = 0;
-    /* Sessions keep no JSON: a selection by subject id matches nothing
-     * here, whoever asks (Forget narrows a caller's own selection by its
-     * owner too, which must not widen it to all of the caller's sessions). */
-    if (sel->subject_id || (!sel->owner && !tier_erase_is_retention(sel))) return STATUS_OK;
-    int rc = erase_redis(svc, c, sel, &in_redis);
+    int retention = tier_erase_is_retention(sel);
+    if (!sel->owner && !sel->subject_id && !retention) return STATUS_OK;
+    /* A retention rule reaches PostgreSQL's copies only: Redis's records
+     * end with their sessions. */
+    int rc =
+        retention || !svc->env->redis ? STATUS_OK : each_session(svc, c, sel, erase_key, &in_redis);
     if (rc == STATUS_OK) rc = tier_sql_run(svc->env->pg, c, TIER_MAX_STATEMENT_MS, erase_pg_in, &j);
     *count = rc == STATUS_OK ? in_redis + j.count : 0;
     return rc;
@@ -149,22 +180,14 @@ typedef struct export_job {
     tier_export_emit emit;
     void *emit_arg;
     char *after[2]; /* session id, key of the last record; NULL on the first page */
+    PGresult *res;  /* the page read */
     int rows;
 } export_job;
 
-static int export_record(export_job *j, tier_ctx *c, const PGresult *r, int i) {
-    tier_meta m = {.tenant = j->sel->tenant};
-    int64_t label;
-    const char *sid = pgq_col_str(c->ar, r, i, 0), *key = pgq_col_str(c->ar, r, i, 1);
-    const uint8_t *v = (const uint8_t *)PQgetvalue(r, i, 2);
-    size_t n = (size_t)PQgetlength(r, i, 2);
-    m.owner = pgq_col_str(c->ar, r, i, 3);
-    if (!sid || !key || !m.owner || pgq_col_int(r, i, 4, &label) != 0 ||
-        pgq_col_int(r, i, 5, &m.version) != 0 || pgq_col_ts(r, i, 6, &m.create_us) != 0 ||
-        pgq_col_ts(r, i, 7, &m.update_us) != 0 ||
-        pgq_col_text_array(c->ar, r, i, 8, &m.pii_kinds, &m.npii) != 0)
-        return tier_fail(c, STATUS_EINTERNAL, "unreadable session record");
-    m.label = (int)label;
+/* One record, as Export hands it over: {"session_id", "key", "value"}
+ * (text when it is UTF-8, else base64url with "value_encoding"). */
+static int emit_record(export_job *j, tier_ctx *c, const char *sid, const char *key,
+                       const uint8_t *v, size_t n, const tier_meta *m) {
     json_t *o = json_object();
     json_object_set_new(o, "session_id", json_string(sid));
     json_object_set_new(o, "key", json_string(key));
@@ -180,45 +203,111 @@ static int export_record(export_job *j, tier_ctx *c, const PGresult *r, int i) {
     tier_export_rec rec = {.kind = "session_record",
                            .id = arena_printf(c->ar, "%s/%s", sid, key),
                            .json = s ? arena_strdup(c->ar, s) : NULL,
-                           .meta = &m};
+                           .meta = m};
     free(s);
     return rec.id && rec.json ? j->emit(j->emit_arg, &rec)
                               : tier_fail(c, STATUS_ENOMEM, "out of memory");
 }
 
-/* One page of the selection's records, emitted; the cursor moves on. */
+static int export_record(export_job *j, tier_ctx *c, const PGresult *r, int i) {
+    tier_meta m = {.tenant = j->sel->tenant};
+    int64_t label;
+    const char *sid = pgq_col_str(c->ar, r, i, 0), *key = pgq_col_str(c->ar, r, i, 1);
+    const uint8_t *v = (const uint8_t *)PQgetvalue(r, i, 2);
+    size_t n = (size_t)PQgetlength(r, i, 2);
+    m.owner = pgq_col_str(c->ar, r, i, 3);
+    if (!sid || !key || !m.owner || pgq_col_int(r, i, 4, &label) != 0 ||
+        pgq_col_int(r, i, 5, &m.version) != 0 || pgq_col_ts(r, i, 6, &m.create_us) != 0 ||
+        pgq_col_ts(r, i, 7, &m.update_us) != 0 ||
+        pgq_col_text_array(c->ar, r, i, 8, &m.pii_kinds, &m.npii) != 0)
+        return tier_fail(c, STATUS_EINTERNAL, "unreadable session record");
+    m.label = (int)label;
+    return emit_record(j, c, sid, key, v, n, &m);
+}
+
+/* The records of one plain session in Redis (durable ones are exported
+ * from PostgreSQL), each in an arena of its own while it is emitted. */
+static int export_key(tier_ctx *c, redisContext *rc, const char *key, size_t klen, const char *zp,
+                      const tier_erase_sel *sel, void *arg) {
+    export_job *j = arg;
+    char clr[8];
+    snprintf(clr, sizeof clr, "%d", sel->max_label ? sel->max_label : 4);
+    redisReply *r = run_script(c, rc, SESS_SCRIPT_EXPORT, key, klen, zp, sel, clr);
+    if (!r) return STATUS_EUNAVAILABLE;
+    /* The session id is what follows the tenant's prefix in its key. */
+    size_t plen = strlen(zp) - strlen("memoryd:sessions:") + strlen("memoryd:session:");
+    const char *sid = klen > plen ? arena_strndup(c->ar, key + plen, klen - plen) : NULL;
+    int status = sid ? STATUS_OK : tier_fail(c, STATUS_EINTERNAL, "unexpected session key");
+    for (size_t i = 1; status == STATUS_OK && i + 1 < r->elements; i += 2) {
+        const redisReply *k = r->element[i], *v = r->element[i + 1];
+        arena *keep = c->ar, *rec_arena = arena_create();
+        sess_rec rec;
+        if (!rec_arena) {
+            status = tier_fail(c, STATUS_ENOMEM, "out of memory");
+            break;
+        }
+        c->ar = rec_arena;
+        const char *name =
+            k->type == REDIS_REPLY_STRING ? arena_strndup(c->ar, k->str, k->len) : NULL;
+        if (!name || v->type != REDIS_REPLY_STRING ||
+            sess_rec_parse(c->ar, v->str, v->len, 1, &rec) != 0) {
+            status = tier_fail(c, STATUS_EUNAVAILABLE,
+                               "sessions: Redis holds a record memoryd did not write");
+        } else {
+            tier_meta m = {.tenant = sel->tenant,
+                           .owner = rec.owner,
+                           .label = rec.label,
+                           .version = rec.version,
+                           .create_us = rec.create_ms * 1000,
+                           .update_us = rec.update_ms * 1000,
+                           .pii_kinds = rec.pii_kinds,
+                           .npii = rec.npii};
+            status = emit_record(j, c, sid, name, rec.value, (size_t)rec.size, &m);
+        }
+        c->ar = keep;
+        arena_free(rec_arena);
+    }
+    freeReplyObject(r);
+    return status;
+}
+
+/* One page of the selection's records into j->res (emitted after the
+ * connection is back: a slow reader holds none). */
 static int export_page(pgq_session *ss, tier_ctx *c, void *arg) {
     export_job *j = arg;
     pgq_sql b = {0};
     pgq_sql_add(&b,
                 "SELECT r.session_id, r.key, r.value, r.owner, r.label, r.version, r.created_at,"
                 " r.updated_at, r.pii_kinds FROM session_records r WHERE ");
-    int rc = tier_erase_sql_where(&b, c, j->sel, "r", NULL);
+    int rc = tier_erase_sql_where_value(&b, c, j->sel, "r", "value", 0);
     if (rc != STATUS_OK) return rc;
     if (j->after[0])
         pgq_sql_add(&b, " AND (r.session_id, r.key) > ($%d, $%d)", pgq_text(&b, j->after[0]),
                     pgq_text(&b, j->after[1]));
     pgq_sql_add(&b, " ORDER BY r.session_id, r.key LIMIT %d", EXPORT_PAGE);
-    PGresult *r = NULL;
-    if ((rc = pgq_pipeline(ss, "export session records", NULL, &b, 1, &r)) != STATUS_OK) return rc;
-    j->rows = PQntuples(r);
-    for (int i = 0; rc == STATUS_OK && i < j->rows; i++) rc = export_record(j, c, r, i);
+    return pgq_pipeline(ss, "export session records", NULL, &b, 1, &j->res);
+}
+
+/* The page's records, emitted; the cursor moves on. */
+static int emit_page(export_job *j, tier_ctx *c) {
+    int rc = STATUS_OK;
+    j->rows = PQntuples(j->res);
+    for (int i = 0; rc == STATUS_OK && i < j->rows; i++) rc = export_record(j, c, j->res, i);
     for (int k = 0; rc == STATUS_OK && j->rows > 0 && k < 2; k++) {
         free(j->after[k]);
-        if (!(j->after[k] = strdup(PQgetvalue(r, j->rows - 1, k))))
+        if (!(j->after[k] = strdup(PQgetvalue(j->res, j->rows - 1, k))))
             rc = tier_fail(c, STATUS_ENOMEM, "out of memory");
     }
-    PQclear(r);
     return rc;
 }
 
 int sess_export(void *state, tier_ctx *c, const tier_erase_sel *sel, tier_export_emit emit,
                 void *emit_arg) {
     const sess_service *svc = state;
-    if (tier_erase_is_retention(sel) || !sel->owner) return STATUS_OK;
+    if (tier_erase_is_retention(sel) || (!sel->owner && !sel->subject_id)) return STATUS_OK;
     export_job j = {.sel = sel, .emit = emit, .emit_arg = emit_arg};
-    int rc = STATUS_OK;
-    do {
+    int rc = svc->env->redis ? each_session(svc, c, sel, export_key, &j) : STATUS_OK;
+    while (rc == STATUS_OK) {
         /* A page's strings in an arena of its own. */
         arena *keep = c->ar, *page = arena_create();
         if (!page) {
@@ -226,10 +315,14 @@ int sess_export(void *state, tier_ctx *c, const tier_erase_sel *sel, tier_export
             break;
         }
         c->ar = page;
+        j.res = NULL;
         rc = tier_sql_run(svc->env->pg, c, TIER_MAX_STATEMENT_MS, export_page, &j);
+        if (rc == STATUS_OK) rc = emit_page(&j, c);
+        PQclear(j.res);
         c->ar = keep;
         arena_free(page);
-    } while (rc == STATUS_OK && j.rows == EXPORT_PAGE);
+        if (j.rows < EXPORT_PAGE) break;
+    }
     free(j.after[0]);
     free(j.after[1]);
     return rc;

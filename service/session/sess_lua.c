@@ -1,6 +1,8 @@
 /* sess_lua: the scripts; see sess_lua.h. */
 #include "service/session/sess_lua.h"
 
+#include "service/tier/tier_erase.h"
+
 /* The scripts are Lua, one line per L(): clang-format would fold them. */
 /* clang-format off */
 #define L(line) line "\n"
@@ -154,18 +156,23 @@ static const char end_body[] =
     L("end")
     L("return reply(0, s, 3, redis.call('HLEN', K) - META)");
 
-/* A principal's records out of one session: the whole session when it is
- * the owner's (and its index entry), else the records it created. */
+/* A data subject's records out of one session. ARGV[4] who (a principal,
+ * '' for any), ARGV[5] dry run (1/0), ARGV[6] subject id ('' for none).
+ * By principal alone: the whole session when it is who's (and its index
+ * entry), else the records who created. By subject id: the records whose
+ * value names it (tier_erase.h's rule), created by who when who is given;
+ * the session itself stays. */
 static const char erase_body[] =
     PRELUDE
+    TIER_ERASE_LUA_NAMES_SUBJECT
     L("local s = load()")
     L("if not s then return {1} end")
-    L("local who, dry = ARGV[4], ARGV[5] == '1'")
+    L("local who, dry, subject = ARGV[4], ARGV[5] == '1', ARGV[6]")
     L("local n = 0")
     /* A durable session's records are counted where PostgreSQL erases
      * them (sess_pg.c), not twice. */
     L("local counted = s.u ~= '1'")
-    L("if s.o == who then")
+    L("if subject == '' and s.o == who then")
     L("  n = redis.call('HLEN', K) - META")
     L("  if not dry then")
     L("    redis.call('DEL', K)")
@@ -177,7 +184,8 @@ static const char erase_body[] =
     L("for i = 1, #all, 2 do")
     L("  local f, v = all[i], all[i + 1]")
     L("  local h = string.sub(f, 1, 2) == 'k:' and header(v)")
-    L("  if h and h.o == who then")
+    L("  if h and (who == '' or h.o == who) and")
+    L("      (subject == '' or names_subject(string.sub(v, h.vstart), subject)) then")
     L("    n = n + 1")
     L("    if not dry then")
     L("      redis.call('HDEL', K, f)")
@@ -186,12 +194,39 @@ static const char erase_body[] =
     L("  end")
     L("end")
     L("return {0, counted and n or 0}");
+
+/* Reads, never writes: the records of a plain (not durable) session that
+ * erasure with the same words would select, less those labelled above
+ * ARGV[7] (an export is a read). ARGV[4] who, ARGV[5] unused, ARGV[6]
+ * subject, as erase. Answers {durable (1/0), field, record, ...}: the
+ * records as stored (header and value), or {1} without the session.
+ * Durable sessions answer no records: PostgreSQL's copies are exported. */
+static const char export_body[] =
+    PRELUDE
+    TIER_ERASE_LUA_NAMES_SUBJECT
+    L("local s = load()")
+    L("if not s then return {1} end")
+    L("local who, subject, clr = ARGV[4], ARGV[6], tonumber(ARGV[7])")
+    L("if s.u == '1' then return {'1'} end")
+    L("local out = {'0'}")
+    L("local all = redis.call('HGETALL', K)")
+    L("for i = 1, #all, 2 do")
+    L("  local f, v = all[i], all[i + 1]")
+    L("  local h = string.sub(f, 1, 2) == 'k:' and header(v)")
+    L("  if h and h.label <= clr and (who == '' or h.o == who) and")
+    L("      (subject == '' or names_subject(string.sub(v, h.vstart), subject)) then")
+    L("    out[#out + 1] = string.sub(f, 3)")
+    L("    out[#out + 1] = v")
+    L("  end")
+    L("end")
+    L("return out");
 /* clang-format on */
 
 static redis_script scripts[SESS_SCRIPT_COUNT] = {
-    REDIS_SCRIPT("session start", start_body), REDIS_SCRIPT("session get", get_body),
-    REDIS_SCRIPT("session set", set_body),     REDIS_SCRIPT("session list", list_body),
-    REDIS_SCRIPT("session end", end_body),     REDIS_SCRIPT("session erase", erase_body),
+    REDIS_SCRIPT("session start", start_body),   REDIS_SCRIPT("session get", get_body),
+    REDIS_SCRIPT("session set", set_body),       REDIS_SCRIPT("session list", list_body),
+    REDIS_SCRIPT("session end", end_body),       REDIS_SCRIPT("session erase", erase_body),
+    REDIS_SCRIPT("session export", export_body),
 };
 
 redis_script *sess_script(sess_script_id id) { return &scripts[id]; }

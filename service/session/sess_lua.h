@@ -29,15 +29,17 @@
 #include "service/store/redis_script.h"
 
 typedef enum sess_script_id {
-    SESS_SCRIPT_START = 0, /* ARGV[4..7]: duration ms, grace ms, durable, max sessions */
-    SESS_SCRIPT_GET = 1,   /* ARGV[4..5]: key, clr; then the record or nothing */
-    SESS_SCRIPT_SET = 2,   /* ARGV[4..11]: key, clr, label, lvl, pii, value, max keys,
-                            * max bytes; then the record's header and size */
-    SESS_SCRIPT_LIST = 3,  /* ARGV[4..5]: clr, with values; then key, record pairs */
-    SESS_SCRIPT_END = 4,   /* then the number of records */
-    SESS_SCRIPT_ERASE = 5, /* ARGV[4..5]: the principal whose records go, dry run; then the
-                            * number of records (a session it owns goes whole) */
-    SESS_SCRIPT_COUNT = 6,
+    SESS_SCRIPT_START = 0,  /* ARGV[4..7]: duration ms, grace ms, durable, max sessions */
+    SESS_SCRIPT_GET = 1,    /* ARGV[4..5]: key, clr; then the record or nothing */
+    SESS_SCRIPT_SET = 2,    /* ARGV[4..11]: key, clr, label, lvl, pii, value, max keys,
+                             * max bytes; then the record's header and size */
+    SESS_SCRIPT_LIST = 3,   /* ARGV[4..5]: clr, with values; then key, record pairs */
+    SESS_SCRIPT_END = 4,    /* then the number of records */
+    SESS_SCRIPT_ERASE = 5,  /* ARGV[4..6]: principal ('' any), dry run, subject id ('' none);
+                             * then the number erased (sess_lua.c) */
+    SESS_SCRIPT_EXPORT = 6, /* ARGV[4..7]: principal, unused, subject id, clr; then
+                             * durable, key, record pairs (sess_lua.c) */
+    SESS_SCRIPT_COUNT = 7,
 } sess_script_id;
 
 /* What a script answers first. */

@@ -189,7 +189,7 @@ static grpc_status_code store_write(pending *pp) {
     if (pp->kind == OP_START) sess_pg_start_sql(&op->sql, op->c, &pp->op.info);
     else if (pp->kind == OP_END) sess_pg_end_sql(&op->sql, op->c, &pp->op.info);
     else sess_pg_set_sql(&op->sql, op->c, &pp->op.info, &pp->op.recs[0], pp->value, pp->value_len);
-    return tier_pending(pp->call, &pp->svc->store, op);
+    return tier_pending_durable(pp->call, &pp->svc->store, op); /* Redis holds it already */
 }
 
 /* ---- the script's answer ---- */

@@ -132,5 +132,9 @@ static void evaluated(redis_eval *e, int status, redisReply *reply) {
 
 void sess_op_submit(sess_op *op, int64_t deadline_ms) {
     op->e.done = evaluated;
+    /* A change, once sent, waits for Redis's answer whatever the caller
+     * does: its audit row and write-through must follow it. */
+    sess_script_id id = (sess_script_id)(op->e.script - sess_script(0));
+    op->e.wait_reply = id == SESS_SCRIPT_START || id == SESS_SCRIPT_SET || id == SESS_SCRIPT_END;
     redis_eval_submit(&op->e, op->e.script->name, deadline_ms);
 }

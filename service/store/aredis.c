@@ -5,22 +5,24 @@
  * leaves its slot empty and its late reply is dropped. */
 #include "service/store/aredis.h"
 
-#include <hiredis/adapters/libuv.h>
 #include <hiredis/async.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <uv.h>
 
 #include "service/core/clock.h"
 #include "service/core/log.h"
 #include "service/core/status.h"
+#include "service/store/aredis_uv.h"
 #include "service/store/redis_url.h"
 
 #define BACKOFF_FIRST_MS 100
 #define BACKOFF_MAX_MS 1000
+#define STALL_MS_DEFAULT 2000 /* aredis_options.stall_ms when unset */
 
 struct aredis {
     evloop *loop;
@@ -37,7 +39,9 @@ struct aredis {
     uv_async_t cancel_wake;
     /* in flight, oldest first: cmds[i] NULL once answered early */
     aredis_cmd **cmds;
-    int64_t *deadlines;
+    int64_t *deadlines; /* each command's own: it is answered ETIMEOUT then */
+    int64_t *sent;      /* when each went out: Redis owes the oldest since then */
+    int64_t armed_at;   /* when deadline_timer fires; INT64_MAX: stopped */
     int head, count;
     int closing;
     /* create and free wait for the loop thread */
@@ -46,8 +50,9 @@ struct aredis {
     int handles, setup_failed;
 };
 
-/* privdata of the commands sent on connecting (AUTH, SELECT). */
-static char setup_command;
+/* privdata of the commands sent on connecting (AUTH, SELECT), and of the
+ * PING after them whose answer makes the connection usable. */
+static char setup_command, ready_command;
 
 static int64_t now_ms(void) { return clock_mono_ms(NULL); }
 
@@ -82,14 +87,16 @@ static void drop_connection(aredis *r, const char *why);
 
 static int slot(const aredis *r, int i) { return (r->head + i) % r->o.max_in_flight; }
 
-/* Arms the deadline timer for the earliest deadline of what is in flight:
- * a command still waiting, or the oldest slot (Redis owes its reply). */
+/* Arms the deadline timer for the earliest of: the deadline of a command
+ * still waiting, and the moment the oldest reply has been owed for
+ * stall_ms (then Redis has stopped answering). */
 static void arm_deadlines(aredis *r) {
-    int64_t at = INT64_MAX;
+    int64_t at = r->count > 0 ? r->sent[r->head] + r->o.stall_ms : INT64_MAX;
     for (int i = 0; i < r->count; i++) {
         int s = slot(r, i);
-        if ((r->cmds[s] || i == 0) && r->deadlines[s] < at) at = r->deadlines[s];
+        if (r->cmds[s] && !r->cmds[s]->wait_reply && r->deadlines[s] < at) at = r->deadlines[s];
     }
+    r->armed_at = at;
     if (at == INT64_MAX) {
         uv_timer_stop(&r->deadline_timer);
         return;
@@ -99,24 +106,31 @@ static void arm_deadlines(aredis *r) {
     uv_timer_start(&r->deadline_timer, on_deadline, in > 0 ? (uint64_t)in : 0, 0);
 }
 
-/* Commands past their deadline are answered; when the oldest is among
- * them, Redis has stopped answering and so has everything behind it: the
- * connection goes. */
+/* Commands past their own deadline are answered ETIMEOUT, and that is all
+ * a deadline does: a caller's short deadline says nothing of Redis, whose
+ * late reply is then dropped while the connection serves everyone else.
+ * Only when the oldest reply has been owed for stall_ms has Redis stopped
+ * answering (and so has everything behind it): then the connection goes. */
 static void on_deadline(uv_timer_t *t) {
     aredis *r = t->data;
     int64_t now = now_ms();
     for (int i = 0; i < r->count; i++) {
         int s = slot(r, i);
         aredis_cmd *q = r->cmds[s];
-        if (q && r->deadlines[s] <= now) {
+        if (q && !q->wait_reply && r->deadlines[s] <= now) {
             r->cmds[s] = NULL;
             answer_err(q, STATUS_ETIMEOUT, "%s: the deadline passed; Redis had not answered",
                        what(q));
         }
     }
-    if (r->count > 0 && r->deadlines[r->head] <= now)
-        drop_connection(r, "Redis did not answer within a command's deadline");
-    else arm_deadlines(r);
+    if (r->count > 0 && now - r->sent[r->head] >= r->o.stall_ms) {
+        char why[96];
+        snprintf(why, sizeof why, "Redis did not answer a command for %lld ms",
+                 (long long)r->o.stall_ms);
+        drop_connection(r, why);
+    } else {
+        arm_deadlines(r);
+    }
 }
 
 /* apg_cancel's counterpart rang: answer every cancelled command. */
@@ -125,12 +139,14 @@ static void on_cancel_wake(uv_async_t *h) {
     for (int i = 0; i < r->count; i++) {
         int s = slot(r, i);
         aredis_cmd *q = r->cmds[s];
-        if (q && cancelled(q)) {
+        if (q && !q->wait_reply && cancelled(q)) {
             r->cmds[s] = NULL;
             answer_err(q, STATUS_ECANCELLED, "%s: cancelled by the caller", what(q));
         }
     }
 }
+
+static void ready(aredis *r);
 
 /* hiredis's callback, in the order commands were sent; reply NULL when
  * the connection went before the reply came. */
@@ -143,6 +159,10 @@ static void on_reply(redisAsyncContext *ac, void *reply_, void *privdata) {
                        "error", reply->str, LOG_F_END);
         return;
     }
+    if (privdata == &ready_command) {
+        if (reply && reply->type != REDIS_REPLY_ERROR && r->ac == ac) ready(r);
+        return;
+    }
     if (r->count == 0) return; /* cannot happen: every command has its slot */
     aredis_cmd *q = r->cmds[r->head];
     r->head = slot(r, 1);
@@ -152,8 +172,9 @@ static void on_reply(redisAsyncContext *ac, void *reply_, void *privdata) {
         atomic_store(&r->connected, 0);
     if (!q) return; /* answered early; its reply is dropped */
     if (!reply)
-        answer_err(q, STATUS_EUNAVAILABLE, "%s: Redis connection lost (%s)", what(q),
-                   r->last_error[0] ? r->last_error : "closed");
+        answer_err(q, STATUS_EUNAVAILABLE, "%s: Redis connection lost (%s)%s", what(q),
+                   r->last_error[0] ? r->last_error : "closed",
+                   q->wait_reply ? " before it answered: the write may have been applied" : "");
     else if (reply->type == REDIS_REPLY_ERROR)
         answer_err(q, STATUS_EUNAVAILABLE, "%s: Redis refused: %.*s", what(q), (int)reply->len,
                    reply->str);
@@ -215,11 +236,18 @@ static void on_connect(const redisAsyncContext *ac, int status) {
         lost(r, ac->errstr[0] ? ac->errstr : "cannot connect");
         return;
     }
-    uv_timer_stop(&r->conn_timer);
     /* A peer that vanished without a FIN (a dead host, a cut link) is
      * noticed by TCP keepalive: a subscriber connection sends nothing
      * that would notice it otherwise. */
     redisEnableKeepAlive(&r->ac->c);
+    /* Usable once the PING sent behind AUTH and SELECT is answered (ready):
+     * a port that accepts but does not serve (a Redis shutting down, or
+     * frozen) must not hold commands; conn_timer still bounds the wait. */
+}
+
+/* The connection answered: commands may go. */
+static void ready(aredis *r) {
+    uv_timer_stop(&r->conn_timer);
     r->up = 1;
     r->backoff_ms = 0;
     atomic_store(&r->connected, 1);
@@ -246,7 +274,7 @@ static void connect_now(aredis *r) {
         return;
     }
     ac->data = r;
-    if (redisLibuvAttach(ac, evloop_uv(r->loop)) != REDIS_OK) {
+    if (aredis_uv_attach(ac, evloop_uv(r->loop)) != REDIS_OK) {
         redisAsyncFree(ac);
         lost(r, "cannot watch the connection's socket");
         return;
@@ -258,6 +286,7 @@ static void connect_now(aredis *r) {
     if (r->url.password[0])
         redisAsyncCommand(ac, on_reply, &setup_command, "AUTH %s", r->url.password);
     if (r->url.db) redisAsyncCommand(ac, on_reply, &setup_command, "SELECT %d", r->url.db);
+    redisAsyncCommand(ac, on_reply, &ready_command, "PING");
     uv_update_time(evloop_uv(r->loop));
     uv_timer_start(&r->conn_timer, on_conn_timer, (uint64_t)r->o.connect_timeout_ms, 0);
 }
@@ -273,9 +302,12 @@ static void submit_on_loop(evloop_task *t) {
         answer_err(q, STATUS_ECANCELLED, "%s: cancelled by the caller", what(q));
     } else if (q->deadline_ms <= now_ms()) {
         answer_err(q, STATUS_ETIMEOUT, "%s: the deadline passed before it was sent", what(q));
-    } else if (!r->ac) {
+    } else if (!r->ac || !r->up) {
+        /* Never queued behind a (re)connect: the caller hears at once. */
         answer_err(q, STATUS_EUNAVAILABLE, "%s: Redis is unreachable (%s); retrying", what(q),
-                   r->last_error[0] ? r->last_error : "not connected");
+                   r->last_error[0] ? r->last_error
+                   : r->ac          ? "connecting"
+                                    : "not connected");
     } else if (r->count >= r->o.max_in_flight) {
         answer_err(q, STATUS_EBUSY, "%s: Redis is saturated: %d commands await replies", what(q),
                    r->count);
@@ -287,7 +319,8 @@ static void submit_on_loop(evloop_task *t) {
         int s = slot(r, r->count++);
         r->cmds[s] = q;
         r->deadlines[s] = q->deadline_ms;
-        if (r->count == 1 || q->deadline_ms < r->deadlines[r->head]) arm_deadlines(r);
+        r->sent[s] = now_ms();
+        if (r->count == 1 || (!q->wait_reply && q->deadline_ms < r->armed_at)) arm_deadlines(r);
     }
 }
 
@@ -436,6 +469,7 @@ static void destroy(aredis *r) {
     evloop_waiter_destroy(&r->setup);
     free(r->cmds);
     free(r->deadlines);
+    free(r->sent);
     free(r);
 }
 
@@ -451,11 +485,13 @@ int aredis_create(evloop *loop, const aredis_options *o, aredis **out, char *err
     r->loop = loop;
     r->o = *o;
     r->o.url = NULL; /* parsed into r->url; the string is not kept */
+    if (r->o.stall_ms <= 0) r->o.stall_ms = STALL_MS_DEFAULT;
     atomic_init(&r->connected, 0);
     r->cmds = calloc((size_t)o->max_in_flight, sizeof *r->cmds);
     r->deadlines = calloc((size_t)o->max_in_flight, sizeof *r->deadlines);
+    r->sent = calloc((size_t)o->max_in_flight, sizeof *r->sent);
     evloop_waiter_init(&r->setup);
-    if (!r->cmds || !r->deadlines) {
+    if (!r->cmds || !r->deadlines || !r->sent) {
         destroy(r);
         return snprintf(err, errlen, "redis: out of memory"), -1;
     }
@@ -465,6 +501,15 @@ int aredis_create(evloop *loop, const aredis_options *o, aredis **out, char *err
     if (r->setup_failed) {
         destroy(r);
         return snprintf(err, errlen, "redis: cannot set up the client on the event loop"), -1;
+    }
+    /* Commands are refused until the connection has answered its PING:
+     * give the first one its connect timeout, so a server that starts
+     * with Redis up serves from its first call (one that is down costs
+     * start-up this wait, then the backoff takes over). */
+    for (int64_t until = now_ms() + o->connect_timeout_ms;
+         !atomic_load(&r->connected) && now_ms() < until;) {
+        struct timespec ts = {0, 1000 * 1000};
+        nanosleep(&ts, NULL);
     }
     *out = r;
     return 0;

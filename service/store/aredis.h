@@ -46,6 +46,11 @@ typedef struct aredis_options {
     int connect_timeout_ms;     /* one connection attempt */
     int64_t default_timeout_ms; /* a command submitted without a deadline */
     int max_in_flight;          /* commands awaiting replies; more: STATUS_EBUSY */
+    /* How long the oldest reply may be owed before Redis is taken for
+     * stalled and the connection dropped (every command in flight then
+     * answers EUNAVAILABLE); 0: 2000 ms. A command's own deadline never
+     * does that: it answers that command ETIMEOUT, nothing more. */
+    int64_t stall_ms;
     /* A subscriber connection (pub/sub) when set: it takes no commands but
      * aredis_subscribe / aredis_unsubscribe, and hears its channels through
      * on_message. on_state(arg, up) tells when the connection comes up (no
@@ -69,6 +74,13 @@ struct aredis_cmd {
     const size_t *lens;
     const char *what;    /* "cache lookup": errors */
     int64_t deadline_ms; /* CLOCK_MONOTONIC ms; INT64_MAX: the client's default */
+    /* A write whose effect must not be orphaned (its audit row and
+     * write-through follow its reply): once sent, neither its deadline nor
+     * a cancel answers it early (Redis would apply it all the same); it
+     * waits for its reply, or for the connection to be taken for stalled
+     * (EUNAVAILABLE: applied or not, unknown). Before it is sent, both
+     * still end it, and nothing is applied. */
+    int wait_reply;
     aredis_done_fn done;
     void *arg;
     /* set by aredis */

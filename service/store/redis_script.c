@@ -51,6 +51,7 @@ int redis_eval_init(redis_eval *e, aredis *r, arena *a, redis_script *script, in
     e->argc = argc;
     e->nkeys = nkeys;
     e->retried = 0;
+    e->wait_reply = 0;
     e->argv[0] = "EVALSHA";
     e->lens[0] = 7;
     e->argv[1] = sha_of(script);
@@ -71,6 +72,7 @@ void redis_eval_submit(redis_eval *e, const char *what, int64_t deadline_ms) {
                           .lens = e->lens,
                           .what = what,
                           .deadline_ms = deadline_ms,
+                          .wait_reply = e->wait_reply,
                           .done = eval_done};
     aredis_submit(e->r, &e->cmd);
 }

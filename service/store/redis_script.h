@@ -37,6 +37,7 @@ struct redis_eval {
     size_t *lens;
     int argc, nkeys;
     int retried;
+    int wait_reply; /* a write: aredis_cmd.wait_reply (set before submitting) */
     void (*done)(redis_eval *e, int status, redisReply *reply);
     void *arg; /* the caller's */
 };

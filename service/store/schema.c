@@ -317,6 +317,24 @@ const pg_migration memoryd_migrations[] = {
       * or by its first text upsert; NULL: none yet): text is embedded
       * only with it (episodic_memory.proto). */
      "ALTER TABLE episodic_collections ADD COLUMN embedder_model text;"},
+    {15, "subject of opaque values",
+     /* The data subject a session value or a working document names, by
+      * the rule every tier's eraser and exporter applies (privacy.proto):
+      * the value itself when it is a JSON object (UTF-8) whose top-level
+      * "subject_id" is a string; NULL otherwise, never an error. Erasers
+      * call it only on rows whose bytes could spell the key (a cheap
+      * position() test first), since each call may start a subtransaction. */
+     "CREATE FUNCTION memoryd_subject_of(v bytea) RETURNS text"
+     " LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $f$"
+     " DECLARE j jsonb;"
+     " BEGIN"
+     "  j := convert_from(v, 'UTF8')::jsonb;"
+     "  IF jsonb_typeof(j) = 'object' AND jsonb_typeof(j->'subject_id') = 'string' THEN"
+     "   RETURN j->>'subject_id';"
+     "  END IF;"
+     "  RETURN NULL;"
+     " EXCEPTION WHEN others THEN RETURN NULL;"
+     " END $f$;"},
 };
 
 const size_t memoryd_migrations_count = sizeof memoryd_migrations / sizeof memoryd_migrations[0];

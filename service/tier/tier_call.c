@@ -46,7 +46,7 @@ grpc_status_code tier_pending_audit_row(rpc_call *call, const tier_store *s, aud
         rpc_call_set_error(call, "cannot build the write's audit row: %s", why);
         return GRPC_STATUS_RESOURCE_EXHAUSTED;
     }
-    return tier_pending(call, s, op);
+    return tier_pending_durable(call, s, op);
 }
 
 static void fire_cancel(rpc_call *call, void *arg) {
@@ -132,6 +132,15 @@ grpc_status_code tier_pending(rpc_call *call, const tier_store *s, tier_async *o
     /* Registered before the submit: once submitted, the call may complete
      * on the loop thread at any moment. */
     if (rpc_call_on_cancel(call, cancel_pending, p) != 0) return GRPC_STATUS_CANCELLED;
+    tier_async_submit(s, op);
+    return RPC_PENDING;
+}
+
+grpc_status_code tier_pending_durable(rpc_call *call, const tier_store *s, tier_async *op) {
+    (void)call; /* not watched: its cancel must not end op */
+    int64_t floor = rpc_now_ms() + TIER_DURABLE_MS;
+    if (op->c->deadline_ms < floor) op->c->deadline_ms = floor;
+    op->c->cancel = NULL;
     tier_async_submit(s, op);
     return RPC_PENDING;
 }

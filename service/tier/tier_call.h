@@ -84,7 +84,9 @@ tier_async *tier_pending_op(rpc_call *call, const char *tier, audit *write_audit
 
 /* For a write whose data lives outside PostgreSQL (Redis), once it
  * succeeded and its response is filled: stores the call's audit row on s's
- * asynchronous pool and answers the call OK when it is durable, or
+ * asynchronous pool (tier_pending_durable: the write stands, so its row
+ * is stored whatever the client does) and answers the call OK when it is
+ * durable, or
  * UNAVAILABLE saying the row could not be stored (the write stands: the
  * client retries an idempotent write). Returns RPC_PENDING, or a status
  * to answer at once. Any thread the call's arena may be used on. */
@@ -101,5 +103,12 @@ void tier_pending_done(void *arg, int rc);
  * submitted) when the client is gone already. op's done ends the call
  * (tier_pending_done). */
 grpc_status_code tier_pending(rpc_call *call, const tier_store *s, tier_async *op);
+/* tier_pending for what must follow a write another backend has applied
+ * (its audit row, a durable copy): the client's cancel does not end op,
+ * and its deadline is the call's or TIER_DURABLE_MS from now, whichever is
+ * later, so a short deadline cannot leave the write without them. The
+ * answer goes to a client that may have gone. */
+#define TIER_DURABLE_MS 10000
+grpc_status_code tier_pending_durable(rpc_call *call, const tier_store *s, tier_async *op);
 
 #endif

@@ -40,8 +40,9 @@ int tier_erase_is_retention(const tier_erase_sel *sel) {
     return sel->before_us || sel->label || sel->pii_kind;
 }
 
-int tier_erase_sql_where(pgq_sql *b, tier_ctx *c, const tier_erase_sel *sel, const char *alias,
-                         const char *json_col) {
+/* Every condition of sel but its subject. */
+static void where_but_subject(pgq_sql *b, tier_ctx *c, const tier_erase_sel *sel,
+                              const char *alias) {
     const char *a = alias ? alias : "", *dot = alias ? "." : "";
     tier_sql_read_diode(b, c, alias);
     if (sel->before_us)
@@ -51,6 +52,12 @@ int tier_erase_sql_where(pgq_sql *b, tier_ctx *c, const tier_erase_sel *sel, con
         pgq_sql_add(b, " AND %s%spii_kinds <> '{}'", a, dot);
     else if (sel->pii_kind)
         pgq_sql_add(b, " AND $%d = ANY(%s%spii_kinds)", pgq_text(b, sel->pii_kind), a, dot);
+}
+
+int tier_erase_sql_where(pgq_sql *b, tier_ctx *c, const tier_erase_sel *sel, const char *alias,
+                         const char *json_col) {
+    const char *a = alias ? alias : "", *dot = alias ? "." : "";
+    where_but_subject(b, c, sel, alias);
     if (!sel->subject_id) return STATUS_OK;
     if (!json_col) {
         pgq_sql_add(b, " AND false");
@@ -60,5 +67,34 @@ int tier_erase_sql_where(pgq_sql *b, tier_ctx *c, const tier_erase_sel *sel, con
     if (!json) return tier_fail(c, STATUS_ENOMEM, "out of memory");
     pgq_sql_add(b, " AND (%s%s%s->>'subject_id') = $%d AND %s%s%s @> $%d", a, dot, json_col,
                 pgq_text(b, sel->subject_id), a, dot, json_col, pgq_jsonb(b, json));
+    return STATUS_OK;
+}
+
+int tier_erase_sql_ns(pgq_sql *b, tier_ctx *c, const tier_erase_sel *sel, const char *col) {
+    if (!sel->ns_limited) return STATUS_OK;
+    int none;
+    const char *likes = tier_sql_ns_likes(c->ar, sel->ns, sel->nns, &none);
+    if (none) pgq_sql_add(b, " AND false");
+    else if (!likes) return tier_fail(c, STATUS_ENOMEM, "out of memory");
+    else pgq_sql_add(b, " AND %s LIKE ANY($%d)", col, pgq_text_array(b, likes));
+    return STATUS_OK;
+}
+
+int tier_erase_sql_where_value(pgq_sql *b, tier_ctx *c, const tier_erase_sel *sel,
+                               const char *alias, const char *value_col, int is_text) {
+    const char *a = alias ? alias : "", *dot = alias ? "." : "";
+    where_but_subject(b, c, sel, alias);
+    if (!sel->subject_id) return STATUS_OK;
+    /* Only bytes that spell the key (or could, through a \u escape) are
+     * decoded: the function is the slow part. (The SQL text '\\u'::bytea
+     * is a backslash and a u: bytea's escape input doubles backslashes.) */
+    const char *bytes = is_text
+                            ? arena_printf(c->ar, "convert_to(%s%s%s, 'UTF8')", a, dot, value_col)
+                            : arena_printf(c->ar, "%s%s%s", a, dot, value_col);
+    if (!bytes) return tier_fail(c, STATUS_ENOMEM, "out of memory");
+    pgq_sql_add(b,
+                " AND (position('subject_id'::bytea IN %s) > 0 OR position('\\\\u'::bytea IN %s)"
+                " > 0) AND memoryd_subject_of(%s) = $%d",
+                bytes, bytes, bytes, pgq_text(b, sel->subject_id));
     return STATUS_OK;
 }

@@ -29,7 +29,8 @@ typedef struct tier_erase_sel {
     /* Only records this principal owns (a token `sub`); NULL: any owner. */
     const char *owner;
     /* Only records whose JSON content (entity and relationship properties,
-     * task provenance, point payloads, entry metadata, blackboard values)
+     * task provenance, point payloads, entry metadata, blackboard values;
+     * session values and working documents when they are JSON objects)
      * has a top-level string "subject_id" equal to it; NULL: any. */
     const char *subject_id;
     /* Only records last changed before this (Unix µs); 0: any time. */
@@ -47,7 +48,33 @@ typedef struct tier_erase_sel {
     /* Only records labelled at most this (memory.v1.Label): an export is a
      * read and keeps the caller's read ceiling; 0: any (erasure). */
     int max_label;
+    /* Namespaced tiers (entries, working memory) only: with ns_limited,
+     * only records in a namespace one of the nns globs ns (auth/nsglob.h)
+     * matches, none when nns is 0 (tier_erase_sql_ns). Forget and Export
+     * set it from a token whose `ns` claim does not cover every namespace;
+     * the retention sweeper never does. */
+    int ns_limited;
+    char *const *ns;
+    size_t nns;
 } tier_erase_sel;
+
+/* The rule in Lua, for stores that select in Redis scripts (blackboard
+ * values, session values): names_subject(v, subject) is true when the
+ * bytes v are a JSON object whose top-level "subject_id" is the string
+ * subject. Values that do not spell "subject_id" (nor hold a \u escape
+ * that could) are not decoded. Paste it into a script's body. */
+/* clang-format off */
+#define TIER_ERASE_LUA_NAMES_SUBJECT \
+    "local UESC = string.char(92) .. 'u'\n" \
+    "local function names_subject(v, subject)\n" \
+    "  if not (string.find(v, 'subject_id', 1, true) or string.find(v, UESC, 1, true)) then\n" \
+    "    return false\n" \
+    "  end\n" \
+    "  local ok, doc = pcall(cjson.decode, v)\n" \
+    "  return ok and type(doc) == 'table' and type(doc.subject_id) == 'string' and\n" \
+    "    doc.subject_id == subject\n" \
+    "end\n"
+/* clang-format on */
 
 /* 1 when sel has a retention condition (before_us, label, pii_kind): tiers
  * whose records end by their own TTLs (the cache, blackboards) erase
@@ -116,5 +143,20 @@ const char *tier_erase_subject_json(arena *a, const tier_erase_sel *sel);
 struct pgq_sql;
 int tier_erase_sql_where(struct pgq_sql *b, tier_ctx *c, const tier_erase_sel *sel,
                          const char *alias, const char *json_col);
+
+/* tier_erase_sql_where for a table that keeps its content as opaque bytes
+ * or text (session values, working documents) in column value_col: a
+ * record names subject S when the content is a JSON object whose
+ * top-level "subject_id" is the string S (memoryd_subject_of, schema
+ * migration 15), the same rule as for the JSON columns. is_text: the
+ * column is text (converted to UTF-8 bytes), else bytea. */
+int tier_erase_sql_where_value(struct pgq_sql *b, tier_ctx *c, const tier_erase_sel *sel,
+                               const char *alias, const char *value_col, int is_text);
+
+/* For a namespaced tier, after tier_erase_sql_where: sel's namespace
+ * bound on column col (" AND col LIKE ANY(...)", or " AND false" when
+ * sel is limited to no usable namespace); nothing when sel->ns_limited is
+ * 0. STATUS_OK, or STATUS_ENOMEM with c->err. */
+int tier_erase_sql_ns(struct pgq_sql *b, tier_ctx *c, const tier_erase_sel *sel, const char *col);
 
 #endif

@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "service/auth/nsglob.h"
+
 typedef struct {
     tier_ctx *c;
     tier_sql_fn fn;
@@ -192,3 +194,20 @@ void tier_async_submit(const tier_store *s, tier_async *op) {
 }
 
 void tier_async_cancel(const tier_store *s, tier_async *op) { apg_cancel(s->pga, &op->q); }
+
+const char *tier_sql_ns_likes(arena *a, char *const *globs, size_t n, int *none) {
+    *none = 0;
+    const char **likes = arena_alloc(a, (n + 1) * sizeof *likes);
+    if (!likes) return NULL;
+    size_t k = 0;
+    char why[128];
+    for (size_t i = 0; i < n; i++) {
+        size_t len = strlen(globs[i]);
+        if (nsglob_check_pattern(globs[i], len, why, sizeof why) != 0) continue;
+        char *like = arena_alloc(a, 2 * len + 1);
+        if (!like || nsglob_to_like(globs[i], len, like, 2 * len + 1) < 0) return NULL;
+        likes[k++] = like;
+    }
+    *none = k == 0;
+    return *none ? NULL : pgq_array_literal(a, likes, k);
+}

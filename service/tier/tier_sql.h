@@ -52,6 +52,12 @@ int tier_sql_audit_row(pg_pool *pg, tier_ctx *c);
  * unless it reads with breadth :all. Values go in as parameters. */
 void tier_sql_read_diode(pgq_sql *b, const tier_ctx *c, const char *alias);
 
+/* Namespace globs (auth/nsglob.h; malformed ones are skipped) as one
+ * PostgreSQL text[] literal of LIKE patterns, for `col LIKE ANY($n)`, in
+ * arena a. *none = 1 (and NULL) when no glob is usable; NULL with *none =
+ * 0 when out of memory. */
+const char *tier_sql_ns_likes(arena *a, char *const *globs, size_t n, int *none);
+
 /* Runs a row-lock statement (SELECT owner, label, version[, more] ...
  * FOR UPDATE) and decodes its first row into *row (exists = 0 when none).
  * begin: the transaction starts with it, in the same round trip; else it

@@ -1,6 +1,6 @@
 /* wm_erase: WorkingMemory's eraser and exporter (tier/tier_erase.h): a
- * data subject's documents (those its principal owns; documents keep no
- * JSON, so a subject id alone matches none), or a retention rule's,
+ * data subject's documents (those its principal owns, or those whose
+ * content is a JSON object naming its subject id), or a retention rule's,
  * deleted in one statement, and the same selection read for
  * Privacy.Export a bounded page at a time. */
 #include <jansson.h>
@@ -29,7 +29,8 @@ static int erase_in(pgq_session *ss, tier_ctx *c, void *arg) {
         pgq_sql_add(&b, "DELETE FROM working_memory WHERE ctid IN (SELECT ctid FROM"
                         " working_memory WHERE ");
     else pgq_sql_add(&b, "DELETE FROM working_memory WHERE ");
-    int rc = tier_erase_sql_where(&b, c, sel, NULL, NULL);
+    int rc = tier_erase_sql_where_value(&b, c, sel, NULL, "content", 1);
+    if (rc == STATUS_OK) rc = tier_erase_sql_ns(&b, c, sel, "node");
     if (rc != STATUS_OK) return rc;
     if (!sel->dry_run && sel->limit) pgq_sql_add(&b, " LIMIT %lld)", (long long)sel->limit);
     PGresult *r = NULL;
@@ -63,7 +64,8 @@ static int export_page(pgq_session *ss, tier_ctx *c, void *arg) {
     export_job *j = arg;
     pgq_sql b = {0};
     pgq_sql_add(&b, "SELECT " WM_COLS ", content, node, thread FROM working_memory WHERE ");
-    int rc = tier_erase_sql_where(&b, c, j->sel, NULL, NULL);
+    int rc = tier_erase_sql_where_value(&b, c, j->sel, NULL, "content", 1);
+    if (rc == STATUS_OK) rc = tier_erase_sql_ns(&b, c, j->sel, "node");
     if (j->after[0])
         pgq_sql_add(&b, " AND (node, thread, path) > ($%d, $%d, $%d)", pgq_text(&b, j->after[0]),
                     pgq_text(&b, j->after[1]), pgq_text(&b, j->after[2]));

@@ -1,11 +1,11 @@
 /* wm_rpc_write: the WorkingMemory handlers that write: Append, Update and
- * DeleteDocument. Every write runs the PII policy over the document it
- * would store (its path and its whole new content) and records its audit
- * row in its transaction. */
+ * DeleteDocument. Every write runs the PII policy over what the caller adds
+ * (judge_added) and records its audit row in its transaction. */
 #include <string.h>
 
 #include "service/auth/authn.h"
 #include "service/core/text.h"
+#include "service/privacy/pii.h"
 #include "service/tier/tier_check.h"
 #include "service/working/wm_path.h"
 #include "service/working/wm_service_internal.h"
@@ -34,20 +34,34 @@ static int too_big(int64_t chars, char *err, size_t errlen) {
     return STATUS_ETOOBIG;
 }
 
-/* The PII policy over the document as it would be stored, then its size. */
-static int edit_finish(edit_ctx *e, const char *content, wm_edit_out *out, char *err,
+/* The PII policy judges what the caller adds: the text it appends or puts
+ * in (field, as the request names it), and the path of a document it
+ * creates. Others' content already stored is neither judged again nor
+ * rewritten: a caller without pii:write appending to a document whose
+ * owner stored PII with pii:write neither redacts that PII nor is refused
+ * for it. *added may then point at a redacted copy. */
+static int judge_added(edit_ctx *e, const char *field, const char **added, int creating, char *err,
                        size_t errlen) {
     const char *path = e->path;
-    pii_field f[] = {PII_NAME("path", &path), PII_TEXT("content", &content)};
-    int rc = pii_policy_apply(e->a, e->mode, f, 2, (const char ***)&out->pii_kinds, &out->npii, err,
-                              errlen);
-    if (rc != STATUS_OK) return rc;
+    pii_field f[] = {PII_TEXT(field, added), PII_NAME("path", &path)};
+    return pii_policy_apply(e->a, e->mode, f, creating ? 2 : 1, NULL, NULL, err, errlen);
+}
+
+/* The new content's size, and the kinds of PII it holds, found by the
+ * detectors over all of it (whoever wrote each part), for its pii_kinds. */
+static int edit_finish(edit_ctx *e, const char *content, wm_edit_out *out, char *err,
+                       size_t errlen) {
     long chars = text_utf8_chars(content);
     if (chars < 0) {
         text_errf(err, errlen, "the document is not valid UTF-8");
         return STATUS_EINTERNAL;
     }
     if (chars > WM_DOC_MAX_CHARS) return too_big(chars, err, errlen);
+    const char **names = arena_alloc(e->a, PII_KIND_COUNT * sizeof *names);
+    if (!names) return STATUS_ENOMEM;
+    out->npii =
+        pii_kind_names(pii_scan(content, strlen(content), NULL, 0, NULL), names, PII_KIND_COUNT);
+    out->pii_kinds = names;
     out->changed = 1;
     out->content = content;
     out->chars = chars;
@@ -57,14 +71,17 @@ static int edit_finish(edit_ctx *e, const char *content, wm_edit_out *out, char 
 static int edit_append(void *arg, const char *cur, int exists, wm_edit_out *out, char *err,
                        size_t errlen) {
     edit_ctx *e = arg;
-    size_t cl = strlen(cur), al = strlen(e->append);
+    const char *add = e->append;
+    int rc = judge_added(e, "text", &add, !exists, err, errlen);
+    if (rc != STATUS_OK) return rc;
+    size_t cl = strlen(cur), al = strlen(add);
     if (exists && al == 0) return STATUS_OK; /* nothing to add: no new version */
     if (cl + al > DOC_MAX_BYTES)
-        return too_big((int64_t)text_utf8_chars(cur) + text_utf8_chars(e->append), err, errlen);
+        return too_big((int64_t)text_utf8_chars(cur) + text_utf8_chars(add), err, errlen);
     char *buf = arena_alloc(e->a, cl + al + 1);
     if (!buf) return STATUS_ENOMEM;
     memcpy(buf, cur, cl);
-    memcpy(buf + cl, e->append, al + 1);
+    memcpy(buf + cl, add, al + 1);
     return edit_finish(e, buf, out, err, errlen);
 }
 
@@ -81,9 +98,13 @@ static int edit_update(void *arg, const char *cur, int exists, wm_edit_out *out,
                        size_t errlen) {
     edit_ctx *e = arg;
     (void)exists;
-    size_t fl = strlen(e->find), rl = strlen(e->replacement), cl = strlen(cur);
+    size_t fl = strlen(e->find), cl = strlen(cur);
     e->count = count_matches(cur, e->find, fl, e->max_replacements);
     if (e->count == 0) return STATUS_OK; /* out->changed stays 0 */
+    const char *put = e->replacement;
+    int rc = judge_added(e, "new_text", &put, 0, err, errlen);
+    if (rc != STATUS_OK) return rc;
+    size_t rl = strlen(put);
     /* The size first: a short find replaced by a long text many times. */
     size_t total = cl - (size_t)e->count * fl;
     if (rl && (size_t)e->count > (DOC_MAX_BYTES - total) / rl) return too_big(-1, err, errlen);
@@ -96,7 +117,7 @@ static int edit_update(void *arg, const char *cur, int exists, wm_edit_out *out,
         const char *m = strstr(p, e->find);
         memcpy(w, p, (size_t)(m - p));
         w += m - p;
-        memcpy(w, e->replacement, rl);
+        memcpy(w, put, rl);
         w += rl;
         p = m + fl;
     }

@@ -164,6 +164,59 @@ TEST_F(AredisTest, HungRedisEndsCommandsByDeadlineAndCancelThenRecovers) {
   EXPECT_TRUE(AnswersWithin(10000)) << "no answer after the thaw";
 }
 
+// A hung Redis again: a write (wait_reply) outlives its deadline and a
+// cancel once sent, since Redis may still apply it, and is answered with
+// what Redis did after the thaw; the connection is dropped only when the
+// oldest reply has been owed for stall_ms, not at any command's deadline.
+TEST_F(AredisTest, ASentWriteWaitsForItsReplyPastItsDeadlineAndCancel) {
+  Open();
+  ASSERT_TRUE(AnswersWithin(5000));
+  ASSERT_TRUE(redis_.Freeze()) << redis_.error();
+  int64_t start = NowMs();
+  Cmd write({"INCR", "applied"}, start + 100);
+  write.q.wait_reply = 1;
+  Cmd read({"GET", "x"}, start + 100);
+  Submit(&write);
+  Submit(&read);
+  ASSERT_TRUE(read.Wait());
+  EXPECT_EQ(STATUS_ETIMEOUT, read.status) << read.err;  // a read ends at its deadline
+  aredis_cancel(client_, &write.q);
+  EXPECT_FALSE(write.Wait(500)) << "the sent write was answered before Redis answered";
+  EXPECT_EQ(1, aredis_connected(client_)) << "a deadline dropped the connection";
+  ASSERT_TRUE(redis_.Thaw()) << redis_.error();
+  ASSERT_TRUE(write.Wait());
+  EXPECT_EQ(STATUS_OK, write.status) << write.err;
+  EXPECT_EQ("1", write.reply);
+  EXPECT_EQ(1, aredis_connected(client_));
+}
+
+// Commands whose deadlines are shorter than Redis's answer end ETIMEOUT one
+// by one; the connection stays up and everything behind them is answered.
+TEST_F(AredisTest, ShortDeadlinesEndTheirCommandsOnlyNotTheConnection) {
+  Open();
+  ASSERT_TRUE(AnswersWithin(5000));
+  std::vector<std::unique_ptr<Cmd>> cmds;
+  for (int i = 0; i < 300; i++) {
+    // A slow script now and then, each with a deadline it cannot meet.
+    if (i % 30 == 0)
+      cmds.emplace_back(new Cmd(
+          {"EVAL", "local n = 0 for i = 1, 3000000 do n = n + i end return n", "0"}, NowMs() + 1));
+    cmds.emplace_back(new Cmd({"SET", "k" + std::to_string(i), "v"}, NowMs() + 10000));
+  }
+  for (auto& c : cmds) Submit(c.get());
+  int timed_out = 0;
+  for (auto& c : cmds) {
+    ASSERT_TRUE(c->Wait());
+    if (c->words[0] == "EVAL") {
+      if (c->status == STATUS_ETIMEOUT) timed_out++;
+      continue;
+    }
+    EXPECT_EQ(STATUS_OK, c->status) << c->words[1] << ": " << c->err;
+  }
+  EXPECT_GT(timed_out, 0);
+  EXPECT_EQ(1, aredis_connected(client_));
+}
+
 TEST_F(AredisTest, KilledRedisFailsFastAndIsReconnectedTo) {
   Open();
   ASSERT_TRUE(AnswersWithin(5000));

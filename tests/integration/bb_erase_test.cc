@@ -375,14 +375,16 @@ TEST_F(BbEraseTest, EachErasedKeyIsADeleteInTheChangeLogAtItsOwnRevision) {
   ASSERT_EQ(2, e.count);
   EXPECT_EQ(rev + 2, Revision(t, "plan"));
 
+  // The log lost its PUTs up to alice's last (it would replay them to a
+  // stream resuming from before); the erasure's DELETEs follow.
   std::vector<std::string> log = Log(t, "plan");
-  ASSERT_EQ(5u, log.size());
+  ASSERT_EQ(2u, log.size());
   std::vector<std::string> deleted;
-  for (size_t i = 3; i < log.size(); i++) {
+  for (size_t i = 0; i < log.size(); i++) {
     bb_event ev;
     ASSERT_EQ(0, bb_event_parse(log[i].data(), log[i].size(), &ev)) << log[i];
     EXPECT_EQ(BB_DELETE, ev.kind);
-    EXPECT_EQ(static_cast<int64_t>(i + 1), ev.rev);
+    EXPECT_EQ(static_cast<int64_t>(i + 4), ev.rev);
     EXPECT_EQ(ev.rev, ev.h.version);
     EXPECT_EQ("alice", std::string(ev.h.owner, ev.h.owner_len));
     EXPECT_EQ(last_board_id_, std::string(ev.id, ev.id_len));
@@ -390,6 +392,36 @@ TEST_F(BbEraseTest, EachErasedKeyIsADeleteInTheChangeLogAtItsOwnRevision) {
   }
   std::sort(deleted.begin(), deleted.end());
   EXPECT_EQ((std::vector<std::string>{"a1", "a2"}), deleted);
+}
+
+// The change log keeps no PUT carrying a value the erasure selects (the
+// erased key's, or an older value of a key that names the subject no
+// more): it is cut after the last such PUT, its first revision and bytes
+// following, so a resume from before gets a snapshot; later events stay.
+TEST_F(BbEraseTest, TheChangeLogLosesEveryPutOfAnErasedValue) {
+  std::string t = Tenant("cut");
+  Post(t, "plan", "k1", "alice", "{\"subject_id\":\"s1\",\"n\":\"secret-1\"}");
+  Post(t, "plan", "k2", "alice", "{\"subject_id\":\"s1\",\"n\":\"secret-2\"}");
+  Post(t, "plan", "k2", "alice", "{\"n\":\"plain\"}");  // names s1 no more
+  Post(t, "plan", "k3", "bob", "{\"n\":\"bob's\"}");
+  Erased e = Erase(t, nullptr, "s1");
+  ASSERT_EQ(STATUS_OK, e.status) << e.err;
+  ASSERT_EQ(1, e.count);  // k1; k2's value now is not s1's
+
+  std::vector<std::string> log = Log(t, "plan");
+  std::string kinds, all;
+  for (const auto& ev : log) kinds += ev[0], all += ev;
+  EXPECT_EQ("PPD", kinds);  // k2's plain PUT, k3's, the erasure's DELETE
+  EXPECT_EQ(std::string::npos, all.find("secret")) << all;
+  bb_event first;
+  ASSERT_EQ(0, bb_event_parse(log[0].data(), log[0].size(), &first));
+  EXPECT_EQ(3, first.rev);
+  redisReply* r = Command({"HMGET", Base(t, "plan") + ":m", "f", "lb"});
+  ASSERT_NE(nullptr, r);
+  ASSERT_EQ(2u, r->elements);
+  EXPECT_EQ("3", std::string(r->element[0]->str, r->element[0]->len));  // first revision held
+  EXPECT_EQ(std::to_string(all.size()), std::string(r->element[1]->str, r->element[1]->len));
+  freeReplyObject(r);
 }
 
 TEST_F(BbEraseTest, EachErasedKeyIsPublishedAsADelete) {
@@ -434,10 +466,10 @@ TEST_F(BbEraseTest, AnErasedKeysEventIsAPostedDeletesEvent) {
   ASSERT_EQ(1, e.count);
 
   std::vector<std::string> log = Log(t, "plan");
-  ASSERT_EQ(4u, log.size());
+  ASSERT_EQ(2u, log.size());  // the PUTs of alice's values are gone from it
   bb_event posted, erased;
-  ASSERT_EQ(0, bb_event_parse(log[2].data(), log[2].size(), &posted)) << log[2];
-  ASSERT_EQ(0, bb_event_parse(log[3].data(), log[3].size(), &erased)) << log[3];
+  ASSERT_EQ(0, bb_event_parse(log[0].data(), log[0].size(), &posted)) << log[0];
+  ASSERT_EQ(0, bb_event_parse(log[1].data(), log[1].size(), &erased)) << log[1];
   EXPECT_EQ(BB_DELETE, posted.kind);
   EXPECT_EQ(BB_DELETE, erased.kind);
   EXPECT_EQ(3, posted.h.version);
@@ -470,10 +502,10 @@ TEST_F(BbEraseTest, AKeyWhoseLeaseRanOutExpiresRatherThanBeingErased) {
   EXPECT_EQ(1, e.count);
 
   std::vector<std::string> log = Log(t, "plan");
-  ASSERT_EQ(4u, log.size());
+  ASSERT_EQ(2u, log.size());
   std::string kinds;
   for (const auto& ev : log) kinds += ev[0];
-  EXPECT_EQ("PPLD", kinds);
+  EXPECT_EQ("LD", kinds);  // the PUTs of alice's values left the log
   EXPECT_EQ(std::vector<std::string>{}, Keys(t, "plan"));
 }
 

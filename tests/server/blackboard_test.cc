@@ -415,6 +415,53 @@ TEST_F(BlackboardTest, KeysHiddenFromTheCallerAreNeverReadOrStreamed) {
   EXPECT_EQ("alices", ev.items(0).key());
 }
 
+// A post tells a caller nothing about a key it may not read: one status
+// and message whether the key is above its clearance, another's, or (with
+// a version named) missing, and never the key's version or label.
+TEST_F(BlackboardTest, APostLearnsNothingAboutAKeyTheCallerMayNotRead) {
+  Replica r = Launch();
+  std::string t = Tenant("probe");
+  std::string alice = Token(t, "alice", "blackboard:read blackboard:write", "INTERNAL");
+  std::string bob = Token(t, "bob");
+  MustPost(r, bob, "p", "bobs", Str("bob's plan"));
+  BlackboardPostRequest secret = PostReq("p", "secret", Str("classified"));
+  secret.set_label(LABEL_SECRET);
+  ASSERT_TRUE(Post(r, alice, PostReq("p", "mine", Str("x"))).status.ok());
+  ASSERT_TRUE(Post(r, bob, secret).status.ok());
+  // Bob's own, at a version the probe may not learn.
+  for (int i = 0; i < 3; i++) MustPost(r, bob, "p", "bobs", Str("v" + std::to_string(i)));
+  auto answer = [&](const std::string& key, bool with_version, int64_t version) {
+    BlackboardPostRequest req = PostReq("p", key, Str("probe"));
+    if (with_version) req.set_expected_version(version);
+    Result res = Post(r, alice, req);
+    return std::to_string(res.status.error_code()) + " " + res.status.error_message();
+  };
+  const std::string missing = answer("nobody", true, 999999);
+  EXPECT_EQ(std::to_string(StatusCode::ABORTED), missing.substr(0, missing.find(' '))) << missing;
+  for (int64_t v : {int64_t{0}, int64_t{2}, int64_t{5}, int64_t{999999}}) {
+    for (const char* key : {"bobs", "secret"}) {
+      SCOPED_TRACE(std::string(key) + " at " + std::to_string(v));
+      EXPECT_EQ(missing, answer(key, true, v));  // as if missing
+    }
+  }
+  const std::string taken = answer("bobs", false, 0);
+  EXPECT_EQ(std::to_string(StatusCode::PERMISSION_DENIED), taken.substr(0, taken.find(' ')));
+  EXPECT_EQ(taken, answer("secret", false, 0));
+  // One text for both reasons (checked above), never the key's version.
+  for (const std::string& text : {missing, taken}) {
+    EXPECT_EQ(std::string::npos, text.find("version 6")) << text;  // bobs's
+    EXPECT_EQ(std::string::npos, text.find("version 3")) << text;  // secret's
+    EXPECT_EQ(std::string::npos, text.find("exists")) << text;
+  }
+  // A key the caller may read still says its version.
+  std::string own = answer("mine", true, 7);
+  EXPECT_NE(std::string::npos, own.find("is at version")) << own;
+  // Nothing changed.
+  BlackboardReadResponse all = Read(r, bob, "p");
+  ASSERT_EQ(2, all.items_size());  // bob's own two
+  for (const auto& it : all.items()) EXPECT_NE("probe", it.value().string_value()) << it.key();
+}
+
 TEST_F(BlackboardTest, ResumeReplaysTheChangesMissedOrSnapshotsWhenTheLogIsShort) {
   Replica r = Launch({"--blackboard-log-entries=5"});
   std::string tok = Token(Tenant("resume"), "alice");

@@ -12,6 +12,7 @@
 //   - SIGTERM with calls queued behind a lock: none of them fails, later
 //     calls are refused UNAVAILABLE, exit 0 within the grace.
 #include <gtest/gtest.h>
+#include <libpq-fe.h>
 #include <signal.h>
 
 #include <algorithm>
@@ -19,14 +20,17 @@
 #include <chrono>
 #include <cstdarg>
 #include <cstdio>
+#include <map>
 #include <mutex>
 #include <set>
 #include <thread>
 #include <vector>
 
 #include "grpc/health/v1/health.pb.h"
+#include "memory/v1/blackboard.pb.h"
 #include "memory/v1/cache.pb.h"
 #include "memory/v1/entries.pb.h"
+#include "memory/v1/session.pb.h"
 #include "tests/testing/grpc_client.h"
 #include "tests/testing/memoryd_process.h"
 #include "tests/testing/pg_server.h"
@@ -142,10 +146,10 @@ class FaultSuite : public ::testing::Test {
     return p;
   }
 
-  std::string Token() {
+  std::string Token(const std::string& scope = "entries:* cache:read cache:write") {
     TestClaims c;
     c.tenant = "faults";
-    c.scope = "entries:* cache:read cache:write";
+    c.scope = scope;
     return first_->keys()->Mint(c);
   }
 
@@ -331,34 +335,240 @@ TEST_F(FaultSuite, RedisKilledFailsNoNonCacheCall) {
         }
       }
     });
+  // Cache calls, each timed: during the outage none may wait on Redis (a
+  // reconnect, a reply that will not come); L1 and the refusal are at hand.
+  std::atomic<bool> outage{false};
+  std::mutex mu;
+  std::vector<int64_t> outage_us;  // Cache.Set and Cache.Get during the outage
   ts.emplace_back([&] {
     for (int i = 0; !stop; i++) {
       CacheSetRequest set;
       set.set_key("c" + std::to_string(i % 20));
       set.set_value("v");
       set.mutable_ttl()->set_seconds(60);
+      CacheGetRequest get;
+      get.set_key(set.key());
+      bool during = outage;
+      auto t0 = Clock::now();
       Result r = testing_client::Unary(ch, "/memory.v1.Cache/Set", set.SerializeAsString(), 2000,
                                        {{"authorization", TestKeys::Bearer(tok)}});
+      auto t1 = Clock::now();
+      Result g = testing_client::Unary(ch, "/memory.v1.Cache/Get", get.SerializeAsString(), 2000,
+                                       {{"authorization", TestKeys::Bearer(tok)}});
+      auto t2 = Clock::now();
       (r.status.ok() ? cache_ok : cache_failed)++;
-      if (r.elapsed.count() > 2500) cache_slow++;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      if (r.elapsed.count() > 2500 || g.elapsed.count() > 2500) cache_slow++;
+      if (during && outage) {
+        std::lock_guard<std::mutex> l(mu);
+        for (auto d : {t1 - t0, t2 - t1})
+          outage_us.push_back(std::chrono::duration_cast<std::chrono::microseconds>(d).count());
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(700));
   int cache_ok_before = cache_ok;
+  outage = true;
   ASSERT_TRUE(redis.Stop()) << redis.error();
-  std::this_thread::sleep_for(std::chrono::milliseconds(2000));
+  std::this_thread::sleep_for(std::chrono::milliseconds(3000));
   stop = true;
   for (auto& t : ts) t.join();
+  std::sort(outage_us.begin(), outage_us.end());
   Figure(
       "redis killed: %d Entries write+read pairs ok, %d failed; Cache.Set %d ok (%d before "
-      "the kill), %d failed, %d slower than 2.5 s",
+      "the kill), %d failed, %d slower than 2.5 s; cache calls during the outage: %zu, p50 "
+      "%lld us, p99 %lld us, max %lld us",
       entries_ok.load(), entries_failed.load(), cache_ok.load(), cache_ok_before,
-      cache_failed.load(), cache_slow.load());
+      cache_failed.load(), cache_slow.load(), outage_us.size(),
+      static_cast<long long>(Percentile(outage_us, 0.5)),
+      static_cast<long long>(Percentile(outage_us, 0.99)),
+      static_cast<long long>(outage_us.empty() ? -1 : outage_us.back()));
   EXPECT_GT(entries_ok.load(), 10);
   EXPECT_EQ(0, entries_failed.load());
   EXPECT_GT(cache_ok_before, 0);
   EXPECT_EQ(0, cache_slow.load());
+  ASSERT_GT(outage_us.size(), 100u);
+  // The requirement is 10 ms; the bound leaves room for a loaded CI machine
+  // under ASan, and still fails a call that waited on Redis (the 1 s cap
+  // of a cache command, or a reconnect's backoff).
+  EXPECT_LE(Percentile(outage_us, 0.99), 50 * 1000) << "cache calls waited on Redis";
+  EXPECT_LT(outage_us.back(), 500 * 1000) << "a cache call waited on Redis";
+  EXPECT_EQ(0, m->Stop(SIGTERM, 10000)) << m->Log();
+}
+
+// One caller's short deadlines are its own business: an attacker sending
+// Blackboard.Post and Session.Set with 1 ms deadlines in a loop never makes
+// Redis "unreachable" for a victim's reads with 2 s deadlines.
+TEST_F(FaultSuite, ShortDeadlinesOfOneCallerNeverFailAnother) {
+  RedisServer redis;
+  ASSERT_TRUE(redis.ok()) << redis.error();
+  auto m = Launch({"--redis-url=" + redis.url(), "--shutdown-grace=2"});
+  std::string tok = Token("blackboard:read blackboard:write session:read session:write");
+  auto attacker_ch = testing_client::Connect(m->port());
+  auto victim_ch = testing_client::Connect(m->port());
+  std::map<std::string, std::string> auth = {{"authorization", TestKeys::Bearer(tok)}};
+  memory::v1::SessionStartRequest start;
+  Result started = testing_client::Unary(victim_ch, "/memory.v1.Session/Start",
+                                         start.SerializeAsString(), 5000, auth);
+  ASSERT_TRUE(started.status.ok()) << started.status.error_message();
+  memory::v1::SessionStartResponse sr;
+  ASSERT_TRUE(sr.ParseFromString(started.body));
+  const std::string sid = sr.session().session_id();
+  memory::v1::SessionSetRequest set;
+  set.set_session_id(sid);
+  set.set_key("k");
+  set.set_value(std::string(4096, 'v'));
+  memory::v1::BlackboardPostRequest post;
+  post.set_task_id("victim-board");
+  post.set_key("k");
+  post.mutable_value()->set_string_value(std::string(4096, 'v'));
+  ASSERT_TRUE(testing_client::Unary(victim_ch, "/memory.v1.Blackboard/Post",
+                                    post.SerializeAsString(), 5000, auth)
+                  .status.ok());
+  ASSERT_TRUE(testing_client::Unary(victim_ch, "/memory.v1.Session/Set", set.SerializeAsString(),
+                                    5000, auth)
+                  .status.ok());
+
+  std::atomic<bool> stop{false};
+  std::atomic<int> attacks{0}, attacks_cut{0};
+  std::vector<std::thread> attackers;
+  for (int a = 0; a < 2; a++)
+    attackers.emplace_back([&, a] {
+      for (int i = 0; !stop; i++) {
+        bool board = (i + a) % 2 == 0;
+        Result r = board ? testing_client::Unary(attacker_ch, "/memory.v1.Blackboard/Post",
+                                                 post.SerializeAsString(), 1, auth)
+                         : testing_client::Unary(attacker_ch, "/memory.v1.Session/Set",
+                                                 set.SerializeAsString(), 1, auth);
+        attacks++;
+        if (r.status.error_code() == StatusCode::DEADLINE_EXCEEDED) attacks_cut++;
+      }
+    });
+  memory::v1::BlackboardReadRequest read;
+  read.set_task_id("victim-board");
+  memory::v1::SessionGetRequest get;
+  get.set_session_id(sid);
+  get.set_key("k");
+  int reads = 0, failed = 0;
+  std::vector<std::string> failures;  // the first few
+  for (auto t0 = Clock::now(); MsSince(t0) < 5000; reads++) {
+    bool board = reads % 2 == 0;
+    Result r = board ? testing_client::Unary(victim_ch, "/memory.v1.Blackboard/Read",
+                                             read.SerializeAsString(), 2000, auth)
+                     : testing_client::Unary(victim_ch, "/memory.v1.Session/Get",
+                                             get.SerializeAsString(), 2000, auth);
+    if (r.status.ok()) continue;
+    if (failed++ < 5)
+      failures.push_back((board ? "Blackboard.Read: " : "Session.Get: ") +
+                         std::to_string(r.status.error_code()) + " " + r.status.error_message());
+  }
+  stop = true;
+  for (auto& t : attackers) t.join();
+  Figure(
+      "short deadlines of another caller: %d attacker calls with 1 ms deadlines (%d cut by "
+      "their deadline); %d victim reads with 2 s deadlines, %d failed",
+      attacks.load(), attacks_cut.load(), reads, failed);
+  EXPECT_GT(attacks_cut.load(), 10) << "the attack never ran out of deadline";
+  EXPECT_GT(reads, 100);
+  EXPECT_EQ(0, failed) << (failures.empty() ? "" : failures[0]) << "\n" << m->Log();
+  EXPECT_EQ(0, m->Stop(SIGTERM, 10000)) << m->Log();
+}
+
+// A write Redis applied keeps its audit row and, in a durable session, its
+// PostgreSQL copy, whatever its client does: posts and sets with 1-6 ms
+// deadlines, and cancelled 0-4 ms after they were sent. Afterwards every
+// key Redis holds has its OK audit row, and every session record its copy.
+TEST_F(FaultSuite, AWriteRedisAppliedKeepsItsAuditRowAndDurableCopy) {
+  RedisServer redis;
+  ASSERT_TRUE(redis.ok()) << redis.error();
+  auto m = Launch({"--redis-url=" + redis.url(), "--shutdown-grace=2"});
+  auto ch = testing_client::Connect(m->port());
+  std::string tok = Token("blackboard:read blackboard:write session:read session:write");
+  std::map<std::string, std::string> auth = {{"authorization", TestKeys::Bearer(tok)}};
+  memory::v1::SessionStartRequest start;
+  start.set_durable(true);
+  Result started =
+      testing_client::Unary(ch, "/memory.v1.Session/Start", start.SerializeAsString(), 5000, auth);
+  ASSERT_TRUE(started.status.ok()) << started.status.error_message();
+  memory::v1::SessionStartResponse sr;
+  ASSERT_TRUE(sr.ParseFromString(started.body));
+  const std::string sid = sr.session().session_id();
+
+  const int kWrites = 160;
+  int cut = 0;
+  for (int i = 0; i < kWrites; i++) {
+    std::string key = "k" + std::to_string(i), method, body;
+    if (i % 2 == 0) {
+      memory::v1::BlackboardPostRequest p;
+      p.set_task_id("durable-board");
+      p.set_key(key);
+      p.mutable_value()->set_string_value("v" + std::to_string(i));
+      method = "/memory.v1.Blackboard/Post", body = p.SerializeAsString();
+    } else {
+      memory::v1::SessionSetRequest set;
+      set.set_session_id(sid);
+      set.set_key(key);
+      set.set_value("v" + std::to_string(i));
+      method = "/memory.v1.Session/Set", body = set.SerializeAsString();
+    }
+    int step = (i / 2) % 6;
+    if ((i / 2) % 2 == 0) {  // a short deadline
+      if (!testing_client::Unary(ch, method, body, 1 + step, auth).status.ok()) cut++;
+    } else {  // a cancel, at one step or another of the call
+      testing_client::Stream st(ch, method, 5000, auth);
+      st.Write(body);
+      st.WritesDone();
+      std::this_thread::sleep_for(std::chrono::microseconds(step * 800));
+      st.Cancel();
+      if (!st.Finish().ok()) cut++;
+    }
+  }
+  // What Redis holds now (nothing writes any more).
+  memory::v1::BlackboardReadRequest read;
+  read.set_task_id("durable-board");
+  memory::v1::BlackboardReadResponse board;
+  ASSERT_TRUE(board.ParseFromString(
+      testing_client::Unary(ch, "/memory.v1.Blackboard/Read", read.SerializeAsString(), 5000, auth)
+          .body));
+  memory::v1::SessionListRequest list;
+  list.set_session_id(sid);
+  list.set_with_values(true);
+  memory::v1::SessionListResponse session;
+  ASSERT_TRUE(session.ParseFromString(
+      testing_client::Unary(ch, "/memory.v1.Session/List", list.SerializeAsString(), 5000, auth)
+          .body));
+  std::set<std::string> in_session;
+  for (const auto& r : session.records()) in_session.insert(r.key() + "=" + r.value());
+  // Their audit rows and copies are written after the clients left: wait.
+  PgSession pg(pg_.url());
+  ASSERT_TRUE(pg.ok()) << pg.error();
+  auto ok_rows = [&](const char* method) {
+    return std::stoi(pg.Value(std::string("SELECT count(*) FROM audit_log WHERE method = '") +
+                              method + "' AND status_code = 0"));
+  };
+  auto copies = [&] {
+    std::set<std::string> v;
+    PGresult* r =
+        PQexec(pg.conn(), "SELECT key || '=' || convert_from(value, 'UTF8') FROM session_records");
+    for (int i = 0; i < PQntuples(r); i++) v.insert(PQgetvalue(r, i, 0));
+    PQclear(r);
+    return v;
+  };
+  for (auto t0 = Clock::now(); MsSince(t0) < 15000;) {
+    if (ok_rows("/memory.v1.Blackboard/Post") == board.items_size() &&
+        ok_rows("/memory.v1.Session/Set") == session.records_size() && copies() == in_session)
+      break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  Figure(
+      "cancelled writes: %d posts and sets with 1-6 ms deadlines or a cancel, %d cut short; "
+      "Redis holds %d board keys and %d session records",
+      kWrites, cut, board.items_size(), session.records_size());
+  EXPECT_GT(cut, 0) << "no call was cut short: nothing was tried";
+  EXPECT_GT(board.items_size() + session.records_size(), 0);
+  EXPECT_EQ(board.items_size(), ok_rows("/memory.v1.Blackboard/Post"));
+  EXPECT_EQ(session.records_size(), ok_rows("/memory.v1.Session/Set"));
+  EXPECT_EQ(in_session, copies());
   EXPECT_EQ(0, m->Stop(SIGTERM, 10000)) << m->Log();
 }
 

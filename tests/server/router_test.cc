@@ -516,6 +516,50 @@ TEST_F(RouterTest, BadInputIsRefusedNamingTheField) {
   EXPECT_EQ(StatusCode::NOT_FOUND, s->Finish().error_code());
 }
 
+// A graph predicate QueryEntities refuses is refused by the router too,
+// before any part starts: INVALID_ARGUMENT naming it, never UNAVAILABLE
+// ("every tier failed", which clients retry) nor a partial hybrid.
+TEST_F(RouterTest, InvalidGraphPredicatesAreRefusedBeforeAnyPartRuns) {
+  Collection(all_, "mem");
+  std::vector<PropertyPredicate> bad(3);
+  bad[0].set_path("a");
+  bad[0].set_op(static_cast<PredicateOp>(99));
+  bad[0].mutable_value()->set_number_value(1);
+  bad[1].set_op(PREDICATE_OP_EQ);  // no path
+  bad[1].mutable_value()->set_number_value(1);
+  bad[2].set_path("a");
+  bad[2].set_op(PREDICATE_OP_EQ);  // no value
+  for (size_t i = 0; i < bad.size(); i++) {
+    SCOPED_TRACE("predicate " + std::to_string(i));
+    QueryEntitiesRequest direct;
+    *direct.add_predicates() = bad[i];
+    EXPECT_EQ(StatusCode::INVALID_ARGUMENT,
+              Call("/memory.v1.GlobalMemory/QueryEntities", direct, all_).status.error_code());
+    RouterQueryRequest g;
+    *g.mutable_graph_query()->add_predicates() = bad[i];
+    Result r = Call("/memory.v1.Router/Query", g, all_);
+    EXPECT_EQ(StatusCode::INVALID_ARGUMENT, r.status.error_code()) << r.status.error_message();
+    EXPECT_EQ(0u, r.status.error_message().rfind("graph_query.predicates[0]", 0))
+        << r.status.error_message();
+    RouterQueryRequest h;
+    *h.mutable_hybrid()->mutable_graph_query()->add_predicates() = bad[i];
+    *h.mutable_hybrid()->mutable_vector_search() = Vector("mem", 1, 0);
+    r = Call("/memory.v1.Router/Query", h, all_);
+    EXPECT_EQ(StatusCode::INVALID_ARGUMENT, r.status.error_code()) << r.status.error_message();
+    EXPECT_EQ(0u, r.status.error_message().rfind("hybrid.graph_query.predicates[0]", 0))
+        << r.status.error_message();
+    RouterQueryStreamRequest hs;
+    *hs.mutable_hybrid() = h.hybrid();
+    auto s = QueryStream(hs, 10000);
+    std::string body;
+    int messages = 0;
+    while (s->Read(&body)) messages++;
+    EXPECT_EQ(0, messages);  // no part answered
+    grpc::Status st = s->Finish();
+    EXPECT_EQ(StatusCode::INVALID_ARGUMENT, st.error_code()) << st.error_message();
+  }
+}
+
 // The graph part waits on a lock PostgreSQL holds for another session: the
 // call answers within its deadline with the vector part's results, the
 // graph reported DEADLINE_EXCEEDED, and its statement no longer runs.

@@ -473,8 +473,9 @@ TEST_F(SessionTest, WritesAreAuditedAndForgetReachesBothStores) {
   ASSERT_EQ(1, audit.records_size());
   EXPECT_EQ("/memory.v1.Session/Set", audit.records(0).method());
 
-  // A subject id matches no session record (they keep no JSON): alice's
-  // own erasure by subject id leaves her sessions be.
+  // A subject id matches only records whose value is a JSON object naming
+  // it: none here, so alice's own erasure by subject id leaves her
+  // sessions be (privacy_reach_test erases records that do name one).
   PrivacyForgetRequest own;
   own.set_subject_id("subject-1");
   own.set_reason("test");

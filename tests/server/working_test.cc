@@ -8,6 +8,7 @@
 // Privacy.Forget reaching the documents.
 #include <gtest/gtest.h>
 #include <libpq-fe.h>
+#include <signal.h>
 
 #include <map>
 #include <memory>
@@ -627,6 +628,56 @@ TEST_F(WorkingTest, PiiIsRefusedNamingTheKindAndAllowedWithPiiWrite) {
   EXPECT_EQ("email", ok.meta().pii_kinds(0));
 }
 
+// The policy judges what a caller adds, never what others stored: a
+// caller without pii:write appends to and updates a document whose owner
+// stored PII with pii:write; that PII is neither refused nor redacted, the
+// document keeps its pii_kinds, and the caller's own PII is refused (or,
+// under redact, redacted) as ever.
+TEST_F(WorkingTest, ThePolicyJudgesWhatTheCallerAddsNotWhatOthersStored) {
+  for (const char* policy : {"reject", "redact"}) {
+    SCOPED_TRACE(policy);
+    if (std::string(policy) == "redact") {  // the same database, the other policy
+      ASSERT_EQ(0, m_->Stop(SIGTERM, 10000)) << m_->Log();
+      m_ = std::make_unique<MemorydProcess>(std::vector<std::string>{
+          "--pg-url=" + db_.url(), "--shutdown-grace=1", "--pii-policy=redact"});
+      ASSERT_TRUE(m_->Start()) << m_->Log();
+      ch_ = testing_client::Connect(m_->port());
+    }
+    const std::string path = std::string("/") + policy;
+    std::string owner = Token("t1", "alice", std::string(kRW) + " pii:write");
+    std::string bob = Token("t1", "bob", "working:read:all working:write:all");
+    MustAppend(owner, Global(), path, "mail ada@example.com");
+    WorkingMemoryAppendResponse a = MustAppend(bob, Global(), path, " ok");
+    ASSERT_EQ(1, a.meta().pii_kinds_size());
+    EXPECT_EQ("email", a.meta().pii_kinds(0));
+    ASSERT_TRUE(Update(bob, Global(), path, "ok", "fine").status.ok());
+    EXPECT_EQ("mail ada@example.com fine", Content(bob, Global(), path));
+
+    Result added = Append(bob, Global(), path, " and bob@example.com");
+    Result put = Update(bob, Global(), path, "fine", "card 4111 1111 1111 1111");
+    if (std::string(policy) == "reject") {
+      EXPECT_EQ(StatusCode::INVALID_ARGUMENT, added.status.error_code());
+      EXPECT_NE(std::string::npos, added.status.error_message().find("email at text"))
+          << added.status.error_message();
+      EXPECT_EQ(StatusCode::INVALID_ARGUMENT, put.status.error_code());
+      EXPECT_NE(std::string::npos, put.status.error_message().find("payment_card at new_text"))
+          << put.status.error_message();
+      EXPECT_EQ("mail ada@example.com fine", Content(bob, Global(), path));
+    } else {
+      EXPECT_TRUE(added.status.ok()) << added.status.error_message();
+      EXPECT_TRUE(put.status.ok()) << put.status.error_message();
+      EXPECT_EQ("mail ada@example.com card [REDACTED:payment_card] and [REDACTED:email]",
+                Content(bob, Global(), path));
+    }
+    WorkingMemoryReadRequest rd;
+    *rd.mutable_memory() = Global();
+    rd.set_path(path);
+    WorkingMemoryReadResponse doc = Must<WorkingMemoryReadResponse>("Read", rd, bob);
+    ASSERT_EQ(1, doc.document().meta().pii_kinds_size());  // the owner's email still counts
+    EXPECT_EQ("email", doc.document().meta().pii_kinds(0));
+  }
+}
+
 TEST_F(WorkingTest, EveryWriteIsAuditedWithItsDocument) {
   MustAppend(alice_, Thread("t1"), "/audited", "x");
   ASSERT_TRUE(Update(alice_, Thread("t1"), "/audited", "x", "y").status.ok());
@@ -680,7 +731,8 @@ TEST_F(WorkingTest, ExportAndForgetReachAPrincipalsDocuments) {
   MustAppend(alice_, Thread("t1"), "/b", "y");
   std::string bob = Token("t1", "bob", kRW);
   MustAppend(bob, Global(), "/bob", "z");
-  std::string admin = Token("t1", "admin", "privacy:forget:all privacy:export:all");
+  std::string admin =
+      Token("t1", "admin", "privacy:forget:all privacy:export:all working:read:all");
 
   // Export first: both of alice's documents, with their memory and content.
   PrivacyExportRequest ex;

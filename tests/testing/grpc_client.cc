@@ -118,4 +118,10 @@ grpc::Status Stream::Finish() {
   return status;
 }
 
+std::string Stream::Trailer(const std::string& key) const {
+  const auto& md = ctx_.GetServerTrailingMetadata();
+  auto it = md.find(key);
+  return it == md.end() ? "" : std::string(it->second.data(), it->second.size());
+}
+
 }  // namespace testing_client

@@ -40,6 +40,8 @@ class Stream {
   bool Read(std::string* msg, int wait_ms = 5000);
   grpc::Status Finish();
   void Cancel() { ctx_.TryCancel(); }
+  // A trailing-metadata value the server sent (after Finish), or "".
+  std::string Trailer(const std::string& key) const;
 
  private:
   bool Wait(void* tag, int wait_ms);

@@ -89,6 +89,8 @@ const std::vector<std::pair<std::string, std::string>> kOptions = {
     {"retention-policy", "MEMORYD_RETENTION_POLICY"},
     {"retention-sweep-ms", "MEMORYD_RETENTION_SWEEP_MS"},
     {"retention-batch", "MEMORYD_RETENTION_BATCH"},
+    {"export-threads", "MEMORYD_EXPORT_THREADS"},
+    {"export-max-per-principal", "MEMORYD_EXPORT_MAX_PER_PRINCIPAL"},
     {"cache-entities", "MEMORYD_CACHE_ENTITIES"},
     {"open-health", "MEMORYD_OPEN_HEALTH"},
 };

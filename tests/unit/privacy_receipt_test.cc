@@ -158,4 +158,63 @@ TEST_F(PrivacyReceiptTest, MalformedPayloadsAreRefusedNamingWhatIsWrong) {
   EXPECT_NE("", Parse(replaced("\"tenant\":", "\"tenant\":\"evil\",\"tenant\":")));
 }
 
+// The scope is signed with the rest: who and which namespaces it reached,
+// read back as written, and in words for `memoryd receipt verify`.
+TEST_F(PrivacyReceiptTest, TheScopeIsSignedAndReadBack) {
+  const char* ns[] = {"planner:*:*", "agent:x:*"};
+  r_.has_scope = 1;
+  r_.scope_owner = "alice";
+  r_.ns = ns;
+  r_.nns = 2;
+  privacy_receipt got;
+  ASSERT_EQ("", Verify(Sign(key_), &got));
+  ASSERT_TRUE(got.has_scope);
+  EXPECT_STREQ("alice", got.scope_owner);
+  ASSERT_EQ(2u, got.nns);
+  EXPECT_STREQ("planner:*:*", got.ns[0]);
+  EXPECT_STREQ("agent:x:*", got.ns[1]);
+  EXPECT_STREQ(
+      "the records of principal alice only; in entries and working memory, namespaces "
+      "planner:*:*, agent:x:*",
+      privacy_receipt_scope_text(a_, &got));
+
+  r_.scope_owner = nullptr;  // tenant-wide, in no namespace at all
+  r_.nns = 0;
+  ASSERT_EQ("", Verify(Sign(key_), &got));
+  EXPECT_TRUE(got.has_scope);
+  EXPECT_EQ(nullptr, got.scope_owner);
+  EXPECT_EQ(0u, got.nns);
+  EXPECT_STREQ(
+      "every principal's records in tenant acme; in entries and working memory, namespaces none",
+      privacy_receipt_scope_text(a_, &got));
+  char* json = privacy_receipt_json(&r_);
+  ASSERT_NE(nullptr, json);
+  EXPECT_NE(std::string::npos,
+            std::string(json).find("\"scope\":{\"records\":\"tenant\",\"namespaces\":[]}"))
+      << json;
+  free(json);
+
+  // A receipt from before scopes parses, saying so.
+  r_.has_scope = 0;
+  ASSERT_EQ("", Verify(Sign(key_), &got));
+  EXPECT_FALSE(got.has_scope);
+  EXPECT_NE(std::string::npos,
+            std::string(privacy_receipt_scope_text(a_, &got)).find("not stated"));
+}
+
+TEST_F(PrivacyReceiptTest, AMalformedScopeIsRefused) {
+  char* json = privacy_receipt_json(&r_);
+  ASSERT_NE(nullptr, json);
+  std::string base = json;
+  free(json);
+  base.pop_back();  // the closing brace
+  for (const char* scope :
+       {R"("scope":1)", R"("scope":{"records":"principal","namespaces":[]})",
+        R"("scope":{"records":"tenant","owner":"x","namespaces":[]})",
+        R"("scope":{"records":"everyone","namespaces":[]})", R"("scope":{"records":"tenant"})",
+        R"("scope":{"records":"tenant","namespaces":[1]})"})
+    EXPECT_NE("", Parse(base + "," + scope + "}")) << scope;
+  EXPECT_EQ("", Parse(base + R"(,"scope":{"records":"tenant","namespaces":["*:*:*"]}})"));
+}
+
 }  // namespace
