@@ -10,6 +10,7 @@
 
 #include "protos/descriptor_set.h"
 #include "service/audit/audit.h"
+#include "service/audit/audit_keeper.h"
 #include "service/auth/authn.h"
 #include "service/auth/stream_quota.h"
 #include "service/core/config.h"
@@ -125,6 +126,15 @@ static int open_backends(app *a, char *err) {
                    "version", (int64_t)memoryd_migrations[memoryd_migrations_count - 1].version,
                    LOG_F_END);
     }
+    /* The audit trail's partitions of the coming days, whether or not this
+     * replica ever sweeps (a write finds the default partition else). */
+    char aerr[ERRLEN];
+    PGconn *conn = pg_pool_acquire(a->pg, INT64_MAX, aerr, sizeof aerr);
+    int made = 0;
+    if (!conn || audit_keeper_make_ahead(conn, &made, aerr, sizeof aerr) != 0)
+        log_fields(LOG_WARN, "audit trail: the coming days' partitions were not made", LOG_F_STR,
+                   "reason", aerr, LOG_F_END);
+    if (conn) pg_pool_release(a->pg, conn, 0);
     /* Page tokens open on every replica of this database and on nothing
      * else: their seal's key is the deployment's. */
     _Static_assert(SERVER_SECRET_LEN == PAGE_TOKEN_KEY_LEN, "the page-token key is a secret");

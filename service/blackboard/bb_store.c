@@ -334,7 +334,8 @@ static int base_cmp(const void *x, const void *y) {
 
 /* One walk: what every step needs. */
 typedef struct board_walk {
-    redisContext *conn;
+    redis_pool *redis;
+    redisContext *conn; /* NULL while a step gave it back (walk_lend) */
     tier_ctx *c;
     const char *op; /* "blackboard erase": errors and logs */
     arena *a;       /* one board's script words (and items) at a time */
@@ -360,6 +361,13 @@ static int walk_failed(board_walk *w, const redisReply *r, const char *what) {
 }
 
 /* STATUS_OK while the walk may go on. */
+/* A step that then waits for someone else (an export's reader) gives the
+ * connection back meanwhile; the walk takes one again for its next board. */
+static void walk_lend(board_walk *w) {
+    redis_pool_release(w->redis, w->conn, w->broken);
+    w->conn = NULL;
+}
+
 static int walk_go_on(board_walk *w) {
     if (w->c->cancel && cancel_fired(w->c->cancel))
         return tier_fail(w->c, STATUS_ECANCELLED, "%s: cancelled", w->op);
@@ -464,7 +472,7 @@ typedef int (*board_step)(board_walk *w, const char *base, void *arg);
 static int walk_tenant(redis_pool *redis, tier_ctx *c, const char *op, const char *tenant,
                        board_step step, void *arg) {
     char err[256] = "";
-    board_walk w = {.c = c, .op = op};
+    board_walk w = {.redis = redis, .c = c, .op = op};
     w.conn = redis_pool_acquire(redis, c->deadline_ms, err, sizeof err);
     if (!w.conn) {
         int code = clock_mono_us() / 1000 >= c->deadline_ms ? STATUS_ETIMEOUT : STATUS_EUNAVAILABLE;
@@ -475,10 +483,13 @@ static int walk_tenant(redis_pool *redis, tier_ctx *c, const char *op, const cha
     int code =
         w.a ? walk_find_boards(&w, tenant, &b) : tier_fail(c, STATUS_ENOMEM, "out of memory");
     for (size_t i = 0; code == STATUS_OK && i < b.n; i++) {
-        if ((code = walk_go_on(&w)) == STATUS_OK) code = step(&w, b.base[i], arg);
+        if ((code = walk_go_on(&w)) == STATUS_OK && !w.conn &&
+            !(w.conn = redis_pool_acquire(redis, c->deadline_ms, err, sizeof err)))
+            code = tier_fail(c, STATUS_EUNAVAILABLE, "%s: Redis: %s", op, err);
+        if (code == STATUS_OK) code = step(&w, b.base[i], arg);
         arena_reset(w.a);
     }
-    redis_pool_release(redis, w.conn, w.broken);
+    if (w.conn) redis_pool_release(redis, w.conn, w.broken);
     arena_free(w.a);
     boards_free(&b);
     return code;
@@ -570,6 +581,9 @@ static int export_board(board_walk *w, const char *base, void *arg) {
         if (r) freeReplyObject(r);
         return code;
     }
+    /* The reply is ours: the connection goes back while a slow reader
+     * takes the items. */
+    if (r->elements > 1) walk_lend(w);
     /* {}: the board expired since SCAN found it */
     if (r->elements > 0 && (r->elements % 3 != 1 || integer(r->element[0]) < 0))
         code = malformed(w->c->err, sizeof w->c->err, w->op);

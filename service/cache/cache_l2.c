@@ -143,6 +143,8 @@ static int start_script(cache_l2 *l2, cache_l2_write *w, arena *a, const char *b
                           .lens = w->lens,
                           .what = w->is_delete ? "cache delete" : "cache write",
                           .deadline_ms = bounded(deadline_ms),
+                          /* once sent, its audit row follows its answer */
+                          .wait_reply = 1,
                           .done = write_done};
     aredis_submit(l2->ar, &w->cmd);
     return 0;

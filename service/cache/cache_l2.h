@@ -5,7 +5,9 @@
  * and publishes the invalidation for every replica's L1, all in one round
  * trip and atomically (another writer cannot slip in between the check and
  * the write). Every command ends by the call's deadline or
- * CACHE_L2_COMMAND_MS, whichever is first. */
+ * CACHE_L2_COMMAND_MS, whichever is first; a Set or Delete once sent
+ * waits for Redis's answer (aredis_cmd.wait_reply: its audit row follows
+ * it) or for the connection to be taken for stalled. */
 #ifndef MEMORYD_CACHE_CACHE_L2_H
 #define MEMORYD_CACHE_CACHE_L2_H
 

@@ -204,6 +204,12 @@ static const opt_def options[] = {
     OPT_NUMBER("retention-batch", retention_batch, "1000", 1, 1000000,
                "records a retention sweep erases per statement (small batches keep other calls "
                "moving)"),
+    OPT_TEXT("audit-retention", audit_retention, "90d",
+             "how long audit rows are kept: every sweep drops whole the days' partitions older "
+             "than this (90s, 12h, 30d; off: kept for ever)"),
+    OPT_NUMBER("audit-max-mib", audit_max_mib, "0", 0, 1048576,
+               "the audit trail's size guard in MiB: past it, sweeps drop the oldest past days "
+               "first (0: none)"),
     OPT_NUMBER("export-threads", export_threads, "4", 1, 256,
                "threads that run Privacy.Export streams, apart from the task pool (a slow "
                "reader holds one of them, never a shared thread)"),

@@ -76,6 +76,8 @@ typedef struct config {
     char *retention_policy;         /* a policy file of further rules; empty = none */
     int retention_sweep_ms;         /* sweep period; 0 = this replica never sweeps */
     int retention_batch;            /* records erased per statement by a sweep */
+    char *audit_retention;          /* audit rows' retention ("90d", "off") */
+    int audit_max_mib;              /* the audit trail's size guard; 0: none */
     int export_threads;             /* Privacy.Export's own threads */
     int export_max_per_principal;   /* open exports per principal */
 } config;

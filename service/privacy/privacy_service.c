@@ -506,6 +506,23 @@ static int load_policy(const config *cfg, retention_policy *p, char *err, size_t
     return rc;
 }
 
+/* The audit trail's keeping of the flags (--audit-retention, a duration
+ * or "off"; --audit-max-mib), logged. */
+static int audit_policy(const config *cfg, audit_keeper_policy *pol, char *err, size_t errlen) {
+    memset(pol, 0, sizeof *pol);
+    const char *ret = cfg && cfg->audit_retention ? cfg->audit_retention : "off";
+    if (strcmp(ret, "off") != 0 &&
+        (text_parse_duration(ret, &pol->retention_s) != 0 || pol->retention_s < 1))
+        return snprintf(err, errlen,
+                        "--audit-retention: \"%.40s\" is not a duration (90s, 12h, 30d) or off",
+                        ret),
+               -1;
+    pol->max_bytes = cfg ? (int64_t)cfg->audit_max_mib * 1024 * 1024 : 0;
+    log_fields(LOG_INFO, "audit trail retention", LOG_F_STR, "retention", ret, LOG_F_INT, "max_mib",
+               cfg ? (int64_t)cfg->audit_max_mib : 0, LOG_F_END);
+    return 0;
+}
+
 static int privacy_open(tier_env *env, void **state, char *err, size_t errlen) {
     privacy_service *svc = *state = tier_state_new(sizeof *svc, err, errlen);
     if (!svc) return -1;
@@ -520,10 +537,14 @@ static int privacy_open(tier_env *env, void **state, char *err, size_t errlen) {
                                                  "--export-max-per-principal")))
         return snprintf(err, errlen, "out of memory"), -1;
     retention_policy policy;
-    if (load_policy(env->cfg, &policy, err, errlen) != 0) return -1;
+    audit_keeper_policy audit;
+    if (load_policy(env->cfg, &policy, err, errlen) != 0 ||
+        audit_policy(env->cfg, &audit, err, errlen) != 0)
+        return -1;
     int period = env->cfg ? env->cfg->retention_sweep_ms : 0;
-    if (period > 0 && policy.n > 0 &&
-        privacy_sweeper_start(env, &policy, period, env->cfg->retention_batch, &svc->sweeper) != 0)
+    if (period > 0 && (policy.n > 0 || audit.retention_s || audit.max_bytes) &&
+        privacy_sweeper_start(env, &policy, period, env->cfg->retention_batch, &audit,
+                              &svc->sweeper) != 0)
         return snprintf(err, errlen, "cannot start the retention sweeper (memory or threads)"), -1;
     if (env->cfg && env->cfg->metrics_listen && env->cfg->metrics_listen[0] &&
         ((svc->sweeper &&

@@ -2,6 +2,7 @@
 #include "service/privacy/privacy_sweeper.h"
 
 #include <libpq-fe.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,10 @@ struct privacy_sweeper {
     worker *self; /* the same, as the thread knows it (set before its first sweep) */
     metrics_counter erased[PRIVACY_TIERS + 1];
     metrics_counter sweeps[SWEEP_OUTCOMES];
+    audit_keeper_policy audit;
+    metrics_counter audit_dropped[2]; /* by reason: age, size */
+    metrics_counter audit_pruned;
+    _Atomic int64_t audit_bytes, audit_partitions; /* the last round's */
 };
 
 /* Runs sql on conn; 1 when its one value is "t", 0 otherwise, -1 on
@@ -149,6 +154,28 @@ static int sweep_tenants(privacy_sweeper *s, PGconn *conn, int64_t *erased, size
     return failed ? -1 : 0;
 }
 
+/* The audit trail's round (the lock held); 0, or -1 (logged). */
+static int keep_audit(privacy_sweeper *s, PGconn *conn) {
+    char err[256];
+    audit_keeper_report rep;
+    pg_pool_watch(s->env->pg, conn, clock_mono_us() / 1000 + BATCH_MS);
+    int rc = audit_keeper_run(conn, &s->audit, clock_wall_us(), &rep, err, sizeof err);
+    metrics_add(&s->audit_dropped[0], (uint64_t)rep.dropped_age);
+    metrics_add(&s->audit_dropped[1], (uint64_t)rep.dropped_size);
+    metrics_add(&s->audit_pruned, (uint64_t)rep.pruned_rows);
+    if (rc == 0) {
+        atomic_store(&s->audit_bytes, rep.bytes);
+        atomic_store(&s->audit_partitions, rep.partitions);
+    }
+    log_fields(rc == 0 ? LOG_INFO : LOG_WARN, "audit trail kept", LOG_F_INT, "made_ahead",
+               (int64_t)rep.made, LOG_F_INT, "dropped_past_retention", (int64_t)rep.dropped_age,
+               LOG_F_INT, "dropped_for_size", (int64_t)rep.dropped_size, LOG_F_INT,
+               "pruned_default_rows", rep.pruned_rows, LOG_F_INT, "bytes", rep.bytes, LOG_F_INT,
+               "partitions", (int64_t)rep.partitions, LOG_F_STR, "error", rc == 0 ? "" : err,
+               LOG_F_END);
+    return rc;
+}
+
 static void sweep(privacy_sweeper *s) {
     char err[256];
     pg_pool *pool = s->env->pg;
@@ -169,7 +196,8 @@ static void sweep(privacy_sweeper *s) {
         log_fields(LOG_DEBUG, "retention sweep skipped: another replica is sweeping", LOG_F_END);
     int64_t erased = 0;
     size_t ntenants = 0;
-    int rc = locked == 1 ? sweep_tenants(s, conn, &erased, &ntenants) : 0;
+    int rc = locked == 1 && s->policy.n > 0 ? sweep_tenants(s, conn, &erased, &ntenants) : 0;
+    if (locked == 1 && keep_audit(s, conn) != 0) rc = -1;
     metrics_inc(&s->sweeps[locked != 1 ? SWEEP_SKIPPED : rc == 0 ? SWEEP_COMPLETE : SWEEP_PARTIAL]);
     if (locked == 1) {
         pg_pool_watch(pool, conn, clock_mono_us() / 1000 + BATCH_MS);
@@ -190,11 +218,12 @@ static void sweeper_main(worker *w, void *arg) {
 }
 
 int privacy_sweeper_start(const tier_env *env, const retention_policy *policy, int period_ms,
-                          int batch, privacy_sweeper **out) {
+                          int batch, const audit_keeper_policy *audit, privacy_sweeper **out) {
     privacy_sweeper *s = calloc(1, sizeof *s);
     if (!s) return -1;
     s->env = env;
     s->policy = *policy;
+    s->audit = *audit;
     s->period_ms = period_ms;
     s->batch = batch;
     if (worker_start(sweeper_main, s, &s->thread) != 0) {
@@ -228,4 +257,24 @@ void privacy_sweeper_metrics_collect(strbuf *out, void *arg) {
         metrics_label_value(out, e->name);
         strbuf_printf(out, "\"} %llu\n", (unsigned long long)metrics_get(&s->erased[e->tier]));
     }
+    static const char *const reasons[2] = {"retention", "size_guard"};
+    metrics_family(out, "memoryd_audit_partitions_dropped_total", "counter",
+                   "Days of the audit trail this replica's sweeps dropped whole, by reason: past "
+                   "--audit-retention, or the oldest past days over --audit-max-mib.");
+    metrics_samples_by_label(out, "memoryd_audit_partitions_dropped_total", "reason", reasons,
+                             s->audit_dropped, 2);
+    metrics_family(out, "memoryd_audit_default_rows_pruned_total", "counter",
+                   "Audit rows past the retention deleted from the default partition (rows "
+                   "written while no partition of their day existed).");
+    strbuf_printf(out, "memoryd_audit_default_rows_pruned_total %llu\n",
+                  (unsigned long long)metrics_get(&s->audit_pruned));
+    metrics_family(out, "memoryd_audit_trail_bytes", "gauge",
+                   "The audit trail's size on disk (tables and indexes) when this replica last "
+                   "kept it; 0 before its first sweep.");
+    strbuf_printf(out, "memoryd_audit_trail_bytes %lld\n", (long long)atomic_load(&s->audit_bytes));
+    metrics_family(out, "memoryd_audit_trail_partitions", "gauge",
+                   "Day partitions of the audit trail (past and made ahead) when this replica "
+                   "last kept it.");
+    strbuf_printf(out, "memoryd_audit_trail_partitions %lld\n",
+                  (long long)atomic_load(&s->audit_partitions));
 }

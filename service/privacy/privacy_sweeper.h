@@ -9,12 +9,15 @@
  * batches of --retention-batch records until a batch erases nothing. It
  * logs every rule that erased something (tenant, tier, count) and a line
  * per sweep; a failure is logged and the next sweep goes on where this one
- * stopped (erasure is idempotent). */
+ * stopped (erasure is idempotent). Then, under the same lock, it keeps
+ * the audit trail (audit/audit_keeper.h: days ahead made, days past
+ * --audit-retention and the size guard dropped). */
 #ifndef MEMORYD_PRIVACY_PRIVACY_SWEEPER_H
 #define MEMORYD_PRIVACY_PRIVACY_SWEEPER_H
 
 #include <stdint.h>
 
+#include "service/audit/audit_keeper.h"
 #include "service/core/strbuf.h"
 #include "service/privacy/privacy_retention.h"
 #include "service/tier/tier.h"
@@ -25,13 +28,14 @@ typedef struct privacy_sweeper privacy_sweeper;
  * erasers (env and what it points to outlive the sweeper); policy is
  * copied. 0, or -1 (out of memory or threads). */
 int privacy_sweeper_start(const tier_env *env, const retention_policy *policy, int period_ms,
-                          int batch, privacy_sweeper **out);
+                          int batch, const audit_keeper_policy *audit, privacy_sweeper **out);
 /* Stops the thread (a sweep under way ends after its current batch) and
  * frees; accepts NULL. */
 void privacy_sweeper_stop(privacy_sweeper *s);
 
-/* Sweeps by outcome and what they erased by tier, since the start: a
- * metrics collector (metrics.h; arg: the sweeper). */
+/* Sweeps by outcome and what they erased by tier, since the start, and the
+ * audit trail as the last sweep here found it: a metrics collector
+ * (metrics.h; arg: the sweeper). */
 void privacy_sweeper_metrics_collect(strbuf *out, void *arg);
 
 #endif

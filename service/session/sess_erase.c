@@ -49,10 +49,29 @@ static redisReply *run_script(tier_ctx *c, redisContext *rc, sess_script_id id, 
     return r;
 }
 
-static int erase_key(tier_ctx *c, redisContext *rc, const char *key, size_t klen, const char *zp,
+/* A walk over the tenant's sessions: its pooled connection, which a step
+ * that waits for someone else (an export's reader) gives back meanwhile. */
+typedef struct sess_walk {
+    redis_pool *pool;
+    redisContext *rc; /* NULL while given back */
+} sess_walk;
+
+static void walk_lend(sess_walk *w) {
+    redis_pool_release(w->pool, w->rc, 0);
+    w->rc = NULL;
+}
+
+static int walk_take(sess_walk *w, tier_ctx *c) {
+    char err[256];
+    if (!(w->rc = redis_pool_acquire(w->pool, c->deadline_ms, err, sizeof err)))
+        return tier_fail(c, STATUS_EUNAVAILABLE, "sessions: Redis: %s", err);
+    return STATUS_OK;
+}
+
+static int erase_key(tier_ctx *c, sess_walk *w, const char *key, size_t klen, const char *zp,
                      const tier_erase_sel *sel, void *arg) {
     int64_t *count = arg;
-    redisReply *r = run_script(c, rc, SESS_SCRIPT_ERASE, key, klen, zp, sel, "0");
+    redisReply *r = run_script(c, w->rc, SESS_SCRIPT_ERASE, key, klen, zp, sel, "0");
     if (!r) return c->err[0] ? STATUS_EUNAVAILABLE : STATUS_ENOMEM;
     if (r->elements == 2 && r->element[1]->type == REDIS_REPLY_INTEGER)
         *count += r->element[1]->integer;
@@ -60,32 +79,32 @@ static int erase_key(tier_ctx *c, redisContext *rc, const char *key, size_t klen
     return STATUS_OK;
 }
 
-typedef int (*visit_fn)(tier_ctx *c, redisContext *rc, const char *key, size_t klen, const char *zp,
+typedef int (*visit_fn)(tier_ctx *c, sess_walk *w, const char *key, size_t klen, const char *zp,
                         const tier_erase_sel *sel, void *arg);
 
 /* Every session of sel's tenant in Redis, through fn (SCAN in bounded
  * steps, never KEYS). */
 static int each_session(const sess_service *svc, tier_ctx *c, const tier_erase_sel *sel,
                         visit_fn fn, void *arg) {
-    char err[256];
-    redisContext *rc = redis_pool_acquire(svc->env->redis, c->deadline_ms, err, sizeof err);
-    if (!rc) return tier_fail(c, STATUS_EUNAVAILABLE, "sessions: Redis: %s", err);
+    sess_walk w = {.pool = svc->env->redis};
+    int status = walk_take(&w, c);
+    if (status != STATUS_OK) return status;
     const char *prefix =
         arena_printf(c->ar, "memoryd:session:%zu:%s:", strlen(sel->tenant), sel->tenant);
     const char *zp =
         arena_printf(c->ar, "memoryd:sessions:%zu:%s:", strlen(sel->tenant), sel->tenant);
     char *match = prefix && zp ? arena_alloc(c->ar, 2 * strlen(prefix) + 2) : NULL;
     if (!match) {
-        redis_pool_release(svc->env->redis, rc, 0);
+        walk_lend(&w);
         return tier_fail(c, STATUS_ENOMEM, "out of memory");
     }
     size_t m = redis_glob_escape(prefix, strlen(prefix), match);
     match[m++] = '*';
     match[m] = '\0';
     char cursor[32] = "0";
-    int status = STATUS_OK, broken = 0;
+    int broken = 0;
     do {
-        redisReply *r = redisCommand(rc, "SCAN %s MATCH %s COUNT " SCAN_COUNT, cursor, match);
+        redisReply *r = redisCommand(w.rc, "SCAN %s MATCH %s COUNT " SCAN_COUNT, cursor, match);
         if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
             r->element[0]->type != REDIS_REPLY_STRING) {
             status = tier_fail(c, STATUS_EUNAVAILABLE, "sessions: SCAN failed");
@@ -95,11 +114,13 @@ static int each_session(const sess_service *svc, tier_ctx *c, const tier_erase_s
         }
         snprintf(cursor, sizeof cursor, "%s", r->element[0]->str);
         const redisReply *keys = r->element[1];
-        for (size_t i = 0; status == STATUS_OK && i < keys->elements; i++)
-            status = fn(c, rc, keys->element[i]->str, keys->element[i]->len, zp, sel, arg);
+        for (size_t i = 0; status == STATUS_OK && i < keys->elements; i++) {
+            status = fn(c, &w, keys->element[i]->str, keys->element[i]->len, zp, sel, arg);
+            if (status == STATUS_OK && !w.rc) status = walk_take(&w, c);
+        }
         freeReplyObject(r);
     } while (status == STATUS_OK && strcmp(cursor, "0") != 0);
-    redis_pool_release(svc->env->redis, rc, broken);
+    if (w.rc) redis_pool_release(svc->env->redis, w.rc, broken);
     return status;
 }
 
@@ -226,14 +247,18 @@ static int export_record(export_job *j, tier_ctx *c, const PGresult *r, int i) {
 }
 
 /* The records of one plain session in Redis (durable ones are exported
- * from PostgreSQL), each in an arena of its own while it is emitted. */
-static int export_key(tier_ctx *c, redisContext *rc, const char *key, size_t klen, const char *zp,
+ * from PostgreSQL), each in an arena of its own while it is emitted, with
+ * the walk's connection given back meanwhile. */
+static int export_key(tier_ctx *c, sess_walk *w, const char *key, size_t klen, const char *zp,
                       const tier_erase_sel *sel, void *arg) {
     export_job *j = arg;
     char clr[8];
     snprintf(clr, sizeof clr, "%d", sel->max_label ? sel->max_label : 4);
-    redisReply *r = run_script(c, rc, SESS_SCRIPT_EXPORT, key, klen, zp, sel, clr);
+    redisReply *r = run_script(c, w->rc, SESS_SCRIPT_EXPORT, key, klen, zp, sel, clr);
     if (!r) return STATUS_EUNAVAILABLE;
+    /* The reply is ours: the connection goes back while a slow reader
+     * takes the records (the walk takes one again for its next step). */
+    if (r->elements > 1) walk_lend(w);
     /* The session id is what follows the tenant's prefix in its key. */
     size_t plen = strlen(zp) - strlen("memoryd:sessions:") + strlen("memoryd:session:");
     const char *sid = klen > plen ? arena_strndup(c->ar, key + plen, klen - plen) : NULL;

@@ -31,6 +31,7 @@ struct aredis {
     redisAsyncContext *ac; /* NULL: down (the backoff timer reconnects) */
     int up;                /* the connect callback said OK */
     atomic_int connected;
+    atomic_int attempts_failed; /* connection attempts that failed (create's wait ends) */
     int backoff_ms;
     char last_error[200];
     backend_stats stats;       /* counted as commands are answered */
@@ -207,6 +208,7 @@ static void schedule_reconnect(aredis *r) {
  * reconnect after the backoff. */
 static void lost(aredis *r, const char *why) {
     int was_up = r->up;
+    atomic_fetch_add(&r->attempts_failed, 1);
     r->ac = NULL;
     r->up = 0;
     atomic_store(&r->connected, 0);
@@ -487,6 +489,7 @@ int aredis_create(evloop *loop, const aredis_options *o, aredis **out, char *err
     r->o.url = NULL; /* parsed into r->url; the string is not kept */
     if (r->o.stall_ms <= 0) r->o.stall_ms = STALL_MS_DEFAULT;
     atomic_init(&r->connected, 0);
+    atomic_init(&r->attempts_failed, 0);
     r->cmds = calloc((size_t)o->max_in_flight, sizeof *r->cmds);
     r->deadlines = calloc((size_t)o->max_in_flight, sizeof *r->deadlines);
     r->sent = calloc((size_t)o->max_in_flight, sizeof *r->sent);
@@ -507,7 +510,7 @@ int aredis_create(evloop *loop, const aredis_options *o, aredis **out, char *err
      * with Redis up serves from its first call (one that is down costs
      * start-up this wait, then the backoff takes over). */
     for (int64_t until = now_ms() + o->connect_timeout_ms;
-         !atomic_load(&r->connected) && now_ms() < until;) {
+         !atomic_load(&r->connected) && !atomic_load(&r->attempts_failed) && now_ms() < until;) {
         struct timespec ts = {0, 1000 * 1000};
         nanosleep(&ts, NULL);
     }

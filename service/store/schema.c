@@ -323,9 +323,12 @@ const pg_migration memoryd_migrations[] = {
       * the value itself when it is a JSON object (UTF-8) whose top-level
       * "subject_id" is a string; NULL otherwise, never an error. Erasers
       * call it only on rows whose bytes could spell the key (a cheap
-      * position() test first), since each call may start a subtransaction. */
+      * position() test first), since each call may start a subtransaction
+      * (its EXCEPTION block): for the same reason it is PARALLEL UNSAFE (a
+      * subtransaction inside a parallel query fails before PostgreSQL 17),
+      * and STABLE as convert_from is. */
      "CREATE FUNCTION memoryd_subject_of(v bytea) RETURNS text"
-     " LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $f$"
+     " LANGUAGE plpgsql STABLE STRICT PARALLEL UNSAFE AS $f$"
      " DECLARE j jsonb;"
      " BEGIN"
      "  j := convert_from(v, 'UTF8')::jsonb;"
@@ -335,6 +338,76 @@ const pg_migration memoryd_migrations[] = {
      "  RETURN NULL;"
      " EXCEPTION WHEN others THEN RETURN NULL;"
      " END $f$;"},
+    {16, "audit trail in daily partitions",
+     /* The trail is partitioned by day (UTC) so retention drops whole
+      * partitions (audit/audit_keeper.h), which costs the calls nothing.
+      * A partition is named after the UTC midnight its range ends at
+      * (audit_log_upto_YYYYMMDD). The rows written before this migration
+      * become the first partition, from the beginning to the midnight
+      * after the newest of them (dropped whole once that has aged out);
+      * an empty old table is dropped. A default partition takes a row for
+      * which no day's partition exists (memoryd down for longer than the
+      * days made ahead), so a write never fails for want of one.
+      * memoryd_audit_partitions makes the partitions of `days` days from
+      * from_day; a day inside the first partition's range, or with rows
+      * in the default partition, or made meanwhile by another replica, is
+      * skipped. */
+     "ALTER TABLE audit_log RENAME TO audit_log_before;"
+     "ALTER INDEX audit_log_pkey RENAME TO audit_log_before_pkey;"
+     "ALTER INDEX audit_log_tenant_time RENAME TO audit_log_before_tenant_time;"
+     "ALTER INDEX audit_log_principal_time RENAME TO audit_log_before_principal_time;"
+     "ALTER INDEX audit_log_targets RENAME TO audit_log_before_targets;"
+     "DROP TRIGGER audit_log_announce ON audit_log_before;"
+     "CREATE TABLE audit_log (LIKE audit_log_before INCLUDING DEFAULTS) PARTITION BY RANGE (time);"
+     "ALTER SEQUENCE audit_log_id_seq OWNED BY audit_log.id;"
+     "ALTER TABLE audit_log ADD PRIMARY KEY (id, time);"
+     "CREATE INDEX audit_log_tenant_time ON audit_log (tenant, time DESC, id DESC);"
+     "CREATE INDEX audit_log_principal_time ON audit_log (tenant, principal, time DESC, id DESC);"
+     "CREATE INDEX audit_log_targets ON audit_log USING gin (target_ids);"
+     "CREATE TABLE audit_log_default PARTITION OF audit_log DEFAULT;"
+     "CREATE TRIGGER audit_log_announce AFTER INSERT ON audit_log"
+     " REFERENCING NEW TABLE AS inserted FOR EACH STATEMENT EXECUTE FUNCTION "
+     "audit_log_announce();"
+     "DO $m$ DECLARE hi timestamptz; name text; BEGIN"
+     " SELECT max(time) INTO hi FROM audit_log_before;"
+     " IF hi IS NULL THEN DROP TABLE audit_log_before; RETURN; END IF;"
+     " hi := (date_trunc('day', hi AT TIME ZONE 'UTC') + interval '1 day') AT TIME ZONE 'UTC';"
+     " name := 'audit_log_upto_' || to_char(hi AT TIME ZONE 'UTC', 'YYYYMMDD');"
+     " ALTER TABLE audit_log_before DROP CONSTRAINT audit_log_before_pkey;"
+     " ALTER TABLE audit_log_before ADD PRIMARY KEY (id, time);"
+     " EXECUTE format('ALTER TABLE audit_log_before ADD CHECK (time < %L)', hi);"
+     " EXECUTE format('ALTER TABLE audit_log_before RENAME TO %I', name);"
+     " EXECUTE format('ALTER TABLE audit_log ATTACH PARTITION %I FOR VALUES FROM (MINVALUE) TO "
+     "(%L)',"
+     "  name, hi);"
+     "END $m$;"
+     "CREATE FUNCTION memoryd_audit_partitions(from_day date, days int) RETURNS int"
+     " LANGUAGE plpgsql AS $f$"
+     " DECLARE d date; made int := 0; name text; lo text; hi text;"
+     " BEGIN"
+     /* ATTACH takes a lock that writes pass (SHARE UPDATE EXCLUSIVE), where
+      * CREATE ... PARTITION OF would take one they wait behind; and no lock
+      * is waited for long: a day skipped now is made by the next call. */
+     "  PERFORM set_config('lock_timeout', '200ms', true);"
+     "  FOR i IN 0 .. days - 1 LOOP"
+     "   d := from_day + i;"
+     "   name := 'audit_log_upto_' || to_char(d + 1, 'YYYYMMDD');"
+     "   CONTINUE WHEN to_regclass(name) IS NOT NULL;"
+     "   lo := d::text || ' 00:00:00+00';"
+     "   hi := (d + 1)::text || ' 00:00:00+00';"
+     "   BEGIN"
+     "    EXECUTE format('CREATE TABLE %I (LIKE audit_log INCLUDING DEFAULTS)', name);"
+     "    EXECUTE format('ALTER TABLE audit_log ATTACH PARTITION %I FOR VALUES FROM (%L) TO (%L)',"
+     "     name, lo, hi);"
+     "    made := made + 1;"
+     "   EXCEPTION WHEN invalid_object_definition OR check_violation OR duplicate_table"
+     "    OR lock_not_available THEN"
+     "    NULL;"
+     "   END;"
+     "  END LOOP;"
+     "  RETURN made;"
+     " END $f$;"
+     "SELECT memoryd_audit_partitions((now() AT TIME ZONE 'UTC')::date, 8);"},
 };
 
 const size_t memoryd_migrations_count = sizeof memoryd_migrations / sizeof memoryd_migrations[0];

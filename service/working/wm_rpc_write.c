@@ -47,6 +47,55 @@ static int judge_added(edit_ctx *e, const char *field, const char **added, int c
     return pii_policy_apply(e->a, e->mode, f, creating ? 2 : 1, NULL, NULL, err, errlen);
 }
 
+/* Where the caller's text went in the new content. */
+typedef struct span {
+    size_t at, len;
+} span;
+
+/* PII the caller's text forms with the text around it ("alice" stored,
+ * "@example.com" appended): a detector's hit in *content that overlaps one
+ * of the caller's spans is the caller's too. REJECT refuses it, naming the
+ * field; REDACT replaces each such hit whole (*content then points at a
+ * redacted copy in the arena); ALLOW keeps it. Hits wholly in others'
+ * text are left alone. */
+static int judge_seams(edit_ctx *e, const char *field, const char **content, const span *sp,
+                       size_t nsp, char *err, size_t errlen) {
+    if (e->mode == PII_MODE_ALLOW) return STATUS_OK;
+    size_t len = strlen(*content), n = 0, found = 0;
+    pii_scan(*content, len, NULL, 0, &n);
+    if (n == 0) return STATUS_OK;
+    pii_hit *hits = arena_alloc(e->a, n * sizeof *hits);
+    if (!hits) return STATUS_ENOMEM;
+    pii_scan(*content, len, hits, n, &n);
+    for (size_t i = 0; i < n; i++) {
+        int ours = 0;
+        for (size_t k = 0; k < nsp && !ours; k++)
+            ours = hits[i].start < sp[k].at + sp[k].len && sp[k].at < hits[i].start + hits[i].len;
+        if (ours) hits[found++] = hits[i];
+    }
+    if (found == 0) return STATUS_OK;
+    if (e->mode == PII_MODE_REJECT) {
+        text_errf(err, errlen,
+                  "%s at %s (with the text around it): personal data or secrets need pii:write",
+                  pii_kind_name(hits[0].kind), field);
+        return STATUS_EINVALID;
+    }
+    size_t cap = len + 1;
+    for (size_t i = 0; i < found; i++) cap += 32;
+    char *out = arena_alloc(e->a, cap), *w = out;
+    if (!out) return STATUS_ENOMEM;
+    size_t from = 0;
+    for (size_t i = 0; i < found; i++) {
+        memcpy(w, *content + from, hits[i].start - from);
+        w += hits[i].start - from;
+        w += snprintf(w, cap - (size_t)(w - out), PII_REDACT_FMT, pii_kind_name(hits[i].kind));
+        from = hits[i].start + hits[i].len;
+    }
+    memcpy(w, *content + from, len - from + 1);
+    *content = out;
+    return STATUS_OK;
+}
+
 /* The new content's size, and the kinds of PII it holds, found by the
  * detectors over all of it (whoever wrote each part), for its pii_kinds. */
 static int edit_finish(edit_ctx *e, const char *content, wm_edit_out *out, char *err,
@@ -82,7 +131,10 @@ static int edit_append(void *arg, const char *cur, int exists, wm_edit_out *out,
     if (!buf) return STATUS_ENOMEM;
     memcpy(buf, cur, cl);
     memcpy(buf + cl, add, al + 1);
-    return edit_finish(e, buf, out, err, errlen);
+    const char *content = buf;
+    span added = {cl, al};
+    if ((rc = judge_seams(e, "text", &content, &added, 1, err, errlen)) != STATUS_OK) return rc;
+    return edit_finish(e, content, out, err, errlen);
 }
 
 /* Occurrences of find in s (non-overlapping, first first), at most max (0:
@@ -111,18 +163,24 @@ static int edit_update(void *arg, const char *cur, int exists, wm_edit_out *out,
     total += (size_t)e->count * rl;
     if (total > DOC_MAX_BYTES) return too_big(-1, err, errlen);
     char *buf = arena_alloc(e->a, total + 1), *w = buf;
-    if (!buf) return STATUS_ENOMEM;
+    span *put_at = arena_alloc(e->a, (size_t)e->count * sizeof *put_at);
+    if (!buf || !put_at) return STATUS_ENOMEM;
     const char *p = cur;
     for (int64_t done = 0; done < e->count; done++) {
         const char *m = strstr(p, e->find);
         memcpy(w, p, (size_t)(m - p));
         w += m - p;
+        put_at[done] = (span){(size_t)(w - buf), rl};
         memcpy(w, put, rl);
         w += rl;
         p = m + fl;
     }
     strcpy(w, p);
-    return edit_finish(e, buf, out, err, errlen);
+    const char *content = buf;
+    if ((rc = judge_seams(e, "new_text", &content, put_at, (size_t)e->count, err, errlen)) !=
+        STATUS_OK)
+        return rc;
+    return edit_finish(e, content, out, err, errlen);
 }
 
 /* What Append and Update answer with, until the loop thread renders it. */

@@ -56,6 +56,38 @@ TEST_F(MigrateTest, SecondRunAppliesNothingAndSucceeds) {
             Count("SELECT count(*) FROM schema_migrations"));
 }
 
+// Partitioning the audit trail (migration 16) keeps the rows written
+// before it, as the first partition (to the midnight after the newest),
+// keeps ids growing from where they were, and new rows land in their day.
+TEST_F(MigrateTest, TheAuditTrailIsPartitionedWithItsRowsKept) {
+  size_t before = 0;
+  while (before < memoryd_migrations_count && memoryd_migrations[before].version < 16) before++;
+  ASSERT_LT(before, memoryd_migrations_count);
+  int applied = -1;
+  char err[512] = "";
+  ASSERT_EQ(0, pg_migrate(conn_, memoryd_migrations, before, &applied, err, sizeof err)) << err;
+  PQclear(PQexec(conn_,
+                 "INSERT INTO audit_log (time, tenant, method, status_code, duration_us)"
+                 " SELECT now() - g * interval '1 day', 't', '/m', 0, 1"
+                 " FROM generate_series(1, 30) g"));
+  ASSERT_EQ(30, Count("SELECT count(*) FROM audit_log"));
+  int max_id = Count("SELECT max(id) FROM audit_log");
+  ASSERT_EQ(
+      0, pg_migrate(conn_, memoryd_migrations, memoryd_migrations_count, &applied, err, sizeof err))
+      << err;
+  EXPECT_EQ(30, Count("SELECT count(*) FROM audit_log"));
+  // The old rows are one partition, named after the midnight after the newest.
+  EXPECT_EQ(1, Count("SELECT count(*) FROM pg_class WHERE relkind = 'r' AND relname ="
+                     " 'audit_log_upto_' || to_char((now() AT TIME ZONE 'UTC')::date,"
+                     " 'YYYYMMDD')"));
+  PQclear(PQexec(conn_,
+                 "INSERT INTO audit_log (time, tenant, method, status_code, duration_us)"
+                 " VALUES (now() + interval '2 days', 't', '/m', 0, 1)"));
+  EXPECT_EQ(31, Count("SELECT count(*) FROM audit_log"));
+  EXPECT_EQ(max_id + 1, Count("SELECT max(id) FROM audit_log"));
+  EXPECT_EQ(0, Count("SELECT count(*) FROM audit_log_default"));
+}
+
 TEST_F(MigrateTest, FailingMigrationIsRolledBackAndNamed) {
   const pg_migration list[] = {
       {1, "good", "CREATE TABLE t_good (id int)"},

@@ -201,6 +201,12 @@ TEST_F(MetricsTest, CallsAreCountedAndTheExpositionPassesPromtool) {
   text = ScrapeUntil(port, "memoryd_retention_sweeps_total{outcome=\"complete\"}", 1);
   EXPECT_GE(MetricSample(text, "memoryd_retention_sweeps_total{outcome=\"complete\"}"), 1) << text;
   EXPECT_EQ(0, MetricSample(text, "memoryd_retention_erased_total{tier=\"episodic\"}")) << text;
+  // The sweep keeps the audit trail: its size and day partitions (8 made
+  // ahead at least), nothing dropped from a trail a day old.
+  EXPECT_GT(MetricSample(text, "memoryd_audit_trail_bytes"), 0) << text;
+  EXPECT_GE(MetricSample(text, "memoryd_audit_trail_partitions"), 8) << text;
+  EXPECT_EQ(0, MetricSample(text, "memoryd_audit_partitions_dropped_total{reason=\"retention\"}"))
+      << text;
 
   // promtool (Debian's prometheus package) lints the exposition.
   std::string file = std::string(getenv("TEST_TMPDIR") ? getenv("TEST_TMPDIR") : "/tmp") +

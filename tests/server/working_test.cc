@@ -669,6 +669,19 @@ TEST_F(WorkingTest, ThePolicyJudgesWhatTheCallerAddsNotWhatOthersStored) {
       EXPECT_EQ("mail ada@example.com card [REDACTED:payment_card] and [REDACTED:email]",
                 Content(bob, Global(), path));
     }
+    // PII split across writes is still the writer's: judged where it forms.
+    const std::string seam = path + "-seam";
+    MustAppend(bob, Global(), seam, "write to ada");
+    Result joined = Append(bob, Global(), seam, "@example.com please");
+    if (std::string(policy) == "reject") {
+      EXPECT_EQ(StatusCode::INVALID_ARGUMENT, joined.status.error_code());
+      EXPECT_NE(std::string::npos, joined.status.error_message().find("email at text"))
+          << joined.status.error_message();
+      EXPECT_EQ("write to ada", Content(bob, Global(), seam));
+    } else {
+      EXPECT_TRUE(joined.status.ok()) << joined.status.error_message();
+      EXPECT_EQ("write to [REDACTED:email] please", Content(bob, Global(), seam));
+    }
     WorkingMemoryReadRequest rd;
     *rd.mutable_memory() = Global();
     rd.set_path(path);

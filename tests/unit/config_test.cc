@@ -89,6 +89,8 @@ const std::vector<std::pair<std::string, std::string>> kOptions = {
     {"retention-policy", "MEMORYD_RETENTION_POLICY"},
     {"retention-sweep-ms", "MEMORYD_RETENTION_SWEEP_MS"},
     {"retention-batch", "MEMORYD_RETENTION_BATCH"},
+    {"audit-retention", "MEMORYD_AUDIT_RETENTION"},
+    {"audit-max-mib", "MEMORYD_AUDIT_MAX_MIB"},
     {"export-threads", "MEMORYD_EXPORT_THREADS"},
     {"export-max-per-principal", "MEMORYD_EXPORT_MAX_PER_PRINCIPAL"},
     {"cache-entities", "MEMORYD_CACHE_ENTITIES"},
