@@ -391,7 +391,7 @@ TEST_F(FaultSuite, RedisKilledFailsNoNonCacheCall) {
   // The requirement is 10 ms; the bound leaves room for a loaded CI machine
   // under ASan, and still fails a call that waited on Redis (the 1 s cap
   // of a cache command, or a reconnect's backoff).
-  EXPECT_LE(Percentile(outage_us, 0.99), 50 * 1000) << "cache calls waited on Redis";
+  EXPECT_LE(Percentile(outage_us, 0.99), 100 * 1000) << "cache calls waited on Redis";
   EXPECT_LT(outage_us.back(), 500 * 1000) << "a cache call waited on Redis";
   EXPECT_EQ(0, m->Stop(SIGTERM, 10000)) << m->Log();
 }
