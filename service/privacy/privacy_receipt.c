@@ -91,12 +91,12 @@ static int parse_scope(arena *a, json_t *o, privacy_receipt *r, char *err, size_
             return -1;
         }
     }
-    r->has_scope = 1;
     r->scope_owner = principal ? arena_strdup(a, json_string_value(owner)) : NULL;
+    if (principal && !r->scope_owner) return text_errf(err, errlen, "receipt: out of memory"), -1;
+    r->has_scope = 1;
     r->ns = globs;
     r->nns = json_array_size(ns);
-    return principal && !r->scope_owner ? (text_errf(err, errlen, "receipt: out of memory"), -1)
-                                        : 0;
+    return 0;
 }
 
 const char *privacy_receipt_scope_text(arena *a, const privacy_receipt *r) {

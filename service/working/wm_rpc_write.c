@@ -52,16 +52,18 @@ typedef struct span {
     size_t at, len;
 } span;
 
-/* PII the caller's text forms with the text around it ("alice" stored,
- * "@example.com" appended): a detector's hit in *content that overlaps one
- * of the caller's spans is the caller's too. REJECT refuses it, naming the
- * field; REDACT replaces each such hit whole (*content then points at a
- * redacted copy in the arena); ALLOW keeps it. Hits wholly in others'
- * text are left alone. */
-static int judge_seams(edit_ctx *e, const char *field, const char **content, const span *sp,
-                       size_t nsp, char *err, size_t errlen) {
-    if (e->mode == PII_MODE_ALLOW) return STATUS_OK;
+/* One scan of the new content serves two ends. PII the caller's text forms
+ * with the text around it ("alice" stored, "@example.com" appended): a
+ * detector's hit that overlaps one of the caller's spans is the caller's
+ * too. REJECT refuses it, naming the field; REDACT replaces each such hit
+ * whole (*content then points at a redacted copy in the arena); ALLOW
+ * keeps it. Hits wholly in others' text are left alone. And *kinds gets
+ * the kinds the stored content holds, whoever wrote each part (its
+ * pii_kinds). */
+static int judge_content(edit_ctx *e, const char *field, const char **content, const span *sp,
+                         size_t nsp, unsigned *kinds, char *err, size_t errlen) {
     size_t len = strlen(*content), n = 0, found = 0;
+    *kinds = 0;
     pii_scan(*content, len, NULL, 0, &n);
     if (n == 0) return STATUS_OK;
     pii_hit *hits = arena_alloc(e->a, n * sizeof *hits);
@@ -69,9 +71,10 @@ static int judge_seams(edit_ctx *e, const char *field, const char **content, con
     pii_scan(*content, len, hits, n, &n);
     for (size_t i = 0; i < n; i++) {
         int ours = 0;
-        for (size_t k = 0; k < nsp && !ours; k++)
+        for (size_t k = 0; k < nsp && !ours && e->mode != PII_MODE_ALLOW; k++)
             ours = hits[i].start < sp[k].at + sp[k].len && sp[k].at < hits[i].start + hits[i].len;
         if (ours) hits[found++] = hits[i];
+        else *kinds |= hits[i].kind; /* stays as it is */
     }
     if (found == 0) return STATUS_OK;
     if (e->mode == PII_MODE_REJECT) {
@@ -96,10 +99,9 @@ static int judge_seams(edit_ctx *e, const char *field, const char **content, con
     return STATUS_OK;
 }
 
-/* The new content's size, and the kinds of PII it holds, found by the
- * detectors over all of it (whoever wrote each part), for its pii_kinds. */
-static int edit_finish(edit_ctx *e, const char *content, wm_edit_out *out, char *err,
-                       size_t errlen) {
+/* The new content, its size and the kinds of PII it holds (judge_content's). */
+static int edit_finish(edit_ctx *e, const char *content, unsigned kinds, wm_edit_out *out,
+                       char *err, size_t errlen) {
     long chars = text_utf8_chars(content);
     if (chars < 0) {
         text_errf(err, errlen, "the document is not valid UTF-8");
@@ -108,8 +110,7 @@ static int edit_finish(edit_ctx *e, const char *content, wm_edit_out *out, char 
     if (chars > WM_DOC_MAX_CHARS) return too_big(chars, err, errlen);
     const char **names = arena_alloc(e->a, PII_KIND_COUNT * sizeof *names);
     if (!names) return STATUS_ENOMEM;
-    out->npii =
-        pii_kind_names(pii_scan(content, strlen(content), NULL, 0, NULL), names, PII_KIND_COUNT);
+    out->npii = pii_kind_names(kinds, names, PII_KIND_COUNT);
     out->pii_kinds = names;
     out->changed = 1;
     out->content = content;
@@ -133,8 +134,10 @@ static int edit_append(void *arg, const char *cur, int exists, wm_edit_out *out,
     memcpy(buf + cl, add, al + 1);
     const char *content = buf;
     span added = {cl, al};
-    if ((rc = judge_seams(e, "text", &content, &added, 1, err, errlen)) != STATUS_OK) return rc;
-    return edit_finish(e, content, out, err, errlen);
+    unsigned kinds;
+    if ((rc = judge_content(e, "text", &content, &added, 1, &kinds, err, errlen)) != STATUS_OK)
+        return rc;
+    return edit_finish(e, content, kinds, out, err, errlen);
 }
 
 /* Occurrences of find in s (non-overlapping, first first), at most max (0:
@@ -177,10 +180,11 @@ static int edit_update(void *arg, const char *cur, int exists, wm_edit_out *out,
     }
     strcpy(w, p);
     const char *content = buf;
-    if ((rc = judge_seams(e, "new_text", &content, put_at, (size_t)e->count, err, errlen)) !=
-        STATUS_OK)
+    unsigned kinds;
+    if ((rc = judge_content(e, "new_text", &content, put_at, (size_t)e->count, &kinds, err,
+                            errlen)) != STATUS_OK)
         return rc;
-    return edit_finish(e, content, out, err, errlen);
+    return edit_finish(e, content, kinds, out, err, errlen);
 }
 
 /* What Append and Update answer with, until the loop thread renders it. */
