@@ -26,6 +26,7 @@
 #   BENCH_START_TIMEOUT  seconds a memoryd may take to listen [30]
 #   BENCH_OUT            directory for logs [.local/bench]
 #   BENCH_SKIP_BUILD=1   do not run bazel build first
+#   MEMORYD_BIN, BENCH_BB_BIN  the memoryd and bench binaries (to compare builds)
 # .local/env (written by scripts/devstack.sh, which `make bench` runs) must
 # provide MEMORYD_PG_URL and MEMORYD_REDIS_URL.
 
@@ -52,7 +53,7 @@ B_ADDR=${BENCH_BB_B_ADDR:-127.0.0.1:50077}
 START_TIMEOUT=${BENCH_START_TIMEOUT:-30}
 OUT=${BENCH_OUT:-.local/bench}
 MEMORYD=${MEMORYD_BIN:-bazel-bin/service/memoryd}
-BENCH=bazel-bin/bench/blackboard_bench
+BENCH=${BENCH_BB_BIN:-bazel-bin/bench/blackboard_bench}
 
 [ -n "${MEMORYD_PG_URL:-}" ] || die "MEMORYD_PG_URL is not set (run: bash scripts/devstack.sh start)"
 [ -n "${MEMORYD_REDIS_URL:-}" ] || die "MEMORYD_REDIS_URL is not set (run: bash scripts/devstack.sh start)"

@@ -36,6 +36,9 @@
 #include "service/core/arena.h"
 
 #define BB_LEASE_INDEX "memoryd:bb:leases"
+/* The quota accounting's prefix (tier_quota.h), before "<tenant length>:
+ * <tenant>:"; the scripts build it from a board's base. */
+#define BB_QUOTA_PREFIX "memoryd:quota:bb:"
 /* A board id: 16 hex digits, its creation time (12 digits of Unix ms, by
  * Redis's clock) then 4 random ones, so the ids of one task's successive
  * boards compare (memcmp) in the order they were created. */

@@ -2,12 +2,15 @@
  * them is store/redis_script's. See bb_lua.h. */
 #include "service/blackboard/bb_lua.h"
 
+#include "service/blackboard/bb_codec.h"
+
 #include <stdio.h>
 #include <string.h>
 
 #include "service/core/arena.h"
 #include "service/core/status.h"
 #include "service/tier/tier_erase.h"
+#include "service/tier/tier_quota.h"
 
 /* The scripts are Lua, one line per L(): clang-format would fold them. */
 /* clang-format off */
@@ -21,9 +24,11 @@
     L("local BASE, CHANNEL = ARGV[1], ARGV[2]") \
     L("local LOG_MAX, LOG_BYTES = tonumber(ARGV[3]), tonumber(ARGV[4])") \
     L("local function num(n) return string.format('%d', n) end") \
+    L("local NOW") \
     L("local function now_ms()") \
     L("  local t = redis.call('TIME')") \
-    L("  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)") \
+    L("  NOW = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)") \
+    L("  return NOW") \
     L("end") \
     L("local function header_at(s, init)") \
     L("  local v, l, c, u, le, p, z, ol, pos = string.match(s,") \
@@ -34,26 +39,55 @@
     L("    lease = tonumber(le), pii = p, size = tonumber(z),") \
     L("    owner = string.sub(s, pos, pos + ol - 1)}, pos + ol") \
     L("end") \
+    /* An event's item header, and where its value starts. */ \
+    L("local function event_header(ev)") \
+    L("  local il, p = string.match(ev, '^%a %d+ %d+ %d+ (%d+):()')") \
+    L("  if not il then return nil end") \
+    L("  local kl, q = string.match(ev, '^(%d+):()', p + tonumber(il))") \
+    L("  if not kl then return nil end") \
+    L("  return header_at(ev, q + tonumber(kl))") \
+    L("end") \
     L("local function header(h)") \
     L("  return num(h.ver) .. ' ' .. num(h.label) .. ' ' .. h.create .. ' ' .. h.update .. ' ' ..") \
     L("    num(h.lease) .. ' ' .. h.pii .. ' ' .. num(h.size) .. ' ' .. #h.owner .. ':' .. h.owner") \
+    L("end") \
+    /* The tenant's quota accounting (tier_quota.h): the board is an \
+     * object of its creator; an item's bytes and those of the log's \
+     * events about it are its owner's. QR, the board's charge, is loaded \
+     * by the first change of a script and kept by save. */ \
+    TIER_QUOTA_LUA \
+    L("local QR") \
+    L("local function quota_open()") \
+    L("  local tl, p = string.match(BASE, '^memoryd:bb:{(%d+):()')") \
+    L("  Q_open('" BB_QUOTA_PREFIX "' .. tl .. ':' .. string.sub(BASE, p, p + tonumber(tl) - 1) ..") \
+    L("    ':', NOW)") \
+    L("end") \
+    L("local function charge(owner, d)") \
+    L("  if not QR then") \
+    L("    quota_open()") \
+    L("    QR = Q_load(BASE) or {creator = '', b = {}, fresh = true}") \
+    L("  end") \
+    L("  Q_charge(QR, owner, d)") \
     L("end") \
     L("local function board()") \
     L("  local m = redis.call('HMGET', K_META, 'r', 'id', 'x', 'b', 'f')") \
     L("  if not m[1] then return nil end") \
     L("  return {r = tonumber(m[1]), id = m[2], x = tonumber(m[3]), b = tonumber(m[4]),") \
-    L("    f = tonumber(m[5])}") \
+    L("    f = tonumber(m[5]), x0 = tonumber(m[3])}") \
     L("end") \
     /* One revision's event: logged (the log trimmed to its bounds, f \
      * following the oldest entry) and published. */ \
-    L("local function emit(bd, kind, now, key, hdr, json)") \
+    L("local function emit(bd, kind, now, key, owner, hdr, json)") \
     L("  local ev = kind .. ' ' .. num(bd.r) .. ' ' .. num(now) .. ' ' .. num(bd.x) .. ' ' ..") \
     L("    #bd.id .. ':' .. bd.id .. #key .. ':' .. key .. hdr .. (json or '')") \
     L("  redis.call('RPUSH', K_LOG, ev)") \
+    L("  charge(owner, #ev)") \
     L("  local lb = redis.call('HINCRBY', K_META, 'lb', #ev)") \
     L("  local n = redis.call('LLEN', K_LOG)") \
     L("  while n > LOG_MAX or (n > 1 and lb > LOG_BYTES) do") \
     L("    local old = redis.call('LPOP', K_LOG)") \
+    L("    local oh = event_header(old)") \
+    L("    if oh then charge(oh.owner, -#old) end") \
     L("    lb = redis.call('HINCRBY', K_META, 'lb', -#old)") \
     L("    bd.f = bd.f + 1") \
     L("    n = n - 1") \
@@ -71,6 +105,7 @@
     L("  for _, k in ipairs({K_HDR, K_VAL, K_META, K_LOG, K_LEASE}) do") \
     L("    redis.call('PEXPIREAT', k, num(bd.x))") \
     L("  end") \
+    L("  if QR then Q_save(BASE, QR, bd.x, bd.x ~= bd.x0) end") \
     L("  index_leases()") \
     L("end") \
     /* Deletes key (its header h) in a revision of its own, logged and \
@@ -80,11 +115,12 @@
     L("local function remove(bd, kind, now, key, h)") \
     L("  bd.r = bd.r + 1") \
     L("  bd.b = bd.b - h.size") \
+    L("  charge(h.owner, -h.size)") \
     L("  redis.call('HDEL', K_HDR, key)") \
     L("  redis.call('HDEL', K_VAL, key)") \
     L("  redis.call('ZREM', K_LEASE, key)") \
     L("  h.ver = bd.r") \
-    L("  emit(bd, kind, now, key, header(h), nil)") \
+    L("  emit(bd, kind, now, key, h.owner, header(h), nil)") \
     L("end") \
     /* Deletes the keys whose lease ran out, one revision each; true when \
      * it changed the board (the caller saves it). */ \
@@ -105,11 +141,14 @@
  * PII kinds, size, JSON value, 4 random hex digits for a new board's id,
  * most keys, most bytes, default ttl ms. A new board's id is its creation
  * time (Redis's, 12 hex digits of Unix ms) and the random digits: the ids
- * of one task's boards sort by age; then read:all (1/0). Answers {0,
- * revision, expiry, created, header, board id} or an error: {1} a key the
+ * of one task's boards sort by age; then read:all (1/0), then the four
+ * quotas (tier_quota.h's order; 0: none). Answers {0, revision, expiry,
+ * created, header, board id, then the four uses after the change (the
+ * caller's count, the item owner's bytes)} or an error: {1} a key the
  * caller may neither read nor change, {2, current version, the caller's
  * own key (1/0)} not the expected version, {3} no such key to delete, {4,
- * keys} full, {5, bytes, bytes after} too big, {6} another's key.
+ * keys} full, {5, bytes, bytes after} too big, {6} another's key, {7,
+ * quota (1-based), use, use it would make} over a quota.
  *
  * A key hidden from the caller (above its clearance, or another's without
  * read:all) that it may not change either is refused before anything else
@@ -125,6 +164,7 @@ static const char post_body[] =
     L("local pii, size, json, rnd = ARGV[15], tonumber(ARGV[16]), ARGV[17], ARGV[18]")
     L("local max_keys, max_bytes, def_ttl = tonumber(ARGV[19]), tonumber(ARGV[20]), tonumber(ARGV[21])")
     L("local rall = ARGV[22] == '1'")
+    L("local qlim = {tonumber(ARGV[23]), tonumber(ARGV[24]), tonumber(ARGV[25]), tonumber(ARGV[26])}")
     L("local now = now_ms()")
     L("local bd = board()")
     L("if bd and expire_due(bd, now) then save(bd) end")
@@ -145,12 +185,21 @@ static const char post_body[] =
     L("  local b = (bd and bd.b or 0) - (old and old.size or 0) + size")
     L("  if b > max_bytes then return {5, bd and bd.b or 0, b} end")
     L("end")
+    /* What the change may add to the tenant's and the principals' use: a \
+     * new board, and the item's growth and its log event (measured once \
+     * written; here bounded from above). A delete always goes. */
+    L("quota_open()")
+    L("local owner = old and old.owner or sub")
+    L("local grow = del and 0 or size - (old and old.size or 0) + #json + #key + #owner + #pii + 160")
+    L("local over = Q_over(qlim, sub, bd and 0 or 1, owner, grow)")
+    L("if over then return {7, over[1], over[2], over[3]} end")
     L("local created = 0")
     L("if not bd then")
     L("  bd = {r = 0, id = string.format('%012x', now) .. string.sub(rnd, 1, 4),")
     L("    x = now + (ttl > 0 and ttl or def_ttl), b = 0, f = 1}")
     L("  redis.call('DEL', K_HDR, K_VAL, K_LOG, K_LEASE)")
     L("  redis.call('HDEL', K_META, 'lb')")
+    L("  QR = Q_new(BASE, sub)")
     L("  created = 1")
     L("elseif ttl > 0 and now + ttl > bd.x then")
     L("  bd.x = now + ttl")
@@ -165,16 +214,18 @@ static const char post_body[] =
     L("  local lease_at = lease > 0 and now + lease or 0")
     L("  h = header({ver = bd.r, label = label, create = old and old.create or num(now),")
     L("    update = num(now), lease = lease_at, pii = pii, size = size,")
-    L("    owner = old and old.owner or sub})")
+    L("    owner = owner})")
     L("  bd.b = bd.b - (old and old.size or 0) + size")
+    L("  charge(owner, size - (old and old.size or 0))")
     L("  redis.call('HSET', K_HDR, key, h)")
     L("  redis.call('HSET', K_VAL, key, json)")
     L("  if lease_at > 0 then redis.call('ZADD', K_LEASE, lease_at, key)")
     L("  elseif old and old.lease > 0 then redis.call('ZREM', K_LEASE, key) end")
-    L("  emit(bd, 'P', now, key, h, json)")
+    L("  emit(bd, 'P', now, key, owner, h, json)")
     L("end")
     L("save(bd)")
-    L("return {0, bd.r, bd.x, created, h, bd.id}");
+    L("local use = Q_use(sub, owner)")
+    L("return {0, bd.r, bd.x, created, h, bd.id, use[1], use[2], use[3], use[4]}");
 
 /* ARGV[5..]: caller, clearance, read:all (1/0), after ('' : a snapshot),
  * board id. Answers {'S', revision, expiry, board id, now, key, header,
@@ -197,9 +248,7 @@ static const char sync_body[] =
     L("  local out = {'E', bd.r, bd.x, bd.id, now}")
     L("  if a < bd.r then")
     L("    for _, ev in ipairs(redis.call('LRANGE', K_LOG, a + 1 - bd.f, -1)) do")
-    L("      local il, p = string.match(ev, '^%a %d+ %d+ %d+ (%d+):()')")
-    L("      local kl, q = string.match(ev, '^(%d+):()', p + tonumber(il))")
-    L("      if visible(header_at(ev, q + tonumber(kl))) then out[#out + 1] = ev end")
+    L("      if visible(event_header(ev)) then out[#out + 1] = ev end")
     L("    end")
     L("  end")
     L("  return out")
@@ -276,17 +325,19 @@ static const char erase_body[] =
     L("  end")
     L("end")
     L("if not dry then")
-    L("  local cut, cut_bytes, run = 0, 0, 0")
+    L("  local cut, cut_bytes, run, owners, lens = 0, 0, 0, {}, {}")
     L("  for i, ev in ipairs(redis.call('LRANGE', K_LOG, 0, -1)) do")
     L("    run = run + #ev")
-    L("    if string.sub(ev, 1, 1) == 'P' then")
-    L("      local il, p = string.match(ev, '^%a %d+ %d+ %d+ (%d+):()')")
-    L("      local kl, q = string.match(ev, '^(%d+):()', p + tonumber(il))")
-    L("      local h, vpos = header_at(ev, q + tonumber(kl))")
-    L("      if selects(h, h and string.sub(ev, vpos)) then cut, cut_bytes = i, run end")
+    L("    local h, vpos = event_header(ev)")
+    L("    owners[i], lens[i] = h and h.owner or '', #ev")
+    L("    if string.sub(ev, 1, 1) == 'P' and selects(h, h and string.sub(ev, vpos)) then")
+    L("      cut, cut_bytes = i, run")
     L("    end")
     L("  end")
     L("  if cut > 0 then")
+    L("    for i = 1, cut do")
+    L("      if owners[i] ~= '' then charge(owners[i], -lens[i]) end")
+    L("    end")
     L("    redis.call('LTRIM', K_LOG, cut, -1)")
     L("    redis.call('HINCRBY', K_META, 'lb', -cut_bytes)")
     L("    bd.f = bd.f + cut")

@@ -303,6 +303,7 @@ static void bb_free(void *state) {
     bb_service *svc = state;
     if (!svc) return;
     bb_hub_free(svc->hub);
+    tier_quota_free(svc->lim.quota);
     free(svc);
 }
 
@@ -314,11 +315,23 @@ static int bb_open(tier_env *env, void **state, char *err, size_t errlen) {
     svc->store = tier_store_on(env->pg, env->pga, 0);
     svc->audit = env->audit;
     /* The board's items must fit one Read answer or SNAPSHOT. */
+    tier_quota_def quota = {
+        .tier = "blackboard",
+        .objects = "boards",
+        .freed_by = "use goes down as boards expire, as keys are deleted, and as change logs "
+                    "roll over",
+        .limit = {c->quota_boards_per_tenant, c->quota_boards_per_principal,
+                  (int64_t)c->quota_board_mib_per_tenant << 20,
+                  (int64_t)c->quota_board_mib_per_principal << 20},
+        .flag = {"--quota-boards-per-tenant", "--quota-boards-per-principal",
+                 "--quota-board-mib-per-tenant", "--quota-board-mib-per-principal"}};
     svc->lim = (bb_limits){.max_keys = KEYS_MAX,
                            .max_bytes = (int64_t)env->max_response_bytes,
                            .default_ttl_ms = TTL_DEFAULT_MS,
                            .log_entries = c->blackboard_log_entries,
-                           .log_bytes = c->blackboard_log_bytes};
+                           .log_bytes = c->blackboard_log_bytes,
+                           .quota = tier_quota_create(&quota)};
+    if (!svc->lim.quota) return tier_oom(err, errlen);
     tier_eraser eraser = {.tier = MEMORY__V1__TIER__TIER_BLACKBOARD,
                           .name = "blackboard",
                           .fn = bb_erase,
@@ -342,6 +355,10 @@ static int bb_open(tier_env *env, void **state, char *err, size_t errlen) {
     log_fields(LOG_INFO, "blackboard tier", LOG_F_INT, "log_entries",
                (int64_t)c->blackboard_log_entries, LOG_F_INT, "log_bytes",
                (int64_t)c->blackboard_log_bytes, LOG_F_INT, "max_board_bytes", svc->lim.max_bytes,
+               LOG_F_INT, "quota_boards_per_tenant", (int64_t)c->quota_boards_per_tenant, LOG_F_INT,
+               "quota_boards_per_principal", (int64_t)c->quota_boards_per_principal, LOG_F_INT,
+               "quota_board_mib_per_tenant", (int64_t)c->quota_board_mib_per_tenant, LOG_F_INT,
+               "quota_board_mib_per_principal", (int64_t)c->quota_board_mib_per_principal,
                LOG_F_INT, "redis_grace_ms", (int64_t)c->blackboard_redis_grace_ms, LOG_F_END);
     return 0;
 }

@@ -64,8 +64,14 @@ static int post_answer(bb_post *p, const redisReply *r) {
     int64_t code = integer(r->element[0]);
     switch (code) {
     case 0: {
-        if (r->elements != 6 || !is_string(r->element[4]) || !is_string(r->element[5]))
+        if (r->elements != 6 + TIER_QUOTA_N || !is_string(r->element[4]) ||
+            !is_string(r->element[5]))
             return malformed(p->err, sizeof p->err, "post");
+        if (p->quota) {
+            int64_t use[TIER_QUOTA_N];
+            for (int i = 0; i < TIER_QUOTA_N; i++) use[i] = integer(r->element[6 + i]);
+            tier_quota_observe(p->quota, use);
+        }
         size_t used;
         p->rev = integer(r->element[1]);
         p->expire_ms = integer(r->element[2]);
@@ -112,6 +118,11 @@ static int post_answer(bb_post *p, const redisReply *r) {
         snprintf(p->err, sizeof p->err,
                  "the key belongs to another principal; changing it needs blackboard:write:all");
         return STATUS_EDENIED;
+    case 7:
+        if (r->elements != 4 || !p->quota) return malformed(p->err, sizeof p->err, "post");
+        tier_quota_refused(p->quota, (int)integer(r->element[1]) - 1, integer(r->element[2]),
+                           integer(r->element[3]), p->err, sizeof p->err);
+        return STATUS_EQUOTA;
     default: return malformed(p->err, sizeof p->err, "post");
     }
 }
@@ -129,8 +140,9 @@ int bb_post_start(bb_post *p, aredis *r, arena *a, const bb_names *n, const bb_l
     int i;
     p->ar = a;
     p->read_all = c->read_all;
+    p->quota = lim->quota;
     p->err[0] = '\0';
-    if (bb_eval_init(e, r, a, BB_SCRIPT_POST, BOARD_KEYS, BOARD_ARGS + 18) != 0 ||
+    if (bb_eval_init(e, r, a, BB_SCRIPT_POST, BOARD_KEYS, BOARD_ARGS + 18 + TIER_QUOTA_N) != 0 ||
         board_words(e, a, n, lim, &i) != 0)
         return -1;
     word(e, i++, in->key, strlen(in->key));
@@ -152,6 +164,9 @@ int bb_post_start(bb_post *p, aredis *r, arena *a, const bb_names *n, const bb_l
         number(e, a, i++, lim->default_ttl_ms) != 0)
         return -1;
     word(e, i++, c->read_all ? "1" : "0", 1);
+    for (int q = 0; q < TIER_QUOTA_N; q++)
+        if (number(e, a, i++, lim->quota ? tier_quota_limit(lim->quota, (tier_quota_id)q) : 0) != 0)
+            return -1;
     e->done = post_done;
     e->wait_reply = 1; /* its audit row follows its answer, whatever the caller does */
     bb_eval_submit(e, "blackboard post", deadline_ms);

@@ -22,6 +22,7 @@
 #include "service/store/aredis.h"
 #include "service/store/redis_pool.h"
 #include "service/tier/tier_erase.h"
+#include "service/tier/tier_quota.h"
 
 /* The bounds every board has (bb_service.c fills them from the flags). */
 typedef struct bb_limits {
@@ -30,6 +31,7 @@ typedef struct bb_limits {
     int64_t default_ttl_ms; /* a new board's, when the post gives none */
     int log_entries;        /* change log: most entries ... */
     int64_t log_bytes;      /* ... and bytes */
+    tier_quota *quota;      /* the tenants' and principals' quotas (NULL: none); borrowed */
 } bb_limits;
 
 /* Who asks: the read and write diodes' inputs. */
@@ -71,6 +73,7 @@ struct bb_post {
     char err[256];        /* why, on failure */
     arena *ar;
     int read_all; /* the caller's: may the version of another's key be named */
+    tier_quota *quota;
 };
 /* Starts p on board n for caller c (in and c themselves may go when this
  * returns; the strings they point to are borrowed until done):
@@ -78,7 +81,8 @@ struct bb_post {
  * STATUS_EDENIED (the key's label is above c's clearance, or another's
  * key without write_all), STATUS_ECONFLICT (not the expected version),
  * STATUS_ENOTFOUND (delete of a missing key), STATUS_EPRECONDITION (the
- * board is full or would pass its byte limit), or the backend's codes
+ * board is full or would pass its byte limit), STATUS_EQUOTA (the change
+ * would pass a quota of lim->quota: p->err names it), or the backend's codes
  * (EUNAVAILABLE, ETIMEOUT, ECANCELLED, EBUSY). */
 int bb_post_start(bb_post *p, aredis *r, arena *a, const bb_names *n, const bb_limits *lim,
                   const bb_caller *c, const bb_post_in *in, int64_t deadline_ms);

@@ -187,6 +187,29 @@ static const opt_def options[] = {
     OPT_NUMBER("session-sweep-ms", session_sweep_ms, "60000", 0, 86400000,
                "how often durable sessions past their grace are closed in PostgreSQL (their PII "
                "redacted or dropped per --pii-policy); 0: this replica never closes them"),
+    OPT_NUMBER("quota-boards-per-tenant", quota_boards_per_tenant, "10000", 0, INT_MAX,
+               "blackboards one tenant may hold in Redis at once (a board is held until it "
+               "expires); more are RESOURCE_EXHAUSTED; 0: no limit"),
+    OPT_NUMBER("quota-boards-per-principal", quota_boards_per_principal, "1000", 0, INT_MAX,
+               "blackboards one principal (token subject) may have created and not yet expired; 0: "
+               "no limit"),
+    OPT_NUMBER("quota-board-mib-per-tenant", quota_board_mib_per_tenant, "1024", 0, 1048576,
+               "MiB one tenant's blackboards may hold in Redis: items and the change logs kept "
+               "for resuming streams; 0: no limit"),
+    OPT_NUMBER(
+        "quota-board-mib-per-principal", quota_board_mib_per_principal, "256", 0, 1048576,
+        "MiB of blackboard items one principal owns and of change-log entries about them; 0: "
+        "no limit"),
+    OPT_NUMBER("quota-sessions-per-tenant", quota_sessions_per_tenant, "10000", 0, INT_MAX,
+               "sessions one tenant may hold in Redis at once (until their purge time); 0: no "
+               "limit"),
+    OPT_NUMBER("quota-sessions-per-principal", quota_sessions_per_principal, "1000", 0, INT_MAX,
+               "sessions one principal may hold in Redis at once (until their purge time); 0: no "
+               "limit"),
+    OPT_NUMBER("quota-session-mib-per-tenant", quota_session_mib_per_tenant, "1024", 0, 1048576,
+               "MiB of session values one tenant may hold in Redis; 0: no limit"),
+    OPT_NUMBER("quota-session-mib-per-principal", quota_session_mib_per_principal, "256", 0,
+               1048576, "MiB of values in the sessions one principal owns; 0: no limit"),
     OPT_TEXT("retention", retention, "730d",
              "how long long-term records (GlobalMemory, EpisodicMemory, Entries, WorkingMemory, "
              "closed durable sessions) are kept after "

@@ -18,6 +18,7 @@ const char *status_name(int code) {
     case STATUS_EBUSY: return "STATUS_EBUSY";
     case STATUS_ECANCELLED: return "STATUS_ECANCELLED";
     case STATUS_EPRECONDITION: return "STATUS_EPRECONDITION";
+    case STATUS_EQUOTA: return "STATUS_EQUOTA";
     default: return "STATUS_E?";
     }
 }
@@ -39,6 +40,7 @@ const char *status_text(int code) {
     case STATUS_EBUSY: return "a backend is saturated";
     case STATUS_ECANCELLED: return "cancelled";
     case STATUS_EPRECONDITION: return "refused in the record's current state";
+    case STATUS_EQUOTA: return "over quota";
     default: return "unknown error";
     }
 }

@@ -25,6 +25,7 @@
 #define STATUS_EBUSY (-12)         /* a bounded queue is full: the backend is saturated */
 #define STATUS_ECANCELLED (-13)    /* the caller cancelled the call */
 #define STATUS_EPRECONDITION (-14) /* the change is refused in the record's current state */
+#define STATUS_EQUOTA (-15)        /* the change would pass a tenant's or principal's quota */
 
 /* "STATUS_ENOTFOUND": for logs and tests. "STATUS_E?" for unknown codes. */
 const char *status_name(int code);

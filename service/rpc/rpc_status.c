@@ -18,6 +18,7 @@ grpc_status_code rpc_status_of(int code) {
     case STATUS_EBUSY: return GRPC_STATUS_RESOURCE_EXHAUSTED;
     case STATUS_ECANCELLED: return GRPC_STATUS_CANCELLED;
     case STATUS_EPRECONDITION: return GRPC_STATUS_FAILED_PRECONDITION;
+    case STATUS_EQUOTA: return GRPC_STATUS_RESOURCE_EXHAUSTED;
     default: return GRPC_STATUS_INTERNAL;
     }
 }

@@ -2,6 +2,7 @@
 #include "service/session/sess_lua.h"
 
 #include "service/tier/tier_erase.h"
+#include "service/tier/tier_quota.h"
 
 /* The scripts are Lua, one line per L(): clang-format would fold them. */
 /* clang-format off */
@@ -31,22 +32,43 @@
     L("  for _, v in ipairs({...}) do r[#r + 1] = v end") \
     L("  return r") \
     L("end") \
-    /* The session's purge time, in the hash's expiry and the owner's index. */ \
+    /* The tenant's quota accounting (tier_quota.h): a session is an \
+     * object of its owner, its values' bytes (@b) are the owner's too. \
+     * QR, its charge, is loaded by a script that changes it. */ \
+    TIER_QUOTA_LUA \
+    L("local QR") \
+    L("local function quota_open(now)") \
+    L("  Q_open('" SESS_QUOTA_PREFIX "' .. string.match(ZPREFIX, '^memoryd:sessions:(.*)$'), now)") \
+    L("end") \
+    L("local function quota_limits(i)") \
+    L("  return {tonumber(ARGV[i]), tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2]),") \
+    L("    tonumber(ARGV[i + 3])}") \
+    L("end") \
+    L("local function quota_use(s)") \
+    L("  local u = Q_use(s.o, s.o)") \
+    L("  return num(u[1]), num(u[2]), num(u[3]), num(u[4])") \
+    L("end") \
+    /* The session's purge time, in the hash's expiry, the owner's index \
+     * and the quota accounting (its charge, when the script changed it). */ \
     L("local function keep(s, now)") \
     L("  local p = purge(s)") \
     L("  redis.call('PEXPIREAT', K, num(p))") \
     L("  local z = ZPREFIX .. #s.o .. ':' .. s.o") \
     L("  redis.call('ZADD', z, p, K)") \
     L("  if redis.call('PTTL', z) < p - now then redis.call('PEXPIREAT', z, num(p)) end") \
+    L("  quota_open(now)") \
+    L("  if QR then Q_save(K, QR, p, true) else Q_expire(K, p) end") \
     L("end") \
     /* Use extends the session; within a granule of its last extension \
      * (a second, or a hundredth of a short duration) it needs no write: \
-     * the hot path of a session in use is then reads alone. */ \
+     * the hot path of a session in use is then reads alone. True when it \
+     * extended it. */ \
     L("local function touch(s, now)") \
-    L("  if now - s.a < math.min(1000, math.floor(s.d / 100)) then return end") \
+    L("  if now - s.a < math.min(1000, math.floor(s.d / 100)) then return false end") \
     L("  s.a = now") \
     L("  redis.call('HSET', K, '@a', num(now))") \
     L("  keep(s, now)") \
+    L("  return true") \
     L("end") \
     L("local function open()") \
     L("  local s = load()") \
@@ -63,20 +85,24 @@
     L("end") \
     L("local META = 8")
 
-/* A new session of CALLER, unless it holds the most already. */
+/* A new session of CALLER, unless it or its tenant holds the most
+ * already (ARGV[7..10]: the quotas). */
 static const char start_body[] =
     PRELUDE
     L("local now = now_ms()")
     L("local z = ZPREFIX .. #CALLER .. ':' .. CALLER")
     L("redis.call('ZREMRANGEBYSCORE', z, '-inf', now)")
-    L("if redis.call('ZCARD', z) >= tonumber(ARGV[7]) then return {6} end")
     L("if redis.call('EXISTS', K) == 1 then return {7} end")
+    L("quota_open(now)")
+    L("local over = Q_over(quota_limits(7), CALLER, 1, CALLER, 0)")
+    L("if over then return {6, over[1], over[2], over[3]} end")
     L("local s = {o = CALLER, d = tonumber(ARGV[4]), c = now, a = now, e = 0, u = ARGV[6],")
     L("  b = 0, g = tonumber(ARGV[5])}")
     L("redis.call('HSET', K, '@o', s.o, '@d', num(s.d), '@c', num(now), '@a', num(now),")
     L("  '@e', '0', '@u', s.u, '@b', '0', '@g', num(s.g))")
+    L("QR = Q_new(K, CALLER)")
     L("keep(s, now)")
-    L("return reply(0, s, 1)");
+    L("return reply(0, s, 1, quota_use(s))");
 
 static const char get_body[] =
     PRELUDE
@@ -91,7 +117,8 @@ static const char get_body[] =
     L("return reply(0, s, st, v)");
 
 /* The label: the requested one, at least the writer's floor, never below
- * the record's. The owner: whoever created the record. */
+ * the record's. The owner: whoever created the record. The bytes: the
+ * session owner's (ARGV[12..15]: the quotas). */
 static const char set_body[] =
     PRELUDE
     L("local s = open()")
@@ -114,11 +141,16 @@ static const char set_body[] =
     L("end")
     L("local bytes = s.b - oldsize + #value")
     L("if bytes > tonumber(ARGV[11]) then return reply(4, s, st, 'bytes') end")
+    L("quota_open(now)")
+    L("local over = Q_over(quota_limits(12), s.o, 0, s.o, #value - oldsize)")
+    L("if over then return {6, over[1], over[2], over[3]} end")
     L("local hdr = num(label) .. ' ' .. num(ver + 1) .. ' ' .. created .. ' ' .. num(now) .. ' ' ..")
     L("  ARGV[8] .. ' ' .. #owner .. ':' .. owner .. '\\n'")
     L("redis.call('HSET', K, f, hdr .. value, '@b', num(bytes))")
-    L("touch(s, now)")
-    L("return reply(0, s, st, hdr .. num(#value))");
+    L("QR = Q_load(K) or {creator = '', b = {}, fresh = true}")
+    L("Q_charge(QR, s.o, #value - oldsize)")
+    L("if not touch(s, now) then Q_save(K, QR, purge(s), false) end")
+    L("return reply(0, s, st, hdr .. num(#value), quota_use(s))");
 
 static const char list_body[] =
     PRELUDE
@@ -169,6 +201,10 @@ static const char erase_body[] =
     L("if not s then return {1} end")
     L("local who, dry, subject = ARGV[4], ARGV[5] == '1', ARGV[6]")
     L("local n = 0")
+    L("if not dry then")
+    L("  quota_open(now_ms())")
+    L("  QR = Q_load(K) or {creator = '', b = {}, fresh = true}")
+    L("end")
     /* A durable session's records are counted where PostgreSQL erases
      * them (sess_pg.c), not twice. */
     L("local counted = s.u ~= '1'")
@@ -177,6 +213,7 @@ static const char erase_body[] =
     L("  if not dry then")
     L("    redis.call('DEL', K)")
     L("    redis.call('ZREM', ZPREFIX .. #s.o .. ':' .. s.o, K)")
+    L("    Q_release(K)")
     L("  end")
     L("  return {0, counted and n or 0}")
     L("end")
@@ -190,9 +227,11 @@ static const char erase_body[] =
     L("    if not dry then")
     L("      redis.call('HDEL', K, f)")
     L("      redis.call('HINCRBY', K, '@b', -(#v - h.vstart + 1))")
+    L("      Q_charge(QR, s.o, -(#v - h.vstart + 1))")
     L("    end")
     L("  end")
     L("end")
+    L("if not dry and n > 0 then Q_save(K, QR, purge(s), false) end")
     L("return {0, counted and n or 0}");
 
 /* Reads, never writes: the records of a plain (not durable) session that

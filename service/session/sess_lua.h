@@ -11,8 +11,8 @@
  * ms> <pii kinds, comma-separated, or -> <owner length>:<owner>\n" and the
  * value. The hash expires (PEXPIREAT) at its purge time. Each owner's
  * sessions are indexed in a sorted set (ARGV[1] .. owner length ":" ..
- * owner; members the session keys, scores their purge times) that bounds
- * how many a principal holds open; its name is built inside the scripts
+ * owner; members the session keys, scores their purge times) by which
+ * erasure and export find them; its name is built inside the scripts
  * from the stored owner (one Redis: Redis Cluster is not supported).
  *
  * A use extends a session to within a second of its true expiry (less
@@ -29,10 +29,10 @@
 #include "service/store/redis_script.h"
 
 typedef enum sess_script_id {
-    SESS_SCRIPT_START = 0,  /* ARGV[4..7]: duration ms, grace ms, durable, max sessions */
+    SESS_SCRIPT_START = 0,  /* ARGV[4..10]: duration ms, grace ms, durable, the 4 quotas */
     SESS_SCRIPT_GET = 1,    /* ARGV[4..5]: key, clr; then the record or nothing */
-    SESS_SCRIPT_SET = 2,    /* ARGV[4..11]: key, clr, label, lvl, pii, value, max keys,
-                             * max bytes; then the record's header and size */
+    SESS_SCRIPT_SET = 2,    /* ARGV[4..15]: key, clr, label, lvl, pii, value, max keys,
+                             * max bytes, the 4 quotas; then the record's header and size */
     SESS_SCRIPT_LIST = 3,   /* ARGV[4..5]: clr, with values; then key, record pairs */
     SESS_SCRIPT_END = 4,    /* then the number of records */
     SESS_SCRIPT_ERASE = 5,  /* ARGV[4..6]: principal ('' any), dry run, subject id ('' none);
@@ -50,9 +50,16 @@ enum {
     SESS_CLOSED = 3,     /* a write to an EXPIRED or ENDED session */
     SESS_FULL = 4,       /* the session's keys or bytes */
     SESS_DENIED = 5,     /* the record's label is above the caller's clr */
-    SESS_TOO_MANY = 6,   /* the caller's open sessions */
+    SESS_OVER_QUOTA = 6, /* then the quota (1-based), its use, the use it would make */
     SESS_EXISTS = 7,     /* Start: the id is taken */
 };
+
+/* The quota accounting's prefix (tier_quota.h), before "<tenant length>:
+ * <tenant>:"; the scripts build it from the owner index prefix. Start and
+ * Set take the four quotas (tier_quota.h's order; 0: none) and answer,
+ * when they succeed, the four uses after the change (the session owner's)
+ * after everything else. */
+#define SESS_QUOTA_PREFIX "memoryd:quota:session:"
 
 /* The script (redis_script hashes it on its first run). */
 redis_script *sess_script(sess_script_id id);

@@ -222,10 +222,12 @@ static grpc_status_code answered(pending *pp, int status) {
         rpc_call_set_error(call, "key \"%s\" of session %s is labelled above the token's clr",
                            pp->key, op->id);
         return GRPC_STATUS_PERMISSION_DENIED;
-    case SESS_TOO_MANY:
-        rpc_call_set_error(call, "%s holds %d sessions open; end some first", principal_sub(pp->p),
-                           SESS_OPEN_MAX);
-        return GRPC_STATUS_RESOURCE_EXHAUSTED;
+    case SESS_OVER_QUOTA: {
+        char why[512];
+        tier_quota_refused(pp->svc->quota, (int)op->over[0], op->over[1], op->over[2], why,
+                           sizeof why);
+        return rpc_call_fail(call, STATUS_EQUOTA, why);
+    }
     case SESS_EXISTS:
         rpc_call_set_error(call, "session id collision; start again");
         return GRPC_STATUS_ABORTED;
@@ -233,6 +235,7 @@ static grpc_status_code answered(pending *pp, int status) {
         rpc_call_set_error(call, "session %s: unexpected answer %d", op->id, op->code);
         return GRPC_STATUS_INTERNAL;
     }
+    if (op->has_use) tier_quota_observe(pp->svc->quota, op->use);
     switch (pp->kind) {
     case OP_START: {
         Memory__V1__SessionStartResponse *resp = (Memory__V1__SessionStartResponse *)pp->resp;
@@ -314,6 +317,14 @@ static grpc_status_code check_key(rpc_call *call, const char *key) {
     return tier_check_name(call, "key", key, SESS_KEY_MAX_CHARS, 1);
 }
 
+/* The four quotas as the script's words from index i. */
+static int quota_words(pending *pp, int i) {
+    for (int q = 0; q < TIER_QUOTA_N; q++)
+        if (sess_op_num(&pp->op, i + q, tier_quota_limit(pp->svc->quota, (tier_quota_id)q)) != 0)
+            return -1;
+    return 0;
+}
+
 /* ------------------------------------------------------------ handlers */
 
 static RPC_UNARY_HANDLER(do_start, sess_service, Memory__V1__SessionStartRequest,
@@ -326,11 +337,10 @@ static RPC_UNARY_HANDLER(do_start, sess_service, Memory__V1__SessionStartRequest
     if (!id) return rpc_call_oom(call);
     jwt_new_id(id);
     pending *pp;
-    RPC_CHECK(
-        begin(call, svc, &resp->base, OP_START, SESS_SCRIPT_START, id, "session:write", 4, &pp));
+    RPC_CHECK(begin(call, svc, &resp->base, OP_START, SESS_SCRIPT_START, id, "session:write",
+                    3 + TIER_QUOTA_N, &pp));
     if (sess_op_num(&pp->op, 0, duration_ms) != 0 ||
-        sess_op_num(&pp->op, 1, svc->env->cfg->session_grace_ms) != 0 ||
-        sess_op_num(&pp->op, 3, SESS_OPEN_MAX) != 0)
+        sess_op_num(&pp->op, 1, svc->env->cfg->session_grace_ms) != 0 || quota_words(pp, 3) != 0)
         return rpc_call_oom(call);
     sess_op_arg(&pp->op, 2, req->durable ? "1" : "0", 1);
     return submit(pp);
@@ -396,7 +406,7 @@ static RPC_UNARY_HANDLER(do_set, sess_service, Memory__V1__SessionSetRequest,
     RPC_CHECK(tier_check_label(call, "label", (int)req->label));
     pending *pp;
     RPC_CHECK(begin(call, svc, &resp->base, OP_SET, SESS_SCRIPT_SET, req->session_id,
-                    "session:write", 8, &pp));
+                    "session:write", 8 + TIER_QUOTA_N, &pp));
     const char *pii;
     RPC_CHECK(set_pii(call, svc, pp->p, req, pp, &pii));
     pp->key = req->key;
@@ -406,7 +416,8 @@ static RPC_UNARY_HANDLER(do_set, sess_service, Memory__V1__SessionSetRequest,
     if (sess_op_num(&pp->op, 1, principal_clr(pp->p)) != 0 ||
         sess_op_num(&pp->op, 2, req->label) != 0 ||
         sess_op_num(&pp->op, 3, principal_stamp_label(pp->p, 0, 0)) != 0 ||
-        sess_op_num(&pp->op, 6, SESS_KEYS_MAX) != 0 || sess_op_num(&pp->op, 7, SESS_BYTES_MAX) != 0)
+        sess_op_num(&pp->op, 6, SESS_KEYS_MAX) != 0 ||
+        sess_op_num(&pp->op, 7, SESS_BYTES_MAX) != 0 || quota_words(pp, 8) != 0)
         return rpc_call_oom(call);
     tier_target(call, "session:%s/%s", req->session_id, req->key);
     return submit(pp);
@@ -452,6 +463,18 @@ static int sess_open(tier_env *env, void **state, char *err, size_t errlen) {
     if (!svc) return -1;
     svc->env = env;
     svc->store = tier_store_on(env->pg, env->pga, env->max_response_bytes);
+    const config *c = env->cfg;
+    tier_quota_def quota = {
+        .tier = "session",
+        .objects = "sessions",
+        .freed_by = "use goes down as sessions pass their purge time and as a Forget erases "
+                    "them; End starts the grace period sooner",
+        .limit = {c->quota_sessions_per_tenant, c->quota_sessions_per_principal,
+                  (int64_t)c->quota_session_mib_per_tenant << 20,
+                  (int64_t)c->quota_session_mib_per_principal << 20},
+        .flag = {"--quota-sessions-per-tenant", "--quota-sessions-per-principal",
+                 "--quota-session-mib-per-tenant", "--quota-session-mib-per-principal"}};
+    if (!(svc->quota = tier_quota_create(&quota))) return tier_oom(err, errlen);
     if (env->redis && env->cfg->session_sweep_ms > 0 &&
         worker_start(sweeper_main, svc, &svc->sweeper) != 0)
         return tier_oom(err, errlen);
@@ -467,6 +490,7 @@ static void sess_free(void *state) {
     sess_service *svc = state;
     if (!svc) return;
     worker_stop(svc->sweeper, NULL);
+    tier_quota_free(svc->quota);
     free(svc);
 }
 

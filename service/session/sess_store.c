@@ -80,8 +80,10 @@ static int decode_info(sess_op *op, const redisReply *r) {
     return op->info.owner ? 0 : -1;
 }
 
-static int decode_recs(sess_op *op, const redisReply *r, size_t from, int keyed, int with_value) {
-    size_t n = (r->elements - from) / (keyed ? 2 : 1);
+/* The records in r's elements [from, to). */
+static int decode_recs(sess_op *op, const redisReply *r, size_t from, size_t to, int keyed,
+                       int with_value) {
+    size_t n = (to - from) / (keyed ? 2 : 1);
     op->recs = arena_alloc(op->a, (n + 1) * sizeof *op->recs);
     if (!op->recs) return -1;
     for (size_t i = 0; i < n; i++) {
@@ -105,17 +107,33 @@ static int decode(sess_op *op, const redisReply *r) {
     if (id == SESS_SCRIPT_ERASE)
         return op->code == SESS_OK ? (r->elements == 2 ? reply_int(r->element[1], &op->count) : -1)
                                    : 0;
+    if (op->code == SESS_OVER_QUOTA) {
+        if (r->elements != 4) return -1;
+        for (int i = 0; i < 3; i++)
+            if (reply_int(r->element[1 + i], &op->over[i]) != 0) return -1;
+        op->over[0]--;
+        return 0;
+    }
     if (r->elements == 1) return 0; /* no session (or none to report) */
     if (decode_info(op, r) != 0) return -1;
     if (op->code == SESS_FULL && r->elements > 8 && r->element[8]->type == REDIS_REPLY_STRING)
         op->full = arena_strndup(op->a, r->element[8]->str, r->element[8]->len);
     if (op->code != SESS_OK) return 0;
+    size_t n = r->elements;
+    if (id == SESS_SCRIPT_START || id == SESS_SCRIPT_SET) { /* the uses come last */
+        if (n < 8 + 4) return -1;
+        n -= 4;
+        for (int i = 0; i < 4; i++)
+            if (reply_int(r->element[n + i], &op->use[i]) != 0) return -1;
+        op->has_use = 1;
+    }
     switch (id) {
-    case SESS_SCRIPT_GET: return r->elements == 9 ? decode_recs(op, r, 8, 0, 1) : -1;
-    case SESS_SCRIPT_SET: return r->elements == 9 ? decode_recs(op, r, 8, 0, 0) : -1;
+    case SESS_SCRIPT_START: return n == 8 ? 0 : -1;
+    case SESS_SCRIPT_GET: return n == 9 ? decode_recs(op, r, 8, n, 0, 1) : -1;
+    case SESS_SCRIPT_SET: return n == 9 ? decode_recs(op, r, 8, n, 0, 0) : -1;
     case SESS_SCRIPT_LIST:
-        return (r->elements - 8) % 2 == 0 ? decode_recs(op, r, 8, 1, op->with_values) : -1;
-    case SESS_SCRIPT_END: return r->elements == 9 ? reply_int(r->element[8], &op->count) : -1;
+        return (n - 8) % 2 == 0 ? decode_recs(op, r, 8, n, 1, op->with_values) : -1;
+    case SESS_SCRIPT_END: return n == 9 ? reply_int(r->element[8], &op->count) : -1;
     default: return 0;
     }
 }

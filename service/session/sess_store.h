@@ -45,8 +45,11 @@ struct sess_op {
     size_t nrecs;
     int64_t count;    /* END: records; ERASE: records erased */
     const char *full; /* SESS_FULL: "keys" or "bytes" */
-    int with_values;  /* LIST */
-    char err[256];    /* on a failure status */
+    int64_t over[3];  /* SESS_OVER_QUOTA: the quota (0-based TIER_QUOTA_*), use, use after */
+    int64_t use[4];   /* Start and Set that went: the uses after them (TIER_QUOTA_* order) */
+    int has_use;
+    int with_values; /* LIST */
+    char err[256];   /* on a failure status */
     void (*done)(sess_op *op, int status);
     void *arg; /* the caller's */
 };

@@ -44,7 +44,7 @@ std::string Tenant(const std::string& name) {
 }
 
 // Boards expire two minutes after the test; the log keeps every event.
-const bb_limits kLimits = {1000, 1 << 20, 120000, 1000, 1 << 20};
+const bb_limits kLimits = {1000, 1 << 20, 120000, 1000, 1 << 20, nullptr};
 
 // One post through the store, as the service sends it, and its answer.
 struct PostWait {

@@ -84,6 +84,14 @@ const std::vector<std::pair<std::string, std::string>> kOptions = {
     {"embedder-timeout-ms", "MEMORYD_EMBEDDER_TIMEOUT_MS"},
     {"embedder-batch", "MEMORYD_EMBEDDER_BATCH"},
     {"cache-l1-ttl-ms", "MEMORYD_CACHE_L1_TTL_MS"},
+    {"quota-boards-per-tenant", "MEMORYD_QUOTA_BOARDS_PER_TENANT"},
+    {"quota-boards-per-principal", "MEMORYD_QUOTA_BOARDS_PER_PRINCIPAL"},
+    {"quota-board-mib-per-tenant", "MEMORYD_QUOTA_BOARD_MIB_PER_TENANT"},
+    {"quota-board-mib-per-principal", "MEMORYD_QUOTA_BOARD_MIB_PER_PRINCIPAL"},
+    {"quota-sessions-per-tenant", "MEMORYD_QUOTA_SESSIONS_PER_TENANT"},
+    {"quota-sessions-per-principal", "MEMORYD_QUOTA_SESSIONS_PER_PRINCIPAL"},
+    {"quota-session-mib-per-tenant", "MEMORYD_QUOTA_SESSION_MIB_PER_TENANT"},
+    {"quota-session-mib-per-principal", "MEMORYD_QUOTA_SESSION_MIB_PER_PRINCIPAL"},
     {"retention", "MEMORYD_RETENTION"},
     {"retention-pii", "MEMORYD_RETENTION_PII"},
     {"retention-policy", "MEMORYD_RETENTION_POLICY"},
@@ -520,6 +528,23 @@ TEST_F(ConfigTest, PiiPolicyIsRejectByDefaultAndValidated) {
   EXPECT_STREQ("redact", c_.pii_policy);
   ASSERT_EQ(-1, Load({kPgFlag, "--pii-policy=allow"}));
   EXPECT_NE(std::string::npos, Err().find("MEMORYD_PII_POLICY")) << Err();
+}
+
+TEST_F(ConfigTest, QuotasOnBoardsAndSessionsHaveBoundedDefaults) {
+  ASSERT_EQ(0, Load({kPgFlag})) << Err();
+  EXPECT_EQ(10000, c_.quota_boards_per_tenant);
+  EXPECT_EQ(1000, c_.quota_boards_per_principal);
+  EXPECT_EQ(1024, c_.quota_board_mib_per_tenant);
+  EXPECT_EQ(256, c_.quota_board_mib_per_principal);
+  EXPECT_EQ(10000, c_.quota_sessions_per_tenant);
+  EXPECT_EQ(1000, c_.quota_sessions_per_principal);
+  EXPECT_EQ(1024, c_.quota_session_mib_per_tenant);
+  EXPECT_EQ(256, c_.quota_session_mib_per_principal);
+  // 0 lifts a quota; a negative one is refused, naming the flag.
+  ASSERT_EQ(0, Load({kPgFlag, "--quota-boards-per-tenant=0"})) << Err();
+  EXPECT_EQ(0, c_.quota_boards_per_tenant);
+  ASSERT_EQ(-1, Load({kPgFlag, "--quota-session-mib-per-principal=-1"}));
+  EXPECT_NE(std::string::npos, Err().find("--quota-session-mib-per-principal")) << Err();
 }
 
 TEST_F(ConfigTest, BackendQueueAndDefaultDeadlineHaveBoundedDefaults) {
