@@ -54,7 +54,10 @@
     /* The tenant's quota accounting (tier_quota.h): the board is an \
      * object of its creator; an item's bytes and those of the log's \
      * events about it are its owner's. QR, the board's charge, is loaded \
-     * by the first change of a script and kept by save. */ \
+     * before a script's first change (charge_load) and kept by save; a \
+     * board without one (made before quotas, or by a replica without \
+     * them) is charged what it holds then, once, and counts for no \
+     * creator. */ \
     TIER_QUOTA_LUA \
     L("local QR") \
     L("local function quota_open()") \
@@ -62,11 +65,25 @@
     L("  Q_open('" BB_QUOTA_PREFIX "' .. tl .. ':' .. string.sub(BASE, p, p + tonumber(tl) - 1) ..") \
     L("    ':', NOW)") \
     L("end") \
-    L("local function charge(owner, d)") \
-    L("  if not QR then") \
-    L("    quota_open()") \
-    L("    QR = Q_load(BASE) or {creator = '', b = {}, fresh = true}") \
+    L("local function charge_load()") \
+    L("  if QR then return end") \
+    L("  quota_open()") \
+    L("  QR = Q_load(BASE)") \
+    L("  if QR then return end") \
+    L("  local bytes = {}") \
+    L("  local hk = redis.call('HGETALL', K_HDR)") \
+    L("  for i = 2, #hk, 2 do") \
+    L("    local h = header_at(hk[i], 1)") \
+    L("    if h then bytes[h.owner] = (bytes[h.owner] or 0) + h.size end") \
     L("  end") \
+    L("  for _, ev in ipairs(redis.call('LRANGE', K_LOG, 0, -1)) do") \
+    L("    local h = event_header(ev)") \
+    L("    if h then bytes[h.owner] = (bytes[h.owner] or 0) + #ev end") \
+    L("  end") \
+    L("  QR = Q_adopt(BASE, '', bytes)") \
+    L("end") \
+    L("local function charge(owner, d)") \
+    L("  charge_load()") \
     L("  Q_charge(QR, owner, d)") \
     L("end") \
     L("local function board()") \
@@ -127,6 +144,7 @@
     L("local function expire_due(bd, now)") \
     L("  local due = redis.call('ZRANGEBYSCORE', K_LEASE, '-inf', now)") \
     L("  if #due == 0 then return false end") \
+    L("  charge_load()") \
     L("  for _, key in ipairs(due) do") \
     L("    redis.call('ZREM', K_LEASE, key)") \
     L("    local hs = redis.call('HGET', K_HDR, key)") \
@@ -188,7 +206,10 @@ static const char post_body[] =
     /* What the change may add to the tenant's and the principals' use: a \
      * new board, and the item's growth and its log event (measured once \
      * written; here bounded from above). A delete always goes. */
-    L("quota_open()")
+    L("if bd then charge_load() else")
+    L("  quota_open()")
+    L("  Q_release(BASE)") /* a board Redis dropped before its charge went */
+    L("end")
     L("local owner = old and old.owner or sub")
     L("local grow = del and 0 or size - (old and old.size or 0) + #json + #key + #owner + #pii + 160")
     L("local over = Q_over(qlim, sub, bd and 0 or 1, owner, grow)")
@@ -309,6 +330,7 @@ static const char erase_body[] =
     L("local bd = board()")
     L("if not bd then return 0 end")
     L("local now = now_ms()")
+    L("if not dry then charge_load() end")
     L("local changed = not dry and expire_due(bd, now)")
     L("local n = 0")
     L("local hk = redis.call('HGETALL', K_HDR)")

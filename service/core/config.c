@@ -207,9 +207,10 @@ static const opt_def options[] = {
                "sessions one principal may hold in Redis at once (until their purge time); 0: no "
                "limit"),
     OPT_NUMBER("quota-session-mib-per-tenant", quota_session_mib_per_tenant, "1024", 0, 1048576,
-               "MiB of session values one tenant may hold in Redis; 0: no limit"),
+               "MiB of session records (keys, headers, values) one tenant may hold in Redis; 0: "
+               "no limit"),
     OPT_NUMBER("quota-session-mib-per-principal", quota_session_mib_per_principal, "256", 0,
-               1048576, "MiB of values in the sessions one principal owns; 0: no limit"),
+               1048576, "MiB of records in the sessions one principal owns; 0: no limit"),
     OPT_TEXT("retention", retention, "730d",
              "how long long-term records (GlobalMemory, EpisodicMemory, Entries, WorkingMemory, "
              "closed durable sessions) are kept after "

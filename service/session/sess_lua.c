@@ -33,8 +33,11 @@
     L("  return r") \
     L("end") \
     /* The tenant's quota accounting (tier_quota.h): a session is an \
-     * object of its owner, its values' bytes (@b) are the owner's too. \
-     * QR, its charge, is loaded by a script that changes it. */ \
+     * object of its owner, and so are its bytes: its records (keys, \
+     * headers, values) and OWN_BYTES for its own fields. QR, its charge, \
+     * is loaded before a script changes it (charge_load); a session \
+     * without one (made before quotas, or by a replica without them) is \
+     * charged what it holds then, once. */ \
     TIER_QUOTA_LUA \
     L("local QR") \
     L("local function quota_open(now)") \
@@ -43,6 +46,19 @@
     L("local function quota_limits(i)") \
     L("  return {tonumber(ARGV[i]), tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2]),") \
     L("    tonumber(ARGV[i + 3])}") \
+    L("end") \
+    L("local OWN_BYTES = 160") \
+    L("local function charge_load(s, now)") \
+    L("  if QR then return end") \
+    L("  quota_open(now)") \
+    L("  QR = Q_load(K)") \
+    L("  if QR then return end") \
+    L("  local bytes = #K + OWN_BYTES") \
+    L("  local all = redis.call('HGETALL', K)") \
+    L("  for i = 1, #all, 2 do") \
+    L("    if string.sub(all[i], 1, 2) == 'k:' then bytes = bytes + #all[i] + #all[i + 1] end") \
+    L("  end") \
+    L("  QR = Q_adopt(K, s.o, {[s.o] = bytes})") \
     L("end") \
     L("local function quota_use(s)") \
     L("  local u = Q_use(s.o, s.o)") \
@@ -94,13 +110,14 @@ static const char start_body[] =
     L("redis.call('ZREMRANGEBYSCORE', z, '-inf', now)")
     L("if redis.call('EXISTS', K) == 1 then return {7} end")
     L("quota_open(now)")
-    L("local over = Q_over(quota_limits(7), CALLER, 1, CALLER, 0)")
+    L("local over = Q_over(quota_limits(7), CALLER, 1, CALLER, #K + OWN_BYTES)")
     L("if over then return {6, over[1], over[2], over[3]} end")
     L("local s = {o = CALLER, d = tonumber(ARGV[4]), c = now, a = now, e = 0, u = ARGV[6],")
     L("  b = 0, g = tonumber(ARGV[5])}")
     L("redis.call('HSET', K, '@o', s.o, '@d', num(s.d), '@c', num(now), '@a', num(now),")
     L("  '@e', '0', '@u', s.u, '@b', '0', '@g', num(s.g))")
     L("QR = Q_new(K, CALLER)")
+    L("Q_charge(QR, CALLER, #K + OWN_BYTES)")
     L("keep(s, now)")
     L("return reply(0, s, 1, quota_use(s))");
 
@@ -141,14 +158,15 @@ static const char set_body[] =
     L("end")
     L("local bytes = s.b - oldsize + #value")
     L("if bytes > tonumber(ARGV[11]) then return reply(4, s, st, 'bytes') end")
-    L("quota_open(now)")
-    L("local over = Q_over(quota_limits(12), s.o, 0, s.o, #value - oldsize)")
-    L("if over then return {6, over[1], over[2], over[3]} end")
     L("local hdr = num(label) .. ' ' .. num(ver + 1) .. ' ' .. created .. ' ' .. num(now) .. ' ' ..")
     L("  ARGV[8] .. ' ' .. #owner .. ':' .. owner .. '\\n'")
+    /* A new record adds its field's name too. */
+    L("local grow = #hdr + #value - (old and #old or -#f)")
+    L("charge_load(s, now)")
+    L("local over = Q_over(quota_limits(12), s.o, 0, s.o, grow)")
+    L("if over then return {6, over[1], over[2], over[3]} end")
     L("redis.call('HSET', K, f, hdr .. value, '@b', num(bytes))")
-    L("QR = Q_load(K) or {creator = '', b = {}, fresh = true}")
-    L("Q_charge(QR, s.o, #value - oldsize)")
+    L("Q_charge(QR, s.o, grow)")
     L("if not touch(s, now) then Q_save(K, QR, purge(s), false) end")
     L("return reply(0, s, st, hdr .. num(#value), quota_use(s))");
 
@@ -201,10 +219,7 @@ static const char erase_body[] =
     L("if not s then return {1} end")
     L("local who, dry, subject = ARGV[4], ARGV[5] == '1', ARGV[6]")
     L("local n = 0")
-    L("if not dry then")
-    L("  quota_open(now_ms())")
-    L("  QR = Q_load(K) or {creator = '', b = {}, fresh = true}")
-    L("end")
+    L("if not dry then charge_load(s, now_ms()) end")
     /* A durable session's records are counted where PostgreSQL erases
      * them (sess_pg.c), not twice. */
     L("local counted = s.u ~= '1'")
@@ -227,7 +242,7 @@ static const char erase_body[] =
     L("    if not dry then")
     L("      redis.call('HDEL', K, f)")
     L("      redis.call('HINCRBY', K, '@b', -(#v - h.vstart + 1))")
-    L("      Q_charge(QR, s.o, -(#v - h.vstart + 1))")
+    L("      Q_charge(QR, s.o, -(#f + #v))")
     L("    end")
     L("  end")
     L("end")

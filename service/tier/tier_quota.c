@@ -125,8 +125,9 @@ void tier_quota_refused(tier_quota *q, int which, int64_t use, int64_t would, ch
     const char *whose =
         which == TIER_QUOTA_COUNT_TENANT || which == TIER_QUOTA_BYTES_TENANT ? "the tenant" : "you";
     if (which == TIER_QUOTA_COUNT_TENANT || which == TIER_QUOTA_COUNT_PRINCIPAL)
-        snprintf(err, errlen, "quota: %s hold%s %lld %s, the most %s (%s); %s", whose,
+        snprintf(err, errlen, "quota: %s hold%s %lld %s; at most %lld %s (%s); %s", whose,
                  which == TIER_QUOTA_COUNT_TENANT ? "s" : "", (long long)use, d->objects,
+                 (long long)d->limit[which],
                  which == TIER_QUOTA_COUNT_TENANT ? "per tenant" : "per principal", d->flag[which],
                  d->freed_by);
     else

@@ -76,6 +76,9 @@ void tier_quota_observe(tier_quota *q, const int64_t use[TIER_QUOTA_N]);
  * other; then:
  *   Q_load(m)            the charge of object m, or nil
  *   Q_new(m, creator)    a new object's charge (a stale one released first)
+ *   Q_adopt(m, creator, bytes) the charge of an object made before quotas
+ *                        (or by a replica without them), charged once for
+ *                        what it holds: bytes = {principal = n, ...}
  *   Q_charge(r, o, d)    d bytes more (or fewer) charged to principal o
  *   Q_save(m, r, expiry, moved) the charge kept until m's expiry (Unix
  *                        ms; moved: it may have changed since the last save)
@@ -133,15 +136,16 @@ void tier_quota_observe(tier_quota *q, const int64_t use[TIER_QUOTA_N]);
     "  for o, n in pairs(r.b) do Q_add('b', -n); Q_add('b:' .. o, -n) end\n" \
     "  Q_flush()\n" \
     "end\n" \
-    /* Redis drops a key once its time is past (now > expiry): only those \
-     * are released, never an object this script may still change; at most \
+    /* Redis drops a key once its time is past, by the time its script \
+     * started (not TIME's): only objects a second past their expiry are \
+     * released, never one this script may still see and change; at most \
      * 256 a script, so a crowd expiring at once never stalls Redis (the \
      * rest go with the next scripts; until then use is over-counted, \
      * never under). */ \
     "local function Q_open(prefix, now)\n" \
     "  if Q then return end\n" \
     "  Q = {h = prefix .. 'h', x = prefix .. 'x', now = now, d = {}, v = {}}\n" \
-    "  local due = redis.call('ZRANGEBYSCORE', Q.x, '-inf', '(' .. num(now), 'LIMIT', 0, 256)\n" \
+    "  local due = redis.call('ZRANGEBYSCORE', Q.x, '-inf', '(' .. num(now - 1000), 'LIMIT', 0, 256)\n" \
     "  for _, m in ipairs(due) do Q_release(m) end\n" \
     "end\n" \
     "local function Q_load(m)\n" \
@@ -153,6 +157,15 @@ void tier_quota_observe(tier_quota *q, const int64_t use[TIER_QUOTA_N]);
     "  Q_add('n', 1)\n" \
     "  Q_add('n:' .. creator, 1)\n" \
     "  return {creator = creator, b = {}, fresh = true}\n" \
+    "end\n" \
+    "local function Q_adopt(m, creator, bytes)\n" \
+    "  Q_release(m)\n" \
+    "  local r = {creator = creator, b = {}, fresh = true}\n" \
+    "  if creator ~= '' then Q_add('n', 1); Q_add('n:' .. creator, 1) end\n" \
+    "  for o, n in pairs(bytes) do\n" \
+    "    if n > 0 then r.b[o] = n; Q_add('b', n); Q_add('b:' .. o, n) end\n" \
+    "  end\n" \
+    "  return r\n" \
     "end\n" \
     "local function Q_charge(r, o, d)\n" \
     "  local have = r.b[o] or 0\n" \

@@ -520,8 +520,13 @@ TEST_F(ReplicasTest, ARollingRestartLosesNoWriteAndRetriesHideTheRefusals) {
         << f.first << " x" << f.second << "\n"
         << plain.messages();
   EXPECT_LE(refused, 10 * kReplicas) << plain.messages();
+  // A refusal says the write did not run: memoryd's own, or the balancer's
+  // 502 when it found no replica to take the call (under load, during a
+  // restart).
   if (plain.failures().count(StatusCode::UNAVAILABLE)) {
-    EXPECT_NE(std::string::npos, plain.messages().find("did not run")) << plain.messages();
+    EXPECT_TRUE(plain.messages().find("did not run") != std::string::npos ||
+                plain.messages().find("status: 502") != std::string::npos)
+        << plain.messages();
   }
   for (const auto& key : load.acked()) ASSERT_EQ(key, Read(ch_, key));
   for (const auto& key : plain.acked()) ASSERT_EQ(key, Read(ch_, key));
