@@ -31,6 +31,7 @@ PACKAGES=(
   libprotobuf-c-dev
   libprotobuf-dev
   libssl-dev
+  libstemmer-dev
   libuv1-dev
   libzstd-dev
   nginx

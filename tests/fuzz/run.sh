@@ -27,7 +27,7 @@ SECS=${1:-20}
 shift || true
 ALL=(descpool_fuzz redis_url_fuzz config_fuzz log_fuzz request_decode_fuzz jwt_fuzz pii_fuzz
   nsglob_fuzz global_query_fuzz cache_codec_fuzz qdrant_json_fuzz bb_codec_fuzz receipt_fuzz
-  traceparent_fuzz wm_fuzz sess_record_fuzz embed_json_fuzz)
+  traceparent_fuzz wm_fuzz sess_record_fuzz embed_json_fuzz lex_fuzz)
 TARGETS=("$@")
 ((${#TARGETS[@]})) || TARGETS=("${ALL[@]}")
 BAZEL=${BAZEL:-bazel}
@@ -86,7 +86,7 @@ sources_of() {
     2>> "$WORK/logs/bazel.log" | sed -e 's|^//||' -e 's|:|/|'
 }
 SYSLIBS=(-lgrpc -lgpr -lpq -lhiredis -lcurl -ljansson -lssl -lcrypto -lzstd -lprotobuf-c -lm
-  -lpthread)
+  -lstemmer -lpthread)
 # Compiles each of the sources named on stdin once into $WORK/obj and
 # archives them with the generated protobuf-c objects as $2; $1 names the
 # target in errors.

@@ -1,0 +1,331 @@
+/* lex_index: see lex_index.h. */
+#include "service/lexical/lex_index.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* One document's entry in a term's postings: it is live while the
+ * document is and still has the generation it had when indexed. */
+typedef struct posting {
+    uint32_t doc, gen, tf;
+} posting;
+
+typedef struct term {
+    char *s;
+    uint32_t df;   /* live documents holding it */
+    uint32_t dead; /* postings of removed or replaced documents */
+    posting *p;
+    uint32_t np, cap;
+} term;
+
+typedef struct docst {
+    uint32_t gen;    /* bumped when the document goes */
+    uint32_t len;    /* words (pairs not counted): BM25's document length */
+    uint32_t *terms; /* its distinct term ids */
+    uint32_t nterms;
+    int live;
+} docst;
+
+struct lex_index {
+    term *terms;
+    size_t nterms, tcap;
+    uint32_t *slots; /* open addressing: term id + 1, 0 = empty */
+    size_t nslots;   /* a power of two */
+    docst *docs;
+    size_t ndocs; /* document numbers the array covers */
+    size_t live;
+    uint64_t total_len;
+    size_t bytes;
+};
+
+static uint32_t hash(const char *s) {
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
+    return h;
+}
+
+lex_index *lex_index_create(void) {
+    lex_index *x = calloc(1, sizeof *x);
+    if (!x) return NULL;
+    x->nslots = 1024;
+    if (!(x->slots = calloc(x->nslots, sizeof *x->slots))) {
+        free(x);
+        return NULL;
+    }
+    x->bytes = sizeof *x + x->nslots * sizeof *x->slots;
+    return x;
+}
+
+void lex_index_free(lex_index *x) {
+    if (!x) return;
+    for (size_t i = 0; i < x->nterms; i++) {
+        free(x->terms[i].s);
+        free(x->terms[i].p);
+    }
+    for (size_t d = 0; d < x->ndocs; d++) free(x->docs[d].terms);
+    free(x->terms);
+    free(x->slots);
+    free(x->docs);
+    free(x);
+}
+
+size_t lex_index_docs(const lex_index *x) { return x->live; }
+size_t lex_index_bytes(const lex_index *x) { return x->bytes; }
+
+/* The slot of s: where its id is, or the empty slot where it would go. */
+static size_t slot_of(const lex_index *x, const char *s) {
+    size_t mask = x->nslots - 1, i = hash(s) & mask;
+    while (x->slots[i] && strcmp(x->terms[x->slots[i] - 1].s, s) != 0) i = (i + 1) & mask;
+    return i;
+}
+
+static int lookup(const lex_index *x, const char *s, uint32_t *id) {
+    size_t i = slot_of(x, s);
+    if (!x->slots[i]) return -1;
+    *id = x->slots[i] - 1;
+    return 0;
+}
+
+static int grow_slots(lex_index *x) {
+    size_t n = x->nslots * 2;
+    uint32_t *s = calloc(n, sizeof *s);
+    if (!s) return -1;
+    for (size_t id = 0; id < x->nterms; id++) {
+        size_t i = hash(x->terms[id].s) & (n - 1);
+        while (s[i]) i = (i + 1) & (n - 1);
+        s[i] = (uint32_t)id + 1;
+    }
+    free(x->slots);
+    x->bytes += (n - x->nslots) * sizeof *s;
+    x->slots = s;
+    x->nslots = n;
+    return 0;
+}
+
+/* The id of term s, added when new: 0, or -1 when out of memory. */
+static int intern(lex_index *x, const char *s, uint32_t *id) {
+    if (lookup(x, s, id) == 0) return 0;
+    if ((x->nterms + 1) * 10 > x->nslots * 7 && grow_slots(x) != 0) return -1;
+    if (x->nterms == x->tcap) {
+        size_t cap = x->tcap ? x->tcap * 2 : 256;
+        term *t = realloc(x->terms, cap * sizeof *t);
+        if (!t) return -1;
+        x->bytes += (cap - x->tcap) * sizeof *t;
+        x->terms = t;
+        x->tcap = cap;
+    }
+    size_t len = strlen(s);
+    char *copy = malloc(len + 1);
+    if (!copy) return -1;
+    memcpy(copy, s, len + 1);
+    x->bytes += len + 1;
+    x->terms[x->nterms] = (term){.s = copy};
+    x->slots[slot_of(x, s)] = (uint32_t)x->nterms + 1;
+    *id = (uint32_t)x->nterms++;
+    return 0;
+}
+
+static int live_posting(const lex_index *x, const posting *p) {
+    const docst *d = &x->docs[p->doc];
+    return d->live && d->gen == p->gen;
+}
+
+/* Drops a term's dead postings once they are half of them. */
+static void compact(lex_index *x, term *t) {
+    if (t->dead * 2 < t->np) return;
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < t->np; i++)
+        if (live_posting(x, &t->p[i])) t->p[n++] = t->p[i];
+    t->np = n;
+    t->dead = 0;
+}
+
+void lex_index_remove(lex_index *x, uint32_t doc) {
+    if (doc >= x->ndocs || !x->docs[doc].live) return;
+    docst *d = &x->docs[doc];
+    d->live = 0;
+    d->gen++;
+    for (uint32_t i = 0; i < d->nterms; i++) {
+        term *t = &x->terms[d->terms[i]];
+        t->df--;
+        t->dead++;
+        compact(x, t);
+    }
+    x->bytes -= d->nterms * sizeof *d->terms;
+    free(d->terms);
+    d->terms = NULL;
+    d->nterms = 0;
+    x->live--;
+    x->total_len -= d->len;
+    d->len = 0;
+}
+
+static int cover(lex_index *x, uint32_t doc) {
+    if (doc < x->ndocs) return 0;
+    size_t n = x->ndocs ? x->ndocs : 1024;
+    while (n <= doc) n *= 2;
+    docst *d = realloc(x->docs, n * sizeof *d);
+    if (!d) return -1;
+    memset(d + x->ndocs, 0, (n - x->ndocs) * sizeof *d);
+    x->bytes += (n - x->ndocs) * sizeof *d;
+    x->docs = d;
+    x->ndocs = n;
+    return 0;
+}
+
+static int add_posting(lex_index *x, term *t, posting p) {
+    if (t->np == t->cap) {
+        uint32_t cap = t->cap ? t->cap * 2 : 4;
+        posting *np = realloc(t->p, cap * sizeof *np);
+        if (!np) return -1;
+        x->bytes += (cap - t->cap) * sizeof *np;
+        t->p = np;
+        t->cap = cap;
+    }
+    t->p[t->np++] = p;
+    t->df++;
+    return 0;
+}
+
+static int cmp_u32(const void *a, const void *b) {
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+int lex_index_put(lex_index *x, uint32_t doc, const lex_terms *t) {
+    lex_index_remove(x, doc);
+    if (cover(x, doc) != 0) return -1;
+    uint32_t *ids = malloc((t->n ? t->n : 1) * sizeof *ids);
+    if (!ids) return -1;
+    for (size_t i = 0; i < t->n; i++)
+        if (intern(x, lex_term(t, i), &ids[i]) != 0) {
+            free(ids);
+            return -1;
+        }
+    qsort(ids, t->n, sizeof *ids, cmp_u32);
+    docst *d = &x->docs[doc];
+    uint32_t nd = 0;
+    /* ids becomes the distinct ids, each posted with its run's length */
+    for (size_t i = 0; i < t->n;) {
+        size_t j = i;
+        while (j < t->n && ids[j] == ids[i]) j++;
+        posting p = {.doc = doc, .gen = d->gen, .tf = (uint32_t)(j - i)};
+        if (add_posting(x, &x->terms[ids[i]], p) != 0) {
+            /* undo the postings made so far: they are the document's */
+            x->bytes += nd * sizeof *ids;
+            d->terms = ids;
+            d->nterms = nd;
+            d->live = 1;
+            x->live++;
+            lex_index_remove(x, doc);
+            return -1;
+        }
+        ids[nd++] = ids[i];
+        i = j;
+    }
+    d->terms = ids;
+    d->nterms = nd;
+    d->len = (uint32_t)t->nwords;
+    d->live = 1;
+    x->bytes += nd * sizeof *ids;
+    x->live++;
+    x->total_len += d->len;
+    return 0;
+}
+
+/* The k best so far: a min-heap on (score, then higher doc worse). */
+static int worse(const lex_hit *a, const lex_hit *b) {
+    return a->score < b->score || (a->score == b->score && a->doc > b->doc);
+}
+
+static void sift_down(lex_hit *h, size_t n, size_t i) {
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < n && worse(&h[l], &h[m])) m = l;
+        if (r < n && worse(&h[r], &h[m])) m = r;
+        if (m == i) return;
+        lex_hit t = h[i];
+        h[i] = h[m];
+        h[m] = t;
+        i = m;
+    }
+}
+
+static void sift_up(lex_hit *h, size_t i) {
+    while (i > 0 && worse(&h[i], &h[(i - 1) / 2])) {
+        lex_hit t = h[i];
+        h[i] = h[(i - 1) / 2];
+        h[(i - 1) / 2] = t;
+        i = (i - 1) / 2;
+    }
+}
+
+static int cmp_hit(const void *a, const void *b) {
+    const lex_hit *x = a, *y = b;
+    return worse(x, y) ? 1 : worse(y, x) ? -1 : 0;
+}
+
+int lex_index_search(const lex_index *x, const lex_terms *q, size_t k, lex_accept_fn accept,
+                     void *arg, lex_hit *out, size_t *n) {
+    *n = 0;
+    if (x->live == 0 || k == 0 || q->n == 0) return 0;
+    double *acc = calloc(x->ndocs, sizeof *acc);
+    uint32_t *touched = malloc(1024 * sizeof *touched);
+    uint32_t *seen = malloc(q->n * sizeof *seen);
+    size_t ntouched = 0, tcap = 1024, nseen = 0;
+    if (!acc || !touched || !seen) goto oom;
+    double N = (double)x->live, avgdl = (double)x->total_len / N;
+    if (avgdl <= 0) avgdl = 1;
+    for (size_t i = 0; i < q->n; i++) {
+        uint32_t id;
+        if (lookup(x, lex_term(q, i), &id) != 0) continue;
+        int dup = 0;
+        for (size_t s = 0; s < nseen && !dup; s++) dup = seen[s] == id;
+        if (dup) continue;
+        seen[nseen++] = id;
+        const term *t = &x->terms[id];
+        if (t->df == 0) continue;
+        double df = t->df, idf = log(1.0 + (N - df + 0.5) / (df + 0.5));
+        for (uint32_t p = 0; p < t->np; p++) {
+            const posting *ps = &t->p[p];
+            if (!live_posting(x, ps)) continue;
+            double tf = ps->tf, dl = x->docs[ps->doc].len;
+            double s = idf * tf * (LEX_BM25_K1 + 1) /
+                       (tf + LEX_BM25_K1 * (1 - LEX_BM25_B + LEX_BM25_B * dl / avgdl));
+            if (acc[ps->doc] == 0) {
+                if (ntouched == tcap) {
+                    uint32_t *nt = realloc(touched, 2 * tcap * sizeof *nt);
+                    if (!nt) goto oom;
+                    touched = nt;
+                    tcap *= 2;
+                }
+                touched[ntouched++] = ps->doc;
+            }
+            acc[ps->doc] += s;
+        }
+    }
+    for (size_t i = 0; i < ntouched; i++) {
+        lex_hit h = {.doc = touched[i], .score = acc[touched[i]]};
+        if (*n == k && !worse(&out[0], &h)) continue; /* not better than the k-th */
+        if (accept && !accept(arg, h.doc)) continue;
+        if (*n < k) {
+            out[(*n)++] = h;
+            sift_up(out, *n - 1);
+        } else {
+            out[0] = h;
+            sift_down(out, *n, 0);
+        }
+    }
+    qsort(out, *n, sizeof *out, cmp_hit);
+    free(acc);
+    free(touched);
+    free(seen);
+    return 0;
+oom:
+    free(acc);
+    free(touched);
+    free(seen);
+    *n = 0;
+    return -1;
+}
