@@ -14,22 +14,22 @@ struct lex_analyzer {
  * bsearch; contractions are left to the stemmer. Other languages keep
  * every word: their stop words would weigh little anyway (low IDF). */
 static const char *const english_stop[] = {
-    "a",       "about",  "above",   "after",   "again",      "against", "all",    "am",
-    "an",      "and",    "any",     "are",     "as",         "at",      "be",     "because",
-    "been",    "before", "being",   "below",   "between",    "both",    "but",    "by",
-    "could",   "did",    "do",      "does",    "doing",      "down",    "during", "each",
-    "few",     "for",    "from",    "further", "had",        "has",     "have",   "having",
-    "he",      "her",    "here",    "hers",    "herself",    "him",     "himself", "his",
-    "how",     "i",      "if",      "in",      "into",       "is",      "it",     "its",
-    "itself",  "me",     "more",    "most",    "my",         "myself",  "no",     "nor",
-    "not",     "of",     "off",     "on",      "once",       "only",    "or",     "other",
-    "ought",   "our",    "ours",    "ourselves", "out",      "over",    "own",    "same",
-    "she",     "should", "so",      "some",    "such",       "than",    "that",   "the",
-    "their",   "theirs", "them",    "themselves", "then",    "there",   "these",  "they",
-    "this",    "those",  "through", "to",      "too",        "under",   "until",  "up",
-    "very",    "was",    "we",      "were",    "what",       "when",    "where",  "which",
-    "while",   "who",    "whom",    "why",     "with",       "would",   "you",    "your",
-    "yours",   "yourself", "yourselves",
+    "a",      "about",    "above",      "after",      "again",   "against", "all",     "am",
+    "an",     "and",      "any",        "are",        "as",      "at",      "be",      "because",
+    "been",   "before",   "being",      "below",      "between", "both",    "but",     "by",
+    "could",  "did",      "do",         "does",       "doing",   "down",    "during",  "each",
+    "few",    "for",      "from",       "further",    "had",     "has",     "have",    "having",
+    "he",     "her",      "here",       "hers",       "herself", "him",     "himself", "his",
+    "how",    "i",        "if",         "in",         "into",    "is",      "it",      "its",
+    "itself", "me",       "more",       "most",       "my",      "myself",  "no",      "nor",
+    "not",    "of",       "off",        "on",         "once",    "only",    "or",      "other",
+    "ought",  "our",      "ours",       "ourselves",  "out",     "over",    "own",     "same",
+    "she",    "should",   "so",         "some",       "such",    "than",    "that",    "the",
+    "their",  "theirs",   "them",       "themselves", "then",    "there",   "these",   "they",
+    "this",   "those",    "through",    "to",         "too",     "under",   "until",   "up",
+    "very",   "was",      "we",         "were",       "what",    "when",    "where",   "which",
+    "while",  "who",      "whom",       "why",        "with",    "would",   "you",     "your",
+    "yours",  "yourself", "yourselves",
 };
 
 static int cmp_word(const void *k, const void *e) {

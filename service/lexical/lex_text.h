@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define LEX_WORD_MAX 64   /* bytes of a word; longer ones are dropped */
+#define LEX_WORD_MAX 64    /* bytes of a word; longer ones are dropped */
 #define LEX_TERMS_MAX 4096 /* words of one text; the rest is not indexed */
 
 typedef struct lex_analyzer lex_analyzer;

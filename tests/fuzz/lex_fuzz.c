@@ -19,7 +19,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   lex_terms doc = {0}, q = {0};
   lex_index *x = lex_index_create();
   size_t half = size / 2;
-  if (!x || lex_analyze(a, text, half, &doc) != 0 || lex_analyze(a, text + half, size - half, &q) != 0)
+  if (!x || lex_analyze(a, text, half, &doc) != 0 ||
+      lex_analyze(a, text + half, size - half, &q) != 0)
     goto out;
   FUZZ_CHECK(doc.nwords <= LEX_TERMS_MAX && doc.nwords <= doc.n);
   for (size_t i = 0; i < doc.n; i++) {

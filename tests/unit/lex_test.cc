@@ -91,7 +91,8 @@ TEST_F(LexTest, ScoresAreTextbookBm25) {
   Put(1, "apple");
   // banana: N = 2, df = 1, tf = 1, |d0| = 2, avgdl = 1.5.
   double idf = std::log(1 + (2 - 1 + 0.5) / (1 + 0.5));
-  double want = idf * 1 * (LEX_BM25_K1 + 1) / (1 + LEX_BM25_K1 * (1 - LEX_BM25_B + LEX_BM25_B * 2 / 1.5));
+  double want =
+      idf * 1 * (LEX_BM25_K1 + 1) / (1 + LEX_BM25_K1 * (1 - LEX_BM25_B + LEX_BM25_B * 2 / 1.5));
   auto h = Search("banana");
   ASSERT_EQ(1u, h.size());
   EXPECT_EQ(0u, h[0].doc);
@@ -137,7 +138,7 @@ TEST_F(LexTest, ReplacedAndRemovedDocumentsAreGoneAndNoLongerWeigh) {
   EXPECT_EQ((std::vector<uint32_t>{1}), Docs(Search("orange")));
   EXPECT_EQ((std::vector<uint32_t>{0}), Docs(Search("apple")));
   lex_index_remove(x_, 1);
-  lex_index_remove(x_, 1);  // twice is once
+  lex_index_remove(x_, 1);   // twice is once
   lex_index_remove(x_, 99);  // never indexed
   EXPECT_EQ(2u, lex_index_docs(x_));
   EXPECT_TRUE(Search("orange peel").empty());
@@ -146,8 +147,9 @@ TEST_F(LexTest, ReplacedAndRemovedDocumentsAreGoneAndNoLongerWeigh) {
   ASSERT_EQ(1u, h.size());
   double idf = std::log(1 + (2 - 1 + 0.5) / (1 + 0.5));
   double avgdl = (2 + 1) / 2.0;  // "apple juice", "lemon"
-  EXPECT_NEAR(idf * (LEX_BM25_K1 + 1) / (1 + LEX_BM25_K1 * (1 - LEX_BM25_B + LEX_BM25_B * 2 / avgdl)),
-              h[0].score, 1e-12);
+  EXPECT_NEAR(
+      idf * (LEX_BM25_K1 + 1) / (1 + LEX_BM25_K1 * (1 - LEX_BM25_B + LEX_BM25_B * 2 / avgdl)),
+      h[0].score, 1e-12);
   // Many removals compact the postings and leave the rest intact.
   for (uint32_t d = 10; d < 1010; d++) Put(d, "common word " + std::to_string(d));
   for (uint32_t d = 10; d < 1000; d++) lex_index_remove(x_, d);
@@ -158,7 +160,8 @@ TEST_F(LexTest, ReplacedAndRemovedDocumentsAreGoneAndNoLongerWeigh) {
 int Even(void*, uint32_t doc) { return doc % 2 == 0; }
 
 TEST_F(LexTest, TheFilterNeverLeavesTheTopKShort) {
-  for (uint32_t d = 0; d < 50; d++) Put(d, std::string(d % 5 + 1, 'z') == "z" ? "z topic" : "topic");
+  for (uint32_t d = 0; d < 50; d++)
+    Put(d, std::string(d % 5 + 1, 'z') == "z" ? "z topic" : "topic");
   auto h = Search("topic", 10, Even, nullptr);
   ASSERT_EQ(10u, h.size());
   for (const auto& x : h) EXPECT_EQ(0u, x.doc % 2);
