@@ -14,6 +14,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "grpc/health/v1/health.pb.h"
 #include "memory/v1/audit.pb.h"
@@ -163,11 +164,22 @@ TEST_F(MeshTest, TheClientsTraceReachesTheAuditRowAndTheLogAndOneStartsWithout) 
   }
   EXPECT_EQ(2u, read_traces.size());  // each call its own trace
 
-  // The call's log lines carry the same ids.
+  // The call's log lines carry the same ids. A call's line is written as
+  // it ends, which may be a moment after its client heard the answer, and
+  // reaches the test through a pipe: wait for them (5 s at most).
+  std::vector<std::string> want = {std::string("\"trace_id\":\"") + kTraceId + "\""};
+  for (const auto& t : read_traces) want.push_back("\"trace_id\":\"" + t + "\"");
+  auto has_all = [&](const std::string& log) {
+    for (const auto& w : want)
+      if (log.find(w) == std::string::npos) return false;
+    return true;
+  };
   std::string log = m->Log();
-  EXPECT_NE(std::string::npos, log.find(std::string("\"trace_id\":\"") + kTraceId + "\"")) << log;
-  for (const auto& t : read_traces)
-    EXPECT_NE(std::string::npos, log.find("\"trace_id\":\"" + t + "\"")) << t << "\n" << log;
+  for (int i = 0; i < 100 && !has_all(log); i++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    log = m->Log();
+  }
+  for (const auto& w : want) EXPECT_NE(std::string::npos, log.find(w)) << w << "\n" << log;
   EXPECT_EQ(0, m->Stop(SIGTERM, 10000)) << m->Log();
 }
 
