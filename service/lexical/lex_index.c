@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "service/core/array.h"
+
 /* One document's entry in a term's postings: it is live while the
  * document is and still has the generation it had when indexed. */
 typedef struct posting {
@@ -16,7 +18,8 @@ typedef struct term {
     uint32_t df;   /* live documents holding it */
     uint32_t dead; /* postings of removed or replaced documents */
     posting *p;
-    uint32_t np, cap;
+    uint32_t np;
+    size_t cap;
 } term;
 
 typedef struct docst {
@@ -107,14 +110,11 @@ static int grow_slots(lex_index *x) {
 static int intern(lex_index *x, const char *s, uint32_t *id) {
     if (lookup(x, s, id) == 0) return 0;
     if ((x->nterms + 1) * 10 > x->nslots * 7 && grow_slots(x) != 0) return -1;
-    if (x->nterms == x->tcap) {
-        size_t cap = x->tcap ? x->tcap * 2 : 256;
-        term *t = realloc(x->terms, cap * sizeof *t);
-        if (!t) return -1;
-        x->bytes += (cap - x->tcap) * sizeof *t;
-        x->terms = t;
-        x->tcap = cap;
-    }
+    size_t had = x->tcap;
+    term *terms = array_grow(x->terms, &x->tcap, x->nterms + 1, sizeof *terms, 256);
+    if (!terms) return -1;
+    x->terms = terms;
+    x->bytes += (x->tcap - had) * sizeof *terms;
     size_t len = strlen(s);
     char *copy = malloc(len + 1);
     if (!copy) return -1;
@@ -175,14 +175,11 @@ static int cover(lex_index *x, uint32_t doc) {
 }
 
 static int add_posting(lex_index *x, term *t, posting p) {
-    if (t->np == t->cap) {
-        uint32_t cap = t->cap ? t->cap * 2 : 4;
-        posting *np = realloc(t->p, cap * sizeof *np);
-        if (!np) return -1;
-        x->bytes += (cap - t->cap) * sizeof *np;
-        t->p = np;
-        t->cap = cap;
-    }
+    size_t had = t->cap;
+    posting *ps = array_grow(t->p, &t->cap, (size_t)t->np + 1, sizeof *ps, 4);
+    if (!ps) return -1;
+    t->p = ps;
+    x->bytes += (t->cap - had) * sizeof *ps;
     t->p[t->np++] = p;
     t->df++;
     return 0;
@@ -271,10 +268,10 @@ int lex_index_search(const lex_index *x, const lex_terms *q, size_t k, lex_accep
     *n = 0;
     if (x->live == 0 || k == 0 || q->n == 0) return 0;
     double *acc = calloc(x->ndocs, sizeof *acc);
-    uint32_t *touched = malloc(1024 * sizeof *touched);
+    uint32_t *touched = NULL;
     uint32_t *seen = malloc(q->n * sizeof *seen);
-    size_t ntouched = 0, tcap = 1024, nseen = 0;
-    if (!acc || !touched || !seen) goto oom;
+    size_t ntouched = 0, tcap = 0, nseen = 0;
+    if (!acc || !seen) goto oom;
     double N = (double)x->live, avgdl = (double)x->total_len / N;
     if (avgdl <= 0) avgdl = 1;
     for (size_t i = 0; i < q->n; i++) {
@@ -294,12 +291,9 @@ int lex_index_search(const lex_index *x, const lex_terms *q, size_t k, lex_accep
             double s = idf * tf * (LEX_BM25_K1 + 1) /
                        (tf + LEX_BM25_K1 * (1 - LEX_BM25_B + LEX_BM25_B * dl / avgdl));
             if (acc[ps->doc] == 0) {
-                if (ntouched == tcap) {
-                    uint32_t *nt = realloc(touched, 2 * tcap * sizeof *nt);
-                    if (!nt) goto oom;
-                    touched = nt;
-                    tcap *= 2;
-                }
+                uint32_t *nt = array_grow(touched, &tcap, ntouched + 1, sizeof *nt, 1024);
+                if (!nt) goto oom;
+                touched = nt;
                 touched[ntouched++] = ps->doc;
             }
             acc[ps->doc] += s;

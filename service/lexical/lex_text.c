@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "service/core/array.h"
+
 struct lex_analyzer {
     struct sb_stemmer *stem;
     int english; /* the stop words below are English's */
@@ -69,21 +71,12 @@ void lex_terms_free(lex_terms *t) {
 
 /* Appends term s[0..n) (NUL-terminated in buf): 0, or -1 when out of memory. */
 static int push(lex_terms *t, const char *s, size_t n) {
-    if (t->len + n + 1 > t->cap) {
-        size_t cap = t->cap ? t->cap * 2 : 256;
-        while (cap < t->len + n + 1) cap *= 2;
-        char *b = realloc(t->buf, cap);
-        if (!b) return -1;
-        t->buf = b;
-        t->cap = cap;
-    }
-    if (t->n == t->ncap) {
-        size_t cap = t->ncap ? t->ncap * 2 : 32;
-        uint32_t *o = realloc(t->off, cap * sizeof *o);
-        if (!o) return -1;
-        t->off = o;
-        t->ncap = cap;
-    }
+    char *b = array_grow(t->buf, &t->cap, t->len + n + 1, 1, 256);
+    if (!b) return -1;
+    t->buf = b;
+    uint32_t *o = array_grow(t->off, &t->ncap, t->n + 1, sizeof *o, 32);
+    if (!o) return -1;
+    t->off = o;
     t->off[t->n++] = (uint32_t)t->len;
     memcpy(t->buf + t->len, s, n);
     t->buf[t->len + n] = '\0';
