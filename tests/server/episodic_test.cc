@@ -972,7 +972,9 @@ TEST_F(EpisodicTest, EmbeddedIndexKeepsToItsMemoryBudget) {
   };
   EXPECT_EQ((std::vector<std::string>{"17"}), nearest("a", 17.2f));
   EXPECT_EQ((std::vector<std::string>{"18"}), nearest("b", 18.1f));  // a leaves memory
-  EXPECT_NE(std::string::npos, small.proc->Log().find("idle collections left memory"))
+  EXPECT_NE(
+      std::string::npos,
+      small.proc->LogWith("idle collections left memory").find("idle collections left memory"))
       << small.proc->Log();
   EXPECT_EQ((std::vector<std::string>{"599"}), nearest("a", 700.0f));  // loaded again
   Result big = Call("Search", SearchReq("c", std::vector<float>(128, 1.0f), 1), alice_, &small);

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 std::string MemorydProcess::BinaryPath() {
   const char* srcdir = getenv("TEST_SRCDIR");
@@ -47,6 +48,16 @@ void MemorydProcess::ReadLoop(int fd) {
 std::string MemorydProcess::Log() {
   std::lock_guard<std::mutex> lock(mu_);
   return log_;
+}
+
+std::string MemorydProcess::LogWith(const std::string& text, int timeout_ms) {
+  auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  std::string log = Log();
+  while (log.find(text) == std::string::npos && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    log = Log();
+  }
+  return log;
 }
 
 bool MemorydProcess::Start(int timeout_ms) {

@@ -32,6 +32,11 @@ class MemorydProcess {
   // Waits for the process to exit by itself.
   int Wait(int timeout_ms);
   std::string Log();  // everything written to stderr so far
+  // Log() once it holds text, or after timeout_ms without it: a line is
+  // written as its event ends (a call's after its client heard the answer)
+  // and reaches the test through a pipe, so a test that looks at once may
+  // look too early.
+  std::string LogWith(const std::string& text, int timeout_ms = 5000);
   // The keys the process trusts (NULL when the caller passed --jwks).
   TestKeys* keys() { return keys_.get(); }
 
