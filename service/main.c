@@ -14,6 +14,7 @@
 #include "service/auth/authn.h"
 #include "service/auth/stream_quota.h"
 #include "service/core/config.h"
+#include "service/core/crash.h"
 #include "service/core/log.h"
 #include "service/health/health.h"
 #include "service/health/health_probe.h"
@@ -382,6 +383,8 @@ int main(int argc, char **argv) {
     log_level_parse(a.cfg.log_level, &level);
     log_set_level(level);
     config_log(&a.cfg);
+    if (crash_install() != 0)
+        log_msg(LOG_WARN, "crash reporter not installed: %s", strerror(errno));
 
     /* Block the shutdown signals in every thread (threads inherit the
      * mask) so main receives them with sigwait; ignore SIGPIPE from peers

@@ -56,11 +56,9 @@ static bb_caller caller_of(const principal *p) {
                        .write_all = principal_scope(p, "blackboard:write") == PRINCIPAL_ALL};
 }
 
-static void cancel_eval(rpc_call *call, void *arg) {
-    (void)call;
-    bb_eval *e = arg;
-    aredis_cancel(e->r, &e->cmd);
-}
+/* A cancel can come as soon as it is registered, before the start has
+ * set e->r: the service's own client is the one to name. */
+static void cancel_eval(const bb_service *svc, bb_eval *e) { aredis_cancel(svc->redis, &e->cmd); }
 
 /* ------------------------------------------------------------ Post */
 
@@ -71,6 +69,12 @@ typedef struct pending_post {
     Memory__V1__BlackboardPostResponse *resp;
     const char *tenant;
 } pending_post;
+
+static void cancel_post(rpc_call *call, void *arg) {
+    (void)call;
+    pending_post *pp = arg;
+    cancel_eval(pp->svc, &pp->p.e);
+}
 
 static grpc_status_code post_settled(pending_post *pp, int status) {
     rpc_call *call = pp->call;
@@ -178,7 +182,7 @@ static RPC_UNARY_HANDLER(do_post, bb_service, Memory__V1__BlackboardPostRequest,
     bb_caller c = caller_of(p);
     /* Registered before the start: once started, the call may complete on
      * the loop thread at any moment. */
-    if (rpc_call_on_cancel(call, cancel_eval, &pp->p.e) != 0) return GRPC_STATUS_CANCELLED;
+    if (rpc_call_on_cancel(call, cancel_post, pp) != 0) return GRPC_STATUS_CANCELLED;
     if (bb_post_start(&pp->p, svc->redis, a, &n, &svc->lim, &c, &in, rpc_call_deadline_ms(call)) !=
         0)
         return rpc_call_oom(call);
@@ -189,6 +193,7 @@ static RPC_UNARY_HANDLER(do_post, bb_service, Memory__V1__BlackboardPostRequest,
 
 typedef struct pending_read {
     bb_sync s; /* first */
+    const bb_service *svc;
     rpc_call *call;
     Memory__V1__BlackboardReadResponse *resp;
     const char *tenant;
@@ -218,6 +223,12 @@ static grpc_status_code read_settled(pending_read *pr, int status) {
     return GRPC_STATUS_OK;
 }
 
+static void cancel_read(rpc_call *call, void *arg) {
+    (void)call;
+    pending_read *pr = arg;
+    cancel_eval(pr->svc, &pr->s.e);
+}
+
 static void read_done(bb_sync *s, int status) {
     pending_read *pr = (pending_read *)s;
     rpc_call_complete(pr->call, read_settled(pr, status));
@@ -234,12 +245,13 @@ static RPC_UNARY_HANDLER(do_read, bb_service, Memory__V1__BlackboardReadRequest,
     bb_names n;
     if (!pr || bb_names_make(a, principal_tenant(p), task, &n) != 0) return rpc_call_oom(call);
     tier_target(call, "blackboard:%s", task);
+    pr->svc = svc;
     pr->call = call;
     pr->resp = resp;
     pr->tenant = principal_tenant(p);
     pr->c = caller_of(p);
     pr->s.done = read_done;
-    if (rpc_call_on_cancel(call, cancel_eval, &pr->s.e) != 0) return GRPC_STATUS_CANCELLED;
+    if (rpc_call_on_cancel(call, cancel_read, pr) != 0) return GRPC_STATUS_CANCELLED;
     if (bb_sync_start(&pr->s, svc->redis, a, &n, &svc->lim, &pr->c, -1, NULL,
                       rpc_call_deadline_ms(call)) != 0)
         return rpc_call_oom(call);

@@ -32,6 +32,7 @@ void log_set_level(log_level level) { atomic_store(&log_min_level, (int)level); 
 log_level log_get_level(void) { return (log_level)atomic_load(&log_min_level); }
 int log_enabled(log_level level) { return (int)level >= atomic_load(&log_min_level); }
 void log_set_fd(int fd) { atomic_store(&log_out_fd, fd); }
+int log_get_fd(void) { return atomic_load(&log_out_fd); }
 
 const char *log_level_name(log_level level) {
     return (level >= LOG_DEBUG && level <= LOG_ERROR) ? level_names[level] : "info";

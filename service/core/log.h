@@ -36,6 +36,8 @@ const char *log_level_name(log_level level);
 
 /* Redirects output to fd (default 2). The caller keeps owning fd. */
 void log_set_fd(int fd);
+/* The fd lines go to (for the crash reporter, which writes raw). */
+int log_get_fd(void);
 
 /* The trace id of the call this thread is working for: every line
  * logged on the thread between log_trace_enter and log_trace_leave

@@ -13,7 +13,12 @@ struct entries_lookup {
     entries_record rec; /* what a load or a read found */
     tier_async *load;   /* the tenant-wide load that fills the cache */
     tier_async *read;   /* the caller's own read (no cache, or a hidden copy) */
-    int reading;        /* read was submitted */
+    /* A cancel and the own read can cross (a cancel may come before the
+     * start, or while the cache hands the caller to its read): each side
+     * sets its flag, then looks at the other's (both seq_cst), so at least
+     * one of them cancels the read. */
+    int reading;   /* read is built and about to be submitted */
+    int cancelled; /* the client is gone */
     Memory__V1__Entry *entry;
     void (*done)(void *arg, int rc, int from);
     void *arg;
@@ -63,7 +68,9 @@ static void read_own(entries_lookup *lk) {
         answer(lk, tier_fail(lk->c, STATUS_ENOMEM, "out of memory"), NULL, ENTRIES_FROM_STORE);
         return;
     }
-    __atomic_store_n(&lk->reading, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&lk->reading, 1, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&lk->cancelled, __ATOMIC_SEQ_CST))
+        tier_async_cancel(&lk->svc->store, lk->read); /* sticky: the submit answers CANCELLED */
     tier_async_submit(&lk->svc->store, lk->read);
 }
 
@@ -148,11 +155,12 @@ void entries_lookup_start(entries_lookup *lk) {
 
 void entries_lookup_cancel(entries_lookup *lk) {
     entries_service *svc = lk->svc;
-    if (__atomic_load_n(&lk->reading, __ATOMIC_ACQUIRE)) {
+    __atomic_store_n(&lk->cancelled, 1, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&lk->reading, __ATOMIC_SEQ_CST)) {
         tier_async_cancel(&svc->store, lk->read);
         return;
     }
-    if (!svc->records) return; /* the read is yet to come: it will find the client gone */
+    if (!svc->records) return; /* the read is yet to come: read_own sees the flag */
     int r = cache_records_cancel(svc->records, &lk->f);
     if (r == CACHE_ASIDE_LOADING) {
         tier_async_cancel(&svc->store, lk->load);

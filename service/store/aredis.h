@@ -103,7 +103,9 @@ void aredis_free(aredis *r);
 /* Sends q (any thread; allocates nothing). */
 void aredis_submit(aredis *r, aredis_cmd *q);
 /* Asks that q end now with STATUS_ECANCELLED (any thread, before or after
- * the submit); q stays the client's until its done has run. */
+ * the submit); q stays the client's until its done has run. r is the
+ * client q is (or will be) sent on, never NULL: a cancel can run before
+ * the code that would record r in the caller's state. */
 void aredis_cancel(aredis *r, aredis_cmd *q);
 
 /* 1 while the connection is up; a racy snapshot for health and logs. */

@@ -60,6 +60,19 @@ std::string MemorydProcess::LogWith(const std::string& text, int timeout_ms) {
   return log;
 }
 
+void MemorydProcess::Reaped(int status) {
+  exited_ = true;
+  status_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  // The pipe ends with the process: the reader sees its last lines (the
+  // reason it stopped) before Log() is asked for them.
+  if (reader_.joinable()) reader_.join();
+  if (WIFSIGNALED(status)) {
+    std::lock_guard<std::mutex> lock(mu_);
+    log_ += "[test harness] memoryd died of signal " + std::to_string(WTERMSIG(status)) + " (" +
+            strsignal(WTERMSIG(status)) + (WCOREDUMP(status) ? ", core dumped" : "") + ")\n";
+  }
+}
+
 bool MemorydProcess::Start(int timeout_ms) {
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) return false;
@@ -90,11 +103,7 @@ bool MemorydProcess::Start(int timeout_ms) {
     }
     int status;
     if (waitpid(pid_, &status, WNOHANG) == pid_) {
-      exited_ = true;
-      status_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-      // The pipe ends with the process: the reader sees its last lines
-      // (the reason it stopped) before Log() is asked for them.
-      if (reader_.joinable()) reader_.join();
+      Reaped(status);
       return false;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -108,9 +117,7 @@ int MemorydProcess::Wait(int timeout_ms) {
   while (std::chrono::steady_clock::now() < deadline) {
     int status;
     if (waitpid(pid_, &status, WNOHANG) == pid_) {
-      exited_ = true;
-      status_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-      if (reader_.joinable()) reader_.join();
+      Reaped(status);
       return status_;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));

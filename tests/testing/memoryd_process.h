@@ -45,6 +45,9 @@ class MemorydProcess {
 
  private:
   void ReadLoop(int fd);
+  // The process has exited with waitpid's status: a death by a signal is
+  // added to the log, which otherwise just ends.
+  void Reaped(int status);
   std::vector<std::string> args_;
   std::unique_ptr<TestKeys> keys_;
   pid_t pid_ = -1;

@@ -4,8 +4,12 @@
 #include <ctype.h>
 #include <gtest/gtest.h>
 #include <jansson.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +18,7 @@
 #include <vector>
 
 extern "C" {
+#include "service/core/crash.h"
 #include "service/core/log.h"
 }
 
@@ -372,6 +377,62 @@ TEST_F(LogTest, ConcurrentLinesNeverInterleave) {
     json_decref(j);
   }
   for (int t = 0; t < kThreads; t++) EXPECT_EQ(kLines, per_thread[t]) << t;
+}
+
+// A process that dies of SIGSEGV says so on the log (signal, address, the
+// time as every line has it, then the stack) and still dies of SIGSEGV.
+// Under ASan the reporter stands aside for ASan's own report.
+TEST_F(LogTest, AFatalSignalIsReportedOnTheLogAndStillKills) {
+  int fds[2];
+  ASSERT_EQ(0, pipe(fds));
+  // a page no one may touch: a real fault at a known address
+  void* guard = mmap(nullptr, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(MAP_FAILED, guard);
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    close(fds[0]);
+    dup2(fds[1], 2);  // where ASan reports
+    log_set_fd(fds[1]);
+    if (crash_install() != 0) _exit(3);
+    *static_cast<volatile int*>(guard) = 1;
+    _exit(4);
+  }
+  close(fds[1]);
+  std::string out;
+  char buf[4096];
+  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) out.append(buf, static_cast<size_t>(n));
+  close(fds[0]);
+  int status = 0;
+  ASSERT_EQ(pid, waitpid(pid, &status, 0));
+  munmap(guard, 4096);
+#if defined(__SANITIZE_ADDRESS__)
+  EXPECT_NE(std::string::npos, out.find("AddressSanitizer: SEGV")) << out;
+#else
+  ASSERT_TRUE(WIFSIGNALED(status)) << "exited " << WEXITSTATUS(status) << ": " << out;
+  EXPECT_EQ(SIGSEGV, WTERMSIG(status));
+  size_t eol = out.find('\n');
+  ASSERT_NE(std::string::npos, eol) << out;
+  json_t* j = json_loads(out.substr(0, eol).c_str(), 0, nullptr);
+  ASSERT_NE(nullptr, j) << out;
+  EXPECT_EQ("fatal", Str(j, "level"));
+  EXPECT_EQ("memoryd crashed", Str(j, "msg"));
+  EXPECT_EQ("SIGSEGV", Str(j, "signal"));
+  char where[32];
+  snprintf(where, sizeof where, "%p", guard);
+  EXPECT_EQ(where, Str(j, "address"));
+  std::string t = Str(j, "time");
+  EXPECT_TRUE(IsRfc3339Micros(t)) << t;
+  time_t now = time(nullptr);
+  struct tm tm;
+  gmtime_r(&now, &tm);
+  char day[16];
+  strftime(day, sizeof day, "%Y-%m-%d", &tm);
+  EXPECT_EQ(0u, t.find(day)) << t << " is not today, " << day;
+  json_decref(j);
+  // the stack follows: several frames, one per line
+  EXPECT_GE(std::count(out.begin() + static_cast<long>(eol) + 1, out.end(), '\n'), 3) << out;
+#endif
 }
 
 }  // namespace
