@@ -355,7 +355,7 @@ Eidx BuildIndex(const Dataset& ds, int distance) {
   for (int i = 0; x && i < ds.n; i++) {
     vs_id id{};
     id.num = static_cast<uint64_t>(i);
-    if (eidx_put(x.get(), &id, ds.Vec(i), nullptr, &meta) != 0) x.reset();
+    if (eidx_put(x.get(), &id, ds.Vec(i), nullptr, nullptr, nullptr, &meta) != 0) x.reset();
   }
   return x;
 }

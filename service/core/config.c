@@ -169,6 +169,10 @@ static const opt_def options[] = {
                "used entries go first"),
     OPT_NUMBER("cache-l1-ttl-ms", cache_l1_ttl_ms, "60000", 100, 3600000,
                "longest an entry stays in the in-process cache (never past its own TTL)"),
+    OPT_TEXT("text-language", text_language, "english",
+             "the language episodic texts are ranked in: its Snowball stemmer (libstemmer: "
+             "english, german, french, spanish, ...) makes one term of a word's forms, and "
+             "english also drops stop words; every replica must use the same"),
     OPT_NUMBER("episodic-index-max-mb", episodic_index_max_mb, "1024", 1, 1048576,
                "MiB the embedded vector index may hold in memory across collections; idle "
                "collections leave memory past it, and one that alone needs more fails its reads "

@@ -66,6 +66,7 @@ typedef struct config {
     int cache_l1_ttl_ms;               /* longest an L1 entry lives */
     int cache_entities;                /* GetEntity through the cache-aside L1 */
     int episodic_index_max_mb;         /* the embedded vector index's memory budget */
+    char *text_language;               /* lexical ranking's stemmer (lex_text.h) */
     int blackboard_log_entries;        /* a board's change log: entries ... */
     int blackboard_log_bytes;          /* ... and bytes kept for resuming streams */
     int blackboard_redis_grace_ms;     /* how long Subscribe streams wait for Redis */

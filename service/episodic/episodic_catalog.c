@@ -14,6 +14,7 @@ typedef struct call {
     const char *model;
     int64_t cid;
     const char **recorded;
+    int *recorded_dims;
     ecat_hook hook;
     void *arg;
     const char *after;
@@ -102,6 +103,26 @@ static int claim_fn(pgq_session *ss, tier_ctx *c, void *arg) {
     return rc;
 }
 
+static int claim_dims_fn(pgq_session *ss, tier_ctx *c, void *arg) {
+    call *a = arg;
+    pgq_sql b = {0};
+    pgq_sql_add(&b,
+                "UPDATE episodic_collections c SET dims = CASE WHEN c.dims = 0 THEN $%d "
+                "ELSE c.dims END WHERE c.tenant = $%d AND c.cid = $%d RETURNING c.dims",
+                pgq_int4(&b, a->dims), pgq_text(&b, principal_tenant(c->p)), pgq_int8(&b, a->cid));
+    PGresult *r;
+    int rc = pgq_pipeline(ss, "record dims", NULL, &b, 1, &r);
+    if (rc != STATUS_OK) return rc;
+    int64_t dims;
+    if (PQntuples(r) == 0)
+        rc = tier_fail(c, STATUS_ENOTFOUND, "collection %s was deleted meanwhile", a->name);
+    else if (pgq_col_int(r, 0, 0, &dims) != 0)
+        rc = tier_fail(c, STATUS_EINTERNAL, "unexpected episodic_collections.dims");
+    else *a->recorded_dims = (int)dims;
+    PQclear(r);
+    return rc;
+}
+
 static int list_fn(pgq_session *ss, tier_ctx *c, void *arg) {
     call *a = arg;
     pgq_sql b = {0};
@@ -156,6 +177,11 @@ int ecat_claim_model(pg_pool *pg, tier_ctx *c, const vs_collection *col, const c
                      const char **recorded) {
     call a = {.name = col->name, .cid = col->cid, .model = model, .recorded = recorded};
     return run_on(pg, c, &a, claim_fn);
+}
+
+int ecat_claim_dims(pg_pool *pg, tier_ctx *c, vs_collection *col, int dims) {
+    call a = {.name = col->name, .cid = col->cid, .dims = dims, .recorded_dims = &col->dims};
+    return run_on(pg, c, &a, claim_dims_fn);
 }
 
 int ecat_get(pg_pool *pg, tier_ctx *c, const char *name, vs_collection *out) {

@@ -35,6 +35,12 @@ int ecat_create(pg_pool *pg, tier_ctx *c, const char *name, int dims, int distan
 int ecat_claim_model(pg_pool *pg, tier_ctx *c, const vs_collection *col, const char *model,
                      const char **recorded);
 
+/* Records dims as col's vector length (by its catalog id) unless it has
+ * one (dims 0 in the catalog: no vector yet): STATUS_OK with col->dims the
+ * length it now records (another one than dims when it had one);
+ * STATUS_ENOTFOUND when col is gone. */
+int ecat_claim_dims(pg_pool *pg, tier_ctx *c, vs_collection *col, int dims);
+
 /* STATUS_ENOTFOUND when absent. */
 int ecat_get(pg_pool *pg, tier_ctx *c, const char *name, vs_collection *out);
 

@@ -17,6 +17,7 @@
 #include "service/episodic/episodic_catalog.h"
 #include "service/episodic/episodic_embedded_internal.h"
 #include "service/episodic/episodic_filter.h"
+#include "service/lexical/lex_text.h"
 
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "episodic_points.vector is little-endian float32: add byte swapping for this target"
@@ -161,6 +162,7 @@ ecoll *emb_acquire(embedded *e, const tier_ctx *c, const vs_collection *col) {
         ec->key = key;
         key = NULL;
         ec->cid = col->cid;
+        ec->language = e->language;
         ec->x = eidx_create(col->dims, col->distance);
         if (!ec->x) {
             free(ec->key);
@@ -200,26 +202,37 @@ const char *emb_pid_text(arena *a, const vs_id *id) {
 /* A decoded point row, applied under the write lock. */
 typedef struct row {
     vs_id id;
-    const float *vector; /* NULL: a tombstone */
+    const float *vector; /* NULL: none (with no text either: a tombstone) */
+    int dims;            /* vector's length */
+    const char *text;    /* NULL: none */
     json_t *payload;
     tier_meta meta;
 } row;
 
 static int decode_row(tier_ctx *c, arena *a, const PGresult *r, int i, int dims, row *out) {
-    /* pid, seq, owner, label, vector, payload, pii_kinds, version, created_at, updated_at */
+    /* pid, seq, owner, label, vector, payload, pii_kinds, version, created_at,
+     * updated_at, text */
     int64_t label;
     memset(out, 0, sizeof *out);
     const char *pid = pgq_col_str(a, r, i, 0);
     if (!pid || vs_id_parse(pid, &out->id) != 0)
         return tier_fail(c, STATUS_EINTERNAL, "episodic_points: bad pid");
-    if (PQgetisnull(r, i, 4)) return STATUS_OK; /* tombstone */
-    if (PQgetlength(r, i, 4) != dims * (int)sizeof(float))
-        return tier_fail(c, STATUS_EINTERNAL, "episodic_points %s: vector of %d bytes, want %d",
-                         pid, PQgetlength(r, i, 4), dims * (int)sizeof(float));
-    float *v = arena_alloc(a, (size_t)dims * sizeof(float));
-    if (!v) return tier_fail(c, STATUS_ENOMEM, "out of memory");
-    memcpy(v, PQgetvalue(r, i, 4), (size_t)dims * sizeof(float));
-    out->vector = v;
+    if (PQgetisnull(r, i, 4) && PQgetisnull(r, i, 10)) return STATUS_OK; /* tombstone */
+    if (!PQgetisnull(r, i, 4)) {
+        /* An index of dims 0 takes the first vector's length (it claimed dims). */
+        int bytes = PQgetlength(r, i, 4), want = dims * (int)sizeof(float);
+        if (dims ? bytes != want
+                 : bytes <= 0 || bytes % (int)sizeof(float) || bytes / 4 > VS_MAX_DIMS)
+            return tier_fail(c, STATUS_EINTERNAL, "episodic_points %s: vector of %d bytes, want %d",
+                             pid, bytes, want);
+        float *v = arena_alloc(a, (size_t)bytes);
+        if (!v) return tier_fail(c, STATUS_ENOMEM, "out of memory");
+        memcpy(v, PQgetvalue(r, i, 4), (size_t)bytes);
+        out->vector = v;
+        out->dims = bytes / (int)sizeof(float);
+    }
+    if (!PQgetisnull(r, i, 10) && !(out->text = pgq_col_str(a, r, i, 10)))
+        return tier_fail(c, STATUS_ENOMEM, "out of memory");
     out->meta.owner = pgq_col_str(a, r, i, 2);
     const char *payload = pgq_col_jsonb(a, r, i, 5);
     if (!out->meta.owner || pgq_col_int(r, i, 3, &label) != 0 ||
@@ -239,6 +252,25 @@ static int decode_row(tier_ctx *c, arena *a, const PGresult *r, int i, int dims,
                              pid);
         }
     }
+    return STATUS_OK;
+}
+
+/* One row into x (under the write lock): a tombstone removes the point;
+ * a text is analyzed with an into terms (reused). */
+static int apply_row(tier_ctx *c, eidx *x, lex_analyzer *an, lex_terms *terms, const row *w) {
+    if (!w->vector && !w->text) {
+        eidx_remove(x, &w->id);
+        return STATUS_OK;
+    }
+    if (w->vector && eidx_dims(x) == 0 && eidx_set_dims(x, w->dims) != 0)
+        return tier_fail(c, STATUS_ENOMEM, "out of memory loading the collection");
+    if (w->vector && w->dims != eidx_dims(x))
+        return tier_fail(c, STATUS_EINTERNAL, "episodic_points: vector of %d dimensions, want %d",
+                         w->dims, eidx_dims(x));
+    if (w->text && lex_analyze(an, w->text, strlen(w->text), terms) != 0)
+        return tier_fail(c, STATUS_ENOMEM, "out of memory analyzing a text");
+    if (eidx_put(x, &w->id, w->vector, w->text, w->text ? terms : NULL, w->payload, &w->meta) != 0)
+        return tier_fail(c, STATUS_ENOMEM, "out of memory loading the collection");
     return STATUS_OK;
 }
 
@@ -262,8 +294,11 @@ int emb_sync_index(pgq_session *ss, tier_ctx *c, ecoll *ec, int in_tx) {
     /* Keyset over (seq, pid): one write may stamp more points than a page. */
     int64_t after_seq = ec->applied;
     char after_pid[40] = ""; /* "": the first page, everything above applied */
-    int dims = eidx_dims(ec->x);
+    lex_analyzer *an = lex_analyzer_of_thread(ec->language);
+    if (rc == STATUS_OK && !an) rc = tier_fail(c, STATUS_ENOMEM, "out of memory");
+    lex_terms terms = {0};
     while (rc == STATUS_OK && seq > ec->applied) {
+        int dims = eidx_dims(ec->x);
         arena *a = arena_create();
         if (!a) {
             rc = tier_fail(c, STATUS_ENOMEM, "out of memory");
@@ -274,7 +309,7 @@ int emb_sync_index(pgq_session *ss, tier_ctx *c, ecoll *ec, int in_tx) {
         int s = pgq_int8(&pb, after_seq);
         pgq_sql_add(&pb,
                     "SELECT pid, seq, owner, label, vector, payload, pii_kinds, version, "
-                    "created_at, updated_at FROM episodic_points WHERE cid = $%d AND ",
+                    "created_at, updated_at, text FROM episodic_points WHERE cid = $%d AND ",
                     cid);
         if (after_pid[0])
             pgq_sql_add(&pb, "seq >= $%d AND (seq, pid) > ($%d, $%d)", s, s,
@@ -301,18 +336,15 @@ int emb_sync_index(pgq_session *ss, tier_ctx *c, ecoll *ec, int in_tx) {
         PQclear(r);
         if (rc == STATUS_OK) {
             pthread_rwlock_wrlock(&ec->rw);
-            for (int i = 0; i < rows && rc == STATUS_OK; i++) {
-                if (!batch[i].vector) eidx_remove(ec->x, &batch[i].id);
-                else if (eidx_put(ec->x, &batch[i].id, batch[i].vector, batch[i].payload,
-                                  &batch[i].meta) != 0)
-                    rc = tier_fail(c, STATUS_ENOMEM, "out of memory loading the collection");
-            }
+            for (int i = 0; i < rows && rc == STATUS_OK; i++)
+                rc = apply_row(c, ec->x, an, &terms, &batch[i]);
             pthread_rwlock_unlock(&ec->rw);
         }
         for (int i = 0; i < decoded && batch; i++) json_decref(batch[i].payload);
         arena_free(a);
         if (rc == STATUS_OK && rows < SYNC_PAGE) ec->applied = seq;
     }
+    lex_terms_free(&terms);
     pthread_mutex_unlock(&ec->sync_mu);
     return rc;
 }
@@ -363,7 +395,7 @@ static int copy_point(tier_ctx *c, const eidx *x, size_t slot, int with_payload,
                 return tier_fail(c, STATUS_ENOMEM, "out of memory");
         out->meta.pii_kinds = k;
     }
-    if (with_vector) {
+    if (with_vector && eidx_vector(x, slot)) {
         size_t bytes = (size_t)eidx_dims(x) * sizeof(float);
         float *v = arena_alloc(c->ar, bytes);
         if (!v) return tier_fail(c, STATUS_ENOMEM, "out of memory");
@@ -374,6 +406,9 @@ static int copy_point(tier_ctx *c, const eidx *x, size_t slot, int with_payload,
         json_t *p = eidx_payload(x, slot);
         out->payload = p ? json_incref(p) : json_object();
         if (!out->payload) return tier_fail(c, STATUS_ENOMEM, "out of memory");
+        const char *t = eidx_text(x, slot);
+        if (t && !(out->text = arena_strdup(c->ar, t)))
+            return tier_fail(c, STATUS_ENOMEM, "out of memory");
     }
     return STATUS_OK;
 }
@@ -403,9 +438,18 @@ static int emb_search(vstore *vs, tier_ctx *c, const vs_collection *col, const v
         return tier_fail(c, STATUS_ENOMEM, "out of memory");
     }
     emb_accept_args aa = {c, s->filter, 0};
+    lex_terms q = {0};
+    if (s->text) { /* analyzed before the lock is taken */
+        lex_analyzer *an = lex_analyzer_of_thread(e->language);
+        if (!an || lex_analyze(an, s->text, strlen(s->text), &q) != 0)
+            rc = tier_fail(c, STATUS_ENOMEM, "out of memory analyzing the query");
+    }
     pthread_rwlock_rdlock(&ec->rw);
-    long got =
-        eidx_search(ec->x, s->vector, k, s->has_threshold, s->threshold, emb_accept, &aa, hits);
+    long got = rc != STATUS_OK ? 0
+               : s->text       ? eidx_search_text(ec->x, &q, k, s->has_threshold, s->threshold,
+                                                  emb_accept, &aa, hits)
+                               : eidx_search(ec->x, s->vector, k, s->has_threshold, s->threshold,
+                                             emb_accept, &aa, hits);
     if (got < 0) rc = tier_fail(c, STATUS_ENOMEM, "out of memory");
     size_t first = (size_t)s->offset, count = got > (long)first ? (size_t)got - first : 0;
     vs_hit *res = count ? arena_zalloc(c->ar, count * sizeof *res) : NULL;
@@ -417,6 +461,7 @@ static int emb_search(vstore *vs, tier_ctx *c, const vs_collection *col, const v
                         &res[done].point);
     }
     pthread_rwlock_unlock(&ec->rw);
+    lex_terms_free(&q);
     free(hits);
     emb_release(e, ec);
     if (rc != STATUS_OK) {
@@ -643,9 +688,14 @@ static int emb_register_metrics(vstore *vs) { return metrics_add_collector(emb_c
 
 static const vstore_ops embedded_ops = VSTORE_OPS("embedded", emb);
 
-int episodic_embedded_open(pg_pool *pg, size_t budget_bytes, vstore **out) {
+int episodic_embedded_open(pg_pool *pg, size_t budget_bytes, const char *language, vstore **out) {
+    if (!language) language = "english";
+    /* Known to the stemmer, as a thread will ask for it. */
+    if (strlen(language) >= sizeof((embedded *)0)->language || !lex_analyzer_of_thread(language))
+        return -1;
     embedded *e = calloc(1, sizeof *e);
     if (!e) return -1;
+    snprintf(e->language, sizeof e->language, "%s", language);
     e->base.ops = &embedded_ops;
     e->pg = pg;
     e->budget = budget_bytes;

@@ -20,11 +20,12 @@ typedef struct ecoll {
     pthread_rwlock_t rw;     /* guards x */
     pthread_mutex_t sync_mu; /* one catch-up at a time; guards applied */
     eidx *x;
-    int64_t applied; /* the collection seq this index reflects */
-    int refs;        /* the map's reference + callers'; under embedded.mu */
-    size_t bytes;    /* eidx_bytes when last accounted; under embedded.mu */
-    size_t points;   /* eidx_count then; under embedded.mu */
-    int64_t used_ms; /* last read or write; under embedded.mu */
+    const char *language; /* texts' (embedded.language) */
+    int64_t applied;      /* the collection seq this index reflects */
+    int refs;             /* the map's reference + callers'; under embedded.mu */
+    size_t bytes;         /* eidx_bytes when last accounted; under embedded.mu */
+    size_t points;        /* eidx_count then; under embedded.mu */
+    int64_t used_ms;      /* last read or write; under embedded.mu */
     struct ecoll *next;
 } ecoll;
 
@@ -38,6 +39,7 @@ typedef struct embedded {
     size_t points;             /* and of their points; under mu */
     size_t ncoll;              /* collections mapped; under mu */
     metrics_counter evictions; /* collections dropped from memory for the budget */
+    char language[32];         /* texts are analyzed in it (lex_text.h) */
 } embedded;
 
 /* One operation's arguments, handed through pgq_run. */

@@ -1,7 +1,8 @@
 /* episodic_embedded_write: the embedded backend's writes: upsert (reading
  * the existing points first for the write diode) and deletes by ids or by
- * filter (tombstones), each stamped with the collection's next seq. They
- * do not touch the in-memory index: the next read catches up. */
+ * filter (tombstones: neither vector nor text), each stamped with the
+ * collection's next seq. They do not touch the in-memory index: the next
+ * read catches up. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,12 +12,15 @@
 #include "service/episodic/episodic_filter.h"
 #include "service/tier/tier_sql.h"
 
+/* A point that is not a tombstone. */
+#define LIVE "(vector IS NOT NULL OR text IS NOT NULL)"
+
 /* Existing points among pids: (pid, owner, label, version, created_at). */
 static int load_existing(pgq_session *ss, op *o, const char *pids_literal, PGresult **out) {
     pgq_sql b = {0};
     pgq_sql_add(&b,
                 "SELECT pid, owner, label, version, created_at FROM episodic_points "
-                "WHERE cid = $%d AND pid = ANY($%d) AND vector IS NOT NULL",
+                "WHERE cid = $%d AND pid = ANY($%d) AND " LIVE,
                 pgq_int8(&b, o->col->cid), pgq_text_array(&b, pids_literal));
     return emb_query(ss, 1, "existing points", &b, out);
 }
@@ -73,7 +77,7 @@ static int upsert_fn(pgq_session *ss, void *arg) {
     if ((rc = load_existing(ss, o, lit, &r)) != STATUS_OK) return rc;
 
     size_t dims = (size_t)o->col->dims, vbytes = dims * sizeof(float);
-    unsigned char *vecs = malloc(o->n * vbytes);
+    unsigned char *vecs = malloc(o->n * vbytes + 1); /* + 1: dims 0 */
     json_t *rows = json_array();
     if (!vecs || !rows) rc = tier_fail(c, STATUS_ENOMEM, "out of memory");
     for (size_t i = 0; rc == STATUS_OK && i < o->n; i++) {
@@ -90,14 +94,16 @@ static int upsert_fn(pgq_session *ss, void *arg) {
         }
         if (rc != STATUS_OK) break;
         if ((rc = vs_stamp(c, &pt->id, ex, pt->label, now, &stamped)) != STATUS_OK) break;
-        memcpy(vecs + i * vbytes, pt->vector, vbytes);
+        if (pt->vector) memcpy(vecs + i * vbytes, pt->vector, vbytes);
+        else memset(vecs + i * vbytes, 0, vbytes);
         json_t *pii = json_array();
         for (size_t k = 0; pii && k < pt->npii; k++)
             json_array_append_new(pii, json_string(pt->pii_kinds[k]));
-        json_t *row = json_pack(
-            "{s:I, s:s, s:s, s:i, s:O, s:o, s:I, s:I}", "i", (json_int_t)i, "pid", pid, "owner",
-            stamped.owner, "label", stamped.label, "payload", pt->payload, "pii", pii, "version",
-            (json_int_t)stamped.version, "created_us", (json_int_t)stamped.create_us);
+        json_t *row =
+            json_pack("{s:I, s:s, s:s, s:i, s:O, s:o, s:I, s:I, s:b, s:s?}", "i", (json_int_t)i,
+                      "pid", pid, "owner", stamped.owner, "label", stamped.label, "payload",
+                      pt->payload, "pii", pii, "version", (json_int_t)stamped.version, "created_us",
+                      (json_int_t)stamped.create_us, "hv", pt->vector != NULL, "text", pt->text);
         if (!row || json_array_append_new(rows, row) != 0)
             rc = tier_fail(c, STATUS_ENOMEM, "out of memory");
     }
@@ -112,17 +118,20 @@ static int upsert_fn(pgq_session *ss, void *arg) {
         int ts = pgq_ts(&b, now), js = pgq_jsonb(&b, rows_text);
         pgq_sql_add(
             &b,
-            "INSERT INTO episodic_points AS p (cid, pid, seq, owner, label, vector, "
+            "INSERT INTO episodic_points AS p (cid, pid, seq, owner, label, vector, text, "
             "payload, pii_kinds, version, created_at, updated_at) "
-            "SELECT $%d, r.pid, $%d, r.owner, r.label, substring($%d FROM r.i * $%d + 1 "
-            "FOR $%d), r.payload, ARRAY(SELECT jsonb_array_elements_text(r.pii)), "
+            "SELECT $%d, r.pid, $%d, r.owner, r.label, CASE WHEN r.hv THEN substring($%d "
+            "FROM r.i * $%d + 1 FOR $%d) END, r.text, r.payload, "
+            "ARRAY(SELECT jsonb_array_elements_text(r.pii)), "
             "r.version, 'epoch'::timestamptz + r.created_us * interval '1 microsecond', $%d "
             "FROM jsonb_to_recordset($%d) AS r(i int, pid text, owner text, label int, "
-            "payload jsonb, pii jsonb, version bigint, created_us bigint) "
+            "payload jsonb, pii jsonb, version bigint, created_us bigint, hv boolean, "
+            "text text) "
             "ON CONFLICT (cid, pid) DO UPDATE SET seq = EXCLUDED.seq, owner = "
-            "EXCLUDED.owner, label = EXCLUDED.label, vector = EXCLUDED.vector, payload = "
-            "EXCLUDED.payload, pii_kinds = EXCLUDED.pii_kinds, version = EXCLUDED.version, "
-            "created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at",
+            "EXCLUDED.owner, label = EXCLUDED.label, vector = EXCLUDED.vector, text = "
+            "EXCLUDED.text, payload = EXCLUDED.payload, pii_kinds = EXCLUDED.pii_kinds, "
+            "version = EXCLUDED.version, created_at = EXCLUDED.created_at, "
+            "updated_at = EXCLUDED.updated_at",
             cid, s, v, vb, vb, ts, js);
         rc = emb_query(ss, 1, "upsert points", &b, &r);
         if (rc == STATUS_OK) PQclear(r);
@@ -145,8 +154,8 @@ static int tombstone(pgq_session *ss, op *o, int64_t seq, const char *pids, int6
     pgq_sql b = {0};
     int s = pgq_int8(&b, seq), ts = pgq_ts(&b, clock_wall_us());
     pgq_sql_add(&b,
-                "UPDATE episodic_points SET vector = NULL, payload = NULL, seq = $%d, "
-                "updated_at = $%d WHERE cid = $%d AND pid = ANY($%d) AND vector IS NOT NULL",
+                "UPDATE episodic_points SET vector = NULL, text = NULL, payload = NULL, "
+                "seq = $%d, updated_at = $%d WHERE cid = $%d AND pid = ANY($%d) AND " LIVE,
                 s, ts, pgq_int8(&b, o->col->cid), pgq_text_array(&b, pids));
     PGresult *r;
     int rc = emb_query(ss, 1, "delete points", &b, &r);

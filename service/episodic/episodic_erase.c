@@ -112,12 +112,21 @@ typedef struct export_run {
 } export_run;
 
 /* One point as a record: "<collection>/<id>", its payload as compact JSON
- * ("{}" without one) and its metadata under the collection's tenant. */
+ * ("{}" without one), or {"payload": ..., "text": ...} when it has a text,
+ * and its metadata under the collection's tenant. */
 static int emit_point(export_run *r, const vs_collection *col, const vs_point *p) {
     char idt[37];
     char *id = arena_printf(r->c->ar, "%s/%s", col->name, vs_id_text(&p->id, idt));
-    char *json = p->payload ? json_dumps(p->payload, JSON_COMPACT) : NULL;
-    if (!id || (p->payload && !json)) {
+    char *json = NULL;
+    if (p->text) {
+        json_t *both = json_pack("{s:O?, s:s}", "payload", p->payload, "text", p->text);
+        json = both ? json_dumps(both, JSON_COMPACT) : NULL;
+        json_decref(both);
+        if (!json) return tier_fail(r->c, STATUS_ENOMEM, "out of memory");
+    } else if (p->payload) {
+        json = json_dumps(p->payload, JSON_COMPACT);
+    }
+    if (!id || ((p->payload || p->text) && !json)) {
         free(json);
         return tier_fail(r->c, STATUS_ENOMEM, "out of memory");
     }

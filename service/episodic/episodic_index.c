@@ -11,19 +11,36 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "service/core/array.h"
+
 #define LANES 16
 #define BLOCK 256 /* vectors scored per kernel call */
 
 struct eidx {
     int dims, distance;
     size_t n, cap;
-    float *vecs; /* cap * dims, 64-byte aligned */
+    float *vecs; /* cap * dims, 64-byte aligned (zeros where a slot has none) */
     vs_id *ids;
     tier_meta *metas; /* owner and pii_kinds owned (malloc) */
     json_t **payloads;
     size_t *table; /* open addressing: slot + 1, 0 = empty */
     size_t tcap;   /* power of two, > 2 * n */
+    /* Texts: a slot's text (malloc'd, NULL: none) is a document of the
+     * lexical index. Documents keep their number while slots move (a
+     * remove fills the hole with the last slot), so doc_slot maps back. */
+    char **texts;
+    unsigned char *novec;  /* 1: the slot has no vector (text only) */
+    size_t nnovec;         /* slots without a vector */
+    size_t text_bytes;     /* sum of the texts' strlen + 1 */
+    uint32_t *doc;         /* per slot: its document, NO_DOC when it has no text */
+    size_t *doc_slot;      /* per document number: its slot */
+    size_t ndocs, doc_cap; /* document numbers handed out; doc_slot's room */
+    uint32_t *free_docs;   /* numbers of removed documents, for reuse */
+    size_t nfree, free_cap;
+    lex_index *lx; /* NULL until the first text */
 };
+
+#define NO_DOC UINT32_MAX
 
 /* ---- kernels ---- */
 
@@ -121,7 +138,7 @@ long eidx_find(const eidx *x, const vs_id *id) {
 /* ---- lifecycle ---- */
 
 eidx *eidx_create(int dims, int distance) {
-    assert(dims >= 1 && dims <= VS_MAX_DIMS);
+    assert(dims >= 0 && dims <= VS_MAX_DIMS);
     eidx *x = calloc(1, sizeof *x);
     if (!x) return NULL;
     x->dims = dims;
@@ -163,11 +180,18 @@ void eidx_free(eidx *x) {
     for (size_t s = 0; s < x->n; s++) {
         meta_clear(&x->metas[s]);
         json_decref(x->payloads[s]);
+        free(x->texts[s]);
     }
     free(x->vecs);
     free(x->ids);
     free(x->metas);
     free(x->payloads);
+    free(x->texts);
+    free(x->novec);
+    free(x->doc);
+    free(x->doc_slot);
+    free(x->free_docs);
+    lex_index_free(x->lx);
     free(x->table);
     free(x);
 }
@@ -178,54 +202,149 @@ int eidx_distance(const eidx *x) { return x->distance; }
 
 size_t eidx_bytes(const eidx *x) {
     return x->cap * ((size_t)x->dims * sizeof(float) + sizeof(vs_id) + sizeof(tier_meta) +
-                     sizeof(json_t *)) +
-           x->tcap * sizeof(size_t);
+                     sizeof(json_t *) + sizeof(char *) + 1 + sizeof(uint32_t)) +
+           x->tcap * sizeof(size_t) + x->text_bytes + x->doc_cap * sizeof(size_t) +
+           x->free_cap * sizeof(uint32_t) + (x->lx ? lex_index_bytes(x->lx) : 0);
 }
 
+size_t eidx_texts(const eidx *x) { return x->lx ? lex_index_docs(x->lx) : 0; }
+
 const vs_id *eidx_id(const eidx *x, size_t slot) { return &x->ids[slot]; }
-const float *eidx_vector(const eidx *x, size_t slot) { return x->vecs + slot * (size_t)x->dims; }
+const float *eidx_vector(const eidx *x, size_t slot) {
+    return x->novec[slot] ? NULL : x->vecs + slot * (size_t)x->dims;
+}
+const char *eidx_text(const eidx *x, size_t slot) { return x->texts[slot]; }
 json_t *eidx_payload(const eidx *x, size_t slot) { return x->payloads[slot]; }
 const tier_meta *eidx_meta(const eidx *x, size_t slot) { return &x->metas[slot]; }
 
-static int grow(eidx *x) {
-    size_t cap = x->cap ? x->cap * 2 : 64;
+/* The vector array for cap slots, the first n copied. */
+static float *vectors_for(const eidx *x, size_t cap) {
     size_t vbytes = cap * (size_t)x->dims * sizeof(float);
     vbytes = (vbytes + 63) & ~(size_t)63;
-    float *v = aligned_alloc(64, vbytes);
+    float *v = aligned_alloc(64, vbytes ? vbytes : 64);
+    if (v && x->n) memcpy(v, x->vecs, x->n * (size_t)x->dims * sizeof(float));
+    return v;
+}
+
+static int grow(eidx *x) {
+    size_t cap = x->cap ? x->cap * 2 : 64;
+    float *v = vectors_for(x, cap);
     if (!v) return -1;
-    if (x->n) memcpy(v, x->vecs, x->n * (size_t)x->dims * sizeof(float));
+    /* Each array is grown in turn; one that fails leaves the ones before
+     * it bigger than cap says, which is harmless. */
     vs_id *ids = realloc(x->ids, cap * sizeof *ids);
-    if (!ids) {
+    if (ids) x->ids = ids;
+    tier_meta *m = ids ? realloc(x->metas, cap * sizeof *m) : NULL;
+    if (m) x->metas = m;
+    json_t **p = m ? realloc(x->payloads, cap * sizeof *p) : NULL;
+    if (p) x->payloads = p;
+    char **t = p ? realloc(x->texts, cap * sizeof *t) : NULL;
+    if (t) x->texts = t;
+    unsigned char *nv = t ? realloc(x->novec, cap) : NULL;
+    if (nv) x->novec = nv;
+    uint32_t *d = nv ? realloc(x->doc, cap * sizeof *d) : NULL;
+    if (!d) {
         free(v);
         return -1;
     }
-    x->ids = ids;
-    tier_meta *m = realloc(x->metas, cap * sizeof *m);
-    if (!m) {
-        free(v);
-        return -1;
-    }
-    x->metas = m;
-    json_t **p = realloc(x->payloads, cap * sizeof *p);
-    if (!p) {
-        free(v);
-        return -1;
-    }
-    x->payloads = p;
+    x->doc = d;
     free(x->vecs);
     x->vecs = v;
     x->cap = cap;
     return 0;
 }
 
-int eidx_put(eidx *x, const vs_id *id, const float *vec, json_t *payload, const tier_meta *meta) {
+int eidx_set_dims(eidx *x, int dims) {
+    if (x->dims != 0 || dims < 1 || dims > VS_MAX_DIMS) return -1;
+    x->dims = dims;
+    float *v = vectors_for(x, x->cap);
+    if (!v) {
+        x->dims = 0;
+        return -1;
+    }
+    memset(v, 0, x->cap * (size_t)dims * sizeof(float));
+    free(x->vecs);
+    x->vecs = v;
+    return 0;
+}
+
+/* A document number for slot: a removed document's, or the next. */
+static int doc_take(eidx *x, size_t slot, uint32_t *out) {
+    uint32_t d;
+    if (x->nfree) {
+        d = x->free_docs[--x->nfree];
+    } else {
+        if (x->ndocs >= NO_DOC) return -1;
+        size_t *ds = array_grow(x->doc_slot, &x->doc_cap, x->ndocs + 1, sizeof *ds, 64);
+        if (!ds) return -1;
+        x->doc_slot = ds;
+        d = (uint32_t)x->ndocs++;
+    }
+    x->doc_slot[d] = slot;
+    *out = d;
+    return 0;
+}
+
+/* Takes slot's document (and its text) out of the lexical index. */
+static int doc_drop(eidx *x, size_t slot) {
+    uint32_t d = x->doc[slot];
+    if (d == NO_DOC) return 0;
+    uint32_t *f = array_grow(x->free_docs, &x->free_cap, x->nfree + 1, sizeof *f, 64);
+    if (!f) return -1; /* the number is not reused: a hole in the numbering */
+    x->free_docs = f;
+    lex_index_remove(x->lx, d);
+    x->free_docs[x->nfree++] = d;
+    x->doc[slot] = NO_DOC;
+    return 0;
+}
+
+/* Sets slot's text to a copy of text (NULL: none) with terms. */
+static int set_text(eidx *x, size_t slot, const char *text, const lex_terms *terms) {
+    char *old = x->texts[slot];
+    if (!text) {
+        if (doc_drop(x, slot) != 0 && x->doc[slot] != NO_DOC) {
+            lex_index_remove(x->lx, x->doc[slot]); /* the number is lost, not the removal */
+            x->doc[slot] = NO_DOC;
+        }
+        if (old) x->text_bytes -= strlen(old) + 1;
+        free(old);
+        x->texts[slot] = NULL;
+        return 0;
+    }
+    char *copy = strdup(text);
+    if (!copy) return -1;
+    if (!x->lx && !(x->lx = lex_index_create())) {
+        free(copy);
+        return -1;
+    }
+    uint32_t d = x->doc[slot];
+    if (d == NO_DOC && doc_take(x, slot, &d) != 0) {
+        free(copy);
+        return -1;
+    }
+    x->doc[slot] = d;
+    lex_terms none = {0};
+    if (lex_index_put(x->lx, d, terms ? terms : &none) != 0) {
+        free(copy);
+        return -1; /* lex_index_put left d absent: it is still slot's, with no terms */
+    }
+    if (old) x->text_bytes -= strlen(old) + 1;
+    free(old);
+    x->texts[slot] = copy;
+    x->text_bytes += strlen(copy) + 1;
+    return 0;
+}
+
+int eidx_put(eidx *x, const vs_id *id, const float *vec, const char *text, const lex_terms *terms,
+             json_t *payload, const tier_meta *meta) {
     tier_meta copy;
     if (meta_copy(&copy, meta) != 0) {
         meta_clear(&copy);
         return -1;
     }
     long slot = eidx_find(x, id);
-    if (slot < 0) {
+    int fresh = slot < 0;
+    if (fresh) {
         if (x->n == x->cap && grow(x) != 0) {
             meta_clear(&copy);
             return -1;
@@ -234,7 +353,18 @@ int eidx_put(eidx *x, const vs_id *id, const float *vec, json_t *payload, const 
             meta_clear(&copy);
             return -1;
         }
-        slot = (long)x->n++;
+        slot = (long)x->n;
+        x->texts[slot] = NULL;
+        x->doc[slot] = NO_DOC;
+        x->novec[slot] = 0;
+    }
+    /* The text first: the one step that can fail once the slot exists. */
+    if (set_text(x, (size_t)slot, text, terms) != 0) {
+        meta_clear(&copy);
+        return -1;
+    }
+    if (fresh) {
+        x->n++;
         x->ids[slot] = *id;
         x->table[probe(x, id)] = (size_t)slot + 1;
     } else {
@@ -242,8 +372,15 @@ int eidx_put(eidx *x, const vs_id *id, const float *vec, json_t *payload, const 
         json_decref(x->payloads[slot]);
     }
     float *dst = x->vecs + (size_t)slot * x->dims;
-    memcpy(dst, vec, (size_t)x->dims * sizeof(float));
-    if (x->distance == VS_COSINE) eidx_normalize(dst, x->dims);
+    unsigned char was = fresh ? 0 : x->novec[slot];
+    if (vec && x->dims) {
+        memcpy(dst, vec, (size_t)x->dims * sizeof(float));
+        if (x->distance == VS_COSINE) eidx_normalize(dst, x->dims);
+    } else if (x->dims) {
+        memset(dst, 0, (size_t)x->dims * sizeof(float));
+    }
+    x->novec[slot] = (unsigned char)!(vec && x->dims);
+    x->nnovec = x->nnovec - was + x->novec[slot];
     x->metas[slot] = copy;
     x->payloads[slot] = payload ? json_incref(payload) : NULL;
     return 0;
@@ -255,6 +392,8 @@ int eidx_remove(eidx *x, const vs_id *id) {
     size_t slot = x->table[i] - 1, last = x->n - 1;
     meta_clear(&x->metas[slot]);
     json_decref(x->payloads[slot]);
+    set_text(x, slot, NULL, NULL); /* cannot fail */
+    x->nnovec -= x->novec[slot];
 
     /* Backward-shift deletion keeps every probe chain unbroken without
      * tombstones. */
@@ -273,6 +412,10 @@ int eidx_remove(eidx *x, const vs_id *id) {
         x->ids[slot] = x->ids[last];
         x->metas[slot] = x->metas[last];
         x->payloads[slot] = x->payloads[last];
+        x->texts[slot] = x->texts[last];
+        x->novec[slot] = x->novec[last];
+        x->doc[slot] = x->doc[last];
+        if (x->doc[slot] != NO_DOC) x->doc_slot[x->doc[slot]] = slot;
         memcpy(x->vecs + slot * (size_t)x->dims, x->vecs + last * (size_t)x->dims,
                (size_t)x->dims * sizeof(float));
         x->table[probe(x, &x->ids[slot])] = slot + 1;
@@ -339,7 +482,7 @@ static void push(heap *hp, const eidx_hit *c) {
 
 long eidx_search(const eidx *x, const float *q, size_t k, int has_threshold, float threshold,
                  eidx_accept_fn accept, void *arg, eidx_hit *out) {
-    if (k == 0 || x->n == 0) return 0;
+    if (k == 0 || x->n == 0 || x->dims == 0) return 0;
     int euclid = x->distance == VS_EUCLID;
     if (has_threshold && euclid && threshold < 0) return 0;
     /* Compared in the internal "higher is better" form. */
@@ -352,6 +495,7 @@ long eidx_search(const eidx *x, const float *q, size_t k, int has_threshold, flo
         eidx_score_block(x->distance, q, x->vecs + base * (size_t)x->dims, m, x->dims, scores);
         for (size_t i = 0; i < m; i++) {
             eidx_hit c = {base + i, euclid ? -scores[i] : scores[i]};
+            if (x->nnovec && x->novec[c.slot]) continue; /* text only */
             if (has_threshold && c.score < t) continue;
             if (!admits(&hp, &c)) continue;
             if (accept && !accept(x, c.slot, arg)) continue;
@@ -371,4 +515,43 @@ long eidx_search(const eidx *x, const float *q, size_t k, int has_threshold, flo
     for (size_t i = 0; i < n; i++)
         if (euclid) out[i].score = sqrtf(-out[i].score);
     return (long)n;
+}
+
+/* ---- text search ---- */
+
+typedef struct text_search {
+    const eidx *x;
+    eidx_accept_fn accept;
+    void *arg;
+} text_search;
+
+static int text_accept(void *arg, uint32_t doc) {
+    const text_search *ts = arg;
+    return !ts->accept || ts->accept(ts->x, ts->x->doc_slot[doc], ts->arg);
+}
+
+static int text_before(void *arg, uint32_t a, uint32_t b) {
+    const text_search *ts = arg;
+    return vs_id_cmp(&ts->x->ids[ts->x->doc_slot[a]], &ts->x->ids[ts->x->doc_slot[b]]) < 0;
+}
+
+long eidx_search_text(const eidx *x, const lex_terms *q, size_t k, int has_threshold,
+                      float threshold, eidx_accept_fn accept, void *arg, eidx_hit *out) {
+    if (k == 0 || !x->lx) return 0;
+    lex_hit *hits = malloc(k * sizeof *hits);
+    if (!hits) return -1;
+    text_search ts = {x, accept, arg};
+    lex_search_how how = {text_accept, text_before, &ts};
+    size_t n = 0;
+    if (lex_index_search(x->lx, q, k, &how, hits, &n) != 0) {
+        free(hits);
+        return -1;
+    }
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (has_threshold && hits[i].score < threshold) break; /* best first */
+        out[kept++] = (eidx_hit){x->doc_slot[hits[i].doc], (float)hits[i].score};
+    }
+    free(hits);
+    return (long)kept;
 }

@@ -279,6 +279,11 @@ static int delete_hook(tier_ctx *c, const vs_collection *col, void *arg) {
 static int q_create_collection(vstore *vs, tier_ctx *c, const char *name, int dims, int distance,
                                const char *model, vs_collection *out) {
     qdrant *q = (qdrant *)vs;
+    if (dims == 0)
+        return tier_fail(c, STATUS_EPRECONDITION,
+                         "dims: 0 takes the length of the server's embedder model, and this "
+                         "server has no embedder (--embedder-url); the Qdrant backend needs "
+                         "dims");
     hook_arg h = {.q = q};
     int rc = qdrant_ready(q, c, &h.version);
     if (rc != STATUS_OK) return rc;

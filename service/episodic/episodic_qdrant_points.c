@@ -125,11 +125,18 @@ static int cmp_hit_id(const void *a, const void *b) {
     return vs_id_cmp(&((const vs_hit *)a)->point.id, &((const vs_hit *)b)->point.id);
 }
 
+/* Texts: the embedded backend keeps and ranks them; this one keeps
+ * vectors only (a text-only point or a lexical search is refused). */
+#define Q_NO_TEXT                                                                                  \
+    "the Qdrant backend (--qdrant-url) keeps vectors only: give vectors, or configure an "         \
+    "embedder (--embedder-url) for text; lexical search is the embedded backend's"
+
 int q_search(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_search *s, vs_hit **out,
              size_t *n) {
     qtarget t;
     *out = NULL;
     *n = 0;
+    if (s->text) return tier_fail(c, STATUS_EPRECONDITION, "%s", Q_NO_TEXT);
     int rc = qdrant_target(vs, c, col->name, &t);
     if (rc != STATUS_OK) return rc;
 
@@ -423,6 +430,9 @@ static int run_delete_filter(void *arg) {
 }
 
 int q_upsert(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_point_in *pts, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (!pts[i].vector)
+            return tier_fail(c, STATUS_EPRECONDITION, "points[%zu]: no vector; %s", i, Q_NO_TEXT);
     write_args w = {.vs = vs, .c = c, .col = col, .pts = pts, .n = n};
     return n ? qdrant_serialized((qdrant *)vs, c, col, run_upsert, &w) : run_upsert(&w);
 }

@@ -13,11 +13,13 @@
 #include "service/core/log.h"
 #include "service/core/text.h"
 #include "service/embed/embedder.h"
+#include "service/episodic/episodic_catalog.h"
 #include "service/episodic/episodic_embedded.h"
 #include "service/episodic/episodic_filter.h"
 #include "service/episodic/episodic_index.h"
 #include "service/episodic/episodic_qdrant.h"
 #include "service/episodic/episodic_text.h"
+#include "service/lexical/lex_text.h"
 #include "service/metrics/backend_metrics.h"
 #include "service/pb/pbjson.h"
 #include "service/pb/pbtime.h"
@@ -108,6 +110,29 @@ static grpc_status_code check_vector(rpc_call *call, const char *field, const fl
     return GRPC_STATUS_OK;
 }
 
+/* An upserted point's vector: against the collection's dims, or, in a
+ * collection of dims 0, against the batch's first vector (*batch_dims,
+ * set by it). */
+static grpc_status_code check_batch_vector(rpc_call *call, const char *field,
+                                           const Memory__V1__PointInput *p,
+                                           const vs_collection *col, int *batch_dims,
+                                           const float **out) {
+    if (col->dims == 0) {
+        if (p->n_vector > VS_MAX_DIMS)
+            return rpc_call_invalid(call, "%s: %zu components; at most %d", field, p->n_vector,
+                                    VS_MAX_DIMS);
+        if (*batch_dims && p->n_vector != (size_t)*batch_dims)
+            return rpc_call_invalid(call,
+                                    "%s: %zu components; collection %s has no vector yet, and "
+                                    "this batch's first has %d (one length per collection)",
+                                    field, p->n_vector, col->name, *batch_dims);
+        *batch_dims = (int)p->n_vector;
+    }
+    vs_collection sized = *col;
+    sized.dims = *batch_dims;
+    return check_vector(call, field, p->vector, p->n_vector, &sized, out);
+}
+
 static grpc_status_code check_id(rpc_call *call, const char *field, const Memory__V1__PointId *pid,
                                  vs_id *out) {
     if (!pid || pid->kind_case == MEMORY__V1__POINT_ID__KIND__NOT_SET)
@@ -183,6 +208,7 @@ static Memory__V1__Point *render_point(arena *a, const principal *p, const vs_po
         m->vector = (float *)pt->vector;
     }
     if (pt->payload && !(m->payload = pbjson_json_to_struct(a, pt->payload))) return NULL;
+    if (pt->text) m->text = (char *)pt->text;
     return m;
 }
 
@@ -210,7 +236,9 @@ static RPC_UNARY_HANDLER(do_create_collection, episodic_service,
                          Memory__V1__CreateCollectionResponse) {
     RPC_CHECK(check_name(call, "name", req->name));
     if (req->dims < 0 || req->dims > VS_MAX_DIMS)
-        return rpc_call_invalid(call, "dims: %d; must be 1 to %d (0: the embedder model's)",
+        return rpc_call_invalid(call,
+                                "dims: %d; must be 1 to %d (0: the embedder model's, or set by "
+                                "the first vector)",
                                 req->dims, VS_MAX_DIMS);
     if (req->distance < VS_COSINE || req->distance > VS_EUCLID)
         return rpc_call_invalid(call,
@@ -225,9 +253,11 @@ static RPC_UNARY_HANDLER(do_create_collection, episodic_service,
     int dims = req->dims;
     tier_ctx c;
     RPC_CHECK(init_ctx(&c, call));
-    if (dims == 0) {
-        /* The server's model, whose length is asked of the embedder. */
-        if (svc->emb && model && strcmp(model, embedder_model(svc->emb)) != 0)
+    if (dims == 0 && svc->emb) {
+        /* The server's model, whose length is asked of the embedder.
+         * Without one, the collection starts text-only: its first vector
+         * sets dims. */
+        if (model && strcmp(model, embedder_model(svc->emb)) != 0)
             return rpc_call_invalid(call,
                                     "embedder_model: %s, but dims 0 takes the length of the "
                                     "server's model, %s",
@@ -338,6 +368,7 @@ static RPC_UNARY_HANDLER(do_upsert, episodic_service, Memory__V1__EpisodicMemory
     RPC_CHECK(collection_of(call, svc, req->collection, &c, &col));
 
     size_t n = req->n_points, ntext = 0;
+    int batch_dims = col.dims; /* 0: the first vector's length sets it */
     vs_point_in *in = arena_zalloc(a, n * sizeof *in);
     vs_id *sorted = arena_alloc(a, n * sizeof *sorted);
     const char **texts = arena_alloc(a, n * sizeof *texts); /* the points given as text */
@@ -351,18 +382,18 @@ static RPC_UNARY_HANDLER(do_upsert, episodic_service, Memory__V1__EpisodicMemory
         snprintf(f, sizeof f, "points[%zu].id", i);
         if ((st = check_id(call, f, p->id, &in[i].id)) != GRPC_STATUS_OK) break;
         const char *text = NULL;
+        if (!p->text[0] && !p->n_vector) {
+            st = rpc_call_invalid(call, "points[%zu]: give a vector, a text or both", i);
+            break;
+        }
         if (p->text[0]) {
             snprintf(f, sizeof f, "points[%zu].text", i);
-            if (p->n_vector) {
-                st = rpc_call_invalid(call, "points[%zu]: vector and text are both set; give one",
-                                      i);
-                break;
-            }
             if ((st = etext_check(call, f, p->text)) != GRPC_STATUS_OK) break;
             text = p->text;
-        } else {
+        }
+        if (p->n_vector) {
             snprintf(f, sizeof f, "points[%zu].vector", i);
-            if ((st = check_vector(call, f, p->vector, p->n_vector, &col, &in[i].vector)) !=
+            if ((st = check_batch_vector(call, f, p, &col, &batch_dims, &in[i].vector)) !=
                 GRPC_STATUS_OK)
                 break;
         }
@@ -376,7 +407,8 @@ static RPC_UNARY_HANDLER(do_upsert, episodic_service, Memory__V1__EpisodicMemory
         /* A redacted text may have grown past the bound. */
         snprintf(f, sizeof f, "points[%zu].text", i);
         if (text && (st = etext_check(call, f, text)) != GRPC_STATUS_OK) break;
-        if (text) {
+        in[i].text = text;
+        if (text && !p->n_vector && svc->emb) { /* embedded below */
             texts[ntext] = text;
             text_of[ntext++] = i;
         }
@@ -403,7 +435,17 @@ static RPC_UNARY_HANDLER(do_upsert, episodic_service, Memory__V1__EpisodicMemory
             }
         }
     }
-    /* The whole batch is valid: its texts are embedded, in one go. */
+    /* The whole batch is valid. A collection without vectors yet takes
+     * the batch's length (unless another call set one meanwhile). */
+    if (st == GRPC_STATUS_OK && col.dims == 0 && batch_dims > 0) {
+        st = vs_status(call, ecat_claim_dims(svc->pg, &c, &col, batch_dims), &c);
+        if (st == GRPC_STATUS_OK && col.dims != batch_dims)
+            st = rpc_call_invalid(call,
+                                  "points[].vector: %d components; collection %s has %d "
+                                  "dimensions (set by another write meanwhile)",
+                                  batch_dims, col.name, col.dims);
+    }
+    /* Its texts without vectors are embedded, in one go. */
     float *vecs = NULL;
     if (st == GRPC_STATUS_OK && ntext > 0)
         st =
@@ -430,6 +472,7 @@ typedef struct search_req {
     const float *vector;
     size_t n_vector;
     const char *text; /* "": none (then vector) */
+    int mode;         /* memory.v1.SearchMode */
     const Memory__V1__Filter *filter;
     int has_threshold;
     float score_threshold;
@@ -451,6 +494,12 @@ static grpc_status_code search_prepare(episodic_service *svc, rpc_call *call, co
     if (r->text[0] && r->n_vector)
         return rpc_call_invalid(call, "%svector and %stext are both set; give one", prefix, prefix);
     if (r->text[0]) RPC_CHECK(etext_check(call, field, r->text));
+    if (r->mode < MEMORY__V1__SEARCH_MODE__SEARCH_MODE_AUTO ||
+        r->mode > MEMORY__V1__SEARCH_MODE__SEARCH_MODE_LEXICAL)
+        return rpc_call_invalid(call, "%smode: %d; AUTO, VECTOR or LEXICAL", prefix, r->mode);
+    if (r->mode == MEMORY__V1__SEARCH_MODE__SEARCH_MODE_LEXICAL && !r->text[0])
+        return rpc_call_invalid(call, "%smode: LEXICAL searches by text; give %stext", prefix,
+                                prefix);
     snprintf(field, sizeof field, "%scollection", prefix);
     RPC_CHECK(check_name(call, field, r->collection));
     RPC_CHECK(vs_status(call, vstore_get_collection(svc->vs, c, r->collection, col), c));
@@ -461,6 +510,19 @@ static grpc_status_code search_prepare(episodic_service *svc, rpc_call *call, co
                      .threshold = r->score_threshold,
                      .with_payload = r->with_payload,
                      .with_vector = r->with_vector};
+    /* AUTO: a text by its embedding when there is an embedder and the
+     * collection holds vectors, else lexically. */
+    if (r->mode == MEMORY__V1__SEARCH_MODE__SEARCH_MODE_LEXICAL ||
+        (r->mode == MEMORY__V1__SEARCH_MODE__SEARCH_MODE_AUTO && r->text[0] &&
+         (!svc->emb || col->dims == 0))) {
+        q->text = r->text;
+        return GRPC_STATUS_OK;
+    }
+    if (col->dims == 0)
+        return rpc_call_invalid(call,
+                                "collection %s has no vector yet (dims 0: text only); search it "
+                                "by %stext with mode AUTO or LEXICAL",
+                                col->name, prefix);
     if (r->text[0]) {
         float *v;
         snprintf(field, sizeof field, "%stext", prefix);
@@ -507,6 +569,7 @@ static RPC_UNARY_HANDLER(do_search, episodic_service, Memory__V1__EpisodicMemory
         .vector = req->vector,
         .n_vector = req->n_vector,
         .text = req->text,
+        .mode = (int)req->mode,
         .filter = req->filter,
         .has_threshold = req->threshold_case ==
                          MEMORY__V1__EPISODIC_MEMORY_SEARCH_REQUEST__THRESHOLD_SCORE_THRESHOLD,
@@ -572,7 +635,9 @@ int episodic_search_run(episodic_search *s, Memory__V1__ScoredPoint ***points, s
     return STATUS_OK;
 }
 
-int episodic_search_distance(const episodic_search *s) { return s->col.distance; }
+int episodic_search_distance(const episodic_search *s) {
+    return s->q.text ? VS_DOT : s->col.distance;
+}
 
 static RPC_UNARY_HANDLER(do_get_points, episodic_service, Memory__V1__GetPointsRequest,
                          Memory__V1__GetPointsResponse) {
@@ -666,9 +731,18 @@ static int episodic_open(tier_env *env, void **state, char *err, size_t errlen) 
                              .collection_prefix = c->qdrant_collection_prefix,
                              .timeout_ms = c->qdrant_timeout_ms};
         if (episodic_qdrant_open(env->pg, &qo, &svc->vs, err, errlen) != 0) return -1;
-    } else if (episodic_embedded_open(env->pg, c ? (size_t)c->episodic_index_max_mb << 20 : 0,
-                                      &svc->vs) != 0) {
-        return tier_oom(err, errlen);
+    } else {
+        const char *lang = c && c->text_language ? c->text_language : "english";
+        if (!lex_analyzer_of_thread(lang)) {
+            snprintf(err, errlen,
+                     "--text-language %s: libstemmer has no stemmer of that name (english, "
+                     "german, french, spanish, italian, dutch, russian, ...)",
+                     lang);
+            return -1;
+        }
+        if (episodic_embedded_open(env->pg, c ? (size_t)c->episodic_index_max_mb << 20 : 0, lang,
+                                   &svc->vs) != 0)
+            return tier_oom(err, errlen);
     }
     if (c && c->embedder_url && c->embedder_url[0]) {
         embedder_config ec = {.url = c->embedder_url,

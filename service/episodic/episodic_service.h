@@ -47,7 +47,9 @@ grpc_status_code episodic_search_prepare(struct episodic_service *svc, rpc_call 
 /* Runs the search: STATUS_OK with the points best first (in c's arena,
  * each named in the call's audit row), or a code with c->err. */
 int episodic_search_run(episodic_search *s, Memory__V1__ScoredPoint ***points, size_t *n);
-/* The collection's memory.v1.Distance (EUCLID scores are distances). */
+/* What the scores mean, as a memory.v1.Distance: the collection's
+ * (EUCLID scores are distances), or DOT (higher is better) for a lexical
+ * search's BM25 scores. */
 int episodic_search_distance(const episodic_search *s);
 
 #endif

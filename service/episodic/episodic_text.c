@@ -68,6 +68,16 @@ grpc_status_code etext_embed(rpc_call *call, embedder *emb, pg_pool *pg, tier_ct
     }
     if (rc != STATUS_OK) return tier_status(call, rc, c);
     if (!col->embedder_model) RPC_CHECK(model_rule(call, emb, pg, c, col, claim));
+    if (claim && col->dims == 0) { /* a text-only collection takes the model's length */
+        RPC_CHECK(tier_status(call, ecat_claim_dims(pg, c, col, dims), c));
+        if (col->dims != dims) {
+            rpc_call_set_error(call,
+                               "%s: collection %s has %d dimensions (set meanwhile); the "
+                               "embedder's model makes %d",
+                               field, col->name, col->dims, dims);
+            return GRPC_STATUS_FAILED_PRECONDITION;
+        }
+    }
     if (col->distance == VS_COSINE)
         for (size_t i = 0; i < n; i++) eidx_normalize(v + i * (size_t)dims, dims);
     *out = v;

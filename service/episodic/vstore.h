@@ -75,12 +75,14 @@ typedef struct vs_collection {
     const char *embedder_model; /* whose vectors fill it; NULL: none recorded */
 } vs_collection;
 
-/* A stored point as a read returns it. vector is NULL unless asked for;
- * payload is NULL unless asked for (then a reference the caller owns). */
+/* A stored point as a read returns it. vector is NULL unless asked for
+ * (or the point has none); payload is NULL unless asked for (then a
+ * reference the caller owns), and text comes with it (NULL: none). */
 typedef struct vs_point {
     vs_id id;
     const float *vector;
     json_t *payload;
+    const char *text;
     tier_meta meta; /* tenant NULL: the collection's (the caller's) */
 } vs_point;
 
@@ -90,24 +92,30 @@ typedef struct vs_hit {
 } vs_hit;
 
 /* A point to write. vector has the collection's dims finite components,
- * already unit length for COSINE collections (the service normalizes);
- * payload is borrowed (an object, never NULL). */
+ * already unit length for COSINE collections (the service normalizes), or
+ * is NULL for a text-only point (text then set; a backend that keeps no
+ * text refuses it, STATUS_EPRECONDITION); payload is borrowed (an object,
+ * never NULL). */
 typedef struct vs_point_in {
     vs_id id;
     const float *vector;
+    const char *text; /* UTF-8, checked; NULL: none */
     json_t *payload;
     int label; /* requested memory.v1.Label, 0 = none */
     const char **pii_kinds;
     size_t npii;
 } vs_point_in;
 
+/* A vector search, or with text a lexical one (BM25 over the points'
+ * texts; vector NULL; a backend without it answers STATUS_EPRECONDITION). */
 typedef struct vs_search {
     const float *vector;              /* dims components (normalized for COSINE) */
+    const char *text;                 /* checked UTF-8; NULL: by vector */
     int limit;                        /* 1..1000 */
     int offset;                       /* 0..10000 */
     const Memory__V1__Filter *filter; /* validated; NULL = none */
     int has_threshold;
-    float threshold; /* score >= t (COSINE, DOT), distance <= t (EUCLID) */
+    float threshold; /* score >= t (COSINE, DOT, text), distance <= t (EUCLID) */
     int with_payload, with_vector;
 } vs_search;
 

@@ -231,40 +231,46 @@ int lex_index_put(lex_index *x, uint32_t doc, const lex_terms *t) {
     return 0;
 }
 
-/* The k best so far: a min-heap on (score, then higher doc worse). */
-static int worse(const lex_hit *a, const lex_hit *b) {
-    return a->score < b->score || (a->score == b->score && a->doc > b->doc);
+/* The k best so far: a min-heap on score, then on the tie order (the
+ * later document is the worse). */
+typedef struct kept {
+    lex_hit *h;
+    size_t n;
+    const lex_search_how *how;
+} kept;
+
+static int worse(const kept *k, const lex_hit *a, const lex_hit *b) {
+    if (a->score != b->score) return a->score < b->score;
+    if (k->how && k->how->before) return k->how->before(k->how->arg, b->doc, a->doc);
+    return a->doc > b->doc;
 }
 
-static void sift_down(lex_hit *h, size_t n, size_t i) {
+static void swap_hits(lex_hit *a, lex_hit *b) {
+    lex_hit t = *a;
+    *a = *b;
+    *b = t;
+}
+
+static void sift_down(kept *k, size_t n, size_t i) {
     for (;;) {
         size_t l = 2 * i + 1, r = l + 1, m = i;
-        if (l < n && worse(&h[l], &h[m])) m = l;
-        if (r < n && worse(&h[r], &h[m])) m = r;
+        if (l < n && worse(k, &k->h[l], &k->h[m])) m = l;
+        if (r < n && worse(k, &k->h[r], &k->h[m])) m = r;
         if (m == i) return;
-        lex_hit t = h[i];
-        h[i] = h[m];
-        h[m] = t;
+        swap_hits(&k->h[i], &k->h[m]);
         i = m;
     }
 }
 
-static void sift_up(lex_hit *h, size_t i) {
-    while (i > 0 && worse(&h[i], &h[(i - 1) / 2])) {
-        lex_hit t = h[i];
-        h[i] = h[(i - 1) / 2];
-        h[(i - 1) / 2] = t;
+static void sift_up(kept *k, size_t i) {
+    while (i > 0 && worse(k, &k->h[i], &k->h[(i - 1) / 2])) {
+        swap_hits(&k->h[i], &k->h[(i - 1) / 2]);
         i = (i - 1) / 2;
     }
 }
 
-static int cmp_hit(const void *a, const void *b) {
-    const lex_hit *x = a, *y = b;
-    return worse(x, y) ? 1 : worse(y, x) ? -1 : 0;
-}
-
-int lex_index_search(const lex_index *x, const lex_terms *q, size_t k, lex_accept_fn accept,
-                     void *arg, lex_hit *out, size_t *n) {
+int lex_index_search(const lex_index *x, const lex_terms *q, size_t k, const lex_search_how *how,
+                     lex_hit *out, size_t *n) {
     *n = 0;
     if (x->live == 0 || k == 0 || q->n == 0) return 0;
     double *acc = calloc(x->ndocs, sizeof *acc);
@@ -299,19 +305,25 @@ int lex_index_search(const lex_index *x, const lex_terms *q, size_t k, lex_accep
             acc[ps->doc] += s;
         }
     }
+    kept kp = {out, 0, how};
     for (size_t i = 0; i < ntouched; i++) {
         lex_hit h = {.doc = touched[i], .score = acc[touched[i]]};
-        if (*n == k && !worse(&out[0], &h)) continue; /* not better than the k-th */
-        if (accept && !accept(arg, h.doc)) continue;
-        if (*n < k) {
-            out[(*n)++] = h;
-            sift_up(out, *n - 1);
+        if (kp.n == k && !worse(&kp, &out[0], &h)) continue; /* not better than the k-th */
+        if (how && how->accept && !how->accept(how->arg, h.doc)) continue;
+        if (kp.n < k) {
+            out[kp.n++] = h;
+            sift_up(&kp, kp.n - 1);
         } else {
             out[0] = h;
-            sift_down(out, *n, 0);
+            sift_down(&kp, kp.n, 0);
         }
     }
-    qsort(out, *n, sizeof *out, cmp_hit);
+    /* Heap-sort: the worst kept goes to the end, best first remains. */
+    for (size_t end = kp.n; end > 1; end--) {
+        swap_hits(&out[0], &out[end - 1]);
+        sift_down(&kp, end - 1, 0);
+    }
+    *n = kp.n;
     free(acc);
     free(touched);
     free(seen);

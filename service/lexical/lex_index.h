@@ -44,16 +44,29 @@ size_t lex_index_bytes(const lex_index *x);
 /* The filter a search applies to each candidate before it may enter the
  * results (the read diode, payload filters): nonzero to keep it. */
 typedef int (*lex_accept_fn)(void *arg, uint32_t doc);
+/* The order of two documents of equal score: nonzero when a comes first
+ * (by the caller's ids, so that the cut at k and the pages after it do
+ * not depend on how documents happened to be numbered). */
+typedef int (*lex_before_fn)(void *arg, uint32_t a, uint32_t b);
+
+/* How a search filters and orders; NULL fields: keep all, lower number
+ * first. */
+typedef struct lex_search_how {
+    lex_accept_fn accept;
+    lex_before_fn before;
+    void *arg; /* for both */
+} lex_search_how;
 
 typedef struct lex_hit {
     uint32_t doc;
     double score;
 } lex_hit;
 
-/* The k best documents for the terms of q that accept keeps, best first
- * (ties by document number), into out[0..*n): 0, or -1 when out of
- * memory. A query without a term the index knows finds nothing. */
-int lex_index_search(const lex_index *x, const lex_terms *q, size_t k, lex_accept_fn accept,
-                     void *arg, lex_hit *out, size_t *n);
+/* The k best documents for the terms of q that how->accept keeps, best
+ * first (ties in how->before's order), into out[0..*n): 0, or -1 when out
+ * of memory. how may be NULL. A query without a term the index knows
+ * finds nothing. */
+int lex_index_search(const lex_index *x, const lex_terms *q, size_t k, const lex_search_how *how,
+                     lex_hit *out, size_t *n);
 
 #endif

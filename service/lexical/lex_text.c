@@ -2,6 +2,7 @@
 #include "service/lexical/lex_text.h"
 
 #include <libstemmer.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,7 +10,8 @@
 
 struct lex_analyzer {
     struct sb_stemmer *stem;
-    int english; /* the stop words below are English's */
+    int english;    /* the stop words below are English's */
+    char *language; /* as asked for */
 };
 
 /* Snowball's English stop word list (snowballstem.org), sorted for
@@ -54,13 +56,42 @@ lex_analyzer *lex_analyzer_create(const char *language) {
         return NULL;
     }
     a->english = strcmp(language, "english") == 0 || strcmp(language, "en") == 0;
+    if (!(a->language = strdup(language))) {
+        lex_analyzer_free(a);
+        return NULL;
+    }
     return a;
 }
 
 void lex_analyzer_free(lex_analyzer *a) {
     if (!a) return;
     sb_stemmer_delete(a->stem);
+    free(a->language);
     free(a);
+}
+
+/* Each thread's analyzer, freed by the key's destructor at thread exit. */
+static pthread_key_t thread_key;
+static pthread_once_t thread_once = PTHREAD_ONCE_INIT;
+static int thread_key_ok;
+
+static void thread_analyzer_free(void *a) { lex_analyzer_free(a); }
+static void make_thread_key(void) {
+    thread_key_ok = pthread_key_create(&thread_key, thread_analyzer_free) == 0;
+}
+
+lex_analyzer *lex_analyzer_of_thread(const char *language) {
+    pthread_once(&thread_once, make_thread_key);
+    if (!thread_key_ok) return NULL;
+    lex_analyzer *a = pthread_getspecific(thread_key);
+    if (a && strcmp(a->language, language) == 0) return a;
+    lex_analyzer *made = lex_analyzer_create(language);
+    if (!made || pthread_setspecific(thread_key, made) != 0) {
+        lex_analyzer_free(made);
+        return NULL;
+    }
+    lex_analyzer_free(a);
+    return made;
 }
 
 void lex_terms_free(lex_terms *t) {

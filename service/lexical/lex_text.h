@@ -29,6 +29,11 @@ typedef struct lex_analyzer lex_analyzer;
  * memory is short. */
 lex_analyzer *lex_analyzer_create(const char *language);
 void lex_analyzer_free(lex_analyzer *a);
+/* The calling thread's analyzer of language, made on its first use and
+ * freed when the thread exits (a thread keeps one: asking for another
+ * language replaces it). For threads of a pool that analyze under no
+ * common lock. NULL as lex_analyzer_create. */
+lex_analyzer *lex_analyzer_of_thread(const char *language);
 /* The languages lex_analyzer_create takes (libstemmer's list, static). */
 const char **lex_languages(void);
 

@@ -408,6 +408,15 @@ const pg_migration memoryd_migrations[] = {
      "  RETURN made;"
      " END $f$;"
      "SELECT memoryd_audit_partitions((now() AT TIME ZONE 'UTC')::date, 8);"},
+    {17, "episodic text",
+     /* A point may carry a text (ranked lexically in memory, beside the
+      * vectors) and may have no vector: a text-only point, kept without
+      * an embedder. A tombstone is now a row with neither. A collection
+      * of dims 0 holds no vector yet; its first vector sets dims. */
+     "ALTER TABLE episodic_points ADD COLUMN text text;"
+     "ALTER TABLE episodic_collections DROP CONSTRAINT episodic_collections_dims_check;"
+     "ALTER TABLE episodic_collections ADD CONSTRAINT episodic_collections_dims_check"
+     " CHECK (dims BETWEEN 0 AND 65536);"},
 };
 
 const size_t memoryd_migrations_count = sizeof memoryd_migrations / sizeof memoryd_migrations[0];

@@ -33,14 +33,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   FUZZ_CHECK(lex_index_docs(x) == 1);
   lex_hit hits[4];
   size_t n;
-  if (lex_index_search(x, &doc, 4, NULL, NULL, hits, &n) != 0) goto out;
+  if (lex_index_search(x, &doc, 4, NULL, hits, &n) != 0) goto out;
   FUZZ_CHECK(n == (doc.n > 0 ? 1u : 0u));
   FUZZ_CHECK(n == 0 || (hits[0].doc == 7 && hits[0].score > 0));
-  if (lex_index_search(x, &q, 4, NULL, NULL, hits, &n) != 0) goto out;
+  if (lex_index_search(x, &q, 4, NULL, hits, &n) != 0) goto out;
   FUZZ_CHECK(n <= 1);
   lex_index_remove(x, 7);
   FUZZ_CHECK(lex_index_docs(x) == 0);
-  if (lex_index_search(x, &doc, 4, NULL, NULL, hits, &n) != 0) goto out;
+  if (lex_index_search(x, &doc, 4, NULL, hits, &n) != 0) goto out;
   FUZZ_CHECK(n == 0);
 out:
   lex_index_free(x);

@@ -187,7 +187,7 @@ class EpisodicScrollTest : public ::testing::TestWithParam<Backend> {
       o.url = url.c_str();
       ASSERT_EQ(0, episodic_qdrant_open(pool_, &o, &vs_, err, sizeof err)) << err;
     } else {
-      ASSERT_EQ(0, episodic_embedded_open(pool_, 0, &vs_));
+      ASSERT_EQ(0, episodic_embedded_open(pool_, 0, nullptr, &vs_));
     }
     alice_ = Caller("alice", {"episodic:read", "episodic:write"});
     bob_ = Caller("bob", {"episodic:read", "episodic:write"});

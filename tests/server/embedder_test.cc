@@ -314,10 +314,10 @@ TEST_F(EmbedderTest, BadTextIsRefusedAndChangesNothing) {
   ASSERT_TRUE(Create("c", 16).status.ok());
   emb_.ClearRequests();
   PointInput both = TextPoint(1, "hello");
-  both.add_vector(1.0f);
+  both.add_vector(1.0f);  // a vector with the text is the point's: 16 are needed
   Result r = Upsert("c", {TextPoint(2, "fine"), both});
   EXPECT_EQ(StatusCode::INVALID_ARGUMENT, r.status.error_code());
-  EXPECT_NE(std::string::npos, r.status.error_message().find("points[1]: vector and text"))
+  EXPECT_NE(std::string::npos, r.status.error_message().find("points[1].vector: 1 components"))
       << r.status.error_message();
   r = Upsert("c", {TextPoint(1, std::string(32769, 'a'))});
   EXPECT_EQ(StatusCode::INVALID_ARGUMENT, r.status.error_code());
@@ -354,20 +354,60 @@ TEST_F(EmbedderTest, UnderRedactTheRedactedTextIsWhatIsEmbedded) {
   EXPECT_EQ(1, Count("r"));
 }
 
-TEST_F(EmbedderTest, WithoutAnEmbedderTextIsAFailedPrecondition) {
+TEST_F(EmbedderTest, WithoutAnEmbedderTextIsKeptAndRankedLexically) {
   auto plain = Launch({}, /*embedder=*/false);
   ASSERT_TRUE(Create("v", 4, "", plain.get()).status.ok());
-  Result r = Upsert("v", {TextPoint(1, "hello")}, "", plain.get());
-  EXPECT_EQ(StatusCode::FAILED_PRECONDITION, r.status.error_code());
-  EXPECT_NE(std::string::npos, r.status.error_message().find("--embedder-url"))
-      << r.status.error_message();
-  EXPECT_EQ(StatusCode::FAILED_PRECONDITION,
-            Search("v", "hello", "", plain.get()).status.error_code());
+  Result r = Upsert("v", {TextPoint(1, "hello there"), TextPoint(2, "goodbye")}, "", plain.get());
+  ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+  EXPECT_EQ("", Get("v").embedder_model());  // no model recorded: nothing was embedded
+  r = Search("v", "hello", "", plain.get());
+  ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+  EpisodicMemorySearchResponse hits;
+  ASSERT_TRUE(hits.ParseFromString(r.body));
+  ASSERT_EQ(1, hits.points_size());
+  EXPECT_EQ(1u, hits.points(0).point().id().num());
+  EXPECT_EQ("hello there", hits.points(0).point().text());
+  // The Router's vector part ranks the same way.
   RouterQueryRequest q;
   q.mutable_vector_search()->set_collection("v");
   q.mutable_vector_search()->set_text("hello");
   r = Call("Router/Query", q, all_, plain.get());
-  EXPECT_EQ(StatusCode::FAILED_PRECONDITION, r.status.error_code()) << r.status.error_message();
+  ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+  RouterQueryResponse rr;
+  ASSERT_TRUE(rr.ParseFromString(r.body));
+  ASSERT_EQ(1, rr.results_size());
+  // Asking for the vector search itself still needs the embedder.
+  EpisodicMemorySearchRequest vec;
+  vec.set_collection("v");
+  vec.set_text("hello");
+  vec.set_mode(SEARCH_MODE_VECTOR);
+  r = Call("EpisodicMemory/Search", vec, all_, plain.get());
+  EXPECT_EQ(StatusCode::FAILED_PRECONDITION, r.status.error_code());
+  EXPECT_NE(std::string::npos, r.status.error_message().find("--embedder-url"))
+      << r.status.error_message();
+}
+
+TEST_F(EmbedderTest, AVectorGivenWithItsTextIsKeptAndTheTextNotEmbedded) {
+  ASSERT_TRUE(Create("c", 16).status.ok());
+  emb_.ClearRequests();
+  PointInput both = TextPoint(1, "the harbour ferry leaves at noon");
+  for (int i = 0; i < 16; i++) both.add_vector(i == 3 ? 1.0f : 0.0f);
+  ASSERT_TRUE(Upsert("c", {both}).status.ok());
+  EXPECT_EQ(0, RequestCount(emb_));  // the client's vector: nothing embedded
+  EpisodicMemorySearchRequest lex;
+  lex.set_collection("c");
+  lex.set_text("ferry");
+  lex.set_mode(SEARCH_MODE_LEXICAL);
+  lex.set_with_payload(true);
+  Result r = Call("EpisodicMemory/Search", lex, all_);
+  ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+  EpisodicMemorySearchResponse hits;
+  ASSERT_TRUE(hits.ParseFromString(r.body));
+  ASSERT_EQ(1, hits.points_size());
+  EXPECT_EQ("the harbour ferry leaves at noon", hits.points(0).point().text());
+  // AUTO with an embedder: the text's embedding searches the vectors.
+  ASSERT_TRUE(Search("c", "ferry").status.ok());
+  EXPECT_EQ(1, RequestCount(emb_));
 }
 
 // ---------------------------------------------------------------- faults

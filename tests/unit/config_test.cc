@@ -72,6 +72,7 @@ const std::vector<std::pair<std::string, std::string>> kOptions = {
     {"router-default-deadline-ms", "MEMORYD_ROUTER_DEFAULT_DEADLINE_MS"},
     {"cache-l1-max-entries", "MEMORYD_CACHE_L1_MAX_ENTRIES"},
     {"cache-l1-max-bytes", "MEMORYD_CACHE_L1_MAX_BYTES"},
+    {"text-language", "MEMORYD_TEXT_LANGUAGE"},
     {"episodic-index-max-mb", "MEMORYD_EPISODIC_INDEX_MAX_MB"},
     {"blackboard-log-entries", "MEMORYD_BLACKBOARD_LOG_ENTRIES"},
     {"blackboard-log-bytes", "MEMORYD_BLACKBOARD_LOG_BYTES"},

@@ -70,7 +70,7 @@ TEST_P(IndexTest, SearchAgreesWithBruteForceThroughPutsAndRemoves) {
       std::vector<float> v(dims);
       for (auto& f : v) f = g(rng);
       vs_id vid = Num(id);
-      ASSERT_EQ(0, eidx_put(x, &vid, v.data(), nullptr, &m));
+      ASSERT_EQ(0, eidx_put(x, &vid, v.data(), nullptr, nullptr, nullptr, &m));
       if (distance == VS_COSINE) eidx_normalize(v.data(), dims);
       ref[id] = v;
     }
@@ -114,7 +114,7 @@ TEST(Index, AcceptAndThresholdLimitTheCandidates) {
   for (uint64_t i = 0; i < 100; i++) {
     vs_id id = Num(i);
     float v = float(i);
-    ASSERT_EQ(0, eidx_put(x, &id, &v, nullptr, &m));
+    ASSERT_EQ(0, eidx_put(x, &id, &v, nullptr, nullptr, nullptr, &m));
   }
   float q = 0;
   eidx_hit hits[100];
@@ -138,7 +138,7 @@ TEST(Index, PayloadsAndMetadataAreOwnedByTheIndex) {
   m.npii = 1;
   vs_id id = Num(1);
   float v[2] = {1, 2};
-  ASSERT_EQ(0, eidx_put(x, &id, v, p, &m));
+  ASSERT_EQ(0, eidx_put(x, &id, v, nullptr, nullptr, p, &m));
   json_decref(p);
   owner[0] = 'X';  // the index copied the strings
   const tier_meta* got = eidx_meta(x, 0);
@@ -147,7 +147,7 @@ TEST(Index, PayloadsAndMetadataAreOwnedByTheIndex) {
   EXPECT_STREQ("email", got->pii_kinds[0]);
   EXPECT_EQ(1, json_integer_value(json_object_get(eidx_payload(x, 0), "a")));
   // Replacing drops the old payload reference; removing the last point too.
-  ASSERT_EQ(0, eidx_put(x, &id, v, nullptr, &m));
+  ASSERT_EQ(0, eidx_put(x, &id, v, nullptr, nullptr, nullptr, &m));
   EXPECT_EQ(nullptr, eidx_payload(x, 0));
   EXPECT_EQ(0, eidx_remove(x, &id));
   EXPECT_EQ(-1, eidx_remove(x, &id));

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <string>
+#include <thread>
 #include <vector>
 
 extern "C" {
@@ -48,11 +49,12 @@ class LexTest : public ::testing::Test {
   }
 
   std::vector<lex_hit> Search(const std::string& q, size_t k = 10, lex_accept_fn accept = nullptr,
-                              void* arg = nullptr) {
+                              void* arg = nullptr, lex_before_fn before = nullptr) {
     EXPECT_EQ(0, lex_analyze(a_, q.data(), q.size(), &t_));
     std::vector<lex_hit> out(k);
     size_t n = 0;
-    EXPECT_EQ(0, lex_index_search(x_, &t_, k, accept, arg, out.data(), &n));
+    lex_search_how how = {accept, before, arg};
+    EXPECT_EQ(0, lex_index_search(x_, &t_, k, &how, out.data(), &n));
     out.resize(n);
     return out;
   }
@@ -169,6 +171,38 @@ TEST_F(LexTest, TheFilterNeverLeavesTheTopKShort) {
   for (size_t i = 1; i < h.size(); i++)
     EXPECT_TRUE(h[i - 1].score > h[i].score ||
                 (h[i - 1].score == h[i].score && h[i - 1].doc < h[i].doc));
+}
+
+// Descending document numbers: the caller's ids, in another order.
+int Backwards(void*, uint32_t a, uint32_t b) { return a > b; }
+
+TEST_F(LexTest, TiesFollowTheCallersOrderAtTheCutAndWithin) {
+  for (uint32_t d = 0; d < 30; d++) Put(d, "same words here");
+  auto h = Search("same words", 5, nullptr, nullptr, Backwards);
+  ASSERT_EQ(5u, h.size());
+  for (size_t i = 0; i < h.size(); i++) EXPECT_EQ(29 - i, h[i].doc) << i;
+  h = Search("same words", 5);
+  ASSERT_EQ(5u, h.size());
+  for (size_t i = 0; i < h.size(); i++) EXPECT_EQ(i, h[i].doc) << i;
+}
+
+TEST(LexThreadTest, EachThreadKeepsItsOwnAnalyzer) {
+  lex_analyzer* mine = lex_analyzer_of_thread("english");
+  ASSERT_NE(nullptr, mine);
+  EXPECT_EQ(mine, lex_analyzer_of_thread("english"));
+  lex_analyzer* theirs = nullptr;
+  std::thread([&] { theirs = lex_analyzer_of_thread("english"); }).join();
+  EXPECT_NE(nullptr, theirs);
+  EXPECT_NE(mine, theirs);
+  EXPECT_EQ(nullptr, lex_analyzer_of_thread("klingon"));
+  lex_analyzer* german = lex_analyzer_of_thread("german");
+  ASSERT_NE(nullptr, german);
+  lex_terms t = {};
+  const char* text = "Häuser";
+  ASSERT_EQ(0, lex_analyze(german, text, strlen(text), &t));
+  ASSERT_EQ(1u, t.n);
+  EXPECT_STREQ("haus", lex_term(&t, 0));  // German's stemmer, and its umlaut rule
+  lex_terms_free(&t);
 }
 
 TEST_F(LexTest, NothingMatchesNothing) {

@@ -121,8 +121,8 @@ const DEFAULT_COLLECTION = 'memories';
 const collectionArg = z.string().min(1).max(64).optional()
   .describe(`Collection of memories (default "${DEFAULT_COLLECTION}", created on first use)`);
 
-// Upserts one text point, creating the collection (sized by memoryd's
-// embedder, dims 0) when it does not exist yet.
+// Upserts one text point, creating the collection when it does not exist
+// yet (dims 0: sized by memoryd's embedder, or text only without one).
 async function upsertText(c, collection, point) {
   try {
     await c.episodic.Upsert({ collection, points: [point] });
@@ -140,12 +140,16 @@ async function upsertText(c, collection, point) {
 
 // A recall result as a model reads it.
 function recallView(r) {
+  // The point's text; memories remembered before points kept one have it
+  // in the payload.
+  const textOf = (p) => p.text || p.payload?.text;
   if (r.record === 'entity')
     return { kind: 'entity', score: r.score, ...entityView(r.entity),
-      memory: r.entityPoint ? r.entityPoint.payload?.text : undefined };
+      memory: r.entityPoint ? textOf(r.entityPoint) : undefined };
   const { text, ...rest } = r.point.payload || {};
-  return { kind: 'memory', score: r.score, id: r.point.id.uuid || String(r.point.id.num), text,
-    payload: Object.keys(rest).length ? rest : undefined, label: r.point.meta?.label };
+  return { kind: 'memory', score: r.score, id: r.point.id.uuid || String(r.point.id.num),
+    text: r.point.text || text, payload: Object.keys(rest).length ? rest : undefined,
+    label: r.point.meta?.label };
 }
 
 // An Entry as a model reads it: text as text, other bytes as base64.
@@ -298,8 +302,8 @@ const TOOLS = [
     durable: z.boolean().optional().describe('start: write it through to PostgreSQL'),
     label,
   }, (c, a) => SESSION_COMMANDS[a.command](c, a)],
-  ['remember', 'Remember a text in long-term memory, to be found again by meaning with ' +
-    'recall (memoryd embeds it; it needs memoryd started with --embedder-url). Returns its id.', {
+  ['remember', 'Remember a text in long-term memory, to be found again with recall (by its ' +
+    'words, and by meaning when memoryd has an embedder). Returns its id.', {
     text: z.string().min(1).max(32768).describe('What to remember, in plain words'),
     collection: collectionArg,
     entity_id: z.string().min(1).optional()
@@ -308,16 +312,17 @@ const TOOLS = [
     label,
   }, async (c, a) => {
     const id = randomUUID();
-    const payload = { ...(a.payload || {}), text: a.text };
+    const payload = { ...(a.payload || {}) };
     if (a.entity_id) payload.entity_id = a.entity_id;
     const collection = a.collection || DEFAULT_COLLECTION;
     await upsertText(c, collection, { id: { uuid: id }, text: a.text, payload,
       label: toLabel(a.label) });
     return { remembered: id, collection };
   }],
-  ['recall', 'Recall what is remembered about a text: the memories nearest in meaning and the ' +
-    'knowledge-graph entities sharing its words, best first, from your own memory (or a ' +
-    'user\'s, with the :all read scopes). Needs memoryd started with --embedder-url.', {
+  ['recall', 'Recall what is remembered about a text: the memories that best match it (ranked ' +
+    'by its words; by meaning too when memoryd has an embedder) and the knowledge-graph ' +
+    'entities sharing its words, best first, from your own memory (or a user\'s, with the ' +
+    ':all read scopes).', {
     text: z.string().min(1).max(32768).describe('What to recall, e.g. a question'),
     collection: collectionArg,
     user: z.string().min(1).optional().describe('Whose memory (default: yours)'),

@@ -212,6 +212,29 @@ test('stdio: remember and recall by text', async () => {
   }
 });
 
+test('stdio: remember and recall without an embedder rank by the words', async () => {
+  const plain = await startMemoryd([`--scope=${SCOPES}`]);
+  const client = new Client({ name: 'memoryd-mcp-test', version: '1' });
+  await client.connect(new StdioClientTransport({ command: process.execPath, args: [SERVER],
+    env: { ...process.env, MEMORYD_TOKEN: plain.token, MEMORYD_TARGET: plain.address },
+    stderr: 'inherit' }));
+  try {
+    for (const text of ['the user is allergic to peanuts', 'the user flies to Porto in May',
+      'the user painted the kitchen green'])
+      await call(client, 'remember', { text });
+    let r = await call(client, 'recall', { text: 'what is the user allergic to?' });
+    assert.equal(r.results[0].kind, 'memory');
+    assert.equal(r.results[0].text, 'the user is allergic to peanuts');
+    assert.ok(r.results[0].score > 0);
+    r = await call(client, 'recall', { text: 'painting' });  // stemmed: "painted"
+    assert.equal(r.results[0].text, 'the user painted the kitchen green');
+    assert.equal(r.results.filter((x) => x.kind === 'memory').length, 1);
+  } finally {
+    await client.close();
+    assert.equal(await plain.stop(), 0, 'memoryd exited cleanly');
+  }
+});
+
 test('stdio: a session from start to end', async () => {
   const client = await stdioClient(memoryd.token);
   try {
