@@ -18,6 +18,7 @@
 #include "service/episodic/episodic_filter.h"
 #include "service/episodic/episodic_index.h"
 #include "service/episodic/episodic_qdrant.h"
+#include "service/episodic/episodic_service_internal.h"
 #include "service/episodic/episodic_text.h"
 #include "service/lexical/lex_text.h"
 #include "service/metrics/backend_metrics.h"
@@ -31,31 +32,16 @@
 #define POINTS_MAX 1000
 #define IDS_MAX 1000
 #define PAYLOAD_MAX (64 * 1024)
-#define LIMIT_MAX 1000
-#define LIMIT_DEFAULT 10
-#define OFFSET_MAX 10000
 #define MODEL_NAME_MAX 256
 
-/* The tier's state: the vector store (embedded, or Qdrant when a URL is
- * configured; it owns it), the embedder (when configured; it owns it too)
- * and the PII policy. */
-typedef struct episodic_service {
-    vstore *vs;
-    embedder *emb; /* NULL: no --embedder-url, text is refused */
-    int remote;    /* Qdrant: a backend of its own for health */
-    pii_policy pii;
-    pg_pool *pg;  /* the catalog's (and the audit rows of Qdrant writes) */
-    audit *audit; /* writes' rows */
-} episodic_service;
-
-static grpc_status_code vs_status(rpc_call *call, int rc, const tier_ctx *c) {
+grpc_status_code esvc_status(rpc_call *call, int rc, const tier_ctx *c) {
     return tier_status(call, rc, c);
 }
 
 /* The call's context. Every method blocks a task-pool thread (the
  * embedded index computes; the Qdrant client waits), so a client's cancel
  * is watched: it ends a Qdrant transfer at once. */
-static grpc_status_code init_ctx(tier_ctx *c, rpc_call *call) {
+grpc_status_code esvc_ctx(tier_ctx *c, rpc_call *call) {
     *c = tier_ctx_for(call, "episodic", NULL);
     return tier_ctx_watch_cancel(c, call);
 }
@@ -70,14 +56,14 @@ static int audited(const episodic_service *svc, tier_ctx *c, int rc) {
     return tier_sql_audit_row(svc->pg, c);
 }
 
-static void point_target(rpc_call *call, const char *collection, const vs_id *id) {
+void esvc_target(rpc_call *call, const char *collection, const vs_id *id) {
     char buf[37];
     tier_target(call, "point:%s/%s", collection, vs_id_text(id, buf));
 }
 
 /* ------------------------------------------------------------ validation */
 
-static grpc_status_code check_name(rpc_call *call, const char *field, const char *name) {
+grpc_status_code esvc_check_name(rpc_call *call, const char *field, const char *name) {
     size_t n = strlen(name);
     if (n == 0) return rpc_call_invalid(call, "%s: required", field);
     if (n > VS_NAME_MAX)
@@ -93,8 +79,8 @@ static grpc_status_code check_name(rpc_call *call, const char *field, const char
 
 /* The request's vector checked against the collection: a copy in the
  * arena, normalized for COSINE. */
-static grpc_status_code check_vector(rpc_call *call, const char *field, const float *v, size_t n,
-                                     const vs_collection *col, const float **out) {
+grpc_status_code esvc_check_vector(rpc_call *call, const char *field, const float *v, size_t n,
+                                   const vs_collection *col, const float **out) {
     if (n != (size_t)col->dims)
         return rpc_call_invalid(call, "%s: %zu components; collection %s has %d dimensions", field,
                                 n, col->name, col->dims);
@@ -130,7 +116,7 @@ static grpc_status_code check_batch_vector(rpc_call *call, const char *field,
     }
     vs_collection sized = *col;
     sized.dims = *batch_dims;
-    return check_vector(call, field, p->vector, p->n_vector, &sized, out);
+    return esvc_check_vector(call, field, p->vector, p->n_vector, &sized, out);
 }
 
 static grpc_status_code check_id(rpc_call *call, const char *field, const Memory__V1__PointId *pid,
@@ -160,8 +146,7 @@ static grpc_status_code check_ids(rpc_call *call, const char *field, Memory__V1_
     return GRPC_STATUS_OK;
 }
 
-static grpc_status_code check_filter(rpc_call *call, const char *field,
-                                     const Memory__V1__Filter *f) {
+grpc_status_code esvc_check_filter(rpc_call *call, const char *field, const Memory__V1__Filter *f) {
     char why[400];
     if (efilter_check(f, field, why, sizeof why) != 0) return rpc_call_invalid(call, "%s", why);
     return GRPC_STATUS_OK;
@@ -171,9 +156,9 @@ static grpc_status_code check_filter(rpc_call *call, const char *field,
  * looked up). */
 static grpc_status_code collection_of(rpc_call *call, episodic_service *svc, const char *name,
                                       tier_ctx *c, vs_collection *col) {
-    RPC_CHECK(check_name(call, "collection", name));
-    RPC_CHECK(init_ctx(c, call));
-    return vs_status(call, vstore_get_collection(svc->vs, c, name, col), c);
+    RPC_CHECK(esvc_check_name(call, "collection", name));
+    RPC_CHECK(esvc_ctx(c, call));
+    return esvc_status(call, vstore_get_collection(svc->vs, c, name, col), c);
 }
 
 /* ------------------------------------------------------------ rendering */
@@ -199,7 +184,7 @@ static Memory__V1__RecordMeta *render_meta(arena *a, const principal *p, const t
     return tier_meta_render(a, &m);
 }
 
-static Memory__V1__Point *render_point(arena *a, const principal *p, const vs_point *pt, int dims) {
+Memory__V1__Point *esvc_render_point(arena *a, const principal *p, const vs_point *pt, int dims) {
     Memory__V1__Point *m = arena_message(a, &memory__v1__point__descriptor);
     if (!m) return NULL;
     if (!(m->id = render_id(a, &pt->id)) || !(m->meta = render_meta(a, p, &pt->meta))) return NULL;
@@ -234,7 +219,7 @@ static Memory__V1__Collection *render_collection(arena *a, const principal *p,
 static RPC_UNARY_HANDLER(do_create_collection, episodic_service,
                          Memory__V1__CreateCollectionRequest,
                          Memory__V1__CreateCollectionResponse) {
-    RPC_CHECK(check_name(call, "name", req->name));
+    RPC_CHECK(esvc_check_name(call, "name", req->name));
     if (req->dims < 0 || req->dims > VS_MAX_DIMS)
         return rpc_call_invalid(call,
                                 "dims: %d; must be 1 to %d (0: the embedder model's, or set by "
@@ -252,7 +237,7 @@ static RPC_UNARY_HANDLER(do_create_collection, episodic_service,
                                 chars < 0 ? "not printable UTF-8" : "too long", MODEL_NAME_MAX);
     int dims = req->dims;
     tier_ctx c;
-    RPC_CHECK(init_ctx(&c, call));
+    RPC_CHECK(esvc_ctx(&c, call));
     if (dims == 0 && svc->emb) {
         /* The server's model, whose length is asked of the embedder.
          * Without one, the collection starts text-only: its first vector
@@ -270,19 +255,19 @@ static RPC_UNARY_HANDLER(do_create_collection, episodic_service,
     vs_collection col;
     int rc =
         vstore_create_collection(svc->vs, &c, req->name, dims, (int)req->distance, model, &col);
-    if (rc != STATUS_OK) return vs_status(call, rc, &c);
+    if (rc != STATUS_OK) return esvc_status(call, rc, &c);
     if (!(resp->collection = render_collection(c.ar, c.p, &col))) return rpc_call_oom(call);
     return GRPC_STATUS_OK;
 }
 
 static RPC_UNARY_HANDLER(do_get_collection, episodic_service, Memory__V1__GetCollectionRequest,
                          Memory__V1__GetCollectionResponse) {
-    RPC_CHECK(check_name(call, "name", req->name));
+    RPC_CHECK(esvc_check_name(call, "name", req->name));
     tier_ctx c;
-    RPC_CHECK(init_ctx(&c, call));
+    RPC_CHECK(esvc_ctx(&c, call));
     vs_collection col;
     int rc = vstore_get_collection(svc->vs, &c, req->name, &col);
-    if (rc != STATUS_OK) return vs_status(call, rc, &c);
+    if (rc != STATUS_OK) return esvc_status(call, rc, &c);
     if (!(resp->collection = render_collection(c.ar, c.p, &col))) return rpc_call_oom(call);
     return GRPC_STATUS_OK;
 }
@@ -296,13 +281,13 @@ static RPC_UNARY_HANDLER(do_list_collections, episodic_service, Memory__V1__List
     RPC_CHECK(tier_page_bind(call, authn_principal(call), &req->base, &pg));
     RPC_CHECK(tier_page_open(call, &pg, req->page_token, &after, 1, 1, &resumed));
     tier_ctx c;
-    RPC_CHECK(init_ctx(&c, call));
+    RPC_CHECK(esvc_ctx(&c, call));
     vs_collection *cols;
     size_t n;
     /* One more than the page: whether a next page exists. */
     int rc =
         vstore_list_collections(svc->vs, &c, resumed ? after : NULL, (size_t)size + 1, &cols, &n);
-    if (rc != STATUS_OK) return vs_status(call, rc, &c);
+    if (rc != STATUS_OK) return esvc_status(call, rc, &c);
     size_t shown = n > (size_t)size ? (size_t)size : n;
     resp->collections = arena_alloc(c.ar, (shown ? shown : 1) * sizeof *resp->collections);
     if (!resp->collections) return rpc_call_oom(call);
@@ -321,13 +306,13 @@ static RPC_UNARY_HANDLER(do_list_collections, episodic_service, Memory__V1__List
 static RPC_UNARY_HANDLER(do_delete_collection, episodic_service,
                          Memory__V1__DeleteCollectionRequest,
                          Memory__V1__DeleteCollectionResponse) {
-    RPC_CHECK(check_name(call, "name", req->name));
+    RPC_CHECK(esvc_check_name(call, "name", req->name));
     tier_ctx c;
-    RPC_CHECK(init_ctx(&c, call));
+    RPC_CHECK(esvc_ctx(&c, call));
     tier_ctx_audit_writes(&c, call, svc->audit);
     tier_target(call, "collection:%s", req->name);
     int rc = vstore_delete_collection(svc->vs, &c, req->name);
-    if (rc != STATUS_OK) return vs_status(call, rc, &c);
+    if (rc != STATUS_OK) return esvc_status(call, rc, &c);
     return GRPC_STATUS_OK;
 }
 
@@ -438,7 +423,7 @@ static RPC_UNARY_HANDLER(do_upsert, episodic_service, Memory__V1__EpisodicMemory
     /* The whole batch is valid. A collection without vectors yet takes
      * the batch's length (unless another call set one meanwhile). */
     if (st == GRPC_STATUS_OK && col.dims == 0 && batch_dims > 0) {
-        st = vs_status(call, ecat_claim_dims(svc->pg, &c, &col, batch_dims), &c);
+        st = esvc_status(call, ecat_claim_dims(svc->pg, &c, &col, batch_dims), &c);
         if (st == GRPC_STATUS_OK && col.dims != batch_dims)
             st = rpc_call_invalid(call,
                                   "points[].vector: %d components; collection %s has %d "
@@ -454,9 +439,9 @@ static RPC_UNARY_HANDLER(do_upsert, episodic_service, Memory__V1__EpisodicMemory
         in[text_of[k]].vector = vecs + k * (size_t)col.dims;
     if (st == GRPC_STATUS_OK) {
         tier_ctx_audit_writes(&c, call, svc->audit);
-        for (size_t i = 0; i < n; i++) point_target(call, col.name, &in[i].id);
+        for (size_t i = 0; i < n; i++) esvc_target(call, col.name, &in[i].id);
         int rc = audited(svc, &c, vstore_upsert(svc->vs, &c, &col, in, n));
-        st = vs_status(call, rc, &c);
+        st = esvc_status(call, rc, &c);
         if (rc == STATUS_OK) resp->upserted_count = (int64_t)n;
     }
     release_inputs(in, n);
@@ -464,180 +449,6 @@ static RPC_UNARY_HANDLER(do_upsert, episodic_service, Memory__V1__EpisodicMemory
 }
 
 /* ------------------------------------------------------------ reads */
-
-/* A search's request fields, from EpisodicMemory.Search or a routed
- * VectorSearchQuery. */
-typedef struct search_req {
-    const char *collection;
-    const float *vector;
-    size_t n_vector;
-    const char *text; /* "": none (then vector) */
-    int mode;         /* memory.v1.SearchMode */
-    const Memory__V1__Filter *filter;
-    int has_threshold;
-    float score_threshold;
-    int limit, offset; /* checked by the caller */
-    int with_payload, with_vector;
-} search_req;
-
-/* Checks r (errors name prefix + the field) and looks up its collection
- * with c (blocks: the catalog). */
-static grpc_status_code search_prepare(episodic_service *svc, rpc_call *call, const char *prefix,
-                                       const search_req *r, tier_ctx *c, vs_collection *col,
-                                       vs_search *q) {
-    char field[96];
-    if (r->has_threshold && !isfinite(r->score_threshold))
-        return rpc_call_invalid(call, "%sscore_threshold: must be a finite number", prefix);
-    snprintf(field, sizeof field, "%sfilter", prefix);
-    RPC_CHECK(check_filter(call, field, r->filter));
-    snprintf(field, sizeof field, "%stext", prefix);
-    if (r->text[0] && r->n_vector)
-        return rpc_call_invalid(call, "%svector and %stext are both set; give one", prefix, prefix);
-    if (r->text[0]) RPC_CHECK(etext_check(call, field, r->text));
-    if (r->mode < MEMORY__V1__SEARCH_MODE__SEARCH_MODE_AUTO ||
-        r->mode > MEMORY__V1__SEARCH_MODE__SEARCH_MODE_LEXICAL)
-        return rpc_call_invalid(call, "%smode: %d; AUTO, VECTOR or LEXICAL", prefix, r->mode);
-    if (r->mode == MEMORY__V1__SEARCH_MODE__SEARCH_MODE_LEXICAL && !r->text[0])
-        return rpc_call_invalid(call, "%smode: LEXICAL searches by text; give %stext", prefix,
-                                prefix);
-    snprintf(field, sizeof field, "%scollection", prefix);
-    RPC_CHECK(check_name(call, field, r->collection));
-    RPC_CHECK(vs_status(call, vstore_get_collection(svc->vs, c, r->collection, col), c));
-    *q = (vs_search){.limit = r->limit,
-                     .offset = r->offset,
-                     .filter = r->filter,
-                     .has_threshold = r->has_threshold,
-                     .threshold = r->score_threshold,
-                     .with_payload = r->with_payload,
-                     .with_vector = r->with_vector};
-    /* AUTO: a text by its embedding when there is an embedder and the
-     * collection holds vectors, else lexically. */
-    if (r->mode == MEMORY__V1__SEARCH_MODE__SEARCH_MODE_LEXICAL ||
-        (r->mode == MEMORY__V1__SEARCH_MODE__SEARCH_MODE_AUTO && r->text[0] &&
-         (!svc->emb || col->dims == 0))) {
-        q->text = r->text;
-        return GRPC_STATUS_OK;
-    }
-    if (col->dims == 0)
-        return rpc_call_invalid(call,
-                                "collection %s has no vector yet (dims 0: text only); search it "
-                                "by %stext with mode AUTO or LEXICAL",
-                                col->name, prefix);
-    if (r->text[0]) {
-        float *v;
-        snprintf(field, sizeof field, "%stext", prefix);
-        RPC_CHECK(etext_embed(call, svc->emb, svc->pg, c, col, field, &r->text, 1, 0, &v));
-        q->vector = v;
-        return GRPC_STATUS_OK;
-    }
-    snprintf(field, sizeof field, "%svector", prefix);
-    return check_vector(call, field, r->vector, r->n_vector, col, &q->vector);
-}
-
-/* The hits as ScoredPoints in c's arena (the payloads released), each
- * named in the call's audit row: 0, or -1 when out of memory. */
-static int render_hits(rpc_call *call, tier_ctx *c, const vs_collection *col, vs_hit *hits,
-                       size_t n, Memory__V1__ScoredPoint ***out) {
-    Memory__V1__ScoredPoint **pts = arena_alloc(c->ar, (n ? n : 1) * sizeof *pts);
-    int rc = pts ? 0 : -1;
-    for (size_t i = 0; rc == 0 && i < n; i++) {
-        Memory__V1__ScoredPoint *sp = arena_alloc(c->ar, sizeof *sp);
-        if (!sp) {
-            rc = -1;
-            break;
-        }
-        memory__v1__scored_point__init(sp);
-        sp->score = hits[i].score;
-        if (!(sp->point = render_point(c->ar, c->p, &hits[i].point, col->dims))) rc = -1;
-        pts[i] = sp;
-        point_target(call, col->name, &hits[i].point.id);
-    }
-    vs_hits_release(hits, n);
-    *out = pts;
-    return rc;
-}
-
-static RPC_UNARY_HANDLER(do_search, episodic_service, Memory__V1__EpisodicMemorySearchRequest,
-                         Memory__V1__EpisodicMemorySearchResponse) {
-    if (req->limit < 0 || req->limit > LIMIT_MAX)
-        return rpc_call_invalid(call, "limit: %d; must be 1 to %d (0: %d)", req->limit, LIMIT_MAX,
-                                LIMIT_DEFAULT);
-    if (req->offset < 0 || req->offset > OFFSET_MAX)
-        return rpc_call_invalid(call, "offset: %d; must be 0 to %d", req->offset, OFFSET_MAX);
-    search_req r = {
-        .collection = req->collection,
-        .vector = req->vector,
-        .n_vector = req->n_vector,
-        .text = req->text,
-        .mode = (int)req->mode,
-        .filter = req->filter,
-        .has_threshold = req->threshold_case ==
-                         MEMORY__V1__EPISODIC_MEMORY_SEARCH_REQUEST__THRESHOLD_SCORE_THRESHOLD,
-        .score_threshold = req->score_threshold,
-        .limit = req->limit ? req->limit : LIMIT_DEFAULT,
-        .offset = req->offset,
-        .with_payload = req->with_payload,
-        .with_vector = req->with_vector,
-    };
-    tier_ctx c;
-    vs_collection col;
-    vs_search q;
-    RPC_CHECK(init_ctx(&c, call));
-    RPC_CHECK(search_prepare(svc, call, "", &r, &c, &col, &q));
-    vs_hit *hits;
-    size_t n;
-    int rc = vstore_search(svc->vs, &c, &col, &q, &hits, &n);
-    if (rc != STATUS_OK) return vs_status(call, rc, &c);
-    if (render_hits(call, &c, &col, hits, n, &resp->points) != 0) return rpc_call_oom(call);
-    resp->n_points = n;
-    return GRPC_STATUS_OK;
-}
-
-/* ---- the router's part (episodic_service.h) ---- */
-
-struct episodic_search {
-    episodic_service *svc;
-    rpc_call *call;
-    tier_ctx *c;
-    vs_collection col;
-    vs_search q;
-};
-
-grpc_status_code episodic_search_prepare(episodic_service *svc, rpc_call *call, const char *prefix,
-                                         const Memory__V1__VectorSearchQuery *vq, int limit,
-                                         tier_ctx *c, episodic_search **out) {
-    episodic_search *s = arena_zalloc(c->ar, sizeof *s);
-    if (!s) return rpc_call_oom(call);
-    *s = (episodic_search){.svc = svc, .call = call, .c = c};
-    search_req r = {
-        .collection = vq->collection,
-        .vector = vq->vector,
-        .n_vector = vq->n_vector,
-        .text = vq->text,
-        .filter = vq->filter,
-        .has_threshold =
-            vq->threshold_case == MEMORY__V1__VECTOR_SEARCH_QUERY__THRESHOLD_SCORE_THRESHOLD,
-        .score_threshold = vq->score_threshold,
-        .limit = limit,
-        .with_payload = vq->with_payload,
-    };
-    RPC_CHECK(search_prepare(svc, call, prefix, &r, c, &s->col, &s->q));
-    *out = s;
-    return GRPC_STATUS_OK;
-}
-
-int episodic_search_run(episodic_search *s, Memory__V1__ScoredPoint ***points, size_t *n) {
-    vs_hit *hits;
-    int rc = vstore_search(s->svc->vs, s->c, &s->col, &s->q, &hits, n);
-    if (rc != STATUS_OK) return rc;
-    if (render_hits(s->call, s->c, &s->col, hits, *n, points) != 0)
-        return tier_fail(s->c, STATUS_ENOMEM, "out of memory");
-    return STATUS_OK;
-}
-
-int episodic_search_distance(const episodic_search *s) {
-    return s->q.text ? VS_DOT : s->col.distance;
-}
 
 static RPC_UNARY_HANDLER(do_get_points, episodic_service, Memory__V1__GetPointsRequest,
                          Memory__V1__GetPointsResponse) {
@@ -650,16 +461,16 @@ static RPC_UNARY_HANDLER(do_get_points, episodic_service, Memory__V1__GetPointsR
     size_t n;
     int rc = vstore_get(svc->vs, &c, &col, ids, req->n_ids, req->with_payload, req->with_vector,
                         &pts, &n);
-    if (rc != STATUS_OK) return vs_status(call, rc, &c);
+    if (rc != STATUS_OK) return esvc_status(call, rc, &c);
     resp->points = arena_alloc(c.ar, (n ? n : 1) * sizeof *resp->points);
     grpc_status_code st = resp->points ? GRPC_STATUS_OK : rpc_call_oom(call);
     for (size_t i = 0; st == GRPC_STATUS_OK && i < n; i++) {
-        if (!(resp->points[i] = render_point(c.ar, c.p, &pts[i], col.dims))) {
+        if (!(resp->points[i] = esvc_render_point(c.ar, c.p, &pts[i], col.dims))) {
             st = rpc_call_oom(call);
             break;
         }
         resp->n_points = i + 1;
-        point_target(call, col.name, &pts[i].id);
+        esvc_target(call, col.name, &pts[i].id);
     }
     vs_points_release(pts, n);
     return st;
@@ -676,7 +487,7 @@ static RPC_UNARY_HANDLER(do_delete_points, episodic_service, Memory__V1__DeleteP
         st = check_ids(call, "ids.ids", req->ids->ids, nids, &ids);
         break;
     case MEMORY__V1__DELETE_POINTS_REQUEST__SELECTOR_FILTER:
-        st = check_filter(call, "filter", req->filter);
+        st = esvc_check_filter(call, "filter", req->filter);
         break;
     default: st = rpc_call_invalid(call, "selector: set ids or filter");
     }
@@ -686,24 +497,24 @@ static RPC_UNARY_HANDLER(do_delete_points, episodic_service, Memory__V1__DeleteP
     RPC_CHECK(collection_of(call, svc, req->collection, &c, &col));
     int64_t deleted = 0;
     tier_ctx_audit_writes(&c, call, svc->audit);
-    for (size_t i = 0; i < nids; i++) point_target(call, col.name, &ids[i]);
+    for (size_t i = 0; i < nids; i++) esvc_target(call, col.name, &ids[i]);
     if (!ids) tier_target(call, "collection:%s", col.name);
     int rc = ids ? vstore_delete_ids(svc->vs, &c, &col, ids, nids, &deleted)
                  : vstore_delete_filter(svc->vs, &c, &col, req->filter, NULL, &deleted);
     rc = audited(svc, &c, rc);
-    if (rc != STATUS_OK) return vs_status(call, rc, &c);
+    if (rc != STATUS_OK) return esvc_status(call, rc, &c);
     resp->deleted_count = deleted;
     return GRPC_STATUS_OK;
 }
 
 static RPC_UNARY_HANDLER(do_count, episodic_service, Memory__V1__EpisodicMemoryCountRequest,
                          Memory__V1__EpisodicMemoryCountResponse) {
-    RPC_CHECK(check_filter(call, "filter", req->filter));
+    RPC_CHECK(esvc_check_filter(call, "filter", req->filter));
     tier_ctx c;
     vs_collection col;
     RPC_CHECK(collection_of(call, svc, req->collection, &c, &col));
     int rc = vstore_count(svc->vs, &c, &col, req->filter, req->exact, &resp->count);
-    return vs_status(call, rc, &c);
+    return esvc_status(call, rc, &c);
 }
 
 /* ------------------------------------------------------------ the tier */
@@ -801,7 +612,7 @@ static const rpc_method methods[] = {
     RPC_METHOD_BLOCKING(SVC, "Upsert", memory__v1__episodic_memory_upsert, "episodic:write",
                         do_upsert),
     RPC_METHOD_BLOCKING(SVC, "Search", memory__v1__episodic_memory_search, "episodic:read",
-                        do_search),
+                        esvc_do_search),
     RPC_METHOD_BLOCKING(SVC, "GetPoints", memory__v1__get_points, "episodic:read", do_get_points),
     RPC_METHOD_BLOCKING(SVC, "DeletePoints", memory__v1__delete_points, "episodic:write",
                         do_delete_points),

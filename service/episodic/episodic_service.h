@@ -49,7 +49,10 @@ grpc_status_code episodic_search_prepare(struct episodic_service *svc, rpc_call 
 int episodic_search_run(episodic_search *s, Memory__V1__ScoredPoint ***points, size_t *n);
 /* What the scores mean, as a memory.v1.Distance: the collection's
  * (EUCLID scores are distances), or DOT (higher is better) for a lexical
- * search's BM25 scores. */
+ * search's BM25 scores and a hybrid's fused ones. */
 int episodic_search_distance(const episodic_search *s);
+/* After a run: why a hybrid answered with its lexical part alone (its
+ * vector part failed or ran out of time), or NULL. */
+const char *episodic_search_partial(const episodic_search *s);
 
 #endif

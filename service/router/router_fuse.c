@@ -25,11 +25,10 @@ size_t rfuse(const rfuse_entity *ents, size_t ne, int traversal, const char *con
              size_t np, rfuse_result *out) {
     size_t n = 0;
     for (size_t i = 0; i < ne; i++)
-        out[n++] = (rfuse_result){rfuse_graph_weight(traversal, ents[i].depth) /
-                                      (RFUSE_K + (double)(i + 1)),
-                                  (long)i, -1};
+        out[n++] = (rfuse_result){
+            tier_rrf(rfuse_graph_weight(traversal, ents[i].depth), (long)i + 1), (long)i, -1};
     for (size_t j = 0; j < np; j++) {
-        double term = 1.0 / (RFUSE_K + (double)(j + 1));
+        double term = tier_rrf(1.0, (long)j + 1);
         const char *key = point_entity[j];
         size_t at = n;
         /* Parts hold at most 1000 results each: a linear scan is enough. */

@@ -7,8 +7,7 @@
 
 #include <stddef.h>
 
-/* The RRF constant: a result at rank r of a part scores 1 / (K + r). */
-#define RFUSE_K 60
+#include "service/tier/tier_rank.h"
 
 /* One graph result, in the graph part's order (best first). */
 typedef struct rfuse_entity {

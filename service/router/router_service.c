@@ -67,6 +67,7 @@ typedef struct part {
     Memory__V1__Tier tier;
     Memory__V1__TierOutcome outcome;
     const char *detail;
+    int partial; /* answered in part (a hybrid search without its vector part): detail says why */
     int64_t end_ms;
     Memory__V1__RouterResult **results; /* best first */
     size_t n;
@@ -140,6 +141,8 @@ static Memory__V1__RouterResult *point_result(arena *a, Memory__V1__ScoredPoint 
     if (!r) return NULL;
     r->record_case = MEMORY__V1__ROUTER_RESULT__RECORD_POINT;
     r->point = sp->point;
+    r->n_search_parts = sp->n_parts;
+    r->search_parts = sp->parts;
     return r;
 }
 
@@ -196,7 +199,12 @@ static int fused_results(run *r, Memory__V1__RouterResult ***out, size_t *nout) 
         if (fr[k].entity >= 0) {
             Memory__V1__Tier also = fr[k].point >= 0 ? MEMORY__V1__TIER__TIER_EPISODIC : 0;
             if (!(res[k] = entity_result(a, &r->ghits[fr[k].entity], fr[k].score, also))) return -1;
-            if (fr[k].point >= 0) res[k]->entity_point = r->points[fr[k].point]->point;
+            if (fr[k].point >= 0) {
+                const Memory__V1__ScoredPoint *sp = r->points[fr[k].point];
+                res[k]->entity_point = sp->point;
+                res[k]->n_search_parts = sp->n_parts;
+                res[k]->search_parts = sp->parts;
+            }
         } else if (!(res[k] = point_result(a, r->points[fr[k].point], fr[k].score))) {
             return -1;
         }
@@ -302,7 +310,9 @@ static void finish(run *r) {
     for (int i = 0; i < NPARTS; i++) {
         if (!r->parts[i].used) continue;
         if (r->parts[i].outcome == MEMORY__V1__TIER_OUTCOME__TIER_OUTCOME_ANSWERED) answered = 1;
-        else partial = 1;
+        if (r->parts[i].outcome != MEMORY__V1__TIER_OUTCOME__TIER_OUTCOME_ANSWERED ||
+            r->parts[i].partial)
+            partial = 1;
     }
     grpc_status_code st = GRPC_STATUS_OK;
     Memory__V1__RouterResult **res = NULL;
@@ -495,6 +505,8 @@ static grpc_status_code with_vector(rpc_call *call, const ProtobufCMessage *req,
     }
     int rc = episodic_search_run(r->search, &r->points, &r->npoints);
     if (rc != STATUS_OK) r->npoints = 0;
+    const char *why = rc == STATUS_OK ? episodic_search_partial(r->search) : NULL;
+    if (why) pt->partial = 1, pt->detail = why;
     if (rc == STATUS_OK && vector_results(r, pt->c.ar) != 0)
         rc = tier_fail(&pt->c, STATUS_ENOMEM, "out of memory");
     part_end(r, PART_VECTOR, rc, pt->c.ar);

@@ -149,13 +149,16 @@ class EmbedderTest : public ::testing::Test {
     return Call("EpisodicMemory/Upsert", req, token.empty() ? all_ : token, m, deadline_ms);
   }
 
+  // By the text's embedding alone (SEARCH_MODE_VECTOR), unless mode says.
   Result Search(const std::string& coll, const std::string& text, const std::string& token = "",
-                MemorydProcess* m = nullptr, int deadline_ms = 10000) {
+                MemorydProcess* m = nullptr, int deadline_ms = 10000,
+                SearchMode mode = SEARCH_MODE_VECTOR) {
     EpisodicMemorySearchRequest req;
     req.set_collection(coll);
     req.set_text(text);
     req.set_limit(10);
     req.set_with_payload(true);
+    req.set_mode(mode);
     return Call("EpisodicMemory/Search", req, token.empty() ? all_ : token, m, deadline_ms);
   }
 
@@ -249,6 +252,7 @@ TEST_F(EmbedderTest, TextsGoInBatchesOfEmbedderBatch) {
     req.set_collection("b");
     req.set_text(t);
     req.set_with_payload(true);
+    req.set_mode(SEARCH_MODE_VECTOR);
     auto resp = Must<EpisodicMemorySearchResponse>("EpisodicMemory/Search", req, all_);
     ASSERT_GT(resp.points_size(), 0);
     EXPECT_EQ(t, resp.points(0).point().payload().fields().at("text").string_value());
@@ -360,7 +364,7 @@ TEST_F(EmbedderTest, WithoutAnEmbedderTextIsKeptAndRankedLexically) {
   Result r = Upsert("v", {TextPoint(1, "hello there"), TextPoint(2, "goodbye")}, "", plain.get());
   ASSERT_TRUE(r.status.ok()) << r.status.error_message();
   EXPECT_EQ("", Get("v").embedder_model());  // no model recorded: nothing was embedded
-  r = Search("v", "hello", "", plain.get());
+  r = Search("v", "hello", "", plain.get(), 10000, SEARCH_MODE_AUTO);
   ASSERT_TRUE(r.status.ok()) << r.status.error_message();
   EpisodicMemorySearchResponse hits;
   ASSERT_TRUE(hits.ParseFromString(r.body));
@@ -405,9 +409,169 @@ TEST_F(EmbedderTest, AVectorGivenWithItsTextIsKeptAndTheTextNotEmbedded) {
   ASSERT_TRUE(hits.ParseFromString(r.body));
   ASSERT_EQ(1, hits.points_size());
   EXPECT_EQ("the harbour ferry leaves at noon", hits.points(0).point().text());
-  // AUTO with an embedder: the text's embedding searches the vectors.
-  ASSERT_TRUE(Search("c", "ferry").status.ok());
+  // AUTO with an embedder: the text's embedding searches the vectors too.
+  ASSERT_TRUE(Search("c", "ferry", "", nullptr, 10000, SEARCH_MODE_AUTO).status.ok());
   EXPECT_EQ(1, RequestCount(emb_));
+}
+
+// ---------------------------------------------------------------- hybrid
+
+// AUTO with an embedder ranks a text both ways and fuses the rankings:
+// each hit says which parts found it, at which rank, and its score is
+// the sum of weight / (60 + rank) over them.
+TEST_F(EmbedderTest, HybridSearchFusesTheLexicalAndTheVectorRankings) {
+  ASSERT_TRUE(Create("h", 0).status.ok());
+  std::vector<PointInput> pts;
+  const char* texts[] = {"the ferry to the island leaves at noon", "ferry tickets are sold online",
+                         "the island has one bakery", "a bakery opens at seven",
+                         "tickets for the museum"};
+  for (uint64_t i = 0; i < 5; i++) pts.push_back(TextPoint(i + 1, texts[i]));
+  ASSERT_TRUE(Upsert("h", pts).status.ok());
+  Result r = Search("h", "ferry tickets", "", nullptr, 10000, SEARCH_MODE_AUTO);
+  ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+  EpisodicMemorySearchResponse resp;
+  ASSERT_TRUE(resp.ParseFromString(r.body));
+  EXPECT_FALSE(resp.partial());
+  ASSERT_EQ(5, resp.points_size());  // the vector part ranks every point
+  int both = 0;
+  std::set<std::pair<int, int>> ranks;  // (part, rank) appear once each
+  for (int i = 0; i < resp.points_size(); i++) {
+    const ScoredPoint& sp = resp.points(i);
+    double want = 0;
+    for (const SearchPartHit& ph : sp.parts()) {
+      EXPECT_GE(ph.rank(), 1);
+      EXPECT_TRUE(ranks.insert({ph.part(), ph.rank()}).second) << ph.part() << " " << ph.rank();
+      want += 1.0 / (60 + ph.rank());
+    }
+    EXPECT_NEAR(want, sp.score(), 1e-6) << i;
+    if (i) {
+      EXPECT_GE(resp.points(i - 1).score(), sp.score());
+    }
+    both += sp.parts_size() == 2;
+  }
+  EXPECT_EQ(3, both);  // the three texts sharing a word with the question
+  // The lexical part's own best is the text with both words.
+  int lexical_best = 0;
+  for (const ScoredPoint& sp : resp.points()) {
+    for (const SearchPartHit& ph : sp.parts()) {
+      if (ph.part() != SEARCH_PART_LEXICAL || ph.rank() != 1) continue;
+      lexical_best++;
+      EXPECT_EQ("ferry tickets are sold online", sp.point().text());
+    }
+  }
+  EXPECT_EQ(1, lexical_best);
+
+  // Weights: the vector part's ranking alone decides when it weighs 100.
+  EpisodicMemorySearchRequest wreq;
+  wreq.set_collection("h");
+  wreq.set_text("ferry tickets");
+  wreq.set_mode(SEARCH_MODE_HYBRID);
+  wreq.set_vector_weight(100);
+  auto weighted = Must<EpisodicMemorySearchResponse>("EpisodicMemory/Search", wreq, all_);
+  auto vec_only = Must<EpisodicMemorySearchResponse>(
+      "EpisodicMemory/Search",
+      [&] {
+        EpisodicMemorySearchRequest v = wreq;
+        v.set_mode(SEARCH_MODE_VECTOR);
+        return v;
+      }(),
+      all_);
+  ASSERT_EQ(vec_only.points_size(), weighted.points_size());
+  for (int i = 0; i < weighted.points_size(); i++)
+    EXPECT_EQ(vec_only.points(i).point().id().num(), weighted.points(i).point().id().num()) << i;
+  EXPECT_EQ(SEARCH_PART_VECTOR, vec_only.points(0).parts(0).part());
+
+  // Paging cuts the fused ranking.
+  wreq.set_vector_weight(0);
+  wreq.set_limit(2);
+  wreq.set_offset(1);
+  auto page = Must<EpisodicMemorySearchResponse>("EpisodicMemory/Search", wreq, all_);
+  ASSERT_EQ(2, page.points_size());
+  EXPECT_EQ(resp.points(1).point().id().num(), page.points(0).point().id().num());
+  EXPECT_EQ(resp.points(2).point().id().num(), page.points(1).point().id().num());
+
+  // What HYBRID cannot take.
+  EpisodicMemorySearchRequest bad = wreq;
+  bad.set_score_threshold(0.5f);
+  r = Call("EpisodicMemory/Search", bad, all_);
+  EXPECT_EQ(StatusCode::INVALID_ARGUMENT, r.status.error_code());
+  EXPECT_NE(std::string::npos, r.status.error_message().find("score_threshold: not with HYBRID"));
+  bad = wreq;
+  bad.set_lexical_weight(-1);
+  r = Call("EpisodicMemory/Search", bad, all_);
+  EXPECT_EQ(StatusCode::INVALID_ARGUMENT, r.status.error_code());
+  EXPECT_NE(std::string::npos, r.status.error_message().find("lexical_weight"));
+  // AUTO under a threshold is the single search by the embedding.
+  bad = wreq;
+  bad.set_mode(SEARCH_MODE_AUTO);
+  bad.set_score_threshold(-1);
+  auto single = Must<EpisodicMemorySearchResponse>("EpisodicMemory/Search", bad, all_);
+  ASSERT_GT(single.points_size(), 0);
+  EXPECT_EQ(1, single.points(0).parts_size());
+  EXPECT_EQ(SEARCH_PART_VECTOR, single.points(0).parts(0).part());
+}
+
+// The embedder down or slow leaves the lexical part's answer, marked
+// partial, by the call's deadline; a setup fault still fails the call.
+TEST_F(EmbedderTest, AHybridWhoseVectorPartFailsAnswersWithTheLexicalPart) {
+  ASSERT_TRUE(Create("p", 0).status.ok());
+  ASSERT_TRUE(Upsert("p", {TextPoint(1, "the ferry leaves at noon"), TextPoint(2, "a bakery")})
+                  .status.ok());
+  ASSERT_NE(std::string::npos, emb_.Fault(R"({"status": 503})").find("faults"));
+  Result r = Search("p", "ferry", "", nullptr, 10000, SEARCH_MODE_AUTO);
+  ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+  EpisodicMemorySearchResponse resp;
+  ASSERT_TRUE(resp.ParseFromString(r.body));
+  EXPECT_TRUE(resp.partial());
+  EXPECT_NE(std::string::npos, resp.partial_detail().find("vector part: UNAVAILABLE"))
+      << resp.partial_detail();
+  ASSERT_EQ(1, resp.points_size());
+  EXPECT_EQ(1u, resp.points(0).point().id().num());
+  ASSERT_EQ(1, resp.points(0).parts_size());
+  EXPECT_EQ(SEARCH_PART_LEXICAL, resp.points(0).parts(0).part());
+  // The Router's vector part answers the same way, and says so.
+  ASSERT_NE(std::string::npos, emb_.Fault(R"({"status": 503})").find("faults"));
+  RouterQueryRequest q;
+  q.mutable_vector_search()->set_collection("p");
+  q.mutable_vector_search()->set_text("ferry");
+  auto routed = Must<RouterQueryResponse>("Router/Query", q, all_);
+  EXPECT_TRUE(routed.partial());
+  ASSERT_EQ(1, routed.results_size());
+  ASSERT_EQ(1, routed.results(0).search_parts_size());
+  EXPECT_EQ(SEARCH_PART_LEXICAL, routed.results(0).search_parts(0).part());
+  ASSERT_EQ(1, routed.tiers_size());
+  EXPECT_EQ(TIER_OUTCOME_ANSWERED, routed.tiers(0).outcome());
+  EXPECT_NE(std::string::npos, routed.tiers(0).detail().find("vector part: UNAVAILABLE"))
+      << routed.tiers(0).detail();
+  emb_.ClearFaults();
+
+  emb_.Fault(R"({"delay_ms": 4000})");
+  auto t0 = std::chrono::steady_clock::now();
+  r = Search("p", "ferry", "", nullptr, 1500, SEARCH_MODE_HYBRID);
+  auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+          .count();
+  ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+  ASSERT_TRUE(resp.ParseFromString(r.body));
+  EXPECT_TRUE(resp.partial());
+  EXPECT_NE(std::string::npos, resp.partial_detail().find("DEADLINE_EXCEEDED"))
+      << resp.partial_detail();
+  EXPECT_EQ(1, resp.points_size());
+  EXPECT_LT(ms, 1500) << "answered by the call's deadline";
+  emb_.ClearFaults();
+
+  // A collection of another model: the call's fault, not a partial answer.
+  ASSERT_TRUE(Create("theirs32", 32, "standin-embed-32").status.ok());
+  ASSERT_TRUE(Upsert("theirs32", {[] {
+                       PointInput p;
+                       p.mutable_id()->set_num(1);
+                       for (int i = 0; i < 32; i++) p.add_vector(i == 0 ? 1.f : 0.f);
+                       p.set_text("ferry");
+                       return p;
+                     }()})
+                  .status.ok());
+  r = Search("theirs32", "ferry", "", nullptr, 10000, SEARCH_MODE_HYBRID);
+  EXPECT_EQ(StatusCode::FAILED_PRECONDITION, r.status.error_code()) << r.status.error_message();
 }
 
 // ---------------------------------------------------------------- faults

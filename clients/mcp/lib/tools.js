@@ -143,13 +143,18 @@ function recallView(r) {
   // The point's text; memories remembered before points kept one have it
   // in the payload.
   const textOf = (p) => p.text || p.payload?.text;
+  // Which searches found it ("lexical" by its words, "vector" by meaning)
+  // and its rank in each.
+  const foundBy = (r.searchParts || []).map((p) =>
+    ({ part: p.part.replace(/^SEARCH_PART_/, '').toLowerCase(), rank: p.rank }));
+  const found_by = foundBy.length ? foundBy : undefined;
   if (r.record === 'entity')
     return { kind: 'entity', score: r.score, ...entityView(r.entity),
-      memory: r.entityPoint ? textOf(r.entityPoint) : undefined };
+      memory: r.entityPoint ? textOf(r.entityPoint) : undefined, found_by };
   const { text, ...rest } = r.point.payload || {};
   return { kind: 'memory', score: r.score, id: r.point.id.uuid || String(r.point.id.num),
     text: r.point.text || text, payload: Object.keys(rest).length ? rest : undefined,
-    label: r.point.meta?.label };
+    label: r.point.meta?.label, found_by };
 }
 
 // An Entry as a model reads it: text as text, other bytes as base64.

@@ -199,6 +199,9 @@ test('stdio: remember and recall by text', async () => {
     r = await call(client, 'recall', { text: 'peanuts allergy' });
     assert.equal(r.results[0].kind, 'memory');
     assert.equal(r.results[0].text, 'the user is allergic to peanuts');
+    // With an embedder: found by its words and by meaning, both ranks given.
+    assert.deepEqual(r.results[0].found_by.map((p) => p.part).sort(), ['lexical', 'vector']);
+    assert.ok(r.results[0].found_by.every((p) => p.rank >= 1));
     assert.deepEqual(r.skipped, []);
     // The entity and the memory naming it merge into one result.
     r = await call(client, 'recall', { text: 'Porto trip' });
@@ -226,6 +229,7 @@ test('stdio: remember and recall without an embedder rank by the words', async (
     assert.equal(r.results[0].kind, 'memory');
     assert.equal(r.results[0].text, 'the user is allergic to peanuts');
     assert.ok(r.results[0].score > 0);
+    assert.deepEqual(r.results[0].found_by, [{ part: 'lexical', rank: 1 }]);
     r = await call(client, 'recall', { text: 'painting' });  // stemmed: "painted"
     assert.equal(r.results[0].text, 'the user painted the kitchen green');
     assert.equal(r.results.filter((x) => x.kind === 'memory').length, 1);

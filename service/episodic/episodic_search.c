@@ -1,0 +1,356 @@
+/* episodic_search: EpisodicMemory.Search and the Router's vector part:
+ * one search (by vector, by a text's embedding, or lexical), or a hybrid
+ * of the lexical and the vector part fused by rank (episodic_fuse.h). */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "service/core/clock.h"
+#include "service/episodic/episodic_fuse.h"
+#include "service/episodic/episodic_service_internal.h"
+#include "service/episodic/episodic_text.h"
+#include "service/tier/tier_call.h"
+
+#define WEIGHT_MAX 100
+/* Of a hybrid's time left when its vector part starts, what is kept for
+ * answering with the lexical part alone (a tenth, at most this). */
+#define HYBRID_REPLY_MARGIN_MS 100
+
+/* A search's request fields, from EpisodicMemory.Search or a routed
+ * VectorSearchQuery. */
+typedef struct search_req {
+    const char *collection;
+    const float *vector;
+    size_t n_vector;
+    const char *text; /* "": none (then vector) */
+    int mode;         /* memory.v1.SearchMode */
+    float lexical_weight, vector_weight;
+    const Memory__V1__Filter *filter;
+    int has_threshold;
+    float score_threshold;
+    int limit, offset; /* checked by the caller */
+    int with_payload, with_vector;
+} search_req;
+
+/* A search as prepared: one part (q), or a hybrid (lex, then q with the
+ * text's embedding, made when it runs). */
+struct episodic_search {
+    episodic_service *svc;
+    rpc_call *call;
+    tier_ctx *c;
+    vs_collection col;
+    vs_search q;
+    int part; /* the single part: MEMORY__V1__SEARCH_PART__SEARCH_PART_* */
+    int hybrid;
+    vs_search lex;
+    const char *text_field; /* the hybrid's text, for the embedder's errors */
+    double wl, wv;
+    int limit, offset;
+    int partial;
+    const char *partial_detail;
+    int fatal; /* the vector part failed the call (not a partial answer) */
+};
+
+static grpc_status_code check_weight(rpc_call *call, const char *prefix, const char *name, float w,
+                                     double *out) {
+    if (!isfinite(w) || w < 0 || w > WEIGHT_MAX)
+        return rpc_call_invalid(call, "%s%s: %g; must be 0 to %d (0: 1)", prefix, name, (double)w,
+                                WEIGHT_MAX);
+    *out = w == 0 ? 1.0 : (double)w;
+    return GRPC_STATUS_OK;
+}
+
+/* Checks r (errors name prefix + the field) and looks up its collection
+ * with s->c (blocks: the catalog; and the embedder, for a single search by
+ * a text's embedding). */
+static grpc_status_code search_prepare(episodic_search *s, const char *prefix,
+                                       const search_req *r) {
+    episodic_service *svc = s->svc;
+    rpc_call *call = s->call;
+    tier_ctx *c = s->c;
+    vs_collection *col = &s->col;
+    char field[96];
+    if (r->has_threshold && !isfinite(r->score_threshold))
+        return rpc_call_invalid(call, "%sscore_threshold: must be a finite number", prefix);
+    snprintf(field, sizeof field, "%sfilter", prefix);
+    RPC_CHECK(esvc_check_filter(call, field, r->filter));
+    snprintf(field, sizeof field, "%stext", prefix);
+    if (r->text[0] && r->n_vector)
+        return rpc_call_invalid(call, "%svector and %stext are both set; give one", prefix, prefix);
+    if (r->text[0]) RPC_CHECK(etext_check(call, field, r->text));
+    int mode = r->mode;
+    if (mode < MEMORY__V1__SEARCH_MODE__SEARCH_MODE_AUTO ||
+        mode > MEMORY__V1__SEARCH_MODE__SEARCH_MODE_HYBRID)
+        return rpc_call_invalid(call, "%smode: %d; AUTO, VECTOR, LEXICAL or HYBRID", prefix, mode);
+    if ((mode == MEMORY__V1__SEARCH_MODE__SEARCH_MODE_LEXICAL ||
+         mode == MEMORY__V1__SEARCH_MODE__SEARCH_MODE_HYBRID) &&
+        !r->text[0])
+        return rpc_call_invalid(
+            call, "%smode: %s searches by text; give %stext", prefix,
+            mode == MEMORY__V1__SEARCH_MODE__SEARCH_MODE_LEXICAL ? "LEXICAL" : "HYBRID", prefix);
+    if (mode == MEMORY__V1__SEARCH_MODE__SEARCH_MODE_HYBRID && r->has_threshold)
+        return rpc_call_invalid(call,
+                                "%sscore_threshold: not with HYBRID (its parts' scores are on "
+                                "different scales)",
+                                prefix);
+    RPC_CHECK(check_weight(call, prefix, "lexical_weight", r->lexical_weight, &s->wl));
+    RPC_CHECK(check_weight(call, prefix, "vector_weight", r->vector_weight, &s->wv));
+    snprintf(field, sizeof field, "%scollection", prefix);
+    RPC_CHECK(esvc_check_name(call, field, r->collection));
+    RPC_CHECK(esvc_status(call, vstore_get_collection(svc->vs, c, r->collection, col), c));
+    s->limit = r->limit;
+    s->offset = r->offset;
+    s->q = (vs_search){.limit = r->limit,
+                       .offset = r->offset,
+                       .filter = r->filter,
+                       .has_threshold = r->has_threshold,
+                       .threshold = r->score_threshold,
+                       .with_payload = r->with_payload,
+                       .with_vector = r->with_vector};
+    /* AUTO: a text is searched both ways when it can be (an embedder, and
+     * vectors to search), by its embedding alone under a threshold or on
+     * Qdrant (which keeps no texts), and lexically otherwise. */
+    int embeddable = svc->emb && col->dims > 0;
+    if (mode == MEMORY__V1__SEARCH_MODE__SEARCH_MODE_AUTO && r->text[0])
+        mode = !embeddable                       ? MEMORY__V1__SEARCH_MODE__SEARCH_MODE_LEXICAL
+               : r->has_threshold || svc->remote ? MEMORY__V1__SEARCH_MODE__SEARCH_MODE_VECTOR
+                                                 : MEMORY__V1__SEARCH_MODE__SEARCH_MODE_HYBRID;
+    if (mode == MEMORY__V1__SEARCH_MODE__SEARCH_MODE_LEXICAL) {
+        s->q.text = r->text;
+        s->part = MEMORY__V1__SEARCH_PART__SEARCH_PART_LEXICAL;
+        return GRPC_STATUS_OK;
+    }
+    if (col->dims == 0)
+        return rpc_call_invalid(call,
+                                "collection %s has no vector yet (dims 0: text only); search it "
+                                "by %stext with mode AUTO or LEXICAL",
+                                col->name, prefix);
+    s->part = MEMORY__V1__SEARCH_PART__SEARCH_PART_VECTOR;
+    if (mode == MEMORY__V1__SEARCH_MODE__SEARCH_MODE_HYBRID) {
+        /* Each part ranks the first offset + limit; the fused ranking is
+         * paged afterwards. The embedding is made when it runs, so that
+         * its failure leaves the lexical part's answer. */
+        s->hybrid = 1;
+        s->q.offset = 0;
+        s->q.limit = r->offset + r->limit;
+        s->lex = s->q;
+        s->lex.text = r->text;
+        s->text_field = arena_printf(c->ar, "%stext", prefix);
+        if (!s->text_field) return rpc_call_oom(call);
+        if (!svc->emb) { /* asked for: say what is missing, as VECTOR would */
+            float *unused;
+            return etext_embed(call, svc->emb, svc->pg, c, col, s->text_field, &r->text, 1, 0,
+                               &unused);
+        }
+        return GRPC_STATUS_OK;
+    }
+    if (r->text[0]) {
+        float *v;
+        RPC_CHECK(etext_embed(call, svc->emb, svc->pg, c, col, field, &r->text, 1, 0, &v));
+        s->q.vector = v;
+        return GRPC_STATUS_OK;
+    }
+    snprintf(field, sizeof field, "%svector", prefix);
+    return esvc_check_vector(call, field, r->vector, r->n_vector, col, &s->q.vector);
+}
+
+/* A ScoredPoint for hit h (its payload then released), named in the
+ * call's audit row; NULL when out of memory. */
+static Memory__V1__ScoredPoint *render_hit(episodic_search *s, vs_hit *h, double score,
+                                           const int *ranks, const float *scores) {
+    tier_ctx *c = s->c;
+    Memory__V1__ScoredPoint *sp = arena_message(c->ar, &memory__v1__scored_point__descriptor);
+    if (!sp) return NULL;
+    sp->score = (float)score;
+    sp->point = esvc_render_point(c->ar, c->p, &h->point, s->col.dims);
+    esvc_target(s->call, s->col.name, &h->point.id);
+    size_t n = (ranks[0] > 0) + (ranks[1] > 0);
+    sp->parts = arena_alloc(c->ar, n * sizeof *sp->parts);
+    if (!sp->point || !sp->parts) return NULL;
+    static const int part_of[2] = {MEMORY__V1__SEARCH_PART__SEARCH_PART_LEXICAL,
+                                   MEMORY__V1__SEARCH_PART__SEARCH_PART_VECTOR};
+    for (int k = 0; k < 2; k++) {
+        if (!ranks[k]) continue;
+        Memory__V1__SearchPartHit *ph =
+            arena_message(c->ar, &memory__v1__search_part_hit__descriptor);
+        if (!ph) return NULL;
+        ph->part = (Memory__V1__SearchPart)part_of[k];
+        ph->rank = ranks[k];
+        ph->score = scores[k];
+        sp->parts[sp->n_parts++] = ph;
+    }
+    return sp;
+}
+
+/* One part's hits (after its offset) as ScoredPoints. */
+static int render_single(episodic_search *s, vs_hit *hits, size_t n,
+                         Memory__V1__ScoredPoint ***out) {
+    Memory__V1__ScoredPoint **pts = arena_alloc(s->c->ar, (n ? n : 1) * sizeof *pts);
+    int lexical = s->part == MEMORY__V1__SEARCH_PART__SEARCH_PART_LEXICAL;
+    int rc = pts ? STATUS_OK : STATUS_ENOMEM;
+    for (size_t i = 0; rc == STATUS_OK && i < n; i++) {
+        int rank = s->offset + (int)i + 1, ranks[2] = {lexical ? rank : 0, lexical ? 0 : rank};
+        float scores[2] = {hits[i].score, hits[i].score};
+        if (!(pts[i] = render_hit(s, &hits[i], hits[i].score, ranks, scores))) rc = STATUS_ENOMEM;
+    }
+    *out = pts;
+    return rc;
+}
+
+/* The hybrid's vector part: the text's embedding, then its search, within
+ * the time left less the reply margin. STATUS_OK; a failure the call
+ * answers with the lexical part alone (its detail in s->partial_detail);
+ * or one that fails the call (s->fatal, c->err). */
+static int vector_part(episodic_search *s, vs_hit **hits, size_t *n) {
+    tier_ctx *c = s->c;
+    int64_t end = c->deadline_ms;
+    if (end != INT64_MAX) {
+        int64_t margin = (end - clock_mono_ms(NULL)) / 10;
+        c->deadline_ms = end - (margin < HYBRID_REPLY_MARGIN_MS ? margin : HYBRID_REPLY_MARGIN_MS);
+    }
+    float *v;
+    int rc = STATUS_OK;
+    grpc_status_code st = etext_embed(s->call, s->svc->emb, s->svc->pg, c, &s->col, s->text_field,
+                                      &s->lex.text, 1, 0, &v);
+    if (st == GRPC_STATUS_INVALID_ARGUMENT || st == GRPC_STATUS_FAILED_PRECONDITION) {
+        /* The request's fault or the setup's (the embedder refused the
+         * text, another model): the call's, as a single search's. */
+        const char *why = rpc_call_error(s->call);
+        rc = tier_fail(c,
+                       st == GRPC_STATUS_INVALID_ARGUMENT ? STATUS_EINVALID : STATUS_EPRECONDITION,
+                       "%s", why ? why : rpc_status_name(st));
+        s->fatal = 1;
+    } else if (st != GRPC_STATUS_OK) {
+        const char *why = rpc_call_error(s->call);
+        s->partial_detail = arena_printf(c->ar, "vector part: %s: %s", rpc_status_name(st),
+                                         why ? why : "the embedder failed");
+        rc = STATUS_EUNAVAILABLE;
+    } else {
+        s->q.vector = v;
+        rc = vstore_search(s->svc->vs, c, &s->col, &s->q, hits, n);
+        if (rc != STATUS_OK) s->partial_detail = arena_printf(c->ar, "vector part: %s", c->err);
+    }
+    c->deadline_ms = end;
+    return rc;
+}
+
+/* The hybrid: the lexical part, then the vector part, fused and paged. */
+static int run_hybrid(episodic_search *s, Memory__V1__ScoredPoint ***out, size_t *nout) {
+    tier_ctx *c = s->c;
+    vs_hit *lex = NULL, *vec = NULL;
+    size_t nl = 0, nv = 0;
+    int rc = vstore_search(s->svc->vs, c, &s->col, &s->lex, &lex, &nl);
+    if (rc != STATUS_OK) return rc;
+    if ((rc = vector_part(s, &vec, &nv)) != STATUS_OK && s->fatal) {
+        vs_hits_release(lex, nl);
+        return rc;
+    }
+    if (rc != STATUS_OK) {
+        rc = STATUS_OK;
+        s->partial = 1;
+        vec = NULL, nv = 0;
+        c->err[0] = '\0';
+    }
+    efuse_hit *fused = arena_alloc(c->ar, (nl + nv ? nl + nv : 1) * sizeof *fused);
+    long nf = fused ? efuse(lex, nl, vec, nv, s->wl, s->wv, fused) : -1;
+    size_t first = (size_t)s->offset, count = 0;
+    if (nf > (long)first) count = (size_t)nf - first;
+    if (count > (size_t)s->limit) count = (size_t)s->limit;
+    Memory__V1__ScoredPoint **pts = arena_alloc(c->ar, (count ? count : 1) * sizeof *pts);
+    if (nf < 0 || !pts) rc = STATUS_ENOMEM;
+    for (size_t i = 0; rc == STATUS_OK && i < count; i++) {
+        const efuse_hit *h = &fused[first + i];
+        int ranks[2] = {h->lex_rank, h->vec_rank};
+        float scores[2] = {h->lex ? h->lex->score : 0, h->vec ? h->vec->score : 0};
+        if (!(pts[i] = render_hit(s, (vs_hit *)efuse_point(h), h->score, ranks, scores)))
+            rc = STATUS_ENOMEM;
+    }
+    vs_hits_release(lex, nl);
+    vs_hits_release(vec, nv);
+    if (rc != STATUS_OK) return tier_fail(c, rc, "out of memory");
+    *out = pts;
+    *nout = count;
+    return STATUS_OK;
+}
+
+static int search_run(episodic_search *s, Memory__V1__ScoredPoint ***points, size_t *n) {
+    if (s->hybrid) return run_hybrid(s, points, n);
+    vs_hit *hits;
+    int rc = vstore_search(s->svc->vs, s->c, &s->col, &s->q, &hits, n);
+    if (rc != STATUS_OK) return rc;
+    rc = render_single(s, hits, *n, points);
+    vs_hits_release(hits, *n);
+    return rc == STATUS_OK ? rc : tier_fail(s->c, rc, "out of memory");
+}
+
+RPC_UNARY_HANDLER(esvc_do_search, episodic_service, Memory__V1__EpisodicMemorySearchRequest,
+                  Memory__V1__EpisodicMemorySearchResponse) {
+    if (req->limit < 0 || req->limit > LIMIT_MAX)
+        return rpc_call_invalid(call, "limit: %d; must be 1 to %d (0: %d)", req->limit, LIMIT_MAX,
+                                LIMIT_DEFAULT);
+    if (req->offset < 0 || req->offset > OFFSET_MAX)
+        return rpc_call_invalid(call, "offset: %d; must be 0 to %d", req->offset, OFFSET_MAX);
+    search_req r = {
+        .collection = req->collection,
+        .vector = req->vector,
+        .n_vector = req->n_vector,
+        .text = req->text,
+        .mode = (int)req->mode,
+        .lexical_weight = req->lexical_weight,
+        .vector_weight = req->vector_weight,
+        .filter = req->filter,
+        .has_threshold = req->threshold_case ==
+                         MEMORY__V1__EPISODIC_MEMORY_SEARCH_REQUEST__THRESHOLD_SCORE_THRESHOLD,
+        .score_threshold = req->score_threshold,
+        .limit = req->limit ? req->limit : LIMIT_DEFAULT,
+        .offset = req->offset,
+        .with_payload = req->with_payload,
+        .with_vector = req->with_vector,
+    };
+    tier_ctx c;
+    RPC_CHECK(esvc_ctx(&c, call));
+    episodic_search s = {.svc = svc, .call = call, .c = &c};
+    RPC_CHECK(search_prepare(&s, "", &r));
+    int rc = search_run(&s, &resp->points, &resp->n_points);
+    if (rc != STATUS_OK) return esvc_status(call, rc, &c);
+    resp->partial = s.partial;
+    if (s.partial_detail) resp->partial_detail = (char *)s.partial_detail;
+    return GRPC_STATUS_OK;
+}
+
+/* ---- the router's part (episodic_service.h) ---- */
+
+grpc_status_code episodic_search_prepare(episodic_service *svc, rpc_call *call, const char *prefix,
+                                         const Memory__V1__VectorSearchQuery *vq, int limit,
+                                         tier_ctx *c, episodic_search **out) {
+    episodic_search *s = arena_zalloc(c->ar, sizeof *s);
+    if (!s) return rpc_call_oom(call);
+    *s = (episodic_search){.svc = svc, .call = call, .c = c};
+    search_req r = {
+        .collection = vq->collection,
+        .vector = vq->vector,
+        .n_vector = vq->n_vector,
+        .text = vq->text,
+        .filter = vq->filter,
+        .has_threshold =
+            vq->threshold_case == MEMORY__V1__VECTOR_SEARCH_QUERY__THRESHOLD_SCORE_THRESHOLD,
+        .score_threshold = vq->score_threshold,
+        .limit = limit,
+        .with_payload = vq->with_payload,
+    };
+    RPC_CHECK(search_prepare(s, prefix, &r));
+    *out = s;
+    return GRPC_STATUS_OK;
+}
+
+int episodic_search_run(episodic_search *s, Memory__V1__ScoredPoint ***points, size_t *n) {
+    return search_run(s, points, n);
+}
+
+int episodic_search_distance(const episodic_search *s) {
+    return s->hybrid || s->q.text ? VS_DOT : s->col.distance;
+}
+
+const char *episodic_search_partial(const episodic_search *s) {
+    return s->partial ? s->partial_detail : NULL;
+}

@@ -1,0 +1,53 @@
+/* episodic_service_internal: what the files of the EpisodicMemory service
+ * share: episodic_service.c (collections, points, the tier) and
+ * episodic_search.c (Search and the Router's part). Not for other modules. */
+#ifndef MEMORYD_EPISODIC_EPISODIC_SERVICE_INTERNAL_H
+#define MEMORYD_EPISODIC_EPISODIC_SERVICE_INTERNAL_H
+
+#include "memory/v1/episodic_memory.pb-c.h"
+#include "service/audit/audit.h"
+#include "service/embed/embedder.h"
+#include "service/episodic/episodic_service.h"
+#include "service/episodic/vstore.h"
+#include "service/privacy/pii_policy.h"
+#include "service/rpc/rpc.h"
+#include "service/store/pg_pool.h"
+#include "service/tier/tier_ctx.h"
+
+#define LIMIT_MAX 1000
+#define LIMIT_DEFAULT 10
+#define OFFSET_MAX 10000
+
+/* The tier's state: the vector store (embedded, or Qdrant when a URL is
+ * configured; it owns it), the embedder (when configured; it owns it too)
+ * and the PII policy. */
+typedef struct episodic_service episodic_service;
+struct episodic_service {
+    vstore *vs;
+    embedder *emb; /* NULL: no --embedder-url, texts are ranked lexically only */
+    int remote;    /* Qdrant: a backend of its own for health */
+    pii_policy pii;
+    pg_pool *pg;  /* the catalog's (and the audit rows of Qdrant writes) */
+    audit *audit; /* writes' rows */
+};
+
+/* A backend's STATUS_* as the call's status, its message from c. */
+grpc_status_code esvc_status(rpc_call *call, int rc, const tier_ctx *c);
+/* The call's context (blocking methods: the client's cancel is watched). */
+grpc_status_code esvc_ctx(tier_ctx *c, rpc_call *call);
+/* Names a point in the call's audit row. */
+void esvc_target(rpc_call *call, const char *collection, const vs_id *id);
+/* A collection name; a filter; a vector against col (a copy in the call's
+ * arena, normalized for COSINE): GRPC_STATUS_OK or INVALID_ARGUMENT. */
+grpc_status_code esvc_check_name(rpc_call *call, const char *field, const char *name);
+grpc_status_code esvc_check_filter(rpc_call *call, const char *field, const Memory__V1__Filter *f);
+grpc_status_code esvc_check_vector(rpc_call *call, const char *field, const float *v, size_t n,
+                                   const vs_collection *col, const float **out);
+/* A point as memory.v1.Point in a (the caller's tenant in its meta). */
+Memory__V1__Point *esvc_render_point(arena *a, const principal *p, const vs_point *pt, int dims);
+
+/* EpisodicMemory.Search (episodic_search.c). */
+grpc_status_code esvc_do_search(rpc_call *call, const ProtobufCMessage *req, ProtobufCMessage *resp,
+                                void *arg);
+
+#endif
