@@ -13,9 +13,13 @@
  *   lexical_bench [--docs N,N...] [--queries Q] [--rounds R] [--k K]
  *
  * For each N: building the index (analysis + put per text; eidx_put per
- * vector), bytes per point (eidx_bytes), and R alternating rounds of Q
- * searches each, one thread: p50 and p99 per side (medians over rounds),
- * and the ratio lexical / vector at p50. Prints a human line and a JSON
+ * vector), bytes per point (eidx_bytes), and R rounds of Q searches per
+ * side, one thread, the sides' order turning every round: lexical (each
+ * candidate through the read diode's owner test, as memoryd runs it),
+ * vector, and lexical with the scores computed over the visible points
+ * only (what a caller who does not see everything gets: one more owner
+ * test per document of the query's terms); p50 and p99 per side (medians
+ * over rounds), and the ratios at p50. Prints a human line and a JSON
  * line per figure. Never fails on a figure: exit 1 only on bad usage or
  * out of memory. */
 #include <math.h>
@@ -81,6 +85,12 @@ static char *make_text(int words, const int *from, int nfrom, int *ids) {
     len += (size_t)sprintf(t + len, "%s%s", i ? " " : "", w);
   }
   return t;
+}
+
+/* The read diode's shape for a caller who sees only its own points: the
+ * owner compared, as tier_may_read does (every point is the bench's). */
+static int own_point(const eidx *x, size_t slot, void *arg) {
+  return strcmp(eidx_meta(x, slot)->owner, (const char *)arg) == 0;
 }
 
 static double now_us(void) {
@@ -153,16 +163,22 @@ static int run(int ndocs, int nq, int rounds, int k) {
   double *lat = malloc((size_t)nq * sizeof *lat);
   double *l50 = malloc((size_t)rounds * sizeof *l50), *l99 = malloc((size_t)rounds * sizeof *l99);
   double *v50 = malloc((size_t)rounds * sizeof *v50), *v99 = malloc((size_t)rounds * sizeof *v99);
+  double *o50 = malloc((size_t)rounds * sizeof *o50), *o99 = malloc((size_t)rounds * sizeof *o99);
   long found = 0;
   for (int r = 0; r < rounds; r++) {
-    for (int side = 0; side < 2; side++) {
-      int lexical = (r + side) % 2 == 0; /* ABBA: who goes first alternates */
+    for (int side = 0; side < 3; side++) {
+      /* lexical, vector, lexical scored over the caller's own points; who
+       * goes first turns every round */
+      int which = (r + side) % 3, lexical = which != 1;
       for (int q = 0; q < nq; q++) {
         double s = now_us();
         long n;
         if (lexical) {
           lex_analyze(an, qs[q], strlen(qs[q]), &t);
-          n = eidx_search_text(lx, &t, (size_t)k, 0, 0, NULL, NULL, hits);
+          /* both filter by the diode's owner test; the third side also
+           * scores over the visible points only */
+          n = eidx_search_text(lx, &t, (size_t)k, 0, 0, own_point, which == 2 ? own_point : NULL,
+                               (void *)"bench", hits);
           found += n > 0;
         } else {
           n = eidx_search(vx, qv + (size_t)q * DIMS, (size_t)k, 0, 0, NULL, NULL, hits);
@@ -171,23 +187,29 @@ static int run(int ndocs, int nq, int rounds, int k) {
         if (n < 0) return 1;
       }
       double p50 = pct(lat, nq, 0.5), p99 = pct(lat, nq, 0.99);
-      if (lexical)
+      if (which == 0) {
         l50[r] = p50, l99[r] = p99;
-      else
+      } else if (which == 1) {
         v50[r] = p50, v99[r] = p99;
+      } else {
+        o50[r] = p50, o99[r] = p99;
+      }
     }
   }
-  double lp50 = pct(l50, rounds, 0.5), vp50 = pct(v50, rounds, 0.5);
+  double lp50 = pct(l50, rounds, 0.5), vp50 = pct(v50, rounds, 0.5), op50 = pct(o50, rounds, 0.5);
   report("lexical search (k=10)", ndocs, "p50_us", lp50);
   report("lexical search (k=10)", ndocs, "p99_us", pct(l99, rounds, 0.5));
+  report("lexical, own points (k=10)", ndocs, "p50_us", op50);
+  report("lexical, own points (k=10)", ndocs, "p99_us", pct(o99, rounds, 0.5));
   report("vector search (384 dims)", ndocs, "p50_us", vp50);
   report("vector search (384 dims)", ndocs, "p99_us", pct(v99, rounds, 0.5));
   report("lexical / vector", ndocs, "p50_ratio", lp50 / vp50);
-  report("queries with a hit", ndocs, "fraction", (double)found / ((double)nq * rounds));
+  report("own points / lexical", ndocs, "p50_ratio", op50 / lp50);
+  report("queries with a hit", ndocs, "fraction", (double)found / (2.0 * nq * rounds));
   for (int i = 0; i < ndocs; i++) free(texts[i]);
   for (int q = 0; q < nq; q++) free(qs[q]);
   free(texts), free(words), free(qs), free(qv), free(vec), free(hits), free(lat);
-  free(l50), free(l99), free(v50), free(v99);
+  free(l50), free(l99), free(v50), free(v99), free(o50), free(o99);
   eidx_free(lx), eidx_free(vx);
   lex_terms_free(&t);
   lex_analyzer_free(an);

@@ -413,6 +413,19 @@ static int copy_point(tier_ctx *c, const eidx *x, size_t slot, int with_payload,
     return STATUS_OK;
 }
 
+/* The read diode alone (emb_accept_args): what the caller may see at all. */
+static int emb_visible(const eidx *x, size_t slot, void *arg) {
+    const emb_accept_args *a = arg;
+    const tier_meta *m = eidx_meta(x, slot);
+    return tier_may_read(a->c, m->owner, m->label);
+}
+
+/* 1 when the caller may read every point whatever its owner and label:
+ * no point is hidden from it, and scores need no visible filter. */
+static int sees_everything(const tier_ctx *c) {
+    return c->read_breadth == PRINCIPAL_ALL && principal_clr(c->p) >= JWT_LABEL_SECRET;
+}
+
 int emb_accept(const eidx *x, size_t slot, void *arg) {
     const emb_accept_args *a = arg;
     const tier_meta *m = eidx_meta(x, slot);
@@ -445,9 +458,10 @@ static int emb_search(vstore *vs, tier_ctx *c, const vs_collection *col, const v
             rc = tier_fail(c, STATUS_ENOMEM, "out of memory analyzing the query");
     }
     pthread_rwlock_rdlock(&ec->rw);
+    eidx_accept_fn visible = sees_everything(c) ? NULL : emb_visible;
     long got = rc != STATUS_OK ? 0
                : s->text       ? eidx_search_text(ec->x, &q, k, s->has_threshold, s->threshold,
-                                                  emb_accept, &aa, hits)
+                                                  emb_accept, visible, &aa, hits)
                                : eidx_search(ec->x, s->vector, k, s->has_threshold, s->threshold,
                                              emb_accept, &aa, hits);
     if (got < 0) rc = tier_fail(c, STATUS_ENOMEM, "out of memory");

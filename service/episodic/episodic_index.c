@@ -256,8 +256,12 @@ static int grow(eidx *x) {
 
 int eidx_set_dims(eidx *x, int dims) {
     if (x->dims != 0 || dims < 1 || dims > VS_MAX_DIMS) return -1;
+    /* Nothing to copy: the old array holds no vector (dims 0). */
+    size_t n = x->n;
+    x->n = 0;
     x->dims = dims;
     float *v = vectors_for(x, x->cap);
+    x->n = n;
     if (!v) {
         x->dims = 0;
         return -1;
@@ -318,15 +322,19 @@ static int set_text(eidx *x, size_t slot, const char *text, const lex_terms *ter
         return -1;
     }
     uint32_t d = x->doc[slot];
-    if (d == NO_DOC && doc_take(x, slot, &d) != 0) {
+    int took = d == NO_DOC;
+    if (took && doc_take(x, slot, &d) != 0) {
         free(copy);
         return -1;
     }
     x->doc[slot] = d;
     lex_terms none = {0};
     if (lex_index_put(x->lx, d, terms ? terms : &none) != 0) {
+        /* lex_index_put left d absent: a number just taken goes back (a
+         * kept one stays slot's, with no terms). */
+        if (took) doc_drop(x, slot);
         free(copy);
-        return -1; /* lex_index_put left d absent: it is still slot's, with no terms */
+        return -1;
     }
     if (old) x->text_bytes -= strlen(old) + 1;
     free(old);
@@ -536,14 +544,27 @@ static int text_before(void *arg, uint32_t a, uint32_t b) {
 }
 
 long eidx_search_text(const eidx *x, const lex_terms *q, size_t k, int has_threshold,
-                      float threshold, eidx_accept_fn accept, void *arg, eidx_hit *out) {
+                      float threshold, eidx_accept_fn accept, eidx_accept_fn visible, void *arg,
+                      eidx_hit *out) {
     if (k == 0 || !x->lx) return 0;
     lex_hit *hits = malloc(k * sizeof *hits);
     if (!hits) return -1;
     text_search ts = {x, accept, arg};
-    lex_search_how how = {text_accept, text_before, &ts};
+    lex_search_how how = {text_accept, text_before, &ts, NULL};
+    unsigned char *vis = NULL;
+    if (visible) { /* one pass over the slots, in order: cheaper than asking per posting */
+        if (!(vis = calloc(x->ndocs ? x->ndocs : 1, 1))) {
+            free(hits);
+            return -1;
+        }
+        for (size_t slot = 0; slot < x->n; slot++)
+            if (x->doc[slot] != NO_DOC) vis[x->doc[slot]] = (unsigned char)visible(x, slot, arg);
+        how.visible = vis;
+    }
     size_t n = 0;
-    if (lex_index_search(x->lx, q, k, &how, hits, &n) != 0) {
+    int rc = lex_index_search(x->lx, q, k, &how, hits, &n);
+    free(vis);
+    if (rc != 0) {
         free(hits);
         return -1;
     }

@@ -83,9 +83,13 @@ long eidx_search(const eidx *x, const float *q, size_t k, int has_threshold, flo
 /* The k best slots by BM25 for the terms q (lex_text.h) among those
  * accept admits, with has_threshold only those scoring at least threshold:
  * best first (ties by id) into out (k entries); returns how many, or -1
- * when out of memory. Points without a text never match. */
+ * when out of memory. Points without a text never match. visible (NULL:
+ * every point) says which points the caller may see at all (the read
+ * diode; accept adds its filters): the scores are computed over those
+ * (lex_index.h), so they tell nothing of what hidden points hold. */
 long eidx_search_text(const eidx *x, const lex_terms *q, size_t k, int has_threshold,
-                      float threshold, eidx_accept_fn accept, void *arg, eidx_hit *out);
+                      float threshold, eidx_accept_fn accept, eidx_accept_fn visible, void *arg,
+                      eidx_hit *out);
 
 /* Scales v to unit length in place (a zero vector stays zero). */
 void eidx_normalize(float *v, int dims);

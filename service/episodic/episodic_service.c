@@ -420,9 +420,23 @@ static RPC_UNARY_HANDLER(do_upsert, episodic_service, Memory__V1__EpisodicMemory
             }
         }
     }
-    /* The whole batch is valid. A collection without vectors yet takes
-     * the batch's length (unless another call set one meanwhile). */
-    if (st == GRPC_STATUS_OK && col.dims == 0 && batch_dims > 0) {
+    /* The whole batch is valid. Its texts without vectors are embedded,
+     * in one go: in a collection without vectors yet, to the length of the
+     * batch's own vectors when it has some (the embedder's model must
+     * match), and only then is a length recorded, so a batch the embedder
+     * fails sets nothing. */
+    int unsized = col.dims == 0;
+    if (unsized) col.dims = batch_dims;
+    float *vecs = NULL;
+    if (st == GRPC_STATUS_OK && ntext > 0)
+        st =
+            etext_embed(call, svc->emb, svc->pg, &c, &col, "points[].text", texts, ntext, 1, &vecs);
+    for (size_t k = 0; st == GRPC_STATUS_OK && k < ntext; k++)
+        in[text_of[k]].vector = vecs + k * (size_t)col.dims;
+    /* The batch's vectors claim the length (unless etext_embed has, or
+     * another call set one meanwhile). */
+    if (st == GRPC_STATUS_OK && unsized && batch_dims > 0) {
+        col.dims = 0;
         st = esvc_status(call, ecat_claim_dims(svc->pg, &c, &col, batch_dims), &c);
         if (st == GRPC_STATUS_OK && col.dims != batch_dims)
             st = rpc_call_invalid(call,
@@ -430,13 +444,6 @@ static RPC_UNARY_HANDLER(do_upsert, episodic_service, Memory__V1__EpisodicMemory
                                   "dimensions (set by another write meanwhile)",
                                   batch_dims, col.name, col.dims);
     }
-    /* Its texts without vectors are embedded, in one go. */
-    float *vecs = NULL;
-    if (st == GRPC_STATUS_OK && ntext > 0)
-        st =
-            etext_embed(call, svc->emb, svc->pg, &c, &col, "points[].text", texts, ntext, 1, &vecs);
-    for (size_t k = 0; st == GRPC_STATUS_OK && k < ntext; k++)
-        in[text_of[k]].vector = vecs + k * (size_t)col.dims;
     if (st == GRPC_STATUS_OK) {
         tier_ctx_audit_writes(&c, call, svc->audit);
         for (size_t i = 0; i < n; i++) esvc_target(call, col.name, &in[i].id);

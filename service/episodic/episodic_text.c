@@ -67,8 +67,9 @@ grpc_status_code etext_embed(rpc_call *call, embedder *emb, pg_pool *pg, tier_ct
                            c);
     }
     if (rc != STATUS_OK) return tier_status(call, rc, c);
-    if (!col->embedder_model) RPC_CHECK(model_rule(call, emb, pg, c, col, claim));
-    if (claim && col->dims == 0) { /* a text-only collection takes the model's length */
+    /* A text-only collection takes the model's length, before it records
+     * the model: a length set meanwhile by another write refuses both. */
+    if (claim && col->dims == 0) {
         RPC_CHECK(tier_status(call, ecat_claim_dims(pg, c, col, dims), c));
         if (col->dims != dims) {
             rpc_call_set_error(call,
@@ -78,6 +79,7 @@ grpc_status_code etext_embed(rpc_call *call, embedder *emb, pg_pool *pg, tier_ct
             return GRPC_STATUS_FAILED_PRECONDITION;
         }
     }
+    if (!col->embedder_model) RPC_CHECK(model_rule(call, emb, pg, c, col, claim));
     if (col->distance == VS_COSINE)
         for (size_t i = 0; i < n; i++) eidx_normalize(v + i * (size_t)dims, dims);
     *out = v;

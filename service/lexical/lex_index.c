@@ -276,6 +276,7 @@ int lex_index_search(const lex_index *x, const lex_terms *q, size_t k, const lex
     double *acc = calloc(x->ndocs, sizeof *acc);
     uint32_t *touched = NULL;
     uint32_t *seen = malloc(q->n * sizeof *seen);
+    const unsigned char *vis = how ? how->visible : NULL;
     size_t ntouched = 0, tcap = 0, nseen = 0;
     if (!acc || !seen) goto oom;
     double N = (double)x->live, avgdl = (double)x->total_len / N;
@@ -289,10 +290,19 @@ int lex_index_search(const lex_index *x, const lex_terms *q, size_t k, const lex
         seen[nseen++] = id;
         const term *t = &x->terms[id];
         if (t->df == 0) continue;
-        double df = t->df, idf = log(1.0 + (N - df + 0.5) / (df + 0.5));
+        double df = t->df;
+        if (vis) { /* the term's frequency among the documents the caller may see */
+            df = 0;
+            for (uint32_t p = 0; p < t->np; p++) {
+                const posting *ps = &t->p[p];
+                df += vis[ps->doc] && live_posting(x, ps);
+            }
+            if (df == 0) continue;
+        }
+        double idf = log(1.0 + (N - df + 0.5) / (df + 0.5));
         for (uint32_t p = 0; p < t->np; p++) {
             const posting *ps = &t->p[p];
-            if (!live_posting(x, ps)) continue;
+            if ((vis && !vis[ps->doc]) || !live_posting(x, ps)) continue;
             double tf = ps->tf, dl = x->docs[ps->doc].len;
             double s = idf * tf * (LEX_BM25_K1 + 1) /
                        (tf + LEX_BM25_K1 * (1 - LEX_BM25_B + LEX_BM25_B * dl / avgdl));

@@ -50,11 +50,18 @@ typedef int (*lex_accept_fn)(void *arg, uint32_t doc);
 typedef int (*lex_before_fn)(void *arg, uint32_t a, uint32_t b);
 
 /* How a search filters and orders; NULL fields: keep all, lower number
- * first. */
+ * first. visible: per document number (as many as the caller has
+ * numbered), nonzero when the caller may see the document at all (the
+ * read diode, not its own filters): a term's document frequency counts
+ * only those, so neither the scores nor the order say whether hidden
+ * documents hold a word (the document count and average length stay the
+ * index's, which say how many there are and how long, not what they
+ * hold). accept must keep no document visible drops. */
 typedef struct lex_search_how {
     lex_accept_fn accept;
     lex_before_fn before;
     void *arg; /* for both */
+    const unsigned char *visible;
 } lex_search_how;
 
 typedef struct lex_hit {

@@ -504,6 +504,15 @@ static grpc_status_code with_vector(rpc_call *call, const ProtobufCMessage *req,
         return RPC_PENDING;
     }
     int rc = episodic_search_run(r->search, &r->points, &r->npoints);
+    if (rc == STATUS_EINVALID || rc == STATUS_EPRECONDITION) {
+        /* A hybrid's vector part found the request or the setup at fault
+         * (a text the embedder refused, another model): the call's, as a
+         * single search's would be in its checks. */
+        rpc_call_set_error(call, "%s", pt->c.err);
+        vector_failed(r, rc == STATUS_EINVALID ? GRPC_STATUS_INVALID_ARGUMENT
+                                               : GRPC_STATUS_FAILED_PRECONDITION);
+        return RPC_PENDING;
+    }
     if (rc != STATUS_OK) r->npoints = 0;
     const char *why = rc == STATUS_OK ? episodic_search_partial(r->search) : NULL;
     if (why) pt->partial = 1, pt->detail = why;

@@ -269,6 +269,21 @@ TEST_F(RecallTest, TheReadDiodeAndFiltersApplyInsideTheRanking) {
   EXPECT_TRUE(Search("mem", "boat keys", other_tenant).points().empty());
 }
 
+// What hidden points hold does not weigh in the caller's ranking: a word
+// common among another owner's points is as rare for bob as it is among
+// his own (so the order he sees says nothing of theirs).
+TEST_F(RecallTest, HiddenPointsDoNotWeighInTheRanking) {
+  const std::string bob = Token("t1", "bob", "episodic:read episodic:write");
+  MustCreate("mem", alice_);
+  MustRemember("mem", {"merger plans", "holiday plans", "merger"}, bob, 1);
+  auto before = Ids(Search("mem", "merger plans", bob));
+  ASSERT_EQ((std::vector<uint64_t>{1, 3, 2}), before);  // "merger" alone is shorter
+  MustRemember("mem", {"merger merger talks", "merger plans leaked", "merger"}, alice_, 10);
+  EXPECT_EQ(before, Ids(Search("mem", "merger plans", bob)));
+  // alice, who sees only hers, ranks by hers alone too; :all sees all.
+  EXPECT_EQ(3u, Ids(Search("mem", "merger plans", alice_)).size());
+}
+
 TEST_F(RecallTest, ReplacedDeletedAndForgottenTextsAreGoneOnEveryReplica) {
   const std::string forget = Token("t1", "admin", "privacy:forget:all");
   Replica b = Launch();

@@ -6,12 +6,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <random>
+#include <string>
 #include <vector>
 
 extern "C" {
 #include "service/episodic/episodic_index.h"
+#include "service/lexical/lex_text.h"
 }
 
 namespace {
@@ -172,6 +175,90 @@ TEST(PointId, ParsesPrintsAndOrders) {
   EXPECT_LT(vs_id_cmp(&a, &b), 0);  // numbers before UUIDs
   vs_id c = Num(3);
   EXPECT_GT(vs_id_cmp(&a, &c), 0);
+}
+
+// Texts beside vectors: a collection that starts text only (dims 0) and
+// gets its length later, points with a text, a vector or both, replaced
+// and removed in every order (the last slot moving into each hole): text
+// search and vector search each find exactly the points they should,
+// checked against what was put, after every step.
+TEST(IndexTextTest, TextsAndVectorsStayRightThroughPutsRemovesAndALateLength) {
+  lex_analyzer* an = lex_analyzer_create("english");
+  ASSERT_NE(nullptr, an);
+  lex_terms t{};
+  eidx* x = eidx_create(0, VS_DOT);
+  ASSERT_NE(nullptr, x);
+  tier_meta m = Meta();
+  std::map<uint64_t, std::string> texts;  // id -> text, for the points that have one
+  std::map<uint64_t, bool> vectors;       // id -> has a vector
+  auto put = [&](uint64_t id, const char* text, bool vec) {
+    vs_id v = Num(id);
+    float f[4] = {1.f, static_cast<float>(id), 0.f, 0.f};
+    if (text) {
+      ASSERT_EQ(0, lex_analyze(an, text, strlen(text), &t));
+    }
+    ASSERT_EQ(0, eidx_put(x, &v, vec && eidx_dims(x) ? f : nullptr, text, text ? &t : nullptr,
+                          nullptr, &m));
+    if (text)
+      texts[id] = text;
+    else
+      texts.erase(id);
+    vectors[id] = vec && eidx_dims(x);
+  };
+  auto remove = [&](uint64_t id) {
+    vs_id v = Num(id);
+    ASSERT_EQ(0, eidx_remove(x, &v));
+    texts.erase(id);
+    vectors.erase(id);
+  };
+  auto check = [&](const char* when) {
+    // Every point with "apple" in its text, and no other, by text search.
+    ASSERT_EQ(0, lex_analyze(an, "apple", 5, &t));
+    std::vector<eidx_hit> hits(64);
+    long n = eidx_search_text(x, &t, hits.size(), 0, 0, nullptr, nullptr, nullptr, hits.data());
+    std::vector<uint64_t> got, want;
+    for (long i = 0; i < n; i++) {
+      got.push_back(eidx_id(x, hits[i].slot)->num);
+      EXPECT_STREQ(texts[got.back()].c_str(), eidx_text(x, hits[i].slot)) << when;
+    }
+    for (const auto& [id, text] : texts)
+      if (text.find("apple") != std::string::npos) want.push_back(id);
+    std::sort(got.begin(), got.end());
+    EXPECT_EQ(want, got) << when;
+    // Every point with a vector, and no other, by vector search.
+    if (eidx_dims(x)) {
+      float q[4] = {1.f, 0.f, 0.f, 0.f};
+      n = eidx_search(x, q, hits.size(), 0, 0, nullptr, nullptr, hits.data());
+      got.clear(), want.clear();
+      for (long i = 0; i < n; i++) {
+        got.push_back(eidx_id(x, hits[i].slot)->num);
+        EXPECT_NE(nullptr, eidx_vector(x, hits[i].slot)) << when;
+      }
+      for (const auto& [id, has] : vectors)
+        if (has) want.push_back(id);
+      std::sort(got.begin(), got.end());
+      EXPECT_EQ(want, got) << when;
+    }
+    EXPECT_EQ(texts.size(), eidx_texts(x)) << when;
+  };
+  for (uint64_t id = 1; id <= 40; id++) put(id, id % 3 ? "an apple a day" : "pears only", false);
+  check("text only");
+  ASSERT_EQ(0, eidx_set_dims(x, 4));  // the first vector's length, after 40 texts
+  EXPECT_EQ(-1, eidx_set_dims(x, 8)) << "a length is set once";
+  check("after the length");
+  for (uint64_t id = 41; id <= 50; id++) put(id, nullptr, true);            // vector only
+  for (uint64_t id = 1; id <= 10; id++) put(id, "apple and vector", true);  // both, replacing
+  put(11, nullptr, true);                                                   // text dropped
+  check("mixed");
+  for (uint64_t id : {1, 50, 11, 20, 41, 3}) remove(id);  // holes filled by the last slots
+  check("after removes");
+  put(1, "apple again", false);  // a removed id comes back, its number reused
+  put(60, "apple new", true);
+  check("after re-puts");
+  EXPECT_GT(eidx_bytes(x), 0u);
+  eidx_free(x);
+  lex_terms_free(&t);
+  lex_analyzer_free(an);
 }
 
 }  // namespace

@@ -53,7 +53,7 @@ class LexTest : public ::testing::Test {
     EXPECT_EQ(0, lex_analyze(a_, q.data(), q.size(), &t_));
     std::vector<lex_hit> out(k);
     size_t n = 0;
-    lex_search_how how = {accept, before, arg};
+    lex_search_how how = {accept, before, arg, nullptr};
     EXPECT_EQ(0, lex_index_search(x_, &t_, k, &how, out.data(), &n));
     out.resize(n);
     return out;
@@ -203,6 +203,45 @@ TEST(LexThreadTest, EachThreadKeepsItsOwnAnalyzer) {
   ASSERT_EQ(1u, t.n);
   EXPECT_STREQ("haus", lex_term(&t, 0));  // German's stemmer, and its umlaut rule
   lex_terms_free(&t);
+}
+
+int Odd(void*, uint32_t doc) { return doc % 2 == 1; }
+
+// Scores computed over the visible documents only: what hidden documents
+// hold changes neither the scores nor the order a caller sees.
+TEST_F(LexTest, HiddenDocumentsDoNotWeighInTheScores) {
+  Put(1, "merger plans");
+  Put(3, "holiday plans");
+  Put(5, "merger");
+  unsigned char odd[64];
+  for (int d = 0; d < 64; d++) odd[d] = d % 2;
+  lex_search_how how = {Odd, nullptr, nullptr, odd};
+  ASSERT_EQ(0, lex_analyze(a_, "merger plans", 12, &t_));
+  std::vector<lex_hit> before(10), after(10), leaky(10);
+  size_t nb = 0, na = 0, nl = 0;
+  ASSERT_EQ(0, lex_index_search(x_, &t_, 10, &how, before.data(), &nb));
+  // Hidden documents full of "merger" (and one more "plans"), as many as
+  // the visible ones: the visible frequencies stay what they were.
+  Put(10, "merger merger talks");
+  Put(12, "merger plans leaked");
+  Put(14, "merger");
+  ASSERT_EQ(0, lex_analyze(a_, "merger plans", 12, &t_));  // Put reused t_
+  ASSERT_EQ(0, lex_index_search(x_, &t_, 10, &how, after.data(), &na));
+  ASSERT_EQ(3u, nb);
+  ASSERT_EQ(nb, na);
+  for (size_t i = 0; i < na; i++) EXPECT_EQ(before[i].doc, after[i].doc) << i;
+  // Only N moved (6 documents, not 3), the same for every term: the
+  // visible document frequencies (merger 2, plans 2) are unchanged, so
+  // both terms move alike and the ranking with them.
+  EXPECT_EQ(1u, after[0].doc);
+  // Without the visible filter the hidden documents make "merger" more
+  // common than "plans", and doc 3 ("holiday plans") overtakes doc 5.
+  how.visible = nullptr;
+  ASSERT_EQ(0, lex_index_search(x_, &t_, 10, &how, leaky.data(), &nl));
+  ASSERT_EQ(3u, nl);
+  EXPECT_EQ(3u, leaky[1].doc);
+  EXPECT_EQ(5u, after[1].doc);  // the visible order: "merger" as rare as "plans"
+  EXPECT_EQ(3u, after[2].doc);
 }
 
 TEST_F(LexTest, NothingMatchesNothing) {
