@@ -429,7 +429,7 @@ static int sees_everything(const tier_ctx *c) {
 int emb_accept(const eidx *x, size_t slot, void *arg) {
     const emb_accept_args *a = arg;
     const tier_meta *m = eidx_meta(x, slot);
-    if (!tier_may_read(a->c, m->owner, m->label)) return 0;
+    if (!emb_visible(x, slot, arg)) return 0;
     if (a->modifiable && a->c->write_breadth != PRINCIPAL_ALL &&
         strcmp(m->owner, principal_sub(a->c->p)) != 0)
         return 0;

@@ -5,13 +5,11 @@
 
 #include "service/tier/tier_rank.h"
 
-/* The lexical hits' indexes, sorted by point id, to find a vector hit's
- * lexical twin by binary search. qsort takes no argument, so the hits go
- * through a variable: one per thread, as searches run on many at once. */
-static _Thread_local const vs_hit *sort_base;
+/* The lexical hits, as pointers sorted by point id, to find a vector
+ * hit's lexical twin by binary search. */
 static int by_id(const void *a, const void *b) {
-    return vs_id_cmp(&sort_base[*(const size_t *)a].point.id,
-                     &sort_base[*(const size_t *)b].point.id);
+    return vs_id_cmp(&(*(const vs_hit *const *)a)->point.id,
+                     &(*(const vs_hit *const *)b)->point.id);
 }
 
 static int by_score(const void *a, const void *b) {
@@ -21,12 +19,12 @@ static int by_score(const void *a, const void *b) {
 }
 
 /* The index into lex of id, by binary search over order; -1 when absent. */
-static long find(const vs_hit *lex, const size_t *order, size_t nl, const vs_id *id) {
+static long find(const vs_hit *lex, const vs_hit *const *order, size_t nl, const vs_id *id) {
     size_t lo = 0, hi = nl;
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
-        int c = vs_id_cmp(&lex[order[mid]].point.id, id);
-        if (c == 0) return (long)order[mid];
+        int c = vs_id_cmp(&order[mid]->point.id, id);
+        if (c == 0) return order[mid] - lex;
         if (c < 0) lo = mid + 1;
         else hi = mid;
     }
@@ -35,14 +33,13 @@ static long find(const vs_hit *lex, const size_t *order, size_t nl, const vs_id 
 
 long efuse(const vs_hit *lex, size_t nl, const vs_hit *vec, size_t nv, double wl, double wv,
            efuse_hit *out) {
-    size_t *order = malloc((nl ? nl : 1) * sizeof *order);
+    const vs_hit **order = malloc((nl ? nl : 1) * sizeof *order);
     if (!order) return -1;
     for (size_t i = 0; i < nl; i++) {
-        order[i] = i;
+        order[i] = &lex[i];
         out[i] =
             (efuse_hit){.lex = &lex[i], .lex_rank = (int)i + 1, .score = tier_rrf(wl, (long)i + 1)};
     }
-    sort_base = lex;
     qsort(order, nl, sizeof *order, by_id);
     size_t n = nl;
     for (size_t j = 0; j < nv; j++) {

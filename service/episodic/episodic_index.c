@@ -380,7 +380,7 @@ int eidx_put(eidx *x, const vs_id *id, const float *vec, const char *text, const
         json_decref(x->payloads[slot]);
     }
     float *dst = x->vecs + (size_t)slot * x->dims;
-    unsigned char was = fresh ? 0 : x->novec[slot];
+    unsigned char was = x->novec[slot]; /* 0 for a fresh slot */
     if (vec && x->dims) {
         memcpy(dst, vec, (size_t)x->dims * sizeof(float));
         if (x->distance == VS_COSINE) eidx_normalize(dst, x->dims);

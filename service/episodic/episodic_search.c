@@ -204,10 +204,7 @@ static int render_single(episodic_search *s, vs_hit *hits, size_t n,
 static int vector_part(episodic_search *s, vs_hit **hits, size_t *n) {
     tier_ctx *c = s->c;
     int64_t end = c->deadline_ms;
-    if (end != INT64_MAX) {
-        int64_t margin = (end - clock_mono_ms(NULL)) / 10;
-        c->deadline_ms = end - (margin < HYBRID_REPLY_MARGIN_MS ? margin : HYBRID_REPLY_MARGIN_MS);
-    }
+    c->deadline_ms = tier_end_less_margin(end, clock_mono_ms(NULL), HYBRID_REPLY_MARGIN_MS);
     float *v;
     int rc = STATUS_OK;
     grpc_status_code st = etext_embed(s->call, s->svc->emb, s->svc->pg, c, &s->col, s->text_field,

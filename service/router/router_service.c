@@ -574,9 +574,7 @@ static void skip(run *r, int i, const char *why) {
 static int64_t budget_end(const router_service *svc, rpc_call *call, int64_t now) {
     int64_t dl = rpc_call_deadline_ms(call);
     if (dl == INT64_MAX) dl = now + svc->default_deadline_ms;
-    int64_t margin = (dl - now) / 10;
-    if (margin > REPLY_MARGIN_MS) margin = REPLY_MARGIN_MS;
-    return dl - margin;
+    return tier_end_less_margin(dl, now, REPLY_MARGIN_MS);
 }
 
 /* The token's breadth for a recall's part: PRINCIPAL_DENY when it may

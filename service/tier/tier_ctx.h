@@ -60,4 +60,13 @@ void tier_ctx_make(tier_ctx *c, const char *tier, const principal *p, int64_t de
 /* Formats c->err and returns code: `return tier_fail(c, STATUS_EDENIED, ...)`. */
 int tier_fail(tier_ctx *c, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* The end of work that must leave time to answer after it (the Router's
+ * parts, a hybrid search's vector part): end less a tenth of what is left
+ * at now, at most max_margin_ms. end INT64_MAX (no deadline) stays. */
+static inline int64_t tier_end_less_margin(int64_t end, int64_t now, int64_t max_margin_ms) {
+    if (end == INT64_MAX) return end;
+    int64_t margin = (end - now) / 10;
+    return end - (margin > max_margin_ms ? max_margin_ms : margin);
+}
+
 #endif
