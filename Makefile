@@ -87,7 +87,7 @@ faults: deps ## the fault suite alone (SIGKILL, PostgreSQL stopped/frozen, Redis
 	if ((rc != 0)); then echo "make: the fault suite failed (.local/last-faults.log)" >&2; fi
 	exit $$rc
 
-bench: deps build ## build, start Postgres + Redis, run the benchmarks: vs grpc++, auth cost, GlobalMemory vs libpq, Cache vs Redis, EpisodicMemory vs FAISS, Blackboard vs its Lua script, metrics on vs off, 3 replicas behind nginx vs 1 direct, WorkingMemory.Render vs libpq
+bench: deps build ## build, start Postgres + Redis, run the benchmarks: vs grpc++, auth cost, GlobalMemory vs libpq, Cache vs Redis, EpisodicMemory vs FAISS, Blackboard vs its Lua script, metrics on vs off, 3 replicas behind nginx vs 1 direct, WorkingMemory.Render vs libpq, text recall's cost and quality
 	@cd "$(ROOT)"
 	"$(DEVSTACK)" start
 	if [[ ! -f bench/run.sh ]]; then
@@ -115,6 +115,10 @@ bench: deps build ## build, start Postgres + Redis, run the benchmarks: vs grpc+
 	for c in 1 4; do BENCH_CONCURRENCY=$$c bash bench/working.sh; done
 	# EpisodicMemory.Search by text vs by vector, and the embedder directly.
 	BENCH_SKIP_BUILD=1 bash bench/embedder.sh
+	# Text recall: its cost (lexical vs vector search), then its quality
+	# (recall@k and MRR against a textbook BM25).
+	BENCH_SKIP_BUILD=1 bash bench/recall.sh
+	BENCH_SKIP_BUILD=1 bash bench/recall_quality.sh
 
 format: ## clang-format every C/C++ source in place (.clang-format, service/.clang-format)
 	scripts/format.sh

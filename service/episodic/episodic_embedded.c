@@ -433,6 +433,7 @@ int emb_accept(const eidx *x, size_t slot, void *arg) {
     if (a->modifiable && a->c->write_breadth != PRINCIPAL_ALL &&
         strcmp(m->owner, principal_sub(a->c->p)) != 0)
         return 0;
+    if (!tier_time_in(a->updated, m->update_us)) return 0;
     return efilter_match(a->filter, eidx_id(x, slot), eidx_payload(x, slot));
 }
 
@@ -450,7 +451,7 @@ static int emb_search(vstore *vs, tier_ctx *c, const vs_collection *col, const v
         emb_release(e, ec);
         return tier_fail(c, STATUS_ENOMEM, "out of memory");
     }
-    emb_accept_args aa = {c, s->filter, 0};
+    emb_accept_args aa = {.c = c, .filter = s->filter, .updated = s->updated};
     lex_terms q = {0};
     if (s->text) { /* analyzed before the lock is taken */
         lex_analyzer *an = lex_analyzer_of_thread(e->language);
@@ -525,7 +526,7 @@ static int emb_count(vstore *vs, tier_ctx *c, const vs_collection *col,
     ecoll *ec;
     int rc = open_current(e, c, col, &ec);
     if (rc != STATUS_OK) return rc;
-    emb_accept_args aa = {c, filter, 0};
+    emb_accept_args aa = {.c = c, .filter = filter};
     int64_t k = 0;
     pthread_rwlock_rdlock(&ec->rw);
     for (size_t s = 0, n = eidx_count(ec->x); s < n; s++) k += emb_accept(ec->x, s, &aa);
@@ -603,7 +604,7 @@ static int emb_scroll(vstore *vs, tier_ctx *c, const vs_collection *col,
         emb_release(e, ec);
         return tier_fail(c, STATUS_ENOMEM, "out of memory");
     }
-    emb_accept_args aa = {c, filter, 0};
+    emb_accept_args aa = {.c = c, .filter = filter};
     pthread_rwlock_rdlock(&ec->rw);
     h.x = ec->x;
     for (size_t s = 0, cnt = eidx_count(ec->x); s < cnt; s++) {

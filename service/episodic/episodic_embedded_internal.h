@@ -78,12 +78,13 @@ void emb_forget(embedded *e, const tier_ctx *c, const char *name);
  * flag) when ec alone is over the budget: it is dropped from memory. */
 int emb_account(embedded *e, tier_ctx *c, ecoll *ec, const char *name);
 
-/* Whether the point in slot passes the read diode, the filter and (with
- * modifiable) the write diode: an eidx accept callback. */
+/* Whether the point in slot passes the read diode, the filter, the time
+ * window and (with modifiable) the write diode: an eidx accept callback. */
 typedef struct emb_accept_args {
     const tier_ctx *c;
     const Memory__V1__Filter *filter;
-    int modifiable; /* also require that the caller may modify the point */
+    int modifiable;                 /* also require that the caller may modify the point */
+    const tier_time_range *updated; /* only points updated in it; NULL = any time */
 } emb_accept_args;
 int emb_accept(const eidx *x, size_t slot, void *arg);
 

@@ -218,7 +218,7 @@ static int delete_filter_fn(pgq_session *ss, void *arg) {
     if (gone) return tier_fail(c, STATUS_ENOTFOUND, "collection %s was deleted", o->col->name);
     if ((rc = emb_sync_index(ss, c, o->ec, 1)) != STATUS_OK) return rc;
 
-    emb_accept_args aa = {c, o->filter, 1};
+    emb_accept_args aa = {.c = c, .filter = o->filter, .modifiable = 1};
     size_t cap = 64, n = 0;
     const char **pids = malloc(cap * sizeof *pids);
     if (!pids) return tier_fail(c, STATUS_ENOMEM, "out of memory");

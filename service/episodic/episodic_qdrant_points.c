@@ -144,6 +144,7 @@ int q_search(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_search 
      * spec. */
     int legacy = !qj_version_at_least(&t.v, 1, 10);
     qj_scope scope = read_scope(c);
+    scope.updated = s->updated;
     char *body = NULL;
     size_t blen = 0;
     /* Qdrant's score_threshold is strict (score > t, distance < t); the API

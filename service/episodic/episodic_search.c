@@ -7,14 +7,22 @@
 
 #include "service/core/clock.h"
 #include "service/episodic/episodic_fuse.h"
+#include "service/episodic/episodic_rerank.h"
 #include "service/episodic/episodic_service_internal.h"
 #include "service/episodic/episodic_text.h"
 #include "service/tier/tier_call.h"
+#include "service/tier/tier_check.h"
 
 #define WEIGHT_MAX 100
 /* Of a hybrid's time left when its vector part starts, what is kept for
  * answering with the lexical part alone (a tenth, at most this). */
 #define HYBRID_REPLY_MARGIN_MS 100
+/* RecallOptions: how many hits a boost or de-duplication re-ranks (at
+ * least offset + limit), and the half-life's bounds. */
+#define RERANK_POOL_FACTOR 4
+#define RERANK_POOL_CAP 1000
+#define HALF_LIFE_MIN_MS 1000LL
+#define HALF_LIFE_MAX_MS (3650LL * 86400 * 1000)
 
 /* A search's request fields, from EpisodicMemory.Search or a routed
  * VectorSearchQuery. */
@@ -30,6 +38,7 @@ typedef struct search_req {
     float score_threshold;
     int limit, offset; /* checked by the caller */
     int with_payload, with_vector;
+    const Memory__V1__RecallOptions *options; /* NULL: none */
 } search_req;
 
 /* A search as prepared: one part (q), or a hybrid (lex, then q with the
@@ -46,6 +55,12 @@ struct episodic_search {
     const char *text_field; /* the hybrid's text, for the embedder's errors */
     double wl, wv;
     int limit, offset;
+    /* RecallOptions: the window q applies; the boost (half-life 0: none)
+     * and de-duplication (diversity 0: none) re-rank. */
+    tier_time_range updated;
+    int64_t half_life_us;
+    double diversity;
+    int with_payload, with_vector; /* what the caller asked to see */
     int partial;
     const char *partial_detail;
     int fatal; /* the vector part failed the call (not a partial answer) */
@@ -57,6 +72,27 @@ static grpc_status_code check_weight(rpc_call *call, const char *prefix, const c
         return rpc_call_invalid(call, "%s%s: %g; must be 0 to %d (0: 1)", prefix, name, (double)w,
                                 WEIGHT_MAX);
     *out = w == 0 ? 1.0 : (double)w;
+    return GRPC_STATUS_OK;
+}
+
+static int reranks(const episodic_search *s) { return s->half_life_us > 0 || s->diversity > 0; }
+
+static grpc_status_code check_options(episodic_search *s, const char *prefix,
+                                      const Memory__V1__RecallOptions *o) {
+    if (!o) return GRPC_STATUS_OK;
+    char field[96];
+    snprintf(field, sizeof field, "%soptions.time_range", prefix);
+    RPC_CHECK(tier_check_time_range(s->call, field, o->time_range, &s->updated));
+    int64_t ms = 0;
+    snprintf(field, sizeof field, "%soptions.recency_half_life", prefix);
+    if (o->recency_half_life)
+        RPC_CHECK(tier_check_duration(s->call, field, o->recency_half_life, HALF_LIFE_MIN_MS,
+                                      HALF_LIFE_MAX_MS, "1 s to 3650 days", &ms));
+    s->half_life_us = ms * 1000;
+    if (!isfinite(o->diversity) || o->diversity < 0 || o->diversity > 1)
+        return rpc_call_invalid(s->call, "%soptions.diversity: %g; must be 0 to 1 (0: none)",
+                                prefix, (double)o->diversity);
+    s->diversity = o->diversity;
     return GRPC_STATUS_OK;
 }
 
@@ -93,6 +129,7 @@ static grpc_status_code search_prepare(episodic_search *s, const char *prefix,
                                 "%sscore_threshold: not with HYBRID (its parts' scores are on "
                                 "different scales)",
                                 prefix);
+    RPC_CHECK(check_options(s, prefix, r->options));
     RPC_CHECK(check_weight(call, prefix, "lexical_weight", r->lexical_weight, &s->wl));
     RPC_CHECK(check_weight(call, prefix, "vector_weight", r->vector_weight, &s->wv));
     snprintf(field, sizeof field, "%scollection", prefix);
@@ -100,13 +137,25 @@ static grpc_status_code search_prepare(episodic_search *s, const char *prefix,
     RPC_CHECK(esvc_status(call, vstore_get_collection(svc->vs, c, r->collection, col), c));
     s->limit = r->limit;
     s->offset = r->offset;
+    s->with_payload = r->with_payload;
+    s->with_vector = r->with_vector;
     s->q = (vs_search){.limit = r->limit,
                        .offset = r->offset,
                        .filter = r->filter,
                        .has_threshold = r->has_threshold,
                        .threshold = r->score_threshold,
+                       .updated = s->updated.has_start || s->updated.has_end ? &s->updated : NULL,
                        .with_payload = r->with_payload,
                        .with_vector = r->with_vector};
+    if (reranks(s)) {
+        /* The pool is searched from its first hit and paged once re-ranked;
+         * de-duplication compares vectors and texts. */
+        long want = (long)r->offset + r->limit, pool = RERANK_POOL_FACTOR * want;
+        if (pool > RERANK_POOL_CAP) pool = RERANK_POOL_CAP;
+        s->q.offset = 0;
+        s->q.limit = (int)(pool > want ? pool : want);
+        if (s->diversity > 0) s->q.with_payload = s->q.with_vector = 1;
+    }
     /* AUTO: a text is searched both ways when it can be (an embedder, and
      * vectors to search), by its embedding alone under a threshold or on
      * Qdrant (which keeps no texts), and lexically otherwise. */
@@ -131,8 +180,8 @@ static grpc_status_code search_prepare(episodic_search *s, const char *prefix,
          * paged afterwards. The embedding is made when it runs, so that
          * its failure leaves the lexical part's answer. */
         s->hybrid = 1;
+        if (!reranks(s)) s->q.limit = r->offset + r->limit;
         s->q.offset = 0;
-        s->q.limit = r->offset + r->limit;
         s->lex = s->q;
         s->lex.text = r->text;
         s->text_field = arena_printf(c->ar, "%stext", prefix);
@@ -154,47 +203,100 @@ static grpc_status_code search_prepare(episodic_search *s, const char *prefix,
     return esvc_check_vector(call, field, r->vector, r->n_vector, col, &s->q.vector);
 }
 
-/* A ScoredPoint for hit h (its payload then released), named in the
- * call's audit row; NULL when out of memory. */
-static Memory__V1__ScoredPoint *render_hit(episodic_search *s, vs_hit *h, double score,
-                                           const int *ranks, const float *scores) {
+/* A hit on its way to the answer: the point as a part found it, its
+ * score, and its rank (from 1; 0: not found) and score in each part
+ * (lexical, vector). */
+typedef struct cand {
+    const vs_hit *hit;
+    double score;
+    int ranks[2];
+    float scores[2];
+} cand;
+
+/* A ScoredPoint for k (the point shown as the caller asked: the search may
+ * have fetched more for de-duplication), named in the call's audit row;
+ * NULL when out of memory. */
+static Memory__V1__ScoredPoint *render_hit(episodic_search *s, const cand *k) {
     tier_ctx *c = s->c;
     Memory__V1__ScoredPoint *sp = arena_message(c->ar, &memory__v1__scored_point__descriptor);
     if (!sp) return NULL;
-    sp->score = (float)score;
-    sp->point = esvc_render_point(c->ar, c->p, &h->point, s->col.dims);
-    esvc_target(s->call, s->col.name, &h->point.id);
-    size_t n = (ranks[0] > 0) + (ranks[1] > 0);
-    sp->parts = arena_alloc(c->ar, n * sizeof *sp->parts);
+    vs_point pt = k->hit->point;
+    if (!s->with_vector) pt.vector = NULL;
+    if (!s->with_payload) pt.payload = NULL, pt.text = NULL;
+    sp->score = (float)k->score;
+    sp->point = esvc_render_point(c->ar, c->p, &pt, s->col.dims);
+    esvc_target(s->call, s->col.name, &pt.id);
+    size_t n = (k->ranks[0] > 0) + (k->ranks[1] > 0);
+    sp->parts = arena_alloc(c->ar, (n ? n : 1) * sizeof *sp->parts);
     if (!sp->point || !sp->parts) return NULL;
     static const int part_of[2] = {MEMORY__V1__SEARCH_PART__SEARCH_PART_LEXICAL,
                                    MEMORY__V1__SEARCH_PART__SEARCH_PART_VECTOR};
-    for (int k = 0; k < 2; k++) {
-        if (!ranks[k]) continue;
+    for (int i = 0; i < 2; i++) {
+        if (!k->ranks[i]) continue;
         Memory__V1__SearchPartHit *ph =
             arena_message(c->ar, &memory__v1__search_part_hit__descriptor);
         if (!ph) return NULL;
-        ph->part = (Memory__V1__SearchPart)part_of[k];
-        ph->rank = ranks[k];
-        ph->score = scores[k];
+        ph->part = (Memory__V1__SearchPart)part_of[i];
+        ph->rank = k->ranks[i];
+        ph->score = k->scores[i];
         sp->parts[sp->n_parts++] = ph;
     }
     return sp;
 }
 
-/* One part's hits (after its offset) as ScoredPoints. */
-static int render_single(episodic_search *s, vs_hit *hits, size_t n,
-                         Memory__V1__ScoredPoint ***out) {
-    Memory__V1__ScoredPoint **pts = arena_alloc(s->c->ar, (n ? n : 1) * sizeof *pts);
+/* One part's hits as candidates; base: the rank of hits[0] less one. */
+static cand *cands_of_part(episodic_search *s, const vs_hit *hits, size_t n, int base) {
+    cand *v = arena_alloc(s->c->ar, (n ? n : 1) * sizeof *v);
     int lexical = s->part == MEMORY__V1__SEARCH_PART__SEARCH_PART_LEXICAL;
-    int rc = pts ? STATUS_OK : STATUS_ENOMEM;
-    for (size_t i = 0; rc == STATUS_OK && i < n; i++) {
-        int rank = s->offset + (int)i + 1, ranks[2] = {lexical ? rank : 0, lexical ? 0 : rank};
-        float scores[2] = {hits[i].score, hits[i].score};
-        if (!(pts[i] = render_hit(s, &hits[i], hits[i].score, ranks, scores))) rc = STATUS_ENOMEM;
+    for (size_t i = 0; v && i < n; i++) {
+        int rank = base + (int)i + 1;
+        v[i] = (cand){.hit = &hits[i],
+                      .score = hits[i].score,
+                      .ranks = {lexical ? rank : 0, lexical ? 0 : rank},
+                      .scores = {hits[i].score, hits[i].score}};
     }
+    return v;
+}
+
+/* RecallOptions' boost and de-duplication over v[0..n) (best first),
+ * keeping what the page needs: STATUS_OK or STATUS_ENOMEM. */
+static int rerank(episodic_search *s, cand *v, size_t n) {
+    if (!reranks(s) || n == 0) return STATUS_OK;
+    tier_ctx *c = s->c;
+    erank_item *items = arena_alloc(c->ar, n * sizeof *items);
+    cand *was = arena_alloc(c->ar, n * sizeof *was);
+    if (!items || !was) return STATUS_ENOMEM;
+    for (size_t i = 0; i < n; i++)
+        items[i] = (erank_item){.point = &v[i].hit->point, .score = v[i].score, .index = i};
+    int higher =
+        episodic_search_distance(s) == VS_EUCLID ? ERANK_LOWER_BETTER : ERANK_HIGHER_BETTER;
+    if (s->half_life_us) erank_recency(items, n, higher, clock_wall_us(), s->half_life_us);
+    if (s->diversity > 0) {
+        lex_analyzer *an = lex_analyzer_of_thread(s->svc->language);
+        size_t want = (size_t)s->offset + (size_t)s->limit;
+        if (!an || erank_mmr(items, n, want, higher, s->diversity, s->col.dims, an) != 0)
+            return STATUS_ENOMEM;
+    }
+    memcpy(was, v, n * sizeof *v);
+    for (size_t i = 0; i < n; i++) {
+        v[i] = was[items[i].index];
+        v[i].score = items[i].score;
+    }
+    return STATUS_OK;
+}
+
+/* The page [first, first + limit) of v[0..n) as ScoredPoints. */
+static int render_page(episodic_search *s, const cand *v, size_t n, size_t first,
+                       Memory__V1__ScoredPoint ***out, size_t *nout) {
+    size_t count = n > first ? n - first : 0;
+    if (count > (size_t)s->limit) count = (size_t)s->limit;
+    Memory__V1__ScoredPoint **pts = arena_alloc(s->c->ar, (count ? count : 1) * sizeof *pts);
+    if (!pts) return STATUS_ENOMEM;
+    for (size_t i = 0; i < count; i++)
+        if (!(pts[i] = render_hit(s, &v[first + i]))) return STATUS_ENOMEM;
     *out = pts;
-    return rc;
+    *nout = count;
+    return STATUS_OK;
 }
 
 /* The hybrid's vector part: the text's embedding, then its search, within
@@ -231,53 +333,57 @@ static int vector_part(episodic_search *s, vs_hit **hits, size_t *n) {
     return rc;
 }
 
-/* The hybrid: the lexical part, then the vector part, fused and paged. */
-static int run_hybrid(episodic_search *s, Memory__V1__ScoredPoint ***out, size_t *nout) {
+/* The hybrid: the lexical part, then the vector part, fused as candidates
+ * (*hits: the two parts' hits, for the caller to release). */
+static int run_hybrid(episodic_search *s, vs_hit *hits[2], size_t nh[2], cand **out, size_t *n) {
     tier_ctx *c = s->c;
-    vs_hit *lex = NULL, *vec = NULL;
-    size_t nl = 0, nv = 0;
-    int rc = vstore_search(s->svc->vs, c, &s->col, &s->lex, &lex, &nl);
+    int rc = vstore_search(s->svc->vs, c, &s->col, &s->lex, &hits[0], &nh[0]);
     if (rc != STATUS_OK) return rc;
-    if ((rc = vector_part(s, &vec, &nv)) != STATUS_OK && s->fatal) {
-        vs_hits_release(lex, nl);
-        return rc;
-    }
+    if ((rc = vector_part(s, &hits[1], &nh[1])) != STATUS_OK && s->fatal) return rc;
     if (rc != STATUS_OK) {
-        rc = STATUS_OK;
         s->partial = 1;
-        vec = NULL, nv = 0;
+        hits[1] = NULL, nh[1] = 0;
         c->err[0] = '\0';
     }
-    efuse_hit *fused = arena_alloc(c->ar, (nl + nv ? nl + nv : 1) * sizeof *fused);
-    long nf = fused ? efuse(lex, nl, vec, nv, s->wl, s->wv, fused) : -1;
-    size_t first = (size_t)s->offset, count = 0;
-    if (nf > (long)first) count = (size_t)nf - first;
-    if (count > (size_t)s->limit) count = (size_t)s->limit;
-    Memory__V1__ScoredPoint **pts = arena_alloc(c->ar, (count ? count : 1) * sizeof *pts);
-    if (nf < 0 || !pts) rc = STATUS_ENOMEM;
-    for (size_t i = 0; rc == STATUS_OK && i < count; i++) {
-        const efuse_hit *h = &fused[first + i];
-        int ranks[2] = {h->lex_rank, h->vec_rank};
-        float scores[2] = {h->lex ? h->lex->score : 0, h->vec ? h->vec->score : 0};
-        if (!(pts[i] = render_hit(s, (vs_hit *)efuse_point(h), h->score, ranks, scores)))
-            rc = STATUS_ENOMEM;
+    size_t total = nh[0] + nh[1];
+    efuse_hit *fused = arena_alloc(c->ar, (total ? total : 1) * sizeof *fused);
+    cand *v = arena_alloc(c->ar, (total ? total : 1) * sizeof *v);
+    long nf = fused && v ? efuse(hits[0], nh[0], hits[1], nh[1], s->wl, s->wv, fused) : -1;
+    if (nf < 0) return tier_fail(c, STATUS_ENOMEM, "out of memory");
+    for (long i = 0; i < nf; i++) {
+        const efuse_hit *h = &fused[i];
+        v[i] = (cand){.hit = efuse_point(h),
+                      .score = h->score,
+                      .ranks = {h->lex_rank, h->vec_rank},
+                      .scores = {h->lex ? h->lex->score : 0, h->vec ? h->vec->score : 0}};
     }
-    vs_hits_release(lex, nl);
-    vs_hits_release(vec, nv);
-    if (rc != STATUS_OK) return tier_fail(c, rc, "out of memory");
-    *out = pts;
-    *nout = count;
+    *out = v;
+    *n = (size_t)nf;
     return STATUS_OK;
 }
 
+/* The search: one part or the hybrid, re-ranked by the options, paged. */
 static int search_run(episodic_search *s, Memory__V1__ScoredPoint ***points, size_t *n) {
-    if (s->hybrid) return run_hybrid(s, points, n);
-    vs_hit *hits;
-    int rc = vstore_search(s->svc->vs, s->c, &s->col, &s->q, &hits, n);
-    if (rc != STATUS_OK) return rc;
-    rc = render_single(s, hits, *n, points);
-    vs_hits_release(hits, *n);
-    return rc == STATUS_OK ? rc : tier_fail(s->c, rc, "out of memory");
+    vs_hit *hits[2] = {NULL, NULL};
+    size_t nh[2] = {0, 0}, nc = 0, first = (size_t)s->offset;
+    cand *v = NULL;
+    int rc;
+    if (s->hybrid) {
+        rc = run_hybrid(s, hits, nh, &v, &nc);
+    } else {
+        rc = vstore_search(s->svc->vs, s->c, &s->col, &s->q, &hits[0], &nh[0]);
+        /* Unless re-ranked, the backend skipped the offset already. */
+        int paged = !reranks(s);
+        if (paged) first = 0;
+        if (rc == STATUS_OK && !(v = cands_of_part(s, hits[0], nh[0], paged ? s->offset : 0)))
+            rc = STATUS_ENOMEM;
+        nc = nh[0];
+    }
+    if (rc == STATUS_OK) rc = rerank(s, v, nc);
+    if (rc == STATUS_OK) rc = render_page(s, v, nc, first, points, n);
+    vs_hits_release(hits[0], nh[0]);
+    vs_hits_release(hits[1], nh[1]);
+    return rc != STATUS_ENOMEM || s->c->err[0] ? rc : tier_fail(s->c, rc, "out of memory");
 }
 
 RPC_UNARY_HANDLER(esvc_do_search, episodic_service, Memory__V1__EpisodicMemorySearchRequest,
@@ -303,6 +409,7 @@ RPC_UNARY_HANDLER(esvc_do_search, episodic_service, Memory__V1__EpisodicMemorySe
         .offset = req->offset,
         .with_payload = req->with_payload,
         .with_vector = req->with_vector,
+        .options = req->options,
     };
     tier_ctx c;
     RPC_CHECK(esvc_ctx(&c, call));
@@ -334,6 +441,7 @@ grpc_status_code episodic_search_prepare(episodic_service *svc, rpc_call *call, 
         .score_threshold = vq->score_threshold,
         .limit = limit,
         .with_payload = vq->with_payload,
+        .options = vq->options,
     };
     RPC_CHECK(search_prepare(s, prefix, &r));
     *out = s;

@@ -543,6 +543,15 @@ static int episodic_open(tier_env *env, void **state, char *err, size_t errlen) 
     svc->pg = env->pg;
     svc->audit = env->audit;
     svc->remote = c && c->qdrant_url && c->qdrant_url[0];
+    const char *lang = c && c->text_language ? c->text_language : "english";
+    if (!lex_analyzer_of_thread(lang) || strlen(lang) >= sizeof svc->language) {
+        snprintf(err, errlen,
+                 "--text-language %s: libstemmer has no stemmer of that name (english, "
+                 "german, french, spanish, italian, dutch, russian, ...)",
+                 lang);
+        return -1;
+    }
+    snprintf(svc->language, sizeof svc->language, "%s", lang);
     if (svc->remote) {
         qdrant_options qo = {.url = c->qdrant_url,
                              .api_key = c->qdrant_api_key,
@@ -550,14 +559,6 @@ static int episodic_open(tier_env *env, void **state, char *err, size_t errlen) 
                              .timeout_ms = c->qdrant_timeout_ms};
         if (episodic_qdrant_open(env->pg, &qo, &svc->vs, err, errlen) != 0) return -1;
     } else {
-        const char *lang = c && c->text_language ? c->text_language : "english";
-        if (!lex_analyzer_of_thread(lang)) {
-            snprintf(err, errlen,
-                     "--text-language %s: libstemmer has no stemmer of that name (english, "
-                     "german, french, spanish, italian, dutch, russian, ...)",
-                     lang);
-            return -1;
-        }
         if (episodic_embedded_open(env->pg, c ? (size_t)c->episodic_index_max_mb << 20 : 0, lang,
                                    &svc->vs) != 0)
             return tier_oom(err, errlen);

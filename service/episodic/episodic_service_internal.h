@@ -27,8 +27,9 @@ struct episodic_service {
     embedder *emb; /* NULL: no --embedder-url, texts are ranked lexically only */
     int remote;    /* Qdrant: a backend of its own for health */
     pii_policy pii;
-    pg_pool *pg;  /* the catalog's (and the audit rows of Qdrant writes) */
-    audit *audit; /* writes' rows */
+    pg_pool *pg;       /* the catalog's (and the audit rows of Qdrant writes) */
+    audit *audit;      /* writes' rows */
+    char language[32]; /* texts are analyzed in it (--text-language) */
 };
 
 /* A backend's STATUS_* as the call's status, its message from c. */

@@ -274,6 +274,12 @@ void qj_w_scoped_filter(wbuf *b, const qj_scope *s, const Memory__V1__Filter *f)
     if (s->updated_before_us)
         qj_w_fmt(b, ",{\"key\":\"memoryd.updated_us\",\"range\":{\"lt\":%" PRId64 "}}",
                  s->updated_before_us);
+    if (s->updated && s->updated->has_start)
+        qj_w_fmt(b, ",{\"key\":\"memoryd.updated_us\",\"range\":{\"gte\":%" PRId64 "}}",
+                 s->updated->start_us);
+    if (s->updated && s->updated->has_end)
+        qj_w_fmt(b, ",{\"key\":\"memoryd.updated_us\",\"range\":{\"lt\":%" PRId64 "}}",
+                 s->updated->end_us);
     if (s->nids) {
         qj_w_lit(b, ",{\"has_id\":");
         qj_w_id_set(b, s->ids, s->nids);

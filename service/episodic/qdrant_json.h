@@ -68,7 +68,8 @@ typedef struct qj_scope {
     int clr;
     const vs_id *ids;
     size_t nids;
-    int64_t updated_before_us; /* memoryd.updated_us below it; 0: any (erasures) */
+    int64_t updated_before_us;      /* memoryd.updated_us below it; 0: any (erasures) */
+    const tier_time_range *updated; /* memoryd.updated_us in it; NULL: any (searches) */
 } qj_scope;
 
 /* What a points parser expects and hands out. */

@@ -115,7 +115,8 @@ typedef struct vs_search {
     int offset;                       /* 0..10000 */
     const Memory__V1__Filter *filter; /* validated; NULL = none */
     int has_threshold;
-    float threshold; /* score >= t (COSINE, DOT, text), distance <= t (EUCLID) */
+    float threshold;                /* score >= t (COSINE, DOT, text), distance <= t (EUCLID) */
+    const tier_time_range *updated; /* only points updated in it; NULL = any time */
     int with_payload, with_vector;
 } vs_search;
 

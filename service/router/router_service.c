@@ -781,6 +781,7 @@ static grpc_status_code recall_of(rpc_call *call, const Memory__V1__RecallQuery 
     v->collection = rq->collection;
     v->text = rq->text;
     v->filter = rq->filter;
+    v->options = rq->options;
     v->with_payload = 1;
     const char *words = recall_words(a, rq->text);
     if (!words) return rpc_call_oom(call);

@@ -15,6 +15,7 @@
 #include "google/protobuf/timestamp.pb-c.h"
 #include "memory/v1/common.pb-c.h"
 #include "service/rpc/rpc.h"
+#include "service/tier/tier_meta.h"
 
 #define TIER_ID_MAX 256 /* characters of a record id */
 
@@ -67,11 +68,6 @@ grpc_status_code tier_check_duration(rpc_call *call, const char *field,
                                      const Google__Protobuf__Duration *d, int64_t min_ms,
                                      int64_t max_ms, const char *range, int64_t *ms);
 
-/* A time range [start, end) with either end open. */
-typedef struct tier_time_range {
-    int has_start, has_end;
-    int64_t start_us, end_us;
-} tier_time_range;
 /* tr may be NULL (no range). Invalid when an end is not a timestamp or
  * the range is empty (start_time at or after end_time). */
 grpc_status_code tier_check_time_range(rpc_call *call, const char *field,

@@ -24,6 +24,18 @@ typedef struct tier_meta {
     size_t npii;
 } tier_meta;
 
+/* A time range [start, end) with either end open (common.proto TimeRange,
+ * as tier_check_time_range reads it). */
+typedef struct tier_time_range {
+    int has_start, has_end;
+    int64_t start_us, end_us;
+} tier_time_range;
+
+/* Whether us falls in r (NULL: no range, every time does). */
+static inline int tier_time_in(const tier_time_range *r, int64_t us) {
+    return !r || ((!r->has_start || us >= r->start_us) && (!r->has_end || us < r->end_us));
+}
+
 /* m as a RecordMeta in arena a (strings and the kinds array are borrowed,
  * not copied: they must live as long as the response). NULL when out of
  * memory. */

@@ -235,8 +235,10 @@ TEST_F(DescpoolTest, ClosureHasRequestedFileFirstAndEveryDependencyOnce) {
   EXPECT_EQ(1, count["memory/v1/common.proto"]);
   EXPECT_EQ(1, count["google/protobuf/struct.proto"]);
   EXPECT_EQ(1, count["google/protobuf/timestamp.proto"]);
-  // global_memory -> {struct, timestamp, common}; common -> {struct, timestamp}.
-  EXPECT_EQ(4u, n);
+  EXPECT_EQ(1, count["google/protobuf/duration.proto"]);
+  // global_memory -> {struct, timestamp, common}; common -> {duration,
+  // struct, timestamp}.
+  EXPECT_EQ(5u, n);
   EXPECT_EQ(0, count.count("memory/v1/cache.proto"));
 }
 

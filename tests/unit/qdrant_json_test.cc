@@ -238,7 +238,7 @@ class QdrantJsonTest : public ::testing::Test {
 
   // The filter for scope (tenant t1, owner alice, clr 2 by default) and f.
   std::string F(const Memory__V1__Filter* f, const qj_scope* s = nullptr) {
-    qj_scope def = {"t1", "alice", 2, nullptr, 0, 0};
+    qj_scope def = {"t1", "alice", 2, nullptr, 0, 0, nullptr};
     char* out = nullptr;
     size_t len = 0;
     char err[256] = "";
@@ -287,7 +287,7 @@ TEST_F(QdrantJsonTest, NoUserFilterIsTheDiodeAlone) {
 }
 
 TEST_F(QdrantJsonTest, ReadAllBreadthDropsTheOwnerCondition) {
-  qj_scope s = {"t1", nullptr, 4, nullptr, 0, 0};
+  qj_scope s = {"t1", nullptr, 4, nullptr, 0, 0, nullptr};
   EXPECT_TRUE(
       SameJson("{\"must\":[{\"key\":\"memoryd.tenant\",\"match\":{\"value\":\"t1\"}},"
                "{\"key\":\"memoryd.label\",\"range\":{\"lte\":4}}]}",
@@ -296,7 +296,7 @@ TEST_F(QdrantJsonTest, ReadAllBreadthDropsTheOwnerCondition) {
 
 // An erasure's time bound (the retention sweeper's) narrows the scope.
 TEST_F(QdrantJsonTest, AnErasuresTimeBoundIsARangeOnUpdatedUs) {
-  qj_scope s = {"t1", nullptr, 4, nullptr, 0, 1795680000123456};
+  qj_scope s = {"t1", nullptr, 4, nullptr, 0, 1795680000123456, nullptr};
   EXPECT_TRUE(
       SameJson("{\"must\":[{\"key\":\"memoryd.tenant\",\"match\":{\"value\":\"t1\"}},"
                "{\"key\":\"memoryd.label\",\"range\":{\"lte\":4}},"
@@ -304,10 +304,29 @@ TEST_F(QdrantJsonTest, AnErasuresTimeBoundIsARangeOnUpdatedUs) {
                F(nullptr, &s)));
 }
 
+// A search's time window (RecallOptions.time_range): [start, end) on
+// updated_us, either end open.
+TEST_F(QdrantJsonTest, ASearchsTimeWindowIsARangeOnUpdatedUs) {
+  tier_time_range tr = {1, 1, 1700000000000000, 1800000000000000};
+  qj_scope s = {"t1", nullptr, 4, nullptr, 0, 0, &tr};
+  EXPECT_TRUE(
+      SameJson("{\"must\":[{\"key\":\"memoryd.tenant\",\"match\":{\"value\":\"t1\"}},"
+               "{\"key\":\"memoryd.label\",\"range\":{\"lte\":4}},"
+               "{\"key\":\"memoryd.updated_us\",\"range\":{\"gte\":1700000000000000}},"
+               "{\"key\":\"memoryd.updated_us\",\"range\":{\"lt\":1800000000000000}}]}",
+               F(nullptr, &s)));
+  tr.has_start = 0;
+  EXPECT_TRUE(
+      SameJson("{\"must\":[{\"key\":\"memoryd.tenant\",\"match\":{\"value\":\"t1\"}},"
+               "{\"key\":\"memoryd.label\",\"range\":{\"lte\":4}},"
+               "{\"key\":\"memoryd.updated_us\",\"range\":{\"lt\":1800000000000000}}]}",
+               F(nullptr, &s)));
+}
+
 TEST_F(QdrantJsonTest, ScopeIdsBecomeOneSortedDeduplicatedHasId) {
   vs_id ids[] = {Uuid("5C56C793-69F3-4FBF-87E6-C4BF54C28C26"), Num(18446744073709551615ull), Num(7),
                  Num(7)};
-  qj_scope s = {"t1", "alice", 2, ids, 4, 0};
+  qj_scope s = {"t1", "alice", 2, ids, 4, 0, nullptr};
   std::string body = F(nullptr, &s);
   EXPECT_TRUE(SameJson(WithDiode("{\"has_id\":[7,18446744073709551615,"
                                  "\"5c56c793-69f3-4fbf-87e6-c4bf54c28c26\"]}"),
@@ -479,9 +498,9 @@ TEST_F(QdrantJsonTest, TextThatIsNotUtf8IsInvalid) {
   EXPECT_EQ(
       0u,
       F(Filter({Match("k", Str("\xff\xfe"))})).rfind("ERR -8: match value is not valid UTF-8", 0));
-  qj_scope s = {"t\xc3", "alice", 2, nullptr, 0, 0};
+  qj_scope s = {"t\xc3", "alice", 2, nullptr, 0, 0, nullptr};
   EXPECT_EQ(0u, F(nullptr, &s).rfind("ERR -8: tenant is not valid UTF-8", 0));
-  qj_scope none = {nullptr, nullptr, 2, nullptr, 0, 0};
+  qj_scope none = {nullptr, nullptr, 2, nullptr, 0, 0, nullptr};
   EXPECT_EQ(0u, F(nullptr, &none).rfind("ERR -8: the read diode needs a tenant", 0));
 }
 
@@ -632,7 +651,7 @@ TEST_F(QdrantJsonTest, QueryCarriesVectorFilterPagingAndThreshold) {
   q.has_threshold = 1;
   q.threshold = 0.75f;
   q.with_payload = 1;
-  qj_scope s = {"t1", "alice", 2, nullptr, 0, 0};
+  qj_scope s = {"t1", "alice", 2, nullptr, 0, 0, nullptr};
   char *out = nullptr, err[256];
   size_t len = 0;
   std::string filter =
@@ -654,7 +673,7 @@ TEST_F(QdrantJsonTest, QueryCarriesVectorFilterPagingAndThreshold) {
 }
 
 TEST_F(QdrantJsonTest, ScrollStartsAtAnOffsetWhenGiven) {
-  qj_scope s = {"t1", "alice", 2, nullptr, 0, 0};
+  qj_scope s = {"t1", "alice", 2, nullptr, 0, 0, nullptr};
   vs_id off = Uuid("5c56c793-69f3-4fbf-87e6-c4bf54c28c26");
   char *out = nullptr, err[256];
   size_t len = 0;
@@ -679,7 +698,7 @@ TEST_F(QdrantJsonTest, ScrollStartsAtAnOffsetWhenGiven) {
 }
 
 TEST_F(QdrantJsonTest, CountAndDeleteBodies) {
-  qj_scope s = {"t1", "alice", 2, nullptr, 0, 0};
+  qj_scope s = {"t1", "alice", 2, nullptr, 0, 0, nullptr};
   char *out = nullptr, err[256];
   size_t len = 0;
   EXPECT_TRUE(SameJson(

@@ -10,7 +10,7 @@
 
 const { randomUUID } = require('crypto');
 const { z } = require('zod');
-const { MemorydError, duration } = require('memoryd-client');
+const { MemorydError, duration, toDate } = require('memoryd-client');
 
 const LABELS = ['public', 'internal', 'confidential', 'secret'];
 const label = z.enum(LABELS).optional()
@@ -138,6 +138,25 @@ async function upsertText(c, collection, point) {
   }
 }
 
+// A time given as ISO 8601 text as a google.protobuf.Timestamp.
+function timestamp(iso) {
+  const ms = Date.parse(iso);
+  return { seconds: Math.floor(ms / 1000), nanos: (((ms % 1000) + 1000) % 1000) * 1e6 };
+}
+
+// recall's time window, recency boost and diversity as RecallOptions
+// (undefined: none).
+function recallOptions(a) {
+  if (a.since === undefined && a.until === undefined && a.recency_half_life_hours === undefined &&
+    a.diversity === undefined) return undefined;
+  const timeRange = a.since !== undefined || a.until !== undefined ? {
+    startTime: a.since !== undefined ? timestamp(a.since) : undefined,
+    endTime: a.until !== undefined ? timestamp(a.until) : undefined } : undefined;
+  return { timeRange, diversity: a.diversity,
+    recencyHalfLife: a.recency_half_life_hours !== undefined
+      ? duration(Math.round(a.recency_half_life_hours * 3600)) : undefined };
+}
+
 // A recall result as a model reads it.
 function recallView(r) {
   // The point's text; memories remembered before points kept one have it
@@ -152,9 +171,10 @@ function recallView(r) {
     return { kind: 'entity', score: r.score, ...entityView(r.entity),
       memory: r.entityPoint ? textOf(r.entityPoint) : undefined, found_by };
   const { text, ...rest } = r.point.payload || {};
+  const updated = toDate(r.point.meta?.updateTime);
   return { kind: 'memory', score: r.score, id: r.point.id.uuid || String(r.point.id.num),
     text: r.point.text || text, payload: Object.keys(rest).length ? rest : undefined,
-    label: r.point.meta?.label, found_by };
+    label: r.point.meta?.label, updated: updated ? updated.toISOString() : undefined, found_by };
 }
 
 // An Entry as a model reads it: text as text, other bytes as base64.
@@ -332,9 +352,19 @@ const TOOLS = [
     collection: collectionArg,
     user: z.string().min(1).optional().describe('Whose memory (default: yours)'),
     limit: z.number().int().min(1).max(1000).optional().describe('At most this many (default 10)'),
+    since: z.string().datetime({ offset: true }).optional()
+      .describe('Only memories remembered (or last changed) at or after this time, ISO 8601'),
+    until: z.string().datetime({ offset: true }).optional()
+      .describe('Only memories remembered (or last changed) before this time, ISO 8601'),
+    recency_half_life_hours: z.number().min(1 / 3600).max(87600).optional()
+      .describe('Favour recent memories: one this many hours old counts half as much'),
+    diversity: z.number().min(0).max(1).optional()
+      .describe('0 to 1: let near-duplicate memories give way to different ones (0.5 to 0.7 ' +
+        'typical; default 0, none)'),
   }, async (c, a) => {
     const r = await c.router.Query({ recall: { text: a.text,
-      collection: a.collection || DEFAULT_COLLECTION, user: a.user }, limit: a.limit });
+      collection: a.collection || DEFAULT_COLLECTION, user: a.user, options: recallOptions(a) },
+    limit: a.limit });
     return { results: r.results.map(recallView), partial: r.partial || undefined,
       skipped: r.tiers.filter((t) => t.outcome !== 'TIER_OUTCOME_ANSWERED')
         .map((t) => `${t.tier.replace(/^TIER_/, '').toLowerCase()}: ${t.detail}`) };

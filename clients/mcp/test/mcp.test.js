@@ -233,6 +233,19 @@ test('stdio: remember and recall without an embedder rank by the words', async (
     r = await call(client, 'recall', { text: 'painting' });  // stemmed: "painted"
     assert.equal(r.results[0].text, 'the user painted the kitchen green');
     assert.equal(r.results.filter((x) => x.kind === 'memory').length, 1);
+    const memories = (res) => res.results.filter((x) => x.kind === 'memory');
+    const at = Date.parse(r.results[0].updated);
+    assert.ok(Math.abs(at - Date.now()) < 600e3, `updated ${r.results[0].updated}`);
+    // A time window, a recency boost and diversity pass through to memoryd.
+    const later = new Date(at + 3600e3).toISOString();
+    r = await call(client, 'recall', { text: 'painting', since: later });
+    assert.equal(memories(r).length, 0);
+    r = await call(client, 'recall', { text: 'painting', until: later });
+    assert.equal(memories(r).length, 1);
+    r = await call(client, 'recall', { text: 'the user', recency_half_life_hours: 1,
+      diversity: 0.5 });
+    assert.equal(memories(r).length, 3);
+    assert.ok(memories(r).every((m) => m.score > 0));
   } finally {
     await client.close();
     assert.equal(await plain.stop(), 0, 'memoryd exited cleanly');

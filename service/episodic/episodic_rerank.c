@@ -1,0 +1,166 @@
+/* episodic_rerank: see episodic_rerank.h. */
+#include "service/episodic/episodic_rerank.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- recency ---- */
+
+static double worse_by(double score, double factor, int higher_better) {
+    if (higher_better && score >= 0) return score * factor;
+    return score / factor; /* negative similarities, distances: away from best */
+}
+
+/* qsort is not stable: equal scores are ordered by index, which callers
+ * number in their hits' order. */
+static int by_score_high(const void *a, const void *b) {
+    const erank_item *x = a, *y = b;
+    if (x->score != y->score) return x->score > y->score ? -1 : 1;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+static int by_score_low(const void *a, const void *b) {
+    const erank_item *x = a, *y = b;
+    if (x->score != y->score) return x->score < y->score ? -1 : 1;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+void erank_recency(erank_item *v, size_t n, int higher_better, int64_t now_us,
+                   int64_t half_life_us) {
+    for (size_t i = 0; i < n; i++) {
+        int64_t age = now_us - v[i].point->meta.update_us;
+        double lives = age > 0 ? (double)age / (double)half_life_us : 0;
+        if (lives > ERANK_MAX_HALF_LIVES) lives = ERANK_MAX_HALF_LIVES;
+        v[i].score = worse_by(v[i].score, exp2(-lives), higher_better);
+    }
+    /* Ties keep the order the items came in (index, the caller's). */
+    qsort(v, n, sizeof *v, higher_better ? by_score_high : by_score_low);
+}
+
+/* ---- similarity ---- */
+
+static double cosine(const float *a, const float *b, int dims) {
+    double ab = 0, aa = 0, bb = 0;
+    for (int i = 0; i < dims; i++) {
+        ab += (double)a[i] * b[i];
+        aa += (double)a[i] * a[i];
+        bb += (double)b[i] * b[i];
+    }
+    return aa > 0 && bb > 0 ? ab / sqrt(aa * bb) : 0;
+}
+
+/* A text's distinct words as sorted 64-bit hashes (FNV-1a). */
+typedef struct word_set {
+    uint64_t *h;
+    size_t n;
+} word_set;
+
+static uint64_t fnv1a(const char *s) {
+    uint64_t h = 1469598103934665603ULL;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h;
+}
+
+static int by_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int word_set_of(lex_analyzer *an, const char *text, lex_terms *t, word_set *out) {
+    *out = (word_set){0};
+    if (!text || !an) return 0;
+    if (lex_analyze(an, text, strlen(text), t) != 0) return -1;
+    if (!t->nwords) return 0;
+    out->h = malloc(t->nwords * sizeof *out->h);
+    if (!out->h) return -1;
+    for (size_t i = 0; i < t->nwords; i++) out->h[i] = fnv1a(lex_term(t, i));
+    qsort(out->h, t->nwords, sizeof *out->h, by_u64);
+    size_t k = 0;
+    for (size_t i = 0; i < t->nwords; i++)
+        if (!k || out->h[i] != out->h[k - 1]) out->h[k++] = out->h[i];
+    out->n = k;
+    return 0;
+}
+
+static double jaccard(const word_set *a, const word_set *b) {
+    if (!a->n || !b->n) return 0;
+    size_t i = 0, j = 0, both = 0;
+    while (i < a->n && j < b->n) {
+        if (a->h[i] == b->h[j]) both++, i++, j++;
+        else if (a->h[i] < b->h[j]) i++;
+        else j++;
+    }
+    return (double)both / (double)(a->n + b->n - both);
+}
+
+static double similarity(const erank_item *x, const word_set *wx, const erank_item *y,
+                         const word_set *wy, int dims) {
+    if (x->point->vector && y->point->vector && dims > 0)
+        return cosine(x->point->vector, y->point->vector, dims);
+    return jaccard(wx, wy);
+}
+
+/* ---- maximal marginal relevance ---- */
+
+/* A score against the best one (v is best first): score / best, or for
+ * distances best / distance, within 0..1; a best score of 0 or less (no
+ * scale to measure by) makes every hit equally relevant. Measured against
+ * the best rather than stretched between the best and the worst, so a hit's
+ * relevance does not depend on what else the pool holds. */
+static double relevance(double s, double best, int higher_better) {
+    double r;
+    if (higher_better) r = best > 0 ? s / best : 1;
+    else r = s > 0 ? best / s : 1;
+    return r < 0 ? 0 : r > 1 ? 1 : r;
+}
+
+int erank_mmr(erank_item *v, size_t n, size_t want, int higher_better, double diversity, int dims,
+              lex_analyzer *an) {
+    if (n < 2 || want == 0) return 0;
+    if (want > n) want = n;
+    word_set *words = calloc(n, sizeof *words);
+    double *rel = malloc(n * sizeof *rel), *nearest = malloc(n * sizeof *nearest);
+    erank_item *out = malloc(n * sizeof *out);
+    char *taken = calloc(n, 1);
+    lex_terms t = {0};
+    int rc = words && rel && nearest && out && taken ? 0 : -1;
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        if (!(v[i].point->vector && dims > 0))
+            rc = word_set_of(an, v[i].point->text, &t, &words[i]);
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        rel[i] = relevance(v[i].score, v[0].score, higher_better);
+        nearest[i] = -INFINITY; /* nothing taken yet */
+    }
+    for (size_t k = 0; rc == 0 && k < want; k++) {
+        size_t best = n;
+        double best_mmr = -INFINITY;
+        for (size_t i = 0; i < n; i++) {
+            if (taken[i]) continue;
+            double penalty = k ? nearest[i] : 0;
+            double mmr = (1 - diversity) * rel[i] - diversity * penalty;
+            if (best == n || mmr > best_mmr) best = i, best_mmr = mmr; /* ties: the earlier */
+        }
+        taken[best] = 1;
+        out[k] = v[best];
+        for (size_t i = 0; i < n; i++) {
+            if (taken[i]) continue;
+            double s = similarity(&v[i], &words[i], &v[best], &words[best], dims);
+            if (s > nearest[i]) nearest[i] = s;
+        }
+    }
+    if (rc == 0) {
+        size_t k = want;
+        for (size_t i = 0; i < n; i++)
+            if (!taken[i]) out[k++] = v[i];
+        memcpy(v, out, n * sizeof *v);
+    }
+    for (size_t i = 0; words && i < n; i++) free(words[i].h);
+    free(words);
+    free(rel);
+    free(nearest);
+    free(out);
+    free(taken);
+    lex_terms_free(&t);
+    return rc;
+}
