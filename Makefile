@@ -119,6 +119,8 @@ bench: deps build ## build, start Postgres + Redis, run the benchmarks: vs grpc+
 	# (recall@k and MRR against a textbook BM25).
 	BENCH_SKIP_BUILD=1 bash bench/recall.sh
 	BENCH_SKIP_BUILD=1 bash bench/recall_quality.sh
+	# Ranked text queries in PostgreSQL (Entries.Search, QueryEntities).
+	for n in 10000 100000; do BENCH_RANKED_ROWS=$$n BENCH_SKIP_BUILD=1 bash bench/ranked.sh; done
 
 format: ## clang-format every C/C++ source in place (.clang-format, service/.clang-format)
 	scripts/format.sh

@@ -104,8 +104,13 @@ static grpc_status_code render_search(tier_pending_call *pc) {
     const entries_page *page = pc->out;
     Memory__V1__EntriesSearchResponse *resp = (Memory__V1__EntriesSearchResponse *)pc->resp;
     int cut;
-    return render_entries(pc->call, pc->arg, page->recs, page->n, &resp->entries, &resp->n_entries,
-                          &cut);
+    grpc_status_code st = render_entries(pc->call, pc->arg, page->recs, page->n, &resp->entries,
+                                         &resp->n_entries, &cut);
+    if (st == GRPC_STATUS_OK && page->scores) {
+        resp->scores = page->scores; /* in the call's arena, as the entries */
+        resp->n_scores = resp->n_entries;
+    }
+    return st;
 }
 
 RPC_UNARY_HANDLER(entries_do_search, entries_service, Memory__V1__EntriesSearchRequest,
@@ -133,6 +138,7 @@ RPC_UNARY_HANDLER(entries_do_search, entries_service, Memory__V1__EntriesSearchR
     in.end_us = tr.end_us;
     in.limit = req->limit ? req->limit : TIER_PAGE_DEFAULT;
     in.with_values = req->with_values;
+    RPC_CHECK(tier_check_text_match(call, "match", req->match, "term", req->term, &in.ranked));
     tier_pending_call *pc =
         tier_pending_new(call, "entries", NULL, sizeof(entries_page), render_search, &resp->base);
     if (!pc) return rpc_call_oom(call);

@@ -119,6 +119,7 @@ static int entries_open(tier_env *env, void **state, char *err, size_t errlen) {
     if (!svc) return -1;
     svc->env = env;
     svc->store = tier_store_on(env->pg, env->pga, env->max_response_bytes);
+    svc->store.text_language = tier_env_text_language(env);
     svc->records = env->entry_cache;
     env->entries = svc;
     tier_eraser eraser = {.tier = MEMORY__V1__TIER__TIER_ENTRIES,

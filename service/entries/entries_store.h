@@ -125,7 +125,8 @@ typedef struct entries_list_in {
 typedef struct entries_page {
     entries_record *recs; /* in c's arena */
     size_t n;
-    int more; /* List: entries remain past the last one returned */
+    int more;      /* List: entries remain past the last one returned */
+    float *scores; /* a ranked Search's, one per record; NULL otherwise */
 } entries_page;
 
 /* Visible entries inside the token's ns globs matching both patterns,
@@ -150,9 +151,12 @@ typedef struct entries_search_in {
     int64_t end_us;
     int limit; /* 1..1000 */
     int with_values;
+    int ranked; /* term as a question, ranked by BM25 (tier_sql_rank.h) */
 } entries_search_in;
 
-/* Visible entries matching every criterion, most recently updated first. */
+/* Visible entries matching every criterion, most recently updated first;
+ * ranked: those sharing a word with the term, best first (ties by
+ * namespace, key), their scores in out->scores. */
 tier_async *entries_store_search_async(entries_store *s, tier_ctx *c, const entries_search_in *in,
                                        entries_page *out, tier_async_done_fn done, void *arg);
 

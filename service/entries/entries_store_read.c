@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "service/entries/entries_store_internal.h"
+#include "service/tier/tier_sql_rank.h"
 
 /* ------------------------------------------------------------ Read */
 
@@ -145,6 +146,21 @@ static char *like_escape(arena *ar, const char *s) {
     return out;
 }
 
+/* Search's criteria besides the term, as AND fragments. */
+static int add_search_filters(tier_ctx *c, const entries_search_in *in, pgq_sql *b) {
+    if (in->ntags) {
+        const char *tl = pgq_array_literal(c->ar, in->tags, in->ntags);
+        if (!tl) return tier_fail(c, STATUS_ENOMEM, "out of memory");
+        pgq_sql_add(b, " AND tags @> $%d", pgq_text_array(b, tl));
+    }
+    if (in->content_type[0])
+        pgq_sql_add(b, " AND content_type = $%d", pgq_text(b, in->content_type));
+    if (in->created_by[0]) pgq_sql_add(b, " AND owner = $%d", pgq_text(b, in->created_by));
+    if (in->has_start) pgq_sql_add(b, " AND updated_at >= $%d", pgq_ts(b, in->start_us));
+    if (in->has_end) pgq_sql_add(b, " AND updated_at < $%d", pgq_ts(b, in->end_us));
+    return STATUS_OK;
+}
+
 static int build_search(tier_ctx *c, const search_args *a, pgq_sql *b) {
     const entries_search_in *in = &a->in;
     select_head(b, a->s, in->with_values, "updated_at DESC, namespace, key");
@@ -164,19 +180,53 @@ static int build_search(tier_ctx *c, const search_args *a, pgq_sql *b) {
                     " COLLATE \"default\"",
                     pgq_text(b, t));
     }
-    if (in->ntags) {
-        const char *tl = pgq_array_literal(c->ar, in->tags, in->ntags);
-        if (!tl) return tier_fail(c, STATUS_ENOMEM, "out of memory");
-        pgq_sql_add(b, " AND tags @> $%d", pgq_text_array(b, tl));
-    }
-    if (in->content_type[0])
-        pgq_sql_add(b, " AND content_type = $%d", pgq_text(b, in->content_type));
-    if (in->created_by[0]) pgq_sql_add(b, " AND owner = $%d", pgq_text(b, in->created_by));
-    if (in->has_start) pgq_sql_add(b, " AND updated_at >= $%d", pgq_ts(b, in->start_us));
-    if (in->has_end) pgq_sql_add(b, " AND updated_at < $%d", pgq_ts(b, in->end_us));
+    if ((rc = add_search_filters(c, in, b)) != STATUS_OK) return rc;
     pgq_sql_add(b, " ORDER BY updated_at DESC, namespace, key LIMIT $%d",
                 pgq_int8(b, (int64_t)in->limit));
     if (in->with_values) pgq_sql_add(b, ") page ORDER BY updated_at DESC, namespace, key");
+    return STATUS_OK;
+}
+
+/* TEXT_MATCH_RANKED: BM25 over the key and the value's text of the
+ * entries the caller may see that the other criteria admit
+ * (tier_sql_rank.h); the best limit are then read whole, the values
+ * within the answer's budget in rank order. Columns: ENTRIES_COLS, the
+ * value when asked for, the score. */
+/* The visible entries of the search's scope and criteria: FROM ... WHERE. */
+static int ranked_scope(tier_ctx *c, const entries_search_in *in, pgq_sql *b) {
+    pgq_sql_add(b, "entries WHERE ");
+    entries_read_diode(b, c);
+    int none, rc = entries_sql_ns_scope(c, in->ns_pattern, b, &none);
+    if (rc != STATUS_OK) return rc;
+    if (none) return TIER_NO_ROWS;
+    return add_search_filters(c, in, b);
+}
+
+static int build_ranked(tier_ctx *c, const search_args *a, pgq_sql *b) {
+    const entries_search_in *in = &a->in;
+    tier_sql_rank_open(b, a->s->text_language, in->term);
+    int rc = ranked_scope(c, in, b);
+    if (rc != STATUS_OK) return rc;
+    tier_sql_rank_candidates(b);
+    pgq_sql_add(b, "namespace, key, search_doc AS rank_doc FROM ");
+    if ((rc = ranked_scope(c, in, b)) != STATUS_OK) return rc;
+    pgq_sql_add(b, " AND search_doc @@ " TIER_SQL_RANK_QUERY);
+    tier_sql_rank_close(b, "namespace, key");
+    const char *order = "top.rank_score DESC, namespace, key";
+    if (in->with_values)
+        pgq_sql_add(b,
+                    "SELECT " ENTRIES_COLS ", CASE WHEN run - size_bytes < $%d THEN value END,"
+                    " rank_score::float4 FROM (SELECT " ENTRIES_COLS ", value, top.rank_score,"
+                    " sum(size_bytes) OVER (ORDER BY %s ROWS UNBOUNDED PRECEDING) AS run FROM ",
+                    pgq_int8(b, (int64_t)a->s->max_response_bytes), order);
+    else pgq_sql_add(b, "SELECT " ENTRIES_COLS ", top.rank_score::float4 FROM ");
+    pgq_sql_add(b,
+                "(SELECT namespace AS top_ns, key AS top_key, rank_score FROM rank_scores"
+                " ORDER BY rank_score DESC, namespace, key LIMIT $%d) top JOIN entries ON"
+                " tenant = $%d AND namespace = top.top_ns AND key = top.top_key",
+                pgq_int8(b, (int64_t)in->limit), pgq_text(b, principal_tenant(c->p)));
+    if (in->with_values) pgq_sql_add(b, ") page ORDER BY rank_score DESC, namespace, key");
+    else pgq_sql_add(b, " ORDER BY %s", order);
     return STATUS_OK;
 }
 
@@ -184,14 +234,25 @@ static int decode_search(tier_async *op, const PGresult *r) {
     const search_args *a = op->arg;
     int take = PQntuples(r);
     if (a->in.with_values) take = rows_with_values(r, take);
-    return entries_decode_rows(op->c, r, a->in.with_values, take, &a->out->recs, &a->out->n);
+    int rc = entries_decode_rows(op->c, r, a->in.with_values, take, &a->out->recs, &a->out->n);
+    if (rc != STATUS_OK || !a->in.ranked) return rc;
+    int col = a->in.with_values ? ECOL_VALUE + 1 : ECOL_VALUE;
+    float *scores = arena_alloc(op->c->ar, ((size_t)take + 1) * sizeof *scores);
+    if (!scores) return tier_fail(op->c, STATUS_ENOMEM, "out of memory");
+    for (int i = 0; i < take; i++)
+        if (pgq_col_float4(r, i, col, &scores[i]) != 0)
+            return tier_fail(op->c, STATUS_EINTERNAL, "unreadable score");
+    a->out->scores = scores;
+    return STATUS_OK;
 }
 
 tier_async *entries_store_search_async(entries_store *s, tier_ctx *c, const entries_search_in *in,
                                        entries_page *out, tier_async_done_fn done, void *arg) {
     search_args a = {s, *in, out};
     tier_async *op = tier_async_new(c, "search", decode_search, &a, sizeof a, done, arg);
-    return tier_async_built(op, op ? build_search(c, op->arg, &op->sql) : STATUS_OK);
+    if (!op) return NULL;
+    return tier_async_built(op, in->ranked ? build_ranked(c, op->arg, &op->sql)
+                                           : build_search(c, op->arg, &op->sql));
 }
 
 /* ------------------------------------------------------------ Stats */

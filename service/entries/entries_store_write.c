@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "service/entries/entries_store_internal.h"
+#include "service/tier/tier_sql_rank.h"
 
 #define MAX_CREATE_RACES 3
 
@@ -47,6 +48,7 @@ typedef struct {
     size_t stored_len;
     int compressed;
     const char *search_text;
+    const char *language; /* search_doc's (tier_sql_rank.h) */
     const char *tags_lit;
     const char *pii_lit;
     entries_record *out;
@@ -79,17 +81,19 @@ static void write_sql(pgq_sql *b, const tier_ctx *c, const write_plan *w, const 
     int p_abs = in->has_expire ? pgq_ts(b, in->expire_us) : pgq_null(b, PGQ_OID_TIMESTAMPTZ);
     int p_ttl = in->has_ttl ? pgq_int8(b, in->ttl_us) : pgq_null(b, PGQ_OID_INT8);
     /* The expiry: COALESCE($abs, now() + $ttl µs), NULL when both are. */
-    char exp_sql[96], search_sql[64];
+    char exp_sql[96], search_sql[64], cfg[128];
     snprintf(exp_sql, sizeof exp_sql, "COALESCE($%d, now() + $%d * interval '1 microsecond')",
              p_abs, p_ttl);
     snprintf(search_sql, sizeof search_sql, "lower($%d COLLATE \"und-x-icu\")", p_search);
+    tier_sql_rank_cfg(b, w->language, cfg, sizeof cfg);
     if (!row->exists) {
         pgq_sql_add(b,
-                    "INSERT INTO entries (tenant, namespace, key, %s) VALUES ($%d, $%d, $%d, $%d,"
-                    " $%d, $%d, $%d, $%d, $%d, $%d::jsonb, $%d, $%d, %s, 1, now(), now(), %s)"
-                    " ON CONFLICT (tenant, namespace, key) DO NOTHING RETURNING " ENTRIES_COLS,
+                    "INSERT INTO entries (tenant, namespace, key, %s, search_doc) VALUES ($%d, $%d,"
+                    " $%d, $%d, $%d, $%d, $%d, $%d, $%d, $%d::jsonb, $%d, $%d, %s, 1, now(), now(),"
+                    " %s, to_tsvector(%s, $%d)) ON CONFLICT (tenant, namespace, key) DO NOTHING"
+                    " RETURNING " ENTRIES_COLS,
                     WRITE_COLS, p_tenant, p_ns, p_key, p_owner, p_label, p_value, p_comp, p_size,
-                    p_ctype, p_meta, p_tags, p_pii, search_sql, exp_sql);
+                    p_ctype, p_meta, p_tags, p_pii, search_sql, exp_sql, cfg, p_search);
         return;
     }
     char owner_sql[16];
@@ -97,12 +101,12 @@ static void write_sql(pgq_sql *b, const tier_ctx *c, const write_plan *w, const 
     pgq_sql_add(b,
                 "UPDATE entries SET owner = %s, label = $%d, value = $%d, compressed = $%d,"
                 " size_bytes = $%d, content_type = $%d, metadata = $%d::jsonb, tags = $%d,"
-                " pii_kinds = $%d, search_text = %s, version = %s, created_at = %s,"
-                " updated_at = now(), expires_at = %s"
+                " pii_kinds = $%d, search_text = %s, search_doc = to_tsvector(%s, $%d),"
+                " version = %s, created_at = %s, updated_at = now(), expires_at = %s"
                 " WHERE tenant = $%d AND namespace = $%d AND key = $%d RETURNING " ENTRIES_COLS,
                 owner_sql, p_label, p_value, p_comp, p_size, p_ctype, p_meta, p_tags, p_pii,
-                search_sql, live ? "version + 1" : "1", live ? "created_at" : "now()", exp_sql,
-                p_tenant, p_ns, p_key);
+                search_sql, cfg, p_search, live ? "version + 1" : "1",
+                live ? "created_at" : "now()", exp_sql, p_tenant, p_ns, p_key);
 }
 
 /* A Write on the event loop: the row lock (starting the transaction), the
@@ -150,11 +154,11 @@ static int decode_write(tier_async *op, const PGresult *r) {
 tier_async *entries_store_write_async(entries_store *s, tier_ctx *c, const entries_write_in *in,
                                       entries_record *out, int *created, tier_async_done_fn done,
                                       void *arg) {
-    (void)s;
     write_op a = {0};
     a.w.in = arena_alloc(c->ar, sizeof *in);
     if (!a.w.in) return NULL;
     *(entries_write_in *)a.w.in = *in;
+    a.w.language = s->text_language;
     a.w.out = out;
     a.w.created = created;
     tier_async *op = tier_async_new(c, "row lock", decode_write, &a, sizeof a, done, arg);
@@ -229,7 +233,8 @@ typedef struct {
     entries_modify_in in;
     const char *id;
     entries_record *out;
-    int updated; /* the UPDATE's answer is next (else the row lock's) */
+    int updated;          /* the UPDATE's answer is next (else the row lock's) */
+    const char *language; /* search_doc's (tier_sql_rank.h) */
 } modify_op;
 
 /* pii_kinds describe the whole record: the old kinds and the new ones. */
@@ -270,12 +275,14 @@ static int update_sql(pgq_sql *b, tier_ctx *c, const modify_op *a, const entries
     int p_size = pgq_int8(b, (int64_t)e->value_len);
     int p_search = pgq_text(b, search);
     int p_pii = pgq_text_array(b, kinds_lit);
+    char cfg[128];
+    tier_sql_rank_cfg(b, a->language, cfg, sizeof cfg);
     pgq_sql_add(b,
                 "UPDATE entries SET label = $%d, value = $%d, compressed = $%d, size_bytes = $%d,"
-                " search_text = lower($%d COLLATE \"und-x-icu\"), pii_kinds = $%d,"
-                " version = version + 1, updated_at = now()"
+                " search_text = lower($%d COLLATE \"und-x-icu\"), search_doc = to_tsvector(%s,"
+                " $%d), pii_kinds = $%d, version = version + 1, updated_at = now()"
                 " WHERE tenant = $%d AND namespace = $%d AND key = $%d RETURNING " ENTRIES_COLS,
-                p_label, p_value, p_comp, p_size, p_search, p_pii,
+                p_label, p_value, p_comp, p_size, p_search, cfg, p_search, p_pii,
                 pgq_text(b, principal_tenant(c->p)), pgq_text(b, in->ns), pgq_text(b, in->key));
     return STATUS_OK;
 }
@@ -320,8 +327,7 @@ static int decode_modify(tier_async *op, const PGresult *r) {
 
 tier_async *entries_store_modify_async(entries_store *s, tier_ctx *c, const entries_modify_in *in,
                                        entries_record *out, tier_async_done_fn done, void *arg) {
-    (void)s;
-    modify_op a = {*in, arena_printf(c->ar, "%s/%s", in->ns, in->key), out, 0};
+    modify_op a = {*in, arena_printf(c->ar, "%s/%s", in->ns, in->key), out, 0, s->text_language};
     tier_async *op =
         a.id ? tier_async_new(c, "row lock", decode_modify, &a, sizeof a, done, arg) : NULL;
     if (!op) return NULL;

@@ -543,7 +543,7 @@ static int episodic_open(tier_env *env, void **state, char *err, size_t errlen) 
     svc->pg = env->pg;
     svc->audit = env->audit;
     svc->remote = c && c->qdrant_url && c->qdrant_url[0];
-    const char *lang = c && c->text_language ? c->text_language : "english";
+    const char *lang = tier_env_text_language(env);
     if (!lex_analyzer_of_thread(lang) || strlen(lang) >= sizeof svc->language) {
         snprintf(err, errlen,
                  "--text-language %s: libstemmer has no stemmer of that name (english, "

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "service/global/global_store_internal.h"
+#include "service/tier/tier_sql_rank.h"
 
 /* ------------------------------------------------------------ PutEntity */
 
@@ -36,21 +37,26 @@ static void entity_write(const global_put *g, const tier_ctx *c, pgq_sql *b, int
     int p_name = pgq_text(b, in->name);
     int p_props = pgq_jsonb(b, in->properties_json);
     int p_pii = pgq_text_array(b, g->pii);
+    /* The ranked document: the name and the string property values. */
+    char cfg[128], doc[384];
+    tier_sql_rank_cfg(b, g->lang, cfg, sizeof cfg);
+    snprintf(doc, sizeof doc, "to_tsvector(%s, $%d) || jsonb_to_tsvector(%s, $%d, '[\"string\"]')",
+             cfg, p_name, cfg, p_props);
     if (!exists)
         pgq_sql_add(b,
                     "INSERT INTO entities AS e (tenant, id, owner, label, entity_type, name,"
-                    " properties, pii_kinds, version, created_at, updated_at)"
-                    " VALUES ($%d, $%d, $%d, $%d, $%d, $%d, $%d, $%d, 1, now(), now())"
+                    " properties, pii_kinds, version, created_at, updated_at, rank_doc)"
+                    " VALUES ($%d, $%d, $%d, $%d, $%d, $%d, $%d, $%d, 1, now(), now(), %s)"
                     " ON CONFLICT (tenant, id) DO NOTHING RETURNING " GLOBAL_E_COLS,
                     p_tenant, p_id, pgq_text(b, principal_sub(c->p)), p_label, p_type, p_name,
-                    p_props, p_pii);
+                    p_props, p_pii, doc);
     else
         pgq_sql_add(b,
                     "UPDATE entities AS e SET label = $%d, entity_type = $%d, name = $%d,"
-                    " properties = $%d, pii_kinds = $%d, version = e.version + 1,"
+                    " properties = $%d, pii_kinds = $%d, rank_doc = %s, version = e.version + 1,"
                     " updated_at = now() WHERE e.tenant = $%d AND e.id = $%d"
                     " RETURNING " GLOBAL_E_COLS,
-                    p_label, p_type, p_name, p_props, p_pii, p_tenant, p_id);
+                    p_label, p_type, p_name, p_props, p_pii, doc, p_tenant, p_id);
 }
 
 static int entity_written(global_put *g, tier_ctx *c, const PGresult *r) {
@@ -64,8 +70,8 @@ static const global_put_kind entity_put = {
 tier_async *global_put_entity_async(global_store *s, tier_ctx *c, const global_entity_in *in,
                                     global_entity *out, int *created, tier_async_done_fn done,
                                     void *arg) {
-    (void)s;
     global_put g = {.k = &entity_put,
+                    .lang = s->text_language,
                     .in = in,
                     .out = out,
                     .created = created,
@@ -174,13 +180,19 @@ typedef struct {
     global_query_out *out;
 } query_args;
 
+/* The relevance of a text query, as SQL over alias e: BM25 when ranked
+ * (rank_scores s, tier_sql_rank.h), else ts_rank of the web-search query. */
+static const char *relevance_expr(const global_query_in *in) {
+    return in->ranked ? "s.rank_score" : "ts_rank(e.search, websearch_to_tsquery('simple', $1))";
+}
+
 /* The sort key column for an order, as SQL over alias e. */
-static const char *order_expr(global_order o) {
-    switch (o) {
+static const char *order_expr(const global_query_in *in) {
+    switch (in->order) {
     case GLOBAL_ORDER_NAME: return "e.name";
     case GLOBAL_ORDER_CREATE_TIME: return "e.created_at";
     case GLOBAL_ORDER_UPDATE_TIME: return "e.updated_at";
-    case GLOBAL_ORDER_RELEVANCE: return "ts_rank(e.search, websearch_to_tsquery('simple', $1))";
+    case GLOBAL_ORDER_RELEVANCE: return relevance_expr(in);
     default: return "e.id";
     }
 }
@@ -208,12 +220,17 @@ static void add_cursor(pgq_sql *b, const global_query_in *in, const char *key) {
 }
 
 /* Row i's sort key as text, for the next page's cursor. */
-static int sort_key(tier_ctx *c, const PGresult *r, int i, global_order order,
+static int sort_key(tier_ctx *c, const PGresult *r, int i, const global_query_in *in,
                     const global_entity *e, const char **out) {
     char buf[48];
     int64_t us;
     float rank;
-    switch (order) {
+    if (in->order == GLOBAL_ORDER_RELEVANCE && in->ranked) {
+        /* numeric text: read back exactly as the next page's cursor */
+        *out = arena_strdup(c->ar, PQgetvalue(r, i, GLOBAL_E_NCOLS));
+        return *out ? STATUS_OK : tier_fail(c, STATUS_ENOMEM, "out of memory");
+    }
+    switch (in->order) {
     case GLOBAL_ORDER_ID: *out = e->id; return STATUS_OK;
     case GLOBAL_ORDER_NAME: *out = e->name; return STATUS_OK;
     case GLOBAL_ORDER_CREATE_TIME:
@@ -233,14 +250,9 @@ static int sort_key(tier_ctx *c, const PGresult *r, int i, global_order order,
     return *out ? STATUS_OK : tier_fail(c, STATUS_ENOMEM, "out of memory");
 }
 
-int global_sql_query(tier_ctx *c, const global_query_in *in, pgq_sql *b) {
-    /* $1 is always the text query (used by the match and the rank). */
-    pgq_text(b, in->text_query);
-    const char *key = order_expr(in->order);
-    pgq_sql_add(b, "SELECT " GLOBAL_E_COLS ", %s FROM entities e WHERE ", key);
-    tier_sql_read_diode(b, c, "e");
+/* The criteria besides the text query, as AND fragments over alias e. */
+static int add_criteria(tier_ctx *c, const global_query_in *in, pgq_sql *b) {
     if (in->type[0]) pgq_sql_add(b, " AND e.entity_type = $%d", pgq_text(b, in->type));
-    if (in->text_query[0]) pgq_sql_add(b, " AND e.search @@ websearch_to_tsquery('simple', $1)");
     for (size_t i = 0; i < in->npreds; i++) {
         int rc = global_pred_sql(b, c->ar, i, &in->preds[i], c->err, sizeof c->err);
         if (rc == -2) return tier_fail(c, STATUS_ENOMEM, "out of memory");
@@ -251,6 +263,76 @@ int global_sql_query(tier_ctx *c, const global_query_in *in, pgq_sql *b) {
         if (!lit) return tier_fail(c, STATUS_ENOMEM, "out of memory");
         pgq_sql_add(b, " AND e.id = ANY($%d)", pgq_text_array(b, lit));
     }
+    return STATUS_OK;
+}
+
+/* The visible entities the criteria besides the text admit: FROM ...
+ * WHERE over alias e. */
+static int scope(tier_ctx *c, const global_query_in *in, pgq_sql *b) {
+    pgq_sql_add(b, "entities e WHERE ");
+    tier_sql_read_diode(b, c, "e");
+    return add_criteria(c, in, b);
+}
+
+/* Ranked (tier_sql_rank.h): the candidates are those of the scope that
+ * share a word with the text query, by their stored documents. */
+static int ranked_head(tier_ctx *c, const global_query_in *in, pgq_sql *b, const char *lang) {
+    tier_sql_rank_open(b, lang, in->text_query);
+    int rc = scope(c, in, b);
+    if (rc != STATUS_OK) return rc;
+    tier_sql_rank_candidates(b);
+    pgq_sql_add(b, "e.id, e.rank_doc FROM ");
+    if ((rc = scope(c, in, b)) != STATUS_OK) return rc;
+    pgq_sql_add(b, " AND e.rank_doc @@ " TIER_SQL_RANK_QUERY);
+    tier_sql_rank_close(b, "id");
+    return STATUS_OK;
+}
+
+/* After ranked_head: the page. By relevance, the best limit + 1
+ * candidates after the cursor are found first and only they are read
+ * whole; the relevance key goes out as text (numeric, read back exactly as
+ * the next cursor). By another key, every scored candidate is read. */
+static int ranked_select(tier_ctx *c, const global_query_in *in, pgq_sql *b, const char *key) {
+    const char *dir = in->descending ? "DESC" : "ASC";
+    int p_tenant = pgq_text(b, principal_tenant(c->p));
+    if (in->order == GLOBAL_ORDER_RELEVANCE) {
+        pgq_sql_add(b, "SELECT " GLOBAL_E_COLS ", top.rank_score::text, top.rank_score::float4 FROM"
+                       " (SELECT s.id AS top_id, s.rank_score FROM rank_scores s WHERE true");
+        if (in->after_id)
+            pgq_sql_add(b, " AND (s.rank_score, s.id) %s ($%d::numeric, $%d)",
+                        in->descending ? "<" : ">", pgq_text(b, in->after_key),
+                        pgq_text(b, in->after_id));
+        pgq_sql_add(b,
+                    " ORDER BY s.rank_score %s, s.id %s LIMIT $%d) top JOIN entities e ON"
+                    " e.tenant = $%d AND e.id = top.top_id ORDER BY top.rank_score %s, e.id %s",
+                    dir, dir, pgq_int8(b, (int64_t)in->limit + 1), p_tenant, dir, dir);
+        return STATUS_OK;
+    }
+    pgq_sql_add(b,
+                "SELECT " GLOBAL_E_COLS ", %s, s.rank_score::float4 FROM rank_scores s"
+                " JOIN entities e ON e.tenant = $%d AND e.id = s.id WHERE true",
+                key, p_tenant);
+    if (in->after_id) add_cursor(b, in, key);
+    pgq_sql_add(b, " ORDER BY %s %s", key, dir);
+    if (in->order != GLOBAL_ORDER_ID) pgq_sql_add(b, ", e.id %s", dir);
+    pgq_sql_add(b, " LIMIT $%d", pgq_int8(b, (int64_t)in->limit + 1));
+    return STATUS_OK;
+}
+
+int global_sql_query(tier_ctx *c, const global_query_in *in, pgq_sql *b, const char *lang) {
+    const char *key = order_expr(in);
+    int rc;
+    if (in->ranked) {
+        if ((rc = ranked_head(c, in, b, lang)) != STATUS_OK) return rc;
+        return ranked_select(c, in, b, key);
+    }
+    /* $1 is the text query (used by the match and the rank). */
+    pgq_text(b, in->text_query);
+    pgq_sql_add(b, "SELECT " GLOBAL_E_COLS ", %s%s%s FROM entities e WHERE ", key,
+                in->text_query[0] ? ", " : "", in->text_query[0] ? relevance_expr(in) : "");
+    tier_sql_read_diode(b, c, "e");
+    if (in->text_query[0]) pgq_sql_add(b, " AND e.search @@ websearch_to_tsquery('simple', $1)");
+    if ((rc = add_criteria(c, in, b)) != STATUS_OK) return rc;
     if (in->after_id) add_cursor(b, in, key);
     const char *dir = in->descending ? "DESC" : "ASC";
     pgq_sql_add(b, " ORDER BY %s %s", key, dir);
@@ -266,19 +348,25 @@ static int decode_query(tier_async *op, const PGresult *r) {
     global_entity *v = arena_alloc(c->ar, ((size_t)take + 1) * sizeof *v);
     const char **keys = arena_alloc(c->ar, ((size_t)take + 1) * sizeof *keys);
     if (!v || !keys) return tier_fail(c, STATUS_ENOMEM, "out of memory");
+    float *scores = NULL;
+    if (a->in.text_query[0] && !(scores = arena_alloc(c->ar, ((size_t)take + 1) * sizeof *scores)))
+        return tier_fail(c, STATUS_ENOMEM, "out of memory");
     for (int i = 0; i < take; i++) {
         int rc = global_decode_entity(c, r, i, &v[i]);
-        if (rc == STATUS_OK) rc = sort_key(c, r, i, a->in.order, &v[i], &keys[i]);
+        if (rc == STATUS_OK) rc = sort_key(c, r, i, &a->in, &v[i], &keys[i]);
         if (rc != STATUS_OK) return rc;
+        /* the relevance follows the sort key */
+        if (scores && pgq_col_float4(r, i, GLOBAL_E_NCOLS + 1, &scores[i]) != 0)
+            return tier_fail(c, STATUS_EINTERNAL, "unreadable relevance");
     }
-    *a->out = (global_query_out){v, keys, (size_t)take, rows > take};
+    *a->out = (global_query_out){v, keys, scores, (size_t)take, rows > take};
     return STATUS_OK;
 }
 
 tier_async *global_query_entities_async(global_store *s, tier_ctx *c, const global_query_in *in,
                                         global_query_out *out, tier_async_done_fn done, void *arg) {
-    (void)s;
     query_args a = {*in, out};
     tier_async *op = tier_async_new(c, "query entities", decode_query, &a, sizeof a, done, arg);
-    return tier_async_built(op, op ? global_sql_query(c, in, &op->sql) : STATUS_OK);
+    return tier_async_built(op,
+                            op ? global_sql_query(c, in, &op->sql, s->text_language) : STATUS_OK);
 }

@@ -331,7 +331,9 @@ static int decode_traverse(tier_async *op, const PGresult *r) {
         a->filter.after_id = NULL;
         a->filter.order = a->filter.text_query[0] ? GLOBAL_ORDER_RELEVANCE : GLOBAL_ORDER_ID;
         a->filter.limit = (int)a->out->nnodes;
-        rc = global_sql_query(op->c, &a->filter, tier_async_next(op, "filter traversal", "COMMIT"));
+        a->filter.ranked = 0; /* a traversal's filter matches strictly: no language */
+        rc = global_sql_query(op->c, &a->filter, tier_async_next(op, "filter traversal", "COMMIT"),
+                              NULL);
         return rc == STATUS_OK ? TIER_NEXT : rc;
     }
     pgq_sql *b = tier_async_next(op, "traverse edges", "COMMIT");

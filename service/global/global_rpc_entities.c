@@ -309,6 +309,10 @@ static grpc_status_code render_query(tier_pending_call *pc) {
                              svc->env->max_response_bytes, &msgs, &resp->n_entities, &cut));
     resp->entities = (Memory__V1__Entity **)msgs;
     size_t i = resp->n_entities;
+    if (qp->q.scores) {
+        resp->scores = qp->q.scores; /* in the call's arena, as the entities */
+        resp->n_scores = i;
+    }
     if ((qp->q.more || cut) && i > 0) {
         const char *next[2] = {qp->q.keys[i - 1], qp->q.ents[i - 1].id};
         if (!(resp->next_page_token = tier_page_seal(pc->call, &qp->pg, next, 2)))
@@ -324,6 +328,8 @@ RPC_UNARY_HANDLER(global_do_query_entities, global_service, Memory__V1__QueryEnt
                                  req->n_predicates, &in));
     RPC_CHECK(tier_page_size(call, req->page_size, &in.limit));
     RPC_CHECK(ordering(call, req, &in));
+    RPC_CHECK(tier_check_text_match(call, "text_match", req->text_match, "text_query",
+                                    req->text_query, &in.ranked));
     tier_pending_call *pc =
         tier_pending_new(call, "global", NULL, sizeof(query_pending), render_query, &resp->base);
     if (!pc) return rpc_call_oom(call);

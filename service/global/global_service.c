@@ -103,6 +103,7 @@ static int global_open(tier_env *env, void **state, char *err, size_t errlen) {
     svc->entities = env->entity_cache;
     env->global = svc;
     svc->store = tier_store_on(env->pg, env->pga, env->max_response_bytes);
+    svc->store.text_language = tier_env_text_language(env);
     tier_eraser eraser = {.tier = MEMORY__V1__TIER__TIER_GLOBAL,
                           .name = "global",
                           .fn = global_erase,

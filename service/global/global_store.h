@@ -133,6 +133,9 @@ typedef struct global_query_in {
     /* only these entities (a traversal's, filtered); nids 0 = any */
     const char *const *ids;
     size_t nids;
+    /* text_query as a question: any word, BM25 (tier_sql_rank.h); the
+     * relevance key is then the score's numeric text */
+    int ranked;
 } global_query_in;
 
 /* What QueryEntities answers: keys[i] is entity i's sort key as text
@@ -140,6 +143,7 @@ typedef struct global_query_in {
 typedef struct global_query_out {
     global_entity *ents;
     const char **keys;
+    float *scores; /* with a text query, each entity's relevance; else NULL */
     size_t n;
     int more;
 } global_query_out;

@@ -34,8 +34,10 @@ int global_decode_rel(tier_ctx *c, const PGresult *r, int row, global_rel *e);
 int global_decode_task(tier_ctx *c, const PGresult *r, int row, global_task *t);
 
 /* QueryEntities' statement for in (global_entities.c): the entity
- * columns, then the sort key (the rank for GLOBAL_ORDER_RELEVANCE). */
-int global_sql_query(tier_ctx *c, const global_query_in *in, pgq_sql *b);
+ * columns, the sort key (the rank for GLOBAL_ORDER_RELEVANCE), then with a
+ * text query its relevance. lang: ranked text's language (tier_sql_rank.h;
+ * unused unless in->ranked). */
+int global_sql_query(tier_ctx *c, const global_query_in *in, pgq_sql *b, const char *lang);
 
 /* ---- writes on the event loop (global_write.c) ---- */
 
@@ -69,6 +71,7 @@ struct global_put {
     int *created;
     const char *name; /* the record in messages */
     int label;        /* the label asked for */
+    const char *lang; /* an entity's rank_doc's (tier_sql_rank.h) */
     const char *pii;  /* array literals the write sends */
     const char *ids;
     int64_t start_us; /* a task's recorded start (locked) */

@@ -417,6 +417,18 @@ const pg_migration memoryd_migrations[] = {
      "ALTER TABLE episodic_collections DROP CONSTRAINT episodic_collections_dims_check;"
      "ALTER TABLE episodic_collections ADD CONSTRAINT episodic_collections_dims_check"
      " CHECK (dims BETWEEN 0 AND 65536);"},
+    {18, "ranked text documents",
+     /* TEXT_MATCH_RANKED (tier/tier_sql_rank.h): each entry's and entity's
+      * text analyzed at write time in the server's --text-language, so a
+      * ranked query reads only the rows sharing a word with it. Rows
+      * written before are analyzed here in the default language. */
+     "ALTER TABLE entries ADD COLUMN search_doc tsvector;"
+     "UPDATE entries SET search_doc = to_tsvector('english', search_text);"
+     "CREATE INDEX entries_doc ON entries USING gin (search_doc);"
+     "ALTER TABLE entities ADD COLUMN rank_doc tsvector;"
+     "UPDATE entities SET rank_doc = to_tsvector('english', name) ||"
+     " jsonb_to_tsvector('english', properties, '[\"string\"]');"
+     "CREATE INDEX entities_rank_doc ON entities USING gin (rank_doc);"},
 };
 
 const size_t memoryd_migrations_count = sizeof memoryd_migrations / sizeof memoryd_migrations[0];

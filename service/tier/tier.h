@@ -62,6 +62,14 @@ typedef struct tier_env {
     size_t nerasers;
 } tier_env;
 
+/* The language texts are analyzed in (--text-language; "english" without
+ * a config): lexical/lex_text.h's stemmer, PostgreSQL's text search
+ * configuration of that name. Lives as long as env's config. */
+static inline const char *tier_env_text_language(const tier_env *env) {
+    const char *l = env->cfg ? env->cfg->text_language : NULL;
+    return l && l[0] ? l : "english";
+}
+
 /* Offers an eraser (from a tier's open): 0, or -1 with err when the table
  * is full (a programming error: raise TIER_MAX_ERASERS). */
 int tier_env_add_eraser(tier_env *env, const tier_eraser *e, char *err, size_t errlen);

@@ -162,3 +162,16 @@ grpc_status_code tier_check_struct(rpc_call *call, const char *field,
     free(text);
     return *json ? GRPC_STATUS_OK : rpc_call_oom(call);
 }
+
+grpc_status_code tier_check_text_match(rpc_call *call, const char *field, int match,
+                                       const char *query_field, const char *query, int *ranked) {
+    if (match < MEMORY__V1__TEXT_MATCH__TEXT_MATCH_UNSPECIFIED ||
+        match > MEMORY__V1__TEXT_MATCH__TEXT_MATCH_RANKED)
+        return rpc_call_invalid(call, "%s: %d; TEXT_MATCH_STRICT or TEXT_MATCH_RANKED", field,
+                                match);
+    *ranked = match == MEMORY__V1__TEXT_MATCH__TEXT_MATCH_RANKED;
+    if (*ranked && !query[0])
+        return rpc_call_invalid(call, "%s: TEXT_MATCH_RANKED ranks by a text; give %s", field,
+                                query_field);
+    return GRPC_STATUS_OK;
+}

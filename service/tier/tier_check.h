@@ -73,6 +73,12 @@ grpc_status_code tier_check_duration(rpc_call *call, const char *field,
 grpc_status_code tier_check_time_range(rpc_call *call, const char *field,
                                        const Memory__V1__TimeRange *tr, tier_time_range *out);
 
+/* A TextMatch (common.proto) named field, for the text query named
+ * query_field: *ranked = 1 for TEXT_MATCH_RANKED, which needs a query;
+ * invalid for a value outside the enum. */
+grpc_status_code tier_check_text_match(rpc_call *call, const char *field, int match,
+                                       const char *query_field, const char *query, int *ranked);
+
 /* st (NULL: {}) as compact JSON text in the arena, at most max bytes; NaN
  * and infinities are refused naming their path. */
 grpc_status_code tier_check_struct(rpc_call *call, const char *field,

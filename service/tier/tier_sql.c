@@ -87,8 +87,8 @@ int tier_sql_lock(pgq_session *ss, tier_ctx *c, const pgq_sql *sql, int begin, t
 }
 
 tier_store tier_store_on(pg_pool *pg, apg *pga, size_t max_response_bytes) {
-    return (tier_store){pg, pga,
-                        max_response_bytes ? max_response_bytes : TIER_STORE_RESPONSE_BYTES};
+    return (tier_store){
+        pg, pga, max_response_bytes ? max_response_bytes : TIER_STORE_RESPONSE_BYTES, "english"};
 }
 
 /* ---- one statement on the event loop ---- */

@@ -30,6 +30,7 @@ typedef struct tier_store {
     pg_pool *pg;
     apg *pga;                  /* the asynchronous pool (tier_async); borrowed */
     size_t max_response_bytes; /* bytes of records per List/Query/Traverse answer */
+    const char *text_language; /* ranked text search's (tier_sql_rank.h); static */
 } tier_store;
 
 /* statement_timeout of a call without a deadline. */
@@ -37,7 +38,8 @@ typedef struct tier_store {
 /* A store's answer budget when its tier does not give one. */
 #define TIER_STORE_RESPONSE_BYTES ((size_t)4 << 20)
 
-/* The store on pg and pga; max_response_bytes 0: TIER_STORE_RESPONSE_BYTES. */
+/* The store on pg and pga; max_response_bytes 0: TIER_STORE_RESPONSE_BYTES;
+ * text_language "english" (a tier that ranks text sets the server's). */
 tier_store tier_store_on(pg_pool *pg, apg *pga, size_t max_response_bytes);
 
 /* For a write whose data lives outside PostgreSQL (Qdrant), once it

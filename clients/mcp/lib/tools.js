@@ -223,19 +223,25 @@ const TOOLS = [
   ['read_memory', 'Read one memory entry by namespace and key (value, tags, metadata, version).', {
     namespace, key,
   }, async (c, a) => entryView((await c.entries.Read({ namespace: a.namespace, key: a.key })).entry)],
-  ['search_memories', 'Find memory entries by a term in their key or value, tags, content type, ' +
-    'most recently updated first.', {
+  ['search_memories', 'Find memory entries by a term (a question or words: entries sharing any ' +
+    'of its words in any form, best match first, each with its score; or with exact, the term ' +
+    'as written, most recently updated first), tags and content type.', {
     namespace_pattern: namespacePattern,
-    term: z.string().optional().describe('Text to look for'),
+    term: z.string().optional().describe('What to look for in the key or value'),
+    exact: z.boolean().optional()
+      .describe('Match the term as written (a case-insensitive substring) instead of ranking'),
     tags: z.array(z.string()).optional().describe('Entries must carry all these tags'),
     content_type: z.string().optional(),
     limit: z.number().int().min(1).max(1000).optional().describe('At most this many (default 20)'),
     with_values: z.boolean().optional().describe('Include values (default true)'),
   }, async (c, a) => {
     const withValues = a.with_values ?? true;
+    const ranked = !!a.term && !a.exact;
     const r = await c.entries.Search({ namespacePattern: a.namespace_pattern, term: a.term,
-      tags: a.tags, contentType: a.content_type, limit: a.limit ?? 20, withValues });
-    return { entries: r.entries.map((e) => entryView(e, withValues)) };
+      tags: a.tags, contentType: a.content_type, limit: a.limit ?? 20, withValues,
+      match: ranked ? 'TEXT_MATCH_RANKED' : 'TEXT_MATCH_STRICT' });
+    return { entries: r.entries.map((e, i) => ({ ...entryView(e, withValues),
+      score: ranked ? r.scores[i] : undefined })) };
   }],
   ['list_memories', 'List memory entries whose namespace and key match patterns ("*" is the ' +
     'wildcard), ordered by namespace then key, a page at a time.', {
@@ -383,18 +389,25 @@ const TOOLS = [
     async (c, a) => entityView((await c.global.GetEntity({ id: a.id })).entity)],
   ['query_entities', 'Find entities by type, text and property predicates.', {
     type: z.string().optional(),
-    text: z.string().optional().describe('Words to match in the name and properties'),
+    text: z.string().optional().describe('What to look for in the name and properties: ' +
+      'entities sharing any of its words in any form, best match first, with scores'),
+    exact: z.boolean().optional().describe('Require every word of text, in web-search syntax ' +
+      '("quoted phrase", or, -excluded), instead of ranking'),
     where: z.array(z.object({ path: z.string().describe('Property path, e.g. "city"'),
       op: z.enum(['eq', 'ne', 'lt', 'le', 'gt', 'ge', 'contains']), value: json }).strict())
       .optional(),
     page_size: z.number().int().min(1).max(1000).optional(),
     page_token: z.string().optional(),
   }, async (c, a) => {
+    const ranked = !!a.text && !a.exact;
     const r = await c.global.QueryEntities({ type: a.type, textQuery: a.text,
       predicates: (a.where || []).map((p) => ({ path: p.path,
         op: `PREDICATE_OP_${p.op.toUpperCase()}`, value: p.value })),
-      pageSize: a.page_size, pageToken: a.page_token });
-    return { entities: r.entities.map(entityView), next_page_token: r.nextPageToken || undefined };
+      pageSize: a.page_size, pageToken: a.page_token,
+      textMatch: ranked ? 'TEXT_MATCH_RANKED' : 'TEXT_MATCH_STRICT' });
+    return { entities: r.entities.map((e, i) => ({ ...entityView(e),
+      score: a.text ? r.scores[i] : undefined })),
+    next_page_token: r.nextPageToken || undefined };
   }],
   ['relate', 'Create or replace a relationship source -[type]-> target between two entities.', {
     source_id: z.string().min(1), type: z.string().min(1).describe('e.g. "works_on"'),

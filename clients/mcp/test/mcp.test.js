@@ -78,8 +78,16 @@ test('stdio: the tools, each tool, the resources and a board subscription', asyn
     r = await call(client, 'replace_in_memory', { namespace: ns, key: 'user_style',
       find: 'friendly', replacement: 'kind' });
     assert.equal(r.replacement_count, 2);
-    r = await call(client, 'search_memories', { namespace_pattern: 'mcp:*:*', term: 'kind' });
+    r = await call(client, 'search_memories', { namespace_pattern: 'mcp:*:*', term: 'kind',
+      exact: true });
     assert.equal(r.entries[0].value, 'terse and kind, and kind');
+    assert.equal(r.entries[0].score, undefined);
+    // Ranked by default: a question's words, any of them, in any form.
+    r = await call(client, 'search_memories', { namespace_pattern: 'mcp:*:*',
+      term: 'what style does the user prefer? kindness, terseness' });
+    assert.equal(r.entries.length, 1);
+    assert.equal(r.entries[0].key, 'user_style');
+    assert.ok(r.entries[0].score > 0, `score ${r.entries[0].score}`);
     await call(client, 'save_memory', { namespace: ns, key: 'topic', value: 'MCP' });
     r = await call(client, 'list_memories', { namespace_pattern: 'mcp:*:*', key_pattern: 'user_*' });
     assert.deepEqual(r.entries.map((e) => e.key), ['user_style']);
@@ -101,6 +109,11 @@ test('stdio: the tools, each tool, the resources and a board subscription', asyn
     r = await call(client, 'query_entities', { type: 'person',
       where: [{ path: 'city', op: 'eq', value: 'London' }] });
     assert.deepEqual(r.entities.map((e) => e.id), ['ada']);
+    r = await call(client, 'query_entities', { text: 'who is living in London?' });
+    assert.deepEqual(r.entities.map((e) => e.id), ['ada']);
+    assert.ok(r.entities[0].score > 0);
+    r = await call(client, 'query_entities', { text: 'who is living in London?', exact: true });
+    assert.deepEqual(r.entities, []);
     r = await call(client, 'traverse', { start_id: 'ada', max_depth: 2 });
     assert.deepEqual(r.nodes.map((n) => n.id).sort(), ['ada', 'engine']);
     assert.deepEqual(r.edges, ['ada -[works_on]-> engine']);
