@@ -187,11 +187,6 @@ static int build_search(tier_ctx *c, const search_args *a, pgq_sql *b) {
     return STATUS_OK;
 }
 
-/* TEXT_MATCH_RANKED: BM25 over the key and the value's text of the
- * entries the caller may see that the other criteria admit
- * (tier_sql_rank.h); the best limit are then read whole, the values
- * within the answer's budget in rank order. Columns: ENTRIES_COLS, the
- * value when asked for, the score. */
 /* The visible entries of the search's scope and criteria: FROM ... WHERE. */
 static int ranked_scope(tier_ctx *c, const entries_search_in *in, pgq_sql *b) {
     pgq_sql_add(b, "entries WHERE ");
@@ -202,6 +197,11 @@ static int ranked_scope(tier_ctx *c, const entries_search_in *in, pgq_sql *b) {
     return add_search_filters(c, in, b);
 }
 
+/* TEXT_MATCH_RANKED: BM25 over the key and the value's text of the
+ * entries the caller may see that the other criteria admit
+ * (tier_sql_rank.h); the best limit are then read whole, the values
+ * within the answer's budget in rank order. Columns: ENTRIES_COLS, the
+ * value when asked for, the score. */
 static int build_ranked(tier_ctx *c, const search_args *a, pgq_sql *b) {
     const entries_search_in *in = &a->in;
     tier_sql_rank_open(b, a->s->text_language, in->term);

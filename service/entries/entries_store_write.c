@@ -81,19 +81,19 @@ static void write_sql(pgq_sql *b, const tier_ctx *c, const write_plan *w, const 
     int p_abs = in->has_expire ? pgq_ts(b, in->expire_us) : pgq_null(b, PGQ_OID_TIMESTAMPTZ);
     int p_ttl = in->has_ttl ? pgq_int8(b, in->ttl_us) : pgq_null(b, PGQ_OID_INT8);
     /* The expiry: COALESCE($abs, now() + $ttl µs), NULL when both are. */
-    char exp_sql[96], search_sql[64], cfg[128];
+    char exp_sql[96], search_sql[64], doc[192];
     snprintf(exp_sql, sizeof exp_sql, "COALESCE($%d, now() + $%d * interval '1 microsecond')",
              p_abs, p_ttl);
     snprintf(search_sql, sizeof search_sql, "lower($%d COLLATE \"und-x-icu\")", p_search);
-    tier_sql_rank_cfg(b, w->language, cfg, sizeof cfg);
+    tier_sql_rank_doc(b, w->language, p_search, doc, sizeof doc);
     if (!row->exists) {
         pgq_sql_add(b,
                     "INSERT INTO entries (tenant, namespace, key, %s, search_doc) VALUES ($%d, $%d,"
                     " $%d, $%d, $%d, $%d, $%d, $%d, $%d, $%d::jsonb, $%d, $%d, %s, 1, now(), now(),"
-                    " %s, to_tsvector(%s, $%d)) ON CONFLICT (tenant, namespace, key) DO NOTHING"
+                    " %s, %s) ON CONFLICT (tenant, namespace, key) DO NOTHING"
                     " RETURNING " ENTRIES_COLS,
                     WRITE_COLS, p_tenant, p_ns, p_key, p_owner, p_label, p_value, p_comp, p_size,
-                    p_ctype, p_meta, p_tags, p_pii, search_sql, exp_sql, cfg, p_search);
+                    p_ctype, p_meta, p_tags, p_pii, search_sql, exp_sql, doc);
         return;
     }
     char owner_sql[16];
@@ -101,12 +101,12 @@ static void write_sql(pgq_sql *b, const tier_ctx *c, const write_plan *w, const 
     pgq_sql_add(b,
                 "UPDATE entries SET owner = %s, label = $%d, value = $%d, compressed = $%d,"
                 " size_bytes = $%d, content_type = $%d, metadata = $%d::jsonb, tags = $%d,"
-                " pii_kinds = $%d, search_text = %s, search_doc = to_tsvector(%s, $%d),"
+                " pii_kinds = $%d, search_text = %s, search_doc = %s,"
                 " version = %s, created_at = %s, updated_at = now(), expires_at = %s"
                 " WHERE tenant = $%d AND namespace = $%d AND key = $%d RETURNING " ENTRIES_COLS,
                 owner_sql, p_label, p_value, p_comp, p_size, p_ctype, p_meta, p_tags, p_pii,
-                search_sql, cfg, p_search, live ? "version + 1" : "1",
-                live ? "created_at" : "now()", exp_sql, p_tenant, p_ns, p_key);
+                search_sql, doc, live ? "version + 1" : "1", live ? "created_at" : "now()", exp_sql,
+                p_tenant, p_ns, p_key);
 }
 
 /* A Write on the event loop: the row lock (starting the transaction), the
@@ -275,14 +275,14 @@ static int update_sql(pgq_sql *b, tier_ctx *c, const modify_op *a, const entries
     int p_size = pgq_int8(b, (int64_t)e->value_len);
     int p_search = pgq_text(b, search);
     int p_pii = pgq_text_array(b, kinds_lit);
-    char cfg[128];
-    tier_sql_rank_cfg(b, a->language, cfg, sizeof cfg);
+    char doc[192];
+    tier_sql_rank_doc(b, a->language, p_search, doc, sizeof doc);
     pgq_sql_add(b,
                 "UPDATE entries SET label = $%d, value = $%d, compressed = $%d, size_bytes = $%d,"
-                " search_text = lower($%d COLLATE \"und-x-icu\"), search_doc = to_tsvector(%s,"
-                " $%d), pii_kinds = $%d, version = version + 1, updated_at = now()"
+                " search_text = lower($%d COLLATE \"und-x-icu\"), search_doc = %s,"
+                " pii_kinds = $%d, version = version + 1, updated_at = now()"
                 " WHERE tenant = $%d AND namespace = $%d AND key = $%d RETURNING " ENTRIES_COLS,
-                p_label, p_value, p_comp, p_size, p_search, cfg, p_search, p_pii,
+                p_label, p_value, p_comp, p_size, p_search, doc, p_pii,
                 pgq_text(b, principal_tenant(c->p)), pgq_text(b, in->ns), pgq_text(b, in->key));
     return STATUS_OK;
 }

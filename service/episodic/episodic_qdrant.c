@@ -244,11 +244,19 @@ static int create_hook(tier_ctx *c, const vs_collection *col, void *arg) {
     }
     if (rc != STATUS_OK) return qdrant_logged("create", rc, c->err);
 
-    /* The diode filters on tenant and owner in every read: both indexed. */
-    static const char *const fields[] = {"memoryd.tenant", "memoryd.owner"};
+    /* The diode filters on tenant and owner in every read, a search's
+     * time window (RecallOptions) on the update time: all indexed, so
+     * Qdrant plans a filtered search knowing how much each keeps. */
+    static const struct {
+        const char *field;
+        int kind;
+    } indexes[] = {{"memoryd.tenant", QJ_INDEX_TENANT},
+                   {"memoryd.owner", QJ_INDEX_KEYWORD},
+                   {"memoryd.updated_us", QJ_INDEX_INTEGER}};
     snprintf(path, sizeof path, "/collections/%s/index?wait=true", qn);
-    for (int i = 0; i < 2 && rc == STATUS_OK; i++) {
-        rc = qj_payload_index(fields[i], i == 0, &h->version, &body, &blen, c->err, sizeof c->err);
+    for (size_t i = 0; i < sizeof indexes / sizeof indexes[0] && rc == STATUS_OK; i++) {
+        rc = qj_payload_index(indexes[i].field, indexes[i].kind, &h->version, &body, &blen, c->err,
+                              sizeof c->err);
         if (rc != STATUS_OK) break;
         rc = qdrant_http_call(q->http, "PUT", path, body, blen, c->deadline_ms, c->cancel,
                               c->traceparent, &r, c->err, sizeof c->err);

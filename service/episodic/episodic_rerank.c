@@ -40,14 +40,12 @@ void erank_recency(erank_item *v, size_t n, int higher_better, int64_t now_us,
 
 /* ---- similarity ---- */
 
-static double cosine(const float *a, const float *b, int dims) {
-    double ab = 0, aa = 0, bb = 0;
-    for (int i = 0; i < dims; i++) {
-        ab += (double)a[i] * b[i];
-        aa += (double)a[i] * a[i];
-        bb += (double)b[i] * b[i];
-    }
-    return aa > 0 && bb > 0 ? ab / sqrt(aa * bb) : 0;
+/* Vectors are compared by their dot product over the product of their
+ * norms, each norm worked out once per item. */
+static double dot(const float *a, const float *b, int dims) {
+    double ab = 0;
+    for (int i = 0; i < dims; i++) ab += (double)a[i] * b[i];
+    return ab;
 }
 
 /* A text's distinct words as sorted 64-bit hashes (FNV-1a). */
@@ -94,11 +92,18 @@ static double jaccard(const word_set *a, const word_set *b) {
     return (double)both / (double)(a->n + b->n - both);
 }
 
-static double similarity(const erank_item *x, const word_set *wx, const erank_item *y,
-                         const word_set *wy, int dims) {
+/* What erank_mmr knows of an item: its words, and its vector's inverse
+ * norm (0: no vector, or a zero one). */
+typedef struct mmr_item {
+    word_set words;
+    double inv_norm;
+} mmr_item;
+
+static double similarity(const erank_item *x, const mmr_item *mx, const erank_item *y,
+                         const mmr_item *my, int dims) {
     if (x->point->vector && y->point->vector && dims > 0)
-        return cosine(x->point->vector, y->point->vector, dims);
-    return jaccard(wx, wy);
+        return dot(x->point->vector, y->point->vector, dims) * mx->inv_norm * my->inv_norm;
+    return jaccard(&mx->words, &my->words);
 }
 
 /* ---- maximal marginal relevance ---- */
@@ -108,31 +113,44 @@ static double similarity(const erank_item *x, const word_set *wx, const erank_it
  * scale to measure by) makes every hit equally relevant. Measured against
  * the best rather than stretched between the best and the worst, so a hit's
  * relevance does not depend on what else the pool holds. */
-static double relevance(double s, double best, int higher_better) {
+static double relevance(double s, double best, double worst, int higher_better) {
     double r;
-    if (higher_better) r = best > 0 ? s / best : 1;
+    if (higher_better && best <= 0) r = best > worst ? (s - worst) / (best - worst) : 1;
+    else if (higher_better) r = s / best;
     else r = s > 0 ? best / s : 1;
     return r < 0 ? 0 : r > 1 ? 1 : r;
 }
 
 int erank_mmr(erank_item *v, size_t n, size_t want, int higher_better, double diversity, int dims,
-              lex_analyzer *an) {
+              lex_analyzer *an, int (*expired)(void *arg), void *arg) {
     if (n < 2 || want == 0) return 0;
     if (want > n) want = n;
-    word_set *words = calloc(n, sizeof *words);
+    mmr_item *m = calloc(n, sizeof *m);
     double *rel = malloc(n * sizeof *rel), *nearest = malloc(n * sizeof *nearest);
     erank_item *out = malloc(n * sizeof *out);
     char *taken = calloc(n, 1);
     lex_terms t = {0};
-    int rc = words && rel && nearest && out && taken ? 0 : -1;
-    for (size_t i = 0; rc == 0 && i < n; i++)
-        if (!(v[i].point->vector && dims > 0))
-            rc = word_set_of(an, v[i].point->text, &t, &words[i]);
+    int rc = m && rel && nearest && out && taken ? 0 : -1;
+    double worst = v[0].score;
     for (size_t i = 0; rc == 0 && i < n; i++) {
-        rel[i] = relevance(v[i].score, v[0].score, higher_better);
+        const vs_point *p = v[i].point;
+        if (p->vector && dims > 0) {
+            double nn = dot(p->vector, p->vector, dims);
+            m[i].inv_norm = nn > 0 ? 1 / sqrt(nn) : 0;
+        }
+        /* Words too: the other point of a pair may have none. */
+        rc = word_set_of(an, p->text, &t, &m[i].words);
+        if (higher_better ? v[i].score < worst : v[i].score > worst) worst = v[i].score;
+    }
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        rel[i] = relevance(v[i].score, v[0].score, worst, higher_better);
         nearest[i] = -INFINITY; /* nothing taken yet */
     }
     for (size_t k = 0; rc == 0 && k < want; k++) {
+        if (expired && expired(arg)) {
+            rc = -2;
+            break;
+        }
         size_t best = n;
         double best_mmr = -INFINITY;
         for (size_t i = 0; i < n; i++) {
@@ -145,7 +163,7 @@ int erank_mmr(erank_item *v, size_t n, size_t want, int higher_better, double di
         out[k] = v[best];
         for (size_t i = 0; i < n; i++) {
             if (taken[i]) continue;
-            double s = similarity(&v[i], &words[i], &v[best], &words[best], dims);
+            double s = similarity(&v[i], &m[i], &v[best], &m[best], dims);
             if (s > nearest[i]) nearest[i] = s;
         }
     }
@@ -155,8 +173,8 @@ int erank_mmr(erank_item *v, size_t n, size_t want, int higher_better, double di
             if (!taken[i]) out[k++] = v[i];
         memcpy(v, out, n * sizeof *v);
     }
-    for (size_t i = 0; words && i < n; i++) free(words[i].h);
-    free(words);
+    for (size_t i = 0; m && i < n; i++) free(m[i].words.h);
+    free(m);
     free(rel);
     free(nearest);
     free(out);

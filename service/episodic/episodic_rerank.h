@@ -38,11 +38,15 @@ void erank_recency(erank_item *v, size_t n, int higher_better, int64_t now_us,
  * marginal relevance takes one by one with diversity (0..1]: the next is
  * the one of best (1 - diversity) * relevance - diversity * (its highest
  * similarity to one already taken), relevance the score over v[0]'s (v
- * is best first; for distances v[0]'s over the distance), 0..1. Similarity: the cosine of the two
- * vectors (dims components) when both points have one, else the Jaccard overlap of their texts'
+ * is best first; for distances v[0]'s over the distance), 0..1 (when the
+ * best score is 0 or less, scaled between the worst and the best
+ * instead). Similarity: the cosine of the two vectors (dims components)
+ * when both points have one, else the Jaccard overlap of their texts'
  * words as an analyzes them, else 0. The rest follow in their order.
- * 0, or -1 when out of memory (v unchanged). */
+ * expired (NULL: never) is asked between picks: it costs want * n
+ * similarities. 0; -1 when out of memory, -2 when expired said so (v
+ * unchanged either way). */
 int erank_mmr(erank_item *v, size_t n, size_t want, int higher_better, double diversity, int dims,
-              lex_analyzer *an);
+              lex_analyzer *an, int (*expired)(void *arg), void *arg);
 
 #endif

@@ -17,10 +17,10 @@
 /* Of a hybrid's time left when its vector part starts, what is kept for
  * answering with the lexical part alone (a tenth, at most this). */
 #define HYBRID_REPLY_MARGIN_MS 100
-/* RecallOptions: how many hits a boost or de-duplication re-ranks (at
- * least offset + limit), and the half-life's bounds. */
-#define RERANK_POOL_FACTOR 4
-#define RERANK_POOL_CAP 1000
+/* RecallOptions: how many hits a boost or de-duplication re-ranks, the
+ * same for every page so that pages join up (offset + limit must fit in
+ * it), and the half-life's bounds. */
+#define RERANK_POOL 1000
 #define HALF_LIFE_MIN_MS 1000LL
 #define HALF_LIFE_MAX_MS (3650LL * 86400 * 1000)
 
@@ -150,10 +150,13 @@ static grpc_status_code search_prepare(episodic_search *s, const char *prefix,
     if (reranks(s)) {
         /* The pool is searched from its first hit and paged once re-ranked;
          * de-duplication compares vectors and texts. */
-        long want = (long)r->offset + r->limit, pool = RERANK_POOL_FACTOR * want;
-        if (pool > RERANK_POOL_CAP) pool = RERANK_POOL_CAP;
+        if ((long)r->offset + r->limit > RERANK_POOL)
+            return rpc_call_invalid(call,
+                                    "%soffset + %slimit: %d; a boosted or de-duplicated search "
+                                    "pages within its best %d hits",
+                                    prefix, prefix, r->offset + r->limit, RERANK_POOL);
         s->q.offset = 0;
-        s->q.limit = (int)(pool > want ? pool : want);
+        s->q.limit = RERANK_POOL;
         if (s->diversity > 0) s->q.with_payload = s->q.with_vector = 1;
     }
     /* AUTO: a text is searched both ways when it can be (an embedder, and
@@ -258,6 +261,12 @@ static cand *cands_of_part(episodic_search *s, const vs_hit *hits, size_t n, int
     return v;
 }
 
+/* erank_mmr's clock: whether the call's deadline has passed. */
+static int past_deadline(void *arg) {
+    const tier_ctx *c = arg;
+    return c->deadline_ms != INT64_MAX && clock_mono_ms(NULL) >= c->deadline_ms;
+}
+
 /* RecallOptions' boost and de-duplication over v[0..n) (best first),
  * keeping what the page needs: STATUS_OK or STATUS_ENOMEM. */
 static int rerank(episodic_search *s, cand *v, size_t n) {
@@ -274,8 +283,12 @@ static int rerank(episodic_search *s, cand *v, size_t n) {
     if (s->diversity > 0) {
         lex_analyzer *an = lex_analyzer_of_thread(s->svc->language);
         size_t want = (size_t)s->offset + (size_t)s->limit;
-        if (!an || erank_mmr(items, n, want, higher, s->diversity, s->col.dims, an) != 0)
-            return STATUS_ENOMEM;
+        if (!an) return tier_fail(c, STATUS_ENOMEM, "no text analyzer for %s", s->svc->language);
+        int rc = erank_mmr(items, n, want, higher, s->diversity, s->col.dims, an, past_deadline, c);
+        if (rc == -2)
+            return tier_fail(c, STATUS_ETIMEOUT,
+                             "the deadline passed while de-duplicating %zu hits", n);
+        if (rc != 0) return STATUS_ENOMEM;
     }
     memcpy(was, v, n * sizeof *v);
     for (size_t i = 0; i < n; i++) {
@@ -350,6 +363,9 @@ static int run_hybrid(episodic_search *s, vs_hit *hits[2], size_t nh[2], cand **
     cand *v = arena_alloc(c->ar, (total ? total : 1) * sizeof *v);
     long nf = fused && v ? efuse(hits[0], nh[0], hits[1], nh[1], s->wl, s->wv, fused) : -1;
     if (nf < 0) return tier_fail(c, STATUS_ENOMEM, "out of memory");
+    /* Re-ranked, the fusion's best RERANK_POOL are the pool (each part
+     * brought as many). */
+    if (reranks(s) && nf > RERANK_POOL) nf = RERANK_POOL;
     for (long i = 0; i < nf; i++) {
         const efuse_hit *h = &fused[i];
         v[i] = (cand){.hit = efuse_point(h),

@@ -58,15 +58,16 @@ int qj_create_collection(int dims, int distance, char **out, size_t *len, char *
     return qj_w_finish(&b, out, len);
 }
 
-int qj_payload_index(const char *field, int tenant_index, const qj_version *v, char **out,
-                     size_t *len, char *err, size_t errlen) {
+int qj_payload_index(const char *field, int kind, const qj_version *v, char **out, size_t *len,
+                     char *err, size_t errlen) {
     wbuf b;
     qj_w_init(&b, err, errlen);
     qj_w_lit(&b, "{\"field_name\":");
     qj_w_str(&b, field ? field : "", "index field");
     /* is_tenant (1.11+) lays the tenant's points out together on disk;
      * older servers reject the parameterised schema. */
-    if (tenant_index && v && qj_version_at_least(v, 1, 11))
+    if (kind == QJ_INDEX_INTEGER) qj_w_lit(&b, ",\"field_schema\":\"integer\"}");
+    else if (kind == QJ_INDEX_TENANT && v && qj_version_at_least(v, 1, 11))
         qj_w_lit(&b, ",\"field_schema\":{\"type\":\"keyword\",\"is_tenant\":true}}");
     else qj_w_lit(&b, ",\"field_schema\":\"keyword\"}");
     return qj_w_finish(&b, out, len);

@@ -99,11 +99,15 @@ int qj_filter(const qj_scope *s, const Memory__V1__Filter *f, char **out, size_t
 /* PUT /collections/{name}: {"vectors":{"size":dims,"distance":"Cosine"}}. */
 int qj_create_collection(int dims, int distance, char **out, size_t *len, char *err, size_t errlen);
 
-/* PUT /collections/{name}/index: a keyword index on field. tenant_index
- * marks it `"is_tenant": true`, which servers before 1.11 do not know, so
- * for them (and for tenant_index == 0) the schema is plain "keyword". */
-int qj_payload_index(const char *field, int tenant_index, const qj_version *v, char **out,
-                     size_t *len, char *err, size_t errlen);
+/* PUT /collections/{name}/index: an index on field of kind
+ * QJ_INDEX_KEYWORD, QJ_INDEX_TENANT (a keyword index marked `"is_tenant":
+ * true`, which servers before 1.11 do not know: plain "keyword" for them)
+ * or QJ_INDEX_INTEGER. */
+#define QJ_INDEX_KEYWORD 0
+#define QJ_INDEX_TENANT 1
+#define QJ_INDEX_INTEGER 2
+int qj_payload_index(const char *field, int kind, const qj_version *v, char **out, size_t *len,
+                     char *err, size_t errlen);
 
 /* PUT /collections/{name}/points: {"points":[{"id","vector","payload"}]},
  * each payload in the layout above with metas[i] (stamped by vs_stamp) and

@@ -420,10 +420,11 @@ const pg_migration memoryd_migrations[] = {
     {18, "ranked text documents",
      /* TEXT_MATCH_RANKED (tier/tier_sql_rank.h): each entry's and entity's
       * text analyzed at write time in the server's --text-language, so a
-      * ranked query reads only the rows sharing a word with it. Rows
-      * written before are analyzed here in the default language. */
+      * ranked query reads only the rows sharing a word with it (an entry's
+      * first 65536 characters: TIER_SQL_RANK_DOC_CHARS). Rows written
+      * before are analyzed here in the default language. */
      "ALTER TABLE entries ADD COLUMN search_doc tsvector;"
-     "UPDATE entries SET search_doc = to_tsvector('english', search_text);"
+     "UPDATE entries SET search_doc = to_tsvector('english', left(search_text, 65536));"
      "CREATE INDEX entries_doc ON entries USING gin (search_doc);"
      "ALTER TABLE entities ADD COLUMN rank_doc tsvector;"
      "UPDATE entities SET rank_doc = to_tsvector('english', name) ||"

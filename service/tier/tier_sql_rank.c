@@ -11,6 +11,12 @@ void tier_sql_rank_cfg(pgq_sql *b, const char *language, char *buf, size_t n) {
     snprintf(buf, n, CFG_SQL, pgq_text(b, language));
 }
 
+void tier_sql_rank_doc(pgq_sql *b, const char *language, int text_param, char *buf, size_t n) {
+    char cfg[128];
+    tier_sql_rank_cfg(b, language, cfg, sizeof cfg);
+    snprintf(buf, n, "to_tsvector(%s, left($%d, %d))", cfg, text_param, TIER_SQL_RANK_DOC_CHARS);
+}
+
 /* The query's distinct lexemes, each also as a one-word tsquery;
  * quote_literal keeps a lexeme a single operand whatever it holds. */
 void tier_sql_rank_open(pgq_sql *b, const char *language, const char *query) {

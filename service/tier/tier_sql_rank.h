@@ -46,7 +46,7 @@
 #define TIER_SQL_RANK_QUERY "(SELECT q FROM rank_tsq)"
 
 /* Opens the statement (language and query go in as parameters) up to the
- * FROM of the row count: "... rank_all AS (SELECT count(*) AS n FROM ". */
+ * FROM of the row count: "... rank_all AS (SELECT count(*)::float8 AS n FROM ". */
 void tier_sql_rank_open(pgq_sql *b, const char *language, const char *query);
 /* Between the row count and the candidates: "), rank_cand AS (SELECT ".
  * The candidates' columns are their key, then their document named
@@ -62,5 +62,13 @@ void tier_sql_rank_close(pgq_sql *b, const char *keys);
  * bound as a parameter of b) into buf (n bytes, 128 are enough): for the
  * document a write stores, to_tsvector(<expr>, text). */
 void tier_sql_rank_cfg(pgq_sql *b, const char *language, char *buf, size_t n);
+
+/* A document is made of a text's first TIER_SQL_RANK_DOC_CHARS characters:
+ * PostgreSQL refuses a tsvector of 1 MB or more, which a longer text (an
+ * entry's value may be 1 MiB) can reach. */
+#define TIER_SQL_RANK_DOC_CHARS 65536
+/* The document of parameter text_param (SQL text) in language, into buf
+ * (n bytes, 192 are enough): to_tsvector(<cfg>, left($text, 65536)). */
+void tier_sql_rank_doc(pgq_sql *b, const char *language, int text_param, char *buf, size_t n);
 
 #endif

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <libpq-fe.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -432,6 +433,40 @@ TEST_F(EpisodicTest, ScoreThresholdsCutByDistanceKind) {
   auto l2 = SearchReq("l2", {0});
   l2.set_score_threshold(2.5);  // distance <= 2.5
   EXPECT_EQ((std::vector<std::string>{"1", "2"}), SearchIds(alice_, l2));
+}
+
+// RecallOptions on vectors, on either backend: the time window inside the
+// search (on Qdrant a range on memoryd.updated_us), and de-duplication by
+// the vectors' cosine.
+TEST_F(EpisodicTest, ATimeWindowAndDiversityShapeAVectorSearch) {
+  MustCreate(alice_, "win", 2, DISTANCE_COSINE);
+  MustUpsert(alice_, "win", {P(Num(1), {1, 0}), P(Num(2), {1, 0.01f})});
+  usleep(20000);
+  MustUpsert(alice_, "win", {P(Num(3), {0.6f, 0.8f}), P(Num(4), {0, 1})});
+  auto all = Must<EpisodicMemorySearchResponse>("Search", SearchReq("win", {1, 0}, 4), alice_);
+  ASSERT_EQ(4, all.points_size());
+  int64_t t3 = 0;
+  for (const auto& p : all.points()) {
+    if (p.point().id().num() == 3) {
+      t3 = p.point().meta().update_time().seconds() * 1000000 +
+           p.point().meta().update_time().nanos() / 1000;
+    }
+  }
+  ASSERT_GT(t3, 0);
+  auto since = SearchReq("win", {1, 0}, 4);
+  since.mutable_options()->mutable_time_range()->mutable_start_time()->set_seconds(t3 / 1000000);
+  since.mutable_options()->mutable_time_range()->mutable_start_time()->set_nanos(
+      static_cast<int32_t>(t3 % 1000000) * 1000);
+  EXPECT_EQ((std::vector<std::string>{"3", "4"}), SearchIds(alice_, since));
+  auto before = SearchReq("win", {1, 0}, 4);
+  *before.mutable_options()->mutable_time_range()->mutable_end_time() =
+      since.options().time_range().start_time();
+  EXPECT_EQ((std::vector<std::string>{"1", "2"}), SearchIds(alice_, before));
+  // 1 and 2 are near copies: with diversity the other direction is second.
+  auto div = SearchReq("win", {1, 0}, 2);
+  EXPECT_EQ((std::vector<std::string>{"1", "2"}), SearchIds(alice_, div));
+  div.mutable_options()->set_diversity(0.5f);
+  EXPECT_EQ((std::vector<std::string>{"1", "3"}), SearchIds(alice_, div));
 }
 
 // ---------------------------------------------------------------- filters

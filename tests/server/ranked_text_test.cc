@@ -68,18 +68,20 @@ class RankedTextTest : public recall_testing::RecallFixture {
   }
 
   Result SearchEntries(const std::string& term, const std::string& token,
-                       TextMatch match = TEXT_MATCH_RANKED, int limit = 10) {
+                       TextMatch match = TEXT_MATCH_RANKED, int limit = 10,
+                       bool with_values = true) {
     EntriesSearchRequest req;
     req.set_term(term);
     req.set_match(match);
     req.set_limit(limit);
-    req.set_with_values(true);
+    req.set_with_values(with_values);
     return Call("Search", req, token, nullptr, "Entries");
   }
 
   EntriesSearchResponse MustSearchEntries(const std::string& term, const std::string& token,
-                                          TextMatch match = TEXT_MATCH_RANKED) {
-    Result r = SearchEntries(term, token, match);
+                                          TextMatch match = TEXT_MATCH_RANKED,
+                                          bool with_values = true) {
+    Result r = SearchEntries(term, token, match, 10, with_values);
     EXPECT_TRUE(r.status.ok()) << r.status.error_message();
     EntriesSearchResponse resp;
     EXPECT_TRUE(resp.ParseFromString(r.body));
@@ -93,10 +95,12 @@ class RankedTextTest : public recall_testing::RecallFixture {
   }
 
   QueryEntitiesResponse MustQuery(const std::string& text, const std::string& token,
-                                  int page_size = 10, const std::string& page_token = "") {
+                                  int page_size = 10, const std::string& page_token = "",
+                                  EntityOrderBy order = ENTITY_ORDER_BY_UNSPECIFIED) {
     QueryEntitiesRequest req;
     req.set_text_query(text);
     req.set_text_match(TEXT_MATCH_RANKED);
+    req.set_order_by(order);
     req.set_page_size(page_size);
     req.set_page_token(page_token);
     Result r = Call("QueryEntities", req, token, nullptr, "GlobalMemory");
@@ -132,11 +136,24 @@ TEST_F(RankedTextTest, EntriesRankAQuestionsWordsInAnyFormAndNumber) {
   // Stemming: "painting" finds "painted".
   EXPECT_EQ((std::vector<std::string>{"n1"}), Keys(MustSearchEntries("painting", writer_)));
 
-  // A rare word outweighs a common one: "York" (2 entries) above "Ana" (3).
-  r = MustSearchEntries("Ana York", writer_);
-  ASSERT_GE(r.entries_size(), 3);
-  EXPECT_TRUE(r.entries(0).key() == "n0" || r.entries(0).key() == "n2");
-  EXPECT_EQ("n3", r.entries(2).key()) << "Ana alone ranks below Ana with York";
+  // A rare word outweighs a common one: two texts of one length, one with
+  // "nurse" (in 2 entries), one with "Ana" (in 4).
+  MustWriteEntry("rare", "nurse came today", writer_);
+  MustWriteEntry("common", "Ana came today", writer_);
+  r = MustSearchEntries("Ana nurse", writer_);
+  std::vector<std::string> keys = Keys(r);
+  ASSERT_EQ("n0", keys.at(0)) << "both words";
+  auto at = [&](const std::string& k) {
+    return std::find(keys.begin(), keys.end(), k) - keys.begin();
+  };
+  EXPECT_LT(at("rare"), at("common"));
+  EXPECT_LT(at("common"), static_cast<long>(keys.size()));
+  // Without values the same ranking and scores.
+  EntriesSearchResponse bare = MustSearchEntries("Ana nurse", writer_, TEXT_MATCH_RANKED, false);
+  EXPECT_EQ(keys, Keys(bare));
+  ASSERT_EQ(r.scores_size(), bare.scores_size());
+  for (int i = 0; i < r.scores_size(); i++) EXPECT_EQ(r.scores(i), bare.scores(i));
+  EXPECT_EQ("", bare.entries(0).value());
 
   // The strict mode stays: a substring, no scores.
   r = MustSearchEntries("painted the kitchen", writer_, TEXT_MATCH_STRICT);
@@ -198,6 +215,17 @@ TEST_F(RankedTextTest, EntitiesRankByNameAndStringPropertiesAndPage) {
   } while (!token.empty() && paged.size() < 20);
   EXPECT_EQ(Ids(whole), paged);
 
+  // Ranked by another key: those sharing a word, by name, paged.
+  std::vector<std::string> by_name;
+  token.clear();
+  do {
+    QueryEntitiesResponse p = MustQuery("Ana York nurse", writer_, 3, token, ENTITY_ORDER_BY_NAME);
+    EXPECT_EQ(p.entities_size(), p.scores_size());
+    for (const auto& e : p.entities()) by_name.push_back(e.name());
+    token = p.next_page_token();
+  } while (!token.empty() && by_name.size() < 20);
+  EXPECT_EQ((std::vector<std::string>{"Ana Lopez", "note 0", "note 2", "note 3"}), by_name);
+
   // Strict (the default) still requires every word, and gives ts_rank.
   QueryEntitiesRequest strict;
   strict.set_text_query("nurse Ana");
@@ -227,6 +255,24 @@ TEST_F(RankedTextTest, HiddenEntitiesNeitherAppearNorWeighInTheScores) {
   std::vector<std::string> all = Ids(MustQuery("Ana nurse", writer_));
   EXPECT_NE(all.end(), std::find(all.begin(), all.end(), "s1"));
   EXPECT_EQ(all.end(), std::find(all.begin(), all.end(), "b1"));
+}
+
+TEST_F(RankedTextTest, AValueOfAMegabyteIsWrittenAndRankedByItsBeginning) {
+  // 30000 distinct words, about 1 MB: more than a tsvector may hold whole.
+  std::string big = "zebrafish";
+  for (int i = 0; big.size() < 1000000; i++) big += " h" + std::to_string(i * 7919);
+  MustWriteEntry("big", big, writer_);
+  EntriesSearchResponse r = MustSearchEntries("zebrafish", writer_, TEXT_MATCH_RANKED, false);
+  EXPECT_EQ((std::vector<std::string>{"big"}), Keys(r));
+  // Append goes through the other write path.
+  EntriesAppendRequest app;
+  app.set_namespace_("app:notes:alice");
+  app.set_key("big");
+  app.set_value(" tail");
+  Result a = Call("Append", app, writer_, nullptr, "Entries");
+  ASSERT_TRUE(a.status.ok()) << a.status.error_message();
+  EXPECT_EQ((std::vector<std::string>{"big"}),
+            Keys(MustSearchEntries("zebrafish", writer_, TEXT_MATCH_RANKED, false)));
 }
 
 TEST_F(RankedTextTest, BadRankedRequestsAreRefused) {

@@ -219,6 +219,40 @@ TEST_F(RecallOptionsTest, DiversityComparesVectorsWhenPointsHaveThem) {
   }
 }
 
+TEST_F(RecallOptionsTest, PagesOfABoostedRankingJoinUpBeyondTheFirstPages) {
+  MustCreate("mem", alice_);
+  // 40 older memories that match the question better, then 20 newer that
+  // match it less: by relevance the newer rank 41 to 60, boosted (1.5
+  // half-lives younger) they come first, so a page's pool must reach them.
+  std::vector<std::string> old_texts, new_texts;
+  for (int i = 0; i < 40; i++)
+    old_texts.push_back("lantern lantern lantern number " + std::to_string(i));
+  for (int i = 0; i < 20; i++) new_texts.push_back("lantern number " + std::to_string(100 + i));
+  MustRemember("mem", old_texts, alice_, 1);
+  usleep(1500000);
+  MustRemember("mem", new_texts, alice_, 41);
+  std::vector<uint64_t> plain = Ids(With("mem", "lantern", RecallOptions(), 60));
+  ASSERT_EQ(60u, plain.size());
+  ASSERT_LE(plain[0], 40u) << "by relevance the older come first";
+  RecallOptions opts;
+  opts.mutable_recency_half_life()->set_seconds(1);
+  opts.set_diversity(0.3f);
+  std::vector<uint64_t> whole = Ids(With("mem", "lantern", opts, 60));
+  ASSERT_EQ(60u, whole.size());
+  ASSERT_GT(whole[0], 40u) << "boosted, the newer come first";
+  std::vector<uint64_t> paged;
+  for (int off = 0; off < 60; off += 7) {
+    std::vector<uint64_t> page = Ids(With("mem", "lantern", opts, 7, off));
+    paged.insert(paged.end(), page.begin(), page.end());
+  }
+  EXPECT_EQ(whole, paged);
+  // Deeper than the pool is refused, naming the bound.
+  Result r = Raw("mem", "lantern", opts, 10, 995);
+  EXPECT_EQ(StatusCode::INVALID_ARGUMENT, r.status.error_code());
+  EXPECT_NE(std::string::npos, r.status.error_message().find("best 1000 hits"))
+      << r.status.error_message();
+}
+
 TEST_F(RecallOptionsTest, BadOptionsAreRefusedNamingTheField) {
   MustCreate("mem", alice_);
   MustRemember("mem", {"a memory"}, alice_, 1);

@@ -85,14 +85,16 @@ TEST(RerankMmr, NearCopiesGiveWayToAnotherDirection) {
   p.Add(0, {0, 1});           // 2: orthogonal to both
   p.Add(0, {0.7f, 0.7f});     // 3
   std::vector<erank_item> v = p.Items({1.0, 0.95, 0.6, 0.5});
-  ASSERT_EQ(0, erank_mmr(v.data(), v.size(), 2, ERANK_HIGHER_BETTER, 0.5, 2, nullptr));
+  ASSERT_EQ(
+      0, erank_mmr(v.data(), v.size(), 2, ERANK_HIGHER_BETTER, 0.5, 2, nullptr, nullptr, nullptr));
   // Second pick: 1 scores 0.5 * 0.95 - 0.5 * 0.9992 < 0; 2 scores
   // 0.5 * 0.6 - 0 = 0.3; 3 scores 0.5 * 0.5 - 0.5 * 0.707 < 0.
   EXPECT_EQ((std::vector<size_t>{0, 2, 1, 3}), Order(v));  // the rest keep their order
   EXPECT_DOUBLE_EQ(0.6, v[1].score);                       // scores are not changed
 
   v = p.Items({1.0, 0.95, 0.6, 0.5});
-  ASSERT_EQ(0, erank_mmr(v.data(), v.size(), 4, ERANK_HIGHER_BETTER, 0.01, 2, nullptr));
+  ASSERT_EQ(
+      0, erank_mmr(v.data(), v.size(), 4, ERANK_HIGHER_BETTER, 0.01, 2, nullptr, nullptr, nullptr));
   EXPECT_EQ((std::vector<size_t>{0, 1, 2, 3}), Order(v)) << "little diversity: by relevance";
 }
 
@@ -104,7 +106,7 @@ TEST(RerankMmr, TextsAreComparedByTheirWords) {
   p.Add(0, {}, "I parked my car in the airport garage");  // same words, stop words aside
   p.Add(0, {}, "the car keys are in the kitchen drawer");
   std::vector<erank_item> v = p.Items({2.0, 2.0, 1.2});
-  ASSERT_EQ(0, erank_mmr(v.data(), v.size(), 2, ERANK_HIGHER_BETTER, 0.5, 0, an));
+  ASSERT_EQ(0, erank_mmr(v.data(), v.size(), 2, ERANK_HIGHER_BETTER, 0.5, 0, an, nullptr, nullptr));
   // 1 overlaps 0 wholly (park, car, airport, garag): 0.5 - 0.5 = 0; 2
   // shares car of {park car airport garag key kitchen drawer}: 0.5 * 0.6
   // - 0.5 / 7 > 0.
@@ -119,13 +121,54 @@ TEST(RerankMmr, DistancesAndSmallPools) {
   p.Add(0, {0, 1});
   // EUCLID distances 1, 1, 2: relevance 1, 1, 0.5.
   std::vector<erank_item> v = p.Items({1.0, 1.0, 2.0});
-  ASSERT_EQ(0, erank_mmr(v.data(), v.size(), 3, ERANK_LOWER_BETTER, 0.5, 2, nullptr));
+  ASSERT_EQ(
+      0, erank_mmr(v.data(), v.size(), 3, ERANK_LOWER_BETTER, 0.5, 2, nullptr, nullptr, nullptr));
   EXPECT_EQ((std::vector<size_t>{0, 2, 1}), Order(v));
   v = p.Items({1.0, 1.0, 2.0});
-  ASSERT_EQ(0, erank_mmr(v.data(), 1, 1, ERANK_LOWER_BETTER, 0.5, 2, nullptr));
+  ASSERT_EQ(0, erank_mmr(v.data(), 1, 1, ERANK_LOWER_BETTER, 0.5, 2, nullptr, nullptr, nullptr));
   EXPECT_EQ(0u, v[0].index);
-  ASSERT_EQ(0, erank_mmr(v.data(), v.size(), 0, ERANK_LOWER_BETTER, 0.5, 2, nullptr));
+  ASSERT_EQ(
+      0, erank_mmr(v.data(), v.size(), 0, ERANK_LOWER_BETTER, 0.5, 2, nullptr, nullptr, nullptr));
   EXPECT_EQ((std::vector<size_t>{0, 1, 2}), Order(v));
+}
+
+TEST(RerankMmr, APointWithAVectorAndOneWithoutCompareByWords) {
+  lex_analyzer* an = lex_analyzer_create("english");
+  ASSERT_NE(nullptr, an);
+  Pool p;
+  p.Add(0, {1, 0}, "the car is in the airport garage");  // a vector and a text
+  p.Add(0, {}, "the car is in the airport garage");      // the same text, no vector
+  p.Add(0, {}, "keys in the kitchen drawer");
+  std::vector<erank_item> v = p.Items({2.0, 2.0, 1.2});
+  ASSERT_EQ(0, erank_mmr(v.data(), v.size(), 2, ERANK_HIGHER_BETTER, 0.5, 2, an, nullptr, nullptr));
+  EXPECT_EQ((std::vector<size_t>{0, 2, 1}), Order(v)) << "the copy is a copy, vector or not";
+  lex_analyzer_free(an);
+}
+
+TEST(RerankMmr, ScoresAtOrBelowZeroAreScaledBetweenWorstAndBest) {
+  Pool p;
+  p.Add(0, {1, 0});
+  p.Add(0, {0.6f, 0.8f});
+  p.Add(0, {0, 1});
+  // Cosines -0.1, -0.5, -0.9: relevance 1, 0.5, 0. The second pick at 0.3:
+  // 1 scores 0.7 * 0.5 - 0.3 * 0.6 = 0.17, 2 scores 0.7 * 0 - 0 = 0. Were
+  // every relevance 1 (nothing to measure against), 2 would win (0.7).
+  std::vector<erank_item> v = p.Items({-0.1, -0.5, -0.9});
+  ASSERT_EQ(
+      0, erank_mmr(v.data(), v.size(), 2, ERANK_HIGHER_BETTER, 0.3, 2, nullptr, nullptr, nullptr));
+  EXPECT_EQ((std::vector<size_t>{0, 1, 2}), Order(v));
+}
+
+TEST(RerankMmr, AnExpiredClockStopsItAndLeavesTheOrder) {
+  Pool p;
+  for (int i = 0; i < 5; i++) p.Add(0, {1, static_cast<float>(i)});
+  std::vector<erank_item> v = p.Items({5, 4, 3, 2, 1});
+  int calls = 0;
+  auto expired = [](void* arg) { return ++*static_cast<int*>(arg) > 2 ? 1 : 0; };
+  EXPECT_EQ(
+      -2, erank_mmr(v.data(), v.size(), 5, ERANK_HIGHER_BETTER, 0.5, 2, nullptr, expired, &calls));
+  EXPECT_EQ((std::vector<size_t>{0, 1, 2, 3, 4}), Order(v));
+  EXPECT_EQ(3, calls);
 }
 
 }  // namespace

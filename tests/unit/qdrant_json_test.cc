@@ -558,6 +558,11 @@ TEST_F(QdrantJsonTest, TenantIndexUsesIsTenantFrom111On) {
                Take("payload_index",
                     qj_payload_index("memoryd.owner", 0, &v119, &out, &len, err, sizeof err), &out,
                     &len, err)));
+  EXPECT_TRUE(SameJson("{\"field_name\":\"memoryd.updated_us\",\"field_schema\":\"integer\"}",
+                       Take("payload_index",
+                            qj_payload_index("memoryd.updated_us", QJ_INDEX_INTEGER, &v119, &out,
+                                             &len, err, sizeof err),
+                            &out, &len, err)));
 }
 
 TEST_F(QdrantJsonTest, UpsertWritesPointsWithStampedMetadata) {
