@@ -459,7 +459,10 @@ static int emb_search(vstore *vs, tier_ctx *c, const vs_collection *col, const v
             rc = tier_fail(c, STATUS_ENOMEM, "out of memory analyzing the query");
     }
     pthread_rwlock_rdlock(&ec->rw);
-    eidx_accept_fn visible = sees_everything(c) ? NULL : emb_visible;
+    /* The read diode as eidx scores by it; emb_accept applies it too. */
+    eidx_reader reader = {.owner = c->read_breadth == PRINCIPAL_ALL ? NULL : principal_sub(c->p),
+                          .max_label = (int)principal_clr(c->p)};
+    const eidx_reader *visible = sees_everything(c) ? NULL : &reader;
     long got = rc != STATUS_OK ? 0
                : s->text       ? eidx_search_text(ec->x, &q, k, s->has_threshold, s->threshold,
                                                   emb_accept, visible, &aa, hits)

@@ -38,7 +38,17 @@ struct eidx {
     uint32_t *free_docs;   /* numbers of removed documents, for reuse */
     size_t nfree, free_cap;
     lex_index *lx; /* NULL until the first text */
+    /* Who may see a slot, for a search's scores over the visible points
+     * (eidx_reader): per slot its owner's number << 3 | its label, the
+     * owners interned (a collection has few; never forgotten). */
+    uint32_t *reader_key;
+    char **owners; /* by number */
+    size_t nowners, owners_cap;
+    uint32_t *owner_table; /* open addressing: number + 1, 0 = empty */
+    size_t owner_tcap;     /* power of two, > 2 * nowners */
 };
+
+#define LABEL_BITS 3
 
 #define NO_DOC UINT32_MAX
 
@@ -193,7 +203,66 @@ void eidx_free(eidx *x) {
     free(x->free_docs);
     lex_index_free(x->lx);
     free(x->table);
+    free(x->reader_key);
+    for (size_t i = 0; i < x->nowners; i++) free(x->owners[i]);
+    free(x->owners);
+    free(x->owner_table);
     free(x);
+}
+
+/* ---- owners, interned ---- */
+
+static uint64_t str_hash(const char *s) {
+    uint64_t h = 1469598103934665603ULL;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h;
+}
+
+/* owner's number, or -1 when the collection has no point of it. */
+static long owner_find(const eidx *x, const char *owner) {
+    if (!x->owner_tcap) return -1;
+    size_t mask = x->owner_tcap - 1;
+    for (size_t i = str_hash(owner) & mask; x->owner_table[i]; i = (i + 1) & mask)
+        if (strcmp(x->owners[x->owner_table[i] - 1], owner) == 0) return x->owner_table[i] - 1;
+    return -1;
+}
+
+static int owners_rehash(eidx *x, size_t tcap) {
+    uint32_t *t = calloc(tcap, sizeof *t);
+    if (!t) return -1;
+    for (size_t n = 0; n < x->nowners; n++) {
+        size_t i = str_hash(x->owners[n]) & (tcap - 1);
+        while (t[i]) i = (i + 1) & (tcap - 1);
+        t[i] = (uint32_t)n + 1;
+    }
+    free(x->owner_table);
+    x->owner_table = t;
+    x->owner_tcap = tcap;
+    return 0;
+}
+
+/* owner's number, interned if new; -1 when out of memory. */
+static long owner_intern(eidx *x, const char *owner) {
+    long n = owner_find(x, owner);
+    if (n >= 0) return n;
+    if ((x->nowners + 1) >> (32 - LABEL_BITS)) return -1; /* the key's bits */
+    if (2 * (x->nowners + 1) > x->owner_tcap &&
+        owners_rehash(x, x->owner_tcap ? 2 * x->owner_tcap : 16) != 0)
+        return -1;
+    if (x->nowners == x->owners_cap) {
+        size_t cap = x->owners_cap ? 2 * x->owners_cap : 8;
+        char **o = realloc(x->owners, cap * sizeof *o);
+        if (!o) return -1;
+        x->owners = o;
+        x->owners_cap = cap;
+    }
+    char *copy = strdup(owner);
+    if (!copy) return -1;
+    size_t mask = x->owner_tcap - 1, i = str_hash(owner) & mask;
+    while (x->owner_table[i]) i = (i + 1) & mask;
+    x->owners[x->nowners] = copy;
+    x->owner_table[i] = (uint32_t)++x->nowners;
+    return (long)x->nowners - 1;
 }
 
 size_t eidx_count(const eidx *x) { return x->n; }
@@ -202,7 +271,8 @@ int eidx_distance(const eidx *x) { return x->distance; }
 
 size_t eidx_bytes(const eidx *x) {
     return x->cap * ((size_t)x->dims * sizeof(float) + sizeof(vs_id) + sizeof(tier_meta) +
-                     sizeof(json_t *) + sizeof(char *) + 1 + sizeof(uint32_t)) +
+                     sizeof(json_t *) + sizeof(char *) + 1 + 2 * sizeof(uint32_t)) +
+           x->owner_tcap * sizeof(uint32_t) + x->owners_cap * sizeof(char *) +
            x->tcap * sizeof(size_t) + x->text_bytes + x->doc_cap * sizeof(size_t) +
            x->free_cap * sizeof(uint32_t) + (x->lx ? lex_index_bytes(x->lx) : 0);
 }
@@ -243,11 +313,13 @@ static int grow(eidx *x) {
     unsigned char *nv = t ? realloc(x->novec, cap) : NULL;
     if (nv) x->novec = nv;
     uint32_t *d = nv ? realloc(x->doc, cap * sizeof *d) : NULL;
-    if (!d) {
+    if (d) x->doc = d;
+    uint32_t *rk = d ? realloc(x->reader_key, cap * sizeof *rk) : NULL;
+    if (!rk) {
         free(v);
         return -1;
     }
-    x->doc = d;
+    x->reader_key = rk;
     free(x->vecs);
     x->vecs = v;
     x->cap = cap;
@@ -350,6 +422,11 @@ int eidx_put(eidx *x, const vs_id *id, const float *vec, const char *text, const
         meta_clear(&copy);
         return -1;
     }
+    long owner = owner_intern(x, copy.owner);
+    if (owner < 0) {
+        meta_clear(&copy);
+        return -1;
+    }
     long slot = eidx_find(x, id);
     int fresh = slot < 0;
     if (fresh) {
@@ -390,6 +467,7 @@ int eidx_put(eidx *x, const vs_id *id, const float *vec, const char *text, const
     x->novec[slot] = (unsigned char)!(vec && x->dims);
     x->nnovec = x->nnovec - was + x->novec[slot];
     x->metas[slot] = copy;
+    x->reader_key[slot] = (uint32_t)owner << LABEL_BITS | ((uint32_t)copy.label & 7);
     x->payloads[slot] = payload ? json_incref(payload) : NULL;
     return 0;
 }
@@ -419,6 +497,7 @@ int eidx_remove(eidx *x, const vs_id *id) {
     if (slot != last) { /* the last point fills the hole */
         x->ids[slot] = x->ids[last];
         x->metas[slot] = x->metas[last];
+        x->reader_key[slot] = x->reader_key[last];
         x->payloads[slot] = x->payloads[last];
         x->texts[slot] = x->texts[last];
         x->novec[slot] = x->novec[last];
@@ -544,7 +623,7 @@ static int text_before(void *arg, uint32_t a, uint32_t b) {
 }
 
 long eidx_search_text(const eidx *x, const lex_terms *q, size_t k, int has_threshold,
-                      float threshold, eidx_accept_fn accept, eidx_accept_fn visible, void *arg,
+                      float threshold, eidx_accept_fn accept, const eidx_reader *reader, void *arg,
                       eidx_hit *out) {
     if (k == 0 || !x->lx) return 0;
     lex_hit *hits = malloc(k * sizeof *hits);
@@ -552,13 +631,23 @@ long eidx_search_text(const eidx *x, const lex_terms *q, size_t k, int has_thres
     text_search ts = {x, accept, arg};
     lex_search_how how = {text_accept, text_before, &ts, NULL};
     unsigned char *vis = NULL;
-    if (visible) { /* one pass over the slots, in order: cheaper than asking per posting */
+    if (reader) { /* one pass over the slots' keys: cheaper than asking per posting */
         if (!(vis = calloc(x->ndocs ? x->ndocs : 1, 1))) {
             free(hits);
             return -1;
         }
-        for (size_t slot = 0; slot < x->n; slot++)
-            if (x->doc[slot] != NO_DOC) vis[x->doc[slot]] = (unsigned char)visible(x, slot, arg);
+        long owner = reader->owner ? owner_find(x, reader->owner) : -1;
+        uint32_t max = reader->max_label < 0 ? 0 : (uint32_t)reader->max_label;
+        if (!reader->owner) {
+            for (size_t slot = 0; slot < x->n; slot++)
+                if (x->doc[slot] != NO_DOC) vis[x->doc[slot]] = (x->reader_key[slot] & 7) <= max;
+        } else if (owner >= 0) { /* an owner of no point sees nothing */
+            for (size_t slot = 0; slot < x->n; slot++) {
+                uint32_t key = x->reader_key[slot];
+                if (x->doc[slot] != NO_DOC)
+                    vis[x->doc[slot]] = key >> LABEL_BITS == (uint32_t)owner && (key & 7) <= max;
+            }
+        }
         how.visible = vis;
     }
     size_t n = 0;

@@ -80,15 +80,24 @@ typedef struct eidx_hit {
 long eidx_search(const eidx *x, const float *q, size_t k, int has_threshold, float threshold,
                  eidx_accept_fn accept, void *arg, eidx_hit *out);
 
-/* The k best slots by BM25 for the terms q (lex_text.h) among those
- * accept admits, with has_threshold only those scoring at least threshold:
- * best first (ties by id) into out (k entries); returns how many, or -1
- * when out of memory. Points without a text never match. visible (NULL:
- * every point) says which points the caller may see at all (the read
- * diode; accept adds its filters): the scores are computed over those
- * (lex_index.h), so they tell nothing of what hidden points hold. */
+/* Which points a caller may see at all, within the collection's tenant
+ * (the read diode): those of owner (NULL: of any owner) labelled
+ * max_label or lower. */
+typedef struct eidx_reader {
+    const char *owner;
+    int max_label;
+} eidx_reader;
+
+/* The k best slots by BM25 for the terms q among those accept admits,
+ * with has_threshold only those scoring at least threshold: best first
+ * (ties by id) into out (k entries); returns how many, or -1 when out of
+ * memory. Points without a text never match. reader (NULL: sees every
+ * point) says which points the caller may see at all (accept adds its
+ * filters, and must not admit a point reader hides): the scores are
+ * computed over those (lex_index.h), so they tell nothing of what hidden
+ * points hold. */
 long eidx_search_text(const eidx *x, const lex_terms *q, size_t k, int has_threshold,
-                      float threshold, eidx_accept_fn accept, eidx_accept_fn visible, void *arg,
+                      float threshold, eidx_accept_fn accept, const eidx_reader *reader, void *arg,
                       eidx_hit *out);
 
 /* Scales v to unit length in place (a zero vector stays zero). */

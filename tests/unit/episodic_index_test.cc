@@ -262,3 +262,75 @@ TEST(IndexTextTest, TextsAndVectorsStayRightThroughPutsRemovesAndALateLength) {
 }
 
 }  // namespace
+
+// A reader's visible points weigh in the scores, and no other: the same
+// word scores alike for two readers who see the same points, and its
+// rarity changes for a reader who sees fewer points holding it.
+TEST(IndexTextTest, AReaderScoresOverTheOwnersAndLabelsItSees) {
+  eidx* x = eidx_create(0, VS_COSINE);
+  ASSERT_NE(nullptr, x);
+  lex_analyzer* an = lex_analyzer_create("english");
+  ASSERT_NE(nullptr, an);
+  lex_terms t = {};
+  auto put = [&](uint64_t id, const char* owner, int label, const char* text) {
+    tier_meta m = {};
+    m.owner = owner;
+    m.label = label;
+    m.version = 1;
+    vs_id v = Num(id);
+    ASSERT_EQ(0, lex_analyze(an, text, strlen(text), &t));
+    ASSERT_EQ(0, eidx_put(x, &v, nullptr, text, &t, nullptr, &m));
+  };
+  put(1, "alice", 1, "apple pie");
+  put(2, "alice", 1, "banana bread");
+  put(3, "bob", 1, "apple tart");
+  put(5, "alice", 4, "apple secret");
+  put(4, "bob", 1, "apple juice");  // the last slot
+  std::vector<eidx_hit> hits(8);
+  auto score_of_1 = [&](const eidx_reader* r) {
+    EXPECT_EQ(0, lex_analyze(an, "apple", 5, &t));
+    long n = eidx_search_text(x, &t, hits.size(), 0, 0, nullptr, r, nullptr, hits.data());
+    for (long i = 0; i < n; i++)
+      if (eidx_id(x, hits[i].slot)->num == 1) return hits[i].score;
+    ADD_FAILURE() << "point 1 not found";
+    return 0.f;
+  };
+  float all = score_of_1(nullptr);           // apple in 4 of 5
+  eidx_reader alice_public = {"alice", 1};   // sees 1, 2: apple in 1 of 2
+  eidx_reader alice_secret = {"alice", 4};   // sees 1, 2, 5: apple in 2 of 3
+  eidx_reader anyone_public = {nullptr, 1};  // sees 1-4: apple in 3 of 4
+  float a1 = score_of_1(&alice_public), a4 = score_of_1(&alice_secret),
+        p1 = score_of_1(&anyone_public);
+  EXPECT_GT(a1, a4);  // rarer among what alice sees at PUBLIC
+  EXPECT_GT(a4, all);
+  EXPECT_GT(p1, all);
+  EXPECT_NE(a4, p1);
+  eidx_reader carol = {"carol", 4};  // owns nothing: nothing weighs
+  EXPECT_EQ(0, lex_analyze(an, "apple", 5, &t));
+  EXPECT_GE(eidx_search_text(x, &t, hits.size(), 0, 0, nullptr, &carol, nullptr, hits.data()), 0);
+  // A removal moves the last slot (bob's 4) into the hole (alice's 1):
+  // bob's key must move with it (else bob would see apple in 1 point). bob sees 3, 4: apple in 2 of 2, as in an
+  // index built without point 1.
+  vs_id one = Num(1);
+  ASSERT_EQ(0, eidx_remove(x, &one));
+  eidx_reader bob = {"bob", 4};
+  auto score_of_3 = [&](eidx* in) {
+    EXPECT_EQ(0, lex_analyze(an, "apple", 5, &t));
+    long n = eidx_search_text(in, &t, hits.size(), 0, 0, nullptr, &bob, nullptr, hits.data());
+    for (long i = 0; i < n; i++)
+      if (eidx_id(in, hits[i].slot)->num == 3) return hits[i].score;
+    ADD_FAILURE() << "point 3 not found";
+    return 0.f;
+  };
+  float moved = score_of_3(x);
+  eidx_free(x);
+  x = eidx_create(0, VS_COSINE);
+  put(2, "alice", 1, "banana bread");
+  put(3, "bob", 1, "apple tart");
+  put(4, "bob", 1, "apple juice");
+  put(5, "alice", 4, "apple secret");
+  EXPECT_EQ(score_of_3(x), moved);
+  lex_terms_free(&t);
+  lex_analyzer_free(an);
+  eidx_free(x);
+}
