@@ -309,8 +309,8 @@ TEST(IndexTextTest, AReaderScoresOverTheOwnersAndLabelsItSees) {
   EXPECT_EQ(0, lex_analyze(an, "apple", 5, &t));
   EXPECT_GE(eidx_search_text(x, &t, hits.size(), 0, 0, nullptr, &carol, nullptr, hits.data()), 0);
   // A removal moves the last slot (bob's 4) into the hole (alice's 1):
-  // bob's key must move with it (else bob would see apple in 1 point). bob sees 3, 4: apple in 2 of 2, as in an
-  // index built without point 1.
+  // bob's key must move with it (else bob would see apple in 1 point). bob sees 3, 4: apple in 2 of
+  // 2, as in an index built without point 1.
   vs_id one = Num(1);
   ASSERT_EQ(0, eidx_remove(x, &one));
   eidx_reader bob = {"bob", 4};
