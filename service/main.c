@@ -99,6 +99,24 @@ static char *read_file(const char *path, char *err, size_t errlen) {
     return buf;
 }
 
+/* Ranked text in PostgreSQL (tier/tier_sql_rank.h) analyzes in the text
+ * search configuration named as --text-language, and in 'simple' (no
+ * stemming, no stop words) when PostgreSQL has none of that name: said
+ * once at start, since ranked queries would quietly lose their stems. */
+static void warn_text_config(PGconn *conn, const char *language) {
+    const char *lang = language && language[0] ? language : "english";
+    const char *params[1] = {lang};
+    PGresult *r = PQexecParams(conn, "SELECT 1 FROM pg_ts_config WHERE cfgname = $1", 1, NULL,
+                               params, NULL, NULL, 0);
+    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 0)
+        log_fields(LOG_WARN,
+                   "PostgreSQL has no text search configuration of --text-language: ranked "
+                   "Entries.Search and QueryEntities analyze with 'simple' (no stemming, no stop "
+                   "words); EpisodicMemory ranks with libstemmer as asked",
+                   LOG_F_STR, "text_language", lang, LOG_F_END);
+    PQclear(r);
+}
+
 static int open_backends(app *a, char *err) {
     const config *c = &a->cfg;
     if (pg_pool_create(c->pg_url, c->pg_pool_size, c->pg_connect_timeout_s, &a->pg, err, ERRLEN))
@@ -135,6 +153,7 @@ static int open_backends(app *a, char *err) {
     if (!conn || audit_keeper_make_ahead(conn, &made, aerr, sizeof aerr) != 0)
         log_fields(LOG_WARN, "audit trail: the coming days' partitions were not made", LOG_F_STR,
                    "reason", aerr, LOG_F_END);
+    if (conn) warn_text_config(conn, c->text_language);
     if (conn) pg_pool_release(a->pg, conn, 0);
     /* Page tokens open on every replica of this database and on nothing
      * else: their seal's key is the deployment's. */

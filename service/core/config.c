@@ -170,9 +170,12 @@ static const opt_def options[] = {
     OPT_NUMBER("cache-l1-ttl-ms", cache_l1_ttl_ms, "60000", 100, 3600000,
                "longest an entry stays in the in-process cache (never past its own TTL)"),
     OPT_TEXT("text-language", text_language, "english",
-             "the language episodic texts are ranked in: its Snowball stemmer (libstemmer: "
-             "english, german, french, spanish, ...) makes one term of a word's forms, and "
-             "english also drops stop words; every replica must use the same"),
+             "the language texts are ranked in: episodic texts by its Snowball stemmer "
+             "(libstemmer: english, german, french, spanish, ...), which makes one term of a "
+             "word's forms (english also drops stop words); ranked Entries.Search and "
+             "QueryEntities by PostgreSQL's text search configuration of that name ('simple' "
+             "when it has none), entries and entities keeping the language they were written "
+             "in; every replica must use the same"),
     OPT_NUMBER("episodic-index-max-mb", episodic_index_max_mb, "1024", 1, 1048576,
                "MiB the embedded vector index may hold in memory across collections; idle "
                "collections leave memory past it, and one that alone needs more fails its reads "

@@ -275,6 +275,36 @@ TEST_F(RankedTextTest, AValueOfAMegabyteIsWrittenAndRankedByItsBeginning) {
             Keys(MustSearchEntries("zebrafish", writer_, TEXT_MATCH_RANKED, false)));
 }
 
+// A --text-language PostgreSQL has no configuration of (libstemmer's
+// "porter") is said at start; ranked queries then match words unstemmed.
+TEST_F(RankedTextTest, ALanguagePostgreSQLLacksIsSaidAtStart) {
+  const std::string warning = "PostgreSQL has no text search configuration";
+  EXPECT_EQ(std::string::npos, a_.proc->Log().find(warning)) << "english is PostgreSQL's";
+  MemorydProcess porter({"--pg-url=" + db_.url(), "--shutdown-grace=1",
+                         "--jwks=" + keys_->jwks_path(), "--text-language=porter"});
+  ASSERT_TRUE(porter.Start()) << porter.Log();
+  EXPECT_NE(std::string::npos, porter.LogWith(warning).find(warning)) << porter.Log();
+  auto ch = testing_client::Connect(porter.port());
+  EntriesWriteRequest w;
+  w.set_namespace_("app:notes:alice");
+  w.set_key("p");
+  w.set_value("we painted the fence");
+  Result r = testing_client::Unary(ch, "/memory.v1.Entries/Write", w.SerializeAsString(), 10000,
+                                   {{"authorization", TestKeys::Bearer(writer_)}});
+  ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+  EntriesSearchRequest q;
+  q.set_match(TEXT_MATCH_RANKED);
+  for (const char* term : {"painted", "painting"}) {
+    q.set_term(term);
+    r = testing_client::Unary(ch, "/memory.v1.Entries/Search", q.SerializeAsString(), 10000,
+                              {{"authorization", TestKeys::Bearer(writer_)}});
+    ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+    EntriesSearchResponse resp;
+    ASSERT_TRUE(resp.ParseFromString(r.body));
+    EXPECT_EQ(std::string(term) == "painted" ? 1 : 0, resp.entries_size()) << term;
+  }
+}
+
 TEST_F(RankedTextTest, BadRankedRequestsAreRefused) {
   Result r = SearchEntries("", writer_);
   EXPECT_EQ(StatusCode::INVALID_ARGUMENT, r.status.error_code());
