@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "service/core/clock.h"
+#include "service/core/hash.h"
 
 #define MAX_SHARDS 16
 #define ENTRIES_PER_SHARD_MIN 64 /* fewer entries than this share one shard */
@@ -45,8 +46,7 @@ struct cache_l1 {
 /* FNV-1a folded through a final mix: keys are ours (tenant-prefixed), not
  * an attacker's choice of bucket beyond their own tenant's share. */
 static uint64_t key_hash(const unsigned char *k, size_t n) {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < n; i++) h = (h ^ k[i]) * 0x100000001b3ull;
+    uint64_t h = hash_fnv1a(k, n);
     h ^= h >> 33;
     h *= 0xff51afd7ed558ccdull;
     h ^= h >> 33;

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "service/core/clock.h"
+#include "service/core/hash.h"
 #include "service/core/log.h"
 #include "service/episodic/episodic_catalog.h"
 #include "service/episodic/episodic_embedded_internal.h"
@@ -41,11 +42,7 @@ static char *coll_key(const tier_ctx *c, const char *name) {
     return k;
 }
 
-static size_t bucket_of(const char *key) {
-    uint64_t h = 1469598103934665603ull;
-    for (const char *p = key; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
-    return (size_t)(h % EMB_BUCKETS);
-}
+static size_t bucket_of(const char *key) { return (size_t)(hash_fnv1a_str(key) % EMB_BUCKETS); }
 
 static void ecoll_free(ecoll *ec) {
     eidx_free(ec->x);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "service/core/array.h"
+#include "service/core/hash.h"
 
 #define LANES 16
 #define BLOCK 256 /* vectors scored per kernel call */
@@ -104,8 +105,7 @@ void eidx_normalize(float *v, int dims) {
 static uint64_t id_hash(const vs_id *id) {
     uint64_t h;
     if (id->uuid[0]) {
-        h = 1469598103934665603ull;
-        for (const char *p = id->uuid; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
+        h = hash_fnv1a_str(id->uuid);
     } else {
         h = id->num;
     }
@@ -212,17 +212,11 @@ void eidx_free(eidx *x) {
 
 /* ---- owners, interned ---- */
 
-static uint64_t str_hash(const char *s) {
-    uint64_t h = 1469598103934665603ULL;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-    return h;
-}
-
 /* owner's number, or -1 when the collection has no point of it. */
 static long owner_find(const eidx *x, const char *owner) {
     if (!x->owner_tcap) return -1;
     size_t mask = x->owner_tcap - 1;
-    for (size_t i = str_hash(owner) & mask; x->owner_table[i]; i = (i + 1) & mask)
+    for (size_t i = hash_fnv1a_str(owner) & mask; x->owner_table[i]; i = (i + 1) & mask)
         if (strcmp(x->owners[x->owner_table[i] - 1], owner) == 0) return x->owner_table[i] - 1;
     return -1;
 }
@@ -231,7 +225,7 @@ static int owners_rehash(eidx *x, size_t tcap) {
     uint32_t *t = calloc(tcap, sizeof *t);
     if (!t) return -1;
     for (size_t n = 0; n < x->nowners; n++) {
-        size_t i = str_hash(x->owners[n]) & (tcap - 1);
+        size_t i = hash_fnv1a_str(x->owners[n]) & (tcap - 1);
         while (t[i]) i = (i + 1) & (tcap - 1);
         t[i] = (uint32_t)n + 1;
     }
@@ -258,7 +252,7 @@ static long owner_intern(eidx *x, const char *owner) {
     }
     char *copy = strdup(owner);
     if (!copy) return -1;
-    size_t mask = x->owner_tcap - 1, i = str_hash(owner) & mask;
+    size_t mask = x->owner_tcap - 1, i = hash_fnv1a_str(owner) & mask;
     while (x->owner_table[i]) i = (i + 1) & mask;
     x->owners[x->nowners] = copy;
     x->owner_table[i] = (uint32_t)++x->nowners;

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "service/core/hash.h"
+
 /* ---- recency ---- */
 
 static double worse_by(double score, double factor, int higher_better) {
@@ -54,12 +56,6 @@ typedef struct word_set {
     size_t n;
 } word_set;
 
-static uint64_t fnv1a(const char *s) {
-    uint64_t h = 1469598103934665603ULL;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-    return h;
-}
-
 static int by_u64(const void *a, const void *b) {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
     return x < y ? -1 : x > y;
@@ -72,7 +68,7 @@ static int word_set_of(lex_analyzer *an, const char *text, lex_terms *t, word_se
     if (!t->nwords) return 0;
     out->h = malloc(t->nwords * sizeof *out->h);
     if (!out->h) return -1;
-    for (size_t i = 0; i < t->nwords; i++) out->h[i] = fnv1a(lex_term(t, i));
+    for (size_t i = 0; i < t->nwords; i++) out->h[i] = hash_fnv1a_str(lex_term(t, i));
     qsort(out->h, t->nwords, sizeof *out->h, by_u64);
     size_t k = 0;
     for (size_t i = 0; i < t->nwords; i++)
@@ -132,16 +128,21 @@ int erank_mmr(erank_item *v, size_t n, size_t want, int higher_better, double di
     lex_terms t = {0};
     int rc = m && rel && nearest && out && taken ? 0 : -1;
     double worst = v[0].score;
+    int all_vectors = dims > 0;
     for (size_t i = 0; rc == 0 && i < n; i++) {
         const vs_point *p = v[i].point;
         if (p->vector && dims > 0) {
             double nn = dot(p->vector, p->vector, dims);
             m[i].inv_norm = nn > 0 ? 1 / sqrt(nn) : 0;
+        } else {
+            all_vectors = 0;
         }
-        /* Words too: the other point of a pair may have none. */
-        rc = word_set_of(an, p->text, &t, &m[i].words);
         if (higher_better ? v[i].score < worst : v[i].score > worst) worst = v[i].score;
     }
+    /* Words, when some pair is compared by them: then every text's, since
+     * a point with a vector may meet one without. */
+    for (size_t i = 0; rc == 0 && !all_vectors && i < n; i++)
+        rc = word_set_of(an, v[i].point->text, &t, &m[i].words);
     for (size_t i = 0; rc == 0 && i < n; i++) {
         rel[i] = relevance(v[i].score, v[0].score, worst, higher_better);
         nearest[i] = -INFINITY; /* nothing taken yet */

@@ -19,6 +19,7 @@
 
 #include "service/core/array.h"
 #include "service/core/clock.h"
+#include "service/core/hash.h"
 #include "service/core/log.h"
 #include "service/store/pgq_internal.h"
 
@@ -173,8 +174,7 @@ static int make_key(const char *sql, const pgq_params *q, stmt_key *k) {
     for (int i = 0; q && i < q->n; i++)
         off += (size_t)snprintf(k->key + off, 12, "%10u,", (unsigned)q->types[i]);
     k->len = off;
-    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-    for (size_t i = 0; i < k->len; i++) h = (h ^ (unsigned char)k->key[i]) * 1099511628211ULL;
+    uint64_t h = hash_fnv1a(k->key, k->len);
     k->hash = h;
     snprintf(k->name, sizeof k->name, "mq_%016llx", (unsigned long long)h);
     return 0;
