@@ -18,6 +18,7 @@
 #include "service/auth/jwt.h"
 #include "service/core/b64url.h"
 #include "service/core/text.h"
+#include "service/core/uuid.h"
 
 #define MAX_NS 64
 
@@ -174,8 +175,8 @@ static int mint(int argc, char **argv) {
     int64_t ttl = 3600, nbf_in = 0;
     int has_nbf = 0;
     char *scope = NULL;
-    char jti[37];
-    jwt_new_id(jti);
+    char jti[UUID_TEXT_LEN];
+    uuid_new(jti);
     c.jti = jti;
     for (int i = 1; i < argc; i++) {
         if ((v = flag_value(argc, argv, &i, "--key"))) key_path = v;

@@ -33,7 +33,7 @@ TIER_DEPS = [
     "//service/auth:authn",
     "//service/core",
     "//service/pb",
-    "//service/privacy",
+    "//service/pii",
     "//service/rpc",
     "//service/store",
     "//service/tier",

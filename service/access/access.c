@@ -12,6 +12,7 @@
 #include "service/auth/nsglob.h"
 #include "service/core/clock.h"
 #include "service/core/log.h"
+#include "service/core/uuid.h"
 #include "service/pb/pbtime.h"
 #include "service/tier/tier_call.h"
 
@@ -260,8 +261,8 @@ static RPC_UNARY_HANDLER(attenuate, access_ctx, Memory__V1__AccessAttenuateReque
                                  "mint tokens");
         return GRPC_STATUS_FAILED_PRECONDITION;
     }
-    char jti[37];
-    jwt_new_id(jti);
+    char jti[UUID_TEXT_LEN];
+    uuid_new(jti);
     int64_t now_s = clock_wall_us() / 1000000;
     /* In the arena: the statement borrows the claims until it has run. */
     jwt_claims *child = arena_alloc(ar, sizeof *child);

@@ -12,7 +12,6 @@
 #include <string.h>
 
 #include <jansson.h>
-#include <openssl/rand.h>
 
 #include "service/core/text.h"
 
@@ -297,16 +296,6 @@ const char *jwt_label_name(int label) {
     static const char *const names[] = {"UNSPECIFIED", "PUBLIC", "INTERNAL", "CONFIDENTIAL",
                                         "SECRET"};
     return label >= 0 && label <= 4 ? names[label] : "?";
-}
-
-void jwt_new_id(char out[37]) {
-    unsigned char b[16];
-    if (RAND_bytes(b, sizeof b) != 1) abort(); /* no entropy: never mint guessable ids */
-    b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
-    b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
-    snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
-             b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
-             b[14], b[15]);
 }
 
 int jwt_claims_render(const jwt_claims *c, char **json) {

@@ -107,9 +107,6 @@ int jwt_claims_render(const jwt_claims *c, char **json);
 /* "PUBLIC" .. "SECRET" for 1..4, "UNSPECIFIED" for 0, "?" otherwise. */
 const char *jwt_label_name(int label);
 
-/* A fresh random token id (a UUIDv4 from OpenSSL's DRBG) into out. */
-void jwt_new_id(char out[37]);
-
 /* The name of a return code, e.g. "JWT_ESIG", for logs and test output. */
 const char *jwt_strerror(int code);
 

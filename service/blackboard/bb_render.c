@@ -7,7 +7,7 @@
 #include "service/core/log.h"
 #include "service/pb/pbjson.h"
 #include "service/pb/pbtime.h"
-#include "service/privacy/pii.h"
+#include "service/pii/pii.h"
 #include "service/tier/tier_meta.h"
 
 int bb_visible(const bb_caller *c, const bb_header *h) {

@@ -24,7 +24,7 @@
 #include "service/metrics/backend_metrics.h"
 #include "service/pb/pbjson.h"
 #include "service/pb/pbtime.h"
-#include "service/privacy/pii_policy.h"
+#include "service/pii/pii_policy.h"
 #include "service/tier/tier_call.h"
 #include "service/tier/tier_check.h"
 #include "service/tier/tier_page.h"

@@ -9,7 +9,7 @@
 #include "service/embed/embedder.h"
 #include "service/episodic/episodic_service.h"
 #include "service/episodic/vstore.h"
-#include "service/privacy/pii_policy.h"
+#include "service/pii/pii_policy.h"
 #include "service/rpc/rpc.h"
 #include "service/store/pg_pool.h"
 #include "service/tier/tier_ctx.h"

@@ -9,7 +9,7 @@
 #include "service/cache/cache_records.h"
 #include "service/global/global_service.h"
 #include "service/global/global_store.h"
-#include "service/privacy/pii_policy.h"
+#include "service/pii/pii_policy.h"
 #include "service/tier/tier.h"
 #include "service/tier/tier_call.h"
 #include "service/tier/tier_page.h"

@@ -9,7 +9,7 @@
 #include "memory/v1/common.pb-c.h"
 #include "service/auth/jwt.h"
 #include "service/core/text.h"
-#include "service/privacy/pii.h"
+#include "service/pii/pii.h"
 
 static const struct {
     const char *name;

@@ -18,9 +18,10 @@
 #include "service/core/log.h"
 #include "service/core/taskpool.h"
 #include "service/core/text.h"
+#include "service/core/uuid.h"
 #include "service/metrics/metrics.h"
 #include "service/pb/pbjson.h"
-#include "service/privacy/pii_policy.h"
+#include "service/pii/pii_policy.h"
 #include "service/privacy/privacy_receipt.h"
 #include "service/privacy/privacy_retention.h"
 #include "service/privacy/privacy_sweeper.h"
@@ -239,7 +240,7 @@ static RPC_UNARY_HANDLER(do_forget, privacy_service, Memory__V1__PrivacyForgetRe
     r.scope_owner = sel.owner;
     r.ns = sel.ns_limited ? (const char *const *)sel.ns : every_namespace;
     r.nns = sel.ns_limited ? sel.nns : 1;
-    jwt_new_id(r.receipt_id);
+    uuid_new(r.receipt_id);
     tier_target(call, "receipt:%s", r.receipt_id);
     int64_t took_ms[PRIVACY_TIERS + 1] = {0};
     RPC_CHECK(erase_all(call, svc, &sel, &r, took_ms));

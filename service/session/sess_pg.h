@@ -10,7 +10,7 @@
 
 #include <stdint.h>
 
-#include "service/privacy/pii_policy.h"
+#include "service/pii/pii_policy.h"
 #include "service/session/sess_store.h"
 #include "service/store/pg_pool.h"
 #include "service/store/redis_pool.h"

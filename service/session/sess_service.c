@@ -10,8 +10,8 @@
 
 #include "memory/v1/session.pb-c.h"
 #include "service/auth/authn.h"
-#include "service/auth/jwt.h"
 #include "service/core/log.h"
+#include "service/core/uuid.h"
 #include "service/pb/pbtime.h"
 #include "service/session/sess_pg.h"
 #include "service/session/sess_service_internal.h"
@@ -333,9 +333,9 @@ static RPC_UNARY_HANDLER(do_start, sess_service, Memory__V1__SessionStartRequest
     RPC_CHECK(tier_check_duration(call, "duration", req->duration, SESS_DURATION_MIN_MS,
                                   SESS_DURATION_MAX_MS, "1 s to 7 days", &duration_ms));
     if (!req->duration) duration_ms = SESS_DURATION_DEFAULT_MS;
-    char *id = arena_alloc(rpc_call_arena(call), 37);
+    char *id = arena_alloc(rpc_call_arena(call), UUID_TEXT_LEN);
     if (!id) return rpc_call_oom(call);
-    jwt_new_id(id);
+    uuid_new(id);
     pending *pp;
     RPC_CHECK(begin(call, svc, &resp->base, OP_START, SESS_SCRIPT_START, id, "session:write",
                     3 + TIER_QUOTA_N, &pp));

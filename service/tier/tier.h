@@ -18,7 +18,7 @@
 #include "service/auth/authn.h"
 #include "service/core/config.h"
 #include "service/health/health_probe.h"
-#include "service/privacy/pii_policy.h"
+#include "service/pii/pii_policy.h"
 #include "service/rpc/rpc.h"
 #include "service/store/apg.h"
 #include "service/store/aredis.h"

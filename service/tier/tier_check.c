@@ -5,17 +5,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "service/auth/jwt.h"
 #include "service/core/text.h"
+#include "service/core/uuid.h"
 #include "service/pb/pbjson.h"
 #include "service/pb/pbtime.h"
 
 grpc_status_code tier_check_id(rpc_call *call, const char *field, const char **id, int generate) {
     if (!(*id)[0]) {
         if (!generate) return rpc_call_invalid(call, "%s: required", field);
-        char *uuid = arena_alloc(rpc_call_arena(call), 37);
+        char *uuid = arena_alloc(rpc_call_arena(call), UUID_TEXT_LEN);
         if (!uuid) return rpc_call_oom(call);
-        jwt_new_id(uuid);
+        uuid_new(uuid);
         *id = uuid;
         return GRPC_STATUS_OK;
     }

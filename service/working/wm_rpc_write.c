@@ -5,7 +5,7 @@
 
 #include "service/auth/authn.h"
 #include "service/core/text.h"
-#include "service/privacy/pii.h"
+#include "service/pii/pii.h"
 #include "service/tier/tier_check.h"
 #include "service/working/wm_path.h"
 #include "service/working/wm_service_internal.h"

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "service/privacy/pii.h"
+#include "service/pii/pii.h"
 #include "tests/fuzz/fuzz_target.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

@@ -25,7 +25,7 @@ extern "C" {
 #include "service/core/arena.h"
 #include "service/core/clock.h"
 #include "service/core/status.h"
-#include "service/privacy/pii.h"
+#include "service/pii/pii.h"
 #include "service/store/aredis.h"
 #include "service/store/evloop.h"
 #include "service/store/redis_pool.h"

@@ -9,8 +9,8 @@
 
 extern "C" {
 #include "service/core/arena.h"
-#include "service/privacy/pii.h"
-#include "service/privacy/pii_struct.h"
+#include "service/pii/pii.h"
+#include "service/pii/pii_struct.h"
 }
 
 namespace {

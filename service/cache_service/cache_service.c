@@ -1,5 +1,5 @@
 /* cache_service: the cache tier and memory.v1.Cache; see cache_service.h. */
-#include "service/cache/cache_service.h"
+#include "service/cache_service/cache_service.h"
 
 #include <openssl/rand.h>
 #include <stdio.h>
@@ -12,15 +12,15 @@
 #include "service/audit/audit.h"
 #include "service/auth/authn.h"
 #include "service/cache/cache_codec.h"
-#include "service/cache/cache_erase.h"
 #include "service/cache/cache_metrics.h"
 #include "service/cache/cache_records.h"
 #include "service/cache/cache_sub.h"
+#include "service/cache_service/cache_erase.h"
 #include "service/core/clock.h"
 #include "service/core/log.h"
 #include "service/core/text.h"
 #include "service/metrics/metrics.h"
-#include "service/privacy/pii_policy.h"
+#include "service/pii/pii_policy.h"
 #include "service/tier/tier_call.h"
 #include "service/tier/tier_check.h"
 #include "service/tier/tier_meta.h"

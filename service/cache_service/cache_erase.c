@@ -1,6 +1,6 @@
 /* cache_erase: a subject's cache values out of L2 and every L1; see
  * cache_erase.h. */
-#include "service/cache/cache_erase.h"
+#include "service/cache_service/cache_erase.h"
 
 #include <hiredis/hiredis.h>
 #include <stdarg.h>

@@ -1,5 +1,5 @@
 /* pii: PII and secret detectors; see pii.h for what each kind matches. */
-#include "service/privacy/pii.h"
+#include "service/pii/pii.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -25,8 +25,8 @@
  *   private_key   a "-----BEGIN ... PRIVATE KEY-----" block (RSA, EC,
  *                 OPENSSH, ENCRYPTED, plain PKCS#8) through its END line
  *   bearer_token  "Bearer <20+ token chars>" and bare JWTs (eyJ...eyJ...sig) */
-#ifndef MEMORYD_PRIVACY_PII_H
-#define MEMORYD_PRIVACY_PII_H
+#ifndef MEMORYD_PII_PII_H
+#define MEMORYD_PII_PII_H
 #include <stddef.h>
 
 #define PII_EMAIL (1u << 0)        /* "email" */

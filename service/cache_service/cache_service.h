@@ -30,8 +30,8 @@
  * Other tiers' records. With --cache-entities the tier offers
  * GlobalMemory a record cache over the same L1 (cache_records.h) through
  * tier_env.entity_cache. */
-#ifndef MEMORYD_CACHE_CACHE_SERVICE_H
-#define MEMORYD_CACHE_CACHE_SERVICE_H
+#ifndef MEMORYD_CACHE_SERVICE_CACHE_SERVICE_H
+#define MEMORYD_CACHE_SERVICE_CACHE_SERVICE_H
 
 #include "service/tier/tier.h"
 

@@ -1,14 +1,14 @@
 /* pii_policy: the write diode's PII rule over a write's fields; see
  * pii_policy.h. */
-#include "service/privacy/pii_policy.h"
+#include "service/pii/pii_policy.h"
 
 #include <stdio.h>
 #include <string.h>
 
 #include "service/metrics/metrics.h"
 #include "service/pb/pbjson.h"
-#include "service/privacy/pii.h"
-#include "service/privacy/pii_struct.h"
+#include "service/pii/pii.h"
+#include "service/pii/pii_struct.h"
 
 int pii_policy_parse(const char *name, pii_policy *out) {
     if (strcmp(name, "reject") == 0) *out = PII_POLICY_REJECT;

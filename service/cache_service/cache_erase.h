@@ -15,8 +15,8 @@
  * then one prefix invalidation (cache_codec.h) tells every replica to drop
  * its L1 entries under the prefix, and this replica drops its own. A value
  * written meanwhile may survive (as the proto says of every tier). */
-#ifndef MEMORYD_CACHE_CACHE_ERASE_H
-#define MEMORYD_CACHE_CACHE_ERASE_H
+#ifndef MEMORYD_CACHE_SERVICE_CACHE_ERASE_H
+#define MEMORYD_CACHE_SERVICE_CACHE_ERASE_H
 
 #include "service/cache/cache_l1.h"
 #include "service/store/redis_pool.h"

@@ -11,8 +11,8 @@
  *          that names the record (an id, a key): a name cannot be rewritten,
  *          so PII there refuses the write under this policy too.
  * Inputs are never modified: redacted copies live in the arena. No I/O. */
-#ifndef MEMORYD_PRIVACY_PII_POLICY_H
-#define MEMORYD_PRIVACY_PII_POLICY_H
+#ifndef MEMORYD_PII_PII_POLICY_H
+#define MEMORYD_PII_PII_POLICY_H
 
 #include <stddef.h>
 

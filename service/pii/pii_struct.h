@@ -3,8 +3,8 @@
  * recursively (object keys and string values) — collecting the kinds found
  * and where ("metadata.contact.emails[2]"), for INVALID_ARGUMENT messages
  * and RecordMeta.pii_kinds, and redacting in place. No I/O. */
-#ifndef MEMORYD_PRIVACY_PII_STRUCT_H
-#define MEMORYD_PRIVACY_PII_STRUCT_H
+#ifndef MEMORYD_PII_PII_STRUCT_H
+#define MEMORYD_PII_PII_STRUCT_H
 #include "google/protobuf/struct.pb-c.h"
 #include "service/core/arena.h"
 #include <stddef.h>

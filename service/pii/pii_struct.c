@@ -1,11 +1,11 @@
 /* pii_struct: PII detection over fields and Struct payloads; see
  * pii_struct.h. */
-#include "service/privacy/pii_struct.h"
+#include "service/pii/pii_struct.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "service/privacy/pii.h"
+#include "service/pii/pii.h"
 
 void pii_findings_init(pii_findings *f) { memset(f, 0, sizeof *f); }
 
