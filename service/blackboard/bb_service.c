@@ -344,12 +344,6 @@ static int bb_open(tier_env *env, void **state, char *err, size_t errlen) {
                            .log_bytes = c->blackboard_log_bytes,
                            .quota = tier_quota_create(&quota)};
     if (!svc->lim.quota) return tier_oom(err, errlen);
-    tier_eraser eraser = {.tier = MEMORY__V1__TIER__TIER_BLACKBOARD,
-                          .name = "blackboard",
-                          .fn = bb_erase,
-                          .state = svc,
-                          .exporter = bb_export};
-    if (tier_env_add_eraser(env, &eraser, err, errlen) != 0) return -1;
     if (!env->redis_async) {
         log_fields(LOG_INFO, "blackboard tier", LOG_F_STR, "redis",
                    "none (calls answer UNAVAILABLE)", LOG_F_END);
@@ -394,8 +388,14 @@ static const tier_service services[] = {
     {SVC, HEALTH_NEEDS_REDIS | HEALTH_NEEDS_PG | HEALTH_NEEDS_PROBE},
 };
 
+static const tier_records records = {.tier = MEMORY__V1__TIER__TIER_BLACKBOARD,
+                                     .order = TIER_ORDER_RECORDS + 50,
+                                     .erase = bb_erase,
+                                     .exporter = bb_export};
+
 const tier blackboard_tier = {
     TIER_FIELDS("blackboard", services, methods, bb_open, bb_free),
     .probe = bb_probe,
     .probe_backend = "blackboard change stream subscription",
+    .records = &records,
 };

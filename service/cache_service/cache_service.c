@@ -674,12 +674,6 @@ static int cache_open(tier_env *env, void **state, char *err, size_t errlen) {
         return snprintf(err, errlen, "cannot register the cache's metrics"), -1;
     svc->redis = env->redis;
     memcpy(svc->replica, replica, sizeof replica);
-    tier_eraser eraser = {.tier = env->redis ? MEMORY__V1__TIER__TIER_CACHE_L2
-                                             : MEMORY__V1__TIER__TIER_CACHE_L1,
-                          .name = "cache",
-                          .fn = erase,
-                          .state = svc};
-    if (tier_env_add_eraser(env, &eraser, err, errlen) != 0) return -1;
     log_fields(LOG_INFO, "cache tier", LOG_F_STR, "replica", replica, LOG_F_INT, "l1_max_entries",
                (int64_t)c->cache_l1_max_entries, LOG_F_INT, "l1_max_bytes",
                (int64_t)c->cache_l1_max_bytes, LOG_F_STR, "l2", svc->l2 ? "redis" : "none",
@@ -710,8 +704,19 @@ static int cache_probe(void *state) {
     return svc->sub && cache_sub_live(svc->sub) ? 0 : -1;
 }
 
+/* Counts go under L2 when Redis is configured (the shared level holds
+ * the values), else under this replica's L1. */
+static int counts_tier(const void *state) {
+    const cache_service *svc = state;
+    return svc->redis ? MEMORY__V1__TIER__TIER_CACHE_L2 : MEMORY__V1__TIER__TIER_CACHE_L1;
+}
+
+static const tier_records records = {
+    .tier_of = counts_tier, .order = TIER_ORDER_COPIES, .erase = erase};
+
 const tier cache_tier = {
     TIER_FIELDS("cache", services, methods, cache_open, cache_free),
     .probe = cache_probe,
     .probe_backend = "cache invalidation subscription",
+    .records = &records,
 };

@@ -122,12 +122,7 @@ static int entries_open(tier_env *env, void **state, char *err, size_t errlen) {
     svc->store.text_language = tier_env_text_language(env);
     svc->records = env->entry_cache;
     env->entries = svc;
-    tier_eraser eraser = {.tier = MEMORY__V1__TIER__TIER_ENTRIES,
-                          .name = "entries",
-                          .fn = entries_erase,
-                          .state = svc,
-                          .exporter = entries_export};
-    return tier_env_add_eraser(env, &eraser, err, errlen);
+    return 0;
 }
 
 #define SVC "memory.v1.Entries"
@@ -148,4 +143,12 @@ static const rpc_method methods[] = {
 
 static const tier_service services[] = {{SVC, HEALTH_NEEDS_PG}};
 
-const tier entries_tier = {TIER_FIELDS("entries", services, methods, entries_open, free)};
+static const char *const record_tables[] = {"entries", NULL};
+static const tier_records records = {.tier = MEMORY__V1__TIER__TIER_ENTRIES,
+                                     .order = TIER_ORDER_RECORDS + 20,
+                                     .erase = entries_erase,
+                                     .exporter = entries_export,
+                                     .tables = record_tables};
+
+const tier entries_tier = {TIER_FIELDS("entries", services, methods, entries_open, free),
+                           .records = &records};

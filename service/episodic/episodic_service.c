@@ -582,12 +582,6 @@ static int episodic_open(tier_env *env, void **state, char *err, size_t errlen) 
         backend_metrics_add("embedder", "http", embedder_stats(svc->emb), BACKEND_HAS_DURATION,
                             NULL, NULL) != 0)
         return snprintf(err, errlen, "cannot register the embedder's metrics"), -1;
-    tier_eraser eraser = {.tier = MEMORY__V1__TIER__TIER_EPISODIC,
-                          .name = "episodic",
-                          .fn = erase,
-                          .state = svc,
-                          .exporter = exporter};
-    if (tier_env_add_eraser(env, &eraser, err, errlen) != 0) return -1;
     log_fields(LOG_INFO, "episodic memory serving", LOG_F_STR, "backend", vstore_name(svc->vs),
                LOG_F_END);
     return 0;
@@ -630,8 +624,16 @@ static const rpc_method methods[] = {
 /* The catalog is in PostgreSQL; points in PostgreSQL too, or in Qdrant. */
 static const tier_service services[] = {{SVC, HEALTH_NEEDS_PG | HEALTH_NEEDS_PROBE}};
 
+static const char *const record_tables[] = {"episodic_collections", NULL};
+static const tier_records records = {.tier = MEMORY__V1__TIER__TIER_EPISODIC,
+                                     .order = TIER_ORDER_RECORDS + 10,
+                                     .erase = erase,
+                                     .exporter = exporter,
+                                     .tables = record_tables};
+
 const tier episodic_tier = {
     TIER_FIELDS("episodic", services, methods, episodic_open, episodic_free),
     .probe = episodic_probe,
     .probe_backend = "qdrant",
+    .records = &records,
 };

@@ -104,12 +104,7 @@ static int global_open(tier_env *env, void **state, char *err, size_t errlen) {
     env->global = svc;
     svc->store = tier_store_on(env->pg, env->pga, env->max_response_bytes);
     svc->store.text_language = tier_env_text_language(env);
-    tier_eraser eraser = {.tier = MEMORY__V1__TIER__TIER_GLOBAL,
-                          .name = "global",
-                          .fn = global_erase,
-                          .state = svc,
-                          .exporter = global_export};
-    return tier_env_add_eraser(env, &eraser, err, errlen);
+    return 0;
 }
 
 #define SVC "memory.v1.GlobalMemory"
@@ -133,4 +128,12 @@ static const rpc_method methods[] = {
 
 static const tier_service services[] = {{SVC, HEALTH_NEEDS_PG}};
 
-const tier global_tier = {TIER_FIELDS("global", services, methods, global_open, free)};
+static const char *const record_tables[] = {"entities", "relationships", "tasks", NULL};
+static const tier_records records = {.tier = MEMORY__V1__TIER__TIER_GLOBAL,
+                                     .order = TIER_ORDER_RECORDS,
+                                     .erase = global_erase,
+                                     .exporter = global_export,
+                                     .tables = record_tables};
+
+const tier global_tier = {TIER_FIELDS("global", services, methods, global_open, free),
+                          .records = &records};

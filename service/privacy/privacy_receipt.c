@@ -2,7 +2,10 @@
  * privacy_receipt.h. */
 #include "service/privacy/privacy_receipt.h"
 
+#include <assert.h>
+#include <ctype.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,12 +16,33 @@
 #include "service/auth/jwt.h"
 #include "service/core/text.h"
 
-static const char *const tier_names[PRIVACY_TIERS + 1] = {NULL,         "global",   "episodic",
-                                                          "cache_l1",   "cache_l2", "entries",
-                                                          "blackboard", "working",  "session"};
+/* The counts' names, from the enum (a tier added to the proto is counted
+ * and named without an edit here). */
+static char tier_names[PRIVACY_TIER_MAX][32];
+static int ntiers;
+static pthread_once_t tier_names_once = PTHREAD_ONCE_INIT;
+
+static void name_tiers(void) {
+    const ProtobufCEnumDescriptor *d = &memory__v1__tier__descriptor;
+    for (unsigned i = 0; i < d->n_values; i++) {
+        int v = d->values[i].value;
+        const char *n = d->values[i].name;
+        /* Values count from 1 without a gap and fit the counts' room. */
+        assert(v == (int)i && v < PRIVACY_TIER_MAX && strncmp(n, "TIER_", 5) == 0);
+        size_t k = 0;
+        for (n += 5; n[k] && k + 1 < sizeof tier_names[v]; k++)
+            tier_names[v][k] = (char)tolower((unsigned char)n[k]);
+        ntiers = v;
+    }
+}
+
+int privacy_tiers(void) {
+    pthread_once(&tier_names_once, name_tiers);
+    return ntiers;
+}
 
 const char *privacy_tier_name(int tier) {
-    return tier >= 1 && tier <= PRIVACY_TIERS ? tier_names[tier] : NULL;
+    return tier >= 1 && tier <= privacy_tiers() ? tier_names[tier] : NULL;
 }
 
 /* RFC 3339 in UTC with microseconds: "2026-11-26T09:00:00.123456Z". */
@@ -125,7 +149,7 @@ char *privacy_receipt_json(const privacy_receipt *r) {
     char when[40];
     format_time(r->complete_us, when);
     json_t *counts = json_object();
-    for (int t = 1; counts && t <= PRIVACY_TIERS; t++)
+    for (int t = 1; counts && t <= privacy_tiers(); t++)
         if (json_object_set_new(counts, tier_names[t], json_integer(r->counts[t])) != 0) {
             json_decref(counts);
             counts = NULL;
@@ -195,13 +219,14 @@ int privacy_receipt_parse(arena *a, const char *json, size_t len, privacy_receip
     }
     snprintf(r->receipt_id, sizeof r->receipt_id, "%s", id);
     r->dry_run = json_is_true(dry);
-    for (int t = 1; t <= PRIVACY_TIERS; t++) {
+    /* A receipt issued before a tier existed has no count for it: 0. */
+    for (int t = 1; t <= privacy_tiers(); t++) {
         json_t *n = json_object_get(counts, tier_names[t]);
-        if (!json_is_integer(n) || json_integer_value(n) < 0) {
+        if (n && (!json_is_integer(n) || json_integer_value(n) < 0)) {
             text_errf(err, errlen, "receipt: counts.%s must be a count", tier_names[t]);
             goto done;
         }
-        r->counts[t] = json_integer_value(n);
+        r->counts[t] = n ? json_integer_value(n) : 0;
     }
     rc = parse_scope(a, o, r, err, errlen);
 done:
@@ -241,14 +266,15 @@ int privacy_receipt_verify(const jwks *keys, const char *jws, size_t len, arena 
 Memory__V1__ForgetReceipt *privacy_receipt_render(arena *a, const privacy_receipt *r,
                                                   const char *signed_receipt) {
     Memory__V1__ForgetReceipt *m = arena_alloc(a, sizeof *m);
-    Memory__V1__TierCount **counts = arena_alloc(a, PRIVACY_TIERS * sizeof *counts);
+    int ntiers = privacy_tiers();
+    Memory__V1__TierCount **counts = arena_alloc(a, (size_t)ntiers * sizeof *counts);
     Google__Protobuf__Timestamp *ts = arena_alloc(a, sizeof *ts);
     if (!m || !counts || !ts) return NULL;
     memory__v1__forget_receipt__init(m);
     google__protobuf__timestamp__init(ts);
     ts->seconds = r->complete_us / 1000000;
     ts->nanos = (int32_t)(r->complete_us % 1000000) * 1000;
-    for (int t = 1; t <= PRIVACY_TIERS; t++) {
+    for (int t = 1; t <= ntiers; t++) {
         Memory__V1__TierCount *c = arena_alloc(a, sizeof *c);
         if (!c) return NULL;
         memory__v1__tier_count__init(c);
@@ -266,7 +292,7 @@ Memory__V1__ForgetReceipt *privacy_receipt_render(arena *a, const privacy_receip
         m->subject_id = (char *)r->subject_id;
     }
     m->dry_run = r->dry_run;
-    m->n_counts = PRIVACY_TIERS;
+    m->n_counts = (size_t)ntiers;
     m->counts = counts;
     m->request_id = (char *)(r->request_id ? r->request_id : "");
     m->tenant = (char *)r->tenant;

@@ -25,8 +25,10 @@
 #include "service/core/arena.h"
 
 #define PRIVACY_RECEIPT_TYP "memoryd-forget-receipt+jwt"
-/* memory.v1.Tier values 1..PRIVACY_TIERS have counts. */
-#define PRIVACY_TIERS 8
+/* memory.v1.Tier values 1..privacy_tiers() have counts: every value of
+ * the enum but TIER_UNSPECIFIED, named after it ("cache_l1"). The values
+ * stay below PRIVACY_TIER_MAX, the counts' room. */
+#define PRIVACY_TIER_MAX 32
 #define PRIVACY_SUBJECT_MAX 256 /* characters of a principal or subject id */
 
 typedef struct privacy_receipt {
@@ -35,8 +37,8 @@ typedef struct privacy_receipt {
     const char *principal;  /* the subject: exactly one of these is set */
     const char *subject_id; /* (NULL the other) */
     int dry_run;
-    int64_t complete_us;               /* Unix µs */
-    int64_t counts[PRIVACY_TIERS + 1]; /* by memory.v1.Tier; [0] unused */
+    int64_t complete_us;              /* Unix µs */
+    int64_t counts[PRIVACY_TIER_MAX]; /* by memory.v1.Tier; [0] unused */
     const char *request_id;
     const char *requested_by;
     /* How far the erasure reached (the signed "scope"): only scope_owner's
@@ -80,8 +82,13 @@ struct Memory__V1__ForgetReceipt *privacy_receipt_render(arena *a, const privacy
  * in namespaces planner:*:*"), in a; NULL when out of memory. */
 const char *privacy_receipt_scope_text(arena *a, const privacy_receipt *r);
 
-/* "global", "episodic", "cache_l1", "cache_l2", "entries", "blackboard"
- * for memory.v1.Tier 1..6; NULL otherwise. */
+/* The highest memory.v1.Tier value: the tiers a receipt counts are
+ * 1..privacy_tiers(). */
+int privacy_tiers(void);
+
+/* The name a receipt counts a memory.v1.Tier under: the enum value's name
+ * in lower case without "TIER_" ("global", "cache_l1"); NULL for 0 and
+ * values past privacy_tiers(). */
 const char *privacy_tier_name(int tier);
 
 #endif

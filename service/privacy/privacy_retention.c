@@ -6,25 +6,9 @@
 #include <string.h>
 #include <strings.h>
 
-#include "memory/v1/common.pb-c.h"
 #include "service/auth/jwt.h"
 #include "service/core/text.h"
 #include "service/pii/pii.h"
-
-static const struct {
-    const char *name;
-    int tier;
-} tiers[] = {{"global", MEMORY__V1__TIER__TIER_GLOBAL},
-             {"episodic", MEMORY__V1__TIER__TIER_EPISODIC},
-             {"entries", MEMORY__V1__TIER__TIER_ENTRIES},
-             {"working", MEMORY__V1__TIER__TIER_WORKING},
-             {"session", MEMORY__V1__TIER__TIER_SESSION}};
-
-static const char *tier_name(int tier) {
-    for (size_t i = 0; i < sizeof tiers / sizeof tiers[0]; i++)
-        if (tiers[i].tier == tier) return tiers[i].name;
-    return "every tier";
-}
 
 /* The longest period a rule may have: 100 years (and a cutoff that can
  * never wrap around). */
@@ -50,8 +34,22 @@ static int add(retention_policy *p, const retention_rule *r, char *err, size_t e
     return 0;
 }
 
+/* "global, episodic or entries" of the tiers a rule may name. */
+static void tier_list(const retention_tier *tiers, size_t n, char *buf, size_t len) {
+    size_t at = 0;
+    buf[0] = '\0';
+    for (size_t t = 0; t < n && at < len; t++)
+        at += (size_t)snprintf(buf + at, len - at, "%s%s",
+                               t == 0      ? ""
+                               : t + 1 < n ? ", "
+                                           : " or ",
+                               tiers[t].name);
+    if (n == 0) snprintf(buf, len, "(no tier keeps records a rule can sweep)");
+}
+
 /* One rule of the file. */
-static int take_rule(json_t *o, size_t i, retention_rule *r, char *err, size_t errlen) {
+static int take_rule(json_t *o, size_t i, const retention_tier *tiers, size_t ntiers,
+                     retention_rule *r, char *err, size_t errlen) {
     memset(r, 0, sizeof *r);
     if (!json_is_object(o)) {
         text_errf(err, errlen, "retention policy: rules[%zu] is not an object", i);
@@ -74,13 +72,14 @@ static int take_rule(json_t *o, size_t i, retention_rule *r, char *err, size_t e
                 return -1;
             }
         } else if (strcmp(key, "tier") == 0) {
-            for (size_t t = 0; t < sizeof tiers / sizeof tiers[0]; t++)
-                if (strcmp(s, tiers[t].name) == 0) r->tier = tiers[t].tier;
+            for (size_t t = 0; t < ntiers && !r->tier; t++)
+                if (strcmp(s, tiers[t].name) == 0)
+                    r->tier = tiers[t].tier, r->tier_name = tiers[t].name;
             if (!r->tier) {
-                text_errf(err, errlen,
-                          "retention policy: rules[%zu].tier: \"%.32s\" is not global, episodic, "
-                          "entries, working or session",
-                          i, s);
+                char names[256];
+                tier_list(tiers, ntiers, names, sizeof names);
+                text_errf(err, errlen, "retention policy: rules[%zu].tier: \"%.32s\" is not %s", i,
+                          s, names);
                 return -1;
             }
         } else if (strcmp(key, "label") == 0) {
@@ -118,7 +117,8 @@ static int take_rule(json_t *o, size_t i, retention_rule *r, char *err, size_t e
     return 0;
 }
 
-static int parse_file(const char *file, size_t len, retention_policy *p, char *err, size_t errlen) {
+static int parse_file(const char *file, size_t len, const retention_tier *tiers, size_t ntiers,
+                      retention_policy *p, char *err, size_t errlen) {
     json_error_t jerr;
     json_t *doc = json_loadb(file, len, JSON_REJECT_DUPLICATES, &jerr);
     json_t *rules = json_object_get(doc, "rules");
@@ -132,7 +132,8 @@ static int parse_file(const char *file, size_t len, retention_policy *p, char *e
     json_t *o;
     json_array_foreach(rules, i, o) {
         retention_rule r;
-        if (take_rule(o, i, &r, err, errlen) != 0 || add(p, &r, err, errlen) != 0) goto done;
+        if (take_rule(o, i, tiers, ntiers, &r, err, errlen) != 0 || add(p, &r, err, errlen) != 0)
+            goto done;
     }
     rc = 0;
 done:
@@ -141,7 +142,8 @@ done:
 }
 
 int retention_policy_build(const char *def, const char *pii, const char *file, size_t len,
-                           retention_policy *out, char *err, size_t errlen) {
+                           const retention_tier *tiers, size_t ntiers, retention_policy *out,
+                           char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
     retention_rule all = {0}, with_pii = {.pii_kind = "*"};
     if (flag_period("retention", def, &all.after_s, err, errlen) != 0 ||
@@ -149,7 +151,7 @@ int retention_policy_build(const char *def, const char *pii, const char *file, s
         return -1;
     if (all.after_s && add(out, &all, err, errlen) != 0) return -1;
     if (with_pii.after_s && add(out, &with_pii, err, errlen) != 0) return -1;
-    return file ? parse_file(file, len, out, err, errlen) : 0;
+    return file ? parse_file(file, len, tiers, ntiers, out, err, errlen) : 0;
 }
 
 int retention_rule_covers(const retention_rule *r, int tier) {
@@ -163,7 +165,7 @@ void retention_rule_text(const retention_rule *r, char *buf, size_t len) {
     else if (s % 3600 == 0) snprintf(period, sizeof period, "%lldh", (long long)(s / 3600));
     else if (s % 60 == 0) snprintf(period, sizeof period, "%lldm", (long long)(s / 60));
     else snprintf(period, sizeof period, "%llds", (long long)s);
-    snprintf(buf, len, "%s%s%s%s%s: %s", tier_name(r->tier), r->label ? ", label " : "",
-             r->label ? jwt_label_name(r->label) : "", r->pii_kind[0] ? ", pii " : "", r->pii_kind,
-             period);
+    snprintf(buf, len, "%s%s%s%s%s: %s", r->tier_name ? r->tier_name : "every tier",
+             r->label ? ", label " : "", r->label ? jwt_label_name(r->label) : "",
+             r->pii_kind[0] ? ", pii " : "", r->pii_kind, period);
 }

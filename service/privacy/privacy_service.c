@@ -102,24 +102,6 @@ static grpc_status_code forget_selection(rpc_call *call, const principal *p,
     return tier_check_text(call, "reason", req->reason, REASON_MAX);
 }
 
-/* The order the tiers are erased and exported in: the stores of record
- * first, the cache last, so its flush of the copies of entities and
- * entries comes after their tiers erased them (a copy a concurrent read
- * put back meanwhile goes too). */
-static const int tier_order[] = {MEMORY__V1__TIER__TIER_GLOBAL,   MEMORY__V1__TIER__TIER_EPISODIC,
-                                 MEMORY__V1__TIER__TIER_ENTRIES,  MEMORY__V1__TIER__TIER_WORKING,
-                                 MEMORY__V1__TIER__TIER_SESSION,  MEMORY__V1__TIER__TIER_BLACKBOARD,
-                                 MEMORY__V1__TIER__TIER_CACHE_L1, MEMORY__V1__TIER__TIER_CACHE_L2};
-#define TIER_ORDER_N (sizeof tier_order / sizeof tier_order[0])
-
-/* The k-th eraser in tier_order (k counts from 0), or NULL past the last. */
-static const tier_eraser *nth_eraser(const tier_env *env, size_t k) {
-    for (size_t t = 0; t < TIER_ORDER_N; t++)
-        for (size_t i = 0; i < env->nerasers; i++)
-            if (env->erasers[i].tier == tier_order[t] && k-- == 0) return &env->erasers[i];
-    return NULL;
-}
-
 /* A context for an erasure's or an export's erasers: the call's deadline
  * and cancel, the selection's principal (*ep, the caller's to release).
  * GRPC_STATUS_OK, or the call's status. */
@@ -140,8 +122,8 @@ static grpc_status_code erase_all(rpc_call *call, const privacy_service *svc,
     principal *ep = NULL;
     tier_ctx c;
     grpc_status_code st = erasure_ctx(call, sel, &c, &ep);
-    const tier_eraser *e;
-    for (size_t k = 0; st == GRPC_STATUS_OK && (e = nth_eraser(svc->env, k)); k++) {
+    for (size_t k = 0; st == GRPC_STATUS_OK && k < svc->env->nerasers; k++) {
+        const tier_eraser *e = &svc->env->erasers[k];
         int64_t n = 0, t0 = rpc_now_ms();
         c.err[0] = '\0';
         int rc = e->fn(e->state, &c, sel, &n);
@@ -214,7 +196,7 @@ static grpc_status_code store(rpc_call *call, const privacy_service *svc, const 
 static const char *tier_text(arena *a, const int64_t *by_tier) {
     char buf[256];
     size_t n = 0;
-    for (int t = 1; t <= PRIVACY_TIERS && n < sizeof buf; t++)
+    for (int t = 1; t <= privacy_tiers() && n < sizeof buf; t++)
         n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%s=%lld", t > 1 ? " " : "",
                               privacy_tier_name(t), (long long)by_tier[t]);
     return arena_strdup(a, buf);
@@ -242,7 +224,7 @@ static RPC_UNARY_HANDLER(do_forget, privacy_service, Memory__V1__PrivacyForgetRe
     r.nns = sel.ns_limited ? sel.nns : 1;
     uuid_new(r.receipt_id);
     tier_target(call, "receipt:%s", r.receipt_id);
-    int64_t took_ms[PRIVACY_TIERS + 1] = {0};
+    int64_t took_ms[PRIVACY_TIER_MAX] = {0};
     RPC_CHECK(erase_all(call, svc, &sel, &r, took_ms));
     r.complete_us = clock_wall_us();
 
@@ -428,7 +410,7 @@ static int may_read_tier(const principal *p, const tier_eraser *e, const tier_er
     return b == PRINCIPAL_ALL || (own && b == PRINCIPAL_OWN);
 }
 
-/* On a task-pool thread: every exporter in tier_order, the records
+/* On a task-pool thread: every exporter in the erasers' order, the records
  * streamed as they come; the status ends the stream. */
 static RPC_UNARY_FN(export_all) {
     (void)resp;
@@ -441,9 +423,9 @@ static RPC_UNARY_FN(export_all) {
     tier_ctx c = {0};
     grpc_status_code st = x.scratch ? erasure_ctx(call, &sel, &c, &ep) : rpc_call_oom(call);
     x.cancel = c.cancel;
-    const tier_eraser *e;
     char skipped[RPC_TRAILER_VALUE_MAX] = "";
-    for (size_t k = 0; st == GRPC_STATUS_OK && (e = nth_eraser(svc->env, k)); k++) {
+    for (size_t k = 0; st == GRPC_STATUS_OK && k < svc->env->nerasers; k++) {
+        const tier_eraser *e = &svc->env->erasers[k];
         if (!e->exporter) continue;
         if (!may_read_tier(p, e, &sel)) {
             size_t n = strlen(skipped);
@@ -487,8 +469,15 @@ static grpc_status_code do_export(rpc_call *call, const ProtobufCMessage *req, v
 
 /* ------------------------------------------------------------ the tier */
 
-/* The policy of the flags, logged rule by rule. */
-static int load_policy(const config *cfg, retention_policy *p, char *err, size_t errlen) {
+/* The policy of the flags, logged rule by rule; its rules may name the
+ * tiers of env that keep long-term records. */
+static int load_policy(const tier_env *env, retention_policy *p, char *err, size_t errlen) {
+    const config *cfg = env->cfg;
+    retention_tier tiers[TIER_MAX_ERASERS];
+    size_t ntiers = 0;
+    for (size_t i = 0; i < env->nerasers; i++)
+        if (env->erasers[i].tables)
+            tiers[ntiers++] = (retention_tier){env->erasers[i].name, env->erasers[i].tier};
     char *file = NULL;
     size_t len = 0;
     const char *path = cfg ? cfg->retention_policy : NULL;
@@ -497,7 +486,7 @@ static int load_policy(const config *cfg, retention_policy *p, char *err, size_t
         return -1;
     }
     int rc = retention_policy_build(cfg ? cfg->retention : NULL, cfg ? cfg->retention_pii : NULL,
-                                    file, len, p, err, errlen);
+                                    file, len, tiers, ntiers, p, err, errlen);
     free(file);
     for (size_t i = 0; rc == 0 && i < p->n; i++) {
         char text[160];
@@ -539,7 +528,7 @@ static int privacy_open(tier_env *env, void **state, char *err, size_t errlen) {
         return snprintf(err, errlen, "out of memory"), -1;
     retention_policy policy;
     audit_keeper_policy audit;
-    if (load_policy(env->cfg, &policy, err, errlen) != 0 ||
+    if (load_policy(env, &policy, err, errlen) != 0 ||
         audit_policy(env->cfg, &audit, err, errlen) != 0)
         return -1;
     int period = env->cfg ? env->cfg->retention_sweep_ms : 0;

@@ -9,6 +9,7 @@
 
 #include "service/core/clock.h"
 #include "service/core/log.h"
+#include "service/core/strbuf.h"
 #include "service/core/worker.h"
 #include "service/metrics/metrics.h"
 #include "service/privacy/privacy_receipt.h"
@@ -26,12 +27,13 @@ static const char *const sweep_outcomes[SWEEP_OUTCOMES] = {"complete", "partial"
 
 struct privacy_sweeper {
     const tier_env *env;
+    char *tenants_sql; /* the tenants of the tiers' tables (malloc'd) */
     retention_policy policy;
     int period_ms;
     int batch;
     worker *thread;
     worker *self; /* the same, as the thread knows it (set before its first sweep) */
-    metrics_counter erased[PRIVACY_TIERS + 1];
+    metrics_counter erased[PRIVACY_TIER_MAX];
     metrics_counter sweeps[SWEEP_OUTCOMES];
     audit_keeper_policy audit;
     metrics_counter audit_dropped[2]; /* by reason: age, size */
@@ -53,30 +55,33 @@ static int ask(PGconn *conn, const char *sql, const char *what) {
 }
 
 /* Every tenant that keeps long-term records, in any table a retention
- * rule reaches: one index probe per tenant and table (a skip scan on the
- * tenant that leads each table's primary key), not a scan of the rows. A
- * tier whose table is missing here is never swept for a tenant that keeps
- * records only there. */
-/* clang-format off */
-#define TENANTS_OF(alias, table)                                                   \
-    alias " AS (SELECT min(tenant) AS t FROM " table " UNION ALL SELECT (SELECT " \
-    "min(tenant) FROM " table " WHERE tenant > " alias ".t) FROM " alias         \
-    " WHERE " alias ".t IS NOT NULL)"
-#define TENANTS_IN(alias) "SELECT t FROM " alias " WHERE t IS NOT NULL"
-static const char tenants_sql[] =
-    "WITH RECURSIVE "
-    TENANTS_OF("e", "entries") ", "
-    TENANTS_OF("g", "entities") ", "
-    TENANTS_OF("r", "relationships") ", "
-    TENANTS_OF("k", "tasks") ", "
-    TENANTS_OF("c", "episodic_collections") ", "
-    TENANTS_OF("w", "working_memory") ", "
-    TENANTS_OF("s", "sessions") ", "
-    TENANTS_OF("q", "session_records") " "
-    TENANTS_IN("e") " UNION " TENANTS_IN("g") " UNION " TENANTS_IN("r") " UNION "
-    TENANTS_IN("k") " UNION " TENANTS_IN("c") " UNION " TENANTS_IN("w") " UNION "
-    TENANTS_IN("s") " UNION " TENANTS_IN("q");
-/* clang-format on */
+ * rule reaches (the tables the tiers' descriptors list): one index probe
+ * per tenant and table (a skip scan on the tenant that leads each table's
+ * primary key), not a scan of the rows. malloc'd; NULL when out of memory
+ * or when no tier lists a table. */
+static char *tenants_sql(const tier_env *env) {
+    strbuf b = {0}, in = {0};
+    int n = 0;
+    strbuf_puts(&b, "WITH RECURSIVE ");
+    for (size_t i = 0; i < env->nerasers; i++)
+        for (const char *const *t = env->erasers[i].tables; t && *t; t++, n++) {
+            strbuf_printf(&b,
+                          "%st%d AS (SELECT min(tenant) AS t FROM %s UNION ALL SELECT (SELECT "
+                          "min(tenant) FROM %s WHERE tenant > t%d.t) FROM t%d WHERE t%d.t IS NOT "
+                          "NULL)",
+                          n ? ", " : "", n, *t, *t, n, n, n);
+            strbuf_printf(&in, "%sSELECT t FROM t%d WHERE t IS NOT NULL", n ? " UNION " : "", n);
+        }
+    char *tail = strbuf_take(&in, NULL);
+    strbuf_printf(&b, " %s", tail ? tail : "");
+    int ok = n > 0 && tail && !b.oom;
+    free(tail);
+    if (!ok) {
+        strbuf_free(&b);
+        return NULL;
+    }
+    return strbuf_take(&b, NULL);
+}
 
 /* One rule on one tier of one tenant, batch after batch: what it erased,
  * or -1 (logged) when a batch failed. */
@@ -130,7 +135,7 @@ static int64_t sweep_rule(privacy_sweeper *s, const tier_eraser *e, const retent
 
 /* Every rule, tier and tenant; 0, or -1 when something failed. */
 static int sweep_tenants(privacy_sweeper *s, PGconn *conn, int64_t *erased, size_t *ntenants) {
-    PGresult *r = PQexec(conn, tenants_sql);
+    PGresult *r = PQexec(conn, s->tenants_sql);
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
         log_fields(LOG_WARN, "retention sweep: cannot list the tenants", LOG_F_STR, "reason",
                    PQerrorMessage(conn), LOG_F_END);
@@ -145,7 +150,8 @@ static int sweep_tenants(privacy_sweeper *s, PGconn *conn, int64_t *erased, size
         for (size_t k = 0; k < s->policy.n; k++)
             for (size_t j = 0; j < s->env->nerasers; j++) {
                 const tier_eraser *e = &s->env->erasers[j];
-                if (!retention_rule_covers(&s->policy.rules[k], e->tier)) continue;
+                /* A tier without tables ends its records by their TTLs. */
+                if (!e->tables || !retention_rule_covers(&s->policy.rules[k], e->tier)) continue;
                 int64_t n = sweep_rule(s, e, &s->policy.rules[k], PQgetvalue(r, i, 0), now_us);
                 if (n < 0) failed = 1;
                 else *erased += n;
@@ -196,7 +202,9 @@ static void sweep(privacy_sweeper *s) {
         log_fields(LOG_DEBUG, "retention sweep skipped: another replica is sweeping", LOG_F_END);
     int64_t erased = 0;
     size_t ntenants = 0;
-    int rc = locked == 1 && s->policy.n > 0 ? sweep_tenants(s, conn, &erased, &ntenants) : 0;
+    int rc = locked == 1 && s->policy.n > 0 && s->tenants_sql
+                 ? sweep_tenants(s, conn, &erased, &ntenants)
+                 : 0;
     if (locked == 1 && keep_audit(s, conn) != 0) rc = -1;
     metrics_inc(&s->sweeps[locked != 1 ? SWEEP_SKIPPED : rc == 0 ? SWEEP_COMPLETE : SWEEP_PARTIAL]);
     if (locked == 1) {
@@ -222,11 +230,21 @@ int privacy_sweeper_start(const tier_env *env, const retention_policy *policy, i
     privacy_sweeper *s = calloc(1, sizeof *s);
     if (!s) return -1;
     s->env = env;
+    /* NULL with no tier keeping long-term records: only the audit trail
+     * is kept. */
+    s->tenants_sql = tenants_sql(env);
+    int tables = 0;
+    for (size_t i = 0; i < env->nerasers; i++) tables |= env->erasers[i].tables != NULL;
+    if (tables && !s->tenants_sql) {
+        free(s);
+        return -1;
+    }
     s->policy = *policy;
     s->audit = *audit;
     s->period_ms = period_ms;
     s->batch = batch;
     if (worker_start(sweeper_main, s, &s->thread) != 0) {
+        free(s->tenants_sql);
         free(s);
         return -1;
     }
@@ -237,6 +255,7 @@ int privacy_sweeper_start(const tier_env *env, const retention_policy *policy, i
 void privacy_sweeper_stop(privacy_sweeper *s) {
     if (!s) return;
     worker_stop(s->thread, NULL);
+    free(s->tenants_sql);
     free(s);
 }
 
@@ -252,7 +271,7 @@ void privacy_sweeper_metrics_collect(strbuf *out, void *arg) {
                    "Records this replica's sweeps erased for the retention policy, by tier.");
     for (size_t j = 0; j < s->env->nerasers; j++) {
         const tier_eraser *e = &s->env->erasers[j];
-        if (e->tier < 0 || e->tier > PRIVACY_TIERS) continue;
+        if (e->tier < 0 || e->tier >= PRIVACY_TIER_MAX) continue;
         strbuf_puts(out, "memoryd_retention_erased_total{tier=\"");
         metrics_label_value(out, e->name);
         strbuf_printf(out, "\"} %llu\n", (unsigned long long)metrics_get(&s->erased[e->tier]));

@@ -478,12 +478,7 @@ static int sess_open(tier_env *env, void **state, char *err, size_t errlen) {
     if (env->redis && env->cfg->session_sweep_ms > 0 &&
         worker_start(sweeper_main, svc, &svc->sweeper) != 0)
         return tier_oom(err, errlen);
-    tier_eraser eraser = {.tier = MEMORY__V1__TIER__TIER_SESSION,
-                          .name = "session",
-                          .fn = sess_erase,
-                          .state = svc,
-                          .exporter = sess_export};
-    return tier_env_add_eraser(env, &eraser, err, errlen);
+    return 0;
 }
 
 static void sess_free(void *state) {
@@ -504,4 +499,12 @@ static const rpc_method methods[] = {
 
 static const tier_service services[] = {{SVC, HEALTH_NEEDS_REDIS | HEALTH_NEEDS_PG}};
 
-const tier session_tier = {TIER_FIELDS("session", services, methods, sess_open, sess_free)};
+static const char *const record_tables[] = {"sessions", "session_records", NULL};
+static const tier_records records = {.tier = MEMORY__V1__TIER__TIER_SESSION,
+                                     .order = TIER_ORDER_RECORDS + 40,
+                                     .erase = sess_erase,
+                                     .exporter = sess_export,
+                                     .tables = record_tables};
+
+const tier session_tier = {TIER_FIELDS("session", services, methods, sess_open, sess_free),
+                           .records = &records};

@@ -56,8 +56,9 @@ typedef struct tier_env {
     struct global_service *global;
     struct episodic_service *episodic;
     struct entries_service *entries;
-    /* Offered by every tier that keeps records (tier_env_add_eraser): how
-     * its records of a data subject are erased (tier_erase.h). */
+    /* Every tier of the table that keeps records (its tier.records, with
+     * its state), in their order (tier_erase.h); filled as the tiers open,
+     * so complete once the table is. */
     tier_eraser erasers[TIER_MAX_ERASERS];
     size_t nerasers;
 } tier_env;
@@ -69,10 +70,6 @@ static inline const char *tier_env_text_language(const tier_env *env) {
     const char *l = env->cfg ? env->cfg->text_language : NULL;
     return l && l[0] ? l : "english";
 }
-
-/* Offers an eraser (from a tier's open): 0, or -1 with err when the table
- * is full (a programming error: raise TIER_MAX_ERASERS). */
-int tier_env_add_eraser(tier_env *env, const tier_eraser *e, char *err, size_t errlen);
 
 /* A gRPC service (or a health sub-service such as "memory.v1.Cache.L2")
  * a tier serves, and the backends it is SERVING only with. */
@@ -99,12 +96,15 @@ typedef struct tier {
      * knows (Qdrant): 0 when it answers. NULL: no such backend. */
     int (*probe)(void *state);
     const char *probe_backend; /* its name in logs */
+    /* The records it keeps, for Forget, Export and the retention sweeper
+     * (tier_erase.h); NULL: it keeps none. */
+    const tier_records *records;
 } tier;
 
 #define TIER_COUNT(array) (sizeof(array) / sizeof((array)[0]))
 /* A descriptor: `const tier x_tier = {TIER_FIELDS("x", services, methods,
- * x_open, x_free)};`, then .probe and .probe_backend if it has a backend
- * of its own. */
+ * x_open, x_free)};`, then .records if it keeps records, and .probe and
+ * .probe_backend if it has a backend of its own. */
 #define TIER_FIELDS(name_, services_, methods_, open_, free_)                                      \
     .name = (name_), .services = (services_), .nservices = TIER_COUNT(services_),                  \
     .methods = (methods_), .nmethods = TIER_COUNT(methods_), .open = (open_), .free = (free_)

@@ -1,8 +1,9 @@
 /* tier_erase: erasing a data subject's records, tier by tier. Every tier
- * that keeps records offers an eraser in the tier environment
- * (tier_env_add_eraser, from its open); Privacy.Forget and the retention
- * sweeper run them in memory.v1.Tier order, so there is one erasure path
- * and it reaches every store a record can live in.
+ * that keeps records says so in its descriptor (tier.records: how they are
+ * erased, exported and swept); the tier table turns each into an eraser of
+ * the tier environment, and Privacy.Forget, Privacy.Export and the
+ * retention sweeper run those in their declared order, so there is one
+ * erasure path and it reaches every store a record can live in.
  *
  * An eraser is storage code: no gRPC. It runs on a task-pool thread and
  * may block on its backend until c->deadline_ms (or c->cancel fires). It
@@ -107,14 +108,46 @@ typedef int (*tier_export_emit)(void *arg, const tier_export_rec *r);
 typedef int (*tier_export_fn)(void *state, tier_ctx *c, const tier_erase_sel *sel,
                               tier_export_emit emit, void *emit_arg);
 
-typedef struct tier_eraser {
-    int tier;         /* the memory.v1.Tier its count goes under */
-    const char *name; /* "entries": logs and errors */
-    tier_erase_fn fn;
-    void *state; /* the tier's, handed to fn and exporter */
+/* ---- what a tier that keeps records declares ---- */
+
+/* The order erasers run in (tier_records.order, ascending): the stores of
+ * record first, then the copies other tiers' records leave behind (the
+ * cache), so a copy a concurrent read put back while its store was erased
+ * goes too. */
+#define TIER_ORDER_RECORDS 10 /* stores of record: 10, 20, ... below copies */
+#define TIER_ORDER_COPIES 90  /* caches of the stores' records */
+
+/* A tier's records, as its descriptor declares them (static: the
+ * descriptor's). */
+typedef struct tier_records {
+    int tier; /* the memory.v1.Tier its counts go under */
+    /* For a tier whose counts go under one of two values by configuration
+     * (the cache: L2 with Redis, else L1): that value for the tier's open
+     * state. NULL: .tier. */
+    int (*tier_of)(const void *state);
+    int order;           /* TIER_ORDER_*: where it runs among the erasers */
+    tier_erase_fn erase; /* required */
     /* The same selection's records, read (NULL: the tier has nothing to
      * export, as the cache's opaque values). */
     tier_export_fn exporter;
+    /* The tables its long-term records live in, each with a leading
+     * `tenant` column: the retention sweeper finds a tenant's records
+     * there, and a retention rule may name the tier. NULL-terminated; NULL:
+     * its records end by their own TTLs (cache values, blackboards) and no
+     * rule sweeps them. */
+    const char *const *tables;
+} tier_records;
+
+/* One tier's records, open: what Privacy and the sweeper walk
+ * (tier_env.erasers, in order). */
+typedef struct tier_eraser {
+    int tier;         /* the memory.v1.Tier its count goes under */
+    const char *name; /* the tier's name: logs, errors, `<name>:read` for Export */
+    tier_erase_fn fn;
+    void *state;               /* the tier's, handed to fn and exporter */
+    tier_export_fn exporter;   /* NULL: nothing to export */
+    const char *const *tables; /* tier_records.tables */
+    int order;
 } tier_eraser;
 
 #define TIER_MAX_ERASERS 12

@@ -1,4 +1,5 @@
 /* tier_set: opening, registering and freeing the tier table; see tier.h. */
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,33 @@ void tier_set_free(tier_set *s) {
     free(s);
 }
 
+/* Tier t's records, open in state, into env's erasers in their order
+ * (after those of the same order: the table's order breaks ties). */
+static int add_eraser(tier_env *env, const tier *t, void *state, char *err, size_t errlen) {
+    const tier_records *r = t->records;
+    if (env->nerasers >= TIER_MAX_ERASERS) {
+        snprintf(err, errlen, "too many tiers keep records (TIER_MAX_ERASERS is %d)",
+                 TIER_MAX_ERASERS);
+        return -1;
+    }
+    assert(r->erase);
+    tier_eraser e = {.tier = r->tier_of ? r->tier_of(state) : r->tier,
+                     .name = t->name,
+                     .fn = r->erase,
+                     .state = state,
+                     .exporter = r->exporter,
+                     .tables = r->tables,
+                     .order = r->order};
+    size_t at = env->nerasers;
+    while (at > 0 && env->erasers[at - 1].order > e.order) {
+        env->erasers[at] = env->erasers[at - 1];
+        at--;
+    }
+    env->erasers[at] = e;
+    env->nerasers++;
+    return 0;
+}
+
 int tier_set_open(const tier *const *tiers, size_t n, tier_env *env, rpc_server *srv,
                   tier_set **out, char *err, size_t errlen) {
     tier_set *s = calloc(1, sizeof *s);
@@ -50,6 +78,11 @@ int tier_set_open(const tier *const *tiers, size_t n, tier_env *env, rpc_server 
         s->n = i + 1; /* freed from here on, whatever open left in states[i] */
         if (t->open && t->open(env, &s->states[i], why, sizeof why) != 0) {
             snprintf(err, errlen, "the %s tier: %s", t->name, why[0] ? why : "cannot start");
+            tier_set_free(s);
+            return -1;
+        }
+        if (t->records && add_eraser(env, t, s->states[i], why, sizeof why) != 0) {
+            snprintf(err, errlen, "the %s tier: %s", t->name, why);
             tier_set_free(s);
             return -1;
         }
@@ -92,14 +125,5 @@ int tier_set_serves(const tier_set *s, const char *service) {
     for (size_t i = 0; i < s->n; i++)
         for (size_t j = 0; j < s->tiers[i]->nservices; j++)
             if (strcmp(s->tiers[i]->services[j].name, service) == 0) return 1;
-    return 0;
-}
-
-int tier_env_add_eraser(tier_env *env, const tier_eraser *e, char *err, size_t errlen) {
-    if (env->nerasers >= TIER_MAX_ERASERS) {
-        snprintf(err, errlen, "too many erasers (TIER_MAX_ERASERS is %d)", TIER_MAX_ERASERS);
-        return -1;
-    }
-    env->erasers[env->nerasers++] = *e;
     return 0;
 }

@@ -84,12 +84,7 @@ static int wm_open(tier_env *env, void **state, char *err, size_t errlen) {
     if (!svc) return -1;
     svc->env = env;
     svc->store = tier_store_on(env->pg, env->pga, env->max_response_bytes);
-    tier_eraser eraser = {.tier = MEMORY__V1__TIER__TIER_WORKING,
-                          .name = "working",
-                          .fn = wm_erase,
-                          .state = svc,
-                          .exporter = wm_export};
-    return tier_env_add_eraser(env, &eraser, err, errlen);
+    return 0;
 }
 
 #define SVC "memory.v1.WorkingMemory"
@@ -108,4 +103,12 @@ static const rpc_method methods[] = {
 
 static const tier_service services[] = {{SVC, HEALTH_NEEDS_PG}};
 
-const tier working_tier = {TIER_FIELDS("working", services, methods, wm_open, free)};
+static const char *const record_tables[] = {"working_memory", NULL};
+static const tier_records records = {.tier = MEMORY__V1__TIER__TIER_WORKING,
+                                     .order = TIER_ORDER_RECORDS + 30,
+                                     .erase = wm_erase,
+                                     .exporter = wm_export,
+                                     .tables = record_tables};
+
+const tier working_tier = {TIER_FIELDS("working", services, methods, wm_open, free),
+                           .records = &records};

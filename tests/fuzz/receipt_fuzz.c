@@ -22,7 +22,7 @@ static void round_trip(arena *a, const privacy_receipt *r) {
   FUZZ_CHECK(privacy_receipt_parse(a, json, strlen(json), &again, err, sizeof err) == 0);
   FUZZ_CHECK(strcmp(again.receipt_id, r->receipt_id) == 0 && again.dry_run == r->dry_run &&
              again.complete_us == r->complete_us && !again.principal == !r->principal);
-  for (int t = 1; t <= PRIVACY_TIERS; t++) FUZZ_CHECK(again.counts[t] == r->counts[t]);
+  for (int t = 1; t <= privacy_tiers(); t++) FUZZ_CHECK(again.counts[t] == r->counts[t]);
   free(json);
 }
 

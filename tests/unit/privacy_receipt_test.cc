@@ -7,9 +7,11 @@
 #include <openssl/evp.h>
 #include <stdlib.h>
 
+#include <cstring>
 #include <string>
 
 extern "C" {
+#include "memory/v1/common.pb-c.h"
 #include "service/auth/jwks.h"
 #include "service/auth/jws.h"
 #include "service/auth/jwt.h"
@@ -36,7 +38,7 @@ class PrivacyReceiptTest : public ::testing::Test {
     r_.request_id = "req-1";
     snprintf(r_.receipt_id, sizeof r_.receipt_id, "%s", "0b8f3c1e-7d0a-4c51-9f55-3a0c8d2e1f00");
     r_.complete_us = 1795680000123456;  // 2026-11-26T...Z, with microseconds
-    for (int t = 1; t <= PRIVACY_TIERS; t++) r_.counts[t] = t * 10;
+    for (int t = 1; t <= privacy_tiers(); t++) r_.counts[t] = t * 10;
   }
   void TearDown() override {
     arena_free(a_);
@@ -90,7 +92,7 @@ TEST_F(PrivacyReceiptTest, SignedReceiptVerifiesToTheSameReceipt) {
   EXPECT_STREQ("req-1", got.request_id);
   EXPECT_EQ(r_.complete_us, got.complete_us);
   EXPECT_FALSE(got.dry_run);
-  for (int t = 1; t <= PRIVACY_TIERS; t++) EXPECT_EQ(t * 10, got.counts[t]) << t;
+  for (int t = 1; t <= privacy_tiers(); t++) EXPECT_EQ(t * 10, got.counts[t]) << t;
 
   char* json = privacy_receipt_json(&r_);
   ASSERT_NE(nullptr, json);
@@ -160,6 +162,39 @@ TEST_F(PrivacyReceiptTest, MalformedPayloadsAreRefusedNamingWhatIsWrong) {
 
 // The scope is signed with the rest: who and which namespaces it reached,
 // read back as written, and in words for `memoryd receipt verify`.
+// The counts are named after memory.v1.Tier's values, every one of them:
+// a tier added to the proto is counted without an edit to the receipt.
+TEST_F(PrivacyReceiptTest, EveryTierOfTheEnumIsCountedUnderItsOwnName) {
+  ASSERT_EQ(8, privacy_tiers());
+  const char* want[] = {nullptr,   "global",     "episodic", "cache_l1", "cache_l2",
+                        "entries", "blackboard", "working",  "session"};
+  for (int t = 1; t <= privacy_tiers(); t++) EXPECT_STREQ(want[t], privacy_tier_name(t)) << t;
+  EXPECT_EQ(nullptr, privacy_tier_name(0));
+  EXPECT_EQ(nullptr, privacy_tier_name(privacy_tiers() + 1));
+  char* json = privacy_receipt_json(&r_);
+  ASSERT_NE(nullptr, json);
+  std::string s = json;
+  free(json);
+  EXPECT_NE(std::string::npos, s.find("\"working\":70,\"session\":80}")) << s;
+}
+
+// A receipt issued before a tier existed has no count for it: it reads as
+// 0, where a count of the wrong type is still refused.
+TEST_F(PrivacyReceiptTest, AMissingCountReadsAsNone) {
+  char* json = privacy_receipt_json(&r_);
+  ASSERT_NE(nullptr, json);
+  std::string s = json;
+  free(json);
+  size_t at = s.find(",\"session\":80");
+  ASSERT_NE(std::string::npos, at) << s;
+  s.erase(at, strlen(",\"session\":80"));
+  privacy_receipt got;
+  char err[256] = "";
+  ASSERT_EQ(0, privacy_receipt_parse(a_, s.data(), s.size(), &got, err, sizeof err)) << err;
+  EXPECT_EQ(0, got.counts[MEMORY__V1__TIER__TIER_SESSION]);
+  EXPECT_EQ(70, got.counts[MEMORY__V1__TIER__TIER_WORKING]);
+}
+
 TEST_F(PrivacyReceiptTest, TheScopeIsSignedAndReadBack) {
   const char* ns[] = {"planner:*:*", "agent:x:*"};
   r_.has_scope = 1;

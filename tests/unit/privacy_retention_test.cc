@@ -19,10 +19,18 @@ struct Built {
   std::string err;
 };
 
+// The tiers a rule may name, as memoryd's table declares them.
+const retention_tier kTiers[] = {{"global", MEMORY__V1__TIER__TIER_GLOBAL},
+                                 {"episodic", MEMORY__V1__TIER__TIER_EPISODIC},
+                                 {"entries", MEMORY__V1__TIER__TIER_ENTRIES},
+                                 {"working", MEMORY__V1__TIER__TIER_WORKING},
+                                 {"session", MEMORY__V1__TIER__TIER_SESSION}};
+
 Built Build(const char* def, const char* pii, const char* file = nullptr) {
   Built b{};
   char err[256] = "";
-  b.rc = retention_policy_build(def, pii, file, file ? strlen(file) : 0, &b.p, err, sizeof err);
+  b.rc = retention_policy_build(def, pii, file, file ? strlen(file) : 0, kTiers,
+                                sizeof kTiers / sizeof kTiers[0], &b.p, err, sizeof err);
   b.err = err;
   return b;
 }
@@ -85,7 +93,7 @@ TEST(RetentionPolicyTest, MalformedPoliciesAreRefusedNamingWhatIsWrong) {
            {"off", "off", R"({"rules":[{"tier":"entries"}]})", "rules[0].after is required"},
            {"off", "off", R"({"rules":[{"after":"soon"}]})", "rules[0].after"},
            {"off", "off", R"({"rules":[{"after":"1d"},{"after":"1d","tier":"cache"}]})",
-            "rules[1].tier"},
+            "rules[1].tier: \"cache\" is not global, episodic, entries, working or session"},
            {"off", "off", R"({"rules":[{"after":"1d","label":"TOP"}]})", "rules[0].label"},
            {"off", "off", R"({"rules":[{"after":"1d","pii_kind":"ssn"}]})", "rules[0].pii_kind"},
            {"off", "off", R"({"rules":[{"after":"1d","tiers":"entries"}]})",
