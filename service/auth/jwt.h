@@ -14,16 +14,18 @@
 
 /* Return codes of jwt_verify / jwt_sign. Distinct so the interceptor can
  * count causes; every one maps to UNAUTHENTICATED on the wire. */
+/* Return codes of their own, in a range apart from core/status.h's (a
+ * JWT code passed on as a status would otherwise read as another). */
 #define JWT_OK 0
-#define JWT_EMALFORMED (-1) /* not three base64url parts, too long, bad JSON */
-#define JWT_EHEADER (-2)    /* header unusable: alg not "EdDSA", no kid, typ, crit */
-#define JWT_EKID (-3)       /* kid not in the key set */
-#define JWT_ESIG (-4)       /* signature does not verify */
-#define JWT_EEXPIRED (-5)   /* now - skew >= exp */
-#define JWT_ENOTYET (-6)    /* now + skew < nbf */
-#define JWT_ECLAIM (-7)     /* required claim missing, or a claim invalid */
-#define JWT_ENOMEM (-8)
-#define JWT_EARG (-9) /* jwt_sign: bad key or payload */
+#define JWT_EMALFORMED (-101) /* not three base64url parts, too long, bad JSON */
+#define JWT_EHEADER (-102)    /* header unusable: alg not "EdDSA", no kid, typ, crit */
+#define JWT_EKID (-103)       /* kid not in the key set */
+#define JWT_ESIG (-104)       /* signature does not verify */
+#define JWT_EEXPIRED (-105)   /* now - skew >= exp */
+#define JWT_ENOTYET (-106)    /* now + skew < nbf */
+#define JWT_ECLAIM (-107)     /* required claim missing, or a claim invalid */
+#define JWT_ENOMEM (-108)
+#define JWT_EARG (-109) /* jwt_sign: bad key or payload */
 
 #define JWT_MAX_TOKEN 8192 /* bytes; bounds every allocation verify makes */
 #define JWT_MAX_SCOPES 64

@@ -15,6 +15,7 @@
 #include "service/core/log.h"
 #include "service/entries/entries_service_internal.h"
 #include "service/tier/tier_erase.h"
+#include "service/tier/tier_export.h"
 #include "service/tier/tier_sql.h"
 
 typedef struct erase_job {
@@ -26,27 +27,18 @@ typedef struct erase_job {
 static int erase_in(pgq_session *ss, tier_ctx *c, void *arg) {
     erase_job *j = arg;
     pgq_sql b = {0};
-    /* Without a batch bound a plain DELETE, which rechecks its condition
-     * on a row updated meanwhile (so Forget erases it); a batch by ctid (a
-     * row updated meanwhile waits for the sweeper's next batch). */
     const tier_erase_sel *sel = j->sel;
-    if (sel->dry_run) pgq_sql_add(&b, "SELECT count(*) FROM entries WHERE ");
-    else if (sel->limit)
-        pgq_sql_add(&b, "DELETE FROM entries WHERE ctid IN (SELECT ctid FROM entries WHERE ");
-    else pgq_sql_add(&b, "DELETE FROM entries WHERE ");
+    tier_erase_sql_begin(&b, sel, "entries", NULL);
     int rc = tier_erase_sql_where(&b, c, sel, NULL, "metadata");
     if (rc == STATUS_OK) rc = tier_erase_sql_ns(&b, c, sel, "namespace");
     if (rc != STATUS_OK) return rc;
-    if (!sel->dry_run && sel->limit) pgq_sql_add(&b, " LIMIT %lld)", (long long)sel->limit);
+    tier_erase_sql_end(&b, sel);
     if (!sel->dry_run) pgq_sql_add(&b, " RETURNING namespace, key");
     PGresult *r = NULL;
     rc = pgq_pipeline(ss, "erase entries", "BEGIN", &b, 1, &r);
     if (rc != STATUS_OK) return rc;
-    if (j->sel->dry_run) {
-        if (pgq_col_int(r, 0, 0, &j->count) != 0)
-            rc = tier_fail(c, STATUS_EINTERNAL, "unexpected count of entries");
-    } else {
-        j->count = PQntuples(r);
+    rc = tier_erase_sql_count(c, sel, r, "entries", &j->count);
+    if (rc == STATUS_OK && !sel->dry_run) {
         for (int i = 0; i < PQntuples(r); i++) {
             const char *ns = pgq_col_str(c->ar, r, i, 0), *key = pgq_col_str(c->ar, r, i, 1);
             if (ns && key) entries_changed(j->svc, c, ns, key);
@@ -67,23 +59,10 @@ int entries_erase(void *state, tier_ctx *c, const tier_erase_sel *sel, int64_t *
 
 #define EXPORT_PAGE 16 /* entries (up to 1 MiB each) in memory at a time */
 
-typedef struct export_job {
-    const tier_erase_sel *sel;
-    const char *after_ns, *after_key; /* the keyset cursor; NULL on the first page */
-    PGresult *res;
-} export_job;
-
-static int export_page(pgq_session *ss, tier_ctx *c, void *arg) {
-    export_job *j = arg;
-    pgq_sql b = {0};
-    pgq_sql_add(&b, "SELECT " ENTRIES_COLS ", value FROM entries WHERE ");
-    int rc = tier_erase_sql_where(&b, c, j->sel, NULL, "metadata");
-    if (rc == STATUS_OK) rc = tier_erase_sql_ns(&b, c, j->sel, "namespace");
-    if (j->after_ns)
-        pgq_sql_add(&b, " AND (namespace, key) > ($%d, $%d)", pgq_text(&b, j->after_ns),
-                    pgq_text(&b, j->after_key));
-    pgq_sql_add(&b, " ORDER BY namespace, key LIMIT %d", EXPORT_PAGE);
-    return rc == STATUS_OK ? pgq_pipeline(ss, "export entries", NULL, &b, 1, &j->res) : rc;
+static int select_entries(pgq_sql *b, tier_ctx *c, const tier_erase_sel *sel) {
+    pgq_sql_add(b, "SELECT " ENTRIES_COLS ", value FROM entries WHERE ");
+    int rc = tier_erase_sql_where(b, c, sel, NULL, "metadata");
+    return rc == STATUS_OK ? tier_erase_sql_ns(b, c, sel, "namespace") : rc;
 }
 
 /* An entry's content: its value as text when it is UTF-8, else base64. */
@@ -111,44 +90,30 @@ static int render_entry(tier_ctx *c, const entries_record *e, const char **json)
     return *json ? STATUS_OK : tier_fail(c, STATUS_ENOMEM, "out of memory");
 }
 
+static int render_row(tier_ctx *c, const PGresult *r, int i, const tier_erase_sel *sel,
+                      tier_export_rec *rec, tier_meta *meta) {
+    (void)sel;
+    entries_record e;
+    int rc = entries_decode_row(c, r, i, 1, &e);
+    if (rc == STATUS_OK) rc = render_entry(c, &e, &rec->json);
+    if (rc == STATUS_OK && !(rec->id = arena_printf(c->ar, "%s/%s", e.ns, e.key)))
+        rc = STATUS_ENOMEM;
+    if (rc == STATUS_OK) *meta = e.meta;
+    return rc;
+}
+
+static const tier_export_pages export_entries = {.kind = "entry",
+                                                 .what = "export entries",
+                                                 .key = "namespace, key",
+                                                 .nkey = 2,
+                                                 .key_cols = {ECOL_NS, ECOL_KEY},
+                                                 .page = EXPORT_PAGE,
+                                                 .select = select_entries,
+                                                 .render = render_row};
+
 int entries_export(void *state, tier_ctx *c, const tier_erase_sel *sel, tier_export_emit emit,
                    void *emit_arg) {
     const entries_service *svc = state;
     if (tier_erase_is_retention(sel)) return STATUS_OK;
-    export_job j = {.sel = sel};
-    char *after[2] = {NULL, NULL};
-    int rc = STATUS_OK;
-    for (int more = 1; rc == STATUS_OK && more;) {
-        j.after_ns = after[0], j.after_key = after[1], j.res = NULL;
-        rc = tier_sql_run(svc->env->pg, c, TIER_MAX_STATEMENT_MS, export_page, &j);
-        if (rc != STATUS_OK) break;
-        /* A page's strings and values in an arena of its own. */
-        arena *keep = c->ar, *page = arena_create();
-        int rows = PQntuples(j.res);
-        c->ar = page;
-        if (!page) rc = STATUS_ENOMEM;
-        for (int i = 0; rc == STATUS_OK && i < rows; i++) {
-            entries_record e;
-            tier_export_rec rec = {.kind = "entry"};
-            rc = entries_decode_row(c, j.res, i, 1, &e);
-            if (rc == STATUS_OK) rc = render_entry(c, &e, &rec.json);
-            if (rc == STATUS_OK && !(rec.id = arena_printf(c->ar, "%s/%s", e.ns, e.key)))
-                rc = STATUS_ENOMEM;
-            rec.meta = &e.meta;
-            if (rc == STATUS_OK) rc = emit(emit_arg, &rec);
-        }
-        c->ar = keep;
-        arena_free(page);
-        if (rc == STATUS_ENOMEM) rc = tier_fail(c, STATUS_ENOMEM, "out of memory");
-        more = rows == EXPORT_PAGE;
-        for (int k = 0; rc == STATUS_OK && more && k < 2; k++) {
-            free(after[k]);
-            if (!(after[k] = strdup(PQgetvalue(j.res, rows - 1, ECOL_NS + k))))
-                rc = tier_fail(c, STATUS_ENOMEM, "out of memory");
-        }
-        PQclear(j.res);
-    }
-    free(after[0]);
-    free(after[1]);
-    return rc;
+    return tier_export_pages_run(svc->env->pg, c, &export_entries, sel, emit, emit_arg);
 }

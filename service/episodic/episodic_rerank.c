@@ -126,7 +126,7 @@ int erank_mmr(erank_item *v, size_t n, size_t want, int higher_better, double di
     erank_item *out = malloc(n * sizeof *out);
     char *taken = calloc(n, 1);
     lex_terms t = {0};
-    int rc = m && rel && nearest && out && taken ? 0 : -1;
+    int rc = m && rel && nearest && out && taken ? STATUS_OK : STATUS_ENOMEM;
     double worst = v[0].score;
     int all_vectors = dims > 0;
     for (size_t i = 0; rc == 0 && i < n; i++) {
@@ -142,14 +142,14 @@ int erank_mmr(erank_item *v, size_t n, size_t want, int higher_better, double di
     /* Words, when some pair is compared by them: then every text's, since
      * a point with a vector may meet one without. */
     for (size_t i = 0; rc == 0 && !all_vectors && i < n; i++)
-        rc = word_set_of(an, v[i].point->text, &t, &m[i].words);
+        if (word_set_of(an, v[i].point->text, &t, &m[i].words) != 0) rc = STATUS_ENOMEM;
     for (size_t i = 0; rc == 0 && i < n; i++) {
         rel[i] = relevance(v[i].score, v[0].score, worst, higher_better);
         nearest[i] = -INFINITY; /* nothing taken yet */
     }
     for (size_t k = 0; rc == 0 && k < want; k++) {
         if (expired && expired(arg)) {
-            rc = -2;
+            rc = STATUS_ETIMEOUT;
             break;
         }
         size_t best = n;

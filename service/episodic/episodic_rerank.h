@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "service/core/status.h"
 #include "service/episodic/vstore.h"
 #include "service/lexical/lex_text.h"
 
@@ -44,8 +45,8 @@ void erank_recency(erank_item *v, size_t n, int higher_better, int64_t now_us,
  * when both points have one, else the Jaccard overlap of their texts'
  * words as an analyzes them, else 0. The rest follow in their order.
  * expired (NULL: never) is asked between picks: it costs want * n
- * similarities. 0; -1 when out of memory, -2 when expired said so (v
- * unchanged either way). */
+ * similarities. STATUS_OK; STATUS_ENOMEM, or STATUS_ETIMEOUT when expired
+ * said so (v unchanged either way). */
 int erank_mmr(erank_item *v, size_t n, size_t want, int higher_better, double diversity, int dims,
               lex_analyzer *an, int (*expired)(void *arg), void *arg);
 

@@ -285,7 +285,7 @@ static int rerank(episodic_search *s, cand *v, size_t n) {
         size_t want = (size_t)s->offset + (size_t)s->limit;
         if (!an) return tier_fail(c, STATUS_ENOMEM, "no text analyzer for %s", s->svc->language);
         int rc = erank_mmr(items, n, want, higher, s->diversity, s->col.dims, an, past_deadline, c);
-        if (rc == -2)
+        if (rc == STATUS_ETIMEOUT)
             return tier_fail(c, STATUS_ETIMEOUT,
                              "the deadline passed while de-duplicating %zu hits", n);
         if (rc != 0) return STATUS_ENOMEM;

@@ -255,7 +255,7 @@ static int add_criteria(tier_ctx *c, const global_query_in *in, pgq_sql *b) {
     if (in->type[0]) pgq_sql_add(b, " AND e.entity_type = $%d", pgq_text(b, in->type));
     for (size_t i = 0; i < in->npreds; i++) {
         int rc = global_pred_sql(b, c->ar, i, &in->preds[i], c->err, sizeof c->err);
-        if (rc == -2) return tier_fail(c, STATUS_ENOMEM, "out of memory");
+        if (rc == STATUS_ENOMEM) return tier_fail(c, STATUS_ENOMEM, "out of memory");
         if (rc != 0) return STATUS_EINVALID;
     }
     if (in->nids) {

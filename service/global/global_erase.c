@@ -15,6 +15,7 @@
 #include "service/cache/cache_records.h"
 #include "service/global/global_service_internal.h"
 #include "service/tier/tier_erase.h"
+#include "service/tier/tier_export.h"
 #include "service/tier/tier_sql.h"
 
 typedef struct erase_job {
@@ -73,24 +74,6 @@ static void add_limit(pgq_sql *b, const tier_erase_sel *sel) {
     if (sel->limit) pgq_sql_add(b, " LIMIT %lld", (long long)sel->limit);
 }
 
-/* The start of a DELETE of sel's rows of table (alias as), the selection
- * to follow, then end_delete. Without a batch bound a plain DELETE, which
- * rechecks its condition on a row updated meanwhile (Forget: a row
- * changed while it runs is still erased); with one, the rows of one batch
- * by ctid (a row updated meanwhile waits for the sweeper's next batch). */
-static void delete_from(pgq_sql *b, const char *table, const char *as, const tier_erase_sel *sel) {
-    if (sel->limit)
-        pgq_sql_add(b, "DELETE FROM %s WHERE ctid IN (SELECT %s.ctid FROM %s %s WHERE ", table, as,
-                    table, as);
-    else pgq_sql_add(b, "DELETE FROM %s %s WHERE ", table, as);
-}
-
-static void end_delete(pgq_sql *b, const tier_erase_sel *sel) {
-    if (!sel->limit) return;
-    add_limit(b, sel);
-    pgq_sql_add(b, ")");
-}
-
 /* The selection's entities, locked, their ids into *ids (in c's arena). */
 static int lock_entities(pgq_session *ss, tier_ctx *c, const tier_erase_sel *sel, const char ***ids,
                          size_t *n) {
@@ -132,9 +115,9 @@ static int erase_in(pgq_session *ss, tier_ctx *c, void *arg) {
     }
     if (rc == STATUS_OK) { /* and those the selection names itself */
         memset(&b, 0, sizeof b);
-        delete_from(&b, "relationships", "r", sel);
+        tier_erase_sql_begin(&b, sel, "relationships", "r");
         rc = tier_erase_sql_where(&b, c, sel, "r", "properties");
-        end_delete(&b, sel);
+        tier_erase_sql_end(&b, sel);
         if (rc == STATUS_OK) rc = delete_rows(ss, &b, "erase relationships", &j->count);
     }
     if (rc == STATUS_OK && nids) {
@@ -145,9 +128,9 @@ static int erase_in(pgq_session *ss, tier_ctx *c, void *arg) {
     }
     if (rc == STATUS_OK) {
         memset(&b, 0, sizeof b);
-        delete_from(&b, "tasks", "t", sel);
+        tier_erase_sql_begin(&b, sel, "tasks", "t");
         rc = tier_erase_sql_where(&b, c, sel, "t", "provenance");
-        end_delete(&b, sel);
+        tier_erase_sql_end(&b, sel);
         if (rc == STATUS_OK) rc = delete_rows(ss, &b, "erase tasks", &j->count);
     }
     if (rc == STATUS_OK) rc = pgq_commit(ss, NULL, NULL, NULL);
@@ -191,19 +174,6 @@ static int export_meta(tier_ctx *c, const PGresult *r, int i, int at, const char
     return STATUS_OK;
 }
 
-/* One kind of record of the graph: how its page is selected, keyed (the
- * keyset cursor is its first nkey columns) and rendered. */
-typedef struct export_kind {
-    const char *kind;
-    const char *key; /* the keyset columns, "r.source_id, r.rel_type, r.target_id" */
-    int nkey;        /* how many: the select's first nkey columns */
-    int meta_col;    /* where META_COLS start */
-    /* Appends "SELECT <cols>, META_COLS FROM ... WHERE <selection>". */
-    int (*select)(pgq_sql *b, tier_ctx *c, const tier_erase_sel *sel);
-    /* The record's id and content (JSON) from row i, in c's arena. */
-    int (*render)(tier_ctx *c, const PGresult *r, int i, const char **id, const char **json);
-} export_kind;
-
 static int select_entities(pgq_sql *b, tier_ctx *c, const tier_erase_sel *sel) {
     pgq_sql_add(b, "SELECT e.id, e.entity_type, e.name, e.properties, " META_COLS
                    " FROM entities e WHERE ");
@@ -239,8 +209,11 @@ static int render_json(tier_ctx *c, json_t *o, const char **json) {
     return *json ? STATUS_OK : tier_fail(c, STATUS_ENOMEM, "out of memory");
 }
 
-static int render_entity(tier_ctx *c, const PGresult *r, int i, const char **id,
-                         const char **json) {
+static int render_entity(tier_ctx *c, const PGresult *r, int i, const tier_erase_sel *sel,
+                         tier_export_rec *rec, tier_meta *m) {
+    int rc = export_meta(c, r, i, 4, sel->tenant, m);
+    if (rc != STATUS_OK) return rc;
+    const char **id = &rec->id, **json = &rec->json;
     *id = pgq_col_str(c->ar, r, i, 0);
     json_t *o = json_pack("{s:s?, s:s?, s:o}", "type", pgq_col_str(c->ar, r, i, 1), "name",
                           pgq_col_str(c->ar, r, i, 2), "properties", jsonb_at(c, r, i, 3));
@@ -248,8 +221,11 @@ static int render_entity(tier_ctx *c, const PGresult *r, int i, const char **id,
     return *id ? render_json(c, o, json) : tier_fail(c, STATUS_ENOMEM, "out of memory");
 }
 
-static int render_relationship(tier_ctx *c, const PGresult *r, int i, const char **id,
-                               const char **json) {
+static int render_relationship(tier_ctx *c, const PGresult *r, int i, const tier_erase_sel *sel,
+                               tier_export_rec *rec, tier_meta *m) {
+    int rc = export_meta(c, r, i, 4, sel->tenant, m);
+    if (rc != STATUS_OK) return rc;
+    const char **id = &rec->id, **json = &rec->json;
     const char *src = pgq_col_str(c->ar, r, i, 0), *type = pgq_col_str(c->ar, r, i, 1),
                *dst = pgq_col_str(c->ar, r, i, 2);
     if (!src || !type || !dst) return tier_fail(c, STATUS_ENOMEM, "out of memory");
@@ -266,7 +242,11 @@ static json_t *time_at(const PGresult *r, int i, int col) {
     return json_integer(us);
 }
 
-static int render_task(tier_ctx *c, const PGresult *r, int i, const char **id, const char **json) {
+static int render_task(tier_ctx *c, const PGresult *r, int i, const tier_erase_sel *sel,
+                       tier_export_rec *rec, tier_meta *m) {
+    int rc = export_meta(c, r, i, 9, sel->tenant, m);
+    if (rc != STATUS_OK) return rc;
+    const char **id = &rec->id, **json = &rec->json;
     *id = pgq_col_str(c->ar, r, i, 0);
     int64_t status = 0;
     const char **ents = NULL;
@@ -287,80 +267,40 @@ static int render_task(tier_ctx *c, const PGresult *r, int i, const char **id, c
     return *id ? render_json(c, o, json) : tier_fail(c, STATUS_ENOMEM, "out of memory");
 }
 
-static const export_kind export_kinds[] = {
-    {"entity", "e.id", 1, 4, select_entities, render_entity},
-    {"relationship", "r.source_id, r.rel_type, r.target_id", 3, 4, select_relationships,
-     render_relationship},
-    {"task", "t.id", 1, 9, select_tasks, render_task},
+/* The graph's three kinds of record, each keyed by its first columns. */
+static const tier_export_pages export_kinds[] = {
+    {.kind = "entity",
+     .what = "export entities",
+     .key = "e.id",
+     .nkey = 1,
+     .key_cols = {0},
+     .page = EXPORT_PAGE,
+     .select = select_entities,
+     .render = render_entity},
+    {.kind = "relationship",
+     .what = "export relationships",
+     .key = "r.source_id, r.rel_type, r.target_id",
+     .nkey = 3,
+     .key_cols = {0, 1, 2},
+     .page = EXPORT_PAGE,
+     .select = select_relationships,
+     .render = render_relationship},
+    {.kind = "task",
+     .what = "export tasks",
+     .key = "t.id",
+     .nkey = 1,
+     .key_cols = {0},
+     .page = EXPORT_PAGE,
+     .select = select_tasks,
+     .render = render_task},
 };
-
-typedef struct read_job {
-    const pgq_sql *b;
-    PGresult *res;
-} read_job;
-
-static int read_in(pgq_session *ss, tier_ctx *c, void *arg) {
-    (void)c;
-    read_job *j = arg;
-    return pgq_pipeline(ss, "export", NULL, j->b, 1, &j->res);
-}
-
-/* Keyset pages of one kind, each row handed to emit; a page's strings live
- * in an arena of its own, so an export of any size holds one page. */
-static int export_kind_rows(tier_ctx *c, const global_service *svc, const export_kind *k,
-                            const tier_erase_sel *sel, tier_export_emit emit, void *emit_arg) {
-    char *after[3] = {NULL, NULL, NULL};
-    int rc = STATUS_OK;
-    for (int more = 1; rc == STATUS_OK && more;) {
-        pgq_sql b = {0};
-        rc = k->select(&b, c, sel);
-        if (after[0]) { /* (key columns) > (the last row's) */
-            pgq_sql_add(&b, " AND (%s) > (", k->key);
-            for (int j = 0; j < k->nkey; j++)
-                pgq_sql_add(&b, "%s$%d", j ? ", " : "", pgq_text(&b, after[j]));
-            pgq_sql_add(&b, ")");
-        }
-        pgq_sql_add(&b, " ORDER BY %s LIMIT %d", k->key, EXPORT_PAGE);
-        read_job job = {&b, NULL};
-        if (rc == STATUS_OK)
-            rc = tier_sql_run(svc->env->pg, c, TIER_MAX_STATEMENT_MS, read_in, &job);
-        if (rc != STATUS_OK) break;
-        PGresult *r = job.res;
-        arena *keep = c->ar, *page = arena_create();
-        if (!page) {
-            PQclear(r);
-            rc = tier_fail(c, STATUS_ENOMEM, "out of memory");
-            break;
-        }
-        c->ar = page;
-        int rows = PQntuples(r);
-        for (int i = 0; rc == STATUS_OK && i < rows; i++) {
-            tier_export_rec rec = {.kind = k->kind};
-            tier_meta m;
-            rc = k->render(c, r, i, &rec.id, &rec.json);
-            if (rc == STATUS_OK) rc = export_meta(c, r, i, k->meta_col, sel->tenant, &m);
-            rec.meta = &m;
-            if (rc == STATUS_OK) rc = emit(emit_arg, &rec);
-        }
-        c->ar = keep;
-        arena_free(page);
-        more = rows == EXPORT_PAGE;
-        for (int j = 0; rc == STATUS_OK && more && j < k->nkey; j++) {
-            free(after[j]);
-            after[j] = strdup(PQgetvalue(r, rows - 1, j));
-            if (!after[j]) rc = tier_fail(c, STATUS_ENOMEM, "out of memory");
-        }
-        PQclear(r);
-    }
-    for (int j = 0; j < 3; j++) free(after[j]);
-    return rc;
-}
 
 int global_export(void *state, tier_ctx *c, const tier_erase_sel *sel, tier_export_emit emit,
                   void *emit_arg) {
+    const global_service *svc = state;
     if (tier_erase_is_retention(sel)) return STATUS_OK;
     int rc = STATUS_OK;
     for (size_t k = 0; rc == STATUS_OK && k < sizeof export_kinds / sizeof export_kinds[0]; k++)
-        rc = export_kind_rows(c, state, &export_kinds[k], sel, emit, emit_arg);
+        rc = tier_export_pages_run(svc->env->pg, c, &export_kinds[k], sel, emit, emit_arg);
     return rc;
 }

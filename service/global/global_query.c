@@ -16,7 +16,7 @@
 
 static int bad(char *why, size_t whylen, const char *fmt, const char *a, const char *b) {
     snprintf(why, whylen, fmt, a, b);
-    return -1;
+    return STATUS_EINVALID;
 }
 
 /* JSON string literal for s (quotes and escapes), in the arena. */
@@ -53,7 +53,7 @@ int global_path_parse(arena *a, const char *path, const char *value_json, const 
     size_t nseg = 0;
     int numeric_seen = 0;
     char *copy = arena_strndup(a, path, len);
-    if (!copy) return -2;
+    if (!copy) return STATUS_ENOMEM;
     for (char *p = copy;;) {
         char *dot = strchr(p, '.');
         if (dot) *dot = '\0';
@@ -67,7 +67,7 @@ int global_path_parse(arena *a, const char *path, const char *value_json, const 
         if (!dot) break;
         p = dot + 1;
     }
-    if (!(*pg_path = pgq_array_literal(a, segs, nseg))) return -2;
+    if (!(*pg_path = pgq_array_literal(a, segs, nseg))) return STATUS_ENOMEM;
     if (!nested) return 0;
     *nested = NULL;
     if (numeric_seen || !value_json) return 0;
@@ -75,11 +75,11 @@ int global_path_parse(arena *a, const char *path, const char *value_json, const 
     size_t cap = strlen(value_json) + 3;
     const char *quoted[GLOBAL_PATH_MAX_SEGMENTS];
     for (size_t i = 0; i < nseg; i++) {
-        if (!(quoted[i] = json_quote(a, segs[i]))) return -2;
+        if (!(quoted[i] = json_quote(a, segs[i]))) return STATUS_ENOMEM;
         cap += strlen(quoted[i]) + 3;
     }
     char *doc = arena_alloc(a, cap), *w = doc;
-    if (!doc) return -2;
+    if (!doc) return STATUS_ENOMEM;
     for (size_t i = 0; i < nseg; i++) w += sprintf(w, "{%s:", quoted[i]);
     w += sprintf(w, "%s", value_json);
     for (size_t i = 0; i < nseg; i++) *w++ = '}';
@@ -124,7 +124,7 @@ int global_pred_sql(pgq_sql *b, arena *a, size_t index, const global_pred *p, ch
     int rc = global_path_parse(a, p->path, exists ? NULL : p->value_json, &pg_path,
                                p->op == MEMORY__V1__PREDICATE_OP__PREDICATE_OP_EQ ? &nested : NULL,
                                pwhy, sizeof pwhy);
-    if (rc == -2) return -2;
+    if (rc == STATUS_ENOMEM) return STATUS_ENOMEM;
     if (rc != 0) return bad(why, whylen, "%s.%s", at, pwhy);
     int pp = pgq_text_array(b, pg_path);
 #define X "(properties #> $%d)"

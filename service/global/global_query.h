@@ -21,6 +21,7 @@
 #include <stddef.h>
 
 #include "service/core/arena.h"
+#include "service/core/status.h"
 #include "service/store/pgq.h"
 
 #define GLOBAL_PATH_MAX_CHARS 256
@@ -50,14 +51,14 @@ typedef struct global_pred {
 /* Splits path (valid UTF-8: the service checks) into segments; on 0 *pg_path is the PostgreSQL
  * text[] literal for `#>` in arena a, and *nested (may be NULL) is the JSON object
  * {"a":{"b":<value_json>}} for a containment prefilter, NULL when a segment is numeric (it may
- * index an array). Returns -1 with why
- * ("path: ...") on a bad path, -2 when out of memory. */
+ * index an array). Returns STATUS_OK, STATUS_EINVALID with why
+ * ("path: ...") on a bad path, or STATUS_ENOMEM. */
 int global_path_parse(arena *a, const char *path, const char *value_json, const char **pg_path,
                       const char **nested, char *why, size_t whylen);
 
-/* Appends " AND <predicate>" to b, parameters to q. Returns 0, -1 with why
- * (op/value mismatch, bad path; why names the predicate's index as
- * "predicates[i]") or -2 when out of memory. */
+/* Appends " AND <predicate>" to b, parameters to q. Returns STATUS_OK,
+ * STATUS_EINVALID with why (op/value mismatch, bad path; why names the
+ * predicate's index as "predicates[i]") or STATUS_ENOMEM. */
 int global_pred_sql(pgq_sql *b, arena *a, size_t index, const global_pred *p, char *why,
                     size_t whylen);
 

@@ -267,7 +267,7 @@ grpc_status_code global_check_query(rpc_call *call, const char *prefix, const ch
         char why[300];
         memset(scratch, 0, sizeof *scratch);
         int rc = global_pred_sql(scratch, a, i, &preds[i], why, sizeof why);
-        if (rc == -2) return rpc_call_oom(call);
+        if (rc == STATUS_ENOMEM) return rpc_call_oom(call);
         if (rc != 0) return rpc_call_invalid(call, "%s%s", prefix, why);
     }
     in->preds = preds;

@@ -23,6 +23,7 @@
 #include "service/session/sess_record.h"
 #include "service/session/sess_service_internal.h"
 #include "service/store/redis_url.h"
+#include "service/tier/tier_export.h"
 
 #define SCAN_COUNT "1000"
 
@@ -142,11 +143,8 @@ static int erase_pg_in(pgq_session *ss, tier_ctx *c, void *arg) {
     const tier_erase_sel *sel = j->sel;
     pgq_sql b = {0};
     /* A session the owner started goes with every record in it. */
-    if (sel->dry_run) pgq_sql_add(&b, "SELECT count(*) FROM session_records r WHERE (");
-    else if (sel->limit)
-        pgq_sql_add(&b, "DELETE FROM session_records WHERE ctid IN (SELECT r.ctid FROM"
-                        " session_records r WHERE (");
-    else pgq_sql_add(&b, "DELETE FROM session_records r WHERE (");
+    tier_erase_sql_begin(&b, sel, "session_records", "r");
+    pgq_sql_add(&b, "(");
     int rc = tier_erase_sql_where_value(&b, c, sel, "r", "value", 0);
     if (rc != STATUS_OK) return rc;
     if (by_principal(sel))
@@ -155,16 +153,11 @@ static int erase_pg_in(pgq_session *ss, tier_ctx *c, void *arg) {
                     " s.tenant = r.tenant AND s.id = r.session_id AND s.owner = $%d))",
                     pgq_text(&b, sel->tenant), pgq_text(&b, sel->owner));
     else pgq_sql_add(&b, ")");
-    if (!sel->dry_run && sel->limit) pgq_sql_add(&b, " LIMIT %lld)", (long long)sel->limit);
+    tier_erase_sql_end(&b, sel);
     PGresult *r = NULL;
     if ((rc = pgq_pipeline(ss, "erase session records", "BEGIN", &b, 0, &r)) != STATUS_OK)
         return rc;
-    if (sel->dry_run) {
-        if (pgq_col_int(r, 0, 0, &j->count) != 0)
-            rc = tier_fail(c, STATUS_EINTERNAL, "unexpected count of session records");
-    } else {
-        j->count = atoll(PQcmdTuples(r));
-    }
+    rc = tier_erase_sql_count(c, sel, r, "session records", &j->count);
     PQclear(r);
     if (rc == STATUS_OK && !sel->dry_run && by_principal(sel)) {
         pgq_sql d = {0};
@@ -200,15 +193,13 @@ typedef struct export_job {
     const tier_erase_sel *sel;
     tier_export_emit emit;
     void *emit_arg;
-    char *after[2]; /* session id, key of the last record; NULL on the first page */
-    PGresult *res;  /* the page read */
-    int rows;
 } export_job;
 
-/* One record, as Export hands it over: {"session_id", "key", "value"}
- * (text when it is UTF-8, else base64url with "value_encoding"). */
-static int emit_record(export_job *j, tier_ctx *c, const char *sid, const char *key,
-                       const uint8_t *v, size_t n, const tier_meta *m) {
+/* One record's id and content as Export hands it over: {"session_id",
+ * "key", "value"} (text when it is UTF-8, else base64url with
+ * "value_encoding"), in c's arena. */
+static int render_record(tier_ctx *c, const char *sid, const char *key, const uint8_t *v, size_t n,
+                         tier_export_rec *rec) {
     json_t *o = json_object();
     json_object_set_new(o, "session_id", json_string(sid));
     json_object_set_new(o, "key", json_string(key));
@@ -221,29 +212,30 @@ static int emit_record(export_job *j, tier_ctx *c, const char *sid, const char *
     }
     char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(o);
-    tier_export_rec rec = {.kind = "session_record",
-                           .id = arena_printf(c->ar, "%s/%s", sid, key),
-                           .json = s ? arena_strdup(c->ar, s) : NULL,
-                           .meta = m};
+    rec->kind = "session_record";
+    rec->id = arena_printf(c->ar, "%s/%s", sid, key);
+    rec->json = s ? arena_strdup(c->ar, s) : NULL;
     free(s);
-    return rec.id && rec.json ? j->emit(j->emit_arg, &rec)
-                              : tier_fail(c, STATUS_ENOMEM, "out of memory");
+    return rec->id && rec->json ? STATUS_OK : tier_fail(c, STATUS_ENOMEM, "out of memory");
 }
 
-static int export_record(export_job *j, tier_ctx *c, const PGresult *r, int i) {
-    tier_meta m = {.tenant = j->sel->tenant};
+/* A row of PostgreSQL's copy (select_records' columns) as a record. */
+static int render_row(tier_ctx *c, const PGresult *r, int i, const tier_erase_sel *sel,
+                      tier_export_rec *rec, tier_meta *m) {
+    memset(m, 0, sizeof *m);
+    m->tenant = sel->tenant;
     int64_t label;
     const char *sid = pgq_col_str(c->ar, r, i, 0), *key = pgq_col_str(c->ar, r, i, 1);
     const uint8_t *v = (const uint8_t *)PQgetvalue(r, i, 2);
     size_t n = (size_t)PQgetlength(r, i, 2);
-    m.owner = pgq_col_str(c->ar, r, i, 3);
-    if (!sid || !key || !m.owner || pgq_col_int(r, i, 4, &label) != 0 ||
-        pgq_col_int(r, i, 5, &m.version) != 0 || pgq_col_ts(r, i, 6, &m.create_us) != 0 ||
-        pgq_col_ts(r, i, 7, &m.update_us) != 0 ||
-        pgq_col_text_array(c->ar, r, i, 8, &m.pii_kinds, &m.npii) != 0)
+    m->owner = pgq_col_str(c->ar, r, i, 3);
+    if (!sid || !key || !m->owner || pgq_col_int(r, i, 4, &label) != 0 ||
+        pgq_col_int(r, i, 5, &m->version) != 0 || pgq_col_ts(r, i, 6, &m->create_us) != 0 ||
+        pgq_col_ts(r, i, 7, &m->update_us) != 0 ||
+        pgq_col_text_array(c->ar, r, i, 8, &m->pii_kinds, &m->npii) != 0)
         return tier_fail(c, STATUS_EINTERNAL, "unreadable session record");
-    m.label = (int)label;
-    return emit_record(j, c, sid, key, v, n, &m);
+    m->label = (int)label;
+    return render_record(c, sid, key, v, n, rec);
 }
 
 /* The records of one plain session in Redis (durable ones are exported
@@ -287,7 +279,9 @@ static int export_key(tier_ctx *c, sess_walk *w, const char *key, size_t klen, c
                            .update_us = rec.update_ms * 1000,
                            .pii_kinds = rec.pii_kinds,
                            .npii = rec.npii};
-            status = emit_record(j, c, sid, name, rec.value, (size_t)rec.size, &m);
+            tier_export_rec out = {.meta = &m};
+            status = render_record(c, sid, name, rec.value, (size_t)rec.size, &out);
+            if (status == STATUS_OK) status = j->emit(j->emit_arg, &out);
         }
         c->ar = keep;
         arena_free(rec_arena);
@@ -296,35 +290,21 @@ static int export_key(tier_ctx *c, sess_walk *w, const char *key, size_t klen, c
     return status;
 }
 
-/* One page of the selection's records into j->res (emitted after the
- * connection is back: a slow reader holds none). */
-static int export_page(pgq_session *ss, tier_ctx *c, void *arg) {
-    export_job *j = arg;
-    pgq_sql b = {0};
-    pgq_sql_add(&b,
-                "SELECT r.session_id, r.key, r.value, r.owner, r.label, r.version, r.created_at,"
-                " r.updated_at, r.pii_kinds FROM session_records r WHERE ");
-    int rc = tier_erase_sql_where_value(&b, c, j->sel, "r", "value", 0);
-    if (rc != STATUS_OK) return rc;
-    if (j->after[0])
-        pgq_sql_add(&b, " AND (r.session_id, r.key) > ($%d, $%d)", pgq_text(&b, j->after[0]),
-                    pgq_text(&b, j->after[1]));
-    pgq_sql_add(&b, " ORDER BY r.session_id, r.key LIMIT %d", EXPORT_PAGE);
-    return pgq_pipeline(ss, "export session records", NULL, &b, 1, &j->res);
+/* PostgreSQL's copies of the selection's records (durable sessions). */
+static int select_records(pgq_sql *b, tier_ctx *c, const tier_erase_sel *sel) {
+    pgq_sql_add(b, "SELECT r.session_id, r.key, r.value, r.owner, r.label, r.version, r.created_at,"
+                   " r.updated_at, r.pii_kinds FROM session_records r WHERE ");
+    return tier_erase_sql_where_value(b, c, sel, "r", "value", 0);
 }
 
-/* The page's records, emitted; the cursor moves on. */
-static int emit_page(export_job *j, tier_ctx *c) {
-    int rc = STATUS_OK;
-    j->rows = PQntuples(j->res);
-    for (int i = 0; rc == STATUS_OK && i < j->rows; i++) rc = export_record(j, c, j->res, i);
-    for (int k = 0; rc == STATUS_OK && j->rows > 0 && k < 2; k++) {
-        free(j->after[k]);
-        if (!(j->after[k] = strdup(PQgetvalue(j->res, j->rows - 1, k))))
-            rc = tier_fail(c, STATUS_ENOMEM, "out of memory");
-    }
-    return rc;
-}
+static const tier_export_pages export_records = {.kind = "session_record",
+                                                 .what = "export session records",
+                                                 .key = "r.session_id, r.key",
+                                                 .nkey = 2,
+                                                 .key_cols = {0, 1},
+                                                 .page = EXPORT_PAGE,
+                                                 .select = select_records,
+                                                 .render = render_row};
 
 int sess_export(void *state, tier_ctx *c, const tier_erase_sel *sel, tier_export_emit emit,
                 void *emit_arg) {
@@ -332,23 +312,7 @@ int sess_export(void *state, tier_ctx *c, const tier_erase_sel *sel, tier_export
     if (tier_erase_is_retention(sel) || (!sel->owner && !sel->subject_id)) return STATUS_OK;
     export_job j = {.sel = sel, .emit = emit, .emit_arg = emit_arg};
     int rc = svc->env->redis ? each_session(svc, c, sel, export_key, &j) : STATUS_OK;
-    while (rc == STATUS_OK) {
-        /* A page's strings in an arena of its own. */
-        arena *keep = c->ar, *page = arena_create();
-        if (!page) {
-            rc = tier_fail(c, STATUS_ENOMEM, "out of memory");
-            break;
-        }
-        c->ar = page;
-        j.res = NULL;
-        rc = tier_sql_run(svc->env->pg, c, TIER_MAX_STATEMENT_MS, export_page, &j);
-        if (rc == STATUS_OK) rc = emit_page(&j, c);
-        PQclear(j.res);
-        c->ar = keep;
-        arena_free(page);
-        if (j.rows < EXPORT_PAGE) break;
-    }
-    free(j.after[0]);
-    free(j.after[1]);
-    return rc;
+    return rc == STATUS_OK
+               ? tier_export_pages_run(svc->env->pg, c, &export_records, sel, emit, emit_arg)
+               : rc;
 }

@@ -3,6 +3,7 @@
 #include "service/tier/tier_erase.h"
 
 #include <jansson.h>
+#include <libpq-fe.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,5 +97,31 @@ int tier_erase_sql_where_value(pgq_sql *b, tier_ctx *c, const tier_erase_sel *se
                 " AND (position('subject_id'::bytea IN %s) > 0 OR position('\\\\u'::bytea IN %s)"
                 " > 0) AND memoryd_subject_of(%s) = $%d",
                 bytes, bytes, bytes, pgq_text(b, sel->subject_id));
+    return STATUS_OK;
+}
+
+void tier_erase_sql_begin(pgq_sql *b, const tier_erase_sel *sel, const char *table,
+                          const char *alias) {
+    const char *as = alias ? alias : table, *sp = alias ? " " : "";
+    if (!alias) alias = "";
+    if (sel->dry_run) pgq_sql_add(b, "SELECT count(*) FROM %s%s%s WHERE ", table, sp, alias);
+    else if (sel->limit)
+        pgq_sql_add(b, "DELETE FROM %s WHERE ctid IN (SELECT %s.ctid FROM %s%s%s WHERE ", table, as,
+                    table, sp, alias);
+    else pgq_sql_add(b, "DELETE FROM %s%s%s WHERE ", table, sp, alias);
+}
+
+void tier_erase_sql_end(pgq_sql *b, const tier_erase_sel *sel) {
+    if (!sel->dry_run && sel->limit) pgq_sql_add(b, " LIMIT %lld)", (long long)sel->limit);
+}
+
+int tier_erase_sql_count(tier_ctx *c, const tier_erase_sel *sel, const PGresult *r,
+                         const char *what, int64_t *count) {
+    if (!sel->dry_run) {
+        *count = atoll(PQcmdTuples((PGresult *)r));
+        return STATUS_OK;
+    }
+    if (pgq_col_int(r, 0, 0, count) != 0)
+        return tier_fail(c, STATUS_EINTERNAL, "unexpected count of %s", what);
     return STATUS_OK;
 }

@@ -174,6 +174,7 @@ const char *tier_erase_subject_json(arena *a, const tier_erase_sel *sel);
  * keeps no JSON content and matches no subject); and sel's retention
  * conditions. STATUS_OK, or STATUS_ENOMEM. */
 struct pgq_sql;
+struct pg_result; /* libpq's PGresult */
 int tier_erase_sql_where(struct pgq_sql *b, tier_ctx *c, const tier_erase_sel *sel,
                          const char *alias, const char *json_col);
 
@@ -191,5 +192,24 @@ int tier_erase_sql_where_value(struct pgq_sql *b, tier_ctx *c, const tier_erase_
  * sel is limited to no usable namespace); nothing when sel->ns_limited is
  * 0. STATUS_OK, or STATUS_ENOMEM with c->err. */
 int tier_erase_sql_ns(struct pgq_sql *b, tier_ctx *c, const tier_erase_sel *sel, const char *col);
+
+/* ---- an erasure's statement ----
+ *
+ * The start of the statement erasing (or, for a dry run, counting) sel's
+ * rows of table, whose condition the caller appends (aliased alias, or
+ * the table's name when alias is NULL), then tier_erase_sql_end. Without
+ * a batch bound a plain DELETE, which rechecks its condition on a row
+ * updated meanwhile (Forget: a row changed while it runs is still
+ * erased); with one, the rows of one batch by ctid (a row updated
+ * meanwhile waits for the sweeper's next batch); a dry run a count(*).
+ * Table and alias are the tier's SQL names, never a caller's. */
+void tier_erase_sql_begin(struct pgq_sql *b, const tier_erase_sel *sel, const char *table,
+                          const char *alias);
+/* Closes what tier_erase_sql_begin opened (a batch's LIMIT). */
+void tier_erase_sql_end(struct pgq_sql *b, const tier_erase_sel *sel);
+/* What the statement erased (its row count) or, for a dry run, counted:
+ * STATUS_OK with *count, or STATUS_EINTERNAL with c->err naming what. */
+int tier_erase_sql_count(tier_ctx *c, const tier_erase_sel *sel, const struct pg_result *r,
+                         const char *what, int64_t *count);
 
 #endif

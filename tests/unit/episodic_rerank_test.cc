@@ -165,8 +165,8 @@ TEST(RerankMmr, AnExpiredClockStopsItAndLeavesTheOrder) {
   std::vector<erank_item> v = p.Items({5, 4, 3, 2, 1});
   int calls = 0;
   auto expired = [](void* arg) { return ++*static_cast<int*>(arg) > 2 ? 1 : 0; };
-  EXPECT_EQ(
-      -2, erank_mmr(v.data(), v.size(), 5, ERANK_HIGHER_BETTER, 0.5, 2, nullptr, expired, &calls));
+  EXPECT_EQ(STATUS_ETIMEOUT, erank_mmr(v.data(), v.size(), 5, ERANK_HIGHER_BETTER, 0.5, 2, nullptr,
+                                       expired, &calls));
   EXPECT_EQ((std::vector<size_t>{0, 1, 2, 3, 4}), Order(v));
   EXPECT_EQ(3, calls);
 }
