@@ -8,8 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "service/core/b64url.h"
-#include "service/core/text.h"
 #include "service/entries/entries_store_internal.h"
 
 #include "service/core/log.h"
@@ -72,22 +70,12 @@ static int render_entry(tier_ctx *c, const entries_record *e, const char **json)
     json_t *tags = json_array(), *value = NULL;
     for (size_t i = 0; tags && i < e->ntags; i++)
         json_array_append_new(tags, json_string(e->tags[i]));
-    const char *encoding = "text";
-    if (text_utf8_valid(e->value, e->value_len)) {
-        value = json_stringn((const char *)e->value, e->value_len);
-    } else {
-        char *b64 = arena_alloc(c->ar, b64url_encoded_len(e->value_len) + 1);
-        if (b64) value = json_stringn(b64, b64url_encode(e->value, e->value_len, b64));
-        encoding = "base64url";
-    }
+    const char *encoding;
+    value = tier_export_bytes(c, e->value, e->value_len, &encoding);
     json_t *o = json_pack("{s:o, s:s, s:s, s:o, s:o}", "value", value ? value : json_null(),
                           "value_encoding", encoding, "content_type", e->content_type, "metadata",
                           meta ? meta : json_object(), "tags", tags);
-    char *s = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-    json_decref(o);
-    *json = s ? arena_strdup(c->ar, s) : NULL;
-    free(s);
-    return *json ? STATUS_OK : tier_fail(c, STATUS_ENOMEM, "out of memory");
+    return tier_export_json(c, o, json);
 }
 
 static int render_row(tier_ctx *c, const PGresult *r, int i, const tier_erase_sel *sel,

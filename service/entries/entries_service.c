@@ -143,12 +143,9 @@ static const rpc_method methods[] = {
 
 static const tier_service services[] = {{SVC, HEALTH_NEEDS_PG}};
 
-static const char *const record_tables[] = {"entries", NULL};
-static const tier_records records = {.tier = MEMORY__V1__TIER__TIER_ENTRIES,
-                                     .order = TIER_ORDER_RECORDS + 20,
-                                     .erase = entries_erase,
-                                     .exporter = entries_export,
-                                     .tables = record_tables};
+static const tier_records records =
+    TIER_RECORDS(MEMORY__V1__TIER__TIER_ENTRIES, TIER_ORDER_RECORDS + 20, entries_erase,
+                 entries_export, "entries");
 
 const tier entries_tier = {TIER_FIELDS("entries", services, methods, entries_open, free),
                            .records = &records};

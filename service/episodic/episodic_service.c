@@ -624,12 +624,9 @@ static const rpc_method methods[] = {
 /* The catalog is in PostgreSQL; points in PostgreSQL too, or in Qdrant. */
 static const tier_service services[] = {{SVC, HEALTH_NEEDS_PG | HEALTH_NEEDS_PROBE}};
 
-static const char *const record_tables[] = {"episodic_collections", NULL};
-static const tier_records records = {.tier = MEMORY__V1__TIER__TIER_EPISODIC,
-                                     .order = TIER_ORDER_RECORDS + 10,
-                                     .erase = erase,
-                                     .exporter = exporter,
-                                     .tables = record_tables};
+static const tier_records records =
+    TIER_RECORDS(MEMORY__V1__TIER__TIER_EPISODIC, TIER_ORDER_RECORDS + 10, erase, exporter,
+                 "episodic_collections");
 
 const tier episodic_tier = {
     TIER_FIELDS("episodic", services, methods, episodic_open, episodic_free),

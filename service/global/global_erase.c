@@ -201,14 +201,6 @@ static json_t *jsonb_at(tier_ctx *c, const PGresult *r, int i, int col) {
     return s ? json_loads(s, 0, &jerr) : json_null();
 }
 
-static int render_json(tier_ctx *c, json_t *o, const char **json) {
-    char *s = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-    json_decref(o);
-    *json = s ? arena_strdup(c->ar, s) : NULL;
-    free(s);
-    return *json ? STATUS_OK : tier_fail(c, STATUS_ENOMEM, "out of memory");
-}
-
 static int render_entity(tier_ctx *c, const PGresult *r, int i, const tier_erase_sel *sel,
                          tier_export_rec *rec, tier_meta *m) {
     int rc = export_meta(c, r, i, 4, sel->tenant, m);
@@ -218,7 +210,7 @@ static int render_entity(tier_ctx *c, const PGresult *r, int i, const tier_erase
     json_t *o = json_pack("{s:s?, s:s?, s:o}", "type", pgq_col_str(c->ar, r, i, 1), "name",
                           pgq_col_str(c->ar, r, i, 2), "properties", jsonb_at(c, r, i, 3));
     if (!*id) json_decref(o);
-    return *id ? render_json(c, o, json) : tier_fail(c, STATUS_ENOMEM, "out of memory");
+    return *id ? tier_export_json(c, o, json) : tier_fail(c, STATUS_ENOMEM, "out of memory");
 }
 
 static int render_relationship(tier_ctx *c, const PGresult *r, int i, const tier_erase_sel *sel,
@@ -233,7 +225,7 @@ static int render_relationship(tier_ctx *c, const PGresult *r, int i, const tier
     json_t *o = json_pack("{s:s, s:s, s:s, s:o}", "source_id", src, "type", type, "target_id", dst,
                           "properties", jsonb_at(c, r, i, 3));
     if (!*id) json_decref(o);
-    return *id ? render_json(c, o, json) : tier_fail(c, STATUS_ENOMEM, "out of memory");
+    return *id ? tier_export_json(c, o, json) : tier_fail(c, STATUS_ENOMEM, "out of memory");
 }
 
 static json_t *time_at(const PGresult *r, int i, int col) {
@@ -264,7 +256,7 @@ static int render_task(tier_ctx *c, const PGresult *r, int i, const tier_erase_s
                   "provenance", jsonb_at(c, r, i, 4), "result", jsonb_at(c, r, i, 5), "entity_ids",
                   ids, "start_time_us", time_at(r, i, 7), "end_time_us", time_at(r, i, 8));
     if (!*id) json_decref(o);
-    return *id ? render_json(c, o, json) : tier_fail(c, STATUS_ENOMEM, "out of memory");
+    return *id ? tier_export_json(c, o, json) : tier_fail(c, STATUS_ENOMEM, "out of memory");
 }
 
 /* The graph's three kinds of record, each keyed by its first columns. */

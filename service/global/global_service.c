@@ -128,12 +128,9 @@ static const rpc_method methods[] = {
 
 static const tier_service services[] = {{SVC, HEALTH_NEEDS_PG}};
 
-static const char *const record_tables[] = {"entities", "relationships", "tasks", NULL};
-static const tier_records records = {.tier = MEMORY__V1__TIER__TIER_GLOBAL,
-                                     .order = TIER_ORDER_RECORDS,
-                                     .erase = global_erase,
-                                     .exporter = global_export,
-                                     .tables = record_tables};
+static const tier_records records =
+    TIER_RECORDS(MEMORY__V1__TIER__TIER_GLOBAL, TIER_ORDER_RECORDS, global_erase, global_export,
+                 "entities", "relationships", "tasks");
 
 const tier global_tier = {TIER_FIELDS("global", services, methods, global_open, free),
                           .records = &records};

@@ -15,9 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "service/core/b64url.h"
 #include "service/core/clock.h"
-#include "service/core/text.h"
 #include "service/session/sess_lua.h"
 #include "service/session/sess_pg.h"
 #include "service/session/sess_record.h"
@@ -203,20 +201,18 @@ static int render_record(tier_ctx *c, const char *sid, const char *key, const ui
     json_t *o = json_object();
     json_object_set_new(o, "session_id", json_string(sid));
     json_object_set_new(o, "key", json_string(key));
-    if (text_utf8_valid(v, n)) {
-        json_object_set_new(o, "value", json_stringn((const char *)v, n));
-    } else {
-        char *b64 = arena_alloc(c->ar, b64url_encoded_len(n) + 1);
-        if (b64) json_object_set_new(o, "value", json_stringn(b64, b64url_encode(v, n, b64)));
-        json_object_set_new(o, "value_encoding", json_string("base64url"));
-    }
-    char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-    json_decref(o);
+    const char *encoding;
+    json_t *value = tier_export_bytes(c, v, n, &encoding);
+    if (value) json_object_set_new(o, "value", value);
+    if (value && strcmp(encoding, "text") != 0)
+        json_object_set_new(o, "value_encoding", json_string(encoding));
     rec->kind = "session_record";
     rec->id = arena_printf(c->ar, "%s/%s", sid, key);
-    rec->json = s ? arena_strdup(c->ar, s) : NULL;
-    free(s);
-    return rec->id && rec->json ? STATUS_OK : tier_fail(c, STATUS_ENOMEM, "out of memory");
+    if (!value || !rec->id) {
+        json_decref(o);
+        return tier_fail(c, STATUS_ENOMEM, "out of memory");
+    }
+    return tier_export_json(c, o, &rec->json);
 }
 
 /* A row of PostgreSQL's copy (select_records' columns) as a record. */

@@ -499,12 +499,9 @@ static const rpc_method methods[] = {
 
 static const tier_service services[] = {{SVC, HEALTH_NEEDS_REDIS | HEALTH_NEEDS_PG}};
 
-static const char *const record_tables[] = {"sessions", "session_records", NULL};
-static const tier_records records = {.tier = MEMORY__V1__TIER__TIER_SESSION,
-                                     .order = TIER_ORDER_RECORDS + 40,
-                                     .erase = sess_erase,
-                                     .exporter = sess_export,
-                                     .tables = record_tables};
+static const tier_records records =
+    TIER_RECORDS(MEMORY__V1__TIER__TIER_SESSION, TIER_ORDER_RECORDS + 40, sess_erase, sess_export,
+                 "sessions", "session_records");
 
 const tier session_tier = {TIER_FIELDS("session", services, methods, sess_open, sess_free),
                            .records = &records};

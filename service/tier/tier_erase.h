@@ -138,6 +138,18 @@ typedef struct tier_records {
     const char *const *tables;
 } tier_records;
 
+/* The tier_records of a tier whose long-term records live in the tables
+ * listed last: `static const tier_records records = TIER_RECORDS(
+ * MEMORY__V1__TIER__TIER_X, TIER_ORDER_RECORDS, x_erase, x_export, "x");`
+ * (a tier whose records end by their TTLs sets the fields itself). */
+#define TIER_RECORDS(tier_, order_, erase_, exporter_, ...)                                        \
+    {                                                                                              \
+        .tier = (tier_), .order = (order_), .erase = (erase_), .exporter = (exporter_),            \
+        .tables = (const char *const[]) {                                                          \
+            __VA_ARGS__, NULL                                                                      \
+        }                                                                                          \
+    }
+
 /* One tier's records, open: what Privacy and the sweeper walk
  * (tier_env.erasers, in order). */
 typedef struct tier_eraser {

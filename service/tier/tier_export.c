@@ -5,7 +5,27 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "service/core/b64url.h"
+#include "service/core/text.h"
 #include "service/tier/tier_sql.h"
+
+int tier_export_json(tier_ctx *c, json_t *o, const char **json) {
+    char *s = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(o);
+    *json = s ? arena_strdup(c->ar, s) : NULL;
+    free(s);
+    return *json ? STATUS_OK : tier_fail(c, STATUS_ENOMEM, "out of memory");
+}
+
+json_t *tier_export_bytes(tier_ctx *c, const void *v, size_t n, const char **encoding) {
+    if (text_utf8_valid((const uint8_t *)v, n)) {
+        *encoding = "text";
+        return json_stringn(v, n);
+    }
+    *encoding = "base64url";
+    char *b64 = arena_alloc(c->ar, b64url_encoded_len(n) + 1);
+    return b64 ? json_stringn(b64, b64url_encode(v, n, b64)) : NULL;
+}
 
 typedef struct page_job {
     const pgq_sql *b;

@@ -8,6 +8,7 @@
 #ifndef MEMORYD_TIER_TIER_EXPORT_H
 #define MEMORYD_TIER_TIER_EXPORT_H
 
+#include <jansson.h>
 #include <libpq-fe.h>
 
 #include "service/store/pg_pool.h"
@@ -39,6 +40,17 @@ typedef struct tier_export_pages {
     int (*render)(tier_ctx *c, const PGresult *r, int i, const tier_erase_sel *sel,
                   tier_export_rec *rec, tier_meta *meta);
 } tier_export_pages;
+
+/* A record's content for its tier_export_rec.json: the JSON object o (its
+ * reference taken; NULL, as a jansson constructor that ran out of memory
+ * returns, fails) as compact text in c's arena. STATUS_OK, or
+ * STATUS_ENOMEM with c->err. */
+int tier_export_json(tier_ctx *c, json_t *o, const char **json);
+
+/* Stored bytes as an export shows them: a JSON string of their text when
+ * they are UTF-8 (*encoding "text"), else of their base64url (*encoding
+ * "base64url"); NULL when out of memory. */
+json_t *tier_export_bytes(tier_ctx *c, const void *v, size_t n, const char **encoding);
 
 /* Every row of k that sel reaches, through emit, page after page:
  * STATUS_OK, emit's code (which ends it), or a backend's or render's code

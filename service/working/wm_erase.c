@@ -58,11 +58,7 @@ static int render_doc(tier_ctx *c, const char *node, const char *thread, const w
                       const char **json) {
     json_t *o = json_pack("{s:s, s:s, s:s, s:s}", "node", node, "thread", thread, "path", d->path,
                           "content", d->content ? d->content : "");
-    char *s = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-    json_decref(o);
-    *json = s ? arena_strdup(c->ar, s) : NULL;
-    free(s);
-    return *json ? STATUS_OK : tier_fail(c, STATUS_ENOMEM, "out of memory");
+    return tier_export_json(c, o, json);
 }
 
 static int render_row(tier_ctx *c, const PGresult *r, int i, const tier_erase_sel *sel,

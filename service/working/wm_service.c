@@ -103,12 +103,8 @@ static const rpc_method methods[] = {
 
 static const tier_service services[] = {{SVC, HEALTH_NEEDS_PG}};
 
-static const char *const record_tables[] = {"working_memory", NULL};
-static const tier_records records = {.tier = MEMORY__V1__TIER__TIER_WORKING,
-                                     .order = TIER_ORDER_RECORDS + 30,
-                                     .erase = wm_erase,
-                                     .exporter = wm_export,
-                                     .tables = record_tables};
+static const tier_records records = TIER_RECORDS(
+    MEMORY__V1__TIER__TIER_WORKING, TIER_ORDER_RECORDS + 30, wm_erase, wm_export, "working_memory");
 
 const tier working_tier = {TIER_FIELDS("working", services, methods, wm_open, free),
                            .records = &records};
