@@ -7,7 +7,7 @@
 #    embedded index (//service/episodic:index) and into FAISS IndexFlatIP /
 #    IndexFlatL2 (Debian's libfaiss), checks that both give the same top-k
 #    (recall@k of ours vs FAISS), then times single-query search (one
-#    thread, k = BENCH_K) of the raw eidx_search against FAISS, DOT vs IP
+#    thread, k = BENCH_K) of the raw episodic_index_search against FAISS, DOT vs IP
 #    and EUCLID vs L2, in alternating rounds. Target: raw within 1.5x of
 #    FAISS's time per query.
 # 2. Through memoryd (bench/episodic_bench server; skipped with
@@ -205,9 +205,9 @@ if [ -z "$SERVER_SKIP" ]; then
 fi
 for l in $sides; do
   case $l in
-    raw-dot) name="raw eidx_search DOT"; skip=$LOCAL_SKIP ;;
+    raw-dot) name="raw episodic_index_search DOT"; skip=$LOCAL_SKIP ;;
     faiss-ip) name="FAISS IndexFlatIP"; skip=$LOCAL_SKIP ;;
-    raw-euclid) name="raw eidx_search EUCLID"; skip=$LOCAL_SKIP ;;
+    raw-euclid) name="raw episodic_index_search EUCLID"; skip=$LOCAL_SKIP ;;
     faiss-l2) name="FAISS IndexFlatL2"; skip=$LOCAL_SKIP ;;
     faiss-ip-batch) name="FAISS IP, $BATCH queries/call"; skip=$LOCAL_SKIP ;;
     faiss-l2-batch) name="FAISS L2, $BATCH queries/call"; skip=$LOCAL_SKIP ;;

@@ -6,7 +6,7 @@
 //
 //   episodic_bench local [data flags] [--rounds R] [--duration S] [--warmup S]
 //                        [--batch B]
-//       In this process: the embedded index's raw search (eidx_search, what
+//       In this process: the embedded index's raw search (episodic_index_search, what
 //       memoryd runs under its read lock) vs FAISS IndexFlatIP (DOT) and
 //       IndexFlatL2 (EUCLID) on the same vectors, one query at a time, one
 //       thread, k best. First checks that both return the same top-k for
@@ -345,29 +345,31 @@ double SecondsSince(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-// ---- local: raw eidx_search vs FAISS ----
+// ---- local: raw episodic_index_search vs FAISS ----
 
-using Eidx = std::unique_ptr<eidx, decltype(&eidx_free)>;
+using Eidx = std::unique_ptr<episodic_index, decltype(&episodic_index_free)>;
 
 Eidx BuildIndex(const Dataset& ds, int distance) {
-  Eidx x(eidx_create(ds.d, distance), eidx_free);
+  Eidx x(episodic_index_create(ds.d, distance), episodic_index_free);
   const tier_meta meta{};  // no owner, label or PII: the bench reads no metadata
   for (int i = 0; x && i < ds.n; i++) {
     vs_id id{};
     id.num = static_cast<uint64_t>(i);
-    if (eidx_put(x.get(), &id, ds.Vec(i), nullptr, nullptr, nullptr, &meta) != 0) x.reset();
+    if (episodic_index_put(x.get(), &id, ds.Vec(i), nullptr, nullptr, nullptr, &meta) != 0)
+      x.reset();
   }
   return x;
 }
 
 // The raw search as memoryd's embedded backend runs it for a Search without
 // filter or threshold: the k best slots, then their point ids. "" or why not.
-std::string RawSearch(const eidx* x, const float* q, int k, eidx_hit* hits,
+std::string RawSearch(const episodic_index* x, const float* q, int k, episodic_index_hit* hits,
                       std::vector<int64_t>* ids) {
-  long n = eidx_search(x, q, static_cast<size_t>(k), 0, 0, nullptr, nullptr, hits);
-  if (n < 0) return "eidx_search: out of memory";
+  long n = episodic_index_search(x, q, static_cast<size_t>(k), 0, 0, nullptr, nullptr, hits);
+  if (n < 0) return "episodic_index_search: out of memory";
   ids->resize(static_cast<size_t>(n));
-  for (long i = 0; i < n; i++) (*ids)[i] = static_cast<int64_t>(eidx_id(x, hits[i].slot)->num);
+  for (long i = 0; i < n; i++)
+    (*ids)[i] = static_cast<int64_t>(episodic_index_id(x, hits[i].slot)->num);
   return "";
 }
 
@@ -380,7 +382,7 @@ struct LocalPair {
 };
 
 int RunLocal(const Options& o) {
-  // One thread for FAISS, as for eidx_search: a single-query comparison.
+  // One thread for FAISS, as for episodic_index_search: a single-query comparison.
   // (For nq = 1 FAISS 1.7.3 scans sequentially anyway; this also keeps
   // the --batch side, whose BLAS path may use OpenMP, on one core.)
   omp_set_num_threads(1);
@@ -392,13 +394,14 @@ int RunLocal(const Options& o) {
       ds.n, ds.d, ds.base.size() * 4 / 1e6, ds.nq, o.k, static_cast<unsigned long long>(o.seed),
       SecondsSince(t0));
 
-  LocalPair pairs[2] = {{"raw-dot", "faiss-ip", false, {nullptr, eidx_free}, nullptr},
-                        {"raw-euclid", "faiss-l2", true, {nullptr, eidx_free}, nullptr}};
+  LocalPair pairs[2] = {{"raw-dot", "faiss-ip", false, {nullptr, episodic_index_free}, nullptr},
+                        {"raw-euclid", "faiss-l2", true, {nullptr, episodic_index_free}, nullptr}};
   for (LocalPair& p : pairs) {
     t0 = Clock::now();
     p.raw = BuildIndex(ds, p.euclid ? VS_EUCLID : VS_DOT);
     if (!p.raw) {
-      std::fprintf(stderr, "episodic_bench: building the eidx index failed (out of memory)\n");
+      std::fprintf(stderr,
+                   "episodic_bench: building the episodic_index index failed (out of memory)\n");
       return 1;
     }
     double raw_s = SecondsSince(t0);
@@ -408,13 +411,13 @@ int RunLocal(const Options& o) {
     else
       p.faiss = std::make_unique<faiss::IndexFlatIP>(ds.d);
     p.faiss->add(ds.n, ds.base.data());
-    std::printf("%s: eidx_put x%d %.2fs; %s: add %.2fs\n", p.raw_label, ds.n, raw_s, p.faiss_label,
-                SecondsSince(t0));
+    std::printf("%s: episodic_index_put x%d %.2fs; %s: add %.2fs\n", p.raw_label, ds.n, raw_s,
+                p.faiss_label, SecondsSince(t0));
   }
 
   // Agreement first: a fast wrong answer is worth nothing. This pass also
   // warms both sides (page faults, caches, branch predictors).
-  std::vector<eidx_hit> hits(o.k);
+  std::vector<episodic_index_hit> hits(o.k);
   std::vector<int64_t> ids;
   for (LocalPair& p : pairs) {
     Agreement agree(ds, p.euclid, o.k);

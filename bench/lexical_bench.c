@@ -12,8 +12,8 @@
  *
  *   lexical_bench [--docs N,N...] [--queries Q] [--rounds R] [--k K]
  *
- * For each N: building the index (analysis + put per text; eidx_put per
- * vector), bytes per point (eidx_bytes), and R rounds of Q searches per
+ * For each N: building the index (analysis + put per text; episodic_index_put per
+ * vector), bytes per point (episodic_index_bytes), and R rounds of Q searches per
  * side, one thread, the sides' order turning every round: lexical (each
  * candidate through the read diode's owner test, as memoryd runs it),
  * vector, and lexical with the scores computed over the visible points
@@ -89,8 +89,8 @@ static char *make_text(int words, const int *from, int nfrom, int *ids) {
 
 /* The read diode's shape for a caller who sees only its own points: the
  * owner compared, as tier_may_read does (every point is the bench's). */
-static int own_point(const eidx *x, size_t slot, void *arg) {
-  return strcmp(eidx_meta(x, slot)->owner, (const char *)arg) == 0;
+static int own_point(const episodic_index *x, size_t slot, void *arg) {
+  return strcmp(episodic_index_meta(x, slot)->owner, (const char *)arg) == 0;
 }
 
 static double now_us(void) {
@@ -118,7 +118,7 @@ static int run(int ndocs, int nq, int rounds, int k) {
   tier_meta meta = {.owner = "bench", .label = 1, .version = 1};
   lex_analyzer *an = lex_analyzer_create("english");
   lex_terms t = {0};
-  eidx *lx = eidx_create(0, VS_DOT), *vx = eidx_create(DIMS, VS_DOT);
+  episodic_index *lx = episodic_index_create(0, VS_DOT), *vx = episodic_index_create(DIMS, VS_DOT);
   float *vec = malloc(DIMS * sizeof *vec);
   char **texts = malloc((size_t)ndocs * sizeof *texts);
   int *words = malloc((size_t)ndocs * 40 * sizeof *words); /* each text's word ids */
@@ -130,7 +130,7 @@ static int run(int ndocs, int nq, int rounds, int k) {
   for (int i = 0; i < ndocs; i++) {
     vs_id id = {.num = (uint64_t)i};
     if (lex_analyze(an, texts[i], strlen(texts[i]), &t) != 0 ||
-        eidx_put(lx, &id, NULL, texts[i], &t, NULL, &meta) != 0)
+        episodic_index_put(lx, &id, NULL, texts[i], &t, NULL, &meta) != 0)
       return 1;
   }
   double lex_build = now_us() - t0;
@@ -138,15 +138,15 @@ static int run(int ndocs, int nq, int rounds, int k) {
   for (int i = 0; i < ndocs; i++) {
     vs_id id = {.num = (uint64_t)i};
     for (int d = 0; d < DIMS; d++) vec[d] = (float)(uniform() - 0.5);
-    eidx_normalize(vec, DIMS);
-    if (eidx_put(vx, &id, vec, NULL, NULL, NULL, &meta) != 0) return 1;
+    episodic_index_normalize(vec, DIMS);
+    if (episodic_index_put(vx, &id, vec, NULL, NULL, NULL, &meta) != 0) return 1;
   }
   double vec_build = now_us() - t0;
   report("lexical build", ndocs, "texts_per_s", ndocs / (lex_build / 1e6));
   report("vector build (384 dims)", ndocs, "vectors_per_s", ndocs / (vec_build / 1e6));
   report("lexical bytes", ndocs, "bytes_per_point",
-         (double)eidx_bytes(lx) / ndocs); /* texts + terms + postings */
-  report("vector bytes", ndocs, "bytes_per_point", (double)eidx_bytes(vx) / ndocs);
+         (double)episodic_index_bytes(lx) / ndocs); /* texts + terms + postings */
+  report("vector bytes", ndocs, "bytes_per_point", (double)episodic_index_bytes(vx) / ndocs);
 
   /* Queries: half the words of one text, half from the vocabulary. */
   char **qs = malloc((size_t)nq * sizeof *qs);
@@ -157,15 +157,15 @@ static int run(int ndocs, int nq, int rounds, int k) {
     for (int j = 0; j < QUERY_WORDS / 2; j++) from[j] = src[j * 2]; /* every other word */
     qs[q] = make_text(QUERY_WORDS, from, QUERY_WORDS / 2, NULL);
     for (int d = 0; d < DIMS; d++) qv[(size_t)q * DIMS + d] = (float)(uniform() - 0.5);
-    eidx_normalize(qv + (size_t)q * DIMS, DIMS);
+    episodic_index_normalize(qv + (size_t)q * DIMS, DIMS);
   }
-  eidx_hit *hits = malloc((size_t)k * sizeof *hits);
+  episodic_index_hit *hits = malloc((size_t)k * sizeof *hits);
   double *lat = malloc((size_t)nq * sizeof *lat);
   double *l50 = malloc((size_t)rounds * sizeof *l50), *l99 = malloc((size_t)rounds * sizeof *l99);
   double *v50 = malloc((size_t)rounds * sizeof *v50), *v99 = malloc((size_t)rounds * sizeof *v99);
   double *o50 = malloc((size_t)rounds * sizeof *o50), *o99 = malloc((size_t)rounds * sizeof *o99);
   long found = 0;
-  const eidx_reader reader = {"bench", 1}; /* the owner's points, PUBLIC */
+  const episodic_index_reader reader = {"bench", 1}; /* the owner's points, PUBLIC */
   for (int r = 0; r < rounds; r++) {
     for (int side = 0; side < 3; side++) {
       /* lexical, vector, lexical scored over the caller's own points; who
@@ -178,11 +178,11 @@ static int run(int ndocs, int nq, int rounds, int k) {
           lex_analyze(an, qs[q], strlen(qs[q]), &t);
           /* both filter by the diode's owner test; the third side also
            * scores over the visible points only */
-          n = eidx_search_text(lx, &t, (size_t)k, 0, 0, own_point, which == 2 ? &reader : NULL,
-                               (void *)"bench", hits);
+          n = episodic_index_search_text(lx, &t, (size_t)k, 0, 0, own_point,
+                                         which == 2 ? &reader : NULL, (void *)"bench", hits);
           found += n > 0;
         } else {
-          n = eidx_search(vx, qv + (size_t)q * DIMS, (size_t)k, 0, 0, NULL, NULL, hits);
+          n = episodic_index_search(vx, qv + (size_t)q * DIMS, (size_t)k, 0, 0, NULL, NULL, hits);
         }
         lat[q] = now_us() - s;
         if (n < 0) return 1;
@@ -211,7 +211,7 @@ static int run(int ndocs, int nq, int rounds, int k) {
   for (int q = 0; q < nq; q++) free(qs[q]);
   free(texts), free(words), free(qs), free(qv), free(vec), free(hits), free(lat);
   free(l50), free(l99), free(v50), free(v99), free(o50), free(o99);
-  eidx_free(lx), eidx_free(vx);
+  episodic_index_free(lx), episodic_index_free(vx);
   lex_terms_free(&t);
   lex_analyzer_free(an);
   return 0;

@@ -15,10 +15,10 @@
 #include "service/core/clock.h"
 #include "service/core/hash.h"
 #include "service/core/log.h"
-#include "service/episodic/episodic_catalog.h"
 #include "service/episodic/episodic_embedded_internal.h"
 #include "service/episodic/episodic_filter.h"
 #include "service/lexical/lex_text.h"
+#include "service/vstore/vstore_catalog.h"
 
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "episodic_points.vector is little-endian float32: add byte swapping for this target"
@@ -45,14 +45,14 @@ static char *coll_key(const tier_ctx *c, const char *name) {
 static size_t bucket_of(const char *key) { return (size_t)(hash_fnv1a_str(key) % EMB_BUCKETS); }
 
 static void ecoll_free(ecoll *ec) {
-    eidx_free(ec->x);
+    episodic_index_free(ec->x);
     pthread_rwlock_destroy(&ec->rw);
     pthread_mutex_destroy(&ec->sync_mu);
     free(ec->key);
     free(ec);
 }
 
-void emb_release(embedded *e, ecoll *ec) {
+void episodic_embedded_release(embedded *e, ecoll *ec) {
     pthread_mutex_lock(&e->mu);
     int last = --ec->refs == 0;
     pthread_mutex_unlock(&e->mu);
@@ -87,9 +87,9 @@ static ecoll *idle_lru_locked(embedded *e, const ecoll *keep) {
     return lru;
 }
 
-int emb_account(embedded *e, tier_ctx *c, ecoll *ec, const char *name) {
+int episodic_embedded_account(embedded *e, tier_ctx *c, ecoll *ec, const char *name) {
     pthread_rwlock_rdlock(&ec->rw);
-    size_t bytes = eidx_bytes(ec->x), points = eidx_count(ec->x);
+    size_t bytes = episodic_index_bytes(ec->x), points = episodic_index_count(ec->x);
     pthread_rwlock_unlock(&ec->rw);
     ecoll *gone[8], *too_big = NULL;
     size_t ngone = 0, evicted_bytes = 0;
@@ -116,13 +116,14 @@ int emb_account(embedded *e, tier_ctx *c, ecoll *ec, const char *name) {
     }
     size_t total = e->total;
     pthread_mutex_unlock(&e->mu);
-    for (size_t i = 0; i < ngone; i++) emb_release(e, gone[i]); /* the map's reference */
+    for (size_t i = 0; i < ngone; i++)
+        episodic_embedded_release(e, gone[i]); /* the map's reference */
     if (ngone)
         log_fields(LOG_INFO, "episodic: idle collections left memory (--episodic-index-max-mb)",
                    LOG_F_INT, "collections", (int64_t)ngone, LOG_F_INT, "freed_bytes",
                    (int64_t)evicted_bytes, LOG_F_INT, "in_memory_bytes", (int64_t)total, LOG_F_END);
     if (!too_big) return STATUS_OK;
-    emb_release(e, too_big); /* the map's reference; the caller still holds its own */
+    episodic_embedded_release(e, too_big); /* the map's reference; the caller still holds its own */
     return tier_fail(c, STATUS_ENOMEM,
                      "collection %s needs %zu MiB of this replica's memory, more than the whole "
                      "embedded index may hold (--episodic-index-max-mb %zu): raise the limit or "
@@ -131,19 +132,19 @@ int emb_account(embedded *e, tier_ctx *c, ecoll *ec, const char *name) {
 }
 
 /* Drops this replica's index of a collection that no longer exists. */
-void emb_forget(embedded *e, const tier_ctx *c, const char *name) {
+void episodic_embedded_forget(embedded *e, const tier_ctx *c, const char *name) {
     char *key = coll_key(c, name);
     if (!key) return;
     pthread_mutex_lock(&e->mu);
     ecoll *old = unlink_locked(e, key);
     pthread_mutex_unlock(&e->mu);
     free(key);
-    if (old) emb_release(e, old);
+    if (old) episodic_embedded_release(e, old);
 }
 
 /* The in-memory state of col, created empty on first use; a state of an
  * older collection of the same name is replaced. NULL when out of memory. */
-ecoll *emb_acquire(embedded *e, const tier_ctx *c, const vs_collection *col) {
+ecoll *episodic_embedded_acquire(embedded *e, const tier_ctx *c, const vs_collection *col) {
     char *key = coll_key(c, col->name);
     if (!key) return NULL;
     ecoll *stale = NULL, *ec;
@@ -160,7 +161,7 @@ ecoll *emb_acquire(embedded *e, const tier_ctx *c, const vs_collection *col) {
         key = NULL;
         ec->cid = col->cid;
         ec->language = e->language;
-        ec->x = eidx_create(col->dims, col->distance);
+        ec->x = episodic_index_create(col->dims, col->distance);
         if (!ec->x) {
             free(ec->key);
             free(ec);
@@ -177,7 +178,7 @@ ecoll *emb_acquire(embedded *e, const tier_ctx *c, const vs_collection *col) {
     if (ec) ec->refs++;
     pthread_mutex_unlock(&e->mu);
     free(key);
-    if (stale) emb_release(e, stale);
+    if (stale) episodic_embedded_release(e, stale);
     return ec;
 }
 
@@ -185,11 +186,12 @@ ecoll *emb_acquire(embedded *e, const tier_ctx *c, const vs_collection *col) {
 
 /* Runs one statement: inside the session's open transaction when in_tx,
  * else alone in one round trip. */
-int emb_query(pgq_session *ss, int in_tx, const char *what, const pgq_sql *b, PGresult **out) {
+int episodic_embedded_query(pgq_session *ss, int in_tx, const char *what, const pgq_sql *b,
+                            PGresult **out) {
     return in_tx ? pgq_exec_ok(ss, b, what, out) : pgq_pipeline(ss, what, NULL, b, 1, out);
 }
 
-const char *emb_pid_text(arena *a, const vs_id *id) {
+const char *episodic_embedded_pid_text(arena *a, const vs_id *id) {
     char buf[37];
     return arena_strdup(a, vs_id_text(id, buf));
 }
@@ -254,19 +256,21 @@ static int decode_row(tier_ctx *c, arena *a, const PGresult *r, int i, int dims,
 
 /* One row into x (under the write lock): a tombstone removes the point;
  * a text is analyzed with an into terms (reused). */
-static int apply_row(tier_ctx *c, eidx *x, lex_analyzer *an, lex_terms *terms, const row *w) {
+static int apply_row(tier_ctx *c, episodic_index *x, lex_analyzer *an, lex_terms *terms,
+                     const row *w) {
     if (!w->vector && !w->text) {
-        eidx_remove(x, &w->id);
+        episodic_index_remove(x, &w->id);
         return STATUS_OK;
     }
-    if (w->vector && eidx_dims(x) == 0 && eidx_set_dims(x, w->dims) != 0)
+    if (w->vector && episodic_index_dims(x) == 0 && episodic_index_set_dims(x, w->dims) != 0)
         return tier_fail(c, STATUS_ENOMEM, "out of memory loading the collection");
-    if (w->vector && w->dims != eidx_dims(x))
+    if (w->vector && w->dims != episodic_index_dims(x))
         return tier_fail(c, STATUS_EINTERNAL, "episodic_points: vector of %d dimensions, want %d",
-                         w->dims, eidx_dims(x));
+                         w->dims, episodic_index_dims(x));
     if (w->text && lex_analyze(an, w->text, strlen(w->text), terms) != 0)
         return tier_fail(c, STATUS_ENOMEM, "out of memory analyzing a text");
-    if (eidx_put(x, &w->id, w->vector, w->text, w->text ? terms : NULL, w->payload, &w->meta) != 0)
+    if (episodic_index_put(x, &w->id, w->vector, w->text, w->text ? terms : NULL, w->payload,
+                           &w->meta) != 0)
         return tier_fail(c, STATUS_ENOMEM, "out of memory loading the collection");
     return STATUS_OK;
 }
@@ -274,12 +278,12 @@ static int apply_row(tier_ctx *c, eidx *x, lex_analyzer *an, lex_terms *terms, c
 /* Applies the changes above ec->applied. In a write transaction (in_tx)
  * the caller holds the collection row lock, so the index then reflects
  * exactly the committed state. STATUS_ENOTFOUND when the collection is gone. */
-int emb_sync_index(pgq_session *ss, tier_ctx *c, ecoll *ec, int in_tx) {
+int episodic_embedded_sync_index(pgq_session *ss, tier_ctx *c, ecoll *ec, int in_tx) {
     pthread_mutex_lock(&ec->sync_mu);
     pgq_sql b = {0};
     pgq_sql_add(&b, "SELECT seq FROM episodic_collections WHERE cid = $%d", pgq_int8(&b, ec->cid));
     PGresult *r;
-    int rc = emb_query(ss, in_tx, "collection seq", &b, &r);
+    int rc = episodic_embedded_query(ss, in_tx, "collection seq", &b, &r);
     int64_t seq = 0;
     if (rc == STATUS_OK) {
         if (PQntuples(r) == 0) rc = tier_fail(c, STATUS_ENOTFOUND, "the collection was deleted");
@@ -295,7 +299,7 @@ int emb_sync_index(pgq_session *ss, tier_ctx *c, ecoll *ec, int in_tx) {
     if (rc == STATUS_OK && !an) rc = tier_fail(c, STATUS_ENOMEM, "out of memory");
     lex_terms terms = {0};
     while (rc == STATUS_OK && seq > ec->applied) {
-        int dims = eidx_dims(ec->x);
+        int dims = episodic_index_dims(ec->x);
         arena *a = arena_create();
         if (!a) {
             rc = tier_fail(c, STATUS_ENOMEM, "out of memory");
@@ -313,7 +317,7 @@ int emb_sync_index(pgq_session *ss, tier_ctx *c, ecoll *ec, int in_tx) {
                         pgq_text(&pb, after_pid));
         else pgq_sql_add(&pb, "seq > $%d", s);
         pgq_sql_add(&pb, " ORDER BY seq, pid LIMIT %d", SYNC_PAGE);
-        rc = emb_query(ss, in_tx, "catch up points", &pb, &r);
+        rc = episodic_embedded_query(ss, in_tx, "catch up points", &pb, &r);
         if (rc != STATUS_OK) {
             arena_free(a);
             break;
@@ -348,10 +352,10 @@ int emb_sync_index(pgq_session *ss, tier_ctx *c, ecoll *ec, int in_tx) {
 
 static int sync_fn(pgq_session *ss, void *arg) {
     op *o = arg;
-    return emb_sync_index(ss, o->c, o->ec, 0);
+    return episodic_embedded_sync_index(ss, o->c, o->ec, 0);
 }
 
-int emb_run(op *o, pgq_fn fn) {
+int episodic_embedded_run(op *o, pgq_fn fn) {
     o->c->err[0] = '\0';
     return pgq_run(o->e->pg, TIER, o->c->deadline_ms, MAX_STATEMENT_MS, o->c->cancel, o->c->err,
                    sizeof o->c->err, fn, o);
@@ -360,14 +364,14 @@ int emb_run(op *o, pgq_fn fn) {
 /* The collection's state, brought up to date. On STATUS_OK the caller
  * releases *out. */
 static int open_current(embedded *e, tier_ctx *c, const vs_collection *col, ecoll **out) {
-    ecoll *ec = emb_acquire(e, c, col);
+    ecoll *ec = episodic_embedded_acquire(e, c, col);
     if (!ec) return tier_fail(c, STATUS_ENOMEM, "out of memory");
     op o = {.e = e, .c = c, .col = col, .ec = ec};
-    int rc = emb_run(&o, sync_fn);
-    if (rc == STATUS_OK) rc = emb_account(e, c, ec, col->name);
+    int rc = episodic_embedded_run(&o, sync_fn);
+    if (rc == STATUS_OK) rc = episodic_embedded_account(e, c, ec, col->name);
     if (rc != STATUS_OK) {
-        emb_release(e, ec);
-        if (rc == STATUS_ENOTFOUND) emb_forget(e, c, col->name);
+        episodic_embedded_release(e, ec);
+        if (rc == STATUS_ENOTFOUND) episodic_embedded_forget(e, c, col->name);
         return rc;
     }
     *out = ec;
@@ -376,11 +380,11 @@ static int open_current(embedded *e, tier_ctx *c, const vs_collection *col, ecol
 
 /* ------------------------------------------------------------ reads */
 
-static int copy_point(tier_ctx *c, const eidx *x, size_t slot, int with_payload, int with_vector,
-                      vs_point *out) {
+static int copy_point(tier_ctx *c, const episodic_index *x, size_t slot, int with_payload,
+                      int with_vector, vs_point *out) {
     memset(out, 0, sizeof *out);
-    out->id = *eidx_id(x, slot);
-    const tier_meta *m = eidx_meta(x, slot);
+    out->id = *episodic_index_id(x, slot);
+    const tier_meta *m = episodic_index_meta(x, slot);
     out->meta = *m;
     out->meta.owner = arena_strdup(c->ar, m->owner);
     if (!out->meta.owner) return tier_fail(c, STATUS_ENOMEM, "out of memory");
@@ -392,28 +396,28 @@ static int copy_point(tier_ctx *c, const eidx *x, size_t slot, int with_payload,
                 return tier_fail(c, STATUS_ENOMEM, "out of memory");
         out->meta.pii_kinds = k;
     }
-    if (with_vector && eidx_vector(x, slot)) {
-        size_t bytes = (size_t)eidx_dims(x) * sizeof(float);
+    if (with_vector && episodic_index_vector(x, slot)) {
+        size_t bytes = (size_t)episodic_index_dims(x) * sizeof(float);
         float *v = arena_alloc(c->ar, bytes);
         if (!v) return tier_fail(c, STATUS_ENOMEM, "out of memory");
-        memcpy(v, eidx_vector(x, slot), bytes);
+        memcpy(v, episodic_index_vector(x, slot), bytes);
         out->vector = v;
     }
     if (with_payload) {
-        json_t *p = eidx_payload(x, slot);
+        json_t *p = episodic_index_payload(x, slot);
         out->payload = p ? json_incref(p) : json_object();
         if (!out->payload) return tier_fail(c, STATUS_ENOMEM, "out of memory");
-        const char *t = eidx_text(x, slot);
+        const char *t = episodic_index_text(x, slot);
         if (t && !(out->text = arena_strdup(c->ar, t)))
             return tier_fail(c, STATUS_ENOMEM, "out of memory");
     }
     return STATUS_OK;
 }
 
-/* The read diode alone (emb_accept_args): what the caller may see at all. */
-static int emb_visible(const eidx *x, size_t slot, void *arg) {
-    const emb_accept_args *a = arg;
-    const tier_meta *m = eidx_meta(x, slot);
+/* The read diode alone (episodic_embedded_accept_args): what the caller may see at all. */
+static int episodic_embedded_visible(const episodic_index *x, size_t slot, void *arg) {
+    const episodic_embedded_accept_args *a = arg;
+    const tier_meta *m = episodic_index_meta(x, slot);
     return tier_may_read(a->c, m->owner, m->label);
 }
 
@@ -423,19 +427,20 @@ static int sees_everything(const tier_ctx *c) {
     return c->read_breadth == PRINCIPAL_ALL && principal_clr(c->p) >= JWT_LABEL_SECRET;
 }
 
-int emb_accept(const eidx *x, size_t slot, void *arg) {
-    const emb_accept_args *a = arg;
-    const tier_meta *m = eidx_meta(x, slot);
-    if (!emb_visible(x, slot, arg)) return 0;
+int episodic_embedded_accept(const episodic_index *x, size_t slot, void *arg) {
+    const episodic_embedded_accept_args *a = arg;
+    const tier_meta *m = episodic_index_meta(x, slot);
+    if (!episodic_embedded_visible(x, slot, arg)) return 0;
     if (a->modifiable && a->c->write_breadth != PRINCIPAL_ALL &&
         strcmp(m->owner, principal_sub(a->c->p)) != 0)
         return 0;
     if (!tier_time_in(a->updated, m->update_us)) return 0;
-    return efilter_match(a->filter, eidx_id(x, slot), eidx_payload(x, slot));
+    return episodic_filter_match(a->filter, episodic_index_id(x, slot),
+                                 episodic_index_payload(x, slot));
 }
 
-static int emb_search(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_search *s,
-                      vs_hit **out, size_t *n) {
+static int episodic_embedded_search(vstore *vs, tier_ctx *c, const vs_collection *col,
+                                    const vs_search *s, vs_hit **out, size_t *n) {
     embedded *e = (embedded *)vs;
     *out = NULL;
     *n = 0;
@@ -443,12 +448,12 @@ static int emb_search(vstore *vs, tier_ctx *c, const vs_collection *col, const v
     int rc = open_current(e, c, col, &ec);
     if (rc != STATUS_OK) return rc;
     size_t k = (size_t)s->offset + (size_t)s->limit;
-    eidx_hit *hits = malloc(k * sizeof *hits);
+    episodic_index_hit *hits = malloc(k * sizeof *hits);
     if (!hits) {
-        emb_release(e, ec);
+        episodic_embedded_release(e, ec);
         return tier_fail(c, STATUS_ENOMEM, "out of memory");
     }
-    emb_accept_args aa = {.c = c, .filter = s->filter, .updated = s->updated};
+    episodic_embedded_accept_args aa = {.c = c, .filter = s->filter, .updated = s->updated};
     lex_terms q = {0};
     if (s->text) { /* analyzed before the lock is taken */
         lex_analyzer *an = lex_analyzer_of_thread(e->language);
@@ -456,15 +461,16 @@ static int emb_search(vstore *vs, tier_ctx *c, const vs_collection *col, const v
             rc = tier_fail(c, STATUS_ENOMEM, "out of memory analyzing the query");
     }
     pthread_rwlock_rdlock(&ec->rw);
-    /* The read diode as eidx scores by it; emb_accept applies it too. */
-    eidx_reader reader = {.owner = c->read_breadth == PRINCIPAL_ALL ? NULL : principal_sub(c->p),
-                          .max_label = (int)principal_clr(c->p)};
-    const eidx_reader *visible = sees_everything(c) ? NULL : &reader;
+    /* The read diode as episodic_index scores by it; episodic_embedded_accept applies it too. */
+    episodic_index_reader reader = {.owner = c->read_breadth == PRINCIPAL_ALL ? NULL
+                                                                              : principal_sub(c->p),
+                                    .max_label = (int)principal_clr(c->p)};
+    const episodic_index_reader *visible = sees_everything(c) ? NULL : &reader;
     long got = rc != STATUS_OK ? 0
-               : s->text       ? eidx_search_text(ec->x, &q, k, s->has_threshold, s->threshold,
-                                                  emb_accept, visible, &aa, hits)
-                               : eidx_search(ec->x, s->vector, k, s->has_threshold, s->threshold,
-                                             emb_accept, &aa, hits);
+               : s->text ? episodic_index_search_text(ec->x, &q, k, s->has_threshold, s->threshold,
+                                                      episodic_embedded_accept, visible, &aa, hits)
+                         : episodic_index_search(ec->x, s->vector, k, s->has_threshold,
+                                                 s->threshold, episodic_embedded_accept, &aa, hits);
     if (got < 0) rc = tier_fail(c, STATUS_ENOMEM, "out of memory");
     size_t first = (size_t)s->offset, count = got > (long)first ? (size_t)got - first : 0;
     vs_hit *res = count ? arena_zalloc(c->ar, count * sizeof *res) : NULL;
@@ -478,7 +484,7 @@ static int emb_search(vstore *vs, tier_ctx *c, const vs_collection *col, const v
     pthread_rwlock_unlock(&ec->rw);
     lex_terms_free(&q);
     free(hits);
-    emb_release(e, ec);
+    episodic_embedded_release(e, ec);
     if (rc != STATUS_OK) {
         vs_hits_release(res, done);
         return rc;
@@ -488,8 +494,9 @@ static int emb_search(vstore *vs, tier_ctx *c, const vs_collection *col, const v
     return STATUS_OK;
 }
 
-static int emb_get(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_id *ids, size_t n,
-                   int with_payload, int with_vector, vs_point **out, size_t *nout) {
+static int episodic_embedded_get(vstore *vs, tier_ctx *c, const vs_collection *col,
+                                 const vs_id *ids, size_t n, int with_payload, int with_vector,
+                                 vs_point **out, size_t *nout) {
     embedded *e = (embedded *)vs;
     *out = NULL;
     *nout = 0;
@@ -501,15 +508,15 @@ static int emb_get(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_i
     size_t got = 0;
     pthread_rwlock_rdlock(&ec->rw);
     for (size_t i = 0; rc == STATUS_OK && i < n; i++) {
-        long slot = eidx_find(ec->x, &ids[i]);
+        long slot = episodic_index_find(ec->x, &ids[i]);
         if (slot < 0) continue;
-        const tier_meta *m = eidx_meta(ec->x, (size_t)slot);
+        const tier_meta *m = episodic_index_meta(ec->x, (size_t)slot);
         if (!tier_may_read(c, m->owner, m->label)) continue;
         rc = copy_point(c, ec->x, (size_t)slot, with_payload, with_vector, &res[got]);
         if (rc == STATUS_OK) got++;
     }
     pthread_rwlock_unlock(&ec->rw);
-    emb_release(e, ec);
+    episodic_embedded_release(e, ec);
     if (rc != STATUS_OK) {
         vs_points_release(res, got);
         return rc;
@@ -519,19 +526,20 @@ static int emb_get(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_i
     return STATUS_OK;
 }
 
-static int emb_count(vstore *vs, tier_ctx *c, const vs_collection *col,
-                     const Memory__V1__Filter *filter, int exact, int64_t *count) {
+static int episodic_embedded_count(vstore *vs, tier_ctx *c, const vs_collection *col,
+                                   const Memory__V1__Filter *filter, int exact, int64_t *count) {
     (void)exact; /* always exact */
     embedded *e = (embedded *)vs;
     ecoll *ec;
     int rc = open_current(e, c, col, &ec);
     if (rc != STATUS_OK) return rc;
-    emb_accept_args aa = {.c = c, .filter = filter};
+    episodic_embedded_accept_args aa = {.c = c, .filter = filter};
     int64_t k = 0;
     pthread_rwlock_rdlock(&ec->rw);
-    for (size_t s = 0, n = eidx_count(ec->x); s < n; s++) k += emb_accept(ec->x, s, &aa);
+    for (size_t s = 0, n = episodic_index_count(ec->x); s < n; s++)
+        k += episodic_embedded_accept(ec->x, s, &aa);
     pthread_rwlock_unlock(&ec->rw);
-    emb_release(e, ec);
+    episodic_embedded_release(e, ec);
     *count = k;
     return STATUS_OK;
 }
@@ -540,13 +548,13 @@ static int emb_count(vstore *vs, tier_ctx *c, const vs_collection *col,
  * slots (the root is the largest kept): one pass over the index and
  * O(limit) memory per page, whatever the collection's size. */
 typedef struct scroll_heap {
-    const eidx *x;
+    const episodic_index *x;
     size_t *slot;
     size_t n, cap;
 } scroll_heap;
 
 static int heap_less(const scroll_heap *h, size_t i, size_t j) {
-    return vs_id_cmp(eidx_id(h->x, h->slot[i]), eidx_id(h->x, h->slot[j])) < 0;
+    return vs_id_cmp(episodic_index_id(h->x, h->slot[i]), episodic_index_id(h->x, h->slot[j])) < 0;
 }
 
 static void heap_swap(scroll_heap *h, size_t i, size_t j) {
@@ -590,9 +598,9 @@ static void heap_sort(scroll_heap *h) {
     }
 }
 
-static int emb_scroll(vstore *vs, tier_ctx *c, const vs_collection *col,
-                      const Memory__V1__Filter *filter, const vs_id *after, size_t limit,
-                      int with_payload, vs_point **out, size_t *n) {
+static int episodic_embedded_scroll(vstore *vs, tier_ctx *c, const vs_collection *col,
+                                    const Memory__V1__Filter *filter, const vs_id *after,
+                                    size_t limit, int with_payload, vs_point **out, size_t *n) {
     embedded *e = (embedded *)vs;
     *out = NULL;
     *n = 0;
@@ -601,18 +609,18 @@ static int emb_scroll(vstore *vs, tier_ctx *c, const vs_collection *col,
     if (rc != STATUS_OK) return rc;
     scroll_heap h = {.slot = malloc(limit * sizeof(size_t)), .cap = limit};
     if (!h.slot) {
-        emb_release(e, ec);
+        episodic_embedded_release(e, ec);
         return tier_fail(c, STATUS_ENOMEM, "out of memory");
     }
-    emb_accept_args aa = {.c = c, .filter = filter};
+    episodic_embedded_accept_args aa = {.c = c, .filter = filter};
     pthread_rwlock_rdlock(&ec->rw);
     h.x = ec->x;
-    for (size_t s = 0, cnt = eidx_count(ec->x); s < cnt; s++) {
-        const vs_id *id = eidx_id(ec->x, s);
+    for (size_t s = 0, cnt = episodic_index_count(ec->x); s < cnt; s++) {
+        const vs_id *id = episodic_index_id(ec->x, s);
         /* The id tests first: they are cheaper than the filter. */
         if (after && vs_id_cmp(id, after) <= 0) continue;
-        if (h.n == h.cap && vs_id_cmp(id, eidx_id(ec->x, h.slot[0])) >= 0) continue;
-        if (emb_accept(ec->x, s, &aa)) heap_offer(&h, s);
+        if (h.n == h.cap && vs_id_cmp(id, episodic_index_id(ec->x, h.slot[0])) >= 0) continue;
+        if (episodic_embedded_accept(ec->x, s, &aa)) heap_offer(&h, s);
     }
     heap_sort(&h);
     vs_point *res = h.n ? arena_zalloc(c->ar, h.n * sizeof *res) : NULL;
@@ -622,7 +630,7 @@ static int emb_scroll(vstore *vs, tier_ctx *c, const vs_collection *col,
         rc = copy_point(c, ec->x, h.slot[done], with_payload, 0, &res[done]);
     pthread_rwlock_unlock(&ec->rw);
     free(h.slot);
-    emb_release(e, ec);
+    episodic_embedded_release(e, ec);
     if (rc != STATUS_OK) {
         vs_points_release(res, done);
         return rc;
@@ -634,35 +642,38 @@ static int emb_scroll(vstore *vs, tier_ctx *c, const vs_collection *col,
 
 /* ------------------------------------------------------------ collections */
 
-static int emb_create_collection(vstore *vs, tier_ctx *c, const char *name, int dims, int distance,
-                                 const char *model, vs_collection *out) {
-    return ecat_create(((embedded *)vs)->pg, c, name, dims, distance, model, NULL, NULL, out);
+static int episodic_embedded_create_collection(vstore *vs, tier_ctx *c, const char *name, int dims,
+                                               int distance, const char *model,
+                                               vs_collection *out) {
+    return vstore_catalog_create(((embedded *)vs)->pg, c, name, dims, distance, model, NULL, NULL,
+                                 out);
 }
 
-static int emb_get_collection(vstore *vs, tier_ctx *c, const char *name, vs_collection *out) {
+static int episodic_embedded_get_collection(vstore *vs, tier_ctx *c, const char *name,
+                                            vs_collection *out) {
     embedded *e = (embedded *)vs;
-    int rc = ecat_get(e->pg, c, name, out);
-    if (rc == STATUS_ENOTFOUND) emb_forget(e, c, name);
+    int rc = vstore_catalog_get(e->pg, c, name, out);
+    if (rc == STATUS_ENOTFOUND) episodic_embedded_forget(e, c, name);
     return rc;
 }
 
-static int emb_list_collections(vstore *vs, tier_ctx *c, const char *after, size_t limit,
-                                vs_collection **out, size_t *n) {
-    return ecat_list(((embedded *)vs)->pg, c, after, limit, out, n);
+static int episodic_embedded_list_collections(vstore *vs, tier_ctx *c, const char *after,
+                                              size_t limit, vs_collection **out, size_t *n) {
+    return vstore_catalog_list(((embedded *)vs)->pg, c, after, limit, out, n);
 }
 
-static int emb_delete_collection(vstore *vs, tier_ctx *c, const char *name) {
+static int episodic_embedded_delete_collection(vstore *vs, tier_ctx *c, const char *name) {
     embedded *e = (embedded *)vs;
-    int rc = ecat_delete(e->pg, c, name, NULL, NULL);
-    if (rc == STATUS_OK || rc == STATUS_ENOTFOUND) emb_forget(e, c, name);
+    int rc = vstore_catalog_delete(e->pg, c, name, NULL, NULL);
+    if (rc == STATUS_OK || rc == STATUS_ENOTFOUND) episodic_embedded_forget(e, c, name);
     return rc;
 }
 
-static int emb_probe(vstore *vs) {
+static int episodic_embedded_probe(vstore *vs) {
     return pg_pool_ping(((embedded *)vs)->pg, clock_mono_ms(NULL) + 1000) == 0 ? 0 : -1;
 }
 
-static void emb_free(vstore *vs) {
+static void episodic_embedded_free(vstore *vs) {
     embedded *e = (embedded *)vs;
     for (size_t b = 0; b < EMB_BUCKETS; b++) {
         for (ecoll *ec = e->buckets[b], *next; ec; ec = next) {
@@ -675,7 +686,7 @@ static void emb_free(vstore *vs) {
 }
 
 /* The index's figures, read under the map's lock at each scrape. */
-static void emb_collect(strbuf *out, void *arg) {
+static void episodic_embedded_collect(strbuf *out, void *arg) {
     embedded *e = arg;
     pthread_mutex_lock(&e->mu);
     size_t ncoll = e->ncoll, points = e->points, bytes = e->total;
@@ -699,9 +710,11 @@ static void emb_collect(strbuf *out, void *arg) {
                        metrics_get(&e->evictions));
 }
 
-static int emb_register_metrics(vstore *vs) { return metrics_add_collector(emb_collect, vs); }
+static int episodic_embedded_register_metrics(vstore *vs) {
+    return metrics_add_collector(episodic_embedded_collect, vs);
+}
 
-static const vstore_ops embedded_ops = VSTORE_OPS("embedded", emb);
+static const vstore_ops embedded_ops = VSTORE_OPS("embedded", episodic_embedded);
 
 int episodic_embedded_open(pg_pool *pg, size_t budget_bytes, const char *language, vstore **out) {
     if (!language) language = "english";

@@ -10,12 +10,12 @@
 #ifndef MEMORYD_EPISODIC_EPISODIC_EMBEDDED_H
 #define MEMORYD_EPISODIC_EPISODIC_EMBEDDED_H
 
-#include "service/episodic/vstore.h"
 #include "service/store/pg_pool.h"
+#include "service/vstore/vstore.h"
 
 /* pg is borrowed and must outlive the store. The in-memory indexes of all
  * collections together may hold budget_bytes (vectors, ids, metadata,
- * texts, their lexical index and hash tables, as eidx_bytes counts them;
+ * texts, their lexical index and hash tables, as episodic_index_bytes counts them;
  * payloads come on top; 0: no limit): past it the least recently used idle
  * collections leave memory (a later read loads them again), and a
  * collection that alone needs more fails its reads RESOURCE_EXHAUSTED

@@ -19,12 +19,12 @@ typedef struct ecoll {
     int64_t cid;
     pthread_rwlock_t rw;     /* guards x */
     pthread_mutex_t sync_mu; /* one catch-up at a time; guards applied */
-    eidx *x;
+    episodic_index *x;
     const char *language; /* texts' (embedded.language) */
     int64_t applied;      /* the collection seq this index reflects */
     int refs;             /* the map's reference + callers'; under embedded.mu */
-    size_t bytes;         /* eidx_bytes when last accounted; under embedded.mu */
-    size_t points;        /* eidx_count then; under embedded.mu */
+    size_t bytes;         /* episodic_index_bytes when last accounted; under embedded.mu */
+    size_t points;        /* episodic_index_count then; under embedded.mu */
     int64_t used_ms;      /* last read or write; under embedded.mu */
     struct ecoll *next;
 } ecoll;
@@ -58,39 +58,40 @@ typedef struct op {
     int64_t deleted;
 } op;
 
-/* The collection's state on this replica, with a reference (emb_release);
+/* The collection's state on this replica, with a reference (episodic_embedded_release);
  * NULL when out of memory. */
-ecoll *emb_acquire(embedded *e, const tier_ctx *c, const vs_collection *col);
-void emb_release(embedded *e, ecoll *ec);
+ecoll *episodic_embedded_acquire(embedded *e, const tier_ctx *c, const vs_collection *col);
+void episodic_embedded_release(embedded *e, ecoll *ec);
 /* Applies the points stamped since ec->applied (in the session's open
  * transaction when in_tx). */
-int emb_sync_index(pgq_session *ss, tier_ctx *c, ecoll *ec, int in_tx);
+int episodic_embedded_sync_index(pgq_session *ss, tier_ctx *c, ecoll *ec, int in_tx);
 /* Runs fn(ss, o) in a pgq session with the call's deadline. */
-int emb_run(op *o, pgq_fn fn);
+int episodic_embedded_run(op *o, pgq_fn fn);
 /* One statement: inside the session's open transaction when in_tx, else
  * alone in one round trip. */
-int emb_query(pgq_session *ss, int in_tx, const char *what, const pgq_sql *b, PGresult **out);
-const char *emb_pid_text(arena *a, const vs_id *id);
+int episodic_embedded_query(pgq_session *ss, int in_tx, const char *what, const pgq_sql *b,
+                            PGresult **out);
+const char *episodic_embedded_pid_text(arena *a, const vs_id *id);
 /* Drops name's state from this replica (the collection is gone). */
-void emb_forget(embedded *e, const tier_ctx *c, const char *name);
+void episodic_embedded_forget(embedded *e, const tier_ctx *c, const char *name);
 /* After ec was brought up to date: counts its memory against the budget,
  * evicting idle collections as needed. STATUS_ENOMEM (c->err naming the
  * flag) when ec alone is over the budget: it is dropped from memory. */
-int emb_account(embedded *e, tier_ctx *c, ecoll *ec, const char *name);
+int episodic_embedded_account(embedded *e, tier_ctx *c, ecoll *ec, const char *name);
 
 /* Whether the point in slot passes the read diode, the filter, the time
- * window and (with modifiable) the write diode: an eidx accept callback. */
-typedef struct emb_accept_args {
+ * window and (with modifiable) the write diode: an episodic_index accept callback. */
+typedef struct episodic_embedded_accept_args {
     const tier_ctx *c;
     const Memory__V1__Filter *filter;
     int modifiable;                 /* also require that the caller may modify the point */
     const tier_time_range *updated; /* only points updated in it; NULL = any time */
-} emb_accept_args;
-int emb_accept(const eidx *x, size_t slot, void *arg);
+} episodic_embedded_accept_args;
+int episodic_embedded_accept(const episodic_index *x, size_t slot, void *arg);
 
 /* episodic_embedded_write.c: the write operations of vstore_ops. */
-vs_upsert_fn emb_upsert;
-vs_delete_ids_fn emb_delete_ids;
-vs_delete_filter_fn emb_delete_filter;
+vs_upsert_fn episodic_embedded_upsert;
+vs_delete_ids_fn episodic_embedded_delete_ids;
+vs_delete_filter_fn episodic_embedded_delete_filter;
 
 #endif

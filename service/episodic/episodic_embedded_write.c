@@ -22,7 +22,7 @@ static int load_existing(pgq_session *ss, op *o, const char *pids_literal, PGres
                 "SELECT pid, owner, label, version, created_at FROM episodic_points "
                 "WHERE cid = $%d AND pid = ANY($%d) AND " LIVE,
                 pgq_int8(&b, o->col->cid), pgq_text_array(&b, pids_literal));
-    return emb_query(ss, 1, "existing points", &b, out);
+    return episodic_embedded_query(ss, 1, "existing points", &b, out);
 }
 
 static int decode_existing(tier_ctx *c, const PGresult *r, int i, tier_meta *m) {
@@ -42,7 +42,7 @@ static int bump_seq(pgq_session *ss, op *o, int in_tx, int64_t *seq) {
     pgq_sql_add(&b, "UPDATE episodic_collections SET seq = seq + 1 WHERE cid = $%d RETURNING seq",
                 pgq_int8(&b, o->col->cid));
     PGresult *r;
-    int rc = in_tx ? emb_query(ss, 1, "bump seq", &b, &r)
+    int rc = in_tx ? episodic_embedded_query(ss, 1, "bump seq", &b, &r)
                    : pgq_pipeline(ss, "bump seq", "BEGIN", &b, 0, &r);
     if (rc != STATUS_OK) return rc;
     if (PQntuples(r) == 0)
@@ -57,7 +57,7 @@ static const char *pid_literal(tier_ctx *c, const vs_id *ids, size_t n) {
     const char **t = arena_alloc(c->ar, (n ? n : 1) * sizeof *t);
     if (!t) return NULL;
     for (size_t i = 0; i < n; i++)
-        if (!(t[i] = emb_pid_text(c->ar, &ids[i]))) return NULL;
+        if (!(t[i] = episodic_embedded_pid_text(c->ar, &ids[i]))) return NULL;
     return pgq_array_literal(c->ar, t, n);
 }
 
@@ -133,7 +133,7 @@ static int upsert_fn(pgq_session *ss, void *arg) {
             "version = EXCLUDED.version, created_at = EXCLUDED.created_at, "
             "updated_at = EXCLUDED.updated_at",
             cid, s, v, vb, vb, ts, js);
-        rc = emb_query(ss, 1, "upsert points", &b, &r);
+        rc = episodic_embedded_query(ss, 1, "upsert points", &b, &r);
         if (rc == STATUS_OK) PQclear(r);
     }
     free(rows_text);
@@ -143,10 +143,10 @@ static int upsert_fn(pgq_session *ss, void *arg) {
     return rc;
 }
 
-int emb_upsert(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_point_in *pts,
-               size_t n) {
+int episodic_embedded_upsert(vstore *vs, tier_ctx *c, const vs_collection *col,
+                             const vs_point_in *pts, size_t n) {
     op o = {.e = (embedded *)vs, .c = c, .col = col, .pts = pts, .n = n};
-    return emb_run(&o, upsert_fn);
+    return episodic_embedded_run(&o, upsert_fn);
 }
 
 /* Tombstones pids (a text[] literal) with seq; *deleted = rows changed. */
@@ -158,7 +158,7 @@ static int tombstone(pgq_session *ss, op *o, int64_t seq, const char *pids, int6
                 "seq = $%d, updated_at = $%d WHERE cid = $%d AND pid = ANY($%d) AND " LIVE,
                 s, ts, pgq_int8(&b, o->col->cid), pgq_text_array(&b, pids));
     PGresult *r;
-    int rc = emb_query(ss, 1, "delete points", &b, &r);
+    int rc = episodic_embedded_query(ss, 1, "delete points", &b, &r);
     if (rc != STATUS_OK) return rc;
     *deleted = strtoll(PQcmdTuples(r), NULL, 10);
     PQclear(r);
@@ -193,10 +193,10 @@ static int delete_ids_fn(pgq_session *ss, void *arg) {
     return tier_sql_commit(ss, o->c);
 }
 
-int emb_delete_ids(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_id *ids, size_t n,
-                   int64_t *deleted) {
+int episodic_embedded_delete_ids(vstore *vs, tier_ctx *c, const vs_collection *col,
+                                 const vs_id *ids, size_t n, int64_t *deleted) {
     op o = {.e = (embedded *)vs, .c = c, .col = col, .ids = ids, .n = n};
-    int rc = emb_run(&o, delete_ids_fn);
+    int rc = episodic_embedded_run(&o, delete_ids_fn);
     *deleted = rc == STATUS_OK ? o.deleted : 0;
     return rc;
 }
@@ -216,15 +216,16 @@ static int delete_filter_fn(pgq_session *ss, void *arg) {
     int gone = PQntuples(r) == 0;
     PQclear(r);
     if (gone) return tier_fail(c, STATUS_ENOTFOUND, "collection %s was deleted", o->col->name);
-    if ((rc = emb_sync_index(ss, c, o->ec, 1)) != STATUS_OK) return rc;
+    if ((rc = episodic_embedded_sync_index(ss, c, o->ec, 1)) != STATUS_OK) return rc;
 
-    emb_accept_args aa = {.c = c, .filter = o->filter, .modifiable = 1};
+    episodic_embedded_accept_args aa = {.c = c, .filter = o->filter, .modifiable = 1};
     size_t cap = 64, n = 0;
     const char **pids = malloc(cap * sizeof *pids);
     if (!pids) return tier_fail(c, STATUS_ENOMEM, "out of memory");
     pthread_rwlock_rdlock(&o->ec->rw);
-    for (size_t s = 0, total = eidx_count(o->ec->x); rc == STATUS_OK && s < total; s++) {
-        if (!emb_accept(o->ec->x, s, &aa) || !vs_meta_match(o->meta, eidx_meta(o->ec->x, s)))
+    for (size_t s = 0, total = episodic_index_count(o->ec->x); rc == STATUS_OK && s < total; s++) {
+        if (!episodic_embedded_accept(o->ec->x, s, &aa) ||
+            !vs_meta_match(o->meta, episodic_index_meta(o->ec->x, s)))
             continue;
         if (o->meta && o->meta->limit && (int64_t)n >= o->meta->limit) break;
         const char **grown = array_grow(pids, &cap, n + 1, sizeof *pids, 64);
@@ -233,7 +234,7 @@ static int delete_filter_fn(pgq_session *ss, void *arg) {
             break;
         }
         pids = grown;
-        if (!(pids[n++] = emb_pid_text(c->ar, eidx_id(o->ec->x, s))))
+        if (!(pids[n++] = episodic_embedded_pid_text(c->ar, episodic_index_id(o->ec->x, s))))
             rc = tier_fail(c, STATUS_ENOMEM, "out of memory");
     }
     pthread_rwlock_unlock(&o->ec->rw);
@@ -247,17 +248,19 @@ static int delete_filter_fn(pgq_session *ss, void *arg) {
     return tier_sql_commit(ss, o->c);
 }
 
-int emb_delete_filter(vstore *vs, tier_ctx *c, const vs_collection *col,
-                      const Memory__V1__Filter *filter, const vs_meta_sel *meta, int64_t *deleted) {
+int episodic_embedded_delete_filter(vstore *vs, tier_ctx *c, const vs_collection *col,
+                                    const Memory__V1__Filter *filter, const vs_meta_sel *meta,
+                                    int64_t *deleted) {
     embedded *e = (embedded *)vs;
     *deleted = 0;
-    ecoll *ec = emb_acquire(e, c, col);
+    ecoll *ec = episodic_embedded_acquire(e, c, col);
     if (!ec) return tier_fail(c, STATUS_ENOMEM, "out of memory");
     op o = {.e = e, .c = c, .col = col, .ec = ec, .filter = filter, .meta = meta};
-    int rc = emb_run(&o, delete_filter_fn);
-    if (rc == STATUS_OK) emb_account(e, c, ec, col->name); /* it was written: no failure now */
-    emb_release(e, ec);
-    if (rc == STATUS_ENOTFOUND) emb_forget(e, c, col->name);
+    int rc = episodic_embedded_run(&o, delete_filter_fn);
+    if (rc == STATUS_OK)
+        episodic_embedded_account(e, c, ec, col->name); /* it was written: no failure now */
+    episodic_embedded_release(e, ec);
+    if (rc == STATUS_ENOTFOUND) episodic_embedded_forget(e, c, col->name);
     if (rc == STATUS_OK) *deleted = o.deleted;
     return rc;
 }

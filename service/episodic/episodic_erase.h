@@ -9,8 +9,8 @@
 #ifndef MEMORYD_EPISODIC_EPISODIC_ERASE_H
 #define MEMORYD_EPISODIC_EPISODIC_ERASE_H
 
-#include "service/episodic/vstore.h"
 #include "service/tier/tier_erase.h"
+#include "service/vstore/vstore.h"
 
 /* vs is borrowed. STATUS_OK with *count (points erased, or on a dry run
  * counted), or the backend's code with c->err (collections done before

@@ -34,7 +34,7 @@ typedef struct segment {
 /* Splits key into segments; -1 with why on a syntax error. */
 static int parse_key(const char *key, segment *seg, int *nseg, const char **why) {
     size_t klen = strlen(key);
-    if (klen == 0 || klen > EFILTER_MAX_KEY) {
+    if (klen == 0 || klen > EPISODIC_FILTER_MAX_KEY) {
         *why = "must be 1 to 256 characters";
         return -1;
     }
@@ -221,7 +221,7 @@ static int is_empty(const char *key, json_t *payload) {
 static int has_id(const Memory__V1__HasIdCondition *h, const vs_id *id) {
     for (size_t i = 0; i < h->n_ids; i++) {
         vs_id x;
-        if (efilter_point_id(h->ids[i], &x) == 0 && vs_id_cmp(&x, id) == 0) return 1;
+        if (episodic_filter_point_id(h->ids[i], &x) == 0 && vs_id_cmp(&x, id) == 0) return 1;
     }
     return 0;
 }
@@ -231,12 +231,13 @@ static int condition_match(const Memory__V1__Condition *c, const vs_id *id, json
     case MEMORY__V1__CONDITION__CONDITION_FIELD: return field_match(c->field, payload);
     case MEMORY__V1__CONDITION__CONDITION_IS_EMPTY: return is_empty(c->is_empty->key, payload);
     case MEMORY__V1__CONDITION__CONDITION_HAS_ID: return has_id(c->has_id, id);
-    case MEMORY__V1__CONDITION__CONDITION_FILTER: return efilter_match(c->filter, id, payload);
+    case MEMORY__V1__CONDITION__CONDITION_FILTER:
+        return episodic_filter_match(c->filter, id, payload);
     default: return 0;
     }
 }
 
-int efilter_match(const Memory__V1__Filter *f, const vs_id *id, json_t *payload) {
+int episodic_filter_match(const Memory__V1__Filter *f, const vs_id *id, json_t *payload) {
     if (!f) return 1;
     for (size_t i = 0; i < f->n_must; i++)
         if (!condition_match(f->must[i], id, payload)) return 0;
@@ -250,7 +251,7 @@ int efilter_match(const Memory__V1__Filter *f, const vs_id *id, json_t *payload)
 
 /* ---- ids ---- */
 
-int efilter_point_id(const Memory__V1__PointId *pid, vs_id *out) {
+int episodic_filter_point_id(const Memory__V1__PointId *pid, vs_id *out) {
     if (!pid) return -1;
     switch (pid->kind_case) {
     case MEMORY__V1__POINT_ID__KIND_NUM:
@@ -318,7 +319,7 @@ static int check_scalar(check *ck, const Google__Protobuf__Value *v) {
 }
 
 static int check_list(check *ck, const Google__Protobuf__ListValue *l) {
-    if (!l || l->n_values == 0 || l->n_values > EFILTER_MAX_VALUES)
+    if (!l || l->n_values == 0 || l->n_values > EPISODIC_FILTER_MAX_VALUES)
         return fail(ck, "must hold 1 to 1024 values");
     int kind = l->values[0] ? (int)l->values[0]->kind_case : 0;
     for (size_t i = 0; i < l->n_values; i++) {
@@ -337,7 +338,7 @@ static int check_list(check *ck, const Google__Protobuf__ListValue *l) {
 static int check_filter(check *ck, const Memory__V1__Filter *f, int depth);
 
 static int check_condition(check *ck, const Memory__V1__Condition *c, int depth) {
-    if (++ck->conditions > EFILTER_MAX_CONDITIONS)
+    if (++ck->conditions > EPISODIC_FILTER_MAX_CONDITIONS)
         return fail(ck, "a filter holds at most 64 conditions in all");
     size_t o;
     switch (c->condition_case) {
@@ -384,12 +385,12 @@ static int check_condition(check *ck, const Memory__V1__Condition *c, int depth)
     case MEMORY__V1__CONDITION__CONDITION_HAS_ID: {
         const Memory__V1__HasIdCondition *h = c->has_id;
         o = push(ck, ".has_id.ids");
-        if (h->n_ids == 0 || h->n_ids > EFILTER_MAX_VALUES)
+        if (h->n_ids == 0 || h->n_ids > EPISODIC_FILTER_MAX_VALUES)
             return fail(ck, "must hold 1 to 1024 ids");
         for (size_t i = 0; i < h->n_ids; i++) {
             vs_id id;
             size_t o2 = push(ck, "[%zu]", i);
-            if (efilter_point_id(h->ids[i], &id) != 0)
+            if (episodic_filter_point_id(h->ids[i], &id) != 0)
                 return fail(ck, "set num, or uuid in canonical form "
                                 "(xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)");
             pop(ck, o2);
@@ -399,7 +400,7 @@ static int check_condition(check *ck, const Memory__V1__Condition *c, int depth)
     }
     case MEMORY__V1__CONDITION__CONDITION_FILTER:
         o = push(ck, ".filter");
-        if (depth + 1 >= EFILTER_MAX_DEPTH) return fail(ck, "filters nest at most 8 deep");
+        if (depth + 1 >= EPISODIC_FILTER_MAX_DEPTH) return fail(ck, "filters nest at most 8 deep");
         if (check_filter(ck, c->filter, depth + 1) != 0) return -1;
         pop(ck, o);
         return 0;
@@ -423,7 +424,8 @@ static int check_filter(check *ck, const Memory__V1__Filter *f, int depth) {
     return check_list_of(ck, "must_not", f->must_not, f->n_must_not, depth);
 }
 
-int efilter_check(const Memory__V1__Filter *f, const char *prefix, char *err, size_t errlen) {
+int episodic_filter_check(const Memory__V1__Filter *f, const char *prefix, char *err,
+                          size_t errlen) {
     if (!f) return 0;
     check ck = {.len = 0, .conditions = 0, .err = err, .errlen = errlen};
     push(&ck, "%s", prefix);

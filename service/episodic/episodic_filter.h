@@ -10,12 +10,12 @@
 #include <stddef.h>
 
 #include "memory/v1/common.pb-c.h"
-#include "service/episodic/vstore.h"
+#include "service/vstore/vstore.h"
 
-#define EFILTER_MAX_CONDITIONS 64
-#define EFILTER_MAX_DEPTH 8
-#define EFILTER_MAX_KEY 256
-#define EFILTER_MAX_VALUES 1024
+#define EPISODIC_FILTER_MAX_CONDITIONS 64
+#define EPISODIC_FILTER_MAX_DEPTH 8
+#define EPISODIC_FILTER_MAX_KEY 256
+#define EPISODIC_FILTER_MAX_VALUES 1024
 
 /* Checks f (NULL is fine: no filter) against the API's rules: at most 64
  * conditions in all, nested at most 8 deep, every condition set, keys in
@@ -24,14 +24,15 @@
  * finite bound, has_id lists of 1..1024 valid ids. Returns 0, or -1 with
  * err naming the offending field below prefix (e.g.
  * "filter.must[2].field.key: ..."). */
-int efilter_check(const Memory__V1__Filter *f, const char *prefix, char *err, size_t errlen);
+int episodic_filter_check(const Memory__V1__Filter *f, const char *prefix, char *err,
+                          size_t errlen);
 
 /* 1 if the point (id, payload: its user payload object, may be NULL =
  * empty) matches f (NULL matches everything). f must have passed
- * efilter_check. */
-int efilter_match(const Memory__V1__Filter *f, const vs_id *id, json_t *payload);
+ * episodic_filter_check. */
+int episodic_filter_match(const Memory__V1__Filter *f, const vs_id *id, json_t *payload);
 
 /* A PointId message as a vs_id: 0, or -1 when unset or not a UUID. */
-int efilter_point_id(const Memory__V1__PointId *pid, vs_id *out);
+int episodic_filter_point_id(const Memory__V1__PointId *pid, vs_id *out);
 
 #endif

@@ -1,7 +1,7 @@
 /* episodic_index: exact search over contiguous float arrays. The scoring
  * loops keep 16 independent partial sums so the compiler can vectorize
  * them without reassociating one long sum (which it may not do without
- * -ffast-math); eidx_score_block has an AVX2+FMA clone picked at load time
+ * -ffast-math); episodic_index_score_block has an AVX2+FMA clone picked at load time
  * by the CPU it runs on. */
 #include "service/episodic/episodic_index.h"
 
@@ -17,7 +17,7 @@
 #define LANES 16
 #define BLOCK 256 /* vectors scored per kernel call */
 
-struct eidx {
+struct episodic_index {
     int dims, distance;
     size_t n, cap;
     float *vecs; /* cap * dims, 64-byte aligned (zeros where a slot has none) */
@@ -40,7 +40,7 @@ struct eidx {
     size_t nfree, free_cap;
     lex_index *lx; /* NULL until the first text */
     /* Who may see a slot, for a search's scores over the visible points
-     * (eidx_reader): per slot its owner's number << 3 | its label, the
+     * (episodic_index_reader): per slot its owner's number << 3 | its label, the
      * owners interned (a collection has few; never forgotten). */
     uint32_t *reader_key;
     char **owners; /* by number */
@@ -84,7 +84,8 @@ static inline float sqdist(const float *restrict a, const float *restrict b, int
 }
 
 __attribute__((target_clones("arch=haswell", "default"))) void
-eidx_score_block(int distance, const float *q, const float *base, size_t n, int dims, float *out) {
+episodic_index_score_block(int distance, const float *q, const float *base, size_t n, int dims,
+                           float *out) {
     if (distance == VS_EUCLID) {
         for (size_t i = 0; i < n; i++) out[i] = sqdist(q, base + i * (size_t)dims, dims);
     } else {
@@ -92,7 +93,7 @@ eidx_score_block(int distance, const float *q, const float *base, size_t n, int 
     }
 }
 
-void eidx_normalize(float *v, int dims) {
+void episodic_index_normalize(float *v, int dims) {
     double s = 0;
     for (int i = 0; i < dims; i++) s += (double)v[i] * v[i];
     if (s == 0) return;
@@ -124,13 +125,13 @@ static int id_eq(const vs_id *a, const vs_id *b) {
 }
 
 /* The table position holding id, or of the empty cell where it would go. */
-static size_t probe(const eidx *x, const vs_id *id) {
+static size_t probe(const episodic_index *x, const vs_id *id) {
     size_t mask = x->tcap - 1, i = id_hash(id) & mask;
     while (x->table[i] && !id_eq(&x->ids[x->table[i] - 1], id)) i = (i + 1) & mask;
     return i;
 }
 
-static int rehash(eidx *x, size_t tcap) {
+static int rehash(episodic_index *x, size_t tcap) {
     size_t *t = calloc(tcap, sizeof *t);
     if (!t) return -1;
     free(x->table);
@@ -140,16 +141,16 @@ static int rehash(eidx *x, size_t tcap) {
     return 0;
 }
 
-long eidx_find(const eidx *x, const vs_id *id) {
+long episodic_index_find(const episodic_index *x, const vs_id *id) {
     size_t i = probe(x, id);
     return x->table[i] ? (long)(x->table[i] - 1) : -1;
 }
 
 /* ---- lifecycle ---- */
 
-eidx *eidx_create(int dims, int distance) {
+episodic_index *episodic_index_create(int dims, int distance) {
     assert(dims >= 0 && dims <= VS_MAX_DIMS);
-    eidx *x = calloc(1, sizeof *x);
+    episodic_index *x = calloc(1, sizeof *x);
     if (!x) return NULL;
     x->dims = dims;
     x->distance = distance;
@@ -185,7 +186,7 @@ static int meta_copy(tier_meta *dst, const tier_meta *src) {
     return 0;
 }
 
-void eidx_free(eidx *x) {
+void episodic_index_free(episodic_index *x) {
     if (!x) return;
     for (size_t s = 0; s < x->n; s++) {
         meta_clear(&x->metas[s]);
@@ -213,7 +214,7 @@ void eidx_free(eidx *x) {
 /* ---- owners, interned ---- */
 
 /* owner's number, or -1 when the collection has no point of it. */
-static long owner_find(const eidx *x, const char *owner) {
+static long owner_find(const episodic_index *x, const char *owner) {
     if (!x->owner_tcap) return -1;
     size_t mask = x->owner_tcap - 1;
     for (size_t i = hash_fnv1a_str(owner) & mask; x->owner_table[i]; i = (i + 1) & mask)
@@ -221,7 +222,7 @@ static long owner_find(const eidx *x, const char *owner) {
     return -1;
 }
 
-static int owners_rehash(eidx *x, size_t tcap) {
+static int owners_rehash(episodic_index *x, size_t tcap) {
     uint32_t *t = calloc(tcap, sizeof *t);
     if (!t) return -1;
     for (size_t n = 0; n < x->nowners; n++) {
@@ -236,7 +237,7 @@ static int owners_rehash(eidx *x, size_t tcap) {
 }
 
 /* owner's number, interned if new; -1 when out of memory. */
-static long owner_intern(eidx *x, const char *owner) {
+static long owner_intern(episodic_index *x, const char *owner) {
     long n = owner_find(x, owner);
     if (n >= 0) return n;
     if ((x->nowners + 1) >> (32 - LABEL_BITS)) return -1; /* the key's bits */
@@ -259,11 +260,11 @@ static long owner_intern(eidx *x, const char *owner) {
     return (long)x->nowners - 1;
 }
 
-size_t eidx_count(const eidx *x) { return x->n; }
-int eidx_dims(const eidx *x) { return x->dims; }
-int eidx_distance(const eidx *x) { return x->distance; }
+size_t episodic_index_count(const episodic_index *x) { return x->n; }
+int episodic_index_dims(const episodic_index *x) { return x->dims; }
+int episodic_index_distance(const episodic_index *x) { return x->distance; }
 
-size_t eidx_bytes(const eidx *x) {
+size_t episodic_index_bytes(const episodic_index *x) {
     return x->cap * ((size_t)x->dims * sizeof(float) + sizeof(vs_id) + sizeof(tier_meta) +
                      sizeof(json_t *) + sizeof(char *) + 1 + 2 * sizeof(uint32_t)) +
            x->owner_tcap * sizeof(uint32_t) + x->owners_cap * sizeof(char *) +
@@ -271,18 +272,20 @@ size_t eidx_bytes(const eidx *x) {
            x->free_cap * sizeof(uint32_t) + (x->lx ? lex_index_bytes(x->lx) : 0);
 }
 
-size_t eidx_texts(const eidx *x) { return x->lx ? lex_index_docs(x->lx) : 0; }
+size_t episodic_index_texts(const episodic_index *x) { return x->lx ? lex_index_docs(x->lx) : 0; }
 
-const vs_id *eidx_id(const eidx *x, size_t slot) { return &x->ids[slot]; }
-const float *eidx_vector(const eidx *x, size_t slot) {
+const vs_id *episodic_index_id(const episodic_index *x, size_t slot) { return &x->ids[slot]; }
+const float *episodic_index_vector(const episodic_index *x, size_t slot) {
     return x->novec[slot] ? NULL : x->vecs + slot * (size_t)x->dims;
 }
-const char *eidx_text(const eidx *x, size_t slot) { return x->texts[slot]; }
-json_t *eidx_payload(const eidx *x, size_t slot) { return x->payloads[slot]; }
-const tier_meta *eidx_meta(const eidx *x, size_t slot) { return &x->metas[slot]; }
+const char *episodic_index_text(const episodic_index *x, size_t slot) { return x->texts[slot]; }
+json_t *episodic_index_payload(const episodic_index *x, size_t slot) { return x->payloads[slot]; }
+const tier_meta *episodic_index_meta(const episodic_index *x, size_t slot) {
+    return &x->metas[slot];
+}
 
 /* The vector array for cap slots, the first n copied. */
-static float *vectors_for(const eidx *x, size_t cap) {
+static float *vectors_for(const episodic_index *x, size_t cap) {
     size_t vbytes = cap * (size_t)x->dims * sizeof(float);
     vbytes = (vbytes + 63) & ~(size_t)63;
     float *v = aligned_alloc(64, vbytes ? vbytes : 64);
@@ -290,7 +293,7 @@ static float *vectors_for(const eidx *x, size_t cap) {
     return v;
 }
 
-static int grow(eidx *x) {
+static int grow(episodic_index *x) {
     size_t cap = x->cap ? x->cap * 2 : 64;
     float *v = vectors_for(x, cap);
     if (!v) return -1;
@@ -320,7 +323,7 @@ static int grow(eidx *x) {
     return 0;
 }
 
-int eidx_set_dims(eidx *x, int dims) {
+int episodic_index_set_dims(episodic_index *x, int dims) {
     if (x->dims != 0 || dims < 1 || dims > VS_MAX_DIMS) return -1;
     /* Nothing to copy: the old array holds no vector (dims 0). */
     size_t n = x->n;
@@ -339,7 +342,7 @@ int eidx_set_dims(eidx *x, int dims) {
 }
 
 /* A document number for slot: a removed document's, or the next. */
-static int doc_take(eidx *x, size_t slot, uint32_t *out) {
+static int doc_take(episodic_index *x, size_t slot, uint32_t *out) {
     uint32_t d;
     if (x->nfree) {
         d = x->free_docs[--x->nfree];
@@ -356,7 +359,7 @@ static int doc_take(eidx *x, size_t slot, uint32_t *out) {
 }
 
 /* Takes slot's document (and its text) out of the lexical index. */
-static int doc_drop(eidx *x, size_t slot) {
+static int doc_drop(episodic_index *x, size_t slot) {
     uint32_t d = x->doc[slot];
     if (d == NO_DOC) return 0;
     uint32_t *f = array_grow(x->free_docs, &x->free_cap, x->nfree + 1, sizeof *f, 64);
@@ -369,7 +372,7 @@ static int doc_drop(eidx *x, size_t slot) {
 }
 
 /* Sets slot's text to a copy of text (NULL: none) with terms. */
-static int set_text(eidx *x, size_t slot, const char *text, const lex_terms *terms) {
+static int set_text(episodic_index *x, size_t slot, const char *text, const lex_terms *terms) {
     char *old = x->texts[slot];
     if (!text) {
         if (doc_drop(x, slot) != 0 && x->doc[slot] != NO_DOC) {
@@ -409,8 +412,8 @@ static int set_text(eidx *x, size_t slot, const char *text, const lex_terms *ter
     return 0;
 }
 
-int eidx_put(eidx *x, const vs_id *id, const float *vec, const char *text, const lex_terms *terms,
-             json_t *payload, const tier_meta *meta) {
+int episodic_index_put(episodic_index *x, const vs_id *id, const float *vec, const char *text,
+                       const lex_terms *terms, json_t *payload, const tier_meta *meta) {
     tier_meta copy;
     if (meta_copy(&copy, meta) != 0) {
         meta_clear(&copy);
@@ -421,7 +424,7 @@ int eidx_put(eidx *x, const vs_id *id, const float *vec, const char *text, const
         meta_clear(&copy);
         return -1;
     }
-    long slot = eidx_find(x, id);
+    long slot = episodic_index_find(x, id);
     int fresh = slot < 0;
     if (fresh) {
         if (x->n == x->cap && grow(x) != 0) {
@@ -454,7 +457,7 @@ int eidx_put(eidx *x, const vs_id *id, const float *vec, const char *text, const
     unsigned char was = x->novec[slot]; /* 0 for a fresh slot */
     if (vec && x->dims) {
         memcpy(dst, vec, (size_t)x->dims * sizeof(float));
-        if (x->distance == VS_COSINE) eidx_normalize(dst, x->dims);
+        if (x->distance == VS_COSINE) episodic_index_normalize(dst, x->dims);
     } else if (x->dims) {
         memset(dst, 0, (size_t)x->dims * sizeof(float));
     }
@@ -466,7 +469,7 @@ int eidx_put(eidx *x, const vs_id *id, const float *vec, const char *text, const
     return 0;
 }
 
-int eidx_remove(eidx *x, const vs_id *id) {
+int episodic_index_remove(episodic_index *x, const vs_id *id) {
     size_t mask = x->tcap - 1, i = probe(x, id);
     if (!x->table[i]) return -1;
     size_t slot = x->table[i] - 1, last = x->n - 1;
@@ -510,13 +513,13 @@ int eidx_remove(eidx *x, const vs_id *id) {
 /* Internal scores are "higher is better": dot products as they are,
  * squared distances negated. */
 typedef struct heap {
-    eidx_hit *h;
+    episodic_index_hit *h;
     size_t n, k;
-    const eidx *x;
+    const episodic_index *x;
 } heap;
 
 /* 1 if a is worse than b: lower score, or equal score and larger id. */
-static int worse(const heap *hp, const eidx_hit *a, const eidx_hit *b) {
+static int worse(const heap *hp, const episodic_index_hit *a, const episodic_index_hit *b) {
     if (a->score != b->score) return a->score < b->score;
     return vs_id_cmp(&hp->x->ids[a->slot], &hp->x->ids[b->slot]) > 0;
 }
@@ -527,7 +530,7 @@ static void sift_down(heap *hp, size_t i) {
         if (l < hp->n && worse(hp, &hp->h[l], &hp->h[m])) m = l;
         if (r < hp->n && worse(hp, &hp->h[r], &hp->h[m])) m = r;
         if (m == i) return;
-        eidx_hit t = hp->h[i];
+        episodic_index_hit t = hp->h[i];
         hp->h[i] = hp->h[m];
         hp->h[m] = t;
         i = m;
@@ -538,7 +541,7 @@ static void sift_up(heap *hp, size_t i) {
     while (i > 0) {
         size_t p = (i - 1) / 2;
         if (!worse(hp, &hp->h[i], &hp->h[p])) return;
-        eidx_hit t = hp->h[i];
+        episodic_index_hit t = hp->h[i];
         hp->h[i] = hp->h[p];
         hp->h[p] = t;
         i = p;
@@ -547,11 +550,11 @@ static void sift_up(heap *hp, size_t i) {
 
 /* The min-heap root is the worst kept hit: a candidate only gets in (and
  * only then pays for accept, the read diode and filter) if it beats it. */
-static int admits(const heap *hp, const eidx_hit *c) {
+static int admits(const heap *hp, const episodic_index_hit *c) {
     return hp->n < hp->k || worse(hp, &hp->h[0], c);
 }
 
-static void push(heap *hp, const eidx_hit *c) {
+static void push(heap *hp, const episodic_index_hit *c) {
     if (hp->n < hp->k) {
         hp->h[hp->n++] = *c;
         sift_up(hp, hp->n - 1);
@@ -561,8 +564,9 @@ static void push(heap *hp, const eidx_hit *c) {
     }
 }
 
-long eidx_search(const eidx *x, const float *q, size_t k, int has_threshold, float threshold,
-                 eidx_accept_fn accept, void *arg, eidx_hit *out) {
+long episodic_index_search(const episodic_index *x, const float *q, size_t k, int has_threshold,
+                           float threshold, episodic_index_accept_fn accept, void *arg,
+                           episodic_index_hit *out) {
     if (k == 0 || x->n == 0 || x->dims == 0) return 0;
     int euclid = x->distance == VS_EUCLID;
     if (has_threshold && euclid && threshold < 0) return 0;
@@ -573,9 +577,10 @@ long eidx_search(const eidx *x, const float *q, size_t k, int has_threshold, flo
 
     for (size_t base = 0; base < x->n; base += BLOCK) {
         size_t m = x->n - base < BLOCK ? x->n - base : BLOCK;
-        eidx_score_block(x->distance, q, x->vecs + base * (size_t)x->dims, m, x->dims, scores);
+        episodic_index_score_block(x->distance, q, x->vecs + base * (size_t)x->dims, m, x->dims,
+                                   scores);
         for (size_t i = 0; i < m; i++) {
-            eidx_hit c = {base + i, euclid ? -scores[i] : scores[i]};
+            episodic_index_hit c = {base + i, euclid ? -scores[i] : scores[i]};
             if (x->nnovec && x->novec[c.slot]) continue; /* text only */
             if (has_threshold && c.score < t) continue;
             if (!admits(&hp, &c)) continue;
@@ -587,7 +592,7 @@ long eidx_search(const eidx *x, const float *q, size_t k, int has_threshold, flo
     /* Heap-sort the kept hits: repeatedly move the worst to the end. */
     size_t n = hp.n;
     while (hp.n > 1) {
-        eidx_hit t2 = hp.h[0];
+        episodic_index_hit t2 = hp.h[0];
         hp.h[0] = hp.h[hp.n - 1];
         hp.h[hp.n - 1] = t2;
         hp.n--;
@@ -601,8 +606,8 @@ long eidx_search(const eidx *x, const float *q, size_t k, int has_threshold, flo
 /* ---- text search ---- */
 
 typedef struct text_search {
-    const eidx *x;
-    eidx_accept_fn accept;
+    const episodic_index *x;
+    episodic_index_accept_fn accept;
     void *arg;
 } text_search;
 
@@ -616,9 +621,10 @@ static int text_before(void *arg, uint32_t a, uint32_t b) {
     return vs_id_cmp(&ts->x->ids[ts->x->doc_slot[a]], &ts->x->ids[ts->x->doc_slot[b]]) < 0;
 }
 
-long eidx_search_text(const eidx *x, const lex_terms *q, size_t k, int has_threshold,
-                      float threshold, eidx_accept_fn accept, const eidx_reader *reader, void *arg,
-                      eidx_hit *out) {
+long episodic_index_search_text(const episodic_index *x, const lex_terms *q, size_t k,
+                                int has_threshold, float threshold, episodic_index_accept_fn accept,
+                                const episodic_index_reader *reader, void *arg,
+                                episodic_index_hit *out) {
     if (k == 0 || !x->lx) return 0;
     lex_hit *hits = malloc(k * sizeof *hits);
     if (!hits) return -1;
@@ -654,7 +660,7 @@ long eidx_search_text(const eidx *x, const lex_terms *q, size_t k, int has_thres
     size_t kept = 0;
     for (size_t i = 0; i < n; i++) {
         if (has_threshold && hits[i].score < threshold) break; /* best first */
-        out[kept++] = (eidx_hit){x->doc_slot[hits[i].doc], (float)hits[i].score};
+        out[kept++] = (episodic_index_hit){x->doc_slot[hits[i].doc], (float)hits[i].score};
     }
     free(hits);
     return (long)kept;

@@ -1,4 +1,4 @@
-/* episodic_index (eidx): one collection in memory: the exact
+/* episodic_index: one collection in memory: the exact
  * nearest-neighbour index of its vectors, in one contiguous float array
  * (slot i at vectors + i * dims), ids, metadata, payloads and texts beside
  * it, an id -> slot hash, and the texts' lexical index (lexical/
@@ -10,37 +10,37 @@
  * write lock).
  *
  * Scores: COSINE and DOT score the dot product (vectors of a COSINE index
- * are stored unit length: eidx_put normalizes), higher is better; EUCLID
+ * are stored unit length: episodic_index_put normalizes), higher is better; EUCLID
  * scores the euclidean distance, lower is better. */
 #ifndef MEMORYD_EPISODIC_EPISODIC_INDEX_H
 #define MEMORYD_EPISODIC_EPISODIC_INDEX_H
 
 #include <stddef.h>
 
-#include "service/episodic/vstore.h"
 #include "service/lexical/lex_index.h"
+#include "service/vstore/vstore.h"
 
-typedef struct eidx eidx;
+typedef struct episodic_index episodic_index;
 
 /* dims 0..VS_MAX_DIMS (0: no vectors yet, texts only, until
- * eidx_set_dims), distance VS_COSINE/VS_DOT/VS_EUCLID. NULL when out of
+ * episodic_index_set_dims), distance VS_COSINE/VS_DOT/VS_EUCLID. NULL when out of
  * memory. */
-eidx *eidx_create(int dims, int distance);
+episodic_index *episodic_index_create(int dims, int distance);
 /* Gives an index of dims 0 its vector length (the collection's first
  * vector claimed it): 0, or -1 (unchanged) when out of memory or the
  * index has a length already. */
-int eidx_set_dims(eidx *x, int dims);
+int episodic_index_set_dims(episodic_index *x, int dims);
 /* Accepts NULL; drops the payload references. */
-void eidx_free(eidx *x);
+void episodic_index_free(episodic_index *x);
 
-size_t eidx_count(const eidx *x);
-int eidx_dims(const eidx *x);
-int eidx_distance(const eidx *x);
+size_t episodic_index_count(const episodic_index *x);
+int episodic_index_dims(const episodic_index *x);
+int episodic_index_distance(const episodic_index *x);
 /* Bytes held (vectors, metadata, hash, texts and their lexical index;
  * payloads not counted). */
-size_t eidx_bytes(const eidx *x);
+size_t episodic_index_bytes(const episodic_index *x);
 /* Points with a text. */
-size_t eidx_texts(const eidx *x);
+size_t episodic_index_texts(const episodic_index *x);
 
 /* Inserts id or replaces its point. Copies vec (dims components,
  * normalized for COSINE; NULL: none, or the index has dims 0), text (NULL:
@@ -48,45 +48,48 @@ size_t eidx_texts(const eidx *x);
  * the lexical index keeps; takes a new reference to payload (may be NULL).
  * Returns 0 or -1 when out of memory (a new id is then absent; a replaced
  * point may have lost its text's terms). */
-int eidx_put(eidx *x, const vs_id *id, const float *vec, const char *text, const lex_terms *terms,
-             json_t *payload, const tier_meta *meta);
+int episodic_index_put(episodic_index *x, const vs_id *id, const float *vec, const char *text,
+                       const lex_terms *terms, json_t *payload, const tier_meta *meta);
 /* Removes id: 0, or -1 when absent. The last slot moves into the hole, so
  * slot numbers are only stable between changes. */
-int eidx_remove(eidx *x, const vs_id *id);
+int episodic_index_remove(episodic_index *x, const vs_id *id);
 
 /* The slot of id, or -1. */
-long eidx_find(const eidx *x, const vs_id *id);
-/* Slot accessors; slot < eidx_count. Pointers are valid until the next
+long episodic_index_find(const episodic_index *x, const vs_id *id);
+/* Slot accessors; slot < episodic_index_count. Pointers are valid until the next
  * put/remove/free. */
-const vs_id *eidx_id(const eidx *x, size_t slot);
-const float *eidx_vector(const eidx *x, size_t slot); /* NULL: the point has none */
-const char *eidx_text(const eidx *x, size_t slot);    /* NULL: the point has none */
-json_t *eidx_payload(const eidx *x, size_t slot);     /* borrowed; may be NULL */
-const tier_meta *eidx_meta(const eidx *x, size_t slot);
+const vs_id *episodic_index_id(const episodic_index *x, size_t slot);
+const float *episodic_index_vector(const episodic_index *x,
+                                   size_t slot); /* NULL: the point has none */
+const char *episodic_index_text(const episodic_index *x,
+                                size_t slot);                         /* NULL: the point has none */
+json_t *episodic_index_payload(const episodic_index *x, size_t slot); /* borrowed; may be NULL */
+const tier_meta *episodic_index_meta(const episodic_index *x, size_t slot);
 
 /* Decides whether a slot takes part in a search (read diode, filter). */
-typedef int (*eidx_accept_fn)(const eidx *x, size_t slot, void *arg);
+typedef int (*episodic_index_accept_fn)(const episodic_index *x, size_t slot, void *arg);
 
-typedef struct eidx_hit {
+typedef struct episodic_index_hit {
     size_t slot;
     float score;
-} eidx_hit;
+} episodic_index_hit;
 
 /* The k best slots for query q (dims components; normalized by the
  * caller for COSINE) among those with a vector that accept admits (accept NULL: all) and,
  * with has_threshold, whose score is at least threshold (COSINE, DOT) or
  * at most threshold (EUCLID). Writes them best first (ties by id) to out,
  * which holds k entries; returns how many. -1 when out of memory. */
-long eidx_search(const eidx *x, const float *q, size_t k, int has_threshold, float threshold,
-                 eidx_accept_fn accept, void *arg, eidx_hit *out);
+long episodic_index_search(const episodic_index *x, const float *q, size_t k, int has_threshold,
+                           float threshold, episodic_index_accept_fn accept, void *arg,
+                           episodic_index_hit *out);
 
 /* Which points a caller may see at all, within the collection's tenant
  * (the read diode): those of owner (NULL: of any owner) labelled
  * max_label or lower. */
-typedef struct eidx_reader {
+typedef struct episodic_index_reader {
     const char *owner;
     int max_label;
-} eidx_reader;
+} episodic_index_reader;
 
 /* The k best slots by BM25 for the terms q among those accept admits,
  * with has_threshold only those scoring at least threshold: best first
@@ -96,17 +99,18 @@ typedef struct eidx_reader {
  * filters, and must not admit a point reader hides): the scores are
  * computed over those (lex_index.h), so they tell nothing of what hidden
  * points hold. */
-long eidx_search_text(const eidx *x, const lex_terms *q, size_t k, int has_threshold,
-                      float threshold, eidx_accept_fn accept, const eidx_reader *reader, void *arg,
-                      eidx_hit *out);
+long episodic_index_search_text(const episodic_index *x, const lex_terms *q, size_t k,
+                                int has_threshold, float threshold, episodic_index_accept_fn accept,
+                                const episodic_index_reader *reader, void *arg,
+                                episodic_index_hit *out);
 
 /* Scales v to unit length in place (a zero vector stays zero). */
-void eidx_normalize(float *v, int dims);
+void episodic_index_normalize(float *v, int dims);
 
-/* The kernel eidx_search uses, exposed for benchmarks: scores of n
+/* The kernel episodic_index_search uses, exposed for benchmarks: scores of n
  * contiguous vectors against q into out (dot products, or squared
  * euclidean distances for VS_EUCLID). */
-void eidx_score_block(int distance, const float *q, const float *base, size_t n, int dims,
-                      float *out);
+void episodic_index_score_block(int distance, const float *q, const float *base, size_t n, int dims,
+                                float *out);
 
 #endif

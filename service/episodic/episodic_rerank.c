@@ -17,23 +17,23 @@ static double worse_by(double score, double factor, int higher_better) {
 /* qsort is not stable: equal scores are ordered by index, which callers
  * number in their hits' order. */
 static int by_score_high(const void *a, const void *b) {
-    const erank_item *x = a, *y = b;
+    const episodic_rerank_item *x = a, *y = b;
     if (x->score != y->score) return x->score > y->score ? -1 : 1;
     return x->index < y->index ? -1 : x->index > y->index;
 }
 
 static int by_score_low(const void *a, const void *b) {
-    const erank_item *x = a, *y = b;
+    const episodic_rerank_item *x = a, *y = b;
     if (x->score != y->score) return x->score < y->score ? -1 : 1;
     return x->index < y->index ? -1 : x->index > y->index;
 }
 
-void erank_recency(erank_item *v, size_t n, int higher_better, int64_t now_us,
-                   int64_t half_life_us) {
+void episodic_rerank_recency(episodic_rerank_item *v, size_t n, int higher_better, int64_t now_us,
+                             int64_t half_life_us) {
     for (size_t i = 0; i < n; i++) {
         int64_t age = now_us - v[i].point->meta.update_us;
         double lives = age > 0 ? (double)age / (double)half_life_us : 0;
-        if (lives > ERANK_MAX_HALF_LIVES) lives = ERANK_MAX_HALF_LIVES;
+        if (lives > EPISODIC_RERANK_MAX_HALF_LIVES) lives = EPISODIC_RERANK_MAX_HALF_LIVES;
         v[i].score = worse_by(v[i].score, exp2(-lives), higher_better);
     }
     /* Ties keep the order the items came in (index, the caller's). */
@@ -88,15 +88,15 @@ static double jaccard(const word_set *a, const word_set *b) {
     return (double)both / (double)(a->n + b->n - both);
 }
 
-/* What erank_mmr knows of an item: its words, and its vector's inverse
+/* What episodic_rerank_mmr knows of an item: its words, and its vector's inverse
  * norm (0: no vector, or a zero one). */
 typedef struct mmr_item {
     word_set words;
     double inv_norm;
 } mmr_item;
 
-static double similarity(const erank_item *x, const mmr_item *mx, const erank_item *y,
-                         const mmr_item *my, int dims) {
+static double similarity(const episodic_rerank_item *x, const mmr_item *mx,
+                         const episodic_rerank_item *y, const mmr_item *my, int dims) {
     if (x->point->vector && y->point->vector && dims > 0)
         return dot(x->point->vector, y->point->vector, dims) * mx->inv_norm * my->inv_norm;
     return jaccard(&mx->words, &my->words);
@@ -117,13 +117,14 @@ static double relevance(double s, double best, double worst, int higher_better) 
     return r < 0 ? 0 : r > 1 ? 1 : r;
 }
 
-int erank_mmr(erank_item *v, size_t n, size_t want, int higher_better, double diversity, int dims,
-              lex_analyzer *an, int (*expired)(void *arg), void *arg) {
+int episodic_rerank_mmr(episodic_rerank_item *v, size_t n, size_t want, int higher_better,
+                        double diversity, int dims, lex_analyzer *an, int (*expired)(void *arg),
+                        void *arg) {
     if (n < 2 || want == 0) return 0;
     if (want > n) want = n;
     mmr_item *m = calloc(n, sizeof *m);
     double *rel = malloc(n * sizeof *rel), *nearest = malloc(n * sizeof *nearest);
-    erank_item *out = malloc(n * sizeof *out);
+    episodic_rerank_item *out = malloc(n * sizeof *out);
     char *taken = calloc(n, 1);
     lex_terms t = {0};
     int rc = m && rel && nearest && out && taken ? STATUS_OK : STATUS_ENOMEM;

@@ -9,31 +9,31 @@
 #include <stdint.h>
 
 #include "service/core/status.h"
-#include "service/episodic/vstore.h"
 #include "service/lexical/lex_text.h"
+#include "service/vstore/vstore.h"
 
-/* The boost's factor stops at 2^-ERANK_MAX_HALF_LIVES: a memory that old
+/* The boost's factor stops at 2^-EPISODIC_RERANK_MAX_HALF_LIVES: a memory that old
  * still ranks by its relevance among those as old. */
-#define ERANK_MAX_HALF_LIVES 20
+#define EPISODIC_RERANK_MAX_HALF_LIVES 20
 
 /* One hit being re-ranked: its point (its vector, text and update time
  * are read; borrowed) and its score, which the boost changes. */
-typedef struct erank_item {
+typedef struct episodic_rerank_item {
     const vs_point *point;
     double score;
     size_t index; /* the caller's, carried along */
-} erank_item;
+} episodic_rerank_item;
 
 /* How scores order: higher is better (BM25, RRF, COSINE, DOT) or lower
  * (EUCLID distances). */
-#define ERANK_HIGHER_BETTER 1
-#define ERANK_LOWER_BETTER 0
+#define EPISODIC_RERANK_HIGHER_BETTER 1
+#define EPISODIC_RERANK_LOWER_BETTER 0
 
 /* Makes each score worse by 2^(-age / half_life_us), age = now_us - the
  * point's update time (0 when in the future), then sorts v[0..n) best
  * first; equal scores keep their order. */
-void erank_recency(erank_item *v, size_t n, int higher_better, int64_t now_us,
-                   int64_t half_life_us);
+void episodic_rerank_recency(episodic_rerank_item *v, size_t n, int higher_better, int64_t now_us,
+                             int64_t half_life_us);
 
 /* Reorders v[0..n) so that its first want items are those maximal
  * marginal relevance takes one by one with diversity (0..1]: the next is
@@ -47,7 +47,8 @@ void erank_recency(erank_item *v, size_t n, int higher_better, int64_t now_us,
  * expired (NULL: never) is asked between picks: it costs want * n
  * similarities. STATUS_OK; STATUS_ENOMEM, or STATUS_ETIMEOUT when expired
  * said so (v unchanged either way). */
-int erank_mmr(erank_item *v, size_t n, size_t want, int higher_better, double diversity, int dims,
-              lex_analyzer *an, int (*expired)(void *arg), void *arg);
+int episodic_rerank_mmr(episodic_rerank_item *v, size_t n, size_t want, int higher_better,
+                        double diversity, int dims, lex_analyzer *an, int (*expired)(void *arg),
+                        void *arg);
 
 #endif

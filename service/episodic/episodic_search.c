@@ -113,7 +113,7 @@ static grpc_status_code search_prepare(episodic_search *s, const char *prefix,
     snprintf(field, sizeof field, "%stext", prefix);
     if (r->text[0] && r->n_vector)
         return rpc_call_invalid(call, "%svector and %stext are both set; give one", prefix, prefix);
-    if (r->text[0]) RPC_CHECK(etext_check(call, field, r->text));
+    if (r->text[0]) RPC_CHECK(episodic_text_check(call, field, r->text));
     int mode = r->mode;
     if (mode < MEMORY__V1__SEARCH_MODE__SEARCH_MODE_AUTO ||
         mode > MEMORY__V1__SEARCH_MODE__SEARCH_MODE_HYBRID)
@@ -191,14 +191,14 @@ static grpc_status_code search_prepare(episodic_search *s, const char *prefix,
         if (!s->text_field) return rpc_call_oom(call);
         if (!svc->emb) { /* asked for: say what is missing, as VECTOR would */
             float *unused;
-            return etext_embed(call, svc->emb, svc->pg, c, col, s->text_field, &r->text, 1, 0,
-                               &unused);
+            return episodic_text_embed(call, svc->emb, svc->pg, c, col, s->text_field, &r->text, 1,
+                                       0, &unused);
         }
         return GRPC_STATUS_OK;
     }
     if (r->text[0]) {
         float *v;
-        RPC_CHECK(etext_embed(call, svc->emb, svc->pg, c, col, field, &r->text, 1, 0, &v));
+        RPC_CHECK(episodic_text_embed(call, svc->emb, svc->pg, c, col, field, &r->text, 1, 0, &v));
         s->q.vector = v;
         return GRPC_STATUS_OK;
     }
@@ -261,7 +261,7 @@ static cand *cands_of_part(episodic_search *s, const vs_hit *hits, size_t n, int
     return v;
 }
 
-/* erank_mmr's clock: whether the call's deadline has passed. */
+/* episodic_rerank_mmr's clock: whether the call's deadline has passed. */
 static int past_deadline(void *arg) {
     const tier_ctx *c = arg;
     return c->deadline_ms != INT64_MAX && clock_mono_ms(NULL) >= c->deadline_ms;
@@ -272,19 +272,22 @@ static int past_deadline(void *arg) {
 static int rerank(episodic_search *s, cand *v, size_t n) {
     if (!reranks(s) || n == 0) return STATUS_OK;
     tier_ctx *c = s->c;
-    erank_item *items = arena_alloc(c->ar, n * sizeof *items);
+    episodic_rerank_item *items = arena_alloc(c->ar, n * sizeof *items);
     cand *was = arena_alloc(c->ar, n * sizeof *was);
     if (!items || !was) return STATUS_ENOMEM;
     for (size_t i = 0; i < n; i++)
-        items[i] = (erank_item){.point = &v[i].hit->point, .score = v[i].score, .index = i};
-    int higher =
-        episodic_search_distance(s) == VS_EUCLID ? ERANK_LOWER_BETTER : ERANK_HIGHER_BETTER;
-    if (s->half_life_us) erank_recency(items, n, higher, clock_wall_us(), s->half_life_us);
+        items[i] =
+            (episodic_rerank_item){.point = &v[i].hit->point, .score = v[i].score, .index = i};
+    int higher = episodic_search_distance(s) == VS_EUCLID ? EPISODIC_RERANK_LOWER_BETTER
+                                                          : EPISODIC_RERANK_HIGHER_BETTER;
+    if (s->half_life_us)
+        episodic_rerank_recency(items, n, higher, clock_wall_us(), s->half_life_us);
     if (s->diversity > 0) {
         lex_analyzer *an = lex_analyzer_of_thread(s->svc->language);
         size_t want = (size_t)s->offset + (size_t)s->limit;
         if (!an) return tier_fail(c, STATUS_ENOMEM, "no text analyzer for %s", s->svc->language);
-        int rc = erank_mmr(items, n, want, higher, s->diversity, s->col.dims, an, past_deadline, c);
+        int rc = episodic_rerank_mmr(items, n, want, higher, s->diversity, s->col.dims, an,
+                                     past_deadline, c);
         if (rc == STATUS_ETIMEOUT)
             return tier_fail(c, STATUS_ETIMEOUT,
                              "the deadline passed while de-duplicating %zu hits", n);
@@ -322,8 +325,8 @@ static int vector_part(episodic_search *s, vs_hit **hits, size_t *n) {
     c->deadline_ms = tier_end_less_margin(end, clock_mono_ms(NULL), HYBRID_REPLY_MARGIN_MS);
     float *v;
     int rc = STATUS_OK;
-    grpc_status_code st = etext_embed(s->call, s->svc->emb, s->svc->pg, c, &s->col, s->text_field,
-                                      &s->lex.text, 1, 0, &v);
+    grpc_status_code st = episodic_text_embed(s->call, s->svc->emb, s->svc->pg, c, &s->col,
+                                              s->text_field, &s->lex.text, 1, 0, &v);
     if (st == GRPC_STATUS_INVALID_ARGUMENT || st == GRPC_STATUS_FAILED_PRECONDITION) {
         /* The request's fault or the setup's (the embedder refused the
          * text, another model): the call's, as a single search's. */
@@ -359,16 +362,16 @@ static int run_hybrid(episodic_search *s, vs_hit *hits[2], size_t nh[2], cand **
         c->err[0] = '\0';
     }
     size_t total = nh[0] + nh[1];
-    efuse_hit *fused = arena_alloc(c->ar, (total ? total : 1) * sizeof *fused);
+    episodic_fuse_hit *fused = arena_alloc(c->ar, (total ? total : 1) * sizeof *fused);
     cand *v = arena_alloc(c->ar, (total ? total : 1) * sizeof *v);
-    long nf = fused && v ? efuse(hits[0], nh[0], hits[1], nh[1], s->wl, s->wv, fused) : -1;
+    long nf = fused && v ? episodic_fuse(hits[0], nh[0], hits[1], nh[1], s->wl, s->wv, fused) : -1;
     if (nf < 0) return tier_fail(c, STATUS_ENOMEM, "out of memory");
     /* Re-ranked, the fusion's best RERANK_POOL are the pool (each part
      * brought as many). */
     if (reranks(s) && nf > RERANK_POOL) nf = RERANK_POOL;
     for (long i = 0; i < nf; i++) {
-        const efuse_hit *h = &fused[i];
-        v[i] = (cand){.hit = efuse_point(h),
+        const episodic_fuse_hit *h = &fused[i];
+        v[i] = (cand){.hit = episodic_fuse_point(h),
                       .score = h->score,
                       .ranks = {h->lex_rank, h->vec_rank},
                       .scores = {h->lex ? h->lex->score : 0, h->vec ? h->vec->score : 0}};

@@ -13,11 +13,9 @@
 #include "service/core/log.h"
 #include "service/core/text.h"
 #include "service/embed/embedder.h"
-#include "service/episodic/episodic_catalog.h"
 #include "service/episodic/episodic_embedded.h"
 #include "service/episodic/episodic_filter.h"
 #include "service/episodic/episodic_index.h"
-#include "service/episodic/episodic_qdrant.h"
 #include "service/episodic/episodic_service_internal.h"
 #include "service/episodic/episodic_text.h"
 #include "service/lexical/lex_text.h"
@@ -25,9 +23,11 @@
 #include "service/pb/pbjson.h"
 #include "service/pb/pbtime.h"
 #include "service/pii/pii_policy.h"
+#include "service/qdrant/qdrant_store.h"
 #include "service/tier/tier_call.h"
 #include "service/tier/tier_check.h"
 #include "service/tier/tier_page.h"
+#include "service/vstore/vstore_catalog.h"
 
 #define POINTS_MAX 1000
 #define IDS_MAX 1000
@@ -91,7 +91,7 @@ grpc_status_code esvc_check_vector(rpc_call *call, const char *field, const floa
     float *copy = arena_alloc(rpc_call_arena(call), n * sizeof *copy);
     if (!copy) return rpc_call_oom(call);
     memcpy(copy, v, n * sizeof *copy);
-    if (col->distance == VS_COSINE) eidx_normalize(copy, (int)n);
+    if (col->distance == VS_COSINE) episodic_index_normalize(copy, (int)n);
     *out = copy;
     return GRPC_STATUS_OK;
 }
@@ -123,7 +123,7 @@ static grpc_status_code check_id(rpc_call *call, const char *field, const Memory
                                  vs_id *out) {
     if (!pid || pid->kind_case == MEMORY__V1__POINT_ID__KIND__NOT_SET)
         return rpc_call_invalid(call, "%s: required (num or uuid)", field);
-    if (efilter_point_id(pid, out) != 0)
+    if (episodic_filter_point_id(pid, out) != 0)
         return rpc_call_invalid(call,
                                 "%s: \"%s\" is not a UUID "
                                 "(xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)",
@@ -148,7 +148,8 @@ static grpc_status_code check_ids(rpc_call *call, const char *field, Memory__V1_
 
 grpc_status_code esvc_check_filter(rpc_call *call, const char *field, const Memory__V1__Filter *f) {
     char why[400];
-    if (efilter_check(f, field, why, sizeof why) != 0) return rpc_call_invalid(call, "%s", why);
+    if (episodic_filter_check(f, field, why, sizeof why) != 0)
+        return rpc_call_invalid(call, "%s", why);
     return GRPC_STATUS_OK;
 }
 
@@ -247,7 +248,7 @@ static RPC_UNARY_HANDLER(do_create_collection, episodic_service,
                                     "embedder_model: %s, but dims 0 takes the length of the "
                                     "server's model, %s",
                                     model, embedder_model(svc->emb));
-        RPC_CHECK(etext_model_dims(call, svc->emb, &c, &dims));
+        RPC_CHECK(episodic_text_model_dims(call, svc->emb, &c, &dims));
         model = embedder_model(svc->emb);
     }
     tier_ctx_audit_writes(&c, call, svc->audit);
@@ -373,7 +374,7 @@ static RPC_UNARY_HANDLER(do_upsert, episodic_service, Memory__V1__EpisodicMemory
         }
         if (p->text[0]) {
             snprintf(f, sizeof f, "points[%zu].text", i);
-            if ((st = etext_check(call, f, p->text)) != GRPC_STATUS_OK) break;
+            if ((st = episodic_text_check(call, f, p->text)) != GRPC_STATUS_OK) break;
             text = p->text;
         }
         if (p->n_vector) {
@@ -391,7 +392,7 @@ static RPC_UNARY_HANDLER(do_upsert, episodic_service, Memory__V1__EpisodicMemory
             break;
         /* A redacted text may have grown past the bound. */
         snprintf(f, sizeof f, "points[%zu].text", i);
-        if (text && (st = etext_check(call, f, text)) != GRPC_STATUS_OK) break;
+        if (text && (st = episodic_text_check(call, f, text)) != GRPC_STATUS_OK) break;
         in[i].text = text;
         if (text && !p->n_vector && svc->emb) { /* embedded below */
             texts[ntext] = text;
@@ -429,15 +430,15 @@ static RPC_UNARY_HANDLER(do_upsert, episodic_service, Memory__V1__EpisodicMemory
     if (unsized) col.dims = batch_dims;
     float *vecs = NULL;
     if (st == GRPC_STATUS_OK && ntext > 0)
-        st =
-            etext_embed(call, svc->emb, svc->pg, &c, &col, "points[].text", texts, ntext, 1, &vecs);
+        st = episodic_text_embed(call, svc->emb, svc->pg, &c, &col, "points[].text", texts, ntext,
+                                 1, &vecs);
     for (size_t k = 0; st == GRPC_STATUS_OK && k < ntext; k++)
         in[text_of[k]].vector = vecs + k * (size_t)col.dims;
-    /* The batch's vectors claim the length (unless etext_embed has, or
+    /* The batch's vectors claim the length (unless episodic_text_embed has, or
      * another call set one meanwhile). */
     if (st == GRPC_STATUS_OK && unsized && batch_dims > 0) {
         col.dims = 0;
-        st = esvc_status(call, ecat_claim_dims(svc->pg, &c, &col, batch_dims), &c);
+        st = esvc_status(call, vstore_catalog_claim_dims(svc->pg, &c, &col, batch_dims), &c);
         if (st == GRPC_STATUS_OK && col.dims != batch_dims)
             st = rpc_call_invalid(call,
                                   "points[].vector: %d components; collection %s has %d "
@@ -557,7 +558,7 @@ static int episodic_open(tier_env *env, void **state, char *err, size_t errlen) 
                              .api_key = c->qdrant_api_key,
                              .collection_prefix = c->qdrant_collection_prefix,
                              .timeout_ms = c->qdrant_timeout_ms};
-        if (episodic_qdrant_open(env->pg, &qo, &svc->vs, err, errlen) != 0) return -1;
+        if (qdrant_store_open(env->pg, &qo, &svc->vs, err, errlen) != 0) return -1;
     } else {
         if (episodic_embedded_open(env->pg, c ? (size_t)c->episodic_index_max_mb << 20 : 0, lang,
                                    &svc->vs) != 0)

@@ -8,11 +8,11 @@
 #include "service/audit/audit.h"
 #include "service/embed/embedder.h"
 #include "service/episodic/episodic_service.h"
-#include "service/episodic/vstore.h"
 #include "service/pii/pii_policy.h"
 #include "service/rpc/rpc.h"
 #include "service/store/pg_pool.h"
 #include "service/tier/tier_ctx.h"
+#include "service/vstore/vstore.h"
 
 #define LIMIT_MAX 1000
 #define LIMIT_DEFAULT 10

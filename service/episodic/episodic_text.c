@@ -5,11 +5,11 @@
 #include <string.h>
 
 #include "service/core/text.h"
-#include "service/episodic/episodic_catalog.h"
 #include "service/episodic/episodic_index.h"
 #include "service/tier/tier_call.h"
+#include "service/vstore/vstore_catalog.h"
 
-grpc_status_code etext_check(rpc_call *call, const char *field, const char *text) {
+grpc_status_code episodic_text_check(rpc_call *call, const char *field, const char *text) {
     size_t n = strlen(text);
     if (n == 0)
         return rpc_call_invalid(call, "%s: empty; give 1 to %d bytes", field, EMBED_TEXT_MAX);
@@ -35,7 +35,7 @@ static grpc_status_code model_rule(rpc_call *call, embedder *emb, pg_pool *pg, t
     const char *model = embedder_model(emb);
     if (!col->embedder_model && claim) {
         const char *recorded;
-        RPC_CHECK(tier_status(call, ecat_claim_model(pg, c, col, model, &recorded), c));
+        RPC_CHECK(tier_status(call, vstore_catalog_claim_model(pg, c, col, model, &recorded), c));
         col->embedder_model = recorded;
     }
     if (col->embedder_model && strcmp(col->embedder_model, model) != 0) {
@@ -49,9 +49,9 @@ static grpc_status_code model_rule(rpc_call *call, embedder *emb, pg_pool *pg, t
     return GRPC_STATUS_OK;
 }
 
-grpc_status_code etext_embed(rpc_call *call, embedder *emb, pg_pool *pg, tier_ctx *c,
-                             vs_collection *col, const char *field, const char *const *texts,
-                             size_t n, int claim, float **out) {
+grpc_status_code episodic_text_embed(rpc_call *call, embedder *emb, pg_pool *pg, tier_ctx *c,
+                                     vs_collection *col, const char *field,
+                                     const char *const *texts, size_t n, int claim, float **out) {
     if (!emb) return no_embedder(call, field);
     /* Refused before the embedder is asked; recorded only after it has
      * answered, so a failed first upsert records nothing. */
@@ -70,7 +70,7 @@ grpc_status_code etext_embed(rpc_call *call, embedder *emb, pg_pool *pg, tier_ct
     /* A text-only collection takes the model's length, before it records
      * the model: a length set meanwhile by another write refuses both. */
     if (claim && col->dims == 0) {
-        RPC_CHECK(tier_status(call, ecat_claim_dims(pg, c, col, dims), c));
+        RPC_CHECK(tier_status(call, vstore_catalog_claim_dims(pg, c, col, dims), c));
         if (col->dims != dims) {
             rpc_call_set_error(call,
                                "%s: collection %s has %d dimensions (set meanwhile); the "
@@ -81,12 +81,12 @@ grpc_status_code etext_embed(rpc_call *call, embedder *emb, pg_pool *pg, tier_ct
     }
     if (!col->embedder_model) RPC_CHECK(model_rule(call, emb, pg, c, col, claim));
     if (col->distance == VS_COSINE)
-        for (size_t i = 0; i < n; i++) eidx_normalize(v + i * (size_t)dims, dims);
+        for (size_t i = 0; i < n; i++) episodic_index_normalize(v + i * (size_t)dims, dims);
     *out = v;
     return GRPC_STATUS_OK;
 }
 
-grpc_status_code etext_model_dims(rpc_call *call, embedder *emb, tier_ctx *c, int *dims) {
+grpc_status_code episodic_text_model_dims(rpc_call *call, embedder *emb, tier_ctx *c, int *dims) {
     if (!emb) {
         rpc_call_set_error(call,
                            "dims: 0 asks the server's embedder for its model's length, and this "

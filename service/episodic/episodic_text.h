@@ -11,12 +11,12 @@
 #include <stddef.h>
 
 #include "service/embed/embedder.h"
-#include "service/episodic/vstore.h"
 #include "service/rpc/rpc.h"
 #include "service/store/pg_pool.h"
+#include "service/vstore/vstore.h"
 
 /* field holds 1 to EMBED_TEXT_MAX bytes of UTF-8. */
-grpc_status_code etext_check(rpc_call *call, const char *field, const char *text);
+grpc_status_code episodic_text_check(rpc_call *call, const char *field, const char *text);
 
 /* texts[0..n) (checked) as n vectors of col->dims floats in c's arena
  * (*out; unit length for COSINE), embedded by emb (NULL: none configured,
@@ -25,12 +25,12 @@ grpc_status_code etext_check(rpc_call *call, const char *field, const char *text
  * another length. claim: an upsert's, which records emb's model on a
  * collection that has none (col is updated). field names the texts in
  * messages ("points[].text", "text"). */
-grpc_status_code etext_embed(rpc_call *call, embedder *emb, pg_pool *pg, tier_ctx *c,
-                             vs_collection *col, const char *field, const char *const *texts,
-                             size_t n, int claim, float **out);
+grpc_status_code episodic_text_embed(rpc_call *call, embedder *emb, pg_pool *pg, tier_ctx *c,
+                                     vs_collection *col, const char *field,
+                                     const char *const *texts, size_t n, int claim, float **out);
 
 /* The length of emb's model's vectors, asked of the embedder now (for a
  * collection created with dims 0). */
-grpc_status_code etext_model_dims(rpc_call *call, embedder *emb, tier_ctx *c, int *dims);
+grpc_status_code episodic_text_model_dims(rpc_call *call, embedder *emb, tier_ctx *c, int *dims);
 
 #endif

@@ -768,7 +768,7 @@ static const char *recall_words(arena *a, const char *text) {
 static grpc_status_code recall_of(rpc_call *call, const Memory__V1__RecallQuery *rq, query *q) {
     if (!rq->text[0]) return rpc_call_invalid(call, "recall.text: required");
     /* Checked here, not by the vector part: the graph part uses it too. */
-    RPC_CHECK(etext_check(call, "recall.text", rq->text));
+    RPC_CHECK(episodic_text_check(call, "recall.text", rq->text));
     long uc = rq->user[0] ? text_name_chars(rq->user) : 0;
     if (uc < 0 || uc > USER_MAX)
         return rpc_call_invalid(call,

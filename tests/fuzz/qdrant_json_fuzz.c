@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "service/core/arena.h"
-#include "service/episodic/qdrant_json.h"
+#include "service/qdrant/qdrant_json.h"
 #include "tests/fuzz/fuzz_target.h"
 
 static void check_meta(const tier_meta *m) {
@@ -15,12 +15,12 @@ static void check_meta(const tier_meta *m) {
   FUZZ_CHECK(m->label >= 1 && m->label <= 4);
   FUZZ_CHECK(m->version >= 1);
   FUZZ_CHECK(m->create_us >= 0 && m->update_us >= 0);
-  FUZZ_CHECK(m->npii <= QJ_MAX_PII);
+  FUZZ_CHECK(m->npii <= QDRANT_JSON_MAX_PII);
   for (size_t i = 0; i < m->npii; i++)
-    FUZZ_CHECK(m->pii_kinds[i] && strlen(m->pii_kinds[i]) <= QJ_MAX_PII_LEN);
+    FUZZ_CHECK(m->pii_kinds[i] && strlen(m->pii_kinds[i]) <= QDRANT_JSON_MAX_PII_LEN);
 }
 
-static void check_point(const vs_point *p, const qj_read *r) {
+static void check_point(const vs_point *p, const qdrant_json_read *r) {
   FUZZ_CHECK(p->id.uuid[0] == '\0' || strlen(p->id.uuid) == 36);
   FUZZ_CHECK(!r->with_payload || json_is_object(p->payload));
   FUZZ_CHECK(r->with_payload || !p->payload);
@@ -28,13 +28,13 @@ static void check_point(const vs_point *p, const qj_read *r) {
   check_meta(&p->meta);
 }
 
-static void points(const char *b, size_t n, arena *a, const qj_read *r) {
+static void points(const char *b, size_t n, arena *a, const qdrant_json_read *r) {
   char err[256];
   for (int legacy = 0; legacy < 2; legacy++) {
     vs_hit *hits = NULL;
     size_t nh = 99;
     err[0] = '\0';
-    int rc = qj_parse_hits(b, n, r, legacy, a, &hits, &nh, err, sizeof err);
+    int rc = qdrant_json_parse_hits(b, n, r, legacy, a, &hits, &nh, err, sizeof err);
     if (rc == STATUS_OK) {
       for (size_t i = 0; i < nh; i++) check_point(&hits[i].point, r);
       vs_hits_release(hits, nh);
@@ -49,7 +49,8 @@ static void points(const char *b, size_t n, arena *a, const qj_read *r) {
     vs_id next;
     int has_next = -1;
     err[0] = '\0';
-    int rc = qj_parse_records(b, n, r, scroll, a, &pts, &np, &next, &has_next, err, sizeof err);
+    int rc =
+        qdrant_json_parse_records(b, n, r, scroll, a, &pts, &np, &next, &has_next, err, sizeof err);
     if (rc == STATUS_OK) {
       FUZZ_CHECK(has_next == 0 || (scroll && has_next == 1));
       for (size_t i = 0; i < np; i++) check_point(&pts[i], r);
@@ -70,40 +71,41 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
   char text[48];
   memset(text, 'Z', sizeof text);
-  qj_error_text(b, size, text, sizeof text);
+  qdrant_json_error_text(b, size, text, sizeof text);
   size_t tl = strnlen(text, sizeof text);
   FUZZ_CHECK(tl > 0 && tl < sizeof text);
   for (size_t i = 0; i < tl; i++) FUZZ_CHECK(text[i] >= 0x20 && text[i] < 0x7f);
 
   json_t *j = NULL;
-  if (qj_parse_envelope(b, size, &j, err, sizeof err) == STATUS_OK)
+  if (qdrant_json_parse_envelope(b, size, &j, err, sizeof err) == STATUS_OK)
     FUZZ_CHECK(j != NULL);
   else
     FUZZ_CHECK(j == NULL && err[0]);
   json_decref(j);
 
-  qj_version v = {-1, -1, -1};
-  if (qj_parse_version(b, size, &v, err, sizeof err) == STATUS_OK)
+  qdrant_json_version v = {-1, -1, -1};
+  if (qdrant_json_parse_version(b, size, &v, err, sizeof err) == STATUS_OK)
     FUZZ_CHECK(v.major >= 0 && v.minor >= 0 && v.patch >= 0);
 
   int dims = 0, dist = 0;
-  if (qj_parse_collection(b, size, &dims, &dist, err, sizeof err) == STATUS_OK)
-    FUZZ_CHECK(dims >= 1 && dims <= VS_MAX_DIMS && qj_distance_name(dist));
+  if (qdrant_json_parse_collection(b, size, &dims, &dist, err, sizeof err) == STATUS_OK)
+    FUZZ_CHECK(dims >= 1 && dims <= VS_MAX_DIMS && qdrant_json_distance_name(dist));
 
   int flag = -1;
-  if (qj_parse_bool(b, size, &flag, err, sizeof err) == STATUS_OK)
+  if (qdrant_json_parse_bool(b, size, &flag, err, sizeof err) == STATUS_OK)
     FUZZ_CHECK(flag == 0 || flag == 1);
-  int rc = qj_parse_update(b, size, err, sizeof err);
+  int rc = qdrant_json_parse_update(b, size, err, sizeof err);
   FUZZ_CHECK(rc == STATUS_OK || rc == STATUS_ETIMEOUT || rc == STATUS_EINTERNAL ||
              rc == STATUS_ENOMEM);
   int64_t count = -1;
-  if (qj_parse_count(b, size, &count, err, sizeof err) == STATUS_OK) FUZZ_CHECK(count >= 0);
+  if (qdrant_json_parse_count(b, size, &count, err, sizeof err) == STATUS_OK)
+    FUZZ_CHECK(count >= 0);
 
   arena *a = arena_create();
   if (a) {
     /* Tenant "t1", 3 dims (what the seeds use), with and without
      * payloads and vectors. */
-    qj_read all = {"t1", 3, 1, 1}, meta = {"t1", 3, 0, 0};
+    qdrant_json_read all = {"t1", 3, 1, 1}, meta = {"t1", 3, 0, 0};
     points(b, size, a, &all);
     points(b, size, a, &meta);
     arena_free(a);

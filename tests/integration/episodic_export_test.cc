@@ -24,12 +24,12 @@ extern "C" {
 #include "service/core/status.h"
 #include "service/episodic/episodic_embedded.h"
 #include "service/episodic/episodic_erase.h"
-#include "service/episodic/episodic_qdrant.h"
-#include "service/episodic/vstore.h"
+#include "service/qdrant/qdrant_store.h"
 #include "service/store/pg_migrate.h"
 #include "service/store/pg_pool.h"
 #include "service/tier/tier_ctx.h"
 #include "service/tier/tier_erase.h"
+#include "service/vstore/vstore.h"
 }
 
 namespace {
@@ -185,7 +185,7 @@ class EpisodicScrollTest : public ::testing::TestWithParam<Backend> {
       std::string url = qdrant_.url();
       qdrant_options o = {};
       o.url = url.c_str();
-      ASSERT_EQ(0, episodic_qdrant_open(pool_, &o, &vs_, err, sizeof err)) << err;
+      ASSERT_EQ(0, qdrant_store_open(pool_, &o, &vs_, err, sizeof err)) << err;
     } else {
       ASSERT_EQ(0, episodic_embedded_open(pool_, 0, nullptr, &vs_));
     }

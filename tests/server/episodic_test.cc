@@ -1,7 +1,7 @@
 // EpisodicMemory end to end: the real memoryd binary, real tokens, real
 // PostgreSQL, on the embedded backend (episodic_test) and — the same file
 // built with EPISODIC_TEST_QDRANT — on the Qdrant backend talking to the
-// Qdrant contract stand-in (episodic_qdrant_test). Every method; each
+// Qdrant contract stand-in (qdrant_store_test). Every method; each
 // distance; score thresholds and paging; every filter kind; tenant, owner
 // and label isolation; the write diode and PII policy; bad input that
 // changes nothing; two replicas sharing one store.

@@ -63,7 +63,7 @@ TEST_P(IndexTest, SearchAgreesWithBruteForceThroughPutsAndRemoves) {
   const int distance = GetParam(), dims = 37;  // not a multiple of the 16 lanes
   std::mt19937 rng(7);
   std::normal_distribution<float> g;
-  eidx* x = eidx_create(dims, distance);
+  episodic_index* x = episodic_index_create(dims, distance);
   ASSERT_NE(nullptr, x);
   std::map<uint64_t, std::vector<float>> ref;
   tier_meta m = Meta();
@@ -73,66 +73,68 @@ TEST_P(IndexTest, SearchAgreesWithBruteForceThroughPutsAndRemoves) {
       std::vector<float> v(dims);
       for (auto& f : v) f = g(rng);
       vs_id vid = Num(id);
-      ASSERT_EQ(0, eidx_put(x, &vid, v.data(), nullptr, nullptr, nullptr, &m));
-      if (distance == VS_COSINE) eidx_normalize(v.data(), dims);
+      ASSERT_EQ(0, episodic_index_put(x, &vid, v.data(), nullptr, nullptr, nullptr, &m));
+      if (distance == VS_COSINE) episodic_index_normalize(v.data(), dims);
       ref[id] = v;
     }
     for (int i = 0; i < 1500; i++) {
       uint64_t id = rng() % 5000;
       vs_id vid = Num(id);
-      EXPECT_EQ(ref.erase(id) ? 0 : -1, eidx_remove(x, &vid));
+      EXPECT_EQ(ref.erase(id) ? 0 : -1, episodic_index_remove(x, &vid));
     }
-    ASSERT_EQ(ref.size(), eidx_count(x));
+    ASSERT_EQ(ref.size(), episodic_index_count(x));
     for (const auto& [id, v] : ref) {
       vs_id vid = Num(id);
-      long slot = eidx_find(x, &vid);
+      long slot = episodic_index_find(x, &vid);
       ASSERT_GE(slot, 0) << id;
-      EXPECT_EQ(id, eidx_id(x, size_t(slot))->num);
-      EXPECT_EQ(0, memcmp(v.data(), eidx_vector(x, size_t(slot)), dims * sizeof(float)));
+      EXPECT_EQ(id, episodic_index_id(x, size_t(slot))->num);
+      EXPECT_EQ(0, memcmp(v.data(), episodic_index_vector(x, size_t(slot)), dims * sizeof(float)));
     }
     for (int t = 0; t < 5; t++) {
       std::vector<float> q(dims);
       for (auto& f : q) f = g(rng);
-      if (distance == VS_COSINE) eidx_normalize(q.data(), dims);
+      if (distance == VS_COSINE) episodic_index_normalize(q.data(), dims);
       auto want = Reference(distance, ref, q, 10);
-      eidx_hit hits[10];
-      long n = eidx_search(x, q.data(), 10, 0, 0, nullptr, nullptr, hits);
+      episodic_index_hit hits[10];
+      long n = episodic_index_search(x, q.data(), 10, 0, 0, nullptr, nullptr, hits);
       ASSERT_EQ(long(want.size()), n);
       for (long i = 0; i < n; i++) {
-        EXPECT_EQ(want[i].id, eidx_id(x, hits[i].slot)->num) << "rank " << i;
+        EXPECT_EQ(want[i].id, episodic_index_id(x, hits[i].slot)->num) << "rank " << i;
         EXPECT_NEAR(want[i].score, hits[i].score, 1e-3 * (1 + std::fabs(want[i].score)));
       }
     }
   }
-  eidx_free(x);
+  episodic_index_free(x);
 }
 
 INSTANTIATE_TEST_SUITE_P(Distances, IndexTest, ::testing::Values(VS_COSINE, VS_DOT, VS_EUCLID));
 
-int OnlyEven(const eidx* x, size_t slot, void*) { return eidx_id(x, slot)->num % 2 == 0; }
+int OnlyEven(const episodic_index* x, size_t slot, void*) {
+  return episodic_index_id(x, slot)->num % 2 == 0;
+}
 
 TEST(Index, AcceptAndThresholdLimitTheCandidates) {
-  eidx* x = eidx_create(1, VS_EUCLID);
+  episodic_index* x = episodic_index_create(1, VS_EUCLID);
   tier_meta m = Meta();
   for (uint64_t i = 0; i < 100; i++) {
     vs_id id = Num(i);
     float v = float(i);
-    ASSERT_EQ(0, eidx_put(x, &id, &v, nullptr, nullptr, nullptr, &m));
+    ASSERT_EQ(0, episodic_index_put(x, &id, &v, nullptr, nullptr, nullptr, &m));
   }
   float q = 0;
-  eidx_hit hits[100];
-  long n = eidx_search(x, &q, 100, 1, 10.5f, OnlyEven, nullptr, hits);
+  episodic_index_hit hits[100];
+  long n = episodic_index_search(x, &q, 100, 1, 10.5f, OnlyEven, nullptr, hits);
   ASSERT_EQ(6, n);  // 0 2 4 6 8 10
   for (long i = 0; i < n; i++) {
-    EXPECT_EQ(uint64_t(2 * i), eidx_id(x, hits[i].slot)->num);
+    EXPECT_EQ(uint64_t(2 * i), episodic_index_id(x, hits[i].slot)->num);
     EXPECT_FLOAT_EQ(float(2 * i), hits[i].score);
   }
-  EXPECT_EQ(0, eidx_search(x, &q, 5, 1, -1.0f, nullptr, nullptr, hits));
-  eidx_free(x);
+  EXPECT_EQ(0, episodic_index_search(x, &q, 5, 1, -1.0f, nullptr, nullptr, hits));
+  episodic_index_free(x);
 }
 
 TEST(Index, PayloadsAndMetadataAreOwnedByTheIndex) {
-  eidx* x = eidx_create(2, VS_DOT);
+  episodic_index* x = episodic_index_create(2, VS_DOT);
   json_t* p = json_pack("{s:i}", "a", 1);
   const char* kinds[] = {"email"};
   char owner[] = "alice";
@@ -141,21 +143,21 @@ TEST(Index, PayloadsAndMetadataAreOwnedByTheIndex) {
   m.npii = 1;
   vs_id id = Num(1);
   float v[2] = {1, 2};
-  ASSERT_EQ(0, eidx_put(x, &id, v, nullptr, nullptr, p, &m));
+  ASSERT_EQ(0, episodic_index_put(x, &id, v, nullptr, nullptr, p, &m));
   json_decref(p);
   owner[0] = 'X';  // the index copied the strings
-  const tier_meta* got = eidx_meta(x, 0);
+  const tier_meta* got = episodic_index_meta(x, 0);
   EXPECT_STREQ("alice", got->owner);
   ASSERT_EQ(1u, got->npii);
   EXPECT_STREQ("email", got->pii_kinds[0]);
-  EXPECT_EQ(1, json_integer_value(json_object_get(eidx_payload(x, 0), "a")));
+  EXPECT_EQ(1, json_integer_value(json_object_get(episodic_index_payload(x, 0), "a")));
   // Replacing drops the old payload reference; removing the last point too.
-  ASSERT_EQ(0, eidx_put(x, &id, v, nullptr, nullptr, nullptr, &m));
-  EXPECT_EQ(nullptr, eidx_payload(x, 0));
-  EXPECT_EQ(0, eidx_remove(x, &id));
-  EXPECT_EQ(-1, eidx_remove(x, &id));
-  EXPECT_EQ(0u, eidx_count(x));
-  eidx_free(x);
+  ASSERT_EQ(0, episodic_index_put(x, &id, v, nullptr, nullptr, nullptr, &m));
+  EXPECT_EQ(nullptr, episodic_index_payload(x, 0));
+  EXPECT_EQ(0, episodic_index_remove(x, &id));
+  EXPECT_EQ(-1, episodic_index_remove(x, &id));
+  EXPECT_EQ(0u, episodic_index_count(x));
+  episodic_index_free(x);
 }
 
 TEST(PointId, ParsesPrintsAndOrders) {
@@ -186,7 +188,7 @@ TEST(IndexTextTest, TextsAndVectorsStayRightThroughPutsRemovesAndALateLength) {
   lex_analyzer* an = lex_analyzer_create("english");
   ASSERT_NE(nullptr, an);
   lex_terms t{};
-  eidx* x = eidx_create(0, VS_DOT);
+  episodic_index* x = episodic_index_create(0, VS_DOT);
   ASSERT_NE(nullptr, x);
   tier_meta m = Meta();
   std::map<uint64_t, std::string> texts;  // id -> text, for the points that have one
@@ -197,54 +199,55 @@ TEST(IndexTextTest, TextsAndVectorsStayRightThroughPutsRemovesAndALateLength) {
     if (text) {
       ASSERT_EQ(0, lex_analyze(an, text, strlen(text), &t));
     }
-    ASSERT_EQ(0, eidx_put(x, &v, vec && eidx_dims(x) ? f : nullptr, text, text ? &t : nullptr,
-                          nullptr, &m));
+    ASSERT_EQ(0, episodic_index_put(x, &v, vec && episodic_index_dims(x) ? f : nullptr, text,
+                                    text ? &t : nullptr, nullptr, &m));
     if (text)
       texts[id] = text;
     else
       texts.erase(id);
-    vectors[id] = vec && eidx_dims(x);
+    vectors[id] = vec && episodic_index_dims(x);
   };
   auto remove = [&](uint64_t id) {
     vs_id v = Num(id);
-    ASSERT_EQ(0, eidx_remove(x, &v));
+    ASSERT_EQ(0, episodic_index_remove(x, &v));
     texts.erase(id);
     vectors.erase(id);
   };
   auto check = [&](const char* when) {
     // Every point with "apple" in its text, and no other, by text search.
     ASSERT_EQ(0, lex_analyze(an, "apple", 5, &t));
-    std::vector<eidx_hit> hits(64);
-    long n = eidx_search_text(x, &t, hits.size(), 0, 0, nullptr, nullptr, nullptr, hits.data());
+    std::vector<episodic_index_hit> hits(64);
+    long n = episodic_index_search_text(x, &t, hits.size(), 0, 0, nullptr, nullptr, nullptr,
+                                        hits.data());
     std::vector<uint64_t> got, want;
     for (long i = 0; i < n; i++) {
-      got.push_back(eidx_id(x, hits[i].slot)->num);
-      EXPECT_STREQ(texts[got.back()].c_str(), eidx_text(x, hits[i].slot)) << when;
+      got.push_back(episodic_index_id(x, hits[i].slot)->num);
+      EXPECT_STREQ(texts[got.back()].c_str(), episodic_index_text(x, hits[i].slot)) << when;
     }
     for (const auto& [id, text] : texts)
       if (text.find("apple") != std::string::npos) want.push_back(id);
     std::sort(got.begin(), got.end());
     EXPECT_EQ(want, got) << when;
     // Every point with a vector, and no other, by vector search.
-    if (eidx_dims(x)) {
+    if (episodic_index_dims(x)) {
       float q[4] = {1.f, 0.f, 0.f, 0.f};
-      n = eidx_search(x, q, hits.size(), 0, 0, nullptr, nullptr, hits.data());
+      n = episodic_index_search(x, q, hits.size(), 0, 0, nullptr, nullptr, hits.data());
       got.clear(), want.clear();
       for (long i = 0; i < n; i++) {
-        got.push_back(eidx_id(x, hits[i].slot)->num);
-        EXPECT_NE(nullptr, eidx_vector(x, hits[i].slot)) << when;
+        got.push_back(episodic_index_id(x, hits[i].slot)->num);
+        EXPECT_NE(nullptr, episodic_index_vector(x, hits[i].slot)) << when;
       }
       for (const auto& [id, has] : vectors)
         if (has) want.push_back(id);
       std::sort(got.begin(), got.end());
       EXPECT_EQ(want, got) << when;
     }
-    EXPECT_EQ(texts.size(), eidx_texts(x)) << when;
+    EXPECT_EQ(texts.size(), episodic_index_texts(x)) << when;
   };
   for (uint64_t id = 1; id <= 40; id++) put(id, id % 3 ? "an apple a day" : "pears only", false);
   check("text only");
-  ASSERT_EQ(0, eidx_set_dims(x, 4));  // the first vector's length, after 40 texts
-  EXPECT_EQ(-1, eidx_set_dims(x, 8)) << "a length is set once";
+  ASSERT_EQ(0, episodic_index_set_dims(x, 4));  // the first vector's length, after 40 texts
+  EXPECT_EQ(-1, episodic_index_set_dims(x, 8)) << "a length is set once";
   check("after the length");
   for (uint64_t id = 41; id <= 50; id++) put(id, nullptr, true);            // vector only
   for (uint64_t id = 1; id <= 10; id++) put(id, "apple and vector", true);  // both, replacing
@@ -255,8 +258,8 @@ TEST(IndexTextTest, TextsAndVectorsStayRightThroughPutsRemovesAndALateLength) {
   put(1, "apple again", false);  // a removed id comes back, its number reused
   put(60, "apple new", true);
   check("after re-puts");
-  EXPECT_GT(eidx_bytes(x), 0u);
-  eidx_free(x);
+  EXPECT_GT(episodic_index_bytes(x), 0u);
+  episodic_index_free(x);
   lex_terms_free(&t);
   lex_analyzer_free(an);
 }
@@ -267,7 +270,7 @@ TEST(IndexTextTest, TextsAndVectorsStayRightThroughPutsRemovesAndALateLength) {
 // word scores alike for two readers who see the same points, and its
 // rarity changes for a reader who sees fewer points holding it.
 TEST(IndexTextTest, AReaderScoresOverTheOwnersAndLabelsItSees) {
-  eidx* x = eidx_create(0, VS_COSINE);
+  episodic_index* x = episodic_index_create(0, VS_COSINE);
   ASSERT_NE(nullptr, x);
   lex_analyzer* an = lex_analyzer_create("english");
   ASSERT_NE(nullptr, an);
@@ -279,52 +282,55 @@ TEST(IndexTextTest, AReaderScoresOverTheOwnersAndLabelsItSees) {
     m.version = 1;
     vs_id v = Num(id);
     ASSERT_EQ(0, lex_analyze(an, text, strlen(text), &t));
-    ASSERT_EQ(0, eidx_put(x, &v, nullptr, text, &t, nullptr, &m));
+    ASSERT_EQ(0, episodic_index_put(x, &v, nullptr, text, &t, nullptr, &m));
   };
   put(1, "alice", 1, "apple pie");
   put(2, "alice", 1, "banana bread");
   put(3, "bob", 1, "apple tart");
   put(5, "alice", 4, "apple secret");
   put(4, "bob", 1, "apple juice");  // the last slot
-  std::vector<eidx_hit> hits(8);
-  auto score_of_1 = [&](const eidx_reader* r) {
+  std::vector<episodic_index_hit> hits(8);
+  auto score_of_1 = [&](const episodic_index_reader* r) {
     EXPECT_EQ(0, lex_analyze(an, "apple", 5, &t));
-    long n = eidx_search_text(x, &t, hits.size(), 0, 0, nullptr, r, nullptr, hits.data());
+    long n = episodic_index_search_text(x, &t, hits.size(), 0, 0, nullptr, r, nullptr, hits.data());
     for (long i = 0; i < n; i++)
-      if (eidx_id(x, hits[i].slot)->num == 1) return hits[i].score;
+      if (episodic_index_id(x, hits[i].slot)->num == 1) return hits[i].score;
     ADD_FAILURE() << "point 1 not found";
     return 0.f;
   };
-  float all = score_of_1(nullptr);           // apple in 4 of 5
-  eidx_reader alice_public = {"alice", 1};   // sees 1, 2: apple in 1 of 2
-  eidx_reader alice_secret = {"alice", 4};   // sees 1, 2, 5: apple in 2 of 3
-  eidx_reader anyone_public = {nullptr, 1};  // sees 1-4: apple in 3 of 4
+  float all = score_of_1(nullptr);                     // apple in 4 of 5
+  episodic_index_reader alice_public = {"alice", 1};   // sees 1, 2: apple in 1 of 2
+  episodic_index_reader alice_secret = {"alice", 4};   // sees 1, 2, 5: apple in 2 of 3
+  episodic_index_reader anyone_public = {nullptr, 1};  // sees 1-4: apple in 3 of 4
   float a1 = score_of_1(&alice_public), a4 = score_of_1(&alice_secret),
         p1 = score_of_1(&anyone_public);
   EXPECT_GT(a1, a4);  // rarer among what alice sees at PUBLIC
   EXPECT_GT(a4, all);
   EXPECT_GT(p1, all);
   EXPECT_NE(a4, p1);
-  eidx_reader carol = {"carol", 4};  // owns nothing: nothing weighs
+  episodic_index_reader carol = {"carol", 4};  // owns nothing: nothing weighs
   EXPECT_EQ(0, lex_analyze(an, "apple", 5, &t));
-  EXPECT_GE(eidx_search_text(x, &t, hits.size(), 0, 0, nullptr, &carol, nullptr, hits.data()), 0);
+  EXPECT_GE(
+      episodic_index_search_text(x, &t, hits.size(), 0, 0, nullptr, &carol, nullptr, hits.data()),
+      0);
   // A removal moves the last slot (bob's 4) into the hole (alice's 1):
   // bob's key must move with it (else bob would see apple in 1 point). bob sees 3, 4: apple in 2 of
   // 2, as in an index built without point 1.
   vs_id one = Num(1);
-  ASSERT_EQ(0, eidx_remove(x, &one));
-  eidx_reader bob = {"bob", 4};
-  auto score_of_3 = [&](eidx* in) {
+  ASSERT_EQ(0, episodic_index_remove(x, &one));
+  episodic_index_reader bob = {"bob", 4};
+  auto score_of_3 = [&](episodic_index* in) {
     EXPECT_EQ(0, lex_analyze(an, "apple", 5, &t));
-    long n = eidx_search_text(in, &t, hits.size(), 0, 0, nullptr, &bob, nullptr, hits.data());
+    long n =
+        episodic_index_search_text(in, &t, hits.size(), 0, 0, nullptr, &bob, nullptr, hits.data());
     for (long i = 0; i < n; i++)
-      if (eidx_id(in, hits[i].slot)->num == 3) return hits[i].score;
+      if (episodic_index_id(in, hits[i].slot)->num == 3) return hits[i].score;
     ADD_FAILURE() << "point 3 not found";
     return 0.f;
   };
   float moved = score_of_3(x);
-  eidx_free(x);
-  x = eidx_create(0, VS_COSINE);
+  episodic_index_free(x);
+  x = episodic_index_create(0, VS_COSINE);
   put(2, "alice", 1, "banana bread");
   put(3, "bob", 1, "apple tart");
   put(4, "bob", 1, "apple juice");
@@ -332,5 +338,5 @@ TEST(IndexTextTest, AReaderScoresOverTheOwnersAndLabelsItSees) {
   EXPECT_EQ(score_of_3(x), moved);
   lex_terms_free(&t);
   lex_analyzer_free(an);
-  eidx_free(x);
+  episodic_index_free(x);
 }

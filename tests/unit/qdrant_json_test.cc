@@ -6,7 +6,7 @@
 // (error envelopes, text bodies, truncation, wrong types, corrupt metadata)
 // with a message and without leaking payload references.
 //
-// QJ_DUMP_DIR=dir makes the test write every body it builds to
+// QDRANT_JSON_DUMP_DIR=dir makes the test write every body it builds to
 // dir/<operation>__<test>.json, for checking them against Qdrant's OpenAPI
 // schemas by hand (python3-jsonschema).
 #include <gtest/gtest.h>
@@ -22,18 +22,19 @@
 extern "C" {
 #include "memory/v1/common.pb-c.h"
 #include "service/core/arena.h"
-#include "service/episodic/qdrant_json.h"
+#include "service/qdrant/qdrant_json.h"
 }
 
 namespace {
 
-// Parses with qj_load (so ids above INT64_MAX are comparable) or fails the
+// Parses with qdrant_json_load (so ids above INT64_MAX are comparable) or fails the
 // test.
 json_t* Load(const std::string& text) {
   json_t* j = nullptr;
   char err[256] = "";
-  EXPECT_EQ(STATUS_OK, qj_load(text.data(), text.size(), &j, err, sizeof err)) << err << "\n"
-                                                                               << text;
+  EXPECT_EQ(STATUS_OK, qdrant_json_load(text.data(), text.size(), &j, err, sizeof err))
+      << err << "\n"
+      << text;
   return j;
 }
 
@@ -48,7 +49,7 @@ json_t* Load(const std::string& text) {
 }
 
 void Dump(const char* op, const std::string& body) {
-  const char* dir = getenv("QJ_DUMP_DIR");
+  const char* dir = getenv("QDRANT_JSON_DUMP_DIR");
   if (!dir) return;
   const ::testing::TestInfo* t = ::testing::UnitTest::GetInstance()->current_test_info();
   static int seq = 0;
@@ -237,12 +238,12 @@ class QdrantJsonTest : public ::testing::Test {
   }
 
   // The filter for scope (tenant t1, owner alice, clr 2 by default) and f.
-  std::string F(const Memory__V1__Filter* f, const qj_scope* s = nullptr) {
-    qj_scope def = {"t1", "alice", 2, nullptr, 0, 0, nullptr};
+  std::string F(const Memory__V1__Filter* f, const qdrant_json_scope* s = nullptr) {
+    qdrant_json_scope def = {"t1", "alice", 2, nullptr, 0, 0, nullptr};
     char* out = nullptr;
     size_t len = 0;
     char err[256] = "";
-    int rc = qj_filter(s ? s : &def, f, &out, &len, err, sizeof err);
+    int rc = qdrant_json_filter(s ? s : &def, f, &out, &len, err, sizeof err);
     return Take("filter", rc, &out, &len, err);
   }
 
@@ -287,7 +288,7 @@ TEST_F(QdrantJsonTest, NoUserFilterIsTheDiodeAlone) {
 }
 
 TEST_F(QdrantJsonTest, ReadAllBreadthDropsTheOwnerCondition) {
-  qj_scope s = {"t1", nullptr, 4, nullptr, 0, 0, nullptr};
+  qdrant_json_scope s = {"t1", nullptr, 4, nullptr, 0, 0, nullptr};
   EXPECT_TRUE(
       SameJson("{\"must\":[{\"key\":\"memoryd.tenant\",\"match\":{\"value\":\"t1\"}},"
                "{\"key\":\"memoryd.label\",\"range\":{\"lte\":4}}]}",
@@ -296,7 +297,7 @@ TEST_F(QdrantJsonTest, ReadAllBreadthDropsTheOwnerCondition) {
 
 // An erasure's time bound (the retention sweeper's) narrows the scope.
 TEST_F(QdrantJsonTest, AnErasuresTimeBoundIsARangeOnUpdatedUs) {
-  qj_scope s = {"t1", nullptr, 4, nullptr, 0, 1795680000123456, nullptr};
+  qdrant_json_scope s = {"t1", nullptr, 4, nullptr, 0, 1795680000123456, nullptr};
   EXPECT_TRUE(
       SameJson("{\"must\":[{\"key\":\"memoryd.tenant\",\"match\":{\"value\":\"t1\"}},"
                "{\"key\":\"memoryd.label\",\"range\":{\"lte\":4}},"
@@ -308,7 +309,7 @@ TEST_F(QdrantJsonTest, AnErasuresTimeBoundIsARangeOnUpdatedUs) {
 // updated_us, either end open.
 TEST_F(QdrantJsonTest, ASearchsTimeWindowIsARangeOnUpdatedUs) {
   tier_time_range tr = {1, 1, 1700000000000000, 1800000000000000};
-  qj_scope s = {"t1", nullptr, 4, nullptr, 0, 0, &tr};
+  qdrant_json_scope s = {"t1", nullptr, 4, nullptr, 0, 0, &tr};
   EXPECT_TRUE(
       SameJson("{\"must\":[{\"key\":\"memoryd.tenant\",\"match\":{\"value\":\"t1\"}},"
                "{\"key\":\"memoryd.label\",\"range\":{\"lte\":4}},"
@@ -326,7 +327,7 @@ TEST_F(QdrantJsonTest, ASearchsTimeWindowIsARangeOnUpdatedUs) {
 TEST_F(QdrantJsonTest, ScopeIdsBecomeOneSortedDeduplicatedHasId) {
   vs_id ids[] = {Uuid("5C56C793-69F3-4FBF-87E6-C4BF54C28C26"), Num(18446744073709551615ull), Num(7),
                  Num(7)};
-  qj_scope s = {"t1", "alice", 2, ids, 4, 0, nullptr};
+  qdrant_json_scope s = {"t1", "alice", 2, ids, 4, 0, nullptr};
   std::string body = F(nullptr, &s);
   EXPECT_TRUE(SameJson(WithDiode("{\"has_id\":[7,18446744073709551615,"
                                  "\"5c56c793-69f3-4fbf-87e6-c4bf54c28c26\"]}"),
@@ -468,10 +469,10 @@ TEST_F(QdrantJsonTest, EmptyClausesAreOmittedNotEmptyArrays) {
 
 TEST_F(QdrantJsonTest, FiltersNestedTooDeepAreInvalid) {
   Memory__V1__Filter* f = Filter({Match("x", Dbl(1))});
-  for (int i = 0; i < QJ_MAX_FILTER_DEPTH; i++) f = Filter({Nested(f)});
+  for (int i = 0; i < QDRANT_JSON_MAX_FILTER_DEPTH; i++) f = Filter({Nested(f)});
   EXPECT_EQ(0u, F(f).rfind("ERR -8: filter nests deeper than 16 levels", 0));
   Memory__V1__Filter* ok = Filter({Match("x", Dbl(1))});
-  for (int i = 0; i < QJ_MAX_FILTER_DEPTH - 1; i++) ok = Filter({Nested(ok)});
+  for (int i = 0; i < QDRANT_JSON_MAX_FILTER_DEPTH - 1; i++) ok = Filter({Nested(ok)});
   EXPECT_NE(0u, F(ok).rfind("ERR", 0));
 }
 
@@ -498,9 +499,9 @@ TEST_F(QdrantJsonTest, TextThatIsNotUtf8IsInvalid) {
   EXPECT_EQ(
       0u,
       F(Filter({Match("k", Str("\xff\xfe"))})).rfind("ERR -8: match value is not valid UTF-8", 0));
-  qj_scope s = {"t\xc3", "alice", 2, nullptr, 0, 0, nullptr};
+  qdrant_json_scope s = {"t\xc3", "alice", 2, nullptr, 0, 0, nullptr};
   EXPECT_EQ(0u, F(nullptr, &s).rfind("ERR -8: tenant is not valid UTF-8", 0));
-  qj_scope none = {nullptr, nullptr, 2, nullptr, 0, 0, nullptr};
+  qdrant_json_scope none = {nullptr, nullptr, 2, nullptr, 0, 0, nullptr};
   EXPECT_EQ(0u, F(nullptr, &none).rfind("ERR -8: the read diode needs a tenant", 0));
 }
 
@@ -510,59 +511,64 @@ TEST_F(QdrantJsonTest, TextThatIsNotUtf8IsInvalid) {
 TEST_F(QdrantJsonTest, CreateCollectionNamesSizeAndDistance) {
   char *out = nullptr, err[256];
   size_t len = 0;
-  EXPECT_TRUE(SameJson(
-      "{\"vectors\":{\"size\":3,\"distance\":\"Cosine\"}}",
-      Take("create_collection", qj_create_collection(3, VS_COSINE, &out, &len, err, sizeof err),
-           &out, &len, err)));
-  EXPECT_TRUE(SameJson(
-      "{\"vectors\":{\"size\":65536,\"distance\":\"Dot\"}}",
-      Take("create_collection", qj_create_collection(65536, VS_DOT, &out, &len, err, sizeof err),
-           &out, &len, err)));
-  EXPECT_TRUE(SameJson(
-      "{\"vectors\":{\"size\":1,\"distance\":\"Euclid\"}}",
-      Take("create_collection", qj_create_collection(1, VS_EUCLID, &out, &len, err, sizeof err),
-           &out, &len, err)));
-  EXPECT_EQ("ERR -8: unknown distance 4",
-            Take("x", qj_create_collection(3, 4, &out, &len, err, sizeof err), &out, &len, err));
+  EXPECT_TRUE(
+      SameJson("{\"vectors\":{\"size\":3,\"distance\":\"Cosine\"}}",
+               Take("create_collection",
+                    qdrant_json_create_collection(3, VS_COSINE, &out, &len, err, sizeof err), &out,
+                    &len, err)));
+  EXPECT_TRUE(
+      SameJson("{\"vectors\":{\"size\":65536,\"distance\":\"Dot\"}}",
+               Take("create_collection",
+                    qdrant_json_create_collection(65536, VS_DOT, &out, &len, err, sizeof err), &out,
+                    &len, err)));
+  EXPECT_TRUE(
+      SameJson("{\"vectors\":{\"size\":1,\"distance\":\"Euclid\"}}",
+               Take("create_collection",
+                    qdrant_json_create_collection(1, VS_EUCLID, &out, &len, err, sizeof err), &out,
+                    &len, err)));
   EXPECT_EQ(
-      "ERR -8: dims 0 out of 1..65536",
-      Take("x", qj_create_collection(0, VS_DOT, &out, &len, err, sizeof err), &out, &len, err));
+      "ERR -8: unknown distance 4",
+      Take("x", qdrant_json_create_collection(3, 4, &out, &len, err, sizeof err), &out, &len, err));
+  EXPECT_EQ("ERR -8: dims 0 out of 1..65536",
+            Take("x", qdrant_json_create_collection(0, VS_DOT, &out, &len, err, sizeof err), &out,
+                 &len, err));
 }
 
 TEST_F(QdrantJsonTest, TenantIndexUsesIsTenantFrom111On) {
   char *out = nullptr, err[256];
   size_t len = 0;
-  qj_version v111 = {1, 11, 0}, v119 = {1, 19, 0}, v110 = {1, 10, 1}, v2 = {2, 0, 0};
+  qdrant_json_version v111 = {1, 11, 0}, v119 = {1, 19, 0}, v110 = {1, 10, 1}, v2 = {2, 0, 0};
   const char tenant[] =
       "{\"field_name\":\"memoryd.tenant\",\"field_schema\":{\"type\":\"keyword\",\"is_tenant\":"
       "true}}";
+  EXPECT_TRUE(SameJson(tenant, Take("payload_index",
+                                    qdrant_json_payload_index("memoryd.tenant", 1, &v111, &out,
+                                                              &len, err, sizeof err),
+                                    &out, &len, err)));
+  EXPECT_TRUE(SameJson(tenant, Take("payload_index",
+                                    qdrant_json_payload_index("memoryd.tenant", 1, &v119, &out,
+                                                              &len, err, sizeof err),
+                                    &out, &len, err)));
   EXPECT_TRUE(SameJson(
       tenant, Take("payload_index",
-                   qj_payload_index("memoryd.tenant", 1, &v111, &out, &len, err, sizeof err), &out,
-                   &len, err)));
+                   qdrant_json_payload_index("memoryd.tenant", 1, &v2, &out, &len, err, sizeof err),
+                   &out, &len, err)));
   EXPECT_TRUE(SameJson(
-      tenant, Take("payload_index",
-                   qj_payload_index("memoryd.tenant", 1, &v119, &out, &len, err, sizeof err), &out,
-                   &len, err)));
+      "{\"field_name\":\"memoryd.tenant\",\"field_schema\":\"keyword\"}",
+      Take("payload_index_1_10",
+           qdrant_json_payload_index("memoryd.tenant", 1, &v110, &out, &len, err, sizeof err), &out,
+           &len, err)));
   EXPECT_TRUE(SameJson(
-      tenant,
-      Take("payload_index", qj_payload_index("memoryd.tenant", 1, &v2, &out, &len, err, sizeof err),
-           &out, &len, err)));
+      "{\"field_name\":\"memoryd.owner\",\"field_schema\":\"keyword\"}",
+      Take("payload_index",
+           qdrant_json_payload_index("memoryd.owner", 0, &v119, &out, &len, err, sizeof err), &out,
+           &len, err)));
   EXPECT_TRUE(
-      SameJson("{\"field_name\":\"memoryd.tenant\",\"field_schema\":\"keyword\"}",
-               Take("payload_index_1_10",
-                    qj_payload_index("memoryd.tenant", 1, &v110, &out, &len, err, sizeof err), &out,
-                    &len, err)));
-  EXPECT_TRUE(
-      SameJson("{\"field_name\":\"memoryd.owner\",\"field_schema\":\"keyword\"}",
+      SameJson("{\"field_name\":\"memoryd.updated_us\",\"field_schema\":\"integer\"}",
                Take("payload_index",
-                    qj_payload_index("memoryd.owner", 0, &v119, &out, &len, err, sizeof err), &out,
-                    &len, err)));
-  EXPECT_TRUE(SameJson("{\"field_name\":\"memoryd.updated_us\",\"field_schema\":\"integer\"}",
-                       Take("payload_index",
-                            qj_payload_index("memoryd.updated_us", QJ_INDEX_INTEGER, &v119, &out,
-                                             &len, err, sizeof err),
-                            &out, &len, err)));
+                    qdrant_json_payload_index("memoryd.updated_us", QDRANT_JSON_INDEX_INTEGER,
+                                              &v119, &out, &len, err, sizeof err),
+                    &out, &len, err)));
 }
 
 TEST_F(QdrantJsonTest, UpsertWritesPointsWithStampedMetadata) {
@@ -585,8 +591,9 @@ TEST_F(QdrantJsonTest, UpsertWritesPointsWithStampedMetadata) {
   metas[1] = {nullptr, "bob", 1, 1, 5, 5, 0, 0, nullptr, 0};
   char *out = nullptr, err[256];
   size_t len = 0;
-  std::string body = Take("upsert", qj_upsert("t1", 3, pts, metas, 2, &out, &len, err, sizeof err),
-                          &out, &len, err);
+  std::string body =
+      Take("upsert", qdrant_json_upsert("t1", 3, pts, metas, 2, &out, &len, err, sizeof err), &out,
+           &len, err);
   EXPECT_TRUE(SameJson(
       "{\"points\":["
       "{\"id\":18446744073709551615,\"vector\":[0.100000001,-2.5,2.99999989e-08],"
@@ -616,18 +623,21 @@ TEST_F(QdrantJsonTest, UpsertRefusesWhatQdrantCannotStore) {
   char *out = nullptr, err[256];
   size_t len = 0;
   EXPECT_EQ("ERR -8: vector component is not a finite number",
-            Take("x", qj_upsert("t1", 2, &p, &m, 1, &out, &len, err, sizeof err), &out, &len, err));
+            Take("x", qdrant_json_upsert("t1", 2, &p, &m, 1, &out, &len, err, sizeof err), &out,
+                 &len, err));
   float ok[] = {0.0f, 1.0f};
   p.vector = ok;
   json_t* arr = json_array();
   p.payload = arr;
   EXPECT_EQ("ERR -8: a point payload must be a JSON object",
-            Take("x", qj_upsert("t1", 2, &p, &m, 1, &out, &len, err, sizeof err), &out, &len, err));
+            Take("x", qdrant_json_upsert("t1", 2, &p, &m, 1, &out, &len, err, sizeof err), &out,
+                 &len, err));
   json_decref(arr);
   p.payload = nullptr;
   p.vector = nullptr;
   EXPECT_EQ("ERR -8: a point has no vector",
-            Take("x", qj_upsert("t1", 2, &p, &m, 1, &out, &len, err, sizeof err), &out, &len, err));
+            Take("x", qdrant_json_upsert("t1", 2, &p, &m, 1, &out, &len, err, sizeof err), &out,
+                 &len, err));
 }
 
 TEST_F(QdrantJsonTest, RetrieveAsksForMetadataOrEverything) {
@@ -638,12 +648,14 @@ TEST_F(QdrantJsonTest, RetrieveAsksForMetadataOrEverything) {
   EXPECT_TRUE(SameJson(
       "{\"ids\":[1,18446744073709551615,\"5c56c793-69f3-4fbf-87e6-c4bf54c28c26\"],"
       "\"with_payload\":{\"include\":[\"memoryd\"]},\"with_vector\":false}",
-      Take("retrieve", qj_retrieve(ids, 3, QJ_PAYLOAD_META, 0, &out, &len, err, sizeof err), &out,
-           &len, err)));
-  EXPECT_TRUE(
-      SameJson("{\"ids\":[1],\"with_payload\":true,\"with_vector\":true}",
-               Take("retrieve", qj_retrieve(ids, 1, QJ_PAYLOAD_ALL, 1, &out, &len, err, sizeof err),
-                    &out, &len, err)));
+      Take("retrieve",
+           qdrant_json_retrieve(ids, 3, QDRANT_JSON_PAYLOAD_META, 0, &out, &len, err, sizeof err),
+           &out, &len, err)));
+  EXPECT_TRUE(SameJson(
+      "{\"ids\":[1],\"with_payload\":true,\"with_vector\":true}",
+      Take("retrieve",
+           qdrant_json_retrieve(ids, 1, QDRANT_JSON_PAYLOAD_ALL, 1, &out, &len, err, sizeof err),
+           &out, &len, err)));
 }
 
 TEST_F(QdrantJsonTest, QueryCarriesVectorFilterPagingAndThreshold) {
@@ -656,64 +668,67 @@ TEST_F(QdrantJsonTest, QueryCarriesVectorFilterPagingAndThreshold) {
   q.has_threshold = 1;
   q.threshold = 0.75f;
   q.with_payload = 1;
-  qj_scope s = {"t1", "alice", 2, nullptr, 0, 0, nullptr};
+  qdrant_json_scope s = {"t1", "alice", 2, nullptr, 0, 0, nullptr};
   char *out = nullptr, err[256];
   size_t len = 0;
   std::string filter =
       WithDiode("{\"must\":[{\"key\":\"payload.k\",\"match\":{\"value\":\"v\"}}]}");
-  EXPECT_TRUE(SameJson(
-      "{\"query\":[0.5,0.25],\"filter\":" + filter +
-          ",\"limit\":10,\"offset\":20,\"score_threshold\":0.75,"
-          "\"with_payload\":true,\"with_vector\":false}",
-      Take("query", qj_query(&s, &q, 2, 0, &out, &len, err, sizeof err), &out, &len, err)));
+  EXPECT_TRUE(SameJson("{\"query\":[0.5,0.25],\"filter\":" + filter +
+                           ",\"limit\":10,\"offset\":20,\"score_threshold\":0.75,"
+                           "\"with_payload\":true,\"with_vector\":false}",
+                       Take("query", qdrant_json_query(&s, &q, 2, 0, &out, &len, err, sizeof err),
+                            &out, &len, err)));
   q.has_threshold = 0;
   q.with_payload = 0;
   q.with_vector = 1;
   q.filter = nullptr;
-  EXPECT_TRUE(SameJson(
-      "{\"vector\":[0.5,0.25],\"filter\":" + WithDiode("") +
-          ",\"limit\":10,\"offset\":20,"
-          "\"with_payload\":{\"include\":[\"memoryd\"]},\"with_vector\":true}",
-      Take("search", qj_query(&s, &q, 2, 1, &out, &len, err, sizeof err), &out, &len, err)));
+  EXPECT_TRUE(SameJson("{\"vector\":[0.5,0.25],\"filter\":" + WithDiode("") +
+                           ",\"limit\":10,\"offset\":20,"
+                           "\"with_payload\":{\"include\":[\"memoryd\"]},\"with_vector\":true}",
+                       Take("search", qdrant_json_query(&s, &q, 2, 1, &out, &len, err, sizeof err),
+                            &out, &len, err)));
 }
 
 TEST_F(QdrantJsonTest, ScrollStartsAtAnOffsetWhenGiven) {
-  qj_scope s = {"t1", "alice", 2, nullptr, 0, 0, nullptr};
+  qdrant_json_scope s = {"t1", "alice", 2, nullptr, 0, 0, nullptr};
   vs_id off = Uuid("5c56c793-69f3-4fbf-87e6-c4bf54c28c26");
   char *out = nullptr, err[256];
   size_t len = 0;
-  EXPECT_TRUE(SameJson(
-      "{\"filter\":" + WithDiode("") +
-          ",\"limit\":256,\"offset\":\"5c56c793-69f3-4fbf-87e6-c4bf54c28c26\","
-          "\"with_payload\":{\"include\":[\"memoryd\"]},\"with_vector\":false}",
-      Take("scroll",
-           qj_scroll(&s, nullptr, 256, &off, QJ_PAYLOAD_META, 0, &out, &len, err, sizeof err), &out,
-           &len, err)));
+  EXPECT_TRUE(SameJson("{\"filter\":" + WithDiode("") +
+                           ",\"limit\":256,\"offset\":\"5c56c793-69f3-4fbf-87e6-c4bf54c28c26\","
+                           "\"with_payload\":{\"include\":[\"memoryd\"]},\"with_vector\":false}",
+                       Take("scroll",
+                            qdrant_json_scroll(&s, nullptr, 256, &off, QDRANT_JSON_PAYLOAD_META, 0,
+                                               &out, &len, err, sizeof err),
+                            &out, &len, err)));
   EXPECT_TRUE(
       SameJson("{\"filter\":" + WithDiode("{\"must\":[{\"is_empty\":{\"key\":\"payload.x\"}}]}") +
                    ",\"limit\":1,\"with_payload\":true,\"with_vector\":true}",
                Take("scroll",
-                    qj_scroll(&s, Filter({IsEmpty("x")}), 1, nullptr, QJ_PAYLOAD_ALL, 1, &out, &len,
-                              err, sizeof err),
+                    qdrant_json_scroll(&s, Filter({IsEmpty("x")}), 1, nullptr,
+                                       QDRANT_JSON_PAYLOAD_ALL, 1, &out, &len, err, sizeof err),
                     &out, &len, err)));
-  EXPECT_EQ(
-      "ERR -8: limit 0 is below 1",
-      Take("x", qj_scroll(&s, nullptr, 0, nullptr, QJ_PAYLOAD_ALL, 1, &out, &len, err, sizeof err),
-           &out, &len, err));
+  EXPECT_EQ("ERR -8: limit 0 is below 1",
+            Take("x",
+                 qdrant_json_scroll(&s, nullptr, 0, nullptr, QDRANT_JSON_PAYLOAD_ALL, 1, &out, &len,
+                                    err, sizeof err),
+                 &out, &len, err));
 }
 
 TEST_F(QdrantJsonTest, CountAndDeleteBodies) {
-  qj_scope s = {"t1", "alice", 2, nullptr, 0, 0, nullptr};
+  qdrant_json_scope s = {"t1", "alice", 2, nullptr, 0, 0, nullptr};
   char *out = nullptr, err[256];
   size_t len = 0;
-  EXPECT_TRUE(SameJson(
-      "{\"filter\":" + WithDiode("") + ",\"exact\":true}",
-      Take("count", qj_count(&s, nullptr, 1, &out, &len, err, sizeof err), &out, &len, err)));
-  EXPECT_TRUE(SameJson(
-      "{\"filter\":" + WithDiode("") + ",\"exact\":false}",
-      Take("count", qj_count(&s, Filter({}), 0, &out, &len, err, sizeof err), &out, &len, err)));
+  EXPECT_TRUE(SameJson("{\"filter\":" + WithDiode("") + ",\"exact\":true}",
+                       Take("count", qdrant_json_count(&s, nullptr, 1, &out, &len, err, sizeof err),
+                            &out, &len, err)));
+  EXPECT_TRUE(
+      SameJson("{\"filter\":" + WithDiode("") + ",\"exact\":false}",
+               Take("count", qdrant_json_count(&s, Filter({}), 0, &out, &len, err, sizeof err),
+                    &out, &len, err)));
   vs_id ids[] = {Num(9223372036854775808ull), Uuid("5c56c793-69f3-4fbf-87e6-c4bf54c28c26")};
-  std::string del = Take("delete", qj_delete(ids, 2, &out, &len, err, sizeof err), &out, &len, err);
+  std::string del =
+      Take("delete", qdrant_json_delete(ids, 2, &out, &len, err, sizeof err), &out, &len, err);
   EXPECT_TRUE(
       SameJson("{\"points\":[9223372036854775808,\"5c56c793-69f3-4fbf-87e6-c4bf54c28c26\"]}", del));
   EXPECT_NE(std::string::npos, del.find("[9223372036854775808,"));
@@ -741,7 +756,8 @@ TEST_F(QdrantJsonTest, EnvelopeHandsOutResultAndIgnoresUnknownKeys) {
   std::string body = Ok("{\"x\":1}");
   json_t* r = nullptr;
   char err[256] = "";
-  ASSERT_EQ(STATUS_OK, qj_parse_envelope(body.data(), body.size(), &r, err, sizeof err)) << err;
+  ASSERT_EQ(STATUS_OK, qdrant_json_parse_envelope(body.data(), body.size(), &r, err, sizeof err))
+      << err;
   EXPECT_EQ(1, json_integer_value(json_object_get(r, "x")));
   json_decref(r);
 }
@@ -766,7 +782,7 @@ TEST_F(QdrantJsonTest, EnvelopeRefusesErrorsAndOddShapes) {
     json_t* r = nullptr;
     char err[256] = "";
     EXPECT_EQ(STATUS_EINTERNAL,
-              qj_parse_envelope(c.body.data(), c.body.size(), &r, err, sizeof err))
+              qdrant_json_parse_envelope(c.body.data(), c.body.size(), &r, err, sizeof err))
         << c.body;
     EXPECT_EQ(nullptr, r);
     EXPECT_EQ(0u, std::string(err).rfind(c.why, 0)) << c.body << " -> " << err;
@@ -777,31 +793,31 @@ TEST_F(QdrantJsonTest, ErrorTextPrefersQdrantsMessage) {
   char out[64];
   std::string j =
       "{\"status\":{\"error\":\"Not found: Collection `x` doesn't exist!\"},\"time\":0.0}";
-  qj_error_text(j.data(), j.size(), out, sizeof out);
+  qdrant_json_error_text(j.data(), j.size(), out, sizeof out);
   EXPECT_STREQ("Not found: Collection `x` doesn't exist!", out);
 }
 
 TEST_F(QdrantJsonTest, ErrorTextOfPlainBodiesIsSanitizedAndCut) {
   char out[32];
   std::string forbidden = "Invalid api-key\n";
-  qj_error_text(forbidden.data(), forbidden.size(), out, sizeof out);
+  qdrant_json_error_text(forbidden.data(), forbidden.size(), out, sizeof out);
   EXPECT_STREQ("Invalid api-key", out);
   std::string odd("a\x01\xff\tb\0c", 7);
-  qj_error_text(odd.data(), odd.size(), out, sizeof out);
+  qdrant_json_error_text(odd.data(), odd.size(), out, sizeof out);
   EXPECT_STREQ("a?? b?c", out);
   std::string longer(100, 'x');
-  qj_error_text(longer.data(), longer.size(), out, sizeof out);
+  qdrant_json_error_text(longer.data(), longer.size(), out, sizeof out);
   EXPECT_EQ(std::string(28, 'x') + "...", out);
-  qj_error_text("", 0, out, sizeof out);
+  qdrant_json_error_text("", 0, out, sizeof out);
   EXPECT_STREQ("(empty body)", out);
-  qj_error_text(nullptr, 5, out, sizeof out);
+  qdrant_json_error_text(nullptr, 5, out, sizeof out);
   EXPECT_STREQ("(empty body)", out);
   // JSON without the error shape is shown as text.
   std::string other = "{\"detail\":\"x\"}";
-  qj_error_text(other.data(), other.size(), out, sizeof out);
+  qdrant_json_error_text(other.data(), other.size(), out, sizeof out);
   EXPECT_STREQ("{\"detail\":\"x\"}", out);
   char tiny[4];
-  qj_error_text(longer.data(), longer.size(), tiny, sizeof tiny);
+  qdrant_json_error_text(longer.data(), longer.size(), tiny, sizeof tiny);
   EXPECT_STREQ("...", tiny);
 }
 
@@ -817,9 +833,9 @@ TEST_F(QdrantJsonTest, VersionParsesMajorMinorPatch) {
       {"{\"version\":\"2.0.1+build.5\"}", 2, 0, 1},
   };
   for (const Case& c : cases) {
-    qj_version v = {};
+    qdrant_json_version v = {};
     char err[256] = "";
-    ASSERT_EQ(STATUS_OK, qj_parse_version(c.body, strlen(c.body), &v, err, sizeof err))
+    ASSERT_EQ(STATUS_OK, qdrant_json_parse_version(c.body, strlen(c.body), &v, err, sizeof err))
         << c.body << err;
     EXPECT_EQ(c.major, v.major);
     EXPECT_EQ(c.minor, v.minor);
@@ -838,9 +854,9 @@ TEST_F(QdrantJsonTest, VersionRefusesWhatIsNotAVersion) {
                        "not json",
                        "\"1.19.0\""};
   for (const char* b : bad) {
-    qj_version v = {};
+    qdrant_json_version v = {};
     char err[256] = "";
-    EXPECT_EQ(STATUS_EINTERNAL, qj_parse_version(b, strlen(b), &v, err, sizeof err)) << b;
+    EXPECT_EQ(STATUS_EINTERNAL, qdrant_json_parse_version(b, strlen(b), &v, err, sizeof err)) << b;
     EXPECT_NE('\0', err[0]);
   }
 }
@@ -852,7 +868,8 @@ TEST_F(QdrantJsonTest, CollectionInfoGivesSizeAndDistance) {
       "\"hnsw_config\":{},\"optimizer_config\":{}},\"payload_schema\":{}}");
   int dims = 0, dist = 0;
   char err[256] = "";
-  ASSERT_EQ(STATUS_OK, qj_parse_collection(body.data(), body.size(), &dims, &dist, err, sizeof err))
+  ASSERT_EQ(STATUS_OK,
+            qdrant_json_parse_collection(body.data(), body.size(), &dims, &dist, err, sizeof err))
       << err;
   EXPECT_EQ(384, dims);
   EXPECT_EQ(VS_DOT, dist);
@@ -872,7 +889,7 @@ TEST_F(QdrantJsonTest, CollectionInfoRefusesForeignShapes) {
     int dims = 0, dist = 0;
     char err[256] = "";
     EXPECT_EQ(STATUS_EINTERNAL,
-              qj_parse_collection(body.data(), body.size(), &dims, &dist, err, sizeof err))
+              qdrant_json_parse_collection(body.data(), body.size(), &dims, &dist, err, sizeof err))
         << b;
     EXPECT_NE('\0', err[0]);
   }
@@ -882,31 +899,32 @@ TEST_F(QdrantJsonTest, BoolUpdateAndCountResults) {
   char err[256] = "";
   int v = -1;
   std::string t = Ok("true"), f = Ok("false"), n = Ok("1");
-  EXPECT_EQ(STATUS_OK, qj_parse_bool(t.data(), t.size(), &v, err, sizeof err));
+  EXPECT_EQ(STATUS_OK, qdrant_json_parse_bool(t.data(), t.size(), &v, err, sizeof err));
   EXPECT_EQ(1, v);
-  EXPECT_EQ(STATUS_OK, qj_parse_bool(f.data(), f.size(), &v, err, sizeof err));
+  EXPECT_EQ(STATUS_OK, qdrant_json_parse_bool(f.data(), f.size(), &v, err, sizeof err));
   EXPECT_EQ(0, v);
-  EXPECT_EQ(STATUS_EINTERNAL, qj_parse_bool(n.data(), n.size(), &v, err, sizeof err));
+  EXPECT_EQ(STATUS_EINTERNAL, qdrant_json_parse_bool(n.data(), n.size(), &v, err, sizeof err));
 
   std::string done = Ok("{\"operation_id\":18446744073709551615,\"status\":\"completed\"}");
   std::string ack = Ok("{\"operation_id\":5,\"status\":\"acknowledged\"}");
   std::string late = Ok("{\"operation_id\":5,\"status\":\"wait_timeout\"}");
   std::string odd = Ok("{\"status\":\"exploded\"}");
   std::string none = Ok("{}");
-  EXPECT_EQ(STATUS_OK, qj_parse_update(done.data(), done.size(), err, sizeof err)) << err;
-  EXPECT_EQ(STATUS_OK, qj_parse_update(ack.data(), ack.size(), err, sizeof err));
-  EXPECT_EQ(STATUS_ETIMEOUT, qj_parse_update(late.data(), late.size(), err, sizeof err));
-  EXPECT_EQ(STATUS_EINTERNAL, qj_parse_update(odd.data(), odd.size(), err, sizeof err));
-  EXPECT_EQ(STATUS_EINTERNAL, qj_parse_update(none.data(), none.size(), err, sizeof err));
+  EXPECT_EQ(STATUS_OK, qdrant_json_parse_update(done.data(), done.size(), err, sizeof err)) << err;
+  EXPECT_EQ(STATUS_OK, qdrant_json_parse_update(ack.data(), ack.size(), err, sizeof err));
+  EXPECT_EQ(STATUS_ETIMEOUT, qdrant_json_parse_update(late.data(), late.size(), err, sizeof err));
+  EXPECT_EQ(STATUS_EINTERNAL, qdrant_json_parse_update(odd.data(), odd.size(), err, sizeof err));
+  EXPECT_EQ(STATUS_EINTERNAL, qdrant_json_parse_update(none.data(), none.size(), err, sizeof err));
 
   int64_t c = -1;
   std::string good = Ok("{\"count\":12}"), neg = Ok("{\"count\":-1}"),
               str = Ok("{\"count\":\"12\"}"), huge = Ok("{\"count\":18446744073709551615}");
-  EXPECT_EQ(STATUS_OK, qj_parse_count(good.data(), good.size(), &c, err, sizeof err));
+  EXPECT_EQ(STATUS_OK, qdrant_json_parse_count(good.data(), good.size(), &c, err, sizeof err));
   EXPECT_EQ(12, c);
-  EXPECT_EQ(STATUS_EINTERNAL, qj_parse_count(neg.data(), neg.size(), &c, err, sizeof err));
-  EXPECT_EQ(STATUS_EINTERNAL, qj_parse_count(str.data(), str.size(), &c, err, sizeof err));
-  EXPECT_EQ(STATUS_EINTERNAL, qj_parse_count(huge.data(), huge.size(), &c, err, sizeof err));
+  EXPECT_EQ(STATUS_EINTERNAL, qdrant_json_parse_count(neg.data(), neg.size(), &c, err, sizeof err));
+  EXPECT_EQ(STATUS_EINTERNAL, qdrant_json_parse_count(str.data(), str.size(), &c, err, sizeof err));
+  EXPECT_EQ(STATUS_EINTERNAL,
+            qdrant_json_parse_count(huge.data(), huge.size(), &c, err, sizeof err));
   EXPECT_STREQ("qdrant's count result has no count", err);
 }
 
@@ -917,12 +935,12 @@ TEST_F(QdrantJsonTest, QueryHitsComeBackWithMetadataPayloadAndVector) {
       Point("\"5C56C793-69F3-4FBF-87E6-C4BF54C28C26\"",
             ",\"version\":1,\"score\":0.5,\"vector\":[0,0,0]") +
       "]}");
-  qj_read r = {"t1", 3, 1, 1};
+  qdrant_json_read r = {"t1", 3, 1, 1};
   vs_hit* hits = nullptr;
   size_t n = 0;
   char err[256] = "";
   ASSERT_EQ(STATUS_OK,
-            qj_parse_hits(body.data(), body.size(), &r, 0, a_, &hits, &n, err, sizeof err))
+            qdrant_json_parse_hits(body.data(), body.size(), &r, 0, a_, &hits, &n, err, sizeof err))
       << err;
   ASSERT_EQ(2u, n);
   EXPECT_EQ(18446744073709551615ull, hits[0].point.id.num);
@@ -946,12 +964,12 @@ TEST_F(QdrantJsonTest, QueryHitsComeBackWithMetadataPayloadAndVector) {
 
 TEST_F(QdrantJsonTest, LegacySearchHitsAreABareList) {
   std::string body = Ok("[" + Point("7", ",\"version\":0,\"score\":3") + "]");
-  qj_read r = {"t1", 3, 0, 0};
+  qdrant_json_read r = {"t1", 3, 0, 0};
   vs_hit* hits = nullptr;
   size_t n = 0;
   char err[256] = "";
   ASSERT_EQ(STATUS_OK,
-            qj_parse_hits(body.data(), body.size(), &r, 1, a_, &hits, &n, err, sizeof err))
+            qdrant_json_parse_hits(body.data(), body.size(), &r, 1, a_, &hits, &n, err, sizeof err))
       << err;
   ASSERT_EQ(1u, n);
   EXPECT_EQ(7u, hits[0].point.id.num);
@@ -959,8 +977,8 @@ TEST_F(QdrantJsonTest, LegacySearchHitsAreABareList) {
   EXPECT_EQ(nullptr, hits[0].point.payload);
   EXPECT_EQ(nullptr, hits[0].point.vector);
   // The query shape is not a search answer, and the other way round.
-  EXPECT_EQ(STATUS_EINTERNAL,
-            qj_parse_hits(body.data(), body.size(), &r, 0, a_, &hits, &n, err, sizeof err));
+  EXPECT_EQ(STATUS_EINTERNAL, qdrant_json_parse_hits(body.data(), body.size(), &r, 0, a_, &hits, &n,
+                                                     err, sizeof err));
   EXPECT_STREQ("qdrant's query result has no list of points", err);
 }
 
@@ -1022,7 +1040,7 @@ TEST_F(QdrantJsonTest, CorruptPointsFailTheWholeAnswer) {
        "qdrant point 1 is corrupt: no payload object"},
       {"3", "a point is not an object"},
   };
-  qj_read r = {"t1", 3, 1, 1};
+  qdrant_json_read r = {"t1", 3, 1, 1};
   for (const Case& c : cases) {
     // A good point first: its payload reference must be dropped too.
     std::string body =
@@ -1030,8 +1048,8 @@ TEST_F(QdrantJsonTest, CorruptPointsFailTheWholeAnswer) {
     vs_hit* hits = nullptr;
     size_t n = 7;
     char err[256] = "";
-    EXPECT_EQ(STATUS_EINTERNAL,
-              qj_parse_hits(body.data(), body.size(), &r, 0, a_, &hits, &n, err, sizeof err))
+    EXPECT_EQ(STATUS_EINTERNAL, qdrant_json_parse_hits(body.data(), body.size(), &r, 0, a_, &hits,
+                                                       &n, err, sizeof err))
         << c.point;
     EXPECT_EQ(nullptr, hits);
     EXPECT_EQ(0u, n);
@@ -1042,12 +1060,12 @@ TEST_F(QdrantJsonTest, CorruptPointsFailTheWholeAnswer) {
 TEST_F(QdrantJsonTest, RetrievedRecordsAreABareList) {
   std::string body =
       Ok("[" + Point("1") + "," + Point("\"00000000-0000-0000-0000-00000000000A\"") + "]");
-  qj_read r = {"t1", 3, 0, 0};
+  qdrant_json_read r = {"t1", 3, 0, 0};
   vs_point* pts = nullptr;
   size_t n = 0;
   char err[256] = "";
-  ASSERT_EQ(STATUS_OK, qj_parse_records(body.data(), body.size(), &r, 0, a_, &pts, &n, nullptr,
-                                        nullptr, err, sizeof err))
+  ASSERT_EQ(STATUS_OK, qdrant_json_parse_records(body.data(), body.size(), &r, 0, a_, &pts, &n,
+                                                 nullptr, nullptr, err, sizeof err))
       << err;
   ASSERT_EQ(2u, n);
   EXPECT_EQ(1u, pts[0].id.num);
@@ -1057,7 +1075,7 @@ TEST_F(QdrantJsonTest, RetrievedRecordsAreABareList) {
 }
 
 TEST_F(QdrantJsonTest, ScrollGivesTheNextPageOffset) {
-  qj_read r = {"t1", 3, 1, 0};
+  qdrant_json_read r = {"t1", 3, 1, 0};
   struct Case {
     std::string next;
     int has;
@@ -1076,8 +1094,8 @@ TEST_F(QdrantJsonTest, ScrollGivesTheNextPageOffset) {
     vs_id next = {};
     int has = -1;
     char err[256] = "";
-    ASSERT_EQ(STATUS_OK, qj_parse_records(body.data(), body.size(), &r, 1, a_, &pts, &n, &next,
-                                          &has, err, sizeof err))
+    ASSERT_EQ(STATUS_OK, qdrant_json_parse_records(body.data(), body.size(), &r, 1, a_, &pts, &n,
+                                                   &next, &has, err, sizeof err))
         << err;
     ASSERT_EQ(1u, n);
     EXPECT_STREQ("v", json_string_value(json_object_get(pts[0].payload, "k")));
@@ -1091,12 +1109,12 @@ TEST_F(QdrantJsonTest, ScrollGivesTheNextPageOffset) {
   vs_point* pts = nullptr;
   size_t n = 0;
   char err[256] = "";
-  EXPECT_EQ(STATUS_EINTERNAL, qj_parse_records(bad.data(), bad.size(), &r, 1, a_, &pts, &n, nullptr,
-                                               nullptr, err, sizeof err));
+  EXPECT_EQ(STATUS_EINTERNAL, qdrant_json_parse_records(bad.data(), bad.size(), &r, 1, a_, &pts, &n,
+                                                        nullptr, nullptr, err, sizeof err));
   EXPECT_STREQ("qdrant's next_page_offset is not a point id", err);
   std::string flat = Ok("[]");
-  EXPECT_EQ(STATUS_EINTERNAL, qj_parse_records(flat.data(), flat.size(), &r, 1, a_, &pts, &n,
-                                               nullptr, nullptr, err, sizeof err));
+  EXPECT_EQ(STATUS_EINTERNAL, qdrant_json_parse_records(flat.data(), flat.size(), &r, 1, a_, &pts,
+                                                        &n, nullptr, nullptr, err, sizeof err));
   EXPECT_STREQ("qdrant's scroll result has no list of points", err);
 }
 
@@ -1122,7 +1140,7 @@ TEST_F(QdrantJsonTest, IdsParseFromIntegersUuidsAndDecimalStrings) {
     json_t* j = json_loads(c.json, JSON_DECODE_ANY, nullptr);
     ASSERT_NE(nullptr, j) << c.json;
     vs_id id;
-    EXPECT_EQ(c.ok ? 0 : -1, qj_parse_id(j, &id)) << c.json;
+    EXPECT_EQ(c.ok ? 0 : -1, qdrant_json_parse_id(j, &id)) << c.json;
     if (c.ok) {
       EXPECT_EQ(0, vs_id_cmp(&c.want, &id)) << c.json;
     }
@@ -1139,12 +1157,12 @@ TEST_F(QdrantJsonTest, BigIntegersInsidePayloadsBecomeReals) {
              "{\"tenant\":\"t1\",\"owner\":\"alice\",\"label\":2,\"version\":3,"
              "\"created_us\":10,\"updated_us\":20,\"pii_kinds\":[]}}}") +
          "]");
-  qj_read r = {"t1", 3, 1, 0};
+  qdrant_json_read r = {"t1", 3, 1, 0};
   vs_point* pts = nullptr;
   size_t n = 0;
   char err[256] = "";
-  ASSERT_EQ(STATUS_OK, qj_parse_records(body.data(), body.size(), &r, 0, a_, &pts, &n, nullptr,
-                                        nullptr, err, sizeof err))
+  ASSERT_EQ(STATUS_OK, qdrant_json_parse_records(body.data(), body.size(), &r, 0, a_, &pts, &n,
+                                                 nullptr, nullptr, err, sizeof err))
       << err;
   ASSERT_EQ(1u, n);
   EXPECT_EQ(18446744073709551615ull, pts[0].id.num);
@@ -1157,17 +1175,19 @@ TEST_F(QdrantJsonTest, BigIntegersInsidePayloadsBecomeReals) {
 }
 
 TEST_F(QdrantJsonTest, AnswersNestedTooDeepAreRefusedBeforeParsing) {
-  std::string deep = std::string(QJ_MAX_DEPTH + 1, '[') + std::string(QJ_MAX_DEPTH + 1, ']');
+  std::string deep =
+      std::string(QDRANT_JSON_MAX_DEPTH + 1, '[') + std::string(QDRANT_JSON_MAX_DEPTH + 1, ']');
   json_t* j = nullptr;
   char err[256] = "";
-  EXPECT_EQ(STATUS_EINTERNAL, qj_load(deep.data(), deep.size(), &j, err, sizeof err));
+  EXPECT_EQ(STATUS_EINTERNAL, qdrant_json_load(deep.data(), deep.size(), &j, err, sizeof err));
   EXPECT_STREQ("qdrant's answer nests deeper than 128 levels", err);
-  std::string ok = std::string(QJ_MAX_DEPTH, '[') + std::string(QJ_MAX_DEPTH, ']');
-  ASSERT_EQ(STATUS_OK, qj_load(ok.data(), ok.size(), &j, err, sizeof err)) << err;
+  std::string ok =
+      std::string(QDRANT_JSON_MAX_DEPTH, '[') + std::string(QDRANT_JSON_MAX_DEPTH, ']');
+  ASSERT_EQ(STATUS_OK, qdrant_json_load(ok.data(), ok.size(), &j, err, sizeof err)) << err;
   json_decref(j);
   // Brackets inside strings do not count.
   std::string quoted = "{\"s\":\"" + std::string(1000, '[') + "\"}";
-  ASSERT_EQ(STATUS_OK, qj_load(quoted.data(), quoted.size(), &j, err, sizeof err)) << err;
+  ASSERT_EQ(STATUS_OK, qdrant_json_load(quoted.data(), quoted.size(), &j, err, sizeof err)) << err;
   json_decref(j);
 }
 
@@ -1175,7 +1195,7 @@ TEST_F(QdrantJsonTest, EveryTruncationOfAGoodAnswerFailsCleanly) {
   std::string body =
       Ok("{\"points\":[" + Point("18446744073709551615", ",\"score\":0.5,\"vector\":[1,2,3]") +
          "],\"next_page_offset\":\"5c56c793-69f3-4fbf-87e6-c4bf54c28c26\"}");
-  qj_read r = {"t1", 3, 1, 1};
+  qdrant_json_read r = {"t1", 3, 1, 1};
   for (size_t cut = 0; cut < body.size(); cut++) {
     // Exact-size heap copies, so ASan sees any read past the end.
     char* b = static_cast<char*>(malloc(cut ? cut : 1));
@@ -1184,28 +1204,30 @@ TEST_F(QdrantJsonTest, EveryTruncationOfAGoodAnswerFailsCleanly) {
     vs_point* pts = nullptr;
     size_t n = 0;
     char err[256] = "";
-    EXPECT_EQ(STATUS_EINTERNAL, qj_parse_hits(b, cut, &r, 0, a_, &hits, &n, err, sizeof err))
+    EXPECT_EQ(STATUS_EINTERNAL,
+              qdrant_json_parse_hits(b, cut, &r, 0, a_, &hits, &n, err, sizeof err))
         << cut;
     EXPECT_NE('\0', err[0]);
-    EXPECT_EQ(STATUS_EINTERNAL,
-              qj_parse_records(b, cut, &r, 1, a_, &pts, &n, nullptr, nullptr, err, sizeof err));
+    EXPECT_EQ(STATUS_EINTERNAL, qdrant_json_parse_records(b, cut, &r, 1, a_, &pts, &n, nullptr,
+                                                          nullptr, err, sizeof err));
     free(b);
   }
   vs_hit* hits = nullptr;
   size_t n = 0;
   char err[256] = "";
   ASSERT_EQ(STATUS_OK,
-            qj_parse_hits(body.data(), body.size(), &r, 0, a_, &hits, &n, err, sizeof err))
+            qdrant_json_parse_hits(body.data(), body.size(), &r, 0, a_, &hits, &n, err, sizeof err))
       << err;
   vs_hits_release(hits, n);
 }
 
 TEST_F(QdrantJsonTest, DistanceNamesGoBothWays) {
-  for (int d : {VS_COSINE, VS_DOT, VS_EUCLID}) EXPECT_EQ(d, qj_distance_parse(qj_distance_name(d)));
-  EXPECT_EQ(nullptr, qj_distance_name(0));
-  EXPECT_EQ(0, qj_distance_parse("Manhattan"));
-  EXPECT_EQ(0, qj_distance_parse("cosine"));
-  EXPECT_EQ(0, qj_distance_parse(nullptr));
+  for (int d : {VS_COSINE, VS_DOT, VS_EUCLID})
+    EXPECT_EQ(d, qdrant_json_distance_parse(qdrant_json_distance_name(d)));
+  EXPECT_EQ(nullptr, qdrant_json_distance_name(0));
+  EXPECT_EQ(0, qdrant_json_distance_parse("Manhattan"));
+  EXPECT_EQ(0, qdrant_json_distance_parse("cosine"));
+  EXPECT_EQ(0, qdrant_json_distance_parse(nullptr));
 }
 
 }  // namespace

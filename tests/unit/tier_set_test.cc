@@ -76,8 +76,8 @@ const tier_records store_b =
 const tier_records store_c =
     records(MEMORY__V1__TIER__TIER_WORKING, TIER_ORDER_RECORDS + 20, c_tables);
 
-tier make(const char* name, const tier_records* records, int (*open)(tier_env*, void**, char*,
-                                                                     size_t) = stub_open) {
+tier make(const char* name, const tier_records* records,
+          int (*open)(tier_env*, void**, char*, size_t) = stub_open) {
   tier t = {};
   t.name = name;
   t.services = no_services;

@@ -1,4 +1,4 @@
-/* episodic_qdrant_points: the Qdrant backend's point operations: upsert
+/* qdrant_store_points: the Qdrant backend's point operations: upsert
  * (reading the existing points first for the write diode), search, get,
  * delete by ids or filter, count, scroll; every read carries the read
  * diode in Qdrant's filter and checks it again on the way out. */
@@ -10,13 +10,13 @@
 
 #include "service/core/clock.h"
 #include "service/core/log.h"
-#include "service/episodic/episodic_qdrant_internal.h"
+#include "service/qdrant/qdrant_store_internal.h"
 
 #define QDRANT_SCROLL_PAGE 256                /* points per page in delete_filter */
 #define QDRANT_BODY_TARGET ((size_t)16 << 20) /* upsert bodies are kept below this */
 
-static qj_scope read_scope(const tier_ctx *c) {
-    qj_scope s = {
+static qdrant_json_scope read_scope(const tier_ctx *c) {
+    qdrant_json_scope s = {
         .tenant = principal_tenant(c->p),
         .owner = c->read_breadth == PRINCIPAL_ALL ? NULL : principal_sub(c->p),
         .clr = (int)principal_clr(c->p),
@@ -41,15 +41,16 @@ static int existing(const qtarget *t, tier_ctx *c, const vs_collection *col, con
                     size_t n, vs_point **out, size_t *nout) {
     char *body = NULL;
     size_t blen = 0;
-    int rc = qj_retrieve(ids, n, QJ_PAYLOAD_META, 0, &body, &blen, c->err, sizeof c->err);
+    int rc = qdrant_json_retrieve(ids, n, QDRANT_JSON_PAYLOAD_META, 0, &body, &blen, c->err,
+                                  sizeof c->err);
     if (rc != STATUS_OK) return rc;
     http_resp r;
     rc = qdrant_points_call(t, c, "retrieve", "POST", "", body, blen, &r);
     free(body);
     if (rc != STATUS_OK) return rc;
-    qj_read rd = {.tenant = principal_tenant(c->p), .dims = col->dims};
-    rc = qj_parse_records(r.body, r.len, &rd, 0, c->ar, out, nout, NULL, NULL, c->err,
-                          sizeof c->err);
+    qdrant_json_read rd = {.tenant = principal_tenant(c->p), .dims = col->dims};
+    rc = qdrant_json_parse_records(r.body, r.len, &rd, 0, c->ar, out, nout, NULL, NULL, c->err,
+                                   sizeof c->err);
     http_resp_free(&r);
     if (rc != STATUS_OK) return qdrant_logged("retrieve", rc, c->err);
     if (*nout > 1) qsort(*out, *nout, sizeof **out, cmp_point);
@@ -90,8 +91,8 @@ static int upsert_checked(vstore *vs, tier_ctx *c, const vs_collection *col, con
         size_t blen = 0;
         if (m > n - at) m = n - at;
         for (;;) {
-            rc = qj_upsert(principal_tenant(c->p), col->dims, pts + at, metas + at, m, &body, &blen,
-                           c->err, sizeof c->err);
+            rc = qdrant_json_upsert(principal_tenant(c->p), col->dims, pts + at, metas + at, m,
+                                    &body, &blen, c->err, sizeof c->err);
             if (rc != STATUS_OK || blen <= QDRANT_BODY_TARGET || m == 1) break;
             free(body);
             m = (m + 1) / 2;
@@ -101,7 +102,8 @@ static int upsert_checked(vstore *vs, tier_ctx *c, const vs_collection *col, con
         rc = qdrant_points_call(&t, c, "upsert", "PUT", "?wait=true", body, blen, &r);
         free(body);
         if (rc != STATUS_OK) break;
-        rc = qdrant_logged("upsert", qj_parse_update(r.body, r.len, c->err, sizeof c->err), c->err);
+        rc = qdrant_logged("upsert", qdrant_json_parse_update(r.body, r.len, c->err, sizeof c->err),
+                           c->err);
         http_resp_free(&r);
     }
     return rc;
@@ -131,8 +133,8 @@ static int cmp_hit_id(const void *a, const void *b) {
     "the Qdrant backend (--qdrant-url) keeps vectors only: give vectors, or configure an "         \
     "embedder (--embedder-url) for text; lexical search is the embedded backend's"
 
-int q_search(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_search *s, vs_hit **out,
-             size_t *n) {
+int qdrant_store_search(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_search *s,
+                        vs_hit **out, size_t *n) {
     qtarget t;
     *out = NULL;
     *n = 0;
@@ -142,8 +144,8 @@ int q_search(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_search 
 
     /* /points/query arrived in 1.10; /points/search is gone from 1.19's
      * spec. */
-    int legacy = !qj_version_at_least(&t.v, 1, 10);
-    qj_scope scope = read_scope(c);
+    int legacy = !qdrant_json_version_at_least(&t.v, 1, 10);
+    qdrant_json_scope scope = read_scope(c);
     scope.updated = s->updated;
     char *body = NULL;
     size_t blen = 0;
@@ -153,19 +155,20 @@ int q_search(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_search 
     vs_search sq = *s;
     if (sq.has_threshold)
         sq.threshold = nextafterf(s->threshold, col->distance == VS_EUCLID ? INFINITY : -INFINITY);
-    rc = qj_query(&scope, &sq, col->dims, legacy, &body, &blen, c->err, sizeof c->err);
+    rc = qdrant_json_query(&scope, &sq, col->dims, legacy, &body, &blen, c->err, sizeof c->err);
     if (rc != STATUS_OK) return rc;
     http_resp r;
     rc = qdrant_points_call(&t, c, "search", "POST", legacy ? "/search" : "/query", body, blen, &r);
     free(body);
     if (rc != STATUS_OK) return rc;
-    qj_read rd = {.tenant = scope.tenant,
-                  .dims = col->dims,
-                  .with_payload = s->with_payload,
-                  .with_vector = s->with_vector};
+    qdrant_json_read rd = {.tenant = scope.tenant,
+                           .dims = col->dims,
+                           .with_payload = s->with_payload,
+                           .with_vector = s->with_vector};
     vs_hit *hits = NULL;
     size_t nh = 0;
-    rc = qj_parse_hits(r.body, r.len, &rd, legacy, c->ar, &hits, &nh, c->err, sizeof c->err);
+    rc = qdrant_json_parse_hits(r.body, r.len, &rd, legacy, c->ar, &hits, &nh, c->err,
+                                sizeof c->err);
     http_resp_free(&r);
     if (rc != STATUS_OK) return qdrant_logged("search", rc, c->err);
 
@@ -194,8 +197,8 @@ int q_search(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_search 
     return STATUS_OK;
 }
 
-int q_get(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_id *ids, size_t n,
-          int with_payload, int with_vector, vs_point **out, size_t *nout) {
+int qdrant_store_get(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_id *ids, size_t n,
+                     int with_payload, int with_vector, vs_point **out, size_t *nout) {
     qtarget t;
     *out = NULL;
     *nout = 0;
@@ -204,26 +207,27 @@ int q_get(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_id *ids, s
     if (n > 100000) return tier_fail(c, STATUS_EINVALID, "too many ids (%zu)", n);
 
     /* A scroll, not a retrieve: the diode filters inside Qdrant. */
-    qj_scope scope = read_scope(c);
+    qdrant_json_scope scope = read_scope(c);
     scope.ids = ids;
     scope.nids = n;
     char *body = NULL;
     size_t blen = 0;
-    rc = qj_scroll(&scope, NULL, (int)n, NULL, with_payload ? QJ_PAYLOAD_ALL : QJ_PAYLOAD_META,
-                   with_vector, &body, &blen, c->err, sizeof c->err);
+    rc = qdrant_json_scroll(&scope, NULL, (int)n, NULL,
+                            with_payload ? QDRANT_JSON_PAYLOAD_ALL : QDRANT_JSON_PAYLOAD_META,
+                            with_vector, &body, &blen, c->err, sizeof c->err);
     if (rc != STATUS_OK) return rc;
     http_resp r;
     rc = qdrant_points_call(&t, c, "get", "POST", "/scroll", body, blen, &r);
     free(body);
     if (rc != STATUS_OK) return rc;
-    qj_read rd = {.tenant = scope.tenant,
-                  .dims = col->dims,
-                  .with_payload = with_payload,
-                  .with_vector = with_vector};
+    qdrant_json_read rd = {.tenant = scope.tenant,
+                           .dims = col->dims,
+                           .with_payload = with_payload,
+                           .with_vector = with_vector};
     vs_point *found = NULL;
     size_t nf = 0;
-    rc = qj_parse_records(r.body, r.len, &rd, 1, c->ar, &found, &nf, NULL, NULL, c->err,
-                          sizeof c->err);
+    rc = qdrant_json_parse_records(r.body, r.len, &rd, 1, c->ar, &found, &nf, NULL, NULL, c->err,
+                                   sizeof c->err);
     http_resp_free(&r);
     if (rc != STATUS_OK) return qdrant_logged("get", rc, c->err);
     if (nf > 1) qsort(found, nf, sizeof *found, cmp_point);
@@ -257,13 +261,13 @@ int q_get(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_id *ids, s
 static int delete_by_ids(const qtarget *t, tier_ctx *c, const vs_id *ids, size_t n) {
     char *body = NULL;
     size_t blen = 0;
-    int rc = qj_delete(ids, n, &body, &blen, c->err, sizeof c->err);
+    int rc = qdrant_json_delete(ids, n, &body, &blen, c->err, sizeof c->err);
     if (rc != STATUS_OK) return rc;
     http_resp r;
     rc = qdrant_points_call(t, c, "delete", "POST", "/delete?wait=true", body, blen, &r);
     free(body);
     if (rc != STATUS_OK) return rc;
-    rc = qj_parse_update(r.body, r.len, c->err, sizeof c->err);
+    rc = qdrant_json_parse_update(r.body, r.len, c->err, sizeof c->err);
     http_resp_free(&r);
     return qdrant_logged("delete", rc, c->err);
 }
@@ -299,7 +303,7 @@ static int delete_ids_checked(vstore *vs, tier_ctx *c, const vs_collection *col,
 
 /* One scroll request (what names it in logs): the points of scope and
  * filter from offset (NULL: the start), at most limit, with payload as
- * QJ_PAYLOAD_*, parsed with rd into *page (in arena a), and the cursor
+ * QDRANT_JSON_PAYLOAD_*, parsed with rd into *page (in arena a), and the cursor
  * Qdrant gave for the next request. */
 typedef struct scroll_page {
     vs_point *points;
@@ -308,21 +312,22 @@ typedef struct scroll_page {
     int has_next;
 } scroll_page;
 
-static int scroll_once(const qtarget *t, tier_ctx *c, const char *what, const qj_scope *scope,
-                       const Memory__V1__Filter *filter, int limit, const vs_id *offset,
-                       int payload, const qj_read *rd, arena *a, scroll_page *page) {
+static int scroll_once(const qtarget *t, tier_ctx *c, const char *what,
+                       const qdrant_json_scope *scope, const Memory__V1__Filter *filter, int limit,
+                       const vs_id *offset, int payload, const qdrant_json_read *rd, arena *a,
+                       scroll_page *page) {
     char *body = NULL;
     size_t blen = 0;
     memset(page, 0, sizeof *page);
-    int rc =
-        qj_scroll(scope, filter, limit, offset, payload, 0, &body, &blen, c->err, sizeof c->err);
+    int rc = qdrant_json_scroll(scope, filter, limit, offset, payload, 0, &body, &blen, c->err,
+                                sizeof c->err);
     if (rc != STATUS_OK) return rc;
     http_resp r;
     rc = qdrant_points_call(t, c, what, "POST", "/scroll", body, blen, &r);
     free(body);
     if (rc != STATUS_OK) return rc;
-    rc = qj_parse_records(r.body, r.len, rd, 1, a, &page->points, &page->n, &page->next,
-                          &page->has_next, c->err, sizeof c->err);
+    rc = qdrant_json_parse_records(r.body, r.len, rd, 1, a, &page->points, &page->n, &page->next,
+                                   &page->has_next, c->err, sizeof c->err);
     http_resp_free(&r);
     return rc == STATUS_OK ? rc : qdrant_logged(what, rc, c->err);
 }
@@ -337,12 +342,12 @@ static int delete_filter_checked(vstore *vs, tier_ctx *c, const vs_collection *c
 
     /* Visible to the caller and, without the :all write breadth, owned by
      * it: one owner condition serves both. */
-    qj_scope scope = read_scope(c);
+    qdrant_json_scope scope = read_scope(c);
     if (c->write_breadth != PRINCIPAL_ALL) scope.owner = principal_sub(c->p);
     /* An erasure's time bound narrows the scroll; its other conditions
      * are checked on each point below. */
     if (meta) scope.updated_before_us = meta->updated_before_us;
-    qj_read rd = {.tenant = scope.tenant, .dims = col->dims};
+    qdrant_json_read rd = {.tenant = scope.tenant, .dims = col->dims};
     /* Pages are transient: their own arena, reset per page, so deleting a
      * million points does not grow the call's arena by a million. */
     arena *pa = arena_create();
@@ -353,7 +358,7 @@ static int delete_filter_checked(vstore *vs, tier_ctx *c, const vs_collection *c
     for (;; arena_reset(pa)) {
         scroll_page sp;
         rc = scroll_once(&t, c, "delete_filter", &scope, filter, QDRANT_SCROLL_PAGE,
-                         has_offset ? &offset : NULL, QJ_PAYLOAD_META, &rd, pa, &sp);
+                         has_offset ? &offset : NULL, QDRANT_JSON_PAYLOAD_META, &rd, pa, &sp);
         if (rc != STATUS_OK) break;
         vs_point *page = sp.points;
         size_t np = sp.n;
@@ -430,7 +435,8 @@ static int run_delete_filter(void *arg) {
     return delete_filter_checked(w->vs, w->c, w->col, w->filter, w->meta, w->deleted);
 }
 
-int q_upsert(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_point_in *pts, size_t n) {
+int qdrant_store_upsert(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_point_in *pts,
+                        size_t n) {
     for (size_t i = 0; i < n; i++)
         if (!pts[i].vector)
             return tier_fail(c, STATUS_EPRECONDITION, "points[%zu]: no vector; %s", i, Q_NO_TEXT);
@@ -438,37 +444,38 @@ int q_upsert(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_point_i
     return n ? qdrant_serialized((qdrant *)vs, c, col, run_upsert, &w) : run_upsert(&w);
 }
 
-int q_delete_ids(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_id *ids, size_t n,
-                 int64_t *deleted) {
+int qdrant_store_delete_ids(vstore *vs, tier_ctx *c, const vs_collection *col, const vs_id *ids,
+                            size_t n, int64_t *deleted) {
     write_args w = {.vs = vs, .c = c, .col = col, .ids = ids, .n = n, .deleted = deleted};
     *deleted = 0;
     return n ? qdrant_serialized((qdrant *)vs, c, col, run_delete_ids, &w) : run_delete_ids(&w);
 }
 
-int q_delete_filter(vstore *vs, tier_ctx *c, const vs_collection *col,
-                    const Memory__V1__Filter *filter, const vs_meta_sel *meta, int64_t *deleted) {
+int qdrant_store_delete_filter(vstore *vs, tier_ctx *c, const vs_collection *col,
+                               const Memory__V1__Filter *filter, const vs_meta_sel *meta,
+                               int64_t *deleted) {
     write_args w = {
         .vs = vs, .c = c, .col = col, .filter = filter, .meta = meta, .deleted = deleted};
     *deleted = 0;
     return qdrant_serialized((qdrant *)vs, c, col, run_delete_filter, &w);
 }
 
-int q_count(vstore *vs, tier_ctx *c, const vs_collection *col, const Memory__V1__Filter *filter,
-            int exact, int64_t *count) {
+int qdrant_store_count(vstore *vs, tier_ctx *c, const vs_collection *col,
+                       const Memory__V1__Filter *filter, int exact, int64_t *count) {
     qtarget t;
     *count = 0;
     int rc = qdrant_target(vs, c, col->name, &t);
     if (rc != STATUS_OK) return rc;
-    qj_scope scope = read_scope(c);
+    qdrant_json_scope scope = read_scope(c);
     char *body = NULL;
     size_t blen = 0;
-    rc = qj_count(&scope, filter, exact, &body, &blen, c->err, sizeof c->err);
+    rc = qdrant_json_count(&scope, filter, exact, &body, &blen, c->err, sizeof c->err);
     if (rc != STATUS_OK) return rc;
     http_resp r;
     rc = qdrant_points_call(&t, c, "count", "POST", "/count", body, blen, &r);
     free(body);
     if (rc != STATUS_OK) return rc;
-    rc = qj_parse_count(r.body, r.len, count, c->err, sizeof c->err);
+    rc = qdrant_json_parse_count(r.body, r.len, count, c->err, sizeof c->err);
     http_resp_free(&r);
     return qdrant_logged("count", rc, c->err);
 }
@@ -502,8 +509,9 @@ static int id_after(const vs_id *id, vs_id *out) {
     return -1;
 }
 
-int q_scroll(vstore *vs, tier_ctx *c, const vs_collection *col, const Memory__V1__Filter *filter,
-             const vs_id *after, size_t limit, int with_payload, vs_point **out, size_t *n) {
+int qdrant_store_scroll(vstore *vs, tier_ctx *c, const vs_collection *col,
+                        const Memory__V1__Filter *filter, const vs_id *after, size_t limit,
+                        int with_payload, vs_point **out, size_t *n) {
     qtarget t;
     *out = NULL;
     *n = 0;
@@ -515,16 +523,16 @@ int q_scroll(vstore *vs, tier_ctx *c, const vs_collection *col, const Memory__V1
     vs_point *res = arena_alloc(c->ar, limit * sizeof *res);
     if (!res) return tier_fail(c, STATUS_ENOMEM, "out of memory");
 
-    qj_scope scope = read_scope(c);
-    qj_read rd = {.tenant = scope.tenant, .dims = col->dims, .with_payload = with_payload};
+    qdrant_json_scope scope = read_scope(c);
+    qdrant_json_read rd = {.tenant = scope.tenant, .dims = col->dims, .with_payload = with_payload};
     size_t k = 0;
     /* Qdrant's filter carries the diode, so the first request fills the
      * page; only points leak_check drops make another. */
     while (k < limit) {
         scroll_page sp;
-        rc = scroll_once(&t, c, "scroll", &scope, filter, (int)(limit - k),
-                         has_offset ? &offset : NULL,
-                         with_payload ? QJ_PAYLOAD_ALL : QJ_PAYLOAD_META, &rd, c->ar, &sp);
+        rc = scroll_once(
+            &t, c, "scroll", &scope, filter, (int)(limit - k), has_offset ? &offset : NULL,
+            with_payload ? QDRANT_JSON_PAYLOAD_ALL : QDRANT_JSON_PAYLOAD_META, &rd, c->ar, &sp);
         if (rc != STATUS_OK) break;
         vs_point *page = sp.points;
         size_t np = sp.n;

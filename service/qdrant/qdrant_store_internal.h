@@ -1,12 +1,12 @@
-/* episodic_qdrant_internal: what the Qdrant backend's files share:
- * episodic_qdrant.c (the handle, naming, collections, open) and
- * episodic_qdrant_points.c (the point operations). Not for other modules. */
-#ifndef MEMORYD_EPISODIC_EPISODIC_QDRANT_INTERNAL_H
-#define MEMORYD_EPISODIC_EPISODIC_QDRANT_INTERNAL_H
+/* qdrant_store_internal: what the Qdrant backend's files share:
+ * qdrant_store.c (the handle, naming, collections, open) and
+ * qdrant_store_points.c (the point operations). Not for other modules. */
+#ifndef MEMORYD_QDRANT_QDRANT_STORE_INTERNAL_H
+#define MEMORYD_QDRANT_QDRANT_STORE_INTERNAL_H
 
-#include "service/episodic/episodic_qdrant.h"
-#include "service/episodic/qdrant_http.h"
-#include "service/episodic/qdrant_json.h"
+#include "service/qdrant/qdrant_http.h"
+#include "service/qdrant/qdrant_json.h"
+#include "service/qdrant/qdrant_store.h"
 
 #define QDRANT_PATH_MAX 512
 
@@ -21,13 +21,13 @@ typedef struct qdrant {
 int qdrant_logged(const char *op, int rc, const char *err);
 /* The server's version, detecting it first if no call has reached Qdrant
  * yet (it was down at open); failures as the call's code in c->err. */
-int qdrant_ready(qdrant *q, tier_ctx *c, qj_version *v);
+int qdrant_ready(qdrant *q, tier_ctx *c, qdrant_json_version *v);
 /* What a point operation works on: the server, its version (it picks the
  * endpoints), the collection's name in memoryd's catalog and its Qdrant
  * name in the caller's tenant. */
 typedef struct qtarget {
     qdrant *q;
-    qj_version v;
+    qdrant_json_version v;
     const char *name;
     char qn[EPISODIC_QDRANT_NAME_MAX];
 } qtarget;
@@ -47,13 +47,13 @@ int qdrant_serialized(qdrant *q, tier_ctx *c, const vs_collection *col, int (*fn
 int qdrant_points_call(const qtarget *t, tier_ctx *c, const char *op, const char *method,
                        const char *suffix, const char *body, size_t blen, http_resp *r);
 
-/* episodic_qdrant_points.c: the point operations of vstore_ops. */
-vs_upsert_fn q_upsert;
-vs_search_fn q_search;
-vs_get_fn q_get;
-vs_delete_ids_fn q_delete_ids;
-vs_delete_filter_fn q_delete_filter;
-vs_count_fn q_count;
-vs_scroll_fn q_scroll;
+/* qdrant_store_points.c: the point operations of vstore_ops. */
+vs_upsert_fn qdrant_store_upsert;
+vs_search_fn qdrant_store_search;
+vs_get_fn qdrant_store_get;
+vs_delete_ids_fn qdrant_store_delete_ids;
+vs_delete_filter_fn qdrant_store_delete_filter;
+vs_count_fn qdrant_store_count;
+vs_scroll_fn qdrant_store_scroll;
 
 #endif

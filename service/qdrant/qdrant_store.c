@@ -1,8 +1,8 @@
-/* episodic_qdrant: the Qdrant backend: its handle, Qdrant collection names,
+/* qdrant_store: the Qdrant backend: its handle, Qdrant collection names,
  * collections (in the catalog and in Qdrant), open; the point operations
- * are in episodic_qdrant_points.c, the bodies in qdrant_json, the HTTP in
+ * are in qdrant_store_points.c, the bodies in qdrant_json, the HTTP in
  * qdrant_http. See the header for the contract. */
-#include "service/episodic/episodic_qdrant.h"
+#include "service/qdrant/qdrant_store.h"
 
 #include <openssl/evp.h>
 #include <stdio.h>
@@ -12,10 +12,10 @@
 #include "service/core/clock.h"
 #include "service/core/log.h"
 #include "service/core/text.h"
-#include "service/episodic/episodic_catalog.h"
-#include "service/episodic/episodic_qdrant_internal.h"
+#include "service/qdrant/qdrant_store_internal.h"
 #include "service/store/pgq.h"
 #include "service/tier/tier_sql.h"
+#include "service/vstore/vstore_catalog.h"
 
 static int64_t mono_ms(void) { return clock_mono_ms(NULL); }
 
@@ -35,7 +35,7 @@ int qdrant_logged(const char *op, int rc, const char *err) {
 
 /* The server's version, detecting it first if no call has reached Qdrant
  * yet (it was down at open). */
-int qdrant_ready(qdrant *q, tier_ctx *c, qj_version *v) {
+int qdrant_ready(qdrant *q, tier_ctx *c, qdrant_json_version *v) {
     char why[400];
     int rc = qdrant_http_version(q->http, c->deadline_ms, qdrant_http_timeout_ms(q->http), v, why,
                                  sizeof why);
@@ -70,8 +70,8 @@ static int name_ok(const char *s, size_t max) {
 /* The tenant is hashed: any text is a valid tenant, few are valid Qdrant
  * collection names, and 64 bits keep collisions out of reach for any
  * realistic number of tenants. */
-int episodic_qdrant_collection_name(const char *prefix, const char *tenant, const char *name,
-                                    char *out) {
+int qdrant_store_collection_name(const char *prefix, const char *tenant, const char *name,
+                                 char *out) {
     if (!prefix) prefix = "memoryd_";
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int mdlen = 0;
@@ -85,7 +85,7 @@ int episodic_qdrant_collection_name(const char *prefix, const char *tenant, cons
 /* The Qdrant name of collection name in the caller's tenant. */
 int qdrant_qname(qdrant *q, tier_ctx *c, const char *name, char *out) {
     if (!name_ok(name, VS_NAME_MAX) || !name[0] ||
-        episodic_qdrant_collection_name(q->prefix, principal_tenant(c->p), name, out) != 0)
+        qdrant_store_collection_name(q->prefix, principal_tenant(c->p), name, out) != 0)
         return tier_fail(c, STATUS_EINVALID, "collection name is not 1..%d of [A-Za-z0-9_-]",
                          VS_NAME_MAX);
     return STATUS_OK;
@@ -159,7 +159,7 @@ int qdrant_points_call(const qtarget *t, tier_ctx *c, const char *op, const char
 
 typedef struct hook_arg {
     qdrant *q;
-    qj_version version;
+    qdrant_json_version version;
 } hook_arg;
 
 /* After a 409: a Qdrant collection of that name exists though the catalog
@@ -175,7 +175,7 @@ static int adopt(qdrant *q, tier_ctx *c, const vs_collection *col, const char *q
     int rc = qdrant_http_call(q->http, "GET", path, NULL, 0, c->deadline_ms, c->cancel,
                               c->traceparent, &r, why, sizeof why);
     if (rc == STATUS_OK) {
-        rc = qj_parse_collection(r.body, r.len, &dims, &dist, why, sizeof why);
+        rc = qdrant_json_parse_collection(r.body, r.len, &dims, &dist, why, sizeof why);
         http_resp_free(&r);
     }
     if (rc == STATUS_OK) {
@@ -184,7 +184,7 @@ static int adopt(qdrant *q, tier_ctx *c, const vs_collection *col, const char *q
         rc = qdrant_http_call(q->http, "POST", path, count_all, sizeof count_all - 1,
                               c->deadline_ms, c->cancel, c->traceparent, &r, why, sizeof why);
         if (rc == STATUS_OK) {
-            rc = qj_parse_count(r.body, r.len, &n, why, sizeof why);
+            rc = qdrant_json_parse_count(r.body, r.len, &n, why, sizeof why);
             http_resp_free(&r);
         }
     }
@@ -193,7 +193,8 @@ static int adopt(qdrant *q, tier_ctx *c, const vs_collection *col, const char *q
         return tier_fail(c, STATUS_EEXISTS,
                          "qdrant already has a collection %s that memoryd's catalog does not list "
                          "(%d dims, %s, %" PRId64 " points); remove it in qdrant to create %s",
-                         qn, dims, qj_distance_name(dist) ? qj_distance_name(dist) : "?", n,
+                         qn, dims,
+                         qdrant_json_distance_name(dist) ? qdrant_json_distance_name(dist) : "?", n,
                          col->name);
     log_fields(LOG_WARN, "qdrant collection left from a failed create taken over", LOG_F_STR,
                "collection", qn, LOG_F_END);
@@ -209,7 +210,7 @@ static int drop(qdrant *q, tier_ctx *c, const char *qn, char *err, size_t errlen
     if (rc == STATUS_ENOTFOUND) return STATUS_OK; /* already gone: what we wanted */
     if (rc != STATUS_OK) return rc;
     int deleted = 0;
-    rc = qj_parse_bool(r.body, r.len, &deleted, err, errlen);
+    rc = qdrant_json_parse_bool(r.body, r.len, &deleted, err, errlen);
     http_resp_free(&r);
     return rc;
 }
@@ -225,7 +226,8 @@ static int create_hook(tier_ctx *c, const vs_collection *col, void *arg) {
 
     char *body = NULL;
     size_t blen = 0;
-    rc = qj_create_collection(col->dims, col->distance, &body, &blen, c->err, sizeof c->err);
+    rc = qdrant_json_create_collection(col->dims, col->distance, &body, &blen, c->err,
+                                       sizeof c->err);
     if (rc != STATUS_OK) return rc;
     snprintf(path, sizeof path, "/collections/%s", qn);
     http_resp r;
@@ -236,7 +238,7 @@ static int create_hook(tier_ctx *c, const vs_collection *col, void *arg) {
         rc = adopt(q, c, col, qn);
     } else if (rc == STATUS_OK) {
         int created = 0;
-        rc = qj_parse_bool(r.body, r.len, &created, c->err, sizeof c->err);
+        rc = qdrant_json_parse_bool(r.body, r.len, &created, c->err, sizeof c->err);
         http_resp_free(&r);
         if (rc == STATUS_OK && !created)
             rc = tier_fail(c, STATUS_EINTERNAL, "qdrant answered false to creating collection %s",
@@ -250,19 +252,19 @@ static int create_hook(tier_ctx *c, const vs_collection *col, void *arg) {
     static const struct {
         const char *field;
         int kind;
-    } indexes[] = {{"memoryd.tenant", QJ_INDEX_TENANT},
-                   {"memoryd.owner", QJ_INDEX_KEYWORD},
-                   {"memoryd.updated_us", QJ_INDEX_INTEGER}};
+    } indexes[] = {{"memoryd.tenant", QDRANT_JSON_INDEX_TENANT},
+                   {"memoryd.owner", QDRANT_JSON_INDEX_KEYWORD},
+                   {"memoryd.updated_us", QDRANT_JSON_INDEX_INTEGER}};
     snprintf(path, sizeof path, "/collections/%s/index?wait=true", qn);
     for (size_t i = 0; i < sizeof indexes / sizeof indexes[0] && rc == STATUS_OK; i++) {
-        rc = qj_payload_index(indexes[i].field, indexes[i].kind, &h->version, &body, &blen, c->err,
-                              sizeof c->err);
+        rc = qdrant_json_payload_index(indexes[i].field, indexes[i].kind, &h->version, &body, &blen,
+                                       c->err, sizeof c->err);
         if (rc != STATUS_OK) break;
         rc = qdrant_http_call(q->http, "PUT", path, body, blen, c->deadline_ms, c->cancel,
                               c->traceparent, &r, c->err, sizeof c->err);
         free(body);
         if (rc == STATUS_OK) {
-            rc = qj_parse_update(r.body, r.len, c->err, sizeof c->err);
+            rc = qdrant_json_parse_update(r.body, r.len, c->err, sizeof c->err);
             http_resp_free(&r);
         }
     }
@@ -284,8 +286,8 @@ static int delete_hook(tier_ctx *c, const vs_collection *col, void *arg) {
     return qdrant_logged("delete collection", drop(q, c, qn, c->err, sizeof c->err), c->err);
 }
 
-static int q_create_collection(vstore *vs, tier_ctx *c, const char *name, int dims, int distance,
-                               const char *model, vs_collection *out) {
+static int qdrant_store_create_collection(vstore *vs, tier_ctx *c, const char *name, int dims,
+                                          int distance, const char *model, vs_collection *out) {
     qdrant *q = (qdrant *)vs;
     if (dims == 0)
         return tier_fail(c, STATUS_EPRECONDITION,
@@ -295,34 +297,35 @@ static int q_create_collection(vstore *vs, tier_ctx *c, const char *name, int di
     hook_arg h = {.q = q};
     int rc = qdrant_ready(q, c, &h.version);
     if (rc != STATUS_OK) return rc;
-    return ecat_create(q->pg, c, name, dims, distance, model, create_hook, &h, out);
+    return vstore_catalog_create(q->pg, c, name, dims, distance, model, create_hook, &h, out);
 }
 
-static int q_get_collection(vstore *vs, tier_ctx *c, const char *name, vs_collection *out) {
-    return ecat_get(((qdrant *)vs)->pg, c, name, out);
+static int qdrant_store_get_collection(vstore *vs, tier_ctx *c, const char *name,
+                                       vs_collection *out) {
+    return vstore_catalog_get(((qdrant *)vs)->pg, c, name, out);
 }
 
-static int q_list_collections(vstore *vs, tier_ctx *c, const char *after, size_t limit,
-                              vs_collection **out, size_t *n) {
-    return ecat_list(((qdrant *)vs)->pg, c, after, limit, out, n);
+static int qdrant_store_list_collections(vstore *vs, tier_ctx *c, const char *after, size_t limit,
+                                         vs_collection **out, size_t *n) {
+    return vstore_catalog_list(((qdrant *)vs)->pg, c, after, limit, out, n);
 }
 
-static int q_delete_collection(vstore *vs, tier_ctx *c, const char *name) {
+static int qdrant_store_delete_collection(vstore *vs, tier_ctx *c, const char *name) {
     qdrant *q = (qdrant *)vs;
-    qj_version v;
+    qdrant_json_version v;
     int rc = qdrant_ready(q, c, &v);
     if (rc != STATUS_OK) return rc;
-    return ecat_delete(q->pg, c, name, delete_hook, q);
+    return vstore_catalog_delete(q->pg, c, name, delete_hook, q);
 }
 
-static int q_probe(vstore *vs) { return qdrant_http_probe(((qdrant *)vs)->http); }
+static int qdrant_store_probe(vstore *vs) { return qdrant_http_probe(((qdrant *)vs)->http); }
 
-static int q_register_metrics(vstore *vs) {
+static int qdrant_store_register_metrics(vstore *vs) {
     return backend_metrics_add("qdrant", "http", qdrant_http_stats(((qdrant *)vs)->http),
                                BACKEND_HAS_DURATION, NULL, NULL);
 }
 
-static void q_free(vstore *vs) {
+static void qdrant_store_free(vstore *vs) {
     qdrant *q = (qdrant *)vs;
     if (!q) return;
     qdrant_http_free(q->http);
@@ -330,13 +333,13 @@ static void q_free(vstore *vs) {
     free(q);
 }
 
-static const vstore_ops qdrant_ops = VSTORE_OPS("qdrant", q);
+static const vstore_ops qdrant_ops = VSTORE_OPS("qdrant", qdrant_store);
 
 /* ------------------------------------------------------------------ */
 /* open                                                                 */
 
-int episodic_qdrant_open(pg_pool *pg, const qdrant_options *o, vstore **out, char *err,
-                         size_t errlen) {
+int qdrant_store_open(pg_pool *pg, const qdrant_options *o, vstore **out, char *err,
+                      size_t errlen) {
     if (!o || !o->url || !o->url[0]) return text_fail(err, errlen, -1, "qdrant: no URL configured");
     if (strncmp(o->url, "http://", 7) != 0 && strncmp(o->url, "https://", 8) != 0)
         return text_fail(err, errlen, -1, "qdrant URL must start with http:// or https://");
@@ -355,10 +358,10 @@ int episodic_qdrant_open(pg_pool *pg, const qdrant_options *o, vstore **out, cha
     q->pg = pg;
     if (qdrant_http_create(o->url, o->api_key, o->timeout_ms, o->connect_timeout_ms, &q->http, err,
                            errlen) != STATUS_OK) {
-        q_free(&q->base);
+        qdrant_store_free(&q->base);
         return -1;
     }
-    qj_version v;
+    qdrant_json_version v;
     char why[400];
     if (qdrant_http_version(q->http, INT64_MAX, qdrant_http_timeout_ms(q->http), &v, why,
                             sizeof why) != STATUS_OK)

@@ -1,4 +1,4 @@
-/* episodic_qdrant: the vector-store backend over Qdrant's REST API
+/* qdrant_store: the vector-store backend over Qdrant's REST API
  * (libcurl), used when a Qdrant URL is configured. Collections live in the
  * episodic catalog (PostgreSQL), each backed by one Qdrant collection named
  * prefix + hex(SHA-256(tenant))[0..16) + "_" + name, created and dropped
@@ -11,13 +11,13 @@
  * have written part of its batch (the API documents upserts as
  * idempotent), and a point changed between our read and our write is not
  * seen by the write diode of that call. */
-#ifndef MEMORYD_EPISODIC_EPISODIC_QDRANT_H
-#define MEMORYD_EPISODIC_EPISODIC_QDRANT_H
+#ifndef MEMORYD_QDRANT_QDRANT_STORE_H
+#define MEMORYD_QDRANT_QDRANT_STORE_H
 
 #include <stddef.h>
 
-#include "service/episodic/vstore.h"
 #include "service/store/pg_pool.h"
+#include "service/vstore/vstore.h"
 
 typedef struct qdrant_options {
     const char *url;               /* http(s)://host:port[/path], required */
@@ -33,14 +33,13 @@ typedef struct qdrant_options {
  * call tries again first and fails with STATUS_EUNAVAILABLE until Qdrant
  * answers. Returns 0 with *out owned by the caller (vstore_free), or -1
  * with the reason in err (bad options, out of memory) and *out untouched. */
-int episodic_qdrant_open(pg_pool *pg, const qdrant_options *o, vstore **out, char *err,
-                         size_t errlen);
+int qdrant_store_open(pg_pool *pg, const qdrant_options *o, vstore **out, char *err, size_t errlen);
 
 /* The Qdrant collection name for (tenant, name) into out (at least
  * EPISODIC_QDRANT_NAME_MAX bytes); prefix NULL = "memoryd_". Exposed for
  * tests and operators. Returns 0, or -1 when the result would not fit. */
 #define EPISODIC_QDRANT_NAME_MAX 160
-int episodic_qdrant_collection_name(const char *prefix, const char *tenant, const char *name,
-                                    char *out);
+int qdrant_store_collection_name(const char *prefix, const char *tenant, const char *name,
+                                 char *out);
 
 #endif

@@ -6,9 +6,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "service/episodic/qdrant_json_internal.h"
+#include "service/qdrant/qdrant_json_internal.h"
 
-int qj_parse_id(const json_t *j, vs_id *out) {
+int qdrant_json_parse_id(const json_t *j, vs_id *out) {
     memset(out, 0, sizeof *out);
     if (json_is_integer(j)) {
         json_int_t v = json_integer_value(j);
@@ -33,8 +33,8 @@ static const char *meta_str(const json_t *o, const char *key, size_t max) {
     return json_string_value(x);
 }
 
-int qj_parse_meta(const json_t *payload, const char *tenant, arena *a, tier_meta *out, char *err,
-                  size_t errlen) {
+int qdrant_json_parse_meta(const json_t *payload, const char *tenant, arena *a, tier_meta *out,
+                           char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
     json_t *m = json_is_object(payload) ? json_object_get(payload, "memoryd") : NULL;
     if (!json_is_object(m)) return text_fail(err, errlen, STATUS_EINTERNAL, "no memoryd metadata");
@@ -47,19 +47,19 @@ int qj_parse_meta(const json_t *payload, const char *tenant, arena *a, tier_meta
     const char *owner = meta_str(m, "owner", 4096);
     if (!owner) return text_fail(err, errlen, STATUS_EINTERNAL, "memoryd.owner is not a string");
     int64_t label, version, created, updated;
-    if (qj_int_member(m, "label", 1, 4, &label) != 0)
+    if (qdrant_json_int_member(m, "label", 1, 4, &label) != 0)
         return text_fail(err, errlen, STATUS_EINTERNAL, "memoryd.label is not 1..4");
-    if (qj_int_member(m, "version", 1, INT64_MAX, &version) != 0)
+    if (qdrant_json_int_member(m, "version", 1, INT64_MAX, &version) != 0)
         return text_fail(err, errlen, STATUS_EINTERNAL,
                          "memoryd.version is not a positive integer");
-    if (qj_int_member(m, "created_us", 0, INT64_MAX, &created) != 0 ||
-        qj_int_member(m, "updated_us", 0, INT64_MAX, &updated) != 0)
+    if (qdrant_json_int_member(m, "created_us", 0, INT64_MAX, &created) != 0 ||
+        qdrant_json_int_member(m, "updated_us", 0, INT64_MAX, &updated) != 0)
         return text_fail(err, errlen, STATUS_EINTERNAL,
                          "memoryd.created_us/updated_us are not times");
     json_t *pk = json_object_get(m, "pii_kinds");
-    if (!json_is_array(pk) || json_array_size(pk) > QJ_MAX_PII)
+    if (!json_is_array(pk) || json_array_size(pk) > QDRANT_JSON_MAX_PII)
         return text_fail(err, errlen, STATUS_EINTERNAL,
-                         "memoryd.pii_kinds is not a list of at most %d", QJ_MAX_PII);
+                         "memoryd.pii_kinds is not a list of at most %d", QDRANT_JSON_MAX_PII);
     size_t npii = json_array_size(pk);
     const char **pii = NULL;
     if (npii) {
@@ -69,7 +69,8 @@ int qj_parse_meta(const json_t *payload, const char *tenant, arena *a, tier_meta
     for (size_t i = 0; i < npii; i++) {
         json_t *x = json_array_get(pk, i);
         size_t n = json_string_length(x);
-        if (!json_is_string(x) || n == 0 || n > QJ_MAX_PII_LEN || strlen(json_string_value(x)) != n)
+        if (!json_is_string(x) || n == 0 || n > QDRANT_JSON_MAX_PII_LEN ||
+            strlen(json_string_value(x)) != n)
             return text_fail(err, errlen, STATUS_EINTERNAL, "memoryd.pii_kinds[%zu] is not a kind",
                              i);
         if (!(pii[i] = arena_strdup(a, json_string_value(x))))
@@ -97,17 +98,17 @@ static int to_float(const json_t *x, float *out) {
 
 /* One Record or ScoredPoint (the fields they share). The payload reference
  * is taken last, so every earlier failure leaves nothing to drop. */
-static int parse_point(const json_t *pj, const qj_read *r, arena *a, vs_point *out, char *err,
-                       size_t errlen) {
+static int parse_point(const json_t *pj, const qdrant_json_read *r, arena *a, vs_point *out,
+                       char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
     if (!json_is_object(pj))
         return text_fail(err, errlen, STATUS_EINTERNAL, "a point is not an object");
-    if (qj_parse_id(json_object_get(pj, "id"), &out->id) != 0)
+    if (qdrant_json_parse_id(json_object_get(pj, "id"), &out->id) != 0)
         return text_fail(err, errlen, STATUS_EINTERNAL, "a point has no valid id");
     char idt[37], why[256];
     vs_id_text(&out->id, idt);
     json_t *payload = json_object_get(pj, "payload");
-    int rc = qj_parse_meta(payload, r->tenant, a, &out->meta, why, sizeof why);
+    int rc = qdrant_json_parse_meta(payload, r->tenant, a, &out->meta, why, sizeof why);
     if (rc != STATUS_OK)
         return text_fail(err, errlen, rc, "qdrant point %s is corrupt: %s", idt, why);
     if (r->with_vector) {
@@ -151,12 +152,13 @@ static int points_of(json_t *res, const char *key, const char *what, arena *a, s
     return STATUS_OK;
 }
 
-int qj_parse_hits(const char *body, size_t len, const qj_read *r, int legacy_search, arena *a,
-                  vs_hit **out, size_t *n, char *err, size_t errlen) {
+int qdrant_json_parse_hits(const char *body, size_t len, const qdrant_json_read *r,
+                           int legacy_search, arena *a, vs_hit **out, size_t *n, char *err,
+                           size_t errlen) {
     *out = NULL;
     *n = 0;
     json_t *res = NULL;
-    int rc = qj_parse_envelope(body, len, &res, err, errlen);
+    int rc = qdrant_json_parse_envelope(body, len, &res, err, errlen);
     if (rc != STATUS_OK) return rc;
     json_t *pts;
     void *room;
@@ -189,14 +191,14 @@ int qj_parse_hits(const char *body, size_t len, const qj_read *r, int legacy_sea
     return STATUS_OK;
 }
 
-int qj_parse_records(const char *body, size_t len, const qj_read *r, int scroll, arena *a,
-                     vs_point **out, size_t *n, vs_id *next, int *has_next, char *err,
-                     size_t errlen) {
+int qdrant_json_parse_records(const char *body, size_t len, const qdrant_json_read *r, int scroll,
+                              arena *a, vs_point **out, size_t *n, vs_id *next, int *has_next,
+                              char *err, size_t errlen) {
     *out = NULL;
     *n = 0;
     if (has_next) *has_next = 0;
     json_t *res = NULL;
-    int rc = qj_parse_envelope(body, len, &res, err, errlen);
+    int rc = qdrant_json_parse_envelope(body, len, &res, err, errlen);
     if (rc != STATUS_OK) return rc;
     json_t *pts;
     void *room;
@@ -211,7 +213,7 @@ int qj_parse_records(const char *body, size_t len, const qj_read *r, int scroll,
     if (scroll) {
         json_t *o = json_object_get(res, "next_page_offset");
         if (o && !json_is_null(o)) {
-            if (qj_parse_id(o, &nx) != 0) {
+            if (qdrant_json_parse_id(o, &nx) != 0) {
                 json_decref(res);
                 return text_fail(err, errlen, STATUS_EINTERNAL,
                                  "qdrant's next_page_offset is not a point id");

@@ -12,7 +12,7 @@
 
 #include "service/core/array.h"
 #include "service/core/text.h"
-#include "service/episodic/qdrant_json_internal.h"
+#include "service/qdrant/qdrant_json_internal.h"
 
 /* ------------------------------------------------------------------ */
 /* loading answers                                                      */
@@ -36,12 +36,12 @@ static int digits_cmp(const char *d, size_t n, const char *lim) {
  * escapes, containers, numbers), without building anything: checks the
  * nesting depth before jansson recurses, and finds integers beyond int64.
  * Those become strings outside "payload" objects (ids, scroll offsets:
- * exact, and qj_parse_id reads them back) and reals inside (user data that
+ * exact, and qdrant_json_parse_id reads them back) and reals inside (user data that
  * memoryd writes as doubles anyway). Malformed input is left for jansson to
  * reject: a rewrite only ever turns one valid number token into another
  * valid token. */
 static int scan(const char *s, size_t n, bigint **out, size_t *nout, char *err, size_t errlen) {
-    unsigned char kind[QJ_MAX_DEPTH + 1];
+    unsigned char kind[QDRANT_JSON_MAX_DEPTH + 1];
     int depth = 0, payload_depth = 0, after_colon = 0, key_payload = 0;
     bigint *list = NULL;
     size_t count = 0, cap = 0;
@@ -61,10 +61,11 @@ static int scan(const char *s, size_t n, bigint **out, size_t *nout, char *err, 
             after_colon = 1;
             i++;
         } else if (c == '{' || c == '[') {
-            if (depth >= QJ_MAX_DEPTH) {
+            if (depth >= QDRANT_JSON_MAX_DEPTH) {
                 free(list);
                 return text_fail(err, errlen, STATUS_EINTERNAL,
-                                 "qdrant's answer nests deeper than %d levels", QJ_MAX_DEPTH);
+                                 "qdrant's answer nests deeper than %d levels",
+                                 QDRANT_JSON_MAX_DEPTH);
             }
             int opens_payload = after_colon && key_payload && kind[depth] == '{';
             kind[++depth] = (unsigned char)c;
@@ -115,7 +116,7 @@ static int scan(const char *s, size_t n, bigint **out, size_t *nout, char *err, 
     return STATUS_OK;
 }
 
-int qj_load(const char *body, size_t len, json_t **out, char *err, size_t errlen) {
+int qdrant_json_load(const char *body, size_t len, json_t **out, char *err, size_t errlen) {
     *out = NULL;
     if (!body) len = 0;
     bigint *big = NULL;
@@ -158,7 +159,8 @@ int qj_load(const char *body, size_t len, json_t **out, char *err, size_t errlen
     free(copy);
     if (!j) {
         char text_err[sizeof jerr.text];
-        qj_error_text(jerr.text, strnlen(jerr.text, sizeof jerr.text), text_err, sizeof text_err);
+        qdrant_json_error_text(jerr.text, strnlen(jerr.text, sizeof jerr.text), text_err,
+                               sizeof text_err);
         return text_fail(err, errlen, STATUS_EINTERNAL,
                          "qdrant's answer is not JSON: %s (at byte %d)", text_err, jerr.position);
     }
@@ -187,7 +189,7 @@ static size_t sanitize(const char *s, size_t n, char *out, size_t outlen) {
     return w;
 }
 
-void qj_error_text(const char *body, size_t len, char *out, size_t outlen) {
+void qdrant_json_error_text(const char *body, size_t len, char *out, size_t outlen) {
     if (!out || !outlen) return;
     out[0] = '\0';
     if (!body) len = 0;
@@ -196,7 +198,7 @@ void qj_error_text(const char *body, size_t len, char *out, size_t outlen) {
         i++;
     if (i < len && body[i] == '{') {
         json_t *j = NULL;
-        if (qj_load(body, len, &j, NULL, 0) == STATUS_OK) {
+        if (qdrant_json_load(body, len, &j, NULL, 0) == STATUS_OK) {
             json_t *st = json_object_get(j, "status");
             json_t *e = json_is_object(st) ? json_object_get(st, "error") : NULL;
             if (json_is_string(e)) {
@@ -212,10 +214,11 @@ void qj_error_text(const char *body, size_t len, char *out, size_t outlen) {
     if (sanitize(body ? body : "", len, out, outlen) == 0) snprintf(out, outlen, "(empty body)");
 }
 
-int qj_parse_envelope(const char *body, size_t len, json_t **result, char *err, size_t errlen) {
+int qdrant_json_parse_envelope(const char *body, size_t len, json_t **result, char *err,
+                               size_t errlen) {
     *result = NULL;
     json_t *j = NULL;
-    int rc = qj_load(body, len, &j, err, errlen);
+    int rc = qdrant_json_load(body, len, &j, err, errlen);
     if (rc != STATUS_OK) return rc;
     if (!json_is_object(j)) {
         json_decref(j);
@@ -257,16 +260,17 @@ static int version_part(const char **p, int *v) {
     return 0;
 }
 
-int qj_parse_version(const char *body, size_t len, qj_version *v, char *err, size_t errlen) {
+int qdrant_json_parse_version(const char *body, size_t len, qdrant_json_version *v, char *err,
+                              size_t errlen) {
     json_t *j = NULL;
-    int rc = qj_load(body, len, &j, err, errlen);
+    int rc = qdrant_json_load(body, len, &j, err, errlen);
     if (rc != STATUS_OK) return rc;
     const char *s = json_string_value(json_object_get(j, "version"));
     if (!s) {
         json_decref(j);
         return text_fail(err, errlen, STATUS_EINTERNAL, "qdrant's GET / has no version string");
     }
-    qj_version x = {0, 0, 0};
+    qdrant_json_version x = {0, 0, 0};
     const char *p = s;
     if (*p == 'v') p++;
     /* major.minor[.patch], then anything ("-dev", "+build") after a
@@ -289,7 +293,7 @@ int qj_parse_version(const char *body, size_t len, qj_version *v, char *err, siz
 }
 
 /* An integer member in [lo, hi]. */
-int qj_int_member(const json_t *o, const char *key, int64_t lo, int64_t hi, int64_t *v) {
+int qdrant_json_int_member(const json_t *o, const char *key, int64_t lo, int64_t hi, int64_t *v) {
     json_t *x = json_object_get(o, key);
     if (!json_is_integer(x)) return -1;
     json_int_t i = json_integer_value(x);
@@ -303,7 +307,7 @@ static int parse_result(const char *body, size_t len,
                         int (*fn)(json_t *r, void *out, char *err, size_t errlen), void *out,
                         char *err, size_t errlen) {
     json_t *r = NULL;
-    int rc = qj_parse_envelope(body, len, &r, err, errlen);
+    int rc = qdrant_json_parse_envelope(body, len, &r, err, errlen);
     if (rc == STATUS_OK) rc = fn(r, out, err, errlen);
     json_decref(r);
     return rc;
@@ -324,10 +328,10 @@ static int collection_result(json_t *r, void *arg, char *err, size_t errlen) {
     if (!json_object_get(vec, "size"))
         return text_fail(err, errlen, STATUS_EINTERNAL,
                          "the qdrant collection has named vectors (not one memoryd made)");
-    if (qj_int_member(vec, "size", 1, VS_MAX_DIMS, &size) != 0)
+    if (qdrant_json_int_member(vec, "size", 1, VS_MAX_DIMS, &size) != 0)
         return text_fail(err, errlen, STATUS_EINTERNAL,
                          "the qdrant collection's vector size is not 1..%d", VS_MAX_DIMS);
-    int d = qj_distance_parse(json_string_value(json_object_get(vec, "distance")));
+    int d = qdrant_json_distance_parse(json_string_value(json_object_get(vec, "distance")));
     if (!d)
         return text_fail(err, errlen, STATUS_EINTERNAL,
                          "the qdrant collection's distance is not Cosine, Dot or Euclid");
@@ -336,8 +340,8 @@ static int collection_result(json_t *r, void *arg, char *err, size_t errlen) {
     return STATUS_OK;
 }
 
-int qj_parse_collection(const char *body, size_t len, int *dims, int *distance, char *err,
-                        size_t errlen) {
+int qdrant_json_parse_collection(const char *body, size_t len, int *dims, int *distance, char *err,
+                                 size_t errlen) {
     collection_out o = {dims, distance};
     return parse_result(body, len, collection_result, &o, err, errlen);
 }
@@ -349,7 +353,7 @@ static int bool_result(json_t *r, void *value, char *err, size_t errlen) {
     return STATUS_OK;
 }
 
-int qj_parse_bool(const char *body, size_t len, int *value, char *err, size_t errlen) {
+int qdrant_json_parse_bool(const char *body, size_t len, int *value, char *err, size_t errlen) {
     return parse_result(body, len, bool_result, value, err, errlen);
 }
 
@@ -366,16 +370,17 @@ static int update_result(json_t *r, void *unused, char *err, size_t errlen) {
     return STATUS_OK;
 }
 
-int qj_parse_update(const char *body, size_t len, char *err, size_t errlen) {
+int qdrant_json_parse_update(const char *body, size_t len, char *err, size_t errlen) {
     return parse_result(body, len, update_result, NULL, err, errlen);
 }
 
 static int count_result(json_t *r, void *count, char *err, size_t errlen) {
-    if (!json_is_object(r) || qj_int_member(r, "count", 0, INT64_MAX, count) != 0)
+    if (!json_is_object(r) || qdrant_json_int_member(r, "count", 0, INT64_MAX, count) != 0)
         return text_fail(err, errlen, STATUS_EINTERNAL, "qdrant's count result has no count");
     return STATUS_OK;
 }
 
-int qj_parse_count(const char *body, size_t len, int64_t *count, char *err, size_t errlen) {
+int qdrant_json_parse_count(const char *body, size_t len, int64_t *count, char *err,
+                            size_t errlen) {
     return parse_result(body, len, count_result, count, err, errlen);
 }

@@ -1,5 +1,5 @@
-/* episodic_catalog: collections in PostgreSQL (migration 6). */
-#include "service/episodic/episodic_catalog.h"
+/* vstore_catalog: collections in PostgreSQL (migration 6). */
+#include "service/vstore/vstore_catalog.h"
 
 #include <string.h>
 
@@ -15,7 +15,7 @@ typedef struct call {
     int64_t cid;
     const char **recorded;
     int *recorded_dims;
-    ecat_hook hook;
+    vstore_catalog_hook hook;
     void *arg;
     const char *after;
     size_t limit;
@@ -161,8 +161,9 @@ static int run_on(pg_pool *pg, tier_ctx *c, call *a, tier_sql_fn fn) {
     return tier_sql_run(pg, c, TIER_MAX_STATEMENT_MS, fn, a);
 }
 
-int ecat_create(pg_pool *pg, tier_ctx *c, const char *name, int dims, int distance,
-                const char *model, ecat_hook hook, void *arg, vs_collection *out) {
+int vstore_catalog_create(pg_pool *pg, tier_ctx *c, const char *name, int dims, int distance,
+                          const char *model, vstore_catalog_hook hook, void *arg,
+                          vs_collection *out) {
     call a = {.name = name,
               .dims = dims,
               .distance = distance,
@@ -173,29 +174,30 @@ int ecat_create(pg_pool *pg, tier_ctx *c, const char *name, int dims, int distan
     return run_on(pg, c, &a, create_fn);
 }
 
-int ecat_claim_model(pg_pool *pg, tier_ctx *c, const vs_collection *col, const char *model,
-                     const char **recorded) {
+int vstore_catalog_claim_model(pg_pool *pg, tier_ctx *c, const vs_collection *col,
+                               const char *model, const char **recorded) {
     call a = {.name = col->name, .cid = col->cid, .model = model, .recorded = recorded};
     return run_on(pg, c, &a, claim_fn);
 }
 
-int ecat_claim_dims(pg_pool *pg, tier_ctx *c, vs_collection *col, int dims) {
+int vstore_catalog_claim_dims(pg_pool *pg, tier_ctx *c, vs_collection *col, int dims) {
     call a = {.name = col->name, .cid = col->cid, .dims = dims, .recorded_dims = &col->dims};
     return run_on(pg, c, &a, claim_dims_fn);
 }
 
-int ecat_get(pg_pool *pg, tier_ctx *c, const char *name, vs_collection *out) {
+int vstore_catalog_get(pg_pool *pg, tier_ctx *c, const char *name, vs_collection *out) {
     call a = {.name = name, .out = out};
     return run_on(pg, c, &a, get_fn);
 }
 
-int ecat_list(pg_pool *pg, tier_ctx *c, const char *after, size_t limit, vs_collection **out,
-              size_t *n) {
+int vstore_catalog_list(pg_pool *pg, tier_ctx *c, const char *after, size_t limit,
+                        vs_collection **out, size_t *n) {
     call a = {.after = after, .limit = limit, .list = out, .n = n};
     return run_on(pg, c, &a, list_fn);
 }
 
-int ecat_delete(pg_pool *pg, tier_ctx *c, const char *name, ecat_hook hook, void *arg) {
+int vstore_catalog_delete(pg_pool *pg, tier_ctx *c, const char *name, vstore_catalog_hook hook,
+                          void *arg) {
     call a = {.name = name, .hook = hook, .arg = arg};
     return run_on(pg, c, &a, delete_fn);
 }

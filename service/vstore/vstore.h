@@ -2,7 +2,7 @@
  * of function pointers (vstore_ops) behind an opaque handle; the service
  * never knows which one it talks to. Two backends exist: the embedded
  * exact index with points durable in PostgreSQL (episodic_embedded, the
- * default) and Qdrant over REST (episodic_qdrant, when a Qdrant URL is
+ * default) and Qdrant over REST (qdrant_store, when a Qdrant URL is
  * configured).
  *
  * Contract every backend keeps:
@@ -22,8 +22,8 @@
  * except payloads, which are jansson references the caller must
  * json_decref (vs_points_release does it for an array). Functions return
  * STATUS_OK or a negative STATUS_E* code with a message in ctx->err. */
-#ifndef MEMORYD_EPISODIC_VSTORE_H
-#define MEMORYD_EPISODIC_VSTORE_H
+#ifndef MEMORYD_VSTORE_VSTORE_H
+#define MEMORYD_VSTORE_VSTORE_H
 
 #include <jansson.h>
 #include <stddef.h>

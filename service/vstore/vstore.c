@@ -1,6 +1,6 @@
 /* vstore: what every vector-store backend shares: point ids, the write
  * and read diodes per point, error formatting. */
-#include "service/episodic/vstore.h"
+#include "service/vstore/vstore.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -2,16 +2,16 @@
  * (http/http_client.h) with Qdrant's `api-key` header and Qdrant's error
  * texts, and the server's version (detected, cached, asked again while
  * Qdrant is down). Thread-safe. */
-#ifndef MEMORYD_EPISODIC_QDRANT_HTTP_H
-#define MEMORYD_EPISODIC_QDRANT_HTTP_H
+#ifndef MEMORYD_QDRANT_QDRANT_HTTP_H
+#define MEMORYD_QDRANT_QDRANT_HTTP_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include "service/core/cancel.h"
-#include "service/episodic/qdrant_json.h"
 #include "service/http/http_client.h"
 #include "service/metrics/backend_metrics.h"
+#include "service/qdrant/qdrant_json.h"
 
 typedef struct qdrant_http qdrant_http;
 
@@ -35,8 +35,8 @@ int qdrant_http_call(qdrant_http *h, const char *method, const char *path, const
  * timeout_ms (the connect timeout for a health probe: it must not hang).
  * STATUS_OK with *v, or the failure as qdrant_http_call. The first success
  * is logged. */
-int qdrant_http_version(qdrant_http *h, int64_t deadline_ms, long timeout_ms, qj_version *v,
-                        char *err, size_t errlen);
+int qdrant_http_version(qdrant_http *h, int64_t deadline_ms, long timeout_ms,
+                        qdrant_json_version *v, char *err, size_t errlen);
 /* Asks again even when cached (the health probe). */
 int qdrant_http_probe(qdrant_http *h);
 /* The timeouts given at create. */

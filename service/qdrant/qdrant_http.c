@@ -2,7 +2,7 @@
  * Transfers, pooling, deadlines and status mapping are the shared HTTP
  * client's; what is Qdrant's here is its credential header, its error
  * envelope and its version. */
-#include "service/episodic/qdrant_http.h"
+#include "service/qdrant/qdrant_http.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -16,7 +16,7 @@ struct qdrant_http {
     http_client *http;
     pthread_mutex_t mu; /* guards the version */
     int have_version;
-    qj_version version;
+    qdrant_json_version version;
 };
 
 int qdrant_http_call(qdrant_http *q, const char *method, const char *path, const char *body,
@@ -30,18 +30,18 @@ const backend_stats *qdrant_http_stats(const qdrant_http *q) { return http_clien
 const char *qdrant_http_url(const qdrant_http *q) { return http_client_url(q->http); }
 int qdrant_http_timeout_ms(const qdrant_http *q) { return http_client_timeout_ms(q->http); }
 
-static int detect(qdrant_http *q, int64_t deadline_ms, long timeout_ms, qj_version *v, char *err,
-                  size_t errlen) {
+static int detect(qdrant_http *q, int64_t deadline_ms, long timeout_ms, qdrant_json_version *v,
+                  char *err, size_t errlen) {
     http_resp r;
     int rc = http_client_call(q->http, "GET", "/", NULL, 0, deadline_ms, NULL, NULL, timeout_ms, &r,
                               err, errlen);
     if (rc != STATUS_OK) return rc;
-    rc = qj_parse_version(r.body, r.len, v, err, errlen);
+    rc = qdrant_json_parse_version(r.body, r.len, v, err, errlen);
     http_resp_free(&r);
     return rc;
 }
 
-static void version_set(qdrant_http *q, const qj_version *v) {
+static void version_set(qdrant_http *q, const qdrant_json_version *v) {
     pthread_mutex_lock(&q->mu);
     int first = !q->have_version;
     q->version = *v;
@@ -52,12 +52,12 @@ static void version_set(qdrant_http *q, const qj_version *v) {
         snprintf(vt, sizeof vt, "%d.%d.%d", v->major, v->minor, v->patch);
         log_fields(LOG_INFO, "qdrant backend connected", LOG_F_STR, "url", qdrant_http_url(q),
                    LOG_F_STR, "version", vt, LOG_F_STR, "search_api",
-                   qj_version_at_least(v, 1, 10) ? "query" : "search", LOG_F_END);
+                   qdrant_json_version_at_least(v, 1, 10) ? "query" : "search", LOG_F_END);
     }
 }
 
-int qdrant_http_version(qdrant_http *q, int64_t deadline_ms, long timeout_ms, qj_version *v,
-                        char *err, size_t errlen) {
+int qdrant_http_version(qdrant_http *q, int64_t deadline_ms, long timeout_ms,
+                        qdrant_json_version *v, char *err, size_t errlen) {
     pthread_mutex_lock(&q->mu);
     int have = q->have_version;
     if (have) *v = q->version;
@@ -69,7 +69,7 @@ int qdrant_http_version(qdrant_http *q, int64_t deadline_ms, long timeout_ms, qj
 }
 
 int qdrant_http_probe(qdrant_http *q) {
-    qj_version v;
+    qdrant_json_version v;
     char why[400];
     if (detect(q, INT64_MAX, http_client_connect_timeout_ms(q->http), &v, why, sizeof why) !=
         STATUS_OK)
@@ -96,7 +96,7 @@ int qdrant_http_create(const char *url, const char *api_key, int timeout_ms, int
                               .auth_secret = api_key,
                               .timeout_ms = timeout_ms,
                               .connect_timeout_ms = connect_timeout_ms,
-                              .error_text = qj_error_text};
+                              .error_text = qdrant_json_error_text};
     int rc = http_client_create(&cfg, &q->http, err, errlen);
     if (rc != STATUS_OK) {
         qdrant_http_free(q);
