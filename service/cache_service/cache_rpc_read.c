@@ -276,7 +276,7 @@ static grpc_status_code answer_get(rpc_call *call, const principal *p, const Pro
 }
 
 RPC_UNARY_HANDLER(cache_do_get, cache_service, Memory__V1__CacheGetRequest,
-                         Memory__V1__CacheGetResponse) {
+                  Memory__V1__CacheGetResponse) {
     RPC_CHECK(cache_check_key(call, "key", req->key));
     const principal *p = authn_principal(call);
     arena *a = rpc_call_arena(call);
@@ -303,7 +303,7 @@ static grpc_status_code answer_multi_get(rpc_call *call, const principal *p,
 }
 
 RPC_UNARY_HANDLER(cache_do_multi_get, cache_service, Memory__V1__CacheMultiGetRequest,
-                         Memory__V1__CacheMultiGetResponse) {
+                  Memory__V1__CacheMultiGetResponse) {
     if (req->n_keys == 0) return rpc_call_invalid(call, "keys: required (1 to %d keys)", KEYS_MAX);
     if (req->n_keys > KEYS_MAX)
         return rpc_call_invalid(call, "keys: %zu keys; at most %d", req->n_keys, KEYS_MAX);
@@ -321,4 +321,3 @@ RPC_UNARY_HANDLER(cache_do_multi_get, cache_service, Memory__V1__CacheMultiGetRe
     return lookup_and_answer(call, svc, p, &req->base, &resp->base, ks, req->n_keys,
                              answer_multi_get);
 }
-

@@ -161,7 +161,7 @@ static grpc_status_code write_l2(pending_write *pw, int started) {
 }
 
 RPC_UNARY_HANDLER(cache_do_set, cache_service, Memory__V1__CacheSetRequest,
-                         Memory__V1__CacheSetResponse) {
+                  Memory__V1__CacheSetResponse) {
     RPC_CHECK(cache_check_key(call, "key", req->key));
     if (req->value.len > VALUE_MAX)
         return rpc_call_invalid(call, "value: %zu bytes; at most %d", req->value.len, VALUE_MAX);
@@ -176,7 +176,8 @@ RPC_UNARY_HANDLER(cache_do_set, cache_service, Memory__V1__CacheSetRequest,
 
     arena *a = rpc_call_arena(call);
     pending_write *pw = arena_zalloc(a, sizeof *pw);
-    if (!pw || cache_write_slot(call, p, req->key, &pw->k, &pw->klen) != 0) return rpc_call_oom(call);
+    if (!pw || cache_write_slot(call, p, req->key, &pw->k, &pw->klen) != 0)
+        return rpc_call_oom(call);
     int64_t now = clock_wall_ms(NULL);
     pw->it = cache_item_create(principal_sub(p), strlen(principal_sub(p)), value.data, value.len,
                                principal_stamp_label(p, req->label, 0), now, now + ttl_ms);
@@ -196,12 +197,13 @@ RPC_UNARY_HANDLER(cache_do_set, cache_service, Memory__V1__CacheSetRequest,
 }
 
 RPC_UNARY_HANDLER(cache_do_delete, cache_service, Memory__V1__CacheDeleteKeyRequest,
-                         Memory__V1__CacheDeleteKeyResponse) {
+                  Memory__V1__CacheDeleteKeyResponse) {
     RPC_CHECK(cache_check_key(call, "key", req->key));
     const principal *p = authn_principal(call);
     arena *a = rpc_call_arena(call);
     pending_write *pw = arena_zalloc(a, sizeof *pw);
-    if (!pw || cache_write_slot(call, p, req->key, &pw->k, &pw->klen) != 0) return rpc_call_oom(call);
+    if (!pw || cache_write_slot(call, p, req->key, &pw->k, &pw->klen) != 0)
+        return rpc_call_oom(call);
     pw->svc = svc;
     pw->call = call;
     pw->key = req->key;
@@ -212,4 +214,3 @@ RPC_UNARY_HANDLER(cache_do_delete, cache_service, Memory__V1__CacheDeleteKeyRequ
     return write_l2(pw, cache_l2_delete_start(svc->l2, &pw->w, a, pw->k, pw->klen,
                                               (int)principal_clr(p), rpc_call_deadline_ms(call)));
 }
-

@@ -109,7 +109,7 @@ static grpc_status_code search_prepare(episodic_search *s, const char *prefix,
     if (r->has_threshold && !isfinite(r->score_threshold))
         return rpc_call_invalid(call, "%sscore_threshold: must be a finite number", prefix);
     snprintf(field, sizeof field, "%sfilter", prefix);
-    RPC_CHECK(esvc_check_filter(call, field, r->filter));
+    RPC_CHECK(episodic_service_check_filter(call, field, r->filter));
     snprintf(field, sizeof field, "%stext", prefix);
     if (r->text[0] && r->n_vector)
         return rpc_call_invalid(call, "%svector and %stext are both set; give one", prefix, prefix);
@@ -133,8 +133,9 @@ static grpc_status_code search_prepare(episodic_search *s, const char *prefix,
     RPC_CHECK(check_weight(call, prefix, "lexical_weight", r->lexical_weight, &s->wl));
     RPC_CHECK(check_weight(call, prefix, "vector_weight", r->vector_weight, &s->wv));
     snprintf(field, sizeof field, "%scollection", prefix);
-    RPC_CHECK(esvc_check_name(call, field, r->collection));
-    RPC_CHECK(esvc_status(call, vstore_get_collection(svc->vs, c, r->collection, col), c));
+    RPC_CHECK(episodic_service_check_name(call, field, r->collection));
+    RPC_CHECK(
+        episodic_service_status(call, vstore_get_collection(svc->vs, c, r->collection, col), c));
     s->limit = r->limit;
     s->offset = r->offset;
     s->with_payload = r->with_payload;
@@ -203,7 +204,7 @@ static grpc_status_code search_prepare(episodic_search *s, const char *prefix,
         return GRPC_STATUS_OK;
     }
     snprintf(field, sizeof field, "%svector", prefix);
-    return esvc_check_vector(call, field, r->vector, r->n_vector, col, &s->q.vector);
+    return episodic_service_check_vector(call, field, r->vector, r->n_vector, col, &s->q.vector);
 }
 
 /* A hit on its way to the answer: the point as a part found it, its
@@ -227,8 +228,8 @@ static Memory__V1__ScoredPoint *render_hit(episodic_search *s, const cand *k) {
     if (!s->with_vector) pt.vector = NULL;
     if (!s->with_payload) pt.payload = NULL, pt.text = NULL;
     sp->score = (float)k->score;
-    sp->point = esvc_render_point(c->ar, c->p, &pt, s->col.dims);
-    esvc_target(s->call, s->col.name, &pt.id);
+    sp->point = episodic_service_render_point(c->ar, c->p, &pt, s->col.dims);
+    episodic_service_target(s->call, s->col.name, &pt.id);
     size_t n = (k->ranks[0] > 0) + (k->ranks[1] > 0);
     sp->parts = arena_alloc(c->ar, (n ? n : 1) * sizeof *sp->parts);
     if (!sp->point || !sp->parts) return NULL;
@@ -405,7 +406,7 @@ static int search_run(episodic_search *s, Memory__V1__ScoredPoint ***points, siz
     return rc != STATUS_ENOMEM || s->c->err[0] ? rc : tier_fail(s->c, rc, "out of memory");
 }
 
-RPC_UNARY_HANDLER(esvc_do_search, episodic_service, Memory__V1__EpisodicMemorySearchRequest,
+RPC_UNARY_HANDLER(episodic_do_search, episodic_service, Memory__V1__EpisodicMemorySearchRequest,
                   Memory__V1__EpisodicMemorySearchResponse) {
     if (req->limit < 0 || req->limit > LIMIT_MAX)
         return rpc_call_invalid(call, "limit: %d; must be 1 to %d (0: %d)", req->limit, LIMIT_MAX,
@@ -431,11 +432,11 @@ RPC_UNARY_HANDLER(esvc_do_search, episodic_service, Memory__V1__EpisodicMemorySe
         .options = req->options,
     };
     tier_ctx c;
-    RPC_CHECK(esvc_ctx(&c, call));
+    RPC_CHECK(episodic_service_ctx(&c, call));
     episodic_search s = {.svc = svc, .call = call, .c = &c};
     RPC_CHECK(search_prepare(&s, "", &r));
     int rc = search_run(&s, &resp->points, &resp->n_points);
-    if (rc != STATUS_OK) return esvc_status(call, rc, &c);
+    if (rc != STATUS_OK) return episodic_service_status(call, rc, &c);
     resp->partial = s.partial;
     if (s.partial_detail) resp->partial_detail = (char *)s.partial_detail;
     return GRPC_STATUS_OK;
