@@ -42,8 +42,7 @@ static Memory__V1__Collection *render_collection(arena *a, const principal *p,
 /* ------------------------------------------------------------ collections */
 
 RPC_UNARY_HANDLER(episodic_do_create_collection, episodic_service,
-                         Memory__V1__CreateCollectionRequest,
-                         Memory__V1__CreateCollectionResponse) {
+                  Memory__V1__CreateCollectionRequest, Memory__V1__CreateCollectionResponse) {
     RPC_CHECK(episodic_service_check_name(call, "name", req->name));
     if (req->dims < 0 || req->dims > VS_MAX_DIMS)
         return rpc_call_invalid(call,
@@ -86,7 +85,7 @@ RPC_UNARY_HANDLER(episodic_do_create_collection, episodic_service,
 }
 
 RPC_UNARY_HANDLER(episodic_do_get_collection, episodic_service, Memory__V1__GetCollectionRequest,
-                         Memory__V1__GetCollectionResponse) {
+                  Memory__V1__GetCollectionResponse) {
     RPC_CHECK(episodic_service_check_name(call, "name", req->name));
     tier_ctx c;
     RPC_CHECK(episodic_service_ctx(&c, call));
@@ -97,8 +96,8 @@ RPC_UNARY_HANDLER(episodic_do_get_collection, episodic_service, Memory__V1__GetC
     return GRPC_STATUS_OK;
 }
 
-RPC_UNARY_HANDLER(episodic_do_list_collections, episodic_service, Memory__V1__ListCollectionsRequest,
-                         Memory__V1__ListCollectionsResponse) {
+RPC_UNARY_HANDLER(episodic_do_list_collections, episodic_service,
+                  Memory__V1__ListCollectionsRequest, Memory__V1__ListCollectionsResponse) {
     int size, resumed;
     tier_page pg;
     const char *after = NULL;
@@ -129,8 +128,7 @@ RPC_UNARY_HANDLER(episodic_do_list_collections, episodic_service, Memory__V1__Li
 }
 
 RPC_UNARY_HANDLER(episodic_do_delete_collection, episodic_service,
-                         Memory__V1__DeleteCollectionRequest,
-                         Memory__V1__DeleteCollectionResponse) {
+                  Memory__V1__DeleteCollectionRequest, Memory__V1__DeleteCollectionResponse) {
     RPC_CHECK(episodic_service_check_name(call, "name", req->name));
     tier_ctx c;
     RPC_CHECK(episodic_service_ctx(&c, call));
@@ -140,4 +138,3 @@ RPC_UNARY_HANDLER(episodic_do_delete_collection, episodic_service,
     if (rc != STATUS_OK) return episodic_service_status(call, rc, &c);
     return GRPC_STATUS_OK;
 }
-

@@ -51,7 +51,7 @@ static void release_inputs(vs_point_in *in, size_t n) {
 }
 
 RPC_UNARY_HANDLER(episodic_do_upsert, episodic_service, Memory__V1__EpisodicMemoryUpsertRequest,
-                         Memory__V1__EpisodicMemoryUpsertResponse) {
+                  Memory__V1__EpisodicMemoryUpsertResponse) {
     arena *a = rpc_call_arena(call);
     if (req->n_points == 0 || req->n_points > POINTS_MAX)
         return rpc_call_invalid(call, "points: %zu points; give 1 to %d", req->n_points,
@@ -86,8 +86,8 @@ RPC_UNARY_HANDLER(episodic_do_upsert, episodic_service, Memory__V1__EpisodicMemo
         }
         if (p->n_vector) {
             snprintf(f, sizeof f, "points[%zu].vector", i);
-            if ((st = episodic_service_check_batch_vector(call, f, p, &col, &batch_dims, &in[i].vector)) !=
-                GRPC_STATUS_OK)
+            if ((st = episodic_service_check_batch_vector(call, f, p, &col, &batch_dims,
+                                                          &in[i].vector)) != GRPC_STATUS_OK)
                 break;
         }
         snprintf(f, sizeof f, "points[%zu].label", i);
@@ -145,7 +145,8 @@ RPC_UNARY_HANDLER(episodic_do_upsert, episodic_service, Memory__V1__EpisodicMemo
      * another call set one meanwhile). */
     if (st == GRPC_STATUS_OK && unsized && batch_dims > 0) {
         col.dims = 0;
-        st = episodic_service_status(call, vstore_catalog_claim_dims(svc->pg, &c, &col, batch_dims), &c);
+        st = episodic_service_status(call, vstore_catalog_claim_dims(svc->pg, &c, &col, batch_dims),
+                                     &c);
         if (st == GRPC_STATUS_OK && col.dims != batch_dims)
             st = rpc_call_invalid(call,
                                   "points[].vector: %d components; collection %s has %d "
@@ -166,7 +167,7 @@ RPC_UNARY_HANDLER(episodic_do_upsert, episodic_service, Memory__V1__EpisodicMemo
 /* ------------------------------------------------------------ reads */
 
 RPC_UNARY_HANDLER(episodic_do_get_points, episodic_service, Memory__V1__GetPointsRequest,
-                         Memory__V1__GetPointsResponse) {
+                  Memory__V1__GetPointsResponse) {
     vs_id *ids;
     RPC_CHECK(episodic_service_check_ids(call, "ids", req->ids, req->n_ids, &ids));
     tier_ctx c;
@@ -192,7 +193,7 @@ RPC_UNARY_HANDLER(episodic_do_get_points, episodic_service, Memory__V1__GetPoint
 }
 
 RPC_UNARY_HANDLER(episodic_do_delete_points, episodic_service, Memory__V1__DeletePointsRequest,
-                         Memory__V1__DeletePointsResponse) {
+                  Memory__V1__DeletePointsResponse) {
     grpc_status_code st;
     vs_id *ids = NULL;
     size_t nids = 0;
@@ -223,7 +224,7 @@ RPC_UNARY_HANDLER(episodic_do_delete_points, episodic_service, Memory__V1__Delet
 }
 
 RPC_UNARY_HANDLER(episodic_do_count, episodic_service, Memory__V1__EpisodicMemoryCountRequest,
-                         Memory__V1__EpisodicMemoryCountResponse) {
+                  Memory__V1__EpisodicMemoryCountResponse) {
     RPC_CHECK(episodic_service_check_filter(call, "filter", req->filter));
     tier_ctx c;
     vs_collection col;
@@ -231,4 +232,3 @@ RPC_UNARY_HANDLER(episodic_do_count, episodic_service, Memory__V1__EpisodicMemor
     int rc = vstore_count(svc->vs, &c, &col, req->filter, req->exact, &resp->count);
     return episodic_service_status(call, rc, &c);
 }
-
