@@ -20,8 +20,7 @@ void bb_store_word(bb_eval *e, int i, const char *s, size_t len);
 int bb_store_number(bb_eval *e, arena *a, int i, int64_t v);
 /* The KEYS and ARGV[1..4] every board script takes; the next word's
  * index in *next. 0, or -1 when out of memory. */
-int bb_store_board_words(bb_eval *e, arena *a, const bb_names *n, const bb_limits *lim,
-                         int *next);
+int bb_store_board_words(bb_eval *e, arena *a, const bb_names *n, const bb_limits *lim, int *next);
 /* An integer reply (or a decimal string) as a number; -1 otherwise. */
 int64_t bb_store_integer(const redisReply *r);
 int bb_store_is_string(const redisReply *r);

@@ -106,8 +106,9 @@ static int walk_find_boards(board_walk *w, const char *tenant, tenant_boards *ou
         if ((code = walk_go_on(w)) != STATUS_OK) break;
         redisReply *r =
             redisCommand(w->conn, "SCAN %s MATCH %b COUNT " SCAN_COUNT, cursor, pattern, plen);
-        if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2 || !bb_store_is_string(r->element[0]) ||
-            r->element[0]->len >= sizeof cursor || r->element[1]->type != REDIS_REPLY_ARRAY) {
+        if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+            !bb_store_is_string(r->element[0]) || r->element[0]->len >= sizeof cursor ||
+            r->element[1]->type != REDIS_REPLY_ARRAY) {
             code = walk_failed(w, r, "SCAN");
             if (r) freeReplyObject(r);
             break;
@@ -155,7 +156,7 @@ static void selection_words(bb_eval *e, int *i, const tier_erase_sel *sel) {
     bb_store_word(e, (*i)++, sel->owner ? sel->owner : "", sel->owner ? strlen(sel->owner) : 0);
     bb_store_word(e, (*i)++, sel->subject_id ? "1" : "0", 1);
     bb_store_word(e, (*i)++, sel->subject_id ? sel->subject_id : "",
-         sel->subject_id ? strlen(sel->subject_id) : 0);
+                  sel->subject_id ? strlen(sel->subject_id) : 0);
 }
 
 /* Runs e on the walk's connection: Redis's reply (freeReplyObject it), or
