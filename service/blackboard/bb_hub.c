@@ -1,4 +1,8 @@
-/* bb_hub: the change streams of this replica; see bb_hub.h. */
+/* bb_hub: the change streams of this replica; see bb_hub.h. One file over
+ * 600 lines on purpose: boards, streams, their reads, the channel, expiry
+ * and the tick are one state machine of the loop thread, sharing its
+ * structs and its ordering rules (who frees a board or a watcher, and
+ * when); the Redis scripts it drives are bb_store.c's. */
 #include "service/blackboard/bb_hub.h"
 
 #include <stdatomic.h>

@@ -9,7 +9,6 @@
 
 #define SYNC_PAGE 4096 /* points fetched per catch-up statement */
 
-
 /* A decoded point row, applied under the write lock. */
 typedef struct row {
     vs_id id;
@@ -161,4 +160,3 @@ int episodic_embedded_sync_index(pgq_session *ss, tier_ctx *c, ecoll *ec, int in
     pthread_mutex_unlock(&ec->sync_mu);
     return rc;
 }
-

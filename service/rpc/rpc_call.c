@@ -1,6 +1,8 @@
 /* rpc_call: a call's context (accessors, request ids, errors), its
  * lifetime, encoding and decoding, the unary state machine and dispatch;
- * streaming calls are in rpc_stream.c.
+ * streaming calls are in rpc_stream.c. One file over 600 lines on
+ * purpose: the call's refcount, lock and batch order are one state
+ * machine, and every section here reads or moves that state.
  *
  * Unary calls finish with a single batch (initial metadata, message,
  * status, close) and need no lock: only one completion is ever pending. */
