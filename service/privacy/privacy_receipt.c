@@ -27,8 +27,11 @@ static void name_tiers(void) {
     for (unsigned i = 0; i < d->n_values; i++) {
         int v = d->values[i].value;
         const char *n = d->values[i].name;
-        /* Values count from 1 without a gap and fit the counts' room. */
+        /* Values count from 1 without a gap and fit the counts' room (a
+         * build without asserts names the tiers up to the first that does
+         * not, rather than write past the names). */
         assert(v == (int)i && v < PRIVACY_TIER_MAX && strncmp(n, "TIER_", 5) == 0);
+        if (v != (int)i || v >= PRIVACY_TIER_MAX || strncmp(n, "TIER_", 5) != 0) break;
         size_t k = 0;
         for (n += 5; n[k] && k + 1 < sizeof tier_names[v]; k++)
             tier_names[v][k] = (char)tolower((unsigned char)n[k]);

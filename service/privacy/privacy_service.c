@@ -126,7 +126,7 @@ static grpc_status_code erase_all(rpc_call *call, const privacy_service *svc,
         const tier_eraser *e = &svc->env->erasers[k];
         int64_t n = 0, t0 = rpc_now_ms();
         c.err[0] = '\0';
-        int rc = e->fn(e->state, &c, sel, &n);
+        int rc = e->r->erase(e->state, &c, sel, &n);
         took_ms[e->tier] += rpc_now_ms() - t0;
         if (rc == STATUS_OK) {
             r->counts[e->tier] += n;
@@ -426,7 +426,7 @@ static RPC_UNARY_FN(export_all) {
     char skipped[RPC_TRAILER_VALUE_MAX] = "";
     for (size_t k = 0; st == GRPC_STATUS_OK && k < svc->env->nerasers; k++) {
         const tier_eraser *e = &svc->env->erasers[k];
-        if (!e->exporter) continue;
+        if (!e->r->exporter) continue;
         if (!may_read_tier(p, e, &sel)) {
             size_t n = strlen(skipped);
             snprintf(skipped + n, sizeof skipped - n, "%s%s", n ? "," : "", e->name);
@@ -434,7 +434,7 @@ static RPC_UNARY_FN(export_all) {
         }
         x.tier = e->tier;
         c.err[0] = '\0';
-        int rc = e->exporter(e->state, &c, &sel, emit_record, &x);
+        int rc = e->r->exporter(e->state, &c, &sel, emit_record, &x);
         if (rc == STATUS_OK) continue;
         if (!c.err[0]) tier_fail(&c, rc, "%s", x.why[0] ? x.why : status_text(rc));
         log_fields(LOG_WARN, "export stopped at a tier", LOG_F_STR, "tier", e->name, LOG_F_STR,
@@ -476,7 +476,7 @@ static int load_policy(const tier_env *env, retention_policy *p, char *err, size
     retention_tier tiers[TIER_MAX_ERASERS];
     size_t ntiers = 0;
     for (size_t i = 0; i < env->nerasers; i++)
-        if (env->erasers[i].tables)
+        if (env->erasers[i].r->tables)
             tiers[ntiers++] = (retention_tier){env->erasers[i].name, env->erasers[i].tier};
     char *file = NULL;
     size_t len = 0;

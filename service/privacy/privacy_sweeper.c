@@ -64,7 +64,7 @@ static char *tenants_sql(const tier_env *env) {
     int n = 0;
     strbuf_puts(&b, "WITH RECURSIVE ");
     for (size_t i = 0; i < env->nerasers; i++)
-        for (const char *const *t = env->erasers[i].tables; t && *t; t++, n++) {
+        for (const char *const *t = env->erasers[i].r->tables; t && *t; t++, n++) {
             strbuf_printf(&b,
                           "%st%d AS (SELECT min(tenant) AS t FROM %s UNION ALL SELECT (SELECT "
                           "min(tenant) FROM %s WHERE tenant > t%d.t) FROM t%d WHERE t%d.t IS NOT "
@@ -105,7 +105,7 @@ static int64_t sweep_rule(privacy_sweeper *s, const tier_eraser *e, const retent
         tier_ctx_make(&c, "privacy", ep, clock_mono_us() / 1000 + BATCH_MS, a);
         c.read_breadth = c.write_breadth = PRINCIPAL_ALL;
         int64_t n = 0;
-        int rc = e->fn(e->state, &c, &sel, &n);
+        int rc = e->r->erase(e->state, &c, &sel, &n);
         if (rc != STATUS_OK) {
             char text[160];
             retention_rule_text(rule, text, sizeof text);
@@ -151,7 +151,7 @@ static int sweep_tenants(privacy_sweeper *s, PGconn *conn, int64_t *erased, size
             for (size_t j = 0; j < s->env->nerasers; j++) {
                 const tier_eraser *e = &s->env->erasers[j];
                 /* A tier without tables ends its records by their TTLs. */
-                if (!e->tables || !retention_rule_covers(&s->policy.rules[k], e->tier)) continue;
+                if (!e->r->tables || !retention_rule_covers(&s->policy.rules[k], e->tier)) continue;
                 int64_t n = sweep_rule(s, e, &s->policy.rules[k], PQgetvalue(r, i, 0), now_us);
                 if (n < 0) failed = 1;
                 else *erased += n;
@@ -234,7 +234,7 @@ int privacy_sweeper_start(const tier_env *env, const retention_policy *policy, i
      * is kept. */
     s->tenants_sql = tenants_sql(env);
     int tables = 0;
-    for (size_t i = 0; i < env->nerasers; i++) tables |= env->erasers[i].tables != NULL;
+    for (size_t i = 0; i < env->nerasers; i++) tables |= env->erasers[i].r->tables != NULL;
     if (tables && !s->tenants_sql) {
         free(s);
         return -1;

@@ -153,13 +153,10 @@ typedef struct tier_records {
 /* One tier's records, open: what Privacy and the sweeper walk
  * (tier_env.erasers, in order). */
 typedef struct tier_eraser {
-    int tier;         /* the memory.v1.Tier its count goes under */
-    const char *name; /* the tier's name: logs, errors, `<name>:read` for Export */
-    tier_erase_fn fn;
-    void *state;               /* the tier's, handed to fn and exporter */
-    tier_export_fn exporter;   /* NULL: nothing to export */
-    const char *const *tables; /* tier_records.tables */
-    int order;
+    const tier_records *r; /* what the tier declared (its descriptor's) */
+    void *state;           /* the tier's, handed to r->erase and r->exporter */
+    const char *name;      /* the tier's name: logs, errors, `<name>:read` for Export */
+    int tier;              /* the memory.v1.Tier its count goes under (r->tier_of's) */
 } tier_eraser;
 
 #define TIER_MAX_ERASERS 12

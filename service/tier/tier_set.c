@@ -43,15 +43,10 @@ static int add_eraser(tier_env *env, const tier *t, void *state, char *err, size
         return -1;
     }
     assert(r->erase);
-    tier_eraser e = {.tier = r->tier_of ? r->tier_of(state) : r->tier,
-                     .name = t->name,
-                     .fn = r->erase,
-                     .state = state,
-                     .exporter = r->exporter,
-                     .tables = r->tables,
-                     .order = r->order};
+    tier_eraser e = {
+        .r = r, .state = state, .name = t->name, .tier = r->tier_of ? r->tier_of(state) : r->tier};
     size_t at = env->nerasers;
-    while (at > 0 && env->erasers[at - 1].order > e.order) {
+    while (at > 0 && env->erasers[at - 1].r->order > r->order) {
         env->erasers[at] = env->erasers[at - 1];
         at--;
     }

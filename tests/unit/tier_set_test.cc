@@ -115,16 +115,16 @@ TEST(TierSetTest, ErasersFollowTheDeclaredOrderAndCarryTheirTiersState) {
   // The cache's state was the first opened (1 > 0): its counts go under L2.
   EXPECT_EQ(MEMORY__V1__TIER__TIER_CACHE_L2, e[3].tier);
   EXPECT_EQ(1, *static_cast<const int*>(e[3].state));
-  EXPECT_EQ(nullptr, e[3].exporter);
-  EXPECT_EQ(nullptr, e[3].tables);
-  EXPECT_STREQ("a_items", e[0].tables[0]);
-  EXPECT_STREQ("a_links", e[0].tables[1]);
-  EXPECT_EQ(nullptr, e[0].tables[2]);
-  EXPECT_STREQ("b_items", e[1].tables[0]);
-  EXPECT_EQ(nullptr, e[1].tables[1]);
+  EXPECT_EQ(nullptr, e[3].r->exporter);
+  EXPECT_EQ(nullptr, e[3].r->tables);
+  EXPECT_STREQ("a_items", e[0].r->tables[0]);
+  EXPECT_STREQ("a_links", e[0].r->tables[1]);
+  EXPECT_EQ(nullptr, e[0].r->tables[2]);
+  EXPECT_STREQ("b_items", e[1].r->tables[0]);
+  EXPECT_EQ(nullptr, e[1].r->tables[1]);
   for (size_t i = 0; i < 3; i++) {
-    EXPECT_EQ(&stub_erase, e[i].fn) << i;
-    EXPECT_EQ(&stub_export, e[i].exporter) << i;
+    EXPECT_EQ(&stub_erase, e[i].r->erase) << i;
+    EXPECT_EQ(&stub_export, e[i].r->exporter) << i;
     EXPECT_NE(nullptr, e[i].state) << i;
   }
   // Each eraser carries the state its own tier opened: a opened fifth.
