@@ -1,11 +1,20 @@
-/* entries_recent: Entries' part of a routed query, the cache-aside lookup
- * of one entry (router.proto's RecentLookupQuery); see entries_service.h. */
+/* entries_recent: Entries' part of a routed query (router.proto's
+ * RecentLookupQuery, tier_route.h): one entry, cache-aside. This
+ * replica's L1 first, then L2 (Redis), then PostgreSQL, whose answer fills
+ * both (cache_records.h: single flight, tenant-wide copies with the read
+ * diode applied to each one handed out, dropped on every replica by every
+ * write to the entry). An entry found nowhere, or hidden from the caller,
+ * is no result (not NOT_FOUND). The part reports each level it passed;
+ * the one that answered (or failed) carries the outcome. */
 #include <stdio.h>
 
 #include "service/auth/authn.h"
 #include "service/entries/entries_service_internal.h"
 
-struct entries_lookup {
+/* Where a lookup's answer came from: its level among the reports. */
+enum { FROM_L1 = 0, FROM_L2 = 1, FROM_STORE = 2 };
+
+typedef struct entries_lookup {
     entries_service *svc;
     tier_ctx *c;
     const char *ns, *key, *id;
@@ -19,15 +28,18 @@ struct entries_lookup {
      * one of them cancels the read. */
     int reading;   /* read is built and about to be submitted */
     int cancelled; /* the client is gone */
-    Memory__V1__Entry *entry;
-    void (*done)(void *arg, int rc, int from);
+    tier_route_answer *ans;
+    tier_route_done done;
     void *arg;
-};
+} entries_lookup;
 
-grpc_status_code entries_lookup_prepare(struct entries_service *svc, rpc_call *call,
-                                        const char *prefix, const Memory__V1__RecentLookupQuery *q,
-                                        tier_ctx *c, void (*done)(void *arg, int rc, int from),
-                                        void *arg, entries_lookup **out) {
+static grpc_status_code lookup_prepare(void *state, rpc_call *call, const char *prefix,
+                                       const ProtobufCMessage *query, int limit, tier_ctx *c,
+                                       tier_route_answer *ans, tier_route_done done, void *arg,
+                                       void **out) {
+    (void)limit; /* one entry */
+    entries_service *svc = state;
+    const Memory__V1__RecentLookupQuery *q = (const Memory__V1__RecentLookupQuery *)query;
     char field[96];
     snprintf(field, sizeof field, "%snamespace", prefix);
     RPC_CHECK(entries_check_namespace(call, field, q->namespace_));
@@ -36,17 +48,58 @@ grpc_status_code entries_lookup_prepare(struct entries_service *svc, rpc_call *c
     RPC_CHECK(entries_check_ns_allowed(call, c->p, q->namespace_));
     entries_lookup *lk = arena_zalloc(c->ar, sizeof *lk);
     if (!lk) return rpc_call_oom(call);
-    *lk = (entries_lookup){
-        .svc = svc, .c = c, .ns = q->namespace_, .key = q->key, .done = done, .arg = arg};
+    *lk = (entries_lookup){.svc = svc,
+                           .c = c,
+                           .ns = q->namespace_,
+                           .key = q->key,
+                           .ans = ans,
+                           .done = done,
+                           .arg = arg};
     *out = lk;
     return GRPC_STATUS_OK;
+}
+
+/* The answer's levels: those above from missed, those below were not
+ * asked (nor L2 without Redis, which has none to miss). */
+static void report_levels(entries_lookup *lk, int from) {
+    static const Memory__V1__Tier levels[TIER_ROUTE_LEVELS] = {MEMORY__V1__TIER__TIER_CACHE_L1,
+                                                               MEMORY__V1__TIER__TIER_CACHE_L2,
+                                                               MEMORY__V1__TIER__TIER_ENTRIES};
+    tier_route_answer *ans = lk->ans;
+    ans->tier = levels[from];
+    ans->nlevels = TIER_ROUTE_LEVELS;
+    for (int k = 0; k < TIER_ROUTE_LEVELS; k++) {
+        ans->level_tier[k] = levels[k];
+        ans->level_outcome[k] = k < from ? MEMORY__V1__TIER_OUTCOME__TIER_OUTCOME_MISS
+                                         : MEMORY__V1__TIER_OUTCOME__TIER_OUTCOME_SKIPPED;
+    }
+    if (!lk->svc->env->redis)
+        ans->level_outcome[FROM_L2] = MEMORY__V1__TIER_OUTCOME__TIER_OUTCOME_SKIPPED;
+}
+
+/* The entry as the answer's one result, named for the audit row. */
+static int answer_entry(entries_lookup *lk, Memory__V1__Entry *e) {
+    arena *a = lk->c->ar;
+    tier_route_answer *ans = lk->ans;
+    Memory__V1__RouterResult *res = tier_route_result(a, ans->tier, 0, 1.0);
+    if (!res || !(ans->results = arena_alloc(a, sizeof *ans->results)) ||
+        !(ans->targets = arena_alloc(a, sizeof *ans->targets)) ||
+        !(ans->targets[0] = arena_printf(a, "%s/%s", e->namespace_, e->key)))
+        return -1;
+    res->record_case = MEMORY__V1__ROUTER_RESULT__RECORD_ENTRY;
+    res->entry = e;
+    ans->results[0] = res;
+    ans->n = ans->ntargets = 1;
+    return 0;
 }
 
 /* The end, once: a missing or hidden entry is no result. */
 static void answer(entries_lookup *lk, int rc, Memory__V1__Entry *e, int from) {
     if (rc == STATUS_ENOTFOUND) rc = STATUS_OK, e = NULL;
-    lk->entry = e;
-    lk->done(lk->arg, rc, from);
+    report_levels(lk, from);
+    if (rc == STATUS_OK && e && answer_entry(lk, e) != 0)
+        rc = tier_fail(lk->c, STATUS_ENOMEM, "out of memory");
+    lk->done(lk->arg, rc);
 }
 
 /* The caller's own read answered (loop thread). */
@@ -55,7 +108,7 @@ static void read_done(void *arg, int rc) {
     Memory__V1__Entry *e = NULL;
     if (rc == STATUS_OK && !(e = entries_render(lk->c->ar, &lk->rec)))
         rc = tier_fail(lk->c, STATUS_ENOMEM, "out of memory");
-    answer(lk, rc, e, ENTRIES_FROM_STORE);
+    answer(lk, rc, e, FROM_STORE);
 }
 
 /* Reads the entry as the caller may see it, from PostgreSQL. A copy in L1
@@ -65,7 +118,7 @@ static void read_own(entries_lookup *lk) {
     lk->read =
         entries_store_read_async(&lk->svc->store, lk->c, lk->ns, lk->key, &lk->rec, read_done, lk);
     if (!lk->read) {
-        answer(lk, tier_fail(lk->c, STATUS_ENOMEM, "out of memory"), NULL, ENTRIES_FROM_STORE);
+        answer(lk, tier_fail(lk->c, STATUS_ENOMEM, "out of memory"), NULL, FROM_STORE);
         return;
     }
     __atomic_store_n(&lk->reading, 1, __ATOMIC_SEQ_CST);
@@ -95,9 +148,9 @@ static void start_load(void *arg, cache_records_fetch *f) {
 }
 
 static int from_level(int level) {
-    return level == CACHE_RECORDS_FROM_L2      ? ENTRIES_FROM_L2
-           : level == CACHE_RECORDS_FROM_STORE ? ENTRIES_FROM_STORE
-                                               : ENTRIES_FROM_L1;
+    return level == CACHE_RECORDS_FROM_L2      ? FROM_L2
+           : level == CACHE_RECORDS_FROM_STORE ? FROM_STORE
+                                               : FROM_L1;
 }
 
 /* The cache's answer: a copy hidden from the caller (or none in a level
@@ -115,7 +168,8 @@ static void fetched(void *arg, int rc, ProtobufCMessage *m) {
     settle(lk, rc, m, lk->f.level);
 }
 
-void entries_lookup_start(entries_lookup *lk) {
+static void lookup_start(void *part) {
+    entries_lookup *lk = part;
     entries_service *svc = lk->svc;
     tier_ctx *c = lk->c;
     if (!svc->records || c->fresh) { /* read-your-writes: past the cache */
@@ -124,7 +178,7 @@ void entries_lookup_start(entries_lookup *lk) {
     }
     ProtobufCMessage *m = NULL;
     if (!(lk->id = entries_cache_id(c->ar, lk->ns, lk->key))) {
-        answer(lk, tier_fail(c, STATUS_ENOMEM, "out of memory"), NULL, ENTRIES_FROM_L1);
+        answer(lk, tier_fail(c, STATUS_ENOMEM, "out of memory"), NULL, FROM_L1);
         return;
     }
     /* A hot entry: L1 answers without the fetch's machinery. */
@@ -136,7 +190,7 @@ void entries_lookup_start(entries_lookup *lk) {
     }
     if (!(lk->load =
               entries_store_load_async(&svc->store, c, lk->ns, lk->key, &lk->rec, loaded, lk))) {
-        answer(lk, tier_fail(c, STATUS_ENOMEM, "out of memory"), NULL, ENTRIES_FROM_L1);
+        answer(lk, tier_fail(c, STATUS_ENOMEM, "out of memory"), NULL, FROM_L1);
         return;
     }
     lk->f.p = c->p;
@@ -153,7 +207,8 @@ void entries_lookup_start(entries_lookup *lk) {
     settle(lk, rc, m, CACHE_RECORDS_FROM_L1);
 }
 
-void entries_lookup_cancel(entries_lookup *lk) {
+static void lookup_cancel(void *part) {
+    entries_lookup *lk = part;
     entries_service *svc = lk->svc;
     __atomic_store_n(&lk->cancelled, 1, __ATOMIC_SEQ_CST);
     if (__atomic_load_n(&lk->reading, __ATOMIC_SEQ_CST)) {
@@ -166,8 +221,17 @@ void entries_lookup_cancel(entries_lookup *lk) {
         tier_async_cancel(&svc->store, lk->load);
     } else if (r == CACHE_ASIDE_LEFT) {
         tier_fail(lk->c, STATUS_ECANCELLED, "the client cancelled the call");
-        answer(lk, STATUS_ECANCELLED, NULL, ENTRIES_FROM_L1);
+        answer(lk, STATUS_ECANCELLED, NULL, FROM_L1);
     }
 }
 
-Memory__V1__Entry *entries_lookup_entry(const entries_lookup *lk) { return lk->entry; }
+const tier_route entries_route = {
+    .kind = TIER_ROUTE_RECENT,
+    .tier = MEMORY__V1__TIER__TIER_ENTRIES,
+    .label = "entries",
+    .ctx_tier = "entries",
+    .read_scope = "entries:read",
+    .prepare = lookup_prepare,
+    .start = lookup_start,
+    .cancel = lookup_cancel,
+};

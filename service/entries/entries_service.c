@@ -121,7 +121,6 @@ static int entries_open(tier_env *env, void **state, char *err, size_t errlen) {
     svc->store = tier_store_on(env->pg, env->pga, env->max_response_bytes);
     svc->store.text_language = tier_env_text_language(env);
     svc->records = env->entry_cache;
-    env->entries = svc;
     return 0;
 }
 
@@ -148,4 +147,4 @@ static const tier_records records =
                  entries_export, "entries");
 
 const tier entries_tier = {TIER_FIELDS("entries", services, methods, entries_open, free),
-                           .records = &records};
+                           .records = &records, .route = &entries_route};

@@ -39,6 +39,9 @@ grpc_status_code entries_check_ns_allowed(rpc_call *call, const principal *p, co
 /* Both of a single-entry call (namespace, key) and the ns claim. */
 grpc_status_code entries_check_address(rpc_call *call, const char *ns, const char *key);
 
+/* Its part of a routed query (entries_recent.c). */
+extern const tier_route entries_route;
+
 /* The entry (ns/key) in the call's audit row. */
 void entries_target(rpc_call *call, const char *ns, const char *key);
 Memory__V1__Entry *entries_render(arena *a, const entries_record *r);

@@ -43,7 +43,7 @@ typedef struct search_req {
 
 /* A search as prepared: one part (q), or a hybrid (lex, then q with the
  * text's embedding, made when it runs). */
-struct episodic_search {
+typedef struct episodic_search {
     episodic_service *svc;
     rpc_call *call;
     tier_ctx *c;
@@ -64,7 +64,7 @@ struct episodic_search {
     int partial;
     const char *partial_detail;
     int fatal; /* the vector part failed the call (not a partial answer) */
-};
+} episodic_search;
 
 static grpc_status_code check_weight(rpc_call *call, const char *prefix, const char *name, float w,
                                      double *out) {
@@ -76,6 +76,13 @@ static grpc_status_code check_weight(rpc_call *call, const char *prefix, const c
 }
 
 static int reranks(const episodic_search *s) { return s->half_life_us > 0 || s->diversity > 0; }
+
+/* What the scores mean, as a memory.v1.Distance: the collection's
+ * (EUCLID scores are distances), or DOT (higher is better) for a lexical
+ * search's BM25 scores and a hybrid's fused ones. */
+static int score_distance(const episodic_search *s) {
+    return s->hybrid || s->q.text ? VS_DOT : s->col.distance;
+}
 
 static grpc_status_code check_options(episodic_search *s, const char *prefix,
                                       const Memory__V1__RecallOptions *o) {
@@ -279,8 +286,8 @@ static int rerank(episodic_search *s, cand *v, size_t n) {
     for (size_t i = 0; i < n; i++)
         items[i] =
             (episodic_rerank_item){.point = &v[i].hit->point, .score = v[i].score, .index = i};
-    int higher = episodic_search_distance(s) == VS_EUCLID ? EPISODIC_RERANK_LOWER_BETTER
-                                                          : EPISODIC_RERANK_HIGHER_BETTER;
+    int higher = score_distance(s) == VS_EUCLID ? EPISODIC_RERANK_LOWER_BETTER
+                                                : EPISODIC_RERANK_HIGHER_BETTER;
     if (s->half_life_us)
         episodic_rerank_recency(items, n, higher, clock_wall_us(), s->half_life_us);
     if (s->diversity > 0) {
@@ -442,14 +449,28 @@ RPC_UNARY_HANDLER(episodic_do_search, episodic_service, Memory__V1__EpisodicMemo
     return GRPC_STATUS_OK;
 }
 
-/* ---- the router's part (episodic_service.h) ---- */
+/* ---- the Router's part (tier_route.h): a VectorSearchQuery run as
+ * Search runs (the same checks, the same backend call with the read
+ * diode inside it); both steps block on the catalog and the backend. */
 
-grpc_status_code episodic_search_prepare(episodic_service *svc, rpc_call *call, const char *prefix,
-                                         const Memory__V1__VectorSearchQuery *vq, int limit,
-                                         tier_ctx *c, episodic_search **out) {
-    episodic_search *s = arena_zalloc(c->ar, sizeof *s);
-    if (!s) return rpc_call_oom(call);
-    *s = (episodic_search){.svc = svc, .call = call, .c = c};
+typedef struct route_part {
+    episodic_search s;
+    tier_route_answer *ans;
+    tier_route_done done;
+    void *arg;
+} route_part;
+
+static grpc_status_code route_prepare(void *state, rpc_call *call, const char *prefix,
+                                      const ProtobufCMessage *query, int limit, tier_ctx *c,
+                                      tier_route_answer *ans, tier_route_done done, void *arg,
+                                      void **out) {
+    const Memory__V1__VectorSearchQuery *vq = (const Memory__V1__VectorSearchQuery *)query;
+    route_part *rp = arena_zalloc(c->ar, sizeof *rp);
+    if (!rp) return rpc_call_oom(call);
+    rp->s = (episodic_search){.svc = state, .call = call, .c = c};
+    rp->ans = ans;
+    rp->done = done;
+    rp->arg = arg;
     search_req r = {
         .collection = vq->collection,
         .vector = vq->vector,
@@ -463,19 +484,49 @@ grpc_status_code episodic_search_prepare(episodic_service *svc, rpc_call *call, 
         .with_payload = vq->with_payload,
         .options = vq->options,
     };
-    RPC_CHECK(search_prepare(s, prefix, &r));
-    *out = s;
+    RPC_CHECK(search_prepare(&rp->s, prefix, &r));
+    *out = rp;
     return GRPC_STATUS_OK;
 }
 
-int episodic_search_run(episodic_search *s, Memory__V1__ScoredPoint ***points, size_t *n) {
-    return search_run(s, points, n);
+/* The points as the answer's results (each named in the audit row as
+ * Search names them, when rendered). */
+static int route_answer(route_part *rp, Memory__V1__ScoredPoint **pts, size_t n) {
+    arena *a = rp->s.c->ar;
+    tier_route_answer *ans = rp->ans;
+    if (!(ans->results = arena_alloc(a, (n + 1) * sizeof *ans->results))) return -1;
+    for (size_t i = 0; i < n; i++) {
+        Memory__V1__RouterResult *r =
+            tier_route_result(a, MEMORY__V1__TIER__TIER_EPISODIC, 0, pts[i]->score);
+        if (!r) return -1;
+        r->record_case = MEMORY__V1__ROUTER_RESULT__RECORD_POINT;
+        r->point = pts[i]->point;
+        r->n_search_parts = pts[i]->n_parts;
+        r->search_parts = pts[i]->parts;
+        ans->results[i] = r;
+    }
+    ans->n = n;
+    if (rp->s.partial) ans->partial = rp->s.partial_detail;
+    return 0;
 }
 
-int episodic_search_distance(const episodic_search *s) {
-    return s->hybrid || s->q.text ? VS_DOT : s->col.distance;
+static void route_start(void *part) {
+    route_part *rp = part;
+    Memory__V1__ScoredPoint **pts = NULL;
+    size_t n = 0;
+    int rc = search_run(&rp->s, &pts, &n);
+    if (rc == STATUS_OK && route_answer(rp, pts, n) != 0)
+        rc = tier_fail(rp->s.c, STATUS_ENOMEM, "out of memory");
+    rp->done(rp->arg, rc);
 }
 
-const char *episodic_search_partial(const episodic_search *s) {
-    return s->partial ? s->partial_detail : NULL;
-}
+const tier_route episodic_route = {
+    .kind = TIER_ROUTE_VECTOR,
+    .tier = MEMORY__V1__TIER__TIER_EPISODIC,
+    .label = "episodic memory",
+    .ctx_tier = "episodic",
+    .read_scope = "episodic:read",
+    .blocking = 1,
+    .prepare = route_prepare,
+    .start = route_start,
+};

@@ -250,7 +250,6 @@ static int episodic_open(tier_env *env, void **state, char *err, size_t errlen) 
         log_fields(LOG_INFO, "text embedder configured", LOG_F_STR, "url", embedder_url(svc->emb),
                    LOG_F_STR, "model", embedder_model(svc->emb), LOG_F_END);
     }
-    env->episodic = svc;
     /* Scraped only when memoryd serves /metrics (main resets the registry). */
     int metrics = c && c->metrics_listen && c->metrics_listen[0];
     if (metrics && vstore_register_metrics(svc->vs) != 0)
@@ -309,6 +308,7 @@ static const tier_records records =
 
 const tier episodic_tier = {
     TIER_FIELDS("episodic", services, methods, episodic_open, episodic_free),
+    .route = &episodic_route,
     .probe = episodic_probe,
     .probe_backend = "qdrant",
     .records = &records,

@@ -33,6 +33,9 @@ struct episodic_service {
     char language[32]; /* texts are analyzed in it (--text-language) */
 };
 
+/* Its part of a routed query (episodic_search.c). */
+extern const tier_route episodic_route;
+
 /* A backend's STATUS_* as the call's status, its message from c. */
 grpc_status_code episodic_service_status(rpc_call *call, int rc, const tier_ctx *c);
 /* The call's context (blocking methods: the client's cancel is watched). */

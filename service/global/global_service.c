@@ -101,7 +101,6 @@ static int global_open(tier_env *env, void **state, char *err, size_t errlen) {
     svc->max_depth = env->cfg ? env->cfg->traverse_max_depth : 10;
     if (svc->max_depth <= 0 || svc->max_depth > 10) svc->max_depth = 10;
     svc->entities = env->entity_cache;
-    env->global = svc;
     svc->store = tier_store_on(env->pg, env->pga, env->max_response_bytes);
     svc->store.text_language = tier_env_text_language(env);
     return 0;
@@ -133,4 +132,4 @@ static const tier_records records =
                  "entities", "relationships", "tasks");
 
 const tier global_tier = {TIER_FIELDS("global", services, methods, global_open, free),
-                          .records = &records};
+                          .records = &records, .route = &global_route};

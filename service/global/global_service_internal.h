@@ -54,6 +54,8 @@ Memory__V1__Relationship *global_render_rel(arena *a, const global_rel *r);
 Memory__V1__Task *global_render_task(arena *a, const global_task *t);
 /* Pages of entities and of tasks (tier_page_fill). */
 extern const tier_page_kind global_entity_page, global_task_page;
+/* Its part of a routed query (global_router.c). */
+extern const tier_route global_route;
 
 /* The handlers. */
 RPC_UNARY_FN(global_do_put_entity);

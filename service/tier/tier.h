@@ -25,11 +25,9 @@
 #include "service/store/pg_pool.h"
 #include "service/store/redis_pool.h"
 #include "service/tier/tier_erase.h"
+#include "service/tier/tier_route.h"
 
 struct cache_records;
-struct global_service;
-struct entries_service;
-struct episodic_service;
 
 typedef struct tier_env {
     const config *cfg;   /* every flag (core/config.h) */
@@ -51,16 +49,15 @@ typedef struct tier_env {
     /* Offered by the cache tier (always): the router's cache-aside over
      * Entries (RecentLookupQuery), which Entries' writes invalidate. */
     struct cache_records *entry_cache;
-    /* Offered to the router by GlobalMemory and EpisodicMemory: their
-     * parts of a routed query (global_service.h, episodic_service.h). */
-    struct global_service *global;
-    struct episodic_service *episodic;
-    struct entries_service *entries;
     /* Every tier of the table that keeps records (its tier.records, with
      * its state), in their order (tier_erase.h); filled as the tiers open,
      * so complete once the table is. */
     tier_eraser erasers[TIER_MAX_ERASERS];
     size_t nerasers;
+    /* Every tier of the table the Router can reach (its tier.route, with
+     * its state), in table order; filled as the tiers open. */
+    tier_routable routes[TIER_MAX_ROUTES];
+    size_t nroutes;
 } tier_env;
 
 /* The language texts are analyzed in (--text-language; "english" without
@@ -99,12 +96,16 @@ typedef struct tier {
     /* The records it keeps, for Forget, Export and the retention sweeper
      * (tier_erase.h); NULL: it keeps none. */
     const tier_records *records;
+    /* Its part of a routed query (tier_route.h); NULL: the Router does not
+     * reach it. */
+    const tier_route *route;
 } tier;
 
 #define TIER_COUNT(array) (sizeof(array) / sizeof((array)[0]))
 /* A descriptor: `const tier x_tier = {TIER_FIELDS("x", services, methods,
- * x_open, x_free)};`, then .records if it keeps records, and .probe and
- * .probe_backend if it has a backend of its own. */
+ * x_open, x_free)};`, then .records if it keeps records, .route if the
+ * Router reaches it, and .probe and .probe_backend if it has a backend of
+ * its own. */
 #define TIER_FIELDS(name_, services_, methods_, open_, free_)                                      \
     .name = (name_), .services = (services_), .nservices = TIER_COUNT(services_),                  \
     .methods = (methods_), .nmethods = TIER_COUNT(methods_), .open = (open_), .free = (free_)

@@ -55,6 +55,19 @@ static int add_eraser(tier_env *env, const tier *t, void *state, char *err, size
     return 0;
 }
 
+/* Tier t's route, open in state, into env's routes (table order). */
+static int add_route(tier_env *env, const tier *t, void *state, char *err, size_t errlen) {
+    if (env->nroutes >= TIER_MAX_ROUTES) {
+        snprintf(err, errlen, "too many tiers are routable (TIER_MAX_ROUTES is %d)",
+                 TIER_MAX_ROUTES);
+        return -1;
+    }
+    const tier_route *r = t->route;
+    assert(r->prepare && r->start && (r->blocking || r->cancel));
+    env->routes[env->nroutes++] = (tier_routable){.route = r, .state = state, .name = t->name};
+    return 0;
+}
+
 int tier_set_open(const tier *const *tiers, size_t n, tier_env *env, rpc_server *srv,
                   tier_set **out, char *err, size_t errlen) {
     tier_set *s = calloc(1, sizeof *s);
@@ -76,7 +89,8 @@ int tier_set_open(const tier *const *tiers, size_t n, tier_env *env, rpc_server 
             tier_set_free(s);
             return -1;
         }
-        if (t->records && add_eraser(env, t, s->states[i], why, sizeof why) != 0) {
+        if ((t->records && add_eraser(env, t, s->states[i], why, sizeof why) != 0) ||
+            (t->route && add_route(env, t, s->states[i], why, sizeof why) != 0)) {
             snprintf(err, errlen, "the %s tier: %s", t->name, why);
             tier_set_free(s);
             return -1;
