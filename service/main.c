@@ -48,7 +48,17 @@
     X(access)                                                                                      \
     X(audit)                                                                                       \
     X(cache)                                                                                       \
+    TEST_TIER(X)                                                                                   \
     X(entries) X(working) X(session) X(global) X(episodic) X(blackboard) X(router) X(privacy)
+
+/* A test binary's own tier (tests/server/stub_tier: -DMEMORYD_TEST_TIER=stub),
+ * added as any tier is: by its name on the line above. */
+#ifdef MEMORYD_TEST_TIER
+#define TEST_TIER_NAMED(X, name) X(name)
+#define TEST_TIER(X) TEST_TIER_NAMED(X, MEMORYD_TEST_TIER)
+#else
+#define TEST_TIER(X)
+#endif
 
 #define TIER_DECLARE(name) extern const tier name##_tier;
 #define TIER_ENTRY(name) &name##_tier,

@@ -49,4 +49,3 @@ const char *router_recall_words(arena *a, const char *text) {
     out[at] = '\0';
     return out;
 }
-

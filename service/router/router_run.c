@@ -244,8 +244,8 @@ static grpc_status_code fill_response(run *r, Memory__V1__RouterResult **res, si
     resp->n_results = n;
     for (int i = 0; i < KINDS; i++) {
         const part *pt = &r->parts[i];
-        if (pt->used && (pt->outcome != MEMORY__V1__TIER_OUTCOME__TIER_OUTCOME_ANSWERED ||
-                         pt->ans.partial))
+        if (pt->used &&
+            (pt->outcome != MEMORY__V1__TIER_OUTCOME__TIER_OUTCOME_ANSWERED || pt->ans.partial))
             resp->partial = 1;
     }
     resp->tiers = arena_alloc(a, KINDS * TIER_ROUTE_LEVELS * sizeof *resp->tiers);
@@ -264,7 +264,8 @@ static void finish(run *r) {
     name_targets(r);
     int answered = 0;
     for (int i = 0; i < KINDS; i++)
-        if (r->parts[i].used && r->parts[i].outcome == MEMORY__V1__TIER_OUTCOME__TIER_OUTCOME_ANSWERED)
+        if (r->parts[i].used &&
+            r->parts[i].outcome == MEMORY__V1__TIER_OUTCOME__TIER_OUTCOME_ANSWERED)
             answered = 1;
     grpc_status_code st = GRPC_STATUS_OK;
     Memory__V1__RouterResult **res = NULL;
@@ -318,8 +319,7 @@ static void announce(run *r, const part *pt, arena *a) {
 static void cancel_parts(run *r, const part *except) {
     for (int i = 0; i < KINDS; i++) {
         part *pt = &r->parts[i];
-        if (!pt->running || pt == except || __atomic_load_n(&pt->ended, __ATOMIC_SEQ_CST))
-            continue;
+        if (!pt->running || pt == except || __atomic_load_n(&pt->ended, __ATOMIC_SEQ_CST)) continue;
         const tier_route *rt = pt->rt->route;
         if (rt->blocking) cancel_fire(&pt->cancel);
         else rt->cancel(pt->h);

@@ -11,11 +11,22 @@
 #include <cstring>
 #include <thread>
 
+namespace {
+std::string& binary_in_runfiles() {
+  static std::string path = "service/memoryd";
+  return path;
+}
+}  // namespace
+
+void MemorydProcess::UseBinary(const std::string& runfiles_path) {
+  binary_in_runfiles() = runfiles_path;
+}
+
 std::string MemorydProcess::BinaryPath() {
   const char* srcdir = getenv("TEST_SRCDIR");
   const char* ws = getenv("TEST_WORKSPACE");
-  if (srcdir && ws) return std::string(srcdir) + "/" + ws + "/service/memoryd";
-  return "service/memoryd";
+  if (srcdir && ws) return std::string(srcdir) + "/" + ws + "/" + binary_in_runfiles();
+  return binary_in_runfiles();
 }
 
 MemorydProcess::MemorydProcess(std::vector<std::string> args) : args_(std::move(args)) {

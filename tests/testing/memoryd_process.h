@@ -42,6 +42,9 @@ class MemorydProcess {
 
   // Path of the memoryd binary in the test's runfiles.
   static std::string BinaryPath();
+  // Runs another build of memoryd from now on (its path in the runfiles,
+  // "tests/server/stub_tier/memoryd_stub": a binary with a test tier).
+  static void UseBinary(const std::string& runfiles_path);
 
  private:
   void ReadLoop(int fd);
