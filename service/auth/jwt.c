@@ -51,15 +51,20 @@ void jwt_claims_free(jwt_claims *c) {
     free(c);
 }
 
+/* Claim name of pl in *v: JWT_OK (*v NULL when it is absent and not
+ * required), or JWT_ECLAIM when a required one is missing. */
+static int claim(json_t *pl, const char *name, int required, json_t **v, char *err, size_t errlen) {
+    if ((*v = json_object_get(pl, name)) || !required) return JWT_OK;
+    text_errf(err, errlen, "jwt: missing required claim \"%s\"", name);
+    return JWT_ECLAIM;
+}
+
 /* A required (or optional, when *dst may stay NULL) non-empty string claim. */
 static int take_string(json_t *pl, const char *name, int required, char **dst, char *err,
                        size_t errlen) {
-    json_t *v = json_object_get(pl, name);
-    if (v == NULL) {
-        if (!required) return JWT_OK;
-        text_errf(err, errlen, "jwt: missing required claim \"%s\"", name);
-        return JWT_ECLAIM;
-    }
+    json_t *v;
+    int rc = claim(pl, name, required, &v, err, errlen);
+    if (rc != JWT_OK || !v) return rc;
     if (!json_is_string(v) || json_string_length(v) == 0) {
         text_errf(err, errlen, "jwt: claim \"%s\" must be a non-empty string", name);
         return JWT_ECLAIM;
@@ -74,12 +79,9 @@ static int take_string(json_t *pl, const char *name, int required, char **dst, c
 
 static int take_time(json_t *pl, const char *name, int required, int64_t *dst, int *has, char *err,
                      size_t errlen) {
-    json_t *v = json_object_get(pl, name);
-    if (v == NULL) {
-        if (!required) return JWT_OK;
-        text_errf(err, errlen, "jwt: missing required claim \"%s\"", name);
-        return JWT_ECLAIM;
-    }
+    json_t *v;
+    int rc = claim(pl, name, required, &v, err, errlen);
+    if (rc != JWT_OK || !v) return rc;
     /* Bounded so later arithmetic with now and skew cannot overflow. */
     if (!json_is_integer(v) || json_integer_value(v) < 0 ||
         json_integer_value(v) > ((json_int_t)1 << 40)) {

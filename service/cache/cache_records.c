@@ -194,3 +194,17 @@ void cache_records_changed(cache_records *r, arena *a, const char *tenant, const
 }
 
 uint64_t cache_records_loads(cache_records *r) { return cache_aside_loads(r->ca); }
+
+void cache_records_fetch_init(cache_records_fetch *f, const principal *p, principal_breadth breadth,
+                              arena *a, int64_t deadline_ms,
+                              void (*start)(void *arg, cache_records_fetch *f),
+                              void (*done)(void *arg, int rc, ProtobufCMessage *m), void *arg) {
+    f->p = p;
+    f->breadth = breadth;
+    f->a = a;
+    f->deadline_ms = deadline_ms;
+    f->start = start;
+    f->start_arg = arg;
+    f->done = done;
+    f->done_arg = arg;
+}

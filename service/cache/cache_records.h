@@ -86,6 +86,14 @@ struct cache_records_fetch {
     void *done_arg;
 };
 
+/* Sets up f for a caller p reading with breadth (its copies in a), whose
+ * deadline bounds the L2 lookup: start(arg, f) loads the record when no
+ * level has it, done(arg, rc, m) answers. */
+void cache_records_fetch_init(cache_records_fetch *f, const principal *p, principal_breadth breadth,
+                              arena *a, int64_t deadline_ms,
+                              void (*start)(void *arg, cache_records_fetch *f),
+                              void (*done)(void *arg, int rc, ProtobufCMessage *m), void *arg);
+
 /* STATUS_OK or STATUS_ENOTFOUND with *out at once (from L1; done not
  * called), CACHE_RECORDS_PENDING (done will be called, perhaps before
  * this returns), or STATUS_ECANCELLED (cache_records_cancel came first)

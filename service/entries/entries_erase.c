@@ -16,41 +16,28 @@
 #include "service/tier/tier_export.h"
 #include "service/tier/tier_sql.h"
 
-typedef struct erase_job {
-    const entries_service *svc;
-    const tier_erase_sel *sel;
-    int64_t count;
-} erase_job;
-
-static int erase_in(pgq_session *ss, tier_ctx *c, void *arg) {
-    erase_job *j = arg;
-    pgq_sql b = {0};
-    const tier_erase_sel *sel = j->sel;
-    tier_erase_sql_begin(&b, sel, "entries", NULL);
-    int rc = tier_erase_sql_where(&b, c, sel, NULL, "metadata");
-    if (rc == STATUS_OK) rc = tier_erase_sql_ns(&b, c, sel, "namespace");
-    if (rc != STATUS_OK) return rc;
-    tier_erase_sql_end(&b, sel);
-    if (!sel->dry_run) pgq_sql_add(&b, " RETURNING namespace, key");
-    PGresult *r = NULL;
-    rc = pgq_pipeline(ss, "erase entries", "BEGIN", &b, 1, &r);
-    if (rc != STATUS_OK) return rc;
-    rc = tier_erase_sql_count(c, sel, r, "entries", &j->count);
-    if (rc == STATUS_OK && !sel->dry_run) {
-        for (int i = 0; i < PQntuples(r); i++) {
-            const char *ns = pgq_col_str(c->ar, r, i, 0), *key = pgq_col_str(c->ar, r, i, 1);
-            if (ns && key) entries_changed(j->svc, c, ns, key);
-        }
-    }
-    PQclear(r);
-    return rc;
+static int erase_where(pgq_sql *b, tier_ctx *c, const tier_erase_sel *sel) {
+    int rc = tier_erase_sql_where(b, c, sel, NULL, "metadata");
+    return rc == STATUS_OK ? tier_erase_sql_ns(b, c, sel, "namespace") : rc;
 }
 
+/* Each erased entry's copy goes from the router's cache on every replica. */
+static void erased(void *state, tier_ctx *c, const PGresult *r) {
+    for (int i = 0; i < PQntuples(r); i++) {
+        const char *ns = pgq_col_str(c->ar, r, i, 0), *key = pgq_col_str(c->ar, r, i, 1);
+        if (ns && key) entries_changed(state, c, ns, key);
+    }
+}
+
+static const tier_erase_table erase_entries = {.table = "entries",
+                                               .what = "erase entries",
+                                               .where = erase_where,
+                                               .returning = " namespace, key",
+                                               .erased = erased};
+
 int entries_erase(void *state, tier_ctx *c, const tier_erase_sel *sel, int64_t *count) {
-    erase_job j = {.svc = state, .sel = sel};
-    int rc = tier_sql_run(j.svc->env->pg, c, TIER_MAX_STATEMENT_MS, erase_in, &j);
-    *count = rc == STATUS_OK ? j.count : 0;
-    return rc;
+    const entries_service *svc = state;
+    return tier_erase_table_run(&erase_entries, svc->env->pg, state, c, sel, count);
 }
 
 /* ------------------------------------------------------------ export */
@@ -59,8 +46,7 @@ int entries_erase(void *state, tier_ctx *c, const tier_erase_sel *sel, int64_t *
 
 static int select_entries(pgq_sql *b, tier_ctx *c, const tier_erase_sel *sel) {
     pgq_sql_add(b, "SELECT " ENTRIES_COLS ", value FROM entries WHERE ");
-    int rc = tier_erase_sql_where(b, c, sel, NULL, "metadata");
-    return rc == STATUS_OK ? tier_erase_sql_ns(b, c, sel, "namespace") : rc;
+    return erase_where(b, c, sel);
 }
 
 /* An entry's content: its value as text when it is UTF-8, else base64. */

@@ -193,14 +193,8 @@ static void lookup_start(void *part) {
         answer(lk, tier_fail(c, STATUS_ENOMEM, "out of memory"), NULL, FROM_L1);
         return;
     }
-    lk->f.p = c->p;
-    lk->f.breadth = c->read_breadth;
-    lk->f.a = c->ar;
-    lk->f.deadline_ms = c->deadline_ms;
-    lk->f.start = start_load;
-    lk->f.start_arg = lk;
-    lk->f.done = fetched;
-    lk->f.done_arg = lk;
+    cache_records_fetch_init(&lk->f, c->p, c->read_breadth, c->ar, c->deadline_ms, start_load,
+                             fetched, lk);
     rc = cache_records_get(svc->records, &lk->f, lk->id, &m);
     if (rc == CACHE_RECORDS_PENDING) return;
     if (rc == STATUS_ECANCELLED) tier_fail(c, rc, "the client cancelled the call");

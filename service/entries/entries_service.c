@@ -24,22 +24,26 @@ static const char *reason(const char *why) {
     return p != why && p[0] == ':' && p[1] == ' ' ? p + 2 : why;
 }
 
-grpc_status_code entries_check_namespace(rpc_call *call, const char *field, const char *ns) {
+/* s of field: present (required says how it looks) and what nsglob's
+ * check (a namespace or a key: what) accepts. */
+static grpc_status_code check_part(rpc_call *call, const char *field, const char *s,
+                                   const char *required, const char *what,
+                                   int (*check)(const char *, size_t, char *, size_t)) {
     char why[256];
-    if (!ns[0]) return rpc_call_invalid(call, "%s: required (agent:workflow:node)", field);
-    if (nsglob_check_namespace(ns, strlen(ns), why, sizeof why) != 0)
-        return rpc_call_invalid(call, "%s: \"%s\" is not a namespace: %s", field,
-                                text_quote(rpc_call_arena(call), ns), reason(why));
+    if (!s[0]) return rpc_call_invalid(call, "%s: required%s", field, required);
+    if (check(s, strlen(s), why, sizeof why) != 0)
+        return rpc_call_invalid(call, "%s: \"%s\" is not a %s: %s", field,
+                                text_quote(rpc_call_arena(call), s), what, reason(why));
     return GRPC_STATUS_OK;
 }
 
+grpc_status_code entries_check_namespace(rpc_call *call, const char *field, const char *ns) {
+    return check_part(call, field, ns, " (agent:workflow:node)", "namespace",
+                      nsglob_check_namespace);
+}
+
 grpc_status_code entries_check_key(rpc_call *call, const char *field, const char *key) {
-    char why[256];
-    if (!key[0]) return rpc_call_invalid(call, "%s: required", field);
-    if (nsglob_check_key(key, strlen(key), why, sizeof why) != 0)
-        return rpc_call_invalid(call, "%s: \"%s\" is not a key: %s", field,
-                                text_quote(rpc_call_arena(call), key), reason(why));
-    return GRPC_STATUS_OK;
+    return check_part(call, field, key, "", "key", nsglob_check_key);
 }
 
 grpc_status_code entries_check_ns_pattern(rpc_call *call, const char *field, const char **pat) {

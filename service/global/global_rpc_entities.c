@@ -149,13 +149,10 @@ static grpc_status_code get_entity_cached(rpc_call *call, global_service *svc, t
     entity_fetch *ef = arena_zalloc(c->ar, sizeof *ef);
     if (!ef) return rpc_call_oom(call);
     *ef = (entity_fetch){.call = call, .svc = svc, .c = c, .id = id, .resp = resp};
-    ef->f.p = c->p;
-    ef->f.breadth = c->read_breadth;
-    ef->f.a = c->ar;
-    ef->f.start = start_entity_load;
-    ef->f.start_arg = ef;
-    ef->f.done = entity_fetched;
-    ef->f.done_arg = ef;
+    /* The caller's deadline bounds the L2 lookup (without one it would
+     * end at once, and every GetEntity would miss L2). */
+    cache_records_fetch_init(&ef->f, c->p, c->read_breadth, c->ar, c->deadline_ms,
+                             start_entity_load, entity_fetched, ef);
     if (!(ef->load = global_load_entity_async(&svc->store, c, id, &ef->e, entity_loaded, ef)))
         return rpc_call_oom(call);
     /* Registered first: once fetched, the call may complete at any moment. */

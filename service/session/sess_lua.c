@@ -121,13 +121,17 @@ static const char start_body[] =
     L("keep(s, now)")
     L("return reply(0, s, 1, quota_use(s))");
 
-static const char get_body[] =
-    PRELUDE
-    L("local s = open()")
-    L("if not s then return {1} end")
-    L("local now = now_ms()")
-    L("local st = state(s, now)")
+/* A read's start: the session (reply 1 when there is none), its state
+ * now, and its idle clock restarted when it is open. */
+#define OPEN_AND_TOUCH                                                                             \
+    L("local s = open()")                                                                          \
+    L("if not s then return {1} end")                                                              \
+    L("local now = now_ms()")                                                                      \
+    L("local st = state(s, now)")                                                                  \
     L("if st == 1 then touch(s, now) end")
+
+static const char get_body[] =
+    PRELUDE OPEN_AND_TOUCH
     L("local v = redis.call('HGET', K, 'k:' .. ARGV[4])")
     L("local h = v and header(v)")
     L("if not h or h.label > tonumber(ARGV[5]) then return reply(2, s, st) end")
@@ -171,12 +175,7 @@ static const char set_body[] =
     L("return reply(0, s, st, hdr .. num(#value), quota_use(s))");
 
 static const char list_body[] =
-    PRELUDE
-    L("local s = open()")
-    L("if not s then return {1} end")
-    L("local now = now_ms()")
-    L("local st = state(s, now)")
-    L("if st == 1 then touch(s, now) end")
+    PRELUDE OPEN_AND_TOUCH
     L("local clr, values = tonumber(ARGV[4]), ARGV[5] == '1'")
     L("local all = redis.call('HGETALL', K)")
     L("local r = reply(0, s, st)")

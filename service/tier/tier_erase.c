@@ -125,3 +125,36 @@ int tier_erase_sql_count(tier_ctx *c, const tier_erase_sel *sel, const PGresult 
         return tier_fail(c, STATUS_EINTERNAL, "unexpected count of %s", what);
     return STATUS_OK;
 }
+
+typedef struct table_job {
+    const tier_erase_table *t;
+    void *state;
+    const tier_erase_sel *sel;
+    int64_t count;
+} table_job;
+
+static int erase_table_in(pgq_session *ss, tier_ctx *c, void *arg) {
+    table_job *j = arg;
+    const tier_erase_table *t = j->t;
+    pgq_sql b = {0};
+    tier_erase_sql_begin(&b, j->sel, t->table, NULL);
+    int rc = t->where(&b, c, j->sel);
+    if (rc != STATUS_OK) return rc;
+    tier_erase_sql_end(&b, j->sel);
+    int returns = t->returning && !j->sel->dry_run;
+    if (returns) pgq_sql_add(&b, " RETURNING%s", t->returning);
+    PGresult *r = NULL;
+    if ((rc = pgq_pipeline(ss, t->what, "BEGIN", &b, 1, &r)) != STATUS_OK) return rc;
+    rc = tier_erase_sql_count(c, j->sel, r, t->what, &j->count);
+    if (rc == STATUS_OK && returns && t->erased) t->erased(j->state, c, r);
+    PQclear(r);
+    return rc;
+}
+
+int tier_erase_table_run(const tier_erase_table *t, pg_pool *pg, void *state, tier_ctx *c,
+                         const tier_erase_sel *sel, int64_t *count) {
+    table_job j = {.t = t, .state = state, .sel = sel};
+    int rc = tier_sql_run(pg, c, TIER_MAX_STATEMENT_MS, erase_table_in, &j);
+    *count = rc == STATUS_OK ? j.count : 0;
+    return rc;
+}

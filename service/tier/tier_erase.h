@@ -221,4 +221,24 @@ void tier_erase_sql_end(struct pgq_sql *b, const tier_erase_sel *sel);
 int tier_erase_sql_count(tier_ctx *c, const tier_erase_sel *sel, const struct pg_result *r,
                          const char *what, int64_t *count);
 
+/* ---- an eraser of one table in one statement (static: the tier's) ---- */
+struct pg_pool;
+typedef struct tier_erase_table {
+    const char *table; /* its SQL name */
+    const char *what;  /* "entries": in messages and logs */
+    /* Appends the condition of sel's rows (tier_erase_sql_where and, for
+     * a namespaced tier, tier_erase_sql_ns): STATUS_OK or a code with
+     * c->err. */
+    int (*where)(struct pgq_sql *b, tier_ctx *c, const tier_erase_sel *sel);
+    /* Columns the erased rows return (" namespace, key"), and what to do
+     * with them once erased (drop their copies); NULL: nothing. */
+    const char *returning;
+    void (*erased)(void *state, tier_ctx *c, const struct pg_result *r);
+} tier_erase_table;
+
+/* Erases (or counts) sel's rows of t, on pg (a tier_erase_fn's body):
+ * STATUS_OK with *count, or a code with c->err. state goes to t->erased. */
+int tier_erase_table_run(const tier_erase_table *t, struct pg_pool *pg, void *state, tier_ctx *c,
+                         const tier_erase_sel *sel, int64_t *count);
+
 #endif

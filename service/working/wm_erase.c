@@ -14,33 +14,17 @@
 #include "service/working/wm_service_internal.h"
 #include "service/working/wm_store_internal.h"
 
-typedef struct erase_job {
-    const tier_erase_sel *sel;
-    int64_t count;
-} erase_job;
-
-static int erase_in(pgq_session *ss, tier_ctx *c, void *arg) {
-    erase_job *j = arg;
-    const tier_erase_sel *sel = j->sel;
-    pgq_sql b = {0};
-    tier_erase_sql_begin(&b, sel, "working_memory", NULL);
-    int rc = tier_erase_sql_where_value(&b, c, sel, NULL, "content", 1);
-    if (rc == STATUS_OK) rc = tier_erase_sql_ns(&b, c, sel, "node");
-    if (rc != STATUS_OK) return rc;
-    tier_erase_sql_end(&b, sel);
-    PGresult *r = NULL;
-    if ((rc = pgq_pipeline(ss, "erase working memory", "BEGIN", &b, 1, &r)) != STATUS_OK) return rc;
-    rc = tier_erase_sql_count(c, sel, r, "working documents", &j->count);
-    PQclear(r);
-    return rc;
+static int erase_where(pgq_sql *b, tier_ctx *c, const tier_erase_sel *sel) {
+    int rc = tier_erase_sql_where_value(b, c, sel, NULL, "content", 1);
+    return rc == STATUS_OK ? tier_erase_sql_ns(b, c, sel, "node") : rc;
 }
+
+static const tier_erase_table erase_docs = {
+    .table = "working_memory", .what = "erase working memory", .where = erase_where};
 
 int wm_erase(void *state, tier_ctx *c, const tier_erase_sel *sel, int64_t *count) {
     const wm_service *svc = state;
-    erase_job j = {.sel = sel};
-    int rc = tier_sql_run(svc->env->pg, c, TIER_MAX_STATEMENT_MS, erase_in, &j);
-    *count = rc == STATUS_OK ? j.count : 0;
-    return rc;
+    return tier_erase_table_run(&erase_docs, svc->env->pg, state, c, sel, count);
 }
 
 /* ------------------------------------------------------------ export */
@@ -49,8 +33,7 @@ int wm_erase(void *state, tier_ctx *c, const tier_erase_sel *sel, int64_t *count
 
 static int select_docs(pgq_sql *b, tier_ctx *c, const tier_erase_sel *sel) {
     pgq_sql_add(b, "SELECT " WM_COLS ", content, node, thread FROM working_memory WHERE ");
-    int rc = tier_erase_sql_where_value(b, c, sel, NULL, "content", 1);
-    return rc == STATUS_OK ? tier_erase_sql_ns(b, c, sel, "node") : rc;
+    return erase_where(b, c, sel);
 }
 
 /* A document's content: {"node", "thread", "path", "content"}. */

@@ -33,13 +33,13 @@ class StubTierTest : public PrivacyTest {
   void Note(const std::string& owner, const std::string& key, std::string body, int age_s = 0) {
     for (size_t at = 0; (at = body.find('\'', at)) != std::string::npos; at += 2)
       body.insert(at, 1, '\'');  // as an SQL literal
-    pg_.Value("INSERT INTO stub_notes (tenant, owner, key, body, updated_at) VALUES ('" +
-              tenant_ + "', '" + owner + "', '" + key + "', '" + body + "', now() - interval '" +
+    pg_.Value("INSERT INTO stub_notes (tenant, owner, key, body, updated_at) VALUES ('" + tenant_ +
+              "', '" + owner + "', '" + key + "', '" + body + "', now() - interval '" +
               std::to_string(age_s) + " seconds')");
   }
   int Notes(const std::string& where) {
-    return std::stoi(pg_.Value("SELECT count(*) FROM stub_notes WHERE tenant = '" + tenant_ +
-                               "' AND " + where));
+    return std::stoi(
+        pg_.Value("SELECT count(*) FROM stub_notes WHERE tenant = '" + tenant_ + "' AND " + where));
   }
 
   PgSession pg_{db_.url()};
@@ -72,16 +72,16 @@ TEST_F(StubTierTest, ExportExportsItsRecordsWithinTheReadDiode) {
   Note("bob", "b1", R"({"text":"bob's"})");
   pg_.Value("UPDATE stub_notes SET label = 4 WHERE key = 'a2'");  // SECRET
   // Export reads a tier with its `<name>:read` scope.
-  auto [recs, st] = Export(r, Token("alice", "privacy:export stub:read", "", "CONFIDENTIAL"),
-                           "alice", "");
+  auto [recs, st] =
+      Export(r, Token("alice", "privacy:export stub:read", "", "CONFIDENTIAL"), "alice", "");
   ASSERT_TRUE(st.ok()) << st.error_message();
   std::vector<std::string> stub;
   for (const auto& rec : recs) {
     if (rec.kind() == "stub_note") {
       stub.push_back(rec.id());
       EXPECT_EQ(TIER_ENTRIES, rec.tier());
-      EXPECT_EQ("one", rec.record().fields().at("body").struct_value().fields().at("text")
-                           .string_value());
+      EXPECT_EQ("one",
+                rec.record().fields().at("body").struct_value().fields().at("text").string_value());
       EXPECT_EQ("alice", rec.meta().owner());
     }
   }
@@ -134,7 +134,8 @@ TEST_F(StubTierTest, TheRouterReachesItWithTheReadDiodeInItsQuery) {
   EXPECT_NE(std::string::npos, st.error_message().find("entries:read")) << st.error_message();
   grpc::Status bad = recent(alice, "", &denied);  // the route's own checks
   EXPECT_EQ(StatusCode::INVALID_ARGUMENT, bad.error_code());
-  EXPECT_NE(std::string::npos, bad.error_message().find("recent_lookup.key")) << bad.error_message();
+  EXPECT_NE(std::string::npos, bad.error_message().find("recent_lookup.key"))
+      << bad.error_message();
 }
 
 }  // namespace
